@@ -1,0 +1,507 @@
+//! The simulation behind every wire protocol: which model or endpoint a request reaches, whether
+//! capacity admits it, which faults hit it, what it answers and how fast.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, LogNormal};
+use serde::Serialize;
+
+use crate::faults::{Fault, FaultKind, FaultRegistry, Subject};
+use crate::scenario::{EndpointSpec, ModelSpec, Performance, Scenario};
+use crate::text;
+
+/// The two services emulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    Bedrock,
+    Sagemaker,
+}
+
+/// An error answered on the wire: the AWS error code, HTTP status and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+    pub fn validation(service: Service, message: impl Into<String>) -> Self {
+        match service {
+            Service::Bedrock => Self::new(400, "ValidationException", message),
+            Service::Sagemaker => Self::new(400, "ValidationError", message),
+        }
+    }
+}
+
+/// What the caller asked for, reduced to what the simulation needs.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    pub service: Service,
+    pub operation: &'static str,
+    pub region: String,
+    /// The model id, profile id or endpoint name as sent.
+    pub target: String,
+    /// `default`, `priority`, `flex` or `reserved`; SageMaker requests are `default`.
+    pub tier: String,
+    pub input_tokens: u32,
+    pub max_tokens: Option<u32>,
+    /// A digest of the prompt, which fixes the answer's words and length.
+    pub prompt_digest: u64,
+    /// Whether the request carries `cachePoint` blocks.
+    pub has_cache_points: bool,
+}
+
+/// An admitted request: the answer to give and its timeline. Holds its capacity slot until
+/// dropped.
+#[derive(Debug)]
+pub struct Answer {
+    /// The bare model id or endpoint name that served.
+    pub model: String,
+    pub tokens: Vec<String>,
+    /// True when `max_tokens` cut the natural answer short.
+    pub truncated: bool,
+    pub input_tokens: u32,
+    pub ttft: Duration,
+    pub token_interval: Duration,
+    /// Tokens to deliver before the stream breaks, and the exception to break with.
+    pub break_after: Option<(u32, Option<String>)>,
+    _slot: Slot,
+}
+
+impl Answer {
+    /// The whole answer text.
+    pub fn text(&self) -> String {
+        self.tokens.concat()
+    }
+    /// The answer as delivered when a stream breaks after `n` tokens.
+    pub fn output_tokens(&self) -> u32 {
+        self.tokens.len() as u32
+    }
+}
+
+/// What the emulator served, per (service, region, target, tier, operation).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Counter {
+    pub requests: u64,
+    pub ok: u64,
+    /// Refusals by AWS error code.
+    pub errors: BTreeMap<String, u64>,
+    pub streams_broken: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One row of the counters.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CounterRow {
+    pub service: Service,
+    pub region: String,
+    pub target: String,
+    pub tier: String,
+    pub operation: String,
+    #[serde(flatten)]
+    pub counter: Counter,
+}
+
+type CounterKey = (Service, String, String, String, String);
+
+/// Capacity of one (region, target, capacity pool).
+#[derive(Debug, Default)]
+struct Pool {
+    in_flight: u32,
+    window: VecDeque<(Instant, u64)>,
+    window_tokens: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    pools: Arc<Mutex<HashMap<String, Pool>>>,
+    key: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut pools) = self.pools.lock() {
+            if let Some(p) = pools.get_mut(&self.key) {
+                p.in_flight = p.in_flight.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// The emulated world with its live state.
+#[derive(Debug)]
+pub struct Engine {
+    pub scenario: Scenario,
+    pub faults: FaultRegistry,
+    counters: Mutex<BTreeMap<CounterKey, Counter>>,
+    pools: Arc<Mutex<HashMap<String, Pool>>>,
+    started: Instant,
+    draws: AtomicU64,
+}
+
+/// Share of a pool's concurrency that flex requests may use: flex yields under high demand.
+const FLEX_SHARE: f64 = 0.8;
+
+enum Served<'a> {
+    Model(&'a ModelSpec),
+    Endpoint(&'a EndpointSpec),
+}
+
+impl Engine {
+    pub fn new(scenario: Scenario) -> Self {
+        let faults = FaultRegistry::default();
+        for f in &scenario.faults {
+            faults.add(f.clone());
+        }
+        Self {
+            scenario,
+            faults,
+            counters: Mutex::default(),
+            pools: Arc::default(),
+            started: Instant::now(),
+            draws: AtomicU64::new(0),
+        }
+    }
+
+    /// Scales a simulated duration by the scenario's time scale.
+    pub fn scaled(&self, d: Duration) -> Duration {
+        d.mul_f64(self.scenario.time_scale)
+    }
+
+    /// Decides a request: refused with an AWS error, or admitted with its answer.
+    pub fn admit(&self, ask: &Ask) -> Result<Answer, ApiError> {
+        let result = self.admit_inner(ask);
+        let mut counters = self.counters.lock().expect("counters lock");
+        let c = counters
+            .entry((
+                ask.service,
+                ask.region.clone(),
+                ask.target.clone(),
+                ask.tier.clone(),
+                ask.operation.to_string(),
+            ))
+            .or_default();
+        c.requests += 1;
+        match &result {
+            Ok(a) => {
+                c.ok += 1;
+                c.input_tokens += u64::from(a.input_tokens);
+                c.output_tokens += u64::from(a.output_tokens());
+            }
+            Err(e) => *c.errors.entry(e.code.clone()).or_default() += 1,
+        }
+        result
+    }
+
+    /// Records that a stream was broken by a fault after it was admitted.
+    pub fn record_broken_stream(&self, ask: &Ask) {
+        let mut counters = self.counters.lock().expect("counters lock");
+        if let Some(c) = counters.get_mut(&(
+            ask.service,
+            ask.region.clone(),
+            ask.target.clone(),
+            ask.tier.clone(),
+            ask.operation.to_string(),
+        )) {
+            c.streams_broken += 1;
+        }
+    }
+
+    /// Everything served so far.
+    pub fn counters(&self) -> Vec<CounterRow> {
+        self.counters
+            .lock()
+            .expect("counters lock")
+            .iter()
+            .map(|((service, region, target, tier, operation), counter)| CounterRow {
+                service: *service,
+                region: region.clone(),
+                target: target.clone(),
+                tier: tier.clone(),
+                operation: operation.clone(),
+                counter: counter.clone(),
+            })
+            .collect()
+    }
+
+    /// Forgets the counters.
+    pub fn reset_counters(&self) {
+        self.counters.lock().expect("counters lock").clear();
+    }
+
+    fn admit_inner(&self, ask: &Ask) -> Result<Answer, ApiError> {
+        if self.scenario.geography_of(&ask.region).is_none() {
+            return Err(ApiError::new(
+                403,
+                "UnrecognizedClientException",
+                format!("The region {} is not served by this emulator scenario.", ask.region),
+            ));
+        }
+        let served = self.resolve(ask)?;
+        let (name, performance, answer_range) = match served {
+            Served::Model(m) => {
+                if !m.tiers.contains(&ask.tier) {
+                    return Err(ApiError::validation(
+                        ask.service,
+                        format!(
+                            "The provided service tier {} is not supported for model {}.",
+                            ask.tier, m.id
+                        ),
+                    ));
+                }
+                if ask.has_cache_points && !m.prompt_cache {
+                    return Err(ApiError::validation(
+                        ask.service,
+                        format!("Prompt caching is not supported for model {}.", m.id),
+                    ));
+                }
+                (m.id.as_str(), m.performance_for(&ask.region, &ask.tier), m.answer_tokens)
+            }
+            Served::Endpoint(e) => (e.name.as_str(), e.performance.clone(), e.answer_tokens),
+        };
+
+        let hits = self.faults.take_matching(
+            &Subject {
+                region: &ask.region,
+                model: name,
+                target: &ask.target,
+                tier: &ask.tier,
+            },
+            self.started.elapsed(),
+        );
+        if let Some(err) = hits.iter().find_map(|f| refusal(ask.service, f)) {
+            return Err(err);
+        }
+
+        let natural = text::natural_length(ask.prompt_digest, answer_range);
+        let n = ask.max_tokens.map_or(natural, |m| natural.min(m));
+        let slot = self.take_capacity(ask, &performance, ask.input_tokens + n)?;
+
+        let mut ttft = self.draw_ttft(&performance, ask.prompt_digest);
+        let mut break_after = None;
+        for f in &hits {
+            match f.kind {
+                FaultKind::SlowFirstToken => {
+                    // Not time-scaled: a test wants exactly this delay.
+                    ttft += Duration::from_millis(f.delay_ms.unwrap_or(1000));
+                }
+                FaultKind::BreakStream => {
+                    break_after = Some((f.after_tokens.unwrap_or(0), f.exception.clone()));
+                }
+                _ => {}
+            }
+        }
+        Ok(Answer {
+            model: name.to_string(),
+            tokens: text::tokens(ask.prompt_digest, n),
+            truncated: n < natural,
+            input_tokens: ask.input_tokens,
+            ttft,
+            token_interval: self.scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
+            break_after,
+            _slot: slot,
+        })
+    }
+
+    fn resolve(&self, ask: &Ask) -> Result<Served<'_>, ApiError> {
+        match ask.service {
+            Service::Sagemaker => self
+                .scenario
+                .endpoints
+                .iter()
+                .find(|e| e.name == ask.target && e.region == ask.region)
+                .map(Served::Endpoint)
+                .ok_or_else(|| {
+                    ApiError::validation(
+                        ask.service,
+                        format!("Endpoint {} of account 000000000000 not found.", ask.target),
+                    )
+                }),
+            Service::Bedrock => {
+                let invalid = || {
+                    ApiError::validation(ask.service, "The provided model identifier is invalid.")
+                };
+                let geography = self.scenario.geography_of(&ask.region).unwrap_or_default();
+                let (prefix, bare) = match ask.target.split_once('.') {
+                    Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => (Some(p), rest),
+                    _ => (None, ask.target.as_str()),
+                };
+                let model = self
+                    .scenario
+                    .models
+                    .iter()
+                    .find(|m| m.id == bare && m.regions.contains(&ask.region))
+                    .ok_or_else(invalid)?;
+                match prefix {
+                    None if model.profile_only => Err(ApiError::validation(
+                        ask.service,
+                        format!(
+                            "Invocation of model ID {} with on-demand throughput isn't supported. \
+                             Retry your request with the ID or ARN of an inference profile that contains this model.",
+                            model.id
+                        ),
+                    )),
+                    None => Ok(Served::Model(model)),
+                    Some(p) if model.profiles.iter().any(|x| x == p) && (p == "global" || p == geography) => {
+                        Ok(Served::Model(model))
+                    }
+                    Some(_) => Err(invalid()),
+                }
+            }
+        }
+    }
+
+    fn take_capacity(&self, ask: &Ask, perf: &Performance, tokens: u32) -> Result<Slot, ApiError> {
+        // Priority, default and flex share the on-demand quota; reserved has its own.
+        let pool_name = if ask.tier == "reserved" { "reserved" } else { "on-demand" };
+        let key = format!("{}|{}|{}", ask.region, ask.target, pool_name);
+        let mut pools = self.pools.lock().expect("pools lock");
+        let pool = pools.entry(key.clone()).or_default();
+        let now = Instant::now();
+        while let Some(&(t, n)) = pool.window.front() {
+            if now.duration_since(t) < Duration::from_secs(60) {
+                break;
+            }
+            pool.window.pop_front();
+            pool.window_tokens -= n;
+        }
+        let concurrency_limit = if ask.tier == "flex" {
+            ((f64::from(perf.max_concurrency) * FLEX_SHARE).floor() as u32).max(1)
+        } else {
+            perf.max_concurrency
+        };
+        let throttled = |what: &str| {
+            let code = match ask.service {
+                Service::Bedrock => "ThrottlingException",
+                Service::Sagemaker => "ThrottlingException",
+            };
+            ApiError::new(429, code, format!("Too many {what}, please wait before trying again."))
+        };
+        if pool.in_flight >= concurrency_limit {
+            return Err(throttled("requests"));
+        }
+        if pool.window_tokens + u64::from(tokens) > perf.tokens_per_minute {
+            return Err(throttled("tokens"));
+        }
+        pool.in_flight += 1;
+        pool.window.push_back((now, u64::from(tokens)));
+        pool.window_tokens += u64::from(tokens);
+        Ok(Slot {
+            pools: Arc::clone(&self.pools),
+            key,
+        })
+    }
+
+    fn draw_ttft(&self, perf: &Performance, prompt_digest: u64) -> Duration {
+        let draw = self.draws.fetch_add(1, Ordering::Relaxed);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.scenario.seed ^ prompt_digest.rotate_left(17) ^ draw);
+        let median = perf.ttft_median_ms.max(0.001);
+        // p99 of a log-normal is median * exp(2.326 sigma).
+        let sigma = ((perf.ttft_p99_ms.max(median) / median).ln() / 2.326).max(1e-6);
+        let ms = LogNormal::new(median.ln(), sigma)
+            .map(|d| d.sample(&mut rng))
+            .unwrap_or(median);
+        self.scaled(Duration::from_secs_f64(ms / 1000.0))
+    }
+}
+
+fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
+    let (status, bedrock, sagemaker, message) = match fault.kind {
+        FaultKind::Outage => (503, "ServiceUnavailableException", "ServiceUnavailable", "Service is unavailable. Try again later."),
+        FaultKind::Throttle => (429, "ThrottlingException", "ThrottlingException", "Too many requests, please wait before trying again."),
+        FaultKind::ModelNotReady => (429, "ModelNotReadyException", "ModelNotReadyException", "Model is not ready for inference. Try again later."),
+        FaultKind::InternalError => (500, "InternalServerException", "InternalFailure", "An internal server error occurred. Retry your request."),
+        FaultKind::BreakStream | FaultKind::SlowFirstToken => return None,
+    };
+    let code = match service {
+        Service::Bedrock => bedrock,
+        Service::Sagemaker => sagemaker,
+    };
+    Some(ApiError::new(status, code, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> Engine {
+        Engine::new(Scenario::builtin("fast").unwrap())
+    }
+
+    fn ask(target: &str, region: &str, tier: &str) -> Ask {
+        Ask {
+            service: Service::Bedrock,
+            operation: "Converse",
+            region: region.into(),
+            target: target.into(),
+            tier: tier.into(),
+            input_tokens: 10,
+            max_tokens: Some(20),
+            prompt_digest: 42,
+            has_cache_points: false,
+        }
+    }
+
+    #[test]
+    fn bare_ids_profiles_and_geographies() {
+        let e = engine();
+        assert!(e.admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default")).is_ok());
+        assert!(e.admit(&ask("us.amazon.nova-lite-v1:0", "us-west-2", "default")).is_ok());
+        assert!(e.admit(&ask("eu.amazon.nova-lite-v1:0", "us-east-1", "default")).is_err());
+        assert!(e.admit(&ask("global.anthropic.claude-sonnet-4-5-20250929-v1:0", "eu-west-1", "default")).is_ok());
+        let err = e.admit(&ask("anthropic.claude-sonnet-4-5-20250929-v1:0", "us-east-1", "default")).unwrap_err();
+        assert_eq!(err.code, "ValidationException");
+    }
+
+    #[test]
+    fn unsupported_tier_is_a_400() {
+        let err = engine().admit(&ask("amazon.nova-micro-v1:0", "us-east-1", "priority")).unwrap_err();
+        assert_eq!((err.status, err.code.as_str()), (400, "ValidationException"));
+    }
+
+    #[test]
+    fn max_tokens_cuts_the_answer() {
+        let a = engine().admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default")).unwrap();
+        assert_eq!(a.tokens.len(), 20);
+        assert!(a.truncated);
+    }
+
+    #[test]
+    fn concurrency_beyond_capacity_is_throttled_and_slots_are_released() {
+        let e = engine();
+        let limit = e.scenario.endpoints[0].performance.max_concurrency;
+        let mut a = ask("laneway-demo-llm", "us-east-1", "default");
+        a.service = Service::Sagemaker;
+        let held: Vec<_> = (0..limit).map(|_| e.admit(&a).unwrap()).collect();
+        assert_eq!(e.admit(&a).unwrap_err().code, "ThrottlingException");
+        drop(held);
+        assert!(e.admit(&a).is_ok());
+    }
+
+    #[test]
+    fn faults_refuse_and_are_counted() {
+        let e = engine();
+        e.faults.add(Fault::new(FaultKind::Outage).for_region("us-east-1").times(1));
+        let a = ask("amazon.nova-lite-v1:0", "us-east-1", "default");
+        assert_eq!(e.admit(&a).unwrap_err().code, "ServiceUnavailableException");
+        assert!(e.admit(&a).is_ok());
+        let rows = e.counters();
+        assert_eq!(rows[0].counter.requests, 2);
+        assert_eq!(rows[0].counter.errors["ServiceUnavailableException"], 1);
+    }
+}

@@ -1,0 +1,400 @@
+//! Scenario files: what the emulator serves, how fast, with what capacity and which faults.
+//!
+//! A scenario is TOML. Every field has a default, so a scenario names only what it changes.
+//! The built-in scenarios live in `emulator/scenarios/` and are embedded in the binary.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::faults::Fault;
+
+/// A whole emulated world: credentials, regions, Bedrock models, SageMaker endpoints, faults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Seed of every random draw (TTFT, text), so that a run is reproducible.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Multiplies every simulated delay: 1.0 is real time, 0.01 is a hundred times faster.
+    #[serde(default = "one")]
+    pub time_scale: f64,
+    /// Access keys accepted, with their secrets; requests signed otherwise get a 403.
+    #[serde(default = "default_credentials")]
+    pub credentials: Vec<Credential>,
+    /// Regions served, with their geography (`us`, `eu`, `apac`).
+    pub regions: Vec<RegionSpec>,
+    /// Bedrock foundation models.
+    #[serde(default)]
+    pub models: Vec<ModelSpec>,
+    /// SageMaker real-time endpoints.
+    #[serde(default)]
+    pub endpoints: Vec<EndpointSpec>,
+    /// Faults active from the start or on a schedule.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+}
+
+/// An access key the emulator accepts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credential {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+/// One region.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    pub name: String,
+    /// `us`, `eu` or `apac`: which geographic inference profiles this region serves.
+    pub geography: String,
+}
+
+/// A Bedrock model and where and how it is served.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// The bare model id, e.g. `amazon.nova-lite-v1:0`.
+    pub id: String,
+    /// Regions where the model is served (bare id and profiles alike).
+    pub regions: Vec<String>,
+    /// Inference profile prefixes that exist for it: `us`, `eu`, `apac`, `global`.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// When true the bare id is refused on demand (as for newer Claude models).
+    #[serde(default)]
+    pub profile_only: bool,
+    /// Service tiers accepted: `default`, `priority`, `flex`, `reserved`.
+    #[serde(default = "default_tiers")]
+    pub tiers: BTreeSet<String>,
+    /// Whether `cachePoint` blocks are accepted.
+    #[serde(default)]
+    pub prompt_cache: bool,
+    /// Length of a natural answer in tokens, before `maxTokens` cuts it: `[min, max]`.
+    #[serde(default = "default_answer_tokens")]
+    pub answer_tokens: [u32; 2],
+    /// Speed and capacity for every tier and region, unless an override says otherwise.
+    #[serde(default)]
+    pub performance: Performance,
+    /// Per (region, tier) changes to `performance`.
+    #[serde(default)]
+    pub overrides: Vec<PerformanceOverride>,
+}
+
+/// A SageMaker endpoint.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    pub name: String,
+    pub region: String,
+    /// The container's payload format.
+    pub format: PayloadFormat,
+    /// Inference components hosted on the endpoint; when non-empty the header is required.
+    #[serde(default)]
+    pub inference_components: Vec<String>,
+    #[serde(default = "default_answer_tokens")]
+    pub answer_tokens: [u32; 2],
+    #[serde(default)]
+    pub performance: Performance,
+}
+
+/// What a SageMaker container speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadFormat {
+    /// Hugging Face Text Generation Inference: `inputs` / `parameters`, `data:` token lines.
+    Tgi,
+    /// OpenAI-compatible chat completions (vLLM, LMI, TGI Messages API).
+    OpenaiChat,
+}
+
+/// Speed and capacity of one (region, model, tier).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Performance {
+    /// Median time to first token, milliseconds.
+    pub ttft_median_ms: f64,
+    /// 99th percentile time to first token, milliseconds (a log-normal is fitted to both).
+    pub ttft_p99_ms: f64,
+    /// Output tokens per second once generation starts.
+    pub tokens_per_second: f64,
+    /// Requests served at once; one more is throttled.
+    pub max_concurrency: u32,
+    /// Input plus output tokens per minute; beyond it requests are throttled.
+    pub tokens_per_minute: u64,
+}
+
+impl Default for Performance {
+    fn default() -> Self {
+        Self {
+            ttft_median_ms: 300.0,
+            ttft_p99_ms: 900.0,
+            tokens_per_second: 120.0,
+            max_concurrency: 64,
+            tokens_per_minute: 2_000_000,
+        }
+    }
+}
+
+/// Changes to a model's performance in one region and/or tier.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerformanceOverride {
+    pub region: Option<String>,
+    pub tier: Option<String>,
+    pub ttft_median_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    pub max_concurrency: Option<u32>,
+    pub tokens_per_minute: Option<u64>,
+}
+
+/// Errors reading a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario file {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("scenario is not valid TOML for the emulator: {0}")]
+    Parse(#[from] toml::de::Error),
+    #[error("invalid scenario: {0}")]
+    Invalid(String),
+    #[error("no built-in scenario named {0:?} (built-ins: {1})")]
+    UnknownBuiltin(String, String),
+}
+
+const STARTUP: &str = include_str!("../scenarios/startup.toml");
+
+/// Built-in scenarios: name, TOML text, time scale applied on top.
+const BUILTINS: &[(&str, &str, Option<f64>)] = &[("startup", STARTUP, None), ("fast", STARTUP, Some(0.01))];
+
+impl Scenario {
+    /// Parses a scenario from TOML text and validates it.
+    ///
+    /// ```
+    /// let s = laneway_emulator::Scenario::from_toml(r#"
+    ///     [[regions]]
+    ///     name = "us-east-1"
+    ///     geography = "us"
+    /// "#).unwrap();
+    /// assert_eq!(s.regions.len(), 1);
+    /// ```
+    pub fn from_toml(text: &str) -> Result<Self, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text)?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// A built-in scenario by name: `startup` (the demo's world, real-time speeds) or `fast`
+    /// (the same world, a hundred times faster, for tests).
+    pub fn builtin(name: &str) -> Result<Self, ScenarioError> {
+        let (_, text, time_scale) = BUILTINS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = BUILTINS.iter().map(|(n, _, _)| *n).collect();
+                ScenarioError::UnknownBuiltin(name.to_string(), names.join(", "))
+            })?;
+        let mut scenario = Self::from_toml(text)?;
+        if let Some(scale) = time_scale {
+            scenario.time_scale = *scale;
+        }
+        Ok(scenario)
+    }
+
+    /// A built-in name, or else a path to a TOML file.
+    pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
+        if BUILTINS.iter().any(|(n, _, _)| *n == name_or_path) {
+            return Self::builtin(name_or_path);
+        }
+        let path = Path::new(name_or_path);
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: name_or_path.to_string(),
+            source,
+        })?;
+        Self::from_toml(&text)
+    }
+
+    fn validate(&self) -> Result<(), ScenarioError> {
+        let invalid = |m: String| Err(ScenarioError::Invalid(m));
+        if !(self.time_scale > 0.0 && self.time_scale.is_finite()) {
+            return invalid(format!("time_scale must be > 0, got {}", self.time_scale));
+        }
+        if self.regions.is_empty() {
+            return invalid("at least one region is needed".into());
+        }
+        for r in &self.regions {
+            if !["us", "eu", "apac"].contains(&r.geography.as_str()) {
+                return invalid(format!(
+                    "regions.{}: geography must be us, eu or apac, got {:?}",
+                    r.name, r.geography
+                ));
+            }
+        }
+        let known_region = |r: &str| self.regions.iter().any(|x| x.name == r);
+        for m in &self.models {
+            for r in &m.regions {
+                if !known_region(r) {
+                    return invalid(format!("models.{}: unknown region {r:?}", m.id));
+                }
+            }
+            for p in &m.profiles {
+                if !["us", "eu", "apac", "global"].contains(&p.as_str()) {
+                    return invalid(format!("models.{}: unknown profile prefix {p:?}", m.id));
+                }
+            }
+            for t in &m.tiers {
+                if !["default", "priority", "flex", "reserved"].contains(&t.as_str()) {
+                    return invalid(format!("models.{}: unknown tier {t:?}", m.id));
+                }
+            }
+            if m.answer_tokens[0] == 0 || m.answer_tokens[0] > m.answer_tokens[1] {
+                return invalid(format!("models.{}: answer_tokens must be 1 <= min <= max", m.id));
+            }
+            m.performance.validate(&m.id)?;
+        }
+        for e in &self.endpoints {
+            if !known_region(&e.region) {
+                return invalid(format!("endpoints.{}: unknown region {:?}", e.name, e.region));
+            }
+            e.performance.validate(&e.name)?;
+        }
+        Ok(())
+    }
+
+    /// The geography of a region, if the scenario serves it.
+    pub fn geography_of(&self, region: &str) -> Option<&str> {
+        self.regions
+            .iter()
+            .find(|r| r.name == region)
+            .map(|r| r.geography.as_str())
+    }
+}
+
+impl Performance {
+    fn validate(&self, owner: &str) -> Result<(), ScenarioError> {
+        let ok = self.ttft_median_ms >= 0.0
+            && self.ttft_p99_ms >= self.ttft_median_ms
+            && self.tokens_per_second > 0.0
+            && self.max_concurrency > 0
+            && self.tokens_per_minute > 0;
+        if ok {
+            Ok(())
+        } else {
+            Err(ScenarioError::Invalid(format!(
+                "{owner}: performance needs 0 <= ttft_median_ms <= ttft_p99_ms, tokens_per_second > 0, \
+                 max_concurrency > 0 and tokens_per_minute > 0; got {self:?}"
+            )))
+        }
+    }
+}
+
+impl ModelSpec {
+    /// The performance in force for a region and tier, overrides applied in order.
+    pub fn performance_for(&self, region: &str, tier: &str) -> Performance {
+        let mut p = self.performance.clone();
+        for o in &self.overrides {
+            let region_ok = o.region.as_deref().is_none_or(|r| r == region);
+            let tier_ok = o.tier.as_deref().is_none_or(|t| t == tier);
+            if region_ok && tier_ok {
+                if let Some(v) = o.ttft_median_ms {
+                    p.ttft_median_ms = v;
+                }
+                if let Some(v) = o.ttft_p99_ms {
+                    p.ttft_p99_ms = v;
+                }
+                if let Some(v) = o.tokens_per_second {
+                    p.tokens_per_second = v;
+                }
+                if let Some(v) = o.max_concurrency {
+                    p.max_concurrency = v;
+                }
+                if let Some(v) = o.tokens_per_minute {
+                    p.tokens_per_minute = v;
+                }
+            }
+        }
+        p
+    }
+}
+
+fn default_seed() -> u64 {
+    7
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_credentials() -> Vec<Credential> {
+    vec![Credential {
+        access_key_id: crate::TEST_ACCESS_KEY_ID.into(),
+        secret_access_key: crate::TEST_SECRET_ACCESS_KEY.into(),
+    }]
+}
+fn default_tiers() -> BTreeSet<String> {
+    ["default".to_string()].into()
+}
+fn default_answer_tokens() -> [u32; 2] {
+    [40, 400]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_and_validate() {
+        for (name, _, _) in BUILTINS {
+            let s = Scenario::builtin(name).unwrap();
+            assert_eq!(s.regions.len(), 3, "{name}");
+            assert!(s.models.iter().any(|m| m.id == "amazon.nova-micro-v1:0"));
+            assert!(s.endpoints.iter().any(|e| e.name == "laneway-demo-llm"));
+        }
+    }
+
+    #[test]
+    fn unknown_region_is_named() {
+        let err = Scenario::from_toml(
+            r#"
+            [[regions]]
+            name = "us-east-1"
+            geography = "us"
+            [[models]]
+            id = "m"
+            regions = ["mars-1"]
+            "#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("mars-1"), "{err}");
+    }
+
+    #[test]
+    fn overrides_apply_to_matching_region_and_tier_only() {
+        let s = Scenario::from_toml(
+            r#"
+            [[regions]]
+            name = "us-east-1"
+            geography = "us"
+            [[models]]
+            id = "m"
+            regions = ["us-east-1"]
+            performance = { ttft_median_ms = 100.0, ttft_p99_ms = 200.0 }
+            overrides = [{ tier = "priority", ttft_median_ms = 50.0 }]
+            "#,
+        )
+        .unwrap();
+        let m = &s.models[0];
+        assert_eq!(m.performance_for("us-east-1", "priority").ttft_median_ms, 50.0);
+        assert_eq!(m.performance_for("us-east-1", "default").ttft_median_ms, 100.0);
+    }
+
+    #[test]
+    fn unknown_builtin_lists_the_known_ones() {
+        let err = Scenario::builtin("nope").unwrap_err().to_string();
+        assert!(err.contains("startup"), "{err}");
+    }
+}

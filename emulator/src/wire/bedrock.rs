@@ -1,0 +1,418 @@
+//! Bedrock Runtime: Converse, ConverseStream, InvokeModel and InvokeModelWithResponseStream.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use base64::Engine as _;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::{authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step};
+use crate::engine::{Answer, ApiError, Ask, Engine, Service};
+use crate::text;
+
+/// The Bedrock Runtime routes.
+pub fn routes() -> Router<Arc<Engine>> {
+    Router::new()
+        .route("/model/{model_id}/converse", post(converse))
+        .route("/model/{model_id}/converse-stream", post(converse_stream))
+        .route("/model/{model_id}/invoke", post(invoke))
+        .route("/model/{model_id}/invoke-with-response-stream", post(invoke_stream))
+}
+
+/// A forced tool call, when the request's `toolChoice` demands one.
+struct ToolCall {
+    id: String,
+    name: String,
+    input: Value,
+}
+
+struct Request {
+    ask: Ask,
+    tool_call: Option<ToolCall>,
+}
+
+async fn converse(
+    State(engine): State<Arc<Engine>>,
+    Path(model_id): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    let req = read_converse(&engine, "Converse", model_id, &method, &uri, &headers, &body)?;
+    let answer = engine.admit(&req.ask)?;
+    wait_whole(&answer).await;
+    let (content, stop_reason, output_tokens) = match &req.tool_call {
+        Some(t) => (
+            json!([{ "toolUse": { "toolUseId": t.id, "name": t.name, "input": t.input } }]),
+            "tool_use",
+            text::estimate_tokens(t.input.to_string().len()),
+        ),
+        None => (json!([{ "text": answer.text() }]), stop_reason(&answer), answer.output_tokens()),
+    };
+    let body = json!({
+        "output": { "message": { "role": "assistant", "content": content } },
+        "stopReason": stop_reason,
+        "usage": usage(answer.input_tokens, output_tokens),
+        "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
+        "serviceTier": { "type": req.ask.tier },
+    });
+    Ok(json_response(body))
+}
+
+async fn converse_stream(
+    State(engine): State<Arc<Engine>>,
+    Path(model_id): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    let req = read_converse(&engine, "ConverseStream", model_id, &method, &uri, &headers, &body)?;
+    let answer = engine.admit(&req.ask)?;
+    let steps = timeline(&answer);
+    let tier = req.ask.tier.clone();
+    let frames = async_stream::stream! {
+        let answer = answer; // holds the capacity slot for the stream's life
+        let mut steps = std::pin::pin!(steps);
+        let mut output_tokens = answer.output_tokens();
+        let mut stop = stop_reason(&answer);
+        while let Some(step) = steps.next().await {
+            match step {
+                Step::Token(0, t) => {
+                    yield eventstream::json_event("messageStart", &json!({ "role": "assistant" }));
+                    match &req.tool_call {
+                        Some(call) => {
+                            // A forced tool call replaces the text answer.
+                            yield eventstream::json_event("contentBlockStart", &json!({
+                                "contentBlockIndex": 0,
+                                "start": { "toolUse": { "toolUseId": call.id, "name": call.name } },
+                            }));
+                            let input = call.input.to_string();
+                            let (a, b) = input.split_at(input.len() / 2);
+                            for part in [a, b] {
+                                yield eventstream::json_event("contentBlockDelta", &json!({
+                                    "contentBlockIndex": 0, "delta": { "toolUse": { "input": part } },
+                                }));
+                            }
+                            output_tokens = text::estimate_tokens(input.len());
+                            stop = "tool_use";
+                            break;
+                        }
+                        None => yield delta(&t),
+                    }
+                }
+                Step::Token(_, t) => yield delta(&t),
+                Step::Break { .. } => {
+                    engine.record_broken_stream(&req.ask);
+                    let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
+                        .unwrap_or_else(|| "modelStreamErrorException".into());
+                    yield eventstream::exception(&kind, &json!({
+                        "message": "The model stream was interrupted.",
+                        "originalStatusCode": 500,
+                    }));
+                    return;
+                }
+                Step::Done => break,
+            }
+        }
+        yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": 0 }));
+        yield eventstream::json_event("messageStop", &json!({ "stopReason": stop }));
+        yield eventstream::json_event("metadata", &json!({
+            "usage": usage(answer.input_tokens, output_tokens),
+            "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
+            "serviceTier": { "type": tier },
+        }));
+    };
+    Ok(event_stream_response(frames))
+}
+
+fn delta(token: &str) -> Bytes {
+    eventstream::json_event(
+        "contentBlockDelta",
+        &json!({ "contentBlockIndex": 0, "delta": { "text": token } }),
+    )
+}
+
+fn read_converse(
+    engine: &Arc<Engine>,
+    operation: &'static str,
+    model_id: String,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Request, ApiError> {
+    let region = authenticate(engine, "bedrock", method, uri, headers, body)?;
+    let v = parse_json(Service::Bedrock, body)?;
+    let invalid = |m: &str| ApiError::validation(Service::Bedrock, m);
+    let messages = v.get("messages").and_then(Value::as_array).ok_or_else(|| {
+        invalid("A conversation must start with a user message. Try again with a conversation that starts with a user message.")
+    })?;
+    if messages.first().and_then(|m| m.get("role")).and_then(Value::as_str) != Some("user") {
+        return Err(invalid(
+            "A conversation must start with a user message. Try again with a conversation that starts with a user message.",
+        ));
+    }
+    let max_tokens = match v.pointer("/inferenceConfig/maxTokens") {
+        None => None,
+        Some(m) => match m.as_i64() {
+            Some(n) if n >= 1 => Some(n as u32),
+            _ => {
+                return Err(invalid(&format!(
+                    "1 validation error detected: Value '{m}' at 'inferenceConfig.maxTokens' failed to satisfy constraint: Member must have value greater than or equal to 1"
+                )))
+            }
+        },
+    };
+    let tier = v
+        .pointer("/serviceTier/type")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_string();
+    let prompt = json!([v.get("system"), v.get("messages"), v.get("toolConfig")]);
+    let has_cache_points = prompt.to_string().contains("\"cachePoint\"");
+    let digest = text::digest64(&[v.get("messages").map(Value::to_string).unwrap_or_default().as_bytes()]);
+    Ok(Request {
+        ask: Ask {
+            service: Service::Bedrock,
+            operation,
+            region,
+            target: model_id,
+            tier,
+            input_tokens: text::estimate_tokens(text::json_text_chars(&prompt)).max(1),
+            max_tokens,
+            prompt_digest: digest,
+            has_cache_points,
+        },
+        tool_call: forced_tool_call(&v, digest),
+    })
+}
+
+/// `toolChoice: {any: {}}` or `{tool: {name}}` forces a call; `auto` gets a text answer.
+fn forced_tool_call(v: &Value, digest: u64) -> Option<ToolCall> {
+    let choice = v.pointer("/toolConfig/toolChoice")?;
+    let tools = v.pointer("/toolConfig/tools")?.as_array()?;
+    let specs = tools.iter().filter_map(|t| t.get("toolSpec"));
+    let spec = if let Some(name) = choice.pointer("/tool/name").and_then(Value::as_str) {
+        specs.clone().find(|s| s.get("name").and_then(Value::as_str) == Some(name))
+    } else if choice.get("any").is_some() {
+        specs.clone().next()
+    } else {
+        None
+    }?;
+    let mut input = serde_json::Map::new();
+    if let Some(props) = spec.pointer("/inputSchema/json/properties").and_then(Value::as_object) {
+        for (k, p) in props {
+            let value = match p.get("type").and_then(Value::as_str) {
+                Some("string") => json!("example"),
+                Some("integer") | Some("number") => json!(1),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                Some("object") => json!({}),
+                _ => Value::Null,
+            };
+            input.insert(k.clone(), value);
+        }
+    }
+    Some(ToolCall {
+        id: format!("tooluse_{digest:016x}"),
+        name: spec.get("name")?.as_str()?.to_string(),
+        input: Value::Object(input),
+    })
+}
+
+async fn invoke(
+    State(engine): State<Arc<Engine>>,
+    Path(model_id): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (ask, native) = read_invoke(&engine, "InvokeModel", model_id, &method, &uri, &headers, &body)?;
+    let answer = engine.admit(&ask)?;
+    wait_whole(&answer).await;
+    let out = native.whole(&answer);
+    let mut resp = json_response(out);
+    let h = resp.headers_mut();
+    h.insert("x-amzn-bedrock-input-token-count", answer.input_tokens.into());
+    h.insert("x-amzn-bedrock-output-token-count", answer.output_tokens().into());
+    if let Ok(v) = HeaderValue::from_str(&ask.tier) {
+        h.insert("x-amzn-bedrock-service-tier", v);
+    }
+    Ok(resp)
+}
+
+async fn invoke_stream(
+    State(engine): State<Arc<Engine>>,
+    Path(model_id): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (ask, native) =
+        read_invoke(&engine, "InvokeModelWithResponseStream", model_id, &method, &uri, &headers, &body)?;
+    let answer = engine.admit(&ask)?;
+    let steps = timeline(&answer);
+    let frames = async_stream::stream! {
+        let answer = answer;
+        let mut steps = std::pin::pin!(steps);
+        while let Some(step) = steps.next().await {
+            match step {
+                Step::Token(_, t) => yield chunk(&native.delta(&t)),
+                Step::Break { .. } => {
+                    engine.record_broken_stream(&ask);
+                    yield eventstream::exception("modelStreamErrorException", &json!({
+                        "message": "The model stream was interrupted.", "originalStatusCode": 500,
+                    }));
+                    return;
+                }
+                Step::Done => break,
+            }
+        }
+        yield chunk(&native.last(&answer));
+    };
+    Ok(event_stream_response(frames))
+}
+
+fn chunk(payload: &Value) -> Bytes {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(payload.to_string());
+    eventstream::json_event("chunk", &json!({ "bytes": b64 }))
+}
+
+/// The model's native body format for InvokeModel.
+enum Native {
+    Anthropic,
+    Nova,
+}
+
+impl Native {
+    fn whole(&self, a: &Answer) -> Value {
+        match self {
+            Native::Anthropic => json!({
+                "id": "msg_emulated", "type": "message", "role": "assistant", "model": a.model,
+                "content": [{ "type": "text", "text": a.text() }],
+                "stop_reason": if a.truncated { "max_tokens" } else { "end_turn" },
+                "usage": { "input_tokens": a.input_tokens, "output_tokens": a.output_tokens() },
+            }),
+            Native::Nova => json!({
+                "output": { "message": { "role": "assistant", "content": [{ "text": a.text() }] } },
+                "stopReason": stop_reason(a),
+                "usage": usage(a.input_tokens, a.output_tokens()),
+            }),
+        }
+    }
+    fn delta(&self, token: &str) -> Value {
+        match self {
+            Native::Anthropic => json!({
+                "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": token },
+            }),
+            Native::Nova => json!({ "contentBlockDelta": { "delta": { "text": token }, "contentBlockIndex": 0 } }),
+        }
+    }
+    fn last(&self, a: &Answer) -> Value {
+        match self {
+            Native::Anthropic => json!({
+                "type": "message_stop",
+                "amazon-bedrock-invocationMetrics": {
+                    "inputTokenCount": a.input_tokens, "outputTokenCount": a.output_tokens(),
+                },
+            }),
+            Native::Nova => json!({
+                "messageStop": { "stopReason": stop_reason(a) },
+                "amazon-bedrock-invocationMetrics": {
+                    "inputTokenCount": a.input_tokens, "outputTokenCount": a.output_tokens(),
+                },
+            }),
+        }
+    }
+}
+
+fn read_invoke(
+    engine: &Arc<Engine>,
+    operation: &'static str,
+    model_id: String,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(Ask, Native), ApiError> {
+    let region = authenticate(engine, "bedrock", method, uri, headers, body)?;
+    let v = parse_json(Service::Bedrock, body)?;
+    let native = if model_id.contains("anthropic.") {
+        Native::Anthropic
+    } else {
+        Native::Nova
+    };
+    let max_tokens = match native {
+        Native::Anthropic => v.get("max_tokens"),
+        Native::Nova => v.pointer("/inferenceConfig/maxTokens"),
+    }
+    .and_then(Value::as_u64)
+    .map(|n| n.min(u64::from(u32::MAX)) as u32);
+    let tier = headers
+        .get("x-amzn-bedrock-service-tier")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("default")
+        .to_string();
+    let prompt = json!([v.get("system"), v.get("messages")]);
+    Ok((
+        Ask {
+            service: Service::Bedrock,
+            operation,
+            region,
+            target: model_id,
+            tier,
+            input_tokens: text::estimate_tokens(text::json_text_chars(&prompt)).max(1),
+            max_tokens,
+            prompt_digest: text::digest64(&[prompt.to_string().as_bytes()]),
+            has_cache_points: false,
+        },
+        native,
+    ))
+}
+
+fn stop_reason(a: &Answer) -> &'static str {
+    if a.truncated {
+        "max_tokens"
+    } else {
+        "end_turn"
+    }
+}
+
+fn usage(input: u32, output: u32) -> Value {
+    json!({ "inputTokens": input, "outputTokens": output, "totalTokens": input + output })
+}
+
+fn json_response(body: Value) -> Response {
+    let mut resp = body.to_string().into_response();
+    resp.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert("x-amzn-requestid", request_id());
+    resp
+}
+
+/// A streaming `application/vnd.amazon.eventstream` response.
+pub fn event_stream_response(
+    frames: impl futures::Stream<Item = Bytes> + Send + 'static,
+) -> Response {
+    let body = Body::from_stream(frames.map(Ok::<_, std::convert::Infallible>));
+    let mut resp = body.into_response();
+    resp.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("application/vnd.amazon.eventstream"),
+    );
+    resp.headers_mut().insert("x-amzn-requestid", request_id());
+    resp
+}

@@ -1,0 +1,119 @@
+//! The wire protocols: Bedrock Runtime and SageMaker Runtime over restJson1 and event streams.
+
+pub mod bedrock;
+pub mod eventstream;
+pub mod sagemaker;
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+use crate::engine::{ApiError, Engine};
+use crate::sigv4;
+
+/// A restJson1 error response: status, `x-amzn-ErrorType`, `{"message": ...}` and a request id.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::json!({ "message": self.message }).to_string();
+        let mut resp = (status, body).into_response();
+        let headers = resp.headers_mut();
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        if let Ok(v) = HeaderValue::from_str(&self.code) {
+            headers.insert("x-amzn-errortype", v);
+        }
+        headers.insert("x-amzn-requestid", request_id());
+        resp
+    }
+}
+
+/// A fresh request id for the `x-amzn-RequestId` header.
+pub fn request_id() -> HeaderValue {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    HeaderValue::from_str(&format!("00000000-0000-4000-8000-{n:012x}")).expect("ascii header")
+}
+
+/// Checks the signature and that it was made for `service`; returns the signed region.
+pub fn authenticate(
+    engine: &Arc<Engine>,
+    service: &str,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<String, ApiError> {
+    let scope = sigv4::verify(method, uri, headers, body, &engine.scenario.credentials)
+        .map_err(|e| ApiError::new(403, e.code, e.message))?;
+    if scope.service != service {
+        return Err(ApiError::new(
+            403,
+            "InvalidSignatureException",
+            format!("Credential should be scoped to correct service: '{service}'."),
+        ));
+    }
+    if engine.scenario.geography_of(&scope.region).is_none() {
+        return Err(ApiError::new(
+            403,
+            "InvalidSignatureException",
+            format!("Credential should be scoped to a valid region, not '{}'.", scope.region),
+        ));
+    }
+    Ok(scope.region)
+}
+
+/// Parses a JSON request body, or answers the service's validation error.
+pub fn parse_json(
+    service: crate::engine::Service,
+    body: &Bytes,
+) -> Result<serde_json::Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::validation(service, format!("Malformed input request: {e}")))
+}
+
+/// One step of an answer's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Token `index` is due now.
+    Token(usize, String),
+    /// The stream breaks here, after `delivered` tokens.
+    Break { delivered: usize },
+    /// Every token was delivered.
+    Done,
+}
+
+/// Plays an answer in time: the first token after the TTFT, each next one a token interval
+/// later, a break where a fault says so.
+pub fn timeline(answer: &crate::engine::Answer) -> impl futures::Stream<Item = Step> + Send + 'static {
+    let tokens = answer.tokens.clone();
+    let ttft = answer.ttft;
+    let interval = answer.token_interval;
+    let break_at = answer.break_after.as_ref().map(|(n, _)| *n as usize);
+    async_stream::stream! {
+        let start = tokio::time::Instant::now();
+        let len = tokens.len();
+        for (i, t) in tokens.into_iter().enumerate() {
+            if break_at == Some(i) {
+                yield Step::Break { delivered: i };
+                return;
+            }
+            tokio::time::sleep_until(start + ttft + interval * i as u32).await;
+            yield Step::Token(i, t);
+        }
+        if break_at.is_some() {
+            // A break set beyond the answer's length breaks at its end, before the stop event.
+            yield Step::Break { delivered: len };
+            return;
+        }
+        yield Step::Done;
+    }
+}
+
+/// Waits as long as a non-streaming answer takes.
+pub async fn wait_whole(answer: &crate::engine::Answer) {
+    let n = answer.tokens.len().saturating_sub(1) as u32;
+    tokio::time::sleep(answer.ttft + answer.token_interval * n).await;
+}

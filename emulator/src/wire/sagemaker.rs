@@ -1,0 +1,232 @@
+//! SageMaker Runtime: InvokeEndpoint and InvokeEndpointWithResponseStream, with TGI and
+//! OpenAI-compatible chat containers behind the endpoints.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::bedrock::event_stream_response;
+use super::{authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step};
+use crate::engine::{Answer, ApiError, Ask, Engine, Service};
+use crate::scenario::PayloadFormat;
+use crate::text;
+
+/// The SageMaker Runtime routes.
+pub fn routes() -> Router<Arc<Engine>> {
+    Router::new()
+        .route("/endpoints/{name}/invocations", post(invoke))
+        .route("/endpoints/{name}/invocations-response-stream", post(invoke_stream))
+}
+
+async fn invoke(
+    State(engine): State<Arc<Engine>>,
+    Path(name): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (ask, format) = read(&engine, "InvokeEndpoint", name, &method, &uri, &headers, &body)?;
+    let answer = engine.admit(&ask)?;
+    wait_whole(&answer).await;
+    let out = match format {
+        PayloadFormat::Tgi => json!([{ "generated_text": answer.text() }]),
+        PayloadFormat::OpenaiChat => json!({
+            "id": "chatcmpl-emulated", "object": "chat.completion", "model": answer.model,
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": answer.text() },
+                "finish_reason": if answer.truncated { "length" } else { "stop" },
+            }],
+            "usage": {
+                "prompt_tokens": answer.input_tokens,
+                "completion_tokens": answer.output_tokens(),
+                "total_tokens": answer.input_tokens + answer.output_tokens(),
+            },
+        }),
+    };
+    let mut resp = out.to_string().into_response();
+    resp.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert("x-amzn-requestid", request_id());
+    resp.headers_mut()
+        .insert("x-amzn-invoked-production-variant", HeaderValue::from_static("AllTraffic"));
+    Ok(resp)
+}
+
+async fn invoke_stream(
+    State(engine): State<Arc<Engine>>,
+    Path(name): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (ask, format) =
+        read(&engine, "InvokeEndpointWithResponseStream", name, &method, &uri, &headers, &body)?;
+    let answer = engine.admit(&ask)?;
+    let steps = timeline(&answer);
+    let frames = async_stream::stream! {
+        let answer = answer;
+        let mut steps = std::pin::pin!(steps);
+        let last = answer.tokens.len().saturating_sub(1);
+        while let Some(step) = steps.next().await {
+            match step {
+                Step::Token(i, t) => {
+                    let line = stream_line(format, &answer, i, &t, i == last);
+                    // Odd tokens straddle two payload parts, as real containers' lines do.
+                    if i % 2 == 1 {
+                        let (a, b) = line.split_at(line.len() / 2);
+                        yield part(a.as_bytes());
+                        yield part(b.as_bytes());
+                    } else {
+                        yield part(line.as_bytes());
+                    }
+                }
+                Step::Break { .. } => {
+                    engine.record_broken_stream(&ask);
+                    let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
+                        .unwrap_or_else(|| "ModelStreamError".into());
+                    yield eventstream::exception(&kind, &json!({
+                        "Message": "The model stream was interrupted.", "ErrorCode": "StreamBroken",
+                    }));
+                    return;
+                }
+                Step::Done => break,
+            }
+        }
+        if format == PayloadFormat::OpenaiChat {
+            yield part(b"data: [DONE]\n\n");
+        }
+    };
+    Ok(event_stream_response(frames))
+}
+
+fn part(bytes: &[u8]) -> Bytes {
+    eventstream::event("PayloadPart", "application/octet-stream", Bytes::copy_from_slice(bytes))
+}
+
+fn stream_line(format: PayloadFormat, a: &Answer, i: usize, token: &str, last: bool) -> String {
+    let value = match format {
+        PayloadFormat::Tgi => {
+            let (generated, details) = if last {
+                let reason = if a.truncated { "length" } else { "eos_token" };
+                (
+                    json!(a.text()),
+                    json!({ "finish_reason": reason, "generated_tokens": a.output_tokens() }),
+                )
+            } else {
+                (Value::Null, Value::Null)
+            };
+            json!({
+                "token": { "id": i, "text": token, "logprob": -0.25, "special": false },
+                "generated_text": generated,
+                "details": details,
+            })
+        }
+        PayloadFormat::OpenaiChat => {
+            let mut chunk = json!({
+                "id": "chatcmpl-emulated", "object": "chat.completion.chunk", "model": a.model,
+                "choices": [{
+                    "index": 0,
+                    "delta": { "content": token },
+                    "finish_reason": if last { json!(if a.truncated { "length" } else { "stop" }) } else { Value::Null },
+                }],
+            });
+            if last {
+                chunk["usage"] = json!({
+                    "prompt_tokens": a.input_tokens,
+                    "completion_tokens": a.output_tokens(),
+                    "total_tokens": a.input_tokens + a.output_tokens(),
+                });
+            }
+            chunk
+        }
+    };
+    let sep = if format == PayloadFormat::Tgi { "data:" } else { "data: " };
+    format!("{sep}{value}\n\n")
+}
+
+fn read(
+    engine: &Arc<Engine>,
+    operation: &'static str,
+    name: String,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(Ask, PayloadFormat), ApiError> {
+    let region = authenticate(engine, "sagemaker", method, uri, headers, body)?;
+    let endpoint = engine
+        .scenario
+        .endpoints
+        .iter()
+        .find(|e| e.name == name && e.region == region)
+        .ok_or_else(|| {
+            ApiError::validation(
+                Service::Sagemaker,
+                format!("Endpoint {name} of account 000000000000 not found."),
+            )
+        })?;
+    if !endpoint.inference_components.is_empty() {
+        let component = headers
+            .get("x-amzn-sagemaker-inference-component")
+            .and_then(|h| h.to_str().ok());
+        match component {
+            Some(c) if endpoint.inference_components.iter().any(|x| x == c) => {}
+            Some(c) => {
+                return Err(ApiError::validation(
+                    Service::Sagemaker,
+                    format!("Inference Component {c} not found on endpoint {name}."),
+                ))
+            }
+            None => {
+                return Err(ApiError::validation(
+                    Service::Sagemaker,
+                    format!("Inference Component Name header is required for endpoint {name}, which hosts inference components."),
+                ))
+            }
+        }
+    }
+    let v = parse_json(Service::Sagemaker, body)?;
+    let model_error = |m: &str| ApiError::new(424, "ModelError", format!("Received client error (400) from primary with message \"{m}\"."));
+    let (prompt_chars, max, digest_source) = match endpoint.format {
+        PayloadFormat::Tgi => {
+            let inputs = v.get("inputs").and_then(Value::as_str).ok_or_else(|| model_error("missing field `inputs`"))?;
+            let max = v.pointer("/parameters/max_new_tokens");
+            (inputs.chars().count(), max, inputs.to_string())
+        }
+        PayloadFormat::OpenaiChat => {
+            let messages = v.get("messages").filter(|m| m.is_array()).ok_or_else(|| model_error("missing field `messages`"))?;
+            (text::json_text_chars(messages), v.get("max_tokens"), messages.to_string())
+        }
+    };
+    let max_tokens = match max {
+        None | Some(Value::Null) => None,
+        Some(m) => match m.as_i64() {
+            Some(n) if n >= 1 => Some(n as u32),
+            _ => return Err(model_error(&format!("max tokens must be a positive integer, got {m}"))),
+        },
+    };
+    Ok((
+        Ask {
+            service: Service::Sagemaker,
+            operation,
+            region,
+            target: name,
+            tier: "default".into(),
+            input_tokens: text::estimate_tokens(prompt_chars).max(1),
+            max_tokens,
+            prompt_digest: text::digest64(&[digest_source.as_bytes()]),
+            has_cache_points: false,
+        },
+        endpoint.format,
+    ))
+}
