@@ -1,0 +1,282 @@
+//! The unmodified official Rust SDK against the emulator: signatures, regions, frames, errors.
+
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::Credentials;
+use aws_sdk_bedrockruntime as bedrock;
+use aws_sdk_sagemakerruntime as sagemaker;
+use bedrock::types::{
+    ContentBlock, ConversationRole, ConverseStreamOutput, InferenceConfiguration, Message,
+    ServiceTier, ServiceTierType,
+};
+use laneway_emulator::{Emulator, Fault, FaultKind, Scenario};
+
+async fn sdk_config(url: &str, region: &str, secret: &str) -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(region.to_string()))
+        .endpoint_url(url)
+        .credentials_provider(Credentials::new("LANEWAYTESTKEY", secret, None, None, "test"))
+        .retry_config(RetryConfig::disabled())
+        .load()
+        .await
+}
+
+async fn bedrock_client(emu: &Emulator, region: &str) -> bedrock::Client {
+    bedrock::Client::new(&sdk_config(&emu.url(), region, "LANEWAYTESTSECRET").await)
+}
+
+fn user(text: &str) -> Message {
+    Message::builder()
+        .role(ConversationRole::User)
+        .content(ContentBlock::Text(text.into()))
+        .build()
+        .unwrap()
+}
+
+async fn start() -> Emulator {
+    Emulator::start(Scenario::builtin("fast").unwrap()).await.unwrap()
+}
+
+#[tokio::test]
+async fn converse_answers_with_usage_tier_and_deterministic_text() {
+    let emu = start().await;
+    let client = bedrock_client(&emu, "us-west-2").await;
+    let call = || {
+        client
+            .converse()
+            .model_id("us.amazon.nova-lite-v1:0")
+            .messages(user("Summarise the quarterly report"))
+            .inference_config(InferenceConfiguration::builder().max_tokens(12).build())
+            .service_tier(ServiceTier::builder().r#type(ServiceTierType::Priority).build().unwrap())
+            .send()
+    };
+    let out = call().await.unwrap();
+    let text = out.output().unwrap().as_message().unwrap().content()[0].as_text().unwrap().clone();
+    assert_eq!(text.split(' ').count(), 12);
+    assert_eq!(out.usage().unwrap().output_tokens(), 12);
+    assert!(out.usage().unwrap().input_tokens() > 0);
+    assert_eq!(out.service_tier().unwrap().r#type(), &ServiceTierType::Priority);
+    let again = call().await.unwrap();
+    assert_eq!(again.output().unwrap().as_message().unwrap().content()[0].as_text().unwrap(), &text);
+
+    let rows = emu.counters();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].region.as_str(), rows[0].tier.as_str()), ("us-west-2", "priority"));
+    assert_eq!(rows[0].counter.ok, 2);
+}
+
+#[tokio::test]
+async fn converse_stream_frames_decode_with_the_sdk() {
+    let emu = start().await;
+    let client = bedrock_client(&emu, "eu-west-1").await;
+    let mut out = client
+        .converse_stream()
+        .model_id("eu.anthropic.claude-haiku-4-5-20251001-v1:0")
+        .messages(user("hello"))
+        .inference_config(InferenceConfiguration::builder().max_tokens(20).build())
+        .send()
+        .await
+        .unwrap();
+    let (mut text, mut usage, mut stop) = (String::new(), None, None);
+    while let Some(ev) = out.stream.recv().await.unwrap() {
+        match ev {
+            ConverseStreamOutput::ContentBlockDelta(d) => {
+                text.push_str(d.delta().unwrap().as_text().unwrap())
+            }
+            ConverseStreamOutput::MessageStop(s) => stop = Some(s.stop_reason().clone()),
+            ConverseStreamOutput::Metadata(m) => usage = m.usage().cloned(),
+            _ => {}
+        }
+    }
+    assert_eq!(text.split(' ').count(), 20);
+    assert_eq!(stop.unwrap().as_str(), "max_tokens");
+    assert_eq!(usage.unwrap().output_tokens(), 20);
+}
+
+#[tokio::test]
+async fn exception_inside_the_stream_reaches_the_sdk_after_the_delivered_text() {
+    let emu = start().await;
+    emu.add_fault(Fault::break_after(5));
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let mut out = client
+        .converse_stream()
+        .model_id("amazon.nova-micro-v1:0")
+        .messages(user("hello"))
+        .send()
+        .await
+        .unwrap();
+    let mut deltas = 0;
+    let err = loop {
+        match out.stream.recv().await {
+            Ok(Some(ConverseStreamOutput::ContentBlockDelta(_))) => deltas += 1,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("stream ended without the injected exception"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(deltas, 5);
+    assert!(matches!(
+        err.into_service_error(),
+        bedrock::types::error::ConverseStreamOutputError::ModelStreamErrorException(_)
+    ));
+}
+
+#[tokio::test]
+async fn wrong_secret_gets_invalid_signature_403() {
+    let emu = start().await;
+    let client = bedrock::Client::new(&sdk_config(&emu.url(), "us-east-1", "WRONG").await);
+    let err = client
+        .converse()
+        .model_id("amazon.nova-lite-v1:0")
+        .messages(user("hi"))
+        .send()
+        .await
+        .unwrap_err();
+    let raw = err.raw_response().unwrap();
+    assert_eq!(raw.status().as_u16(), 403);
+    use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;
+    assert_eq!(err.code(), Some("InvalidSignatureException"));
+}
+
+#[tokio::test]
+async fn faults_and_tiers_map_to_the_modelled_errors() {
+    let emu = start().await;
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let send = |model: &'static str, tier: Option<ServiceTierType>| {
+        let mut b = client.converse().model_id(model).messages(user("hi"));
+        if let Some(t) = tier {
+            b = b.service_tier(ServiceTier::builder().r#type(t).build().unwrap());
+        }
+        b.send()
+    };
+    use bedrock::operation::converse::ConverseError as E;
+    let e = send("amazon.nova-micro-v1:0", Some(ServiceTierType::Priority)).await.unwrap_err();
+    assert!(matches!(e.into_service_error(), E::ValidationException(_)));
+
+    emu.add_fault(Fault::new(FaultKind::Throttle).times(1));
+    let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
+    assert!(matches!(e.into_service_error(), E::ThrottlingException(_)));
+
+    emu.add_fault(Fault::new(FaultKind::Outage).times(1));
+    let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
+    assert!(matches!(e.into_service_error(), E::ServiceUnavailableException(_)));
+
+    emu.add_fault(Fault::new(FaultKind::ModelNotReady).times(1));
+    let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
+    assert!(matches!(e.into_service_error(), E::ModelNotReadyException(_)));
+
+    emu.add_fault(Fault::new(FaultKind::InternalError).times(1));
+    let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
+    assert!(matches!(e.into_service_error(), E::InternalServerException(_)));
+
+    assert!(send("amazon.nova-lite-v1:0", None).await.is_ok());
+}
+
+#[tokio::test]
+async fn invoke_model_speaks_native_bodies_and_reports_token_headers() {
+    let emu = start().await;
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let body = serde_json::json!({
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 8,
+        "messages": [{ "role": "user", "content": "hello" }],
+    });
+    let out = client
+        .invoke_model()
+        .model_id("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+        .body(body.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(out.body().as_ref()).unwrap();
+    assert_eq!(v["usage"]["output_tokens"], 8);
+    assert_eq!(v["stop_reason"], "max_tokens");
+}
+
+async fn sagemaker_client(emu: &Emulator) -> sagemaker::Client {
+    sagemaker::Client::new(&sdk_config(&emu.url(), "us-east-1", "LANEWAYTESTSECRET").await)
+}
+
+#[tokio::test]
+async fn sagemaker_tgi_and_openai_chat_streams_reassemble_split_lines() {
+    let emu = start().await;
+    let client = sagemaker_client(&emu).await;
+
+    let tgi = serde_json::json!({ "inputs": "hello", "parameters": { "max_new_tokens": 9 }, "stream": true });
+    let mut out = client
+        .invoke_endpoint_with_response_stream()
+        .endpoint_name("laneway-demo-llm")
+        .content_type("application/json")
+        .body(tgi.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    let mut parts = 0;
+    while let Some(ev) = out.body.recv().await.unwrap() {
+        if let sagemaker::types::ResponseStream::PayloadPart(p) = ev {
+            raw.extend_from_slice(p.bytes().unwrap().as_ref());
+            parts += 1;
+        }
+    }
+    let text = String::from_utf8(raw).unwrap();
+    let lines: Vec<&str> = text.split("\n\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 9);
+    assert!(parts > lines.len(), "some lines must straddle payload parts");
+    let last: serde_json::Value = serde_json::from_str(lines[8].strip_prefix("data:").unwrap()).unwrap();
+    assert_eq!(last["details"]["generated_tokens"], 9);
+
+    let chat = serde_json::json!({ "messages": [{ "role": "user", "content": "hi" }], "max_tokens": 4, "stream": true });
+    let mut out = client
+        .invoke_endpoint_with_response_stream()
+        .endpoint_name("laneway-demo-chat")
+        .inference_component_name("llama-3-8b-ic")
+        .body(chat.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    while let Some(ev) = out.body.recv().await.unwrap() {
+        if let sagemaker::types::ResponseStream::PayloadPart(p) = ev {
+            raw.extend_from_slice(p.bytes().unwrap().as_ref());
+        }
+    }
+    assert!(String::from_utf8(raw).unwrap().ends_with("data: [DONE]\n\n"));
+}
+
+#[tokio::test]
+async fn sagemaker_errors_and_inference_component_header() {
+    let emu = start().await;
+    let client = sagemaker_client(&emu).await;
+    let body = serde_json::json!({ "messages": [{ "role": "user", "content": "hi" }] });
+    use sagemaker::operation::invoke_endpoint::InvokeEndpointError as E;
+    let e = client
+        .invoke_endpoint()
+        .endpoint_name("laneway-demo-chat")
+        .body(body.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(e.into_service_error(), E::ValidationError(_)));
+
+    emu.add_fault(Fault::new(FaultKind::ModelNotReady).for_model("laneway-demo-llm").times(1));
+    let tgi = serde_json::json!({ "inputs": "hello" });
+    let e = client
+        .invoke_endpoint()
+        .endpoint_name("laneway-demo-llm")
+        .body(tgi.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(e.into_service_error(), E::ModelNotReadyException(_)));
+
+    let ok = client
+        .invoke_endpoint()
+        .endpoint_name("laneway-demo-llm")
+        .body(tgi.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(ok.body().unwrap().as_ref()).unwrap();
+    assert!(v[0]["generated_text"].as_str().unwrap().len() > 3);
+}
