@@ -1,1 +1,50 @@
-pub fn x(){}
+//! # Laneway
+//!
+//! In-process, SLO-aware routing of LLM calls across Amazon Bedrock and Amazon SageMaker.
+//!
+//! Each [`GenerateRequest`] carries an [`Slo`]. [`Router::generate`] and [`Router::stream`] plan
+//! the call with a pure function ([`plan()`]: model variant, service tier, region / inference
+//! profile / endpoint, prompt-cache checkpoints), send it with the official AWS SDK, fail over
+//! when a target is throttled or down, and return the answer with its [`Usage`], [`Timings`],
+//! cost in USD and the [`RouteDecision`] that explains it.
+//!
+//! ```no_run
+//! # async fn run() -> laneway::Result<()> {
+//! use laneway::{GenerateRequest, Router, SloClass};
+//! let router = Router::builder()
+//!     .endpoint_url("http://127.0.0.1:4010") // the emulator; omit for AWS
+//!     .static_credentials("LANEWAYTESTKEY", "LANEWAYTESTSECRET")
+//!     .build()
+//!     .await?;
+//! let answer = router
+//!     .generate(GenerateRequest::user("Summarise our refund policy").family("nova").slo_class(SloClass::Background))
+//!     .await?;
+//! assert!(answer.cost_usd > 0.0);
+//! # Ok(()) }
+//! ```
+
+pub mod backend;
+mod client;
+pub mod config;
+pub mod cost;
+mod error;
+pub mod execute;
+pub mod plan;
+mod request;
+mod response;
+
+pub use client::{Router, RouterBuilder};
+pub use config::{Config, Provider};
+pub use cost::Price;
+pub use error::{Delivered, Error, ErrorKind, FailedAttempt, Result, ServiceError};
+pub use execute::ResponseStream;
+pub use plan::{plan, Attempt, Plan, Reason, Target};
+pub use request::{
+    CachePoint, CacheTtl, ContentBlock, GenerateRequest, Geography, Image, ImageFormat,
+    InferenceParams, Message, ModelRef, Residency, Role, ServiceTier, Slo, SloClass, SystemBlock,
+    Tool, ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+};
+pub use response::{
+    GenerateResponse, InterTokenSummary, OutputBlock, RouteDecision, StopReason, StreamEvent,
+    Timings, Usage,
+};

@@ -15,8 +15,14 @@ use crate::faults::Fault;
 /// The control routes.
 pub fn routes() -> Router<Arc<Engine>> {
     Router::new()
-        .route("/__laneway/health", get(|| async { Json(json!({ "ok": true })) }))
-        .route("/__laneway/faults", post(add_fault).get(list_faults).delete(clear_faults))
+        .route(
+            "/__laneway/health",
+            get(|| async { Json(json!({ "ok": true })) }),
+        )
+        .route(
+            "/__laneway/faults",
+            post(add_fault).get(list_faults).delete(clear_faults),
+        )
         .route("/__laneway/faults/{id}", delete(remove_fault))
         .route("/__laneway/counters", get(counters))
         .route("/__laneway/counters/reset", post(reset_counters))

@@ -228,14 +228,16 @@ impl Engine {
             .lock()
             .expect("counters lock")
             .iter()
-            .map(|((service, region, target, tier, operation), counter)| CounterRow {
-                service: *service,
-                region: region.clone(),
-                target: target.clone(),
-                tier: tier.clone(),
-                operation: operation.clone(),
-                counter: counter.clone(),
-            })
+            .map(
+                |((service, region, target, tier, operation), counter)| CounterRow {
+                    service: *service,
+                    region: region.clone(),
+                    target: target.clone(),
+                    tier: tier.clone(),
+                    operation: operation.clone(),
+                    counter: counter.clone(),
+                },
+            )
             .collect()
     }
 
@@ -249,7 +251,10 @@ impl Engine {
             return Err(ApiError::new(
                 403,
                 "UnrecognizedClientException",
-                format!("The region {} is not served by this emulator scenario.", ask.region),
+                format!(
+                    "The region {} is not served by this emulator scenario.",
+                    ask.region
+                ),
             ));
         }
         let served = self.resolve(ask)?;
@@ -270,7 +275,11 @@ impl Engine {
                         format!("Prompt caching is not supported for model {}.", m.id),
                     ));
                 }
-                (m.id.as_str(), m.performance_for(&ask.region, &ask.tier), m.answer_tokens)
+                (
+                    m.id.as_str(),
+                    m.performance_for(&ask.region, &ask.tier),
+                    m.answer_tokens,
+                )
             }
             Served::Endpoint(e) => (e.name.as_str(), e.performance.clone(), e.answer_tokens),
         };
@@ -312,7 +321,8 @@ impl Engine {
             truncated: n < natural,
             input_tokens: ask.input_tokens,
             ttft,
-            token_interval: self.scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
+            token_interval: self
+                .scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
             break_after,
             _slot: slot,
         })
@@ -338,7 +348,9 @@ impl Engine {
                 };
                 let geography = self.scenario.geography_of(&ask.region).unwrap_or_default();
                 let (prefix, bare) = match ask.target.split_once('.') {
-                    Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => (Some(p), rest),
+                    Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => {
+                        (Some(p), rest)
+                    }
                     _ => (None, ask.target.as_str()),
                 };
                 let model = self
@@ -368,7 +380,11 @@ impl Engine {
 
     fn take_capacity(&self, ask: &Ask, perf: &Performance, tokens: u32) -> Result<Slot, ApiError> {
         // Priority, default and flex share the on-demand quota; reserved has its own.
-        let pool_name = if ask.tier == "reserved" { "reserved" } else { "on-demand" };
+        let pool_name = if ask.tier == "reserved" {
+            "reserved"
+        } else {
+            "on-demand"
+        };
         let key = format!("{}|{}|{}", ask.region, ask.target, pool_name);
         let mut pools = self.pools.lock().expect("pools lock");
         let pool = pools.entry(key.clone()).or_default();
@@ -390,7 +406,11 @@ impl Engine {
                 Service::Bedrock => "ThrottlingException",
                 Service::Sagemaker => "ThrottlingException",
             };
-            ApiError::new(429, code, format!("Too many {what}, please wait before trying again."))
+            ApiError::new(
+                429,
+                code,
+                format!("Too many {what}, please wait before trying again."),
+            )
         };
         if pool.in_flight >= concurrency_limit {
             return Err(throttled("requests"));
@@ -409,7 +429,8 @@ impl Engine {
 
     fn draw_ttft(&self, perf: &Performance, prompt_digest: u64) -> Duration {
         let draw = self.draws.fetch_add(1, Ordering::Relaxed);
-        let mut rng = ChaCha8Rng::seed_from_u64(self.scenario.seed ^ prompt_digest.rotate_left(17) ^ draw);
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(self.scenario.seed ^ prompt_digest.rotate_left(17) ^ draw);
         let median = perf.ttft_median_ms.max(0.001);
         // p99 of a log-normal is median * exp(2.326 sigma).
         let sigma = ((perf.ttft_p99_ms.max(median) / median).ln() / 2.326).max(1e-6);
@@ -422,10 +443,30 @@ impl Engine {
 
 fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
     let (status, bedrock, sagemaker, message) = match fault.kind {
-        FaultKind::Outage => (503, "ServiceUnavailableException", "ServiceUnavailable", "Service is unavailable. Try again later."),
-        FaultKind::Throttle => (429, "ThrottlingException", "ThrottlingException", "Too many requests, please wait before trying again."),
-        FaultKind::ModelNotReady => (429, "ModelNotReadyException", "ModelNotReadyException", "Model is not ready for inference. Try again later."),
-        FaultKind::InternalError => (500, "InternalServerException", "InternalFailure", "An internal server error occurred. Retry your request."),
+        FaultKind::Outage => (
+            503,
+            "ServiceUnavailableException",
+            "ServiceUnavailable",
+            "Service is unavailable. Try again later.",
+        ),
+        FaultKind::Throttle => (
+            429,
+            "ThrottlingException",
+            "ThrottlingException",
+            "Too many requests, please wait before trying again.",
+        ),
+        FaultKind::ModelNotReady => (
+            429,
+            "ModelNotReadyException",
+            "ModelNotReadyException",
+            "Model is not ready for inference. Try again later.",
+        ),
+        FaultKind::InternalError => (
+            500,
+            "InternalServerException",
+            "InternalFailure",
+            "An internal server error occurred. Retry your request.",
+        ),
         FaultKind::BreakStream | FaultKind::SlowFirstToken => return None,
     };
     let code = match service {
@@ -460,23 +501,48 @@ mod tests {
     #[test]
     fn bare_ids_profiles_and_geographies() {
         let e = engine();
-        assert!(e.admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default")).is_ok());
-        assert!(e.admit(&ask("us.amazon.nova-lite-v1:0", "us-west-2", "default")).is_ok());
-        assert!(e.admit(&ask("eu.amazon.nova-lite-v1:0", "us-east-1", "default")).is_err());
-        assert!(e.admit(&ask("global.anthropic.claude-sonnet-4-5-20250929-v1:0", "eu-west-1", "default")).is_ok());
-        let err = e.admit(&ask("anthropic.claude-sonnet-4-5-20250929-v1:0", "us-east-1", "default")).unwrap_err();
+        assert!(e
+            .admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default"))
+            .is_ok());
+        assert!(e
+            .admit(&ask("us.amazon.nova-lite-v1:0", "us-west-2", "default"))
+            .is_ok());
+        assert!(e
+            .admit(&ask("eu.amazon.nova-lite-v1:0", "us-east-1", "default"))
+            .is_err());
+        assert!(e
+            .admit(&ask(
+                "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                "eu-west-1",
+                "default"
+            ))
+            .is_ok());
+        let err = e
+            .admit(&ask(
+                "anthropic.claude-sonnet-4-5-20250929-v1:0",
+                "us-east-1",
+                "default",
+            ))
+            .unwrap_err();
         assert_eq!(err.code, "ValidationException");
     }
 
     #[test]
     fn unsupported_tier_is_a_400() {
-        let err = engine().admit(&ask("amazon.nova-micro-v1:0", "us-east-1", "priority")).unwrap_err();
-        assert_eq!((err.status, err.code.as_str()), (400, "ValidationException"));
+        let err = engine()
+            .admit(&ask("amazon.nova-micro-v1:0", "us-east-1", "priority"))
+            .unwrap_err();
+        assert_eq!(
+            (err.status, err.code.as_str()),
+            (400, "ValidationException")
+        );
     }
 
     #[test]
     fn max_tokens_cuts_the_answer() {
-        let a = engine().admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default")).unwrap();
+        let a = engine()
+            .admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default"))
+            .unwrap();
         assert_eq!(a.tokens.len(), 20);
         assert!(a.truncated);
     }
@@ -496,7 +562,11 @@ mod tests {
     #[test]
     fn faults_refuse_and_are_counted() {
         let e = engine();
-        e.faults.add(Fault::new(FaultKind::Outage).for_region("us-east-1").times(1));
+        e.faults.add(
+            Fault::new(FaultKind::Outage)
+                .for_region("us-east-1")
+                .times(1),
+        );
         let a = ask("amazon.nova-lite-v1:0", "us-east-1", "default");
         assert_eq!(e.admit(&a).unwrap_err().code, "ServiceUnavailableException");
         assert!(e.admit(&a).is_ok());

@@ -111,7 +111,10 @@ impl Fault {
 
     fn matches(&self, at: &Subject<'_>, since_start: Duration) -> bool {
         let ms = since_start.as_millis() as u64;
-        let model_ok = self.model.as_deref().is_none_or(|m| m == at.model || m == at.target);
+        let model_ok = self
+            .model
+            .as_deref()
+            .is_none_or(|m| m == at.model || m == at.target);
         self.region.as_deref().is_none_or(|r| r == at.region)
             && model_ok
             && self.tier.as_deref().is_none_or(|t| t == at.tier)
@@ -164,12 +167,20 @@ impl FaultRegistry {
 
     /// Removes every fault.
     pub fn clear(&self) {
-        self.inner.lock().expect("fault registry lock").faults.clear();
+        self.inner
+            .lock()
+            .expect("fault registry lock")
+            .faults
+            .clear();
     }
 
     /// The faults in force with their ids.
     pub fn list(&self) -> Vec<(u64, Fault)> {
-        self.inner.lock().expect("fault registry lock").faults.clone()
+        self.inner
+            .lock()
+            .expect("fault registry lock")
+            .faults
+            .clone()
     }
 
     /// The faults that hit this request, each counted once against its `count`.
@@ -204,7 +215,11 @@ mod tests {
     fn filters_narrow_and_counts_expire() {
         let reg = FaultRegistry::default();
         reg.add(Fault::new(FaultKind::Outage).for_region("eu-west-1"));
-        reg.add(Fault::new(FaultKind::Throttle).for_model("amazon.nova-lite-v1:0").times(2));
+        reg.add(
+            Fault::new(FaultKind::Throttle)
+                .for_model("amazon.nova-lite-v1:0")
+                .times(2),
+        );
         let z = Duration::ZERO;
         assert_eq!(reg.take_matching(&AT, z).len(), 1);
         assert_eq!(reg.take_matching(&AT, z).len(), 1);
@@ -221,7 +236,9 @@ mod tests {
         reg.add(f);
         assert!(reg.take_matching(&AT, Duration::from_millis(50)).is_empty());
         assert_eq!(reg.take_matching(&AT, Duration::from_millis(150)).len(), 1);
-        assert!(reg.take_matching(&AT, Duration::from_millis(250)).is_empty());
+        assert!(reg
+            .take_matching(&AT, Duration::from_millis(250))
+            .is_empty());
     }
 
     #[test]

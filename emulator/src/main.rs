@@ -42,7 +42,10 @@ async fn main() -> std::process::ExitCode {
     let emulator = match Emulator::start_on(scenario, args.port).await {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("laneway-emulator: cannot listen on 127.0.0.1:{}: {e}", args.port);
+            eprintln!(
+                "laneway-emulator: cannot listen on 127.0.0.1:{}: {e}",
+                args.port
+            );
             return std::process::ExitCode::from(1);
         }
     };

@@ -171,7 +171,8 @@ pub enum ScenarioError {
 const STARTUP: &str = include_str!("../scenarios/startup.toml");
 
 /// Built-in scenarios: name, TOML text, time scale applied on top.
-const BUILTINS: &[(&str, &str, Option<f64>)] = &[("startup", STARTUP, None), ("fast", STARTUP, Some(0.01))];
+const BUILTINS: &[(&str, &str, Option<f64>)] =
+    &[("startup", STARTUP, None), ("fast", STARTUP, Some(0.01))];
 
 impl Scenario {
     /// Parses a scenario from TOML text and validates it.
@@ -193,13 +194,14 @@ impl Scenario {
     /// A built-in scenario by name: `startup` (the demo's world, real-time speeds) or `fast`
     /// (the same world, a hundred times faster, for tests).
     pub fn builtin(name: &str) -> Result<Self, ScenarioError> {
-        let (_, text, time_scale) = BUILTINS
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .ok_or_else(|| {
-                let names: Vec<_> = BUILTINS.iter().map(|(n, _, _)| *n).collect();
-                ScenarioError::UnknownBuiltin(name.to_string(), names.join(", "))
-            })?;
+        let (_, text, time_scale) =
+            BUILTINS
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .ok_or_else(|| {
+                    let names: Vec<_> = BUILTINS.iter().map(|(n, _, _)| *n).collect();
+                    ScenarioError::UnknownBuiltin(name.to_string(), names.join(", "))
+                })?;
         let mut scenario = Self::from_toml(text)?;
         if let Some(scale) = time_scale {
             scenario.time_scale = *scale;
@@ -254,13 +256,19 @@ impl Scenario {
                 }
             }
             if m.answer_tokens[0] == 0 || m.answer_tokens[0] > m.answer_tokens[1] {
-                return invalid(format!("models.{}: answer_tokens must be 1 <= min <= max", m.id));
+                return invalid(format!(
+                    "models.{}: answer_tokens must be 1 <= min <= max",
+                    m.id
+                ));
             }
             m.performance.validate(&m.id)?;
         }
         for e in &self.endpoints {
             if !known_region(&e.region) {
-                return invalid(format!("endpoints.{}: unknown region {:?}", e.name, e.region));
+                return invalid(format!(
+                    "endpoints.{}: unknown region {:?}",
+                    e.name, e.region
+                ));
             }
             e.performance.validate(&e.name)?;
         }
@@ -388,8 +396,14 @@ mod tests {
         )
         .unwrap();
         let m = &s.models[0];
-        assert_eq!(m.performance_for("us-east-1", "priority").ttft_median_ms, 50.0);
-        assert_eq!(m.performance_for("us-east-1", "default").ttft_median_ms, 100.0);
+        assert_eq!(
+            m.performance_for("us-east-1", "priority").ttft_median_ms,
+            50.0
+        );
+        assert_eq!(
+            m.performance_for("us-east-1", "default").ttft_median_ms,
+            100.0
+        );
     }
 
     #[test]

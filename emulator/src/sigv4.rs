@@ -57,7 +57,12 @@ pub fn verify(
     let auth = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| refuse("MissingAuthenticationTokenException", "Missing Authentication Token"))?;
+        .ok_or_else(|| {
+            refuse(
+                "MissingAuthenticationTokenException",
+                "Missing Authentication Token",
+            )
+        })?;
     let parsed = parse_authorization(auth)?;
     let secret = credentials
         .iter()
@@ -71,8 +76,12 @@ pub fn verify(
         })?;
     let amz_date = header_str(headers, "x-amz-date")
         .ok_or_else(|| refuse("IncompleteSignatureException", "Missing X-Amz-Date header"))?;
-    let time = parse_amz_date(amz_date)
-        .ok_or_else(|| refuse("IncompleteSignatureException", "Malformed X-Amz-Date header"))?;
+    let time = parse_amz_date(amz_date).ok_or_else(|| {
+        refuse(
+            "IncompleteSignatureException",
+            "Malformed X-Amz-Date header",
+        )
+    })?;
     if !amz_date.starts_with(&parsed.date) {
         return Err(refuse(
             "InvalidSignatureException",
@@ -89,7 +98,8 @@ pub fn verify(
         "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
         hex::encode(Sha256::digest(canonical.as_bytes()))
     );
-    let key = aws_sigv4::sign::v4::generate_signing_key(secret, time, &parsed.region, &parsed.service);
+    let key =
+        aws_sigv4::sign::v4::generate_signing_key(secret, time, &parsed.region, &parsed.service);
     let expected = aws_sigv4::sign::v4::calculate_signature(key, string_to_sign.as_bytes());
     if !constant_time_eq(expected.as_bytes(), parsed.signature.as_bytes()) {
         return Err(refuse("InvalidSignatureException", MISMATCH));
@@ -209,7 +219,9 @@ fn canonical_request(
 }
 
 fn reencode(s: &str) -> String {
-    let decoded = percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
+    let decoded = percent_decode_str(&s.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned();
     utf8_percent_encode(&decoded, STRICT).to_string()
 }
 
@@ -283,6 +295,9 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert("host", "h".parse().unwrap());
         let c = canonical_request(&Method::POST, &uri, &headers, b"", &["host".into()]).unwrap();
-        assert!(c.contains("/model/amazon.nova-lite-v1%253A0/converse"), "{c}");
+        assert!(
+            c.contains("/model/amazon.nova-lite-v1%253A0/converse"),
+            "{c}"
+        );
     }
 }

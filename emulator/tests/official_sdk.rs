@@ -15,7 +15,13 @@ async fn sdk_config(url: &str, region: &str, secret: &str) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .region(Region::new(region.to_string()))
         .endpoint_url(url)
-        .credentials_provider(Credentials::new("LANEWAYTESTKEY", secret, None, None, "test"))
+        .credentials_provider(Credentials::new(
+            "LANEWAYTESTKEY",
+            secret,
+            None,
+            None,
+            "test",
+        ))
         .retry_config(RetryConfig::disabled())
         .load()
         .await
@@ -34,7 +40,9 @@ fn user(text: &str) -> Message {
 }
 
 async fn start() -> Emulator {
-    Emulator::start(Scenario::builtin("fast").unwrap()).await.unwrap()
+    Emulator::start(Scenario::builtin("fast").unwrap())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -47,21 +55,40 @@ async fn converse_answers_with_usage_tier_and_deterministic_text() {
             .model_id("us.amazon.nova-lite-v1:0")
             .messages(user("Summarise the quarterly report"))
             .inference_config(InferenceConfiguration::builder().max_tokens(12).build())
-            .service_tier(ServiceTier::builder().r#type(ServiceTierType::Priority).build().unwrap())
+            .service_tier(
+                ServiceTier::builder()
+                    .r#type(ServiceTierType::Priority)
+                    .build()
+                    .unwrap(),
+            )
             .send()
     };
     let out = call().await.unwrap();
-    let text = out.output().unwrap().as_message().unwrap().content()[0].as_text().unwrap().clone();
+    let text = out.output().unwrap().as_message().unwrap().content()[0]
+        .as_text()
+        .unwrap()
+        .clone();
     assert_eq!(text.split(' ').count(), 12);
     assert_eq!(out.usage().unwrap().output_tokens(), 12);
     assert!(out.usage().unwrap().input_tokens() > 0);
-    assert_eq!(out.service_tier().unwrap().r#type(), &ServiceTierType::Priority);
+    assert_eq!(
+        out.service_tier().unwrap().r#type(),
+        &ServiceTierType::Priority
+    );
     let again = call().await.unwrap();
-    assert_eq!(again.output().unwrap().as_message().unwrap().content()[0].as_text().unwrap(), &text);
+    assert_eq!(
+        again.output().unwrap().as_message().unwrap().content()[0]
+            .as_text()
+            .unwrap(),
+        &text
+    );
 
     let rows = emu.counters();
     assert_eq!(rows.len(), 1);
-    assert_eq!((rows[0].region.as_str(), rows[0].tier.as_str()), ("us-west-2", "priority"));
+    assert_eq!(
+        (rows[0].region.as_str(), rows[0].tier.as_str()),
+        ("us-west-2", "priority")
+    );
     assert_eq!(rows[0].counter.ok, 2);
 }
 
@@ -150,7 +177,9 @@ async fn faults_and_tiers_map_to_the_modelled_errors() {
         b.send()
     };
     use bedrock::operation::converse::ConverseError as E;
-    let e = send("amazon.nova-micro-v1:0", Some(ServiceTierType::Priority)).await.unwrap_err();
+    let e = send("amazon.nova-micro-v1:0", Some(ServiceTierType::Priority))
+        .await
+        .unwrap_err();
     assert!(matches!(e.into_service_error(), E::ValidationException(_)));
 
     emu.add_fault(Fault::new(FaultKind::Throttle).times(1));
@@ -159,15 +188,24 @@ async fn faults_and_tiers_map_to_the_modelled_errors() {
 
     emu.add_fault(Fault::new(FaultKind::Outage).times(1));
     let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
-    assert!(matches!(e.into_service_error(), E::ServiceUnavailableException(_)));
+    assert!(matches!(
+        e.into_service_error(),
+        E::ServiceUnavailableException(_)
+    ));
 
     emu.add_fault(Fault::new(FaultKind::ModelNotReady).times(1));
     let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
-    assert!(matches!(e.into_service_error(), E::ModelNotReadyException(_)));
+    assert!(matches!(
+        e.into_service_error(),
+        E::ModelNotReadyException(_)
+    ));
 
     emu.add_fault(Fault::new(FaultKind::InternalError).times(1));
     let e = send("amazon.nova-lite-v1:0", None).await.unwrap_err();
-    assert!(matches!(e.into_service_error(), E::InternalServerException(_)));
+    assert!(matches!(
+        e.into_service_error(),
+        E::InternalServerException(_)
+    ));
 
     assert!(send("amazon.nova-lite-v1:0", None).await.is_ok());
 }
@@ -222,8 +260,12 @@ async fn sagemaker_tgi_and_openai_chat_streams_reassemble_split_lines() {
     let text = String::from_utf8(raw).unwrap();
     let lines: Vec<&str> = text.split("\n\n").filter(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), 9);
-    assert!(parts > lines.len(), "some lines must straddle payload parts");
-    let last: serde_json::Value = serde_json::from_str(lines[8].strip_prefix("data:").unwrap()).unwrap();
+    assert!(
+        parts > lines.len(),
+        "some lines must straddle payload parts"
+    );
+    let last: serde_json::Value =
+        serde_json::from_str(lines[8].strip_prefix("data:").unwrap()).unwrap();
     assert_eq!(last["details"]["generated_tokens"], 9);
 
     let chat = serde_json::json!({ "messages": [{ "role": "user", "content": "hi" }], "max_tokens": 4, "stream": true });
@@ -241,7 +283,9 @@ async fn sagemaker_tgi_and_openai_chat_streams_reassemble_split_lines() {
             raw.extend_from_slice(p.bytes().unwrap().as_ref());
         }
     }
-    assert!(String::from_utf8(raw).unwrap().ends_with("data: [DONE]\n\n"));
+    assert!(String::from_utf8(raw)
+        .unwrap()
+        .ends_with("data: [DONE]\n\n"));
 }
 
 #[tokio::test]
@@ -259,7 +303,11 @@ async fn sagemaker_errors_and_inference_component_header() {
         .unwrap_err();
     assert!(matches!(e.into_service_error(), E::ValidationError(_)));
 
-    emu.add_fault(Fault::new(FaultKind::ModelNotReady).for_model("laneway-demo-llm").times(1));
+    emu.add_fault(
+        Fault::new(FaultKind::ModelNotReady)
+            .for_model("laneway-demo-llm")
+            .times(1),
+    );
     let tgi = serde_json::json!({ "inputs": "hello" });
     let e = client
         .invoke_endpoint()
@@ -268,7 +316,10 @@ async fn sagemaker_errors_and_inference_component_header() {
         .send()
         .await
         .unwrap_err();
-    assert!(matches!(e.into_service_error(), E::ModelNotReadyException(_)));
+    assert!(matches!(
+        e.into_service_error(),
+        E::ModelNotReadyException(_)
+    ));
 
     let ok = client
         .invoke_endpoint()

@@ -23,7 +23,10 @@ pub fn routes() -> Router<Arc<Engine>> {
         .route("/model/{model_id}/converse", post(converse))
         .route("/model/{model_id}/converse-stream", post(converse_stream))
         .route("/model/{model_id}/invoke", post(invoke))
-        .route("/model/{model_id}/invoke-with-response-stream", post(invoke_stream))
+        .route(
+            "/model/{model_id}/invoke-with-response-stream",
+            post(invoke_stream),
+        )
 }
 
 /// A forced tool call, when the request's `toolChoice` demands one.
@@ -47,7 +50,9 @@ async fn converse(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let req = read_converse(&engine, "Converse", model_id, &method, &uri, &headers, &body)?;
+    let req = read_converse(
+        &engine, "Converse", model_id, &method, &uri, &headers, &body,
+    )?;
     let answer = engine.admit(&req.ask)?;
     wait_whole(&answer).await;
     let (content, stop_reason, output_tokens) = match &req.tool_call {
@@ -56,7 +61,11 @@ async fn converse(
             "tool_use",
             text::estimate_tokens(t.input.to_string().len()),
         ),
-        None => (json!([{ "text": answer.text() }]), stop_reason(&answer), answer.output_tokens()),
+        None => (
+            json!([{ "text": answer.text() }]),
+            stop_reason(&answer),
+            answer.output_tokens(),
+        ),
     };
     let body = json!({
         "output": { "message": { "role": "assistant", "content": content } },
@@ -77,7 +86,15 @@ async fn converse_stream(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let req = read_converse(&engine, "ConverseStream", model_id, &method, &uri, &headers, &body)?;
+    let req = read_converse(
+        &engine,
+        "ConverseStream",
+        model_id,
+        &method,
+        &uri,
+        &headers,
+        &body,
+    )?;
     let answer = engine.admit(&req.ask)?;
     let steps = timeline(&answer);
     let tier = req.ask.tier.clone();
@@ -158,7 +175,12 @@ fn read_converse(
     let messages = v.get("messages").and_then(Value::as_array).ok_or_else(|| {
         invalid("A conversation must start with a user message. Try again with a conversation that starts with a user message.")
     })?;
-    if messages.first().and_then(|m| m.get("role")).and_then(Value::as_str) != Some("user") {
+    if messages
+        .first()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        != Some("user")
+    {
         return Err(invalid(
             "A conversation must start with a user message. Try again with a conversation that starts with a user message.",
         ));
@@ -181,7 +203,11 @@ fn read_converse(
         .to_string();
     let prompt = json!([v.get("system"), v.get("messages"), v.get("toolConfig")]);
     let has_cache_points = prompt.to_string().contains("\"cachePoint\"");
-    let digest = text::digest64(&[v.get("messages").map(Value::to_string).unwrap_or_default().as_bytes()]);
+    let digest = text::digest64(&[v
+        .get("messages")
+        .map(Value::to_string)
+        .unwrap_or_default()
+        .as_bytes()]);
     Ok(Request {
         ask: Ask {
             service: Service::Bedrock,
@@ -204,14 +230,19 @@ fn forced_tool_call(v: &Value, digest: u64) -> Option<ToolCall> {
     let tools = v.pointer("/toolConfig/tools")?.as_array()?;
     let specs = tools.iter().filter_map(|t| t.get("toolSpec"));
     let spec = if let Some(name) = choice.pointer("/tool/name").and_then(Value::as_str) {
-        specs.clone().find(|s| s.get("name").and_then(Value::as_str) == Some(name))
+        specs
+            .clone()
+            .find(|s| s.get("name").and_then(Value::as_str) == Some(name))
     } else if choice.get("any").is_some() {
         specs.clone().next()
     } else {
         None
     }?;
     let mut input = serde_json::Map::new();
-    if let Some(props) = spec.pointer("/inputSchema/json/properties").and_then(Value::as_object) {
+    if let Some(props) = spec
+        .pointer("/inputSchema/json/properties")
+        .and_then(Value::as_object)
+    {
         for (k, p) in props {
             let value = match p.get("type").and_then(Value::as_str) {
                 Some("string") => json!("example"),
@@ -239,14 +270,28 @@ async fn invoke(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (ask, native) = read_invoke(&engine, "InvokeModel", model_id, &method, &uri, &headers, &body)?;
+    let (ask, native) = read_invoke(
+        &engine,
+        "InvokeModel",
+        model_id,
+        &method,
+        &uri,
+        &headers,
+        &body,
+    )?;
     let answer = engine.admit(&ask)?;
     wait_whole(&answer).await;
     let out = native.whole(&answer);
     let mut resp = json_response(out);
     let h = resp.headers_mut();
-    h.insert("x-amzn-bedrock-input-token-count", answer.input_tokens.into());
-    h.insert("x-amzn-bedrock-output-token-count", answer.output_tokens().into());
+    h.insert(
+        "x-amzn-bedrock-input-token-count",
+        answer.input_tokens.into(),
+    );
+    h.insert(
+        "x-amzn-bedrock-output-token-count",
+        answer.output_tokens().into(),
+    );
     if let Ok(v) = HeaderValue::from_str(&ask.tier) {
         h.insert("x-amzn-bedrock-service-tier", v);
     }
@@ -261,8 +306,15 @@ async fn invoke_stream(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (ask, native) =
-        read_invoke(&engine, "InvokeModelWithResponseStream", model_id, &method, &uri, &headers, &body)?;
+    let (ask, native) = read_invoke(
+        &engine,
+        "InvokeModelWithResponseStream",
+        model_id,
+        &method,
+        &uri,
+        &headers,
+        &body,
+    )?;
     let answer = engine.admit(&ask)?;
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
@@ -318,7 +370,9 @@ impl Native {
             Native::Anthropic => json!({
                 "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": token },
             }),
-            Native::Nova => json!({ "contentBlockDelta": { "delta": { "text": token }, "contentBlockIndex": 0 } }),
+            Native::Nova => {
+                json!({ "contentBlockDelta": { "delta": { "text": token }, "contentBlockIndex": 0 } })
+            }
         }
     }
     fn last(&self, a: &Answer) -> Value {

@@ -4,12 +4,25 @@ use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use bytes::Bytes;
 
 /// An `event` frame with a JSON or binary payload.
-pub fn event(event_type: &'static str, content_type: &'static str, payload: impl Into<Bytes>) -> Bytes {
+pub fn event(
+    event_type: &'static str,
+    content_type: &'static str,
+    payload: impl Into<Bytes>,
+) -> Bytes {
     encode(
         Message::new(payload.into())
-            .add_header(Header::new(":message-type", HeaderValue::String("event".into())))
-            .add_header(Header::new(":event-type", HeaderValue::String(event_type.into())))
-            .add_header(Header::new(":content-type", HeaderValue::String(content_type.into()))),
+            .add_header(Header::new(
+                ":message-type",
+                HeaderValue::String("event".into()),
+            ))
+            .add_header(Header::new(
+                ":event-type",
+                HeaderValue::String(event_type.into()),
+            ))
+            .add_header(Header::new(
+                ":content-type",
+                HeaderValue::String(content_type.into()),
+            )),
     )
 }
 
@@ -22,12 +35,18 @@ pub fn json_event(event_type: &'static str, payload: &serde_json::Value) -> Byte
 pub fn exception(exception_type: &str, payload: &serde_json::Value) -> Bytes {
     encode(
         Message::new(Bytes::from(payload.to_string()))
-            .add_header(Header::new(":message-type", HeaderValue::String("exception".into())))
+            .add_header(Header::new(
+                ":message-type",
+                HeaderValue::String("exception".into()),
+            ))
             .add_header(Header::new(
                 ":exception-type",
                 HeaderValue::String(exception_type.to_string().into()),
             ))
-            .add_header(Header::new(":content-type", HeaderValue::String("application/json".into()))),
+            .add_header(Header::new(
+                ":content-type",
+                HeaderValue::String("application/json".into()),
+            )),
     )
 }
 

@@ -59,7 +59,10 @@ pub fn authenticate(
         return Err(ApiError::new(
             403,
             "InvalidSignatureException",
-            format!("Credential should be scoped to a valid region, not '{}'.", scope.region),
+            format!(
+                "Credential should be scoped to a valid region, not '{}'.",
+                scope.region
+            ),
         ));
     }
     Ok(scope.region)
@@ -87,7 +90,9 @@ pub enum Step {
 
 /// Plays an answer in time: the first token after the TTFT, each next one a token interval
 /// later, a break where a fault says so.
-pub fn timeline(answer: &crate::engine::Answer) -> impl futures::Stream<Item = Step> + Send + 'static {
+pub fn timeline(
+    answer: &crate::engine::Answer,
+) -> impl futures::Stream<Item = Step> + Send + 'static {
     let tokens = answer.tokens.clone();
     let ttft = answer.ttft;
     let interval = answer.token_interval;

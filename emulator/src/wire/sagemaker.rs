@@ -22,7 +22,10 @@ use crate::text;
 pub fn routes() -> Router<Arc<Engine>> {
     Router::new()
         .route("/endpoints/{name}/invocations", post(invoke))
-        .route("/endpoints/{name}/invocations-response-stream", post(invoke_stream))
+        .route(
+            "/endpoints/{name}/invocations-response-stream",
+            post(invoke_stream),
+        )
 }
 
 async fn invoke(
@@ -33,7 +36,15 @@ async fn invoke(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (ask, format) = read(&engine, "InvokeEndpoint", name, &method, &uri, &headers, &body)?;
+    let (ask, format) = read(
+        &engine,
+        "InvokeEndpoint",
+        name,
+        &method,
+        &uri,
+        &headers,
+        &body,
+    )?;
     let answer = engine.admit(&ask)?;
     wait_whole(&answer).await;
     let out = match format {
@@ -56,8 +67,10 @@ async fn invoke(
     resp.headers_mut()
         .insert("content-type", HeaderValue::from_static("application/json"));
     resp.headers_mut().insert("x-amzn-requestid", request_id());
-    resp.headers_mut()
-        .insert("x-amzn-invoked-production-variant", HeaderValue::from_static("AllTraffic"));
+    resp.headers_mut().insert(
+        "x-amzn-invoked-production-variant",
+        HeaderValue::from_static("AllTraffic"),
+    );
     Ok(resp)
 }
 
@@ -69,8 +82,15 @@ async fn invoke_stream(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let (ask, format) =
-        read(&engine, "InvokeEndpointWithResponseStream", name, &method, &uri, &headers, &body)?;
+    let (ask, format) = read(
+        &engine,
+        "InvokeEndpointWithResponseStream",
+        name,
+        &method,
+        &uri,
+        &headers,
+        &body,
+    )?;
     let answer = engine.admit(&ask)?;
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
@@ -110,7 +130,11 @@ async fn invoke_stream(
 }
 
 fn part(bytes: &[u8]) -> Bytes {
-    eventstream::event("PayloadPart", "application/octet-stream", Bytes::copy_from_slice(bytes))
+    eventstream::event(
+        "PayloadPart",
+        "application/octet-stream",
+        Bytes::copy_from_slice(bytes),
+    )
 }
 
 fn stream_line(format: PayloadFormat, a: &Answer, i: usize, token: &str, last: bool) -> String {
@@ -150,7 +174,11 @@ fn stream_line(format: PayloadFormat, a: &Answer, i: usize, token: &str, last: b
             chunk
         }
     };
-    let sep = if format == PayloadFormat::Tgi { "data:" } else { "data: " };
+    let sep = if format == PayloadFormat::Tgi {
+        "data:"
+    } else {
+        "data: "
+    };
     format!("{sep}{value}\n\n")
 }
 
@@ -196,23 +224,43 @@ fn read(
         }
     }
     let v = parse_json(Service::Sagemaker, body)?;
-    let model_error = |m: &str| ApiError::new(424, "ModelError", format!("Received client error (400) from primary with message \"{m}\"."));
+    let model_error = |m: &str| {
+        ApiError::new(
+            424,
+            "ModelError",
+            format!("Received client error (400) from primary with message \"{m}\"."),
+        )
+    };
     let (prompt_chars, max, digest_source) = match endpoint.format {
         PayloadFormat::Tgi => {
-            let inputs = v.get("inputs").and_then(Value::as_str).ok_or_else(|| model_error("missing field `inputs`"))?;
+            let inputs = v
+                .get("inputs")
+                .and_then(Value::as_str)
+                .ok_or_else(|| model_error("missing field `inputs`"))?;
             let max = v.pointer("/parameters/max_new_tokens");
             (inputs.chars().count(), max, inputs.to_string())
         }
         PayloadFormat::OpenaiChat => {
-            let messages = v.get("messages").filter(|m| m.is_array()).ok_or_else(|| model_error("missing field `messages`"))?;
-            (text::json_text_chars(messages), v.get("max_tokens"), messages.to_string())
+            let messages = v
+                .get("messages")
+                .filter(|m| m.is_array())
+                .ok_or_else(|| model_error("missing field `messages`"))?;
+            (
+                text::json_text_chars(messages),
+                v.get("max_tokens"),
+                messages.to_string(),
+            )
         }
     };
     let max_tokens = match max {
         None | Some(Value::Null) => None,
         Some(m) => match m.as_i64() {
             Some(n) if n >= 1 => Some(n as u32),
-            _ => return Err(model_error(&format!("max tokens must be a positive integer, got {m}"))),
+            _ => {
+                return Err(model_error(&format!(
+                    "max tokens must be a positive integer, got {m}"
+                )))
+            }
         },
     };
     Ok((

@@ -1,0 +1,375 @@
+//! Bedrock Runtime through Converse and ConverseStream.
+
+use std::collections::HashMap;
+
+use aws_sdk_bedrockruntime as sdk;
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use sdk::types as wire;
+
+use super::document::{to_document, to_json};
+use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
+use crate::error::{Error, Result};
+use crate::plan::Target;
+use crate::request::{
+    CachePoint, CacheTtl, ContentBlock, GenerateRequest, ImageFormat, Role, ServiceTier,
+    SystemBlock, Tool, ToolChoice, ToolResultContent,
+};
+use crate::response::{OutputBlock, StopReason, Usage};
+
+/// Sends Converse and ConverseStream requests, with one SDK client per region.
+#[derive(Debug, Clone)]
+pub struct BedrockBackend {
+    clients: HashMap<String, sdk::Client>,
+}
+
+impl BedrockBackend {
+    /// Clients for `regions`, from a shared SDK configuration (credentials, endpoint, retries).
+    pub fn new<'a>(
+        base: &aws_config::SdkConfig,
+        regions: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let clients = regions
+            .into_iter()
+            .map(|r| {
+                let conf = sdk::config::Builder::from(base)
+                    .region(aws_config::Region::new(r.to_string()))
+                    .build();
+                (r.to_string(), sdk::Client::from_conf(conf))
+            })
+            .collect();
+        Self { clients }
+    }
+
+    fn client(&self, target: &Target) -> Result<&sdk::Client> {
+        self.clients.get(target.region()).ok_or_else(|| {
+            Error::config(
+                "regions",
+                format!("no Bedrock client for region {:?}", target.region()),
+            )
+        })
+    }
+}
+
+/// The parts of a Converse request, shared by both operations.
+struct Parts {
+    messages: Vec<wire::Message>,
+    system: Vec<wire::SystemContentBlock>,
+    tool_config: Option<wire::ToolConfiguration>,
+    inference: wire::InferenceConfiguration,
+    service_tier: Option<wire::ServiceTier>,
+    performance: Option<wire::PerformanceConfiguration>,
+}
+
+impl Backend for BedrockBackend {
+    fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Completion>> {
+        Box::pin(async move {
+            let target = &call.attempt.target;
+            let Target::Bedrock { model_id, .. } = target else {
+                return Err(Error::config(
+                    "models",
+                    "a SageMaker target was sent to the Bedrock backend",
+                ));
+            };
+            let p = parts(call)?;
+            let out = self
+                .client(target)?
+                .converse()
+                .model_id(model_id)
+                .set_messages(Some(p.messages))
+                .set_system(Some(p.system).filter(|s| !s.is_empty()))
+                .set_tool_config(p.tool_config)
+                .inference_config(p.inference)
+                .set_service_tier(p.service_tier)
+                .set_performance_config(p.performance)
+                .send()
+                .await
+                .map_err(|e| errors::from_operation(e, target))?;
+            let content = match out.output() {
+                Some(wire::ConverseOutput::Message(m)) => {
+                    m.content().iter().filter_map(output_block).collect()
+                }
+                _ => Vec::new(),
+            };
+            Ok(Completion {
+                content,
+                stop_reason: StopReason::from_wire(out.stop_reason().as_str()),
+                usage: out.usage().map(usage).unwrap_or_default(),
+                served_tier: out.service_tier().and_then(tier_of),
+            })
+        })
+    }
+
+    fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<EventStream>> {
+        Box::pin(async move {
+            let target = call.attempt.target.clone();
+            let Target::Bedrock { model_id, .. } = &target else {
+                return Err(Error::config(
+                    "models",
+                    "a SageMaker target was sent to the Bedrock backend",
+                ));
+            };
+            let p = parts(call)?;
+            let out = self
+                .client(&target)?
+                .converse_stream()
+                .model_id(model_id)
+                .set_messages(Some(p.messages))
+                .set_system(Some(p.system).filter(|s| !s.is_empty()))
+                .set_tool_config(p.tool_config)
+                .inference_config(p.inference)
+                .set_service_tier(p.service_tier)
+                .set_performance_config(p.performance)
+                .send()
+                .await
+                .map_err(|e| errors::from_operation(e, &target))?;
+            let events = futures::stream::unfold(Some(out.stream), move |rx| {
+                let target = target.clone();
+                async move {
+                    let mut rx = rx?;
+                    loop {
+                        match rx.recv().await {
+                            Ok(Some(ev)) => {
+                                if let Some(mapped) = stream_event(ev) {
+                                    return Some((Ok(mapped), Some(rx)));
+                                }
+                            }
+                            Ok(None) => return None,
+                            // After an error the receiver is done: end the stream with it.
+                            Err(e) => return Some((Err(errors::from_stream(e, &target)), None)),
+                        }
+                    }
+                }
+            });
+            Ok(events.boxed())
+        })
+    }
+}
+
+fn parts(call: Call<'_>) -> Result<Parts> {
+    let req = call.request;
+    let messages = req
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let content = m
+                .content
+                .iter()
+                .enumerate()
+                .map(|(j, b)| {
+                    content_block(b)
+                        .map_err(|e| Error::invalid(format!("messages[{i}].content[{j}]"), e))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            wire::Message::builder()
+                .role(match m.role {
+                    Role::User => wire::ConversationRole::User,
+                    Role::Assistant => wire::ConversationRole::Assistant,
+                })
+                .set_content(Some(content))
+                .build()
+                .map_err(|e| Error::invalid(format!("messages[{i}]"), e.to_string()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let system = req
+        .system
+        .iter()
+        .map(|b| match b {
+            SystemBlock::Text(t) => wire::SystemContentBlock::Text(t.clone()),
+            SystemBlock::CachePoint(c) => wire::SystemContentBlock::CachePoint(cache_point(c)),
+        })
+        .collect();
+    let mut inference = wire::InferenceConfiguration::builder()
+        .set_temperature(req.inference.temperature)
+        .set_top_p(req.inference.top_p)
+        .set_stop_sequences(Some(req.inference.stop_sequences.clone()).filter(|s| !s.is_empty()));
+    if let Some(n) = req.inference.max_tokens {
+        // validate() keeps it within 1..=i32::MAX.
+        inference = inference
+            .max_tokens(i32::try_from(n).map_err(|_| {
+                Error::invalid("inference.max_tokens", format!("{n} is too large"))
+            })?);
+    }
+    Ok(Parts {
+        messages,
+        system,
+        tool_config: tool_config(req)?,
+        inference: inference.build(),
+        service_tier: call.attempt.tier.map(service_tier),
+        performance: call.attempt.latency_optimized.then(|| {
+            wire::PerformanceConfiguration::builder()
+                .latency(wire::PerformanceConfigLatency::Optimized)
+                .build()
+        }),
+    })
+}
+
+fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, String> {
+    Ok(match b {
+        ContentBlock::Text(t) => wire::ContentBlock::Text(t.clone()),
+        ContentBlock::Image(img) => wire::ContentBlock::Image(
+            wire::ImageBlock::builder()
+                .format(match img.format {
+                    ImageFormat::Png => wire::ImageFormat::Png,
+                    ImageFormat::Jpeg => wire::ImageFormat::Jpeg,
+                    ImageFormat::Gif => wire::ImageFormat::Gif,
+                    ImageFormat::Webp => wire::ImageFormat::Webp,
+                })
+                .source(wire::ImageSource::Bytes(aws_smithy_types::Blob::new(
+                    img.bytes.clone(),
+                )))
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        ContentBlock::ToolUse(t) => wire::ContentBlock::ToolUse(
+            wire::ToolUseBlock::builder()
+                .tool_use_id(&t.id)
+                .name(&t.name)
+                .input(to_document(&t.input))
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        ContentBlock::ToolResult(r) => wire::ContentBlock::ToolResult(
+            wire::ToolResultBlock::builder()
+                .tool_use_id(&r.tool_use_id)
+                .set_content(Some(
+                    r.content
+                        .iter()
+                        .map(|c| match c {
+                            ToolResultContent::Text(t) => {
+                                wire::ToolResultContentBlock::Text(t.clone())
+                            }
+                            ToolResultContent::Json(v) => {
+                                wire::ToolResultContentBlock::Json(to_document(v))
+                            }
+                        })
+                        .collect(),
+                ))
+                .set_status(r.is_error.then_some(wire::ToolResultStatus::Error))
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        ContentBlock::CachePoint(c) => wire::ContentBlock::CachePoint(cache_point(c)),
+    })
+}
+
+fn tool_config(req: &GenerateRequest) -> Result<Option<wire::ToolConfiguration>> {
+    if req.tools.is_empty() {
+        return Ok(None);
+    }
+    let tools = req
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t {
+            Tool::Spec(s) => wire::ToolSpecification::builder()
+                .name(&s.name)
+                .set_description(s.description.clone())
+                .input_schema(wire::ToolInputSchema::Json(to_document(&s.input_schema)))
+                .build()
+                .map(wire::Tool::ToolSpec)
+                .map_err(|e| Error::invalid(format!("tools[{i}]"), e.to_string())),
+            Tool::CachePoint(c) => Ok(wire::Tool::CachePoint(cache_point(c))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let choice = match &req.tool_choice {
+        None => None,
+        Some(ToolChoice::Auto) => Some(wire::ToolChoice::Auto(
+            wire::AutoToolChoice::builder().build(),
+        )),
+        Some(ToolChoice::Any) => Some(wire::ToolChoice::Any(
+            wire::AnyToolChoice::builder().build(),
+        )),
+        Some(ToolChoice::Tool(name)) => Some(wire::ToolChoice::Tool(
+            wire::SpecificToolChoice::builder()
+                .name(name)
+                .build()
+                .map_err(|e| Error::invalid("tool_choice", e.to_string()))?,
+        )),
+    };
+    wire::ToolConfiguration::builder()
+        .set_tools(Some(tools))
+        .set_tool_choice(choice)
+        .build()
+        .map(Some)
+        .map_err(|e| Error::invalid("tools", e.to_string()))
+}
+
+fn cache_point(c: &CachePoint) -> wire::CachePointBlock {
+    wire::CachePointBlock::builder()
+        .r#type(wire::CachePointType::Default)
+        .set_ttl(c.ttl.map(|t| match t {
+            CacheTtl::FiveMinutes => wire::CacheTtl::FiveMinutes,
+            CacheTtl::OneHour => wire::CacheTtl::OneHour,
+        }))
+        .build()
+        .expect("type is set")
+}
+
+fn service_tier(t: ServiceTier) -> wire::ServiceTier {
+    wire::ServiceTier::builder()
+        .r#type(wire::ServiceTierType::from(t.wire_name()))
+        .build()
+        .expect("type is set")
+}
+
+fn tier_of(t: &wire::ServiceTier) -> Option<ServiceTier> {
+    ServiceTier::from_wire(t.r#type().as_str())
+}
+
+fn usage(u: &wire::TokenUsage) -> Usage {
+    let n = |v: i32| u32::try_from(v).unwrap_or(0);
+    Usage {
+        input_tokens: n(u.input_tokens()),
+        output_tokens: n(u.output_tokens()),
+        cache_read_tokens: u.cache_read_input_tokens().map_or(0, n),
+        cache_write_tokens: u.cache_write_input_tokens().map_or(0, n),
+        input_estimated: false,
+    }
+}
+
+fn output_block(b: &wire::ContentBlock) -> Option<OutputBlock> {
+    match b {
+        wire::ContentBlock::Text(t) => Some(OutputBlock::Text(t.clone())),
+        wire::ContentBlock::ToolUse(t) => Some(OutputBlock::ToolUse {
+            id: t.tool_use_id().to_string(),
+            name: t.name().to_string(),
+            input: to_json(t.input()),
+        }),
+        _ => None,
+    }
+}
+
+fn stream_event(ev: wire::ConverseStreamOutput) -> Option<BackendEvent> {
+    let index = |i: i32| u32::try_from(i).unwrap_or(0);
+    match ev {
+        wire::ConverseStreamOutput::ContentBlockStart(s) => match s.start() {
+            Some(wire::ContentBlockStart::ToolUse(t)) => Some(BackendEvent::ToolUseStart {
+                index: index(s.content_block_index()),
+                id: t.tool_use_id().to_string(),
+                name: t.name().to_string(),
+            }),
+            _ => None,
+        },
+        wire::ConverseStreamOutput::ContentBlockDelta(d) => match d.delta() {
+            Some(wire::ContentBlockDelta::Text(t)) => Some(BackendEvent::TextDelta {
+                index: index(d.content_block_index()),
+                text: t.clone(),
+            }),
+            Some(wire::ContentBlockDelta::ToolUse(t)) => Some(BackendEvent::ToolUseDelta {
+                index: index(d.content_block_index()),
+                input_json: t.input().to_string(),
+            }),
+            _ => None,
+        },
+        wire::ConverseStreamOutput::MessageStop(s) => Some(BackendEvent::Stop(
+            StopReason::from_wire(s.stop_reason().as_str()),
+        )),
+        wire::ConverseStreamOutput::Metadata(m) => Some(BackendEvent::Metadata {
+            usage: m.usage().map(usage).unwrap_or_default(),
+            served_tier: m.service_tier().and_then(tier_of),
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,88 @@
+//! SDK errors to Laneway errors, by AWS error code and HTTP status, never by message text.
+
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+use crate::error::{Error, ErrorKind, ServiceError};
+use crate::plan::Target;
+
+/// Maps the error of an operation call (an HTTP answer, or none).
+pub fn from_operation<E>(err: SdkError<E, HttpResponse>, target: &Target) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match &err {
+        SdkError::ServiceError(ctx) => {
+            let status = ctx.raw().status().as_u16();
+            let request_id = ctx
+                .raw()
+                .headers()
+                .get("x-amzn-requestid")
+                .map(str::to_string);
+            service(ctx.err(), Some(status), request_id, target)
+        }
+        _ => non_service(&err, target),
+    }
+}
+
+/// Maps an error from an event stream: an exception inside it, or a broken connection.
+pub fn from_stream<E, R>(err: SdkError<E, R>, target: &Target) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    match &err {
+        SdkError::ServiceError(ctx) => service(ctx.err(), None, None, target),
+        _ => non_service(&err, target),
+    }
+}
+
+fn service<E: ProvideErrorMetadata>(
+    e: &E,
+    status: Option<u16>,
+    request_id: Option<String>,
+    target: &Target,
+) -> Error {
+    let code = e.code().unwrap_or_default().to_string();
+    Error::from(ServiceError {
+        kind: ErrorKind::from_aws_code(&code, status.unwrap_or(0)),
+        code,
+        message: e.message().unwrap_or_default().to_string(),
+        target: target.id().to_string(),
+        region: target.region().to_string(),
+        http_status: status,
+        request_id,
+    })
+}
+
+fn non_service<E, R>(err: &SdkError<E, R>, target: &Target) -> Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    let kind = match err {
+        SdkError::TimeoutError(_) => ErrorKind::Timeout,
+        SdkError::DispatchFailure(d) if d.is_timeout() => ErrorKind::Timeout,
+        SdkError::ConstructionFailure(_) => {
+            return Error::invalid(
+                "request",
+                format!(
+                    "the AWS SDK could not build the request: {}",
+                    DisplayErrorContext(err)
+                ),
+            );
+        }
+        _ => ErrorKind::Transport,
+    };
+    Error::from(ServiceError {
+        kind,
+        code: String::new(),
+        message: DisplayErrorContext(err).to_string(),
+        target: target.id().to_string(),
+        region: target.region().to_string(),
+        http_status: None,
+        request_id: None,
+    })
+}

@@ -1,0 +1,158 @@
+//! SageMaker Runtime through InvokeEndpoint and InvokeEndpointWithResponseStream.
+
+mod lines;
+mod payload;
+
+use std::collections::HashMap;
+
+use aws_sdk_sagemakerruntime as sdk;
+use aws_smithy_types::Blob;
+use futures::future::BoxFuture;
+use futures::StreamExt;
+
+use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
+use crate::config::EndpointConfig;
+use crate::error::{Error, Result};
+use crate::plan::Target;
+
+pub use lines::LineBuffer;
+pub use payload::tgi_prompt;
+
+/// Sends requests to SageMaker endpoints, with one SDK client per region.
+#[derive(Debug, Clone)]
+pub struct SagemakerBackend {
+    clients: HashMap<String, sdk::Client>,
+}
+
+impl SagemakerBackend {
+    /// Clients for `regions`, from a shared SDK configuration.
+    pub fn new<'a>(
+        base: &aws_config::SdkConfig,
+        regions: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let clients = regions
+            .into_iter()
+            .map(|r| {
+                let conf = sdk::config::Builder::from(base)
+                    .region(aws_config::Region::new(r.to_string()))
+                    .build();
+                (r.to_string(), sdk::Client::from_conf(conf))
+            })
+            .collect();
+        Self { clients }
+    }
+
+    fn endpoint<'c>(&self, call: &Call<'c>) -> Result<(&sdk::Client, &'c EndpointConfig)> {
+        let Target::Sagemaker { endpoint, region } = &call.attempt.target else {
+            return Err(Error::config(
+                "models",
+                "a Bedrock target was sent to the SageMaker backend",
+            ));
+        };
+        let client = self.clients.get(region).ok_or_else(|| {
+            Error::config(
+                "regions",
+                format!("no SageMaker client for region {region:?}"),
+            )
+        })?;
+        Ok((client, endpoint))
+    }
+}
+
+impl Backend for SagemakerBackend {
+    fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Completion>> {
+        Box::pin(async move {
+            let (client, ep) = self.endpoint(&call)?;
+            let target = &call.attempt.target;
+            let body = payload::request_body(ep.format, call.request, false)?;
+            let prompt_estimate = prompt_estimate(call);
+            let out = client
+                .invoke_endpoint()
+                .endpoint_name(&ep.name)
+                .content_type("application/json")
+                .accept("application/json")
+                .set_inference_component_name(ep.inference_component.clone())
+                .set_target_model(ep.target_model.clone())
+                .set_target_variant(ep.target_variant.clone())
+                .body(Blob::new(body))
+                .send()
+                .await
+                .map_err(|e| errors::from_operation(e, target))?;
+            let bytes = out.body().map(|b| b.as_ref()).unwrap_or_default();
+            let parsed =
+                payload::parse_response(ep.format, bytes, prompt_estimate, &ep.name, &ep.region)?;
+            Ok(Completion {
+                content: parsed.content,
+                stop_reason: parsed.stop_reason,
+                usage: parsed.usage,
+                served_tier: None,
+            })
+        })
+    }
+
+    fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<EventStream>> {
+        Box::pin(async move {
+            let (client, ep) = self.endpoint(&call)?;
+            let target = call.attempt.target.clone();
+            let body = payload::request_body(ep.format, call.request, true)?;
+            let prompt_estimate = prompt_estimate(call);
+            let out = client
+                .invoke_endpoint_with_response_stream()
+                .endpoint_name(&ep.name)
+                .content_type("application/json")
+                .accept("application/json")
+                .set_inference_component_name(ep.inference_component.clone())
+                .set_target_variant(ep.target_variant.clone())
+                .body(Blob::new(body))
+                .send()
+                .await
+                .map_err(|e| errors::from_operation(e, &target))?;
+            let (format, name, region) = (ep.format, ep.name.clone(), ep.region.clone());
+            let mut rx = out.body;
+            let events = async_stream::stream! {
+                let mut buffer = LineBuffer::default();
+                loop {
+                    let lines = match rx.recv().await {
+                        Ok(Some(sdk::types::ResponseStream::PayloadPart(part))) => {
+                            buffer.push(part.bytes().map(|b| b.as_ref()).unwrap_or_default())
+                        }
+                        Ok(Some(_)) => continue,
+                        Ok(None) => {
+                            let rest: Vec<String> = buffer.finish().into_iter().collect();
+                            for line in rest {
+                                match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
+                                    Ok(parsed) => for ev in parsed.events { yield Ok(ev) },
+                                    Err(e) => yield Err(e),
+                                }
+                            }
+                            return;
+                        }
+                        Err(e) => {
+                            yield Err(errors::from_stream(e, &target));
+                            return;
+                        }
+                    };
+                    for line in lines {
+                        match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
+                            Ok(parsed) => {
+                                for ev in parsed.events {
+                                    yield Ok::<BackendEvent, Error>(ev);
+                                }
+                            }
+                            Err(e) => {
+                                yield Err(e);
+                                return;
+                            }
+                        }
+                    }
+                }
+            };
+            Ok(events.boxed())
+        })
+    }
+}
+
+/// Input tokens estimated from the rendered prompt, for containers that report no input count.
+fn prompt_estimate(call: Call<'_>) -> u32 {
+    payload::estimate_tokens(&payload::tgi_prompt(call.request).unwrap_or_default())
+}

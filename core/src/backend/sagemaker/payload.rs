@@ -1,0 +1,511 @@
+//! Container payload formats: Text Generation Inference and OpenAI-compatible chat.
+
+use serde_json::{json, Map, Value};
+
+use crate::backend::BackendEvent;
+use crate::config::PayloadFormat;
+use crate::error::{Error, ErrorKind, Result, ServiceError};
+use crate::request::{
+    ContentBlock, GenerateRequest, Role, SystemBlock, Tool, ToolChoice, ToolResultContent,
+};
+use crate::response::{OutputBlock, StopReason, Usage};
+
+/// The request body for a container.
+pub fn request_body(format: PayloadFormat, req: &GenerateRequest, stream: bool) -> Result<Vec<u8>> {
+    let body = match format {
+        PayloadFormat::Tgi => tgi_request(req, stream)?,
+        PayloadFormat::OpenaiChat => openai_request(req, stream)?,
+    };
+    Ok(body.to_string().into_bytes())
+}
+
+/// Renders the conversation as one prompt for TGI's `inputs`: the system text, then each turn
+/// as `User:` / `Assistant:` paragraphs, ending with `Assistant:` for the model to continue.
+/// Models with a chat template should be served with the OpenAI-compatible format instead.
+pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
+    let mut out = String::new();
+    let system: Vec<&str> = req
+        .system
+        .iter()
+        .filter_map(|b| match b {
+            SystemBlock::Text(t) => Some(t.as_str()),
+            SystemBlock::CachePoint(_) => None,
+        })
+        .collect();
+    if !system.is_empty() {
+        out.push_str(&system.join("\n"));
+        out.push_str("\n\n");
+    }
+    for (i, m) in req.messages.iter().enumerate() {
+        out.push_str(match m.role {
+            Role::User => "User: ",
+            Role::Assistant => "Assistant: ",
+        });
+        for (j, b) in m.content.iter().enumerate() {
+            match b {
+                ContentBlock::Text(t) => out.push_str(t),
+                ContentBlock::ToolUse(t) => {
+                    out.push_str(&json!({ "tool": t.name, "input": t.input }).to_string())
+                }
+                ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(&r.content)),
+                ContentBlock::CachePoint(_) => {}
+                ContentBlock::Image(_) => {
+                    return Err(Error::invalid(
+                        format!("messages[{i}].content[{j}]"),
+                        "images cannot be sent in the TGI text payload format",
+                    ))
+                }
+            }
+        }
+        out.push_str("\n\n");
+    }
+    out.push_str("Assistant:");
+    Ok(out)
+}
+
+fn tgi_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
+    if !req.tools.is_empty() {
+        return Err(Error::invalid(
+            "tools",
+            "the TGI text payload format has no tools; use the openai_chat format",
+        ));
+    }
+    let mut params = Map::new();
+    params.insert("details".into(), json!(true));
+    if let Some(n) = req.inference.max_tokens {
+        params.insert("max_new_tokens".into(), json!(n));
+    }
+    if let Some(t) = req.inference.temperature {
+        // TGI refuses a temperature of exactly 0; greedy decoding is asked for by its absence.
+        if t > 0.0 {
+            params.insert("temperature".into(), json!(t));
+        }
+    }
+    if let Some(p) = req.inference.top_p {
+        if p < 1.0 {
+            params.insert("top_p".into(), json!(p));
+        }
+    }
+    if !req.inference.stop_sequences.is_empty() {
+        params.insert("stop".into(), json!(req.inference.stop_sequences));
+    }
+    Ok(json!({ "inputs": tgi_prompt(req)?, "parameters": params, "stream": stream }))
+}
+
+fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
+    let mut messages = Vec::new();
+    let system: Vec<&str> = req
+        .system
+        .iter()
+        .filter_map(|b| match b {
+            SystemBlock::Text(t) => Some(t.as_str()),
+            SystemBlock::CachePoint(_) => None,
+        })
+        .collect();
+    if !system.is_empty() {
+        messages.push(json!({ "role": "system", "content": system.join("\n") }));
+    }
+    for (i, m) in req.messages.iter().enumerate() {
+        let mut text = String::new();
+        let mut tool_calls = Vec::new();
+        for (j, b) in m.content.iter().enumerate() {
+            match b {
+                ContentBlock::Text(t) => text.push_str(t),
+                ContentBlock::ToolUse(t) => tool_calls.push(json!({
+                    "id": t.id, "type": "function",
+                    "function": { "name": t.name, "arguments": t.input.to_string() },
+                })),
+                ContentBlock::ToolResult(r) => messages.push(json!({
+                    "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content),
+                })),
+                ContentBlock::CachePoint(_) => {}
+                ContentBlock::Image(_) => {
+                    return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "images are not sent to SageMaker chat containers by this version"))
+                }
+            }
+        }
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        if !text.is_empty() || !tool_calls.is_empty() {
+            let mut msg = json!({ "role": role, "content": text });
+            if !tool_calls.is_empty() {
+                msg["tool_calls"] = Value::Array(tool_calls);
+            }
+            messages.push(msg);
+        }
+    }
+    let mut body = json!({ "messages": messages, "stream": stream });
+    if let Some(n) = req.inference.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if let Some(t) = req.inference.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = req.inference.top_p {
+        body["top_p"] = json!(p);
+    }
+    if !req.inference.stop_sequences.is_empty() {
+        body["stop"] = json!(req.inference.stop_sequences);
+    }
+    if stream {
+        body["stream_options"] = json!({ "include_usage": true });
+    }
+    let tools: Vec<Value> = req
+        .tools
+        .iter()
+        .filter_map(|t| match t {
+            Tool::Spec(s) => Some(json!({
+                "type": "function",
+                "function": { "name": s.name, "description": s.description, "parameters": s.input_schema },
+            })),
+            Tool::CachePoint(_) => None,
+        })
+        .collect();
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    match &req.tool_choice {
+        None => {}
+        Some(ToolChoice::Auto) => body["tool_choice"] = json!("auto"),
+        Some(ToolChoice::Any) => body["tool_choice"] = json!("required"),
+        Some(ToolChoice::Tool(name)) => {
+            body["tool_choice"] = json!({ "type": "function", "function": { "name": name } })
+        }
+    }
+    Ok(body)
+}
+
+fn tool_result_text(content: &[ToolResultContent]) -> String {
+    content
+        .iter()
+        .map(|c| match c {
+            ToolResultContent::Text(t) => t.clone(),
+            ToolResultContent::Json(v) => v.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Estimated tokens of a text: a quarter of its characters, rounded up.
+pub fn estimate_tokens(text: &str) -> u32 {
+    u32::try_from(text.chars().count().div_ceil(4)).unwrap_or(u32::MAX)
+}
+
+/// A whole (non-streaming) answer.
+pub struct Parsed {
+    pub content: Vec<OutputBlock>,
+    pub stop_reason: StopReason,
+    pub usage: Usage,
+}
+
+/// Parses a whole answer. `prompt_tokens_estimate` fills the input count where the container
+/// reports none.
+pub fn parse_response(
+    format: PayloadFormat,
+    body: &[u8],
+    prompt_tokens_estimate: u32,
+    endpoint: &str,
+    region: &str,
+) -> Result<Parsed> {
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| malformed(endpoint, region, &e.to_string()))?;
+    match format {
+        PayloadFormat::Tgi => {
+            let item = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
+            let text = item
+                .get("generated_text")
+                .and_then(Value::as_str)
+                .ok_or_else(|| malformed(endpoint, region, "no generated_text in the answer"))?;
+            let details = item.get("details");
+            let output = details
+                .and_then(|d| d.get("generated_tokens"))
+                .and_then(Value::as_u64)
+                .map_or_else(|| estimate_tokens(text), |n| n as u32);
+            let stop = details
+                .and_then(|d| d.get("finish_reason"))
+                .and_then(Value::as_str)
+                .map_or(StopReason::EndTurn, StopReason::from_wire);
+            Ok(Parsed {
+                content: vec![OutputBlock::Text(text.to_string())],
+                stop_reason: stop,
+                usage: Usage {
+                    input_tokens: prompt_tokens_estimate,
+                    output_tokens: output,
+                    input_estimated: true,
+                    ..Usage::default()
+                },
+            })
+        }
+        PayloadFormat::OpenaiChat => {
+            let choice = v
+                .pointer("/choices/0")
+                .ok_or_else(|| malformed(endpoint, region, "no choices in the answer"))?;
+            let mut content = Vec::new();
+            if let Some(t) = choice.pointer("/message/content").and_then(Value::as_str) {
+                if !t.is_empty() {
+                    content.push(OutputBlock::Text(t.to_string()));
+                }
+            }
+            for call in choice
+                .pointer("/message/tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let args = call
+                    .pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}");
+                content.push(OutputBlock::ToolUse {
+                    id: call
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    name: call
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    input: serde_json::from_str(args).unwrap_or(Value::String(args.to_string())),
+                });
+            }
+            let stop = choice
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .map_or(StopReason::EndTurn, StopReason::from_wire);
+            Ok(Parsed {
+                content,
+                stop_reason: stop,
+                usage: openai_usage(v.get("usage"), prompt_tokens_estimate),
+            })
+        }
+    }
+}
+
+fn openai_usage(u: Option<&Value>, prompt_tokens_estimate: u32) -> Usage {
+    let get = |k: &str| {
+        u.and_then(|u| u.get(k))
+            .and_then(Value::as_u64)
+            .map(|n| n as u32)
+    };
+    let input = get("prompt_tokens");
+    Usage {
+        input_tokens: input.unwrap_or(prompt_tokens_estimate),
+        output_tokens: get("completion_tokens").unwrap_or(0),
+        input_estimated: input.is_none(),
+        ..Usage::default()
+    }
+}
+
+/// What one stream line means.
+#[derive(Debug, Default)]
+pub struct LineEvents {
+    pub events: Vec<BackendEvent>,
+    /// The container said the stream is over (`[DONE]`, or TGI's final details).
+    pub done: bool,
+}
+
+/// Parses one complete line of a container's stream.
+pub fn parse_stream_line(
+    format: PayloadFormat,
+    line: &str,
+    prompt_tokens_estimate: u32,
+    endpoint: &str,
+    region: &str,
+) -> Result<LineEvents> {
+    let Some(data) = line.strip_prefix("data:") else {
+        // Server-sent-event comments and fields other than data carry nothing.
+        return Ok(LineEvents::default());
+    };
+    let data = data.trim();
+    if data == "[DONE]" {
+        return Ok(LineEvents {
+            events: Vec::new(),
+            done: true,
+        });
+    }
+    let v: Value = serde_json::from_str(data)
+        .map_err(|e| malformed(endpoint, region, &format!("stream line is not JSON: {e}")))?;
+    if let Some(err) = v.get("error").and_then(Value::as_str) {
+        return Err(Error::from(ServiceError {
+            kind: ErrorKind::ModelError,
+            code: v
+                .get("error_type")
+                .and_then(Value::as_str)
+                .unwrap_or("ModelError")
+                .to_string(),
+            message: err.to_string(),
+            target: endpoint.to_string(),
+            region: region.to_string(),
+            http_status: None,
+            request_id: None,
+        }));
+    }
+    let mut out = LineEvents::default();
+    match format {
+        PayloadFormat::Tgi => {
+            let special = v
+                .pointer("/token/special")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if let Some(t) = v.pointer("/token/text").and_then(Value::as_str) {
+                if !special && !t.is_empty() {
+                    out.events.push(BackendEvent::TextDelta {
+                        index: 0,
+                        text: t.to_string(),
+                    });
+                }
+            }
+            if let Some(details) = v.get("details").filter(|d| !d.is_null()) {
+                let stop = details
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .map_or(StopReason::EndTurn, StopReason::from_wire);
+                let output = details
+                    .get("generated_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as u32;
+                out.events.push(BackendEvent::Stop(stop));
+                out.events.push(BackendEvent::Metadata {
+                    usage: Usage {
+                        input_tokens: prompt_tokens_estimate,
+                        output_tokens: output,
+                        input_estimated: true,
+                        ..Usage::default()
+                    },
+                    served_tier: None,
+                });
+                out.done = true;
+            }
+        }
+        PayloadFormat::OpenaiChat => {
+            if let Some(choice) = v.pointer("/choices/0") {
+                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
+                    if !t.is_empty() {
+                        out.events.push(BackendEvent::TextDelta {
+                            index: 0,
+                            text: t.to_string(),
+                        });
+                    }
+                }
+                for call in choice
+                    .pointer("/delta/tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let index = 1 + call.get("index").and_then(Value::as_u64).unwrap_or(0) as u32;
+                    if let (Some(id), Some(name)) = (
+                        call.get("id").and_then(Value::as_str),
+                        call.pointer("/function/name").and_then(Value::as_str),
+                    ) {
+                        out.events.push(BackendEvent::ToolUseStart {
+                            index,
+                            id: id.to_string(),
+                            name: name.to_string(),
+                        });
+                    }
+                    if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
+                    {
+                        if !args.is_empty() {
+                            out.events.push(BackendEvent::ToolUseDelta {
+                                index,
+                                input_json: args.to_string(),
+                            });
+                        }
+                    }
+                }
+                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                    out.events
+                        .push(BackendEvent::Stop(StopReason::from_wire(reason)));
+                }
+            }
+            if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+                out.events.push(BackendEvent::Metadata {
+                    usage: openai_usage(Some(u), prompt_tokens_estimate),
+                    served_tier: None,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
+    Error::from(ServiceError {
+        kind: ErrorKind::ModelError,
+        code: "MalformedContainerResponse".into(),
+        message: format!("the container's answer could not be read: {what}"),
+        target: endpoint.to_string(),
+        region: region.to_string(),
+        http_status: None,
+        request_id: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tgi_prompt_renders_turns() {
+        let req = GenerateRequest::new(vec![
+            crate::Message::user("hi"),
+            crate::Message::assistant("hello"),
+            crate::Message::user("bye"),
+        ])
+        .system("Be brief.");
+        assert_eq!(
+            tgi_prompt(&req).unwrap(),
+            "Be brief.\n\nUser: hi\n\nAssistant: hello\n\nUser: bye\n\nAssistant:"
+        );
+    }
+
+    #[test]
+    fn tgi_lines() {
+        let l = parse_stream_line(PayloadFormat::Tgi, r#"data:{"token":{"id":1,"text":" a","logprob":0,"special":false},"generated_text":null,"details":null}"#, 3, "e", "r").unwrap();
+        assert_eq!(
+            l.events,
+            vec![BackendEvent::TextDelta {
+                index: 0,
+                text: " a".into()
+            }]
+        );
+        let l = parse_stream_line(PayloadFormat::Tgi, r#"data:{"token":{"id":2,"text":"</s>","special":true},"generated_text":"a","details":{"finish_reason":"length","generated_tokens":2}}"#, 3, "e", "r").unwrap();
+        assert!(l.done);
+        assert_eq!(l.events[0], BackendEvent::Stop(StopReason::MaxTokens));
+    }
+
+    #[test]
+    fn openai_lines_with_tool_calls_and_done() {
+        let l = parse_stream_line(PayloadFormat::OpenaiChat, r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#, 0, "e", "r").unwrap();
+        assert_eq!(l.events.len(), 2);
+        assert!(
+            parse_stream_line(PayloadFormat::OpenaiChat, "data: [DONE]", 0, "e", "r")
+                .unwrap()
+                .done
+        );
+        let err =
+            parse_stream_line(PayloadFormat::OpenaiChat, "data: {nope", 0, "e", "r").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ModelError);
+    }
+
+    #[test]
+    fn openai_request_maps_tools_and_system() {
+        let req = GenerateRequest::user("hi")
+            .system("sys")
+            .tool(Tool::new("f", "F", json!({"type": "object"})))
+            .tool_choice(ToolChoice::Any)
+            .max_tokens(5);
+        let v: Value =
+            serde_json::from_slice(&request_body(PayloadFormat::OpenaiChat, &req, true).unwrap())
+                .unwrap();
+        assert_eq!(v["messages"][0]["role"], "system");
+        assert_eq!(v["tools"][0]["function"]["name"], "f");
+        assert_eq!(v["tool_choice"], "required");
+        assert_eq!(v["max_tokens"], 5);
+    }
+}

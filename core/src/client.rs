@@ -1,0 +1,186 @@
+//! [`Router`] and [`RouterBuilder`]: the public entry point.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_credential_types::Credentials;
+
+use crate::backend::{BedrockBackend, SagemakerBackend};
+use crate::config::Config;
+use crate::error::Result;
+use crate::execute::{Executor, ResponseStream};
+use crate::plan::{plan, Plan};
+use crate::request::GenerateRequest;
+use crate::response::GenerateResponse;
+
+/// Routes each call to the model variant, tier and target that meet its SLO at the lowest cost.
+///
+/// Cheap to clone: clones share clients and state.
+///
+/// ```no_run
+/// # async fn run() -> laneway::Result<()> {
+/// use laneway::{GenerateRequest, Router, SloClass};
+/// let router = Router::builder().build().await?; // AWS credentials and regions from the environment
+/// let answer = router
+///     .generate(GenerateRequest::user("Hello!").family("nova").slo_class(SloClass::Interactive))
+///     .await?;
+/// println!("{} (via {} in {}, ${:.6})", answer.text(), answer.decision.target, answer.decision.region, answer.cost_usd);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Router {
+    exec: Arc<Executor>,
+}
+
+impl Router {
+    /// A builder, starting from the built-in configuration.
+    pub fn builder() -> RouterBuilder {
+        RouterBuilder::default()
+    }
+
+    /// A router from a TOML configuration file, with AWS settings from the environment.
+    pub async fn from_config_file(path: impl Into<PathBuf>) -> Result<Self> {
+        Self::builder().config_file(path).build().await
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.exec.config
+    }
+
+    /// What the router would do for this request, without sending it.
+    pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
+        plan(request, &self.exec.config)
+    }
+
+    /// Sends a request and waits for the whole answer.
+    ///
+    /// Fails over to the next planned target on throttling, outages and transient errors; a
+    /// request the service refuses as invalid is not retried.
+    pub async fn generate(&self, request: GenerateRequest) -> Result<GenerateResponse> {
+        let plan = self.plan(&request)?;
+        self.exec.generate(&request, plan).await
+    }
+
+    /// Sends a request and streams the answer.
+    ///
+    /// Planning errors (a malformed request, an unknown model) come back at once; errors of the
+    /// call come as the stream's last item. Until the first event reaches the caller, a failed
+    /// attempt fails over; after it, the error is [`Error::StreamInterrupted`](crate::Error)
+    /// with how much was delivered.
+    ///
+    /// ```no_run
+    /// # async fn run(router: laneway::Router) -> laneway::Result<()> {
+    /// use futures::StreamExt;
+    /// use laneway::{GenerateRequest, StreamEvent};
+    /// let mut events = router.stream(GenerateRequest::user("Tell me a story")).await?;
+    /// while let Some(event) = events.next().await {
+    ///     match event? {
+    ///         StreamEvent::TextDelta { text, .. } => print!("{text}"),
+    ///         StreamEvent::Completed(done) => println!("\n{:?}", done.timings.ttft),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn stream(&self, request: GenerateRequest) -> Result<ResponseStream> {
+        let plan = self.plan(&request)?;
+        Ok(Arc::clone(&self.exec).stream(request, plan))
+    }
+}
+
+/// Configures a [`Router`].
+#[derive(Debug, Default)]
+pub struct RouterBuilder {
+    config: Option<Config>,
+    config_file: Option<PathBuf>,
+    endpoint_url: Option<String>,
+    credentials: Option<(String, String)>,
+    sdk_config: Option<SdkConfig>,
+}
+
+impl RouterBuilder {
+    /// Uses this configuration instead of the built-in one.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Loads the configuration from a TOML file at build time.
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(path.into());
+        self
+    }
+
+    /// Sends every call to this URL (the emulator, a VPC endpoint) instead of AWS's.
+    pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
+        self.endpoint_url = Some(url.into());
+        self
+    }
+
+    /// Signs with these static credentials instead of the default chain.
+    pub fn static_credentials(
+        mut self,
+        access_key_id: impl Into<String>,
+        secret_access_key: impl Into<String>,
+    ) -> Self {
+        self.credentials = Some((access_key_id.into(), secret_access_key.into()));
+        self
+    }
+
+    /// Uses an SDK configuration you loaded yourself. Laneway still turns the SDK's retries off:
+    /// the router is the only retry loop.
+    pub fn sdk_config(mut self, sdk_config: SdkConfig) -> Self {
+        self.sdk_config = Some(sdk_config);
+        self
+    }
+
+    /// Loads the configuration and AWS settings and builds the clients.
+    pub async fn build(self) -> Result<Router> {
+        let config = match (self.config, self.config_file) {
+            (Some(c), _) => {
+                c.validate()?;
+                c
+            }
+            (None, Some(path)) => Config::from_file(path)?,
+            (None, None) => Config::default(),
+        };
+        let endpoint_url = self
+            .endpoint_url
+            .or_else(|| config.aws.endpoint_url.clone());
+        let base = match self.sdk_config {
+            Some(sdk) => sdk,
+            None => {
+                let mut loader = aws_config::defaults(BehaviorVersion::latest());
+                if let Some((ak, sk)) = self.credentials {
+                    loader = loader.credentials_provider(Credentials::new(
+                        ak,
+                        sk,
+                        None,
+                        None,
+                        "laneway-static",
+                    ));
+                }
+                // A region for the loader only; every client gets its own region below.
+                loader = loader.region(aws_config::Region::new(config.regions[0].name.clone()));
+                loader.load().await
+            }
+        };
+        let mut base = base.into_builder().retry_config(RetryConfig::disabled());
+        if let Some(url) = endpoint_url {
+            base = base.endpoint_url(url);
+        }
+        let base = base.build();
+        let regions: Vec<&str> = config.regions.iter().map(|r| r.name.as_str()).collect();
+        let exec = Executor {
+            bedrock: Box::new(BedrockBackend::new(&base, regions.iter().copied())),
+            sagemaker: Box::new(SagemakerBackend::new(&base, regions.iter().copied())),
+            config,
+        };
+        Ok(Router {
+            exec: Arc::new(exec),
+        })
+    }
+}

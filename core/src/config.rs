@@ -1,0 +1,634 @@
+//! Configuration: regions, models with their capabilities and prices, families, the SLO-class
+//! to tier map, pricing multipliers and routing limits. Loaded from TOML over built-in defaults
+//! and validated on load, with errors that name the field and the bad value.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::Price;
+use crate::error::{Error, Result};
+use crate::request::{CacheTtl, Geography, ServiceTier, SloClass};
+
+const DEFAULTS: &str = include_str!("../defaults.toml");
+
+/// The whole configuration of a router.
+///
+/// ```
+/// let config = laneway::Config::from_toml_str(r#"
+///     default_model = "claude"
+///     [slo_tiers]
+///     background = "standard"
+/// "#).unwrap();
+/// assert_eq!(config.default_model.as_deref(), Some("claude"));
+/// assert!(config.models.contains_key("amazon.nova-lite-v1:0")); // built-in models stay
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Whether the built-in models and families are included (only meaningful in a file).
+    #[serde(default = "yes")]
+    pub builtin_models: bool,
+    /// The model or family a request gets when it names none.
+    #[serde(default)]
+    pub default_model: Option<String>,
+    /// Regions in order of preference, with their geography.
+    pub regions: Vec<RegionConfig>,
+    pub slo_tiers: SloTiers,
+    pub pricing: PricingConfig,
+    pub routing: RoutingConfig,
+    #[serde(default)]
+    pub families: BTreeMap<String, FamilyConfig>,
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+    #[serde(default)]
+    pub aws: AwsConfig,
+}
+
+/// A region and its geography.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionConfig {
+    pub name: String,
+    pub geography: Geography,
+}
+
+/// The tier each SLO class asks for (a model without that tier gets standard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloTiers {
+    pub interactive: ServiceTier,
+    pub standard: ServiceTier,
+    pub background: ServiceTier,
+    pub batch: ServiceTier,
+}
+
+impl SloTiers {
+    /// The tier for a class.
+    pub fn for_class(&self, class: SloClass) -> ServiceTier {
+        match class {
+            SloClass::Interactive => self.interactive,
+            SloClass::Standard => self.standard,
+            SloClass::Background => self.background,
+            SloClass::Batch => self.batch,
+        }
+    }
+}
+
+/// Price multipliers by tier and for global profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PricingConfig {
+    pub priority: f64,
+    pub standard: f64,
+    pub flex: f64,
+    pub reserved: f64,
+    /// Global cross-region profiles cost this fraction of geographic ones.
+    pub global_profile_multiplier: f64,
+}
+
+impl Default for PricingConfig {
+    fn default() -> Self {
+        Self {
+            priority: 1.75,
+            standard: 1.0,
+            flex: 0.5,
+            reserved: 1.0,
+            global_profile_multiplier: 0.9,
+        }
+    }
+}
+
+impl PricingConfig {
+    /// The multiplier of a tier.
+    pub fn tier_multiplier(&self, tier: ServiceTier) -> f64 {
+        match tier {
+            ServiceTier::Priority => self.priority,
+            ServiceTier::Standard => self.standard,
+            ServiceTier::Flex => self.flex,
+            ServiceTier::Reserved => self.reserved,
+        }
+    }
+}
+
+/// Limits of the attempt loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// Most targets one call tries (1 disables failover).
+    pub max_attempts: u32,
+}
+
+/// Settings of the AWS clients.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwsConfig {
+    /// Sends every call to this URL instead of AWS (the emulator, say).
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+}
+
+/// An ordered list of variants of one model family, cheapest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyConfig {
+    pub variants: Vec<String>,
+    /// The variant used when nothing else decides; the strongest when unset.
+    #[serde(default)]
+    pub default_variant: Option<String>,
+}
+
+impl FamilyConfig {
+    /// The variant used when nothing else decides.
+    pub fn default_variant(&self) -> &str {
+        self.default_variant
+            .as_deref()
+            .or(self.variants.last().map(String::as_str))
+            .unwrap_or_default()
+    }
+}
+
+/// Who serves a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Bedrock,
+    Sagemaker,
+}
+
+/// A cross-region inference profile's scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileScope {
+    Us,
+    Eu,
+    Apac,
+    /// Any commercial region.
+    Global,
+}
+
+impl ProfileScope {
+    /// The id prefix, e.g. `us`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            ProfileScope::Us => "us",
+            ProfileScope::Eu => "eu",
+            ProfileScope::Apac => "apac",
+            ProfileScope::Global => "global",
+        }
+    }
+    /// The profile of an id prefix.
+    pub fn from_prefix(p: &str) -> Option<Self> {
+        match p {
+            "us" => Some(ProfileScope::Us),
+            "eu" => Some(ProfileScope::Eu),
+            "apac" => Some(ProfileScope::Apac),
+            "global" => Some(ProfileScope::Global),
+            _ => None,
+        }
+    }
+    /// The geography a geographic profile keeps requests in; `None` for global.
+    pub fn geography(self) -> Option<Geography> {
+        match self {
+            ProfileScope::Us => Some(Geography::Us),
+            ProfileScope::Eu => Some(Geography::Eu),
+            ProfileScope::Apac => Some(Geography::Apac),
+            ProfileScope::Global => None,
+        }
+    }
+}
+
+/// A model: where it is served, what it supports, what it costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    /// Bedrock: regions that serve it (in-region, and as sources of its profiles).
+    #[serde(default)]
+    pub regions: Vec<String>,
+    /// Bedrock: inference profiles that exist for it.
+    #[serde(default)]
+    pub profiles: Vec<ProfileScope>,
+    /// Bedrock: only profile ids are accepted on demand (newer Claude models).
+    #[serde(default)]
+    pub requires_profile: bool,
+    /// Bedrock: the service tiers it supports; a tier not listed is never sent.
+    #[serde(default = "standard_only")]
+    pub tiers: BTreeSet<ServiceTier>,
+    /// Bedrock: whether latency-optimized inference (`performanceConfig`) exists for it.
+    #[serde(default)]
+    pub latency_optimized: bool,
+    /// Bedrock: prompt-caching rules; absent means no caching (checkpoints are never sent).
+    #[serde(default)]
+    pub prompt_cache: Option<PromptCacheConfig>,
+    /// SageMaker: endpoints serving it, in order of preference.
+    #[serde(default)]
+    pub endpoints: Vec<EndpointConfig>,
+    pub price: Price,
+}
+
+/// A model's prompt-caching rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptCacheConfig {
+    /// Tokens needed before a checkpoint for it to cache anything.
+    pub min_tokens: u32,
+    /// TTLs it supports.
+    pub ttls: BTreeSet<CacheTtl>,
+    /// Whether checkpoints in the tool list are allowed.
+    #[serde(default)]
+    pub tools: bool,
+    /// Most tokens it caches, if limited.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+/// A SageMaker real-time endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    pub name: String,
+    pub region: String,
+    /// The container's payload format.
+    pub format: PayloadFormat,
+    #[serde(default)]
+    pub inference_component: Option<String>,
+    #[serde(default)]
+    pub target_model: Option<String>,
+    #[serde(default)]
+    pub target_variant: Option<String>,
+}
+
+/// SageMaker container payload formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadFormat {
+    /// Text Generation Inference: `inputs` / `parameters`, `data:` token lines.
+    Tgi,
+    /// OpenAI-compatible chat completions (vLLM, LMI, TGI Messages API).
+    OpenaiChat,
+}
+
+impl Default for Config {
+    /// The built-in configuration: known Bedrock models and families, three regions.
+    fn default() -> Self {
+        Self::from_toml_str("").expect("the built-in configuration is valid")
+    }
+}
+
+impl Config {
+    /// Parses TOML over the built-in defaults: tables merge key by key, other values replace.
+    /// With `builtin_models = false` the built-in models and families are left out.
+    pub fn from_toml_str(text: &str) -> Result<Self> {
+        let user: toml::Table = toml::from_str(text).map_err(|e| {
+            Error::config(
+                "<toml>",
+                e.message().to_string() + &location(text, e.span()),
+            )
+        })?;
+        let mut merged: toml::Table = toml::from_str(DEFAULTS).expect("defaults.toml parses");
+        if user.get("builtin_models").and_then(toml::Value::as_bool) == Some(false) {
+            merged.remove("models");
+            merged.remove("families");
+            merged.remove("default_model");
+        }
+        merge(&mut merged, user);
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(|e| {
+                let path = e.path().to_string();
+                Error::config(
+                    if path == "." { "<root>".into() } else { path },
+                    e.into_inner().message().to_string(),
+                )
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads a TOML file (see [`Config::from_toml_str`]).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::config(path.display().to_string(), format!("cannot read: {e}")))?;
+        Self::from_toml_str(&text).map_err(|e| match e {
+            Error::Config { field, reason } if field == "<toml>" => {
+                Error::config(path.display().to_string(), reason)
+            }
+            other => other,
+        })
+    }
+
+    /// The geography of a configured region.
+    pub fn geography_of(&self, region: &str) -> Option<Geography> {
+        self.regions
+            .iter()
+            .find(|r| r.name == region)
+            .map(|r| r.geography)
+    }
+
+    /// Checks that every reference resolves and every value is in range.
+    pub fn validate(&self) -> Result<()> {
+        if self.regions.is_empty() {
+            return Err(Error::config("regions", "at least one region is needed"));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, r) in self.regions.iter().enumerate() {
+            if !seen.insert(&r.name) {
+                return Err(Error::config(
+                    format!("regions[{i}].name"),
+                    format!("region {:?} is listed twice", r.name),
+                ));
+            }
+        }
+        if self.routing.max_attempts == 0 {
+            return Err(Error::config(
+                "routing.max_attempts",
+                "must be at least 1, got 0",
+            ));
+        }
+        let p = &self.pricing;
+        for (name, v) in [
+            ("priority", p.priority),
+            ("standard", p.standard),
+            ("flex", p.flex),
+            ("reserved", p.reserved),
+            ("global_profile_multiplier", p.global_profile_multiplier),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::config(
+                    format!("pricing.{name}"),
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
+            }
+        }
+        for (id, m) in &self.models {
+            self.validate_model(id, m)?;
+        }
+        for (name, f) in &self.families {
+            let field = |k: &str| format!("families.{name}.{k}");
+            if f.variants.is_empty() {
+                return Err(Error::config(
+                    field("variants"),
+                    "must list at least one model",
+                ));
+            }
+            for v in &f.variants {
+                if !self.models.contains_key(v) {
+                    return Err(Error::config(
+                        field("variants"),
+                        format!("unknown model {v:?}"),
+                    ));
+                }
+            }
+            if let Some(d) = &f.default_variant {
+                if !f.variants.contains(d) {
+                    return Err(Error::config(
+                        field("default_variant"),
+                        format!("{d:?} is not one of the family's variants"),
+                    ));
+                }
+            }
+            if self.models.contains_key(name) {
+                return Err(Error::config(
+                    format!("families.{name}"),
+                    "a family and a model share this name",
+                ));
+            }
+        }
+        if let Some(d) = &self.default_model {
+            if !self.families.contains_key(d) && !self.models.contains_key(d) {
+                return Err(Error::config(
+                    "default_model",
+                    format!("{d:?} is neither a configured family nor a model"),
+                ));
+            }
+        }
+        if let Some(url) = &self.aws.endpoint_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(Error::config(
+                    "aws.endpoint_url",
+                    format!("must be an http:// or https:// URL, got {url:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_model(&self, id: &str, m: &ModelConfig) -> Result<()> {
+        let field = |k: &str| format!("models.\"{id}\".{k}");
+        for (k, v) in [
+            ("input_per_1k", Some(m.price.input_per_1k)),
+            ("output_per_1k", Some(m.price.output_per_1k)),
+            ("cache_read_per_1k", m.price.cache_read_per_1k),
+            ("cache_write_per_1k", m.price.cache_write_per_1k),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(Error::config(
+                        field(&format!("price.{k}")),
+                        format!("must be a finite number >= 0, got {v}"),
+                    ));
+                }
+            }
+        }
+        match m.provider {
+            Provider::Bedrock => {
+                if m.regions.is_empty() {
+                    return Err(Error::config(
+                        field("regions"),
+                        "a Bedrock model needs at least one region",
+                    ));
+                }
+                for r in &m.regions {
+                    if self.geography_of(r).is_none() {
+                        return Err(Error::config(
+                            field("regions"),
+                            format!("region {r:?} is not among the configured regions"),
+                        ));
+                    }
+                }
+                if m.tiers.is_empty() {
+                    return Err(Error::config(
+                        field("tiers"),
+                        "must list at least one service tier",
+                    ));
+                }
+                if m.requires_profile && m.profiles.is_empty() {
+                    return Err(Error::config(
+                        field("requires_profile"),
+                        "is true but the model lists no profiles",
+                    ));
+                }
+                if !m.endpoints.is_empty() {
+                    return Err(Error::config(
+                        field("endpoints"),
+                        "only SageMaker models have endpoints",
+                    ));
+                }
+                if let Some(c) = &m.prompt_cache {
+                    if c.ttls.is_empty() {
+                        return Err(Error::config(
+                            field("prompt_cache.ttls"),
+                            "must list at least one TTL",
+                        ));
+                    }
+                }
+            }
+            Provider::Sagemaker => {
+                if m.endpoints.is_empty() {
+                    return Err(Error::config(
+                        field("endpoints"),
+                        "a SageMaker model needs at least one endpoint",
+                    ));
+                }
+                for (i, e) in m.endpoints.iter().enumerate() {
+                    if e.name.is_empty() {
+                        return Err(Error::config(
+                            field(&format!("endpoints[{i}].name")),
+                            "must not be empty",
+                        ));
+                    }
+                    if self.geography_of(&e.region).is_none() {
+                        return Err(Error::config(
+                            field(&format!("endpoints[{i}].region")),
+                            format!("region {:?} is not among the configured regions", e.region),
+                        ));
+                    }
+                }
+                if !m.regions.is_empty() || !m.profiles.is_empty() || m.requires_profile {
+                    return Err(Error::config(
+                        field("regions"),
+                        "a SageMaker model is placed by its endpoints, not by regions or profiles",
+                    ));
+                }
+                if m.tiers != standard_only() {
+                    return Err(Error::config(
+                        field("tiers"),
+                        "SageMaker endpoints have no service tiers",
+                    ));
+                }
+                if m.prompt_cache.is_some() {
+                    return Err(Error::config(
+                        field("prompt_cache"),
+                        "SageMaker endpoints have no Bedrock prompt cache",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(s) => {
+            let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+            format!(" (line {line})")
+        }
+        None => String::new(),
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn standard_only() -> BTreeSet<ServiceTier> {
+    [ServiceTier::Standard].into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_error(text: &str) -> (String, String) {
+        match Config::from_toml_str(text).unwrap_err() {
+            Error::Config { field, reason } => (field, reason),
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_load_and_validate() {
+        let c = Config::default();
+        assert_eq!(c.families["nova"].variants.len(), 3);
+        assert_eq!(c.slo_tiers.interactive, ServiceTier::Priority);
+        assert!(c.models["anthropic.claude-sonnet-4-5-20250929-v1:0"].requires_profile);
+    }
+
+    #[test]
+    fn malformed_toml_gives_the_line() {
+        let (field, reason) = config_error("default_model = \n");
+        assert_eq!(field, "<toml>");
+        assert!(reason.contains("line 1"), "{reason}");
+    }
+
+    #[test]
+    fn wrong_types_name_the_path() {
+        let (field, reason) = config_error("[routing]\nmax_attempts = \"three\"\n");
+        assert_eq!(field, "routing.max_attempts");
+        assert!(
+            reason.contains("three") || reason.contains("integer"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let (field, reason) = config_error("[routing]\nmax_attempt = 2\n");
+        assert!(field.starts_with("routing"), "{field}");
+        assert!(reason.contains("max_attempt"), "{reason}");
+    }
+
+    #[test]
+    fn contradictions_are_named() {
+        let (field, reason) = config_error(
+            "[models.\"x\"]\nprovider = \"bedrock\"\nregions = [\"us-east-1\"]\nrequires_profile = true\nprice = { input_per_1k = 1.0, output_per_1k = 1.0 }\n",
+        );
+        assert_eq!(field, "models.\"x\".requires_profile");
+        assert!(reason.contains("no profiles"), "{reason}");
+
+        let (field, reason) =
+            config_error("[families.nova]\ndefault_variant = \"amazon.nova-lite-v2:0\"\n");
+        assert_eq!(field, "families.nova.default_variant");
+        assert!(reason.contains("amazon.nova-lite-v2:0"), "{reason}");
+
+        let (field, _) =
+            config_error("[models.\"amazon.nova-lite-v1:0\".price]\ninput_per_1k = -1.0\n");
+        assert_eq!(field, "models.\"amazon.nova-lite-v1:0\".price.input_per_1k");
+
+        let (field, reason) =
+            config_error("[models.\"amazon.nova-lite-v1:0\"]\nregions = [\"mars-north-1\"]\n");
+        assert_eq!(field, "models.\"amazon.nova-lite-v1:0\".regions");
+        assert!(reason.contains("mars-north-1"), "{reason}");
+
+        let (field, _) = config_error("default_model = \"nope\"\n");
+        assert_eq!(field, "default_model");
+
+        let (field, _) = config_error("[routing]\nmax_attempts = 0\n");
+        assert_eq!(field, "routing.max_attempts");
+    }
+
+    #[test]
+    fn builtin_models_can_be_left_out() {
+        let c = Config::from_toml_str(
+            "builtin_models = false\n[models.m]\nprovider = \"sagemaker\"\nendpoints = [{ name = \"e\", region = \"us-east-1\", format = \"tgi\" }]\nprice = { input_per_1k = 0.1, output_per_1k = 0.2 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.models.len(), 1);
+        assert!(c.families.is_empty());
+        assert!(c.default_model.is_none());
+    }
+}

@@ -1,0 +1,97 @@
+//! The price book: what one call costs from its usage, tier and target.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{PricingConfig, ProfileScope};
+use crate::request::ServiceTier;
+use crate::response::Usage;
+
+/// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_1k: f64,
+    pub output_per_1k: f64,
+    /// Reading cached input; defaults to the input price (no discount) when not configured.
+    #[serde(default)]
+    pub cache_read_per_1k: Option<f64>,
+    /// Writing input to the cache; defaults to the input price (no premium).
+    #[serde(default)]
+    pub cache_write_per_1k: Option<f64>,
+}
+
+impl Price {
+    /// The cost of `usage` at these prices, before tier and profile multipliers.
+    ///
+    /// ```
+    /// use laneway::{Price, Usage};
+    /// let p = Price { input_per_1k: 0.003, output_per_1k: 0.015, cache_read_per_1k: Some(0.0003), cache_write_per_1k: None };
+    /// let u = Usage { input_tokens: 1000, output_tokens: 1000, ..Usage::default() };
+    /// assert!((p.base_cost(&u) - 0.018).abs() < 1e-12);
+    /// ```
+    pub fn base_cost(&self, usage: &Usage) -> f64 {
+        let per = |tokens: u32, price: f64| f64::from(tokens) / 1000.0 * price;
+        per(usage.input_tokens, self.input_per_1k)
+            + per(usage.output_tokens, self.output_per_1k)
+            + per(
+                usage.cache_read_tokens,
+                self.cache_read_per_1k.unwrap_or(self.input_per_1k),
+            )
+            + per(
+                usage.cache_write_tokens,
+                self.cache_write_per_1k.unwrap_or(self.input_per_1k),
+            )
+    }
+}
+
+/// The cost of one call in US dollars: base price times the tier multiplier, times the global
+/// profile discount where a global profile served.
+pub fn call_cost(
+    price: &Price,
+    pricing: &PricingConfig,
+    usage: &Usage,
+    tier: Option<ServiceTier>,
+    profile: Option<ProfileScope>,
+) -> f64 {
+    let tier_factor = tier.map_or(1.0, |t| pricing.tier_multiplier(t));
+    let profile_factor = match profile {
+        Some(ProfileScope::Global) => pricing.global_profile_multiplier,
+        _ => 1.0,
+    };
+    price.base_cost(usage) * tier_factor * profile_factor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tier_and_global_multipliers_apply() {
+        let price = Price {
+            input_per_1k: 1.0,
+            output_per_1k: 2.0,
+            cache_read_per_1k: Some(0.1),
+            cache_write_per_1k: Some(1.25),
+        };
+        let usage = Usage {
+            input_tokens: 1000,
+            output_tokens: 1000,
+            cache_read_tokens: 1000,
+            cache_write_tokens: 1000,
+            input_estimated: false,
+        };
+        let pricing = PricingConfig::default();
+        let base = call_cost(&price, &pricing, &usage, Some(ServiceTier::Standard), None);
+        assert!((base - 4.35).abs() < 1e-9);
+        let flex = call_cost(&price, &pricing, &usage, Some(ServiceTier::Flex), None);
+        assert!((flex - 4.35 * pricing.flex).abs() < 1e-9);
+        let global = call_cost(
+            &price,
+            &pricing,
+            &usage,
+            Some(ServiceTier::Standard),
+            Some(ProfileScope::Global),
+        );
+        assert!((global - 4.35 * pricing.global_profile_multiplier).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,333 @@
+//! One error type for everything Laneway does, with a machine-readable [`ErrorKind`] and the
+//! failover verdict that the router reads (never a message string).
+
+use std::fmt;
+
+/// What kind of failure an [`Error`] is. Stable: bindings map it to exception classes and codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The service is over capacity for this target (ThrottlingException, 429).
+    Throttled,
+    /// The service or region is down (ServiceUnavailableException, 503).
+    Unavailable,
+    /// The model or endpoint is loading or cold (ModelNotReadyException).
+    ModelNotReady,
+    /// The model or the connection took too long (ModelTimeoutException, client timeouts).
+    Timeout,
+    /// A transient failure inside the service (InternalServerException, InternalFailure, ...).
+    Internal,
+    /// The connection failed before an answer (refused, reset, DNS).
+    Transport,
+    /// The model failed on this input (ModelErrorException, SageMaker ModelError).
+    ModelError,
+    /// The service refused the request as invalid (ValidationException, 400).
+    Validation,
+    /// Credentials or permissions were refused (AccessDenied, bad or missing signature).
+    AccessDenied,
+    /// The model, profile or endpoint does not exist (ResourceNotFoundException).
+    NotFound,
+    /// An account quota was exceeded (ServiceQuotaExceededException).
+    QuotaExceeded,
+    /// A stream failed after part of the answer had been delivered.
+    StreamInterrupted,
+    /// Every planned target was tried and failed.
+    AllTargetsFailed,
+    /// The configuration is malformed or contradictory.
+    Config,
+    /// The request is malformed; Laneway refused it before sending anything.
+    InvalidRequest,
+}
+
+impl ErrorKind {
+    /// Whether another target may succeed where this one failed: capacity, outages and
+    /// transient faults fail over; the caller's own mistakes never do.
+    pub fn fails_over(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Throttled
+                | ErrorKind::Unavailable
+                | ErrorKind::ModelNotReady
+                | ErrorKind::Timeout
+                | ErrorKind::Internal
+                | ErrorKind::Transport
+        )
+    }
+
+    /// The stable snake_case name, as used in metrics labels and binding error codes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Throttled => "throttled",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::ModelNotReady => "model_not_ready",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Transport => "transport",
+            ErrorKind::ModelError => "model_error",
+            ErrorKind::Validation => "validation",
+            ErrorKind::AccessDenied => "access_denied",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::QuotaExceeded => "quota_exceeded",
+            ErrorKind::StreamInterrupted => "stream_interrupted",
+            ErrorKind::AllTargetsFailed => "all_targets_failed",
+            ErrorKind::Config => "config",
+            ErrorKind::InvalidRequest => "invalid_request",
+        }
+    }
+
+    /// The kind of an AWS error code from Bedrock Runtime or SageMaker Runtime, including the
+    /// exceptions that arrive inside event streams (their codes start lower-case).
+    ///
+    /// ```
+    /// use laneway::ErrorKind;
+    /// assert_eq!(ErrorKind::from_aws_code("ThrottlingException", 429), ErrorKind::Throttled);
+    /// assert_eq!(ErrorKind::from_aws_code("throttlingException", 0), ErrorKind::Throttled);
+    /// assert_eq!(ErrorKind::from_aws_code("SomethingNew", 503), ErrorKind::Unavailable);
+    /// ```
+    pub fn from_aws_code(code: &str, http_status: u16) -> ErrorKind {
+        match code.to_ascii_lowercase().as_str() {
+            "throttlingexception" | "toomanyrequestsexception" => ErrorKind::Throttled,
+            "serviceunavailableexception" | "serviceunavailable" => ErrorKind::Unavailable,
+            "modelnotreadyexception" => ErrorKind::ModelNotReady,
+            "modeltimeoutexception" | "requesttimeout" | "requesttimeoutexception" => {
+                ErrorKind::Timeout
+            }
+            "internalserverexception"
+            | "internalfailure"
+            | "internaldependencyexception"
+            | "internalstreamfailure"
+            | "modelstreamerrorexception"
+            | "modelstreamerror" => ErrorKind::Internal,
+            "modelerrorexception" | "modelerror" => ErrorKind::ModelError,
+            "validationexception" | "validationerror" => ErrorKind::Validation,
+            "accessdeniedexception"
+            | "unrecognizedclientexception"
+            | "invalidsignatureexception"
+            | "missingauthenticationtokenexception"
+            | "incompletesignatureexception"
+            | "expiredtokenexception"
+            | "invalidclienttokenid"
+            | "signaturedoesnotmatch" => ErrorKind::AccessDenied,
+            "resourcenotfoundexception" => ErrorKind::NotFound,
+            "servicequotaexceededexception" => ErrorKind::QuotaExceeded,
+            _ => match http_status {
+                429 => ErrorKind::Throttled,
+                503 => ErrorKind::Unavailable,
+                408 | 504 => ErrorKind::Timeout,
+                401 | 403 => ErrorKind::AccessDenied,
+                404 => ErrorKind::NotFound,
+                424 => ErrorKind::ModelError,
+                400..=499 => ErrorKind::Validation,
+                _ => ErrorKind::Internal,
+            },
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure reported by Bedrock or SageMaker (or the connection to them) for one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceError {
+    pub kind: ErrorKind,
+    /// The AWS error code, e.g. `ThrottlingException`; empty for transport failures.
+    pub code: String,
+    pub message: String,
+    /// The model, profile or endpoint the request was sent to.
+    pub target: String,
+    pub region: String,
+    /// The HTTP status, when an HTTP answer came.
+    pub http_status: Option<u16>,
+    /// The `x-amzn-RequestId` of the answer, for AWS support.
+    pub request_id: Option<String>,
+}
+
+/// How much of a stream reached the caller before it failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Delivered {
+    /// Content deltas yielded to the caller.
+    pub deltas: u32,
+    /// Characters of text yielded.
+    pub text_chars: usize,
+    /// Output tokens delivered: exact where the service counted them, else estimated from the
+    /// deltas (one per delta, which is what Bedrock and TGI stream).
+    pub output_tokens: u32,
+}
+
+/// One failed attempt of a call, as listed by [`Error::AllTargetsFailed`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FailedAttempt {
+    pub target: String,
+    pub region: String,
+    pub kind: ErrorKind,
+    pub code: String,
+    pub message: String,
+}
+
+/// The error of every Laneway operation.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request is malformed: `field` names the part that is wrong.
+    #[error("invalid request: {field}: {reason}")]
+    InvalidRequest { field: String, reason: String },
+    /// The configuration is malformed or contradictory: `field` is its path, e.g.
+    /// `models."amazon.nova-lite-v1:0".price.input_per_1k`.
+    #[error("invalid configuration: {field}: {reason}")]
+    Config { field: String, reason: String },
+    /// The service or the connection failed for one target.
+    #[error("{} from {} in {}: {}{}", .0.kind, .0.target, .0.region, if .0.code.is_empty() { String::new() } else { format!("{}: ", .0.code) }, .0.message)]
+    Service(Box<ServiceError>),
+    /// A stream failed after part of the answer was delivered; `delivered` says how much.
+    #[error("stream interrupted after {} delivered output tokens ({} characters): {cause}", .delivered.output_tokens, .delivered.text_chars)]
+    StreamInterrupted {
+        delivered: Delivered,
+        cause: Box<Error>,
+    },
+    /// Every planned target failed with an error that allowed failover.
+    #[error("all {} targets failed: {}", .attempts.len(), summarise(.attempts))]
+    AllTargetsFailed { attempts: Vec<FailedAttempt> },
+}
+
+fn summarise(attempts: &[FailedAttempt]) -> String {
+    attempts
+        .iter()
+        .map(|a| format!("{} in {}: {} ({})", a.target, a.region, a.kind, a.code))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Error {
+    /// The machine-readable kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
+            Error::Config { .. } => ErrorKind::Config,
+            Error::Service(e) => e.kind,
+            Error::StreamInterrupted { .. } => ErrorKind::StreamInterrupted,
+            Error::AllTargetsFailed { .. } => ErrorKind::AllTargetsFailed,
+        }
+    }
+
+    /// Whether the router may try the next target after this error.
+    pub fn fails_over(&self) -> bool {
+        self.kind().fails_over()
+    }
+
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::InvalidRequest {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn config(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Config {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn as_failed_attempt(&self, target: &str, region: &str) -> FailedAttempt {
+        let (code, message) = match self {
+            Error::Service(e) => (e.code.clone(), e.message.clone()),
+            other => (String::new(), other.to_string()),
+        };
+        FailedAttempt {
+            target: target.into(),
+            region: region.into(),
+            kind: self.kind(),
+            code,
+            message,
+        }
+    }
+}
+
+impl From<ServiceError> for Error {
+    fn from(e: ServiceError) -> Self {
+        Error::Service(Box::new(e))
+    }
+}
+
+/// `Result` with Laneway's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wire_error_of_the_reference_maps_to_its_kind() {
+        let table = [
+            ("ThrottlingException", 429, ErrorKind::Throttled, true),
+            (
+                "ModelNotReadyException",
+                429,
+                ErrorKind::ModelNotReady,
+                true,
+            ),
+            (
+                "ServiceUnavailableException",
+                503,
+                ErrorKind::Unavailable,
+                true,
+            ),
+            ("InternalServerException", 500, ErrorKind::Internal, true),
+            ("ModelTimeoutException", 408, ErrorKind::Timeout, true),
+            ("ModelErrorException", 424, ErrorKind::ModelError, false),
+            ("ValidationException", 400, ErrorKind::Validation, false),
+            ("AccessDeniedException", 403, ErrorKind::AccessDenied, false),
+            ("ResourceNotFoundException", 404, ErrorKind::NotFound, false),
+            (
+                "ServiceQuotaExceededException",
+                400,
+                ErrorKind::QuotaExceeded,
+                false,
+            ),
+            ("ValidationError", 400, ErrorKind::Validation, false),
+            ("ModelError", 424, ErrorKind::ModelError, false),
+            ("InternalFailure", 500, ErrorKind::Internal, true),
+            ("ServiceUnavailable", 503, ErrorKind::Unavailable, true),
+            (
+                "InternalDependencyException",
+                530,
+                ErrorKind::Internal,
+                true,
+            ),
+            ("modelStreamErrorException", 0, ErrorKind::Internal, true),
+            ("ModelStreamError", 0, ErrorKind::Internal, true),
+            ("InternalStreamFailure", 0, ErrorKind::Internal, true),
+            (
+                "InvalidSignatureException",
+                403,
+                ErrorKind::AccessDenied,
+                false,
+            ),
+            (
+                "UnrecognizedClientException",
+                403,
+                ErrorKind::AccessDenied,
+                false,
+            ),
+        ];
+        for (code, status, kind, fails_over) in table {
+            assert_eq!(ErrorKind::from_aws_code(code, status), kind, "{code}");
+            assert_eq!(kind.fails_over(), fails_over, "{code}");
+        }
+    }
+
+    #[test]
+    fn messages_name_the_problem() {
+        let e = Error::invalid("inference.max_tokens", "must be at least 1, got -5");
+        assert_eq!(
+            e.to_string(),
+            "invalid request: inference.max_tokens: must be at least 1, got -5"
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidRequest);
+        assert!(!e.fails_over());
+    }
+}

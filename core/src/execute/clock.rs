@@ -1,0 +1,62 @@
+//! Timing of one call as the caller sees it: TTFT, gaps between deltas, total, tokens/s.
+
+use std::time::{Duration, Instant};
+
+use crate::response::{InterTokenSummary, Timings};
+
+/// Records when a call started and when each content delta arrived.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    start: Instant,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    gaps: Vec<Duration>,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        Self {
+            start: Instant::now(),
+            first: None,
+            last: None,
+            gaps: Vec::new(),
+        }
+    }
+
+    /// A content delta arrived now.
+    pub fn delta(&mut self) {
+        let now = Instant::now();
+        if let Some(last) = self.last {
+            self.gaps.push(now - last);
+        } else {
+            self.first = Some(now);
+        }
+        self.last = Some(now);
+    }
+
+    /// Forgets deltas of a failed attempt; the start stays, so TTFT includes the failover.
+    pub fn restart_attempt(&mut self) {
+        self.first = None;
+        self.last = None;
+        self.gaps.clear();
+    }
+
+    /// The timings so far; `output_tokens` gives the throughput.
+    pub fn finish(mut self, output_tokens: u32) -> Timings {
+        let end = Instant::now();
+        let ttft = self.first.map(|f| f - self.start);
+        let generation = match (self.first, self.last) {
+            (Some(f), Some(l)) if l > f => Some(l - f),
+            _ => None,
+        };
+        Timings {
+            ttft,
+            inter_token: InterTokenSummary::from_gaps(&mut self.gaps),
+            total: end - self.start,
+            // Tokens after the first, over the time they took to arrive.
+            output_tokens_per_second: generation
+                .filter(|_| output_tokens > 1)
+                .map(|g| f64::from(output_tokens - 1) / g.as_secs_f64()),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Why the plan chose what it chose: one [`Reason`] per decision or rejected alternative.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::config::ProfileScope;
+use crate::request::{ServiceTier, SloClass};
+
+/// One decision of a plan, or one alternative it rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Reason {
+    /// The request named this model.
+    ModelRequested { model: String },
+    /// The request named an inference-profile id, which pins that profile.
+    ProfilePinned { profile: ProfileScope },
+    /// The request named no model; the configuration's default applied.
+    DefaultModel { name: String },
+    /// The family's default variant was used.
+    FamilyDefaultVariant { family: String, variant: String },
+    /// The SLO class mapped to this tier.
+    TierFromSlo { class: SloClass, tier: ServiceTier },
+    /// The request forced this tier.
+    TierRequested { tier: ServiceTier },
+    /// The model does not offer the wanted tier; another was chosen.
+    TierUnsupported {
+        wanted: ServiceTier,
+        chosen: ServiceTier,
+        model: String,
+    },
+    /// Latency-optimized inference was asked for, for an interactive call.
+    LatencyOptimized,
+    /// A candidate target was left out.
+    TargetExcluded {
+        target: String,
+        region: String,
+        why: Exclusion,
+    },
+    /// The first target, and how many others follow it for failover.
+    TargetsOrdered {
+        first: String,
+        region: String,
+        fallbacks: usize,
+    },
+    /// The request carries its own cache checkpoints, which fit the model's rules.
+    CachePointsPinned { count: usize },
+}
+
+/// Why a candidate target was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exclusion {
+    /// It could process the request outside the allowed residency.
+    Residency,
+    /// The model accepts only inference-profile ids on demand.
+    ProfileRequired,
+    /// The request pinned another profile.
+    OtherProfilePinned,
+    /// Beyond `routing.max_attempts`.
+    AttemptLimit,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::ModelRequested { model } => write!(f, "model {model} requested"),
+            Reason::ProfilePinned { profile } => write!(
+                f,
+                "{} inference profile pinned by the request",
+                profile.prefix()
+            ),
+            Reason::DefaultModel { name } => write!(f, "no model named: default {name}"),
+            Reason::FamilyDefaultVariant { family, variant } => {
+                write!(f, "family {family}: default variant {variant}")
+            }
+            Reason::TierFromSlo { class, tier } => write!(f, "SLO class {class} -> tier {tier}"),
+            Reason::TierRequested { tier } => write!(f, "tier {tier} requested"),
+            Reason::TierUnsupported {
+                wanted,
+                chosen,
+                model,
+            } => {
+                write!(f, "{model} does not offer tier {wanted}: {chosen} instead")
+            }
+            Reason::LatencyOptimized => {
+                write!(f, "latency-optimized inference for an interactive call")
+            }
+            Reason::TargetExcluded {
+                target,
+                region,
+                why,
+            } => {
+                let why = match why {
+                    Exclusion::Residency => "outside the allowed residency",
+                    Exclusion::ProfileRequired => "the model needs an inference profile",
+                    Exclusion::OtherProfilePinned => "another profile is pinned",
+                    Exclusion::AttemptLimit => "beyond routing.max_attempts",
+                };
+                write!(f, "{target} in {region} excluded: {why}")
+            }
+            Reason::TargetsOrdered {
+                first,
+                region,
+                fallbacks,
+            } => {
+                write!(f, "{first} in {region} first, {fallbacks} fallback(s)")
+            }
+            Reason::CachePointsPinned { count } => {
+                write!(f, "{count} cache checkpoint(s) pinned by the request")
+            }
+        }
+    }
+}

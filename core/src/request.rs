@@ -1,0 +1,720 @@
+//! What a caller asks for: [`GenerateRequest`] and its parts.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// One model call: the conversation, the model or family, and the SLO it must meet.
+///
+/// ```
+/// use laneway::{GenerateRequest, SloClass};
+/// let req = GenerateRequest::user("Summarise this ticket in one line.")
+///     .family("nova")
+///     .system("You are a concise support assistant.")
+///     .max_tokens(200)
+///     .slo_class(SloClass::Interactive);
+/// assert_eq!(req.messages.len(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateRequest {
+    /// Which model: a concrete id, a family, or the configuration's default.
+    #[serde(default)]
+    pub model: ModelRef,
+    /// The conversation, starting with a user message.
+    pub messages: Vec<Message>,
+    /// System instructions (and cache checkpoints between them).
+    #[serde(default)]
+    pub system: Vec<SystemBlock>,
+    /// Tools the model may call.
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    /// How the model must use the tools; unset lets it decide.
+    #[serde(default)]
+    pub tool_choice: Option<ToolChoice>,
+    /// Sampling and length parameters.
+    #[serde(default)]
+    pub inference: InferenceParams,
+    /// The service level this call must meet.
+    #[serde(default)]
+    pub slo: Slo,
+    /// Groups calls into one task, for cost per task.
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// Where the request may be processed.
+    #[serde(default)]
+    pub residency: Option<Residency>,
+    /// Forces a service tier instead of the one the SLO class maps to.
+    #[serde(default)]
+    pub tier: Option<ServiceTier>,
+}
+
+/// Which model serves a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelRef {
+    /// The configuration's `default_model`.
+    #[default]
+    Default,
+    /// A configured model: a Bedrock model id (`amazon.nova-lite-v1:0`), an inference-profile id
+    /// (`us.amazon.nova-lite-v1:0`, which pins that profile), or a SageMaker model's name.
+    Model(String),
+    /// A configured family; the plan picks the variant.
+    Family(String),
+}
+
+/// A conversation turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<ContentBlock>,
+}
+
+impl Message {
+    /// A user turn with one text block.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![ContentBlock::Text(text.into())],
+        }
+    }
+    /// An assistant turn with one text block.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text(text.into())],
+        }
+    }
+}
+
+/// Who speaks a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// A piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text(String),
+    Image(Image),
+    /// A tool call the assistant made (echoed back in later turns).
+    ToolUse(ToolUse),
+    /// The result of a tool call, sent in a user turn.
+    ToolResult(ToolResult),
+    /// A prompt-cache checkpoint: everything before it may be cached.
+    CachePoint(CachePoint),
+}
+
+/// An image, sent inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Image {
+    pub format: ImageFormat,
+    #[serde(with = "base64_bytes")]
+    pub bytes: Vec<u8>,
+}
+
+/// Image encodings Bedrock accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+    Gif,
+    Webp,
+}
+
+/// A tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolUse {
+    pub id: String,
+    pub name: String,
+    pub input: serde_json::Value,
+}
+
+/// The outcome of a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResult {
+    pub tool_use_id: String,
+    pub content: Vec<ToolResultContent>,
+    /// Whether the tool failed.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// A piece of a tool result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultContent {
+    Text(String),
+    Json(serde_json::Value),
+}
+
+/// A system block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemBlock {
+    Text(String),
+    CachePoint(CachePoint),
+}
+
+/// A tool definition, or a cache checkpoint after the tools before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    Spec(ToolSpec),
+    CachePoint(CachePoint),
+}
+
+impl Tool {
+    /// A tool with a JSON-schema input.
+    ///
+    /// ```
+    /// let t = laneway::Tool::new("get_weather", "Weather for a city",
+    ///     serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}}));
+    /// ```
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: serde_json::Value,
+    ) -> Self {
+        Tool::Spec(ToolSpec {
+            name: name.into(),
+            description: Some(description.into()),
+            input_schema,
+        })
+    }
+}
+
+/// A tool's name, description and JSON schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub input_schema: serde_json::Value,
+}
+
+/// How the model must use tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must call some tool.
+    Any,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// A prompt-cache checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePoint {
+    /// How long the cached prefix lives; unset is the service default (5 minutes).
+    #[serde(default)]
+    pub ttl: Option<CacheTtl>,
+}
+
+/// Cache lifetimes Bedrock offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CacheTtl {
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+/// Sampling and length parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InferenceParams {
+    /// Most output tokens; signed so that a negative value from a binding is reported, not
+    /// wrapped.
+    #[serde(default)]
+    pub max_tokens: Option<i64>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    #[serde(default)]
+    pub stop_sequences: Vec<String>,
+}
+
+/// The service level a call must meet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    #[serde(default)]
+    pub class: SloClass,
+    /// Time to first token the caller wants.
+    #[serde(default, with = "opt_millis")]
+    pub ttft_target: Option<Duration>,
+    /// When the whole answer must be complete, from the call's start.
+    #[serde(default, with = "opt_millis")]
+    pub deadline: Option<Duration>,
+}
+
+/// Service-level classes, from most to least urgent.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SloClass {
+    /// A person is waiting at the screen.
+    Interactive,
+    /// Ordinary work.
+    #[default]
+    Standard,
+    /// Work that can wait.
+    Background,
+    /// Bulk offline work.
+    Batch,
+}
+
+impl SloClass {
+    /// All classes, most urgent first.
+    pub const ALL: [SloClass; 4] = [
+        SloClass::Interactive,
+        SloClass::Standard,
+        SloClass::Background,
+        SloClass::Batch,
+    ];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SloClass::Interactive => "interactive",
+            SloClass::Standard => "standard",
+            SloClass::Background => "background",
+            SloClass::Batch => "batch",
+        }
+    }
+}
+
+impl std::fmt::Display for SloClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Bedrock service tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceTier {
+    /// Served first, at a premium.
+    Priority,
+    /// On-demand (`default` on the wire).
+    #[serde(alias = "default")]
+    Standard,
+    /// Lower priority under load, discounted.
+    Flex,
+    /// Provisioned tokens per minute.
+    Reserved,
+}
+
+impl ServiceTier {
+    /// The value of `serviceTier.type` on the wire.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            ServiceTier::Priority => "priority",
+            ServiceTier::Standard => "default",
+            ServiceTier::Flex => "flex",
+            ServiceTier::Reserved => "reserved",
+        }
+    }
+    /// The tier of a wire name.
+    pub fn from_wire(name: &str) -> Option<Self> {
+        match name {
+            "priority" => Some(ServiceTier::Priority),
+            "default" | "standard" => Some(ServiceTier::Standard),
+            "flex" => Some(ServiceTier::Flex),
+            "reserved" => Some(ServiceTier::Reserved),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ServiceTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ServiceTier::Standard => "standard",
+            other => other.wire_name(),
+        })
+    }
+}
+
+/// Geographies of Bedrock's geographic inference profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Geography {
+    Us,
+    Eu,
+    Apac,
+}
+
+impl Geography {
+    /// The inference-profile prefix (`us`, `eu`, `apac`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Geography::Us => "us",
+            Geography::Eu => "eu",
+            Geography::Apac => "apac",
+        }
+    }
+}
+
+/// Where a request may be processed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Residency {
+    /// Only regions of this geography, and its geographic profile; never a global profile.
+    Geography(Geography),
+    /// Only these regions, and no cross-region profile.
+    Regions(Vec<String>),
+}
+
+impl GenerateRequest {
+    /// A request with one user message, for the configuration's default model.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(vec![Message::user(text)])
+    }
+
+    /// A request with a whole conversation.
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            model: ModelRef::Default,
+            messages,
+            system: Vec::new(),
+            tools: Vec::new(),
+            tool_choice: None,
+            inference: InferenceParams::default(),
+            slo: Slo::default(),
+            task_id: None,
+            residency: None,
+            tier: None,
+        }
+    }
+
+    /// Sends to this model, profile or SageMaker model name.
+    pub fn model(mut self, id: impl Into<String>) -> Self {
+        self.model = ModelRef::Model(id.into());
+        self
+    }
+    /// Sends to a variant of this family.
+    pub fn family(mut self, name: impl Into<String>) -> Self {
+        self.model = ModelRef::Family(name.into());
+        self
+    }
+    /// Appends a system text block.
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.system.push(SystemBlock::Text(text.into()));
+        self
+    }
+    /// Appends a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+    /// Sets the tool choice.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+    /// Caps the answer's length.
+    pub fn max_tokens(mut self, n: i64) -> Self {
+        self.inference.max_tokens = Some(n);
+        self
+    }
+    /// Sets the sampling temperature.
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.inference.temperature = Some(t);
+        self
+    }
+    /// Sets the SLO class.
+    pub fn slo_class(mut self, class: SloClass) -> Self {
+        self.slo.class = class;
+        self
+    }
+    /// Sets the whole SLO.
+    pub fn slo(mut self, slo: Slo) -> Self {
+        self.slo = slo;
+        self
+    }
+    /// Tags the call with a task, for cost per task.
+    pub fn task(mut self, id: impl Into<String>) -> Self {
+        self.task_id = Some(id.into());
+        self
+    }
+    /// Restricts where the call may be processed.
+    pub fn residency(mut self, residency: Residency) -> Self {
+        self.residency = Some(residency);
+        self
+    }
+    /// Forces a service tier.
+    pub fn tier(mut self, tier: ServiceTier) -> Self {
+        self.tier = Some(tier);
+        self
+    }
+
+    /// Checks what can be checked without a model's capabilities: a non-empty conversation that
+    /// starts with a user turn, no empty turns, sane parameters and SLO.
+    pub fn validate(&self) -> Result<()> {
+        if self.messages.is_empty() {
+            return Err(Error::invalid("messages", "must hold at least one message"));
+        }
+        if self.messages[0].role != Role::User {
+            return Err(Error::invalid(
+                "messages[0].role",
+                "the conversation must start with a user message",
+            ));
+        }
+        for (i, m) in self.messages.iter().enumerate() {
+            if m.content.is_empty() {
+                return Err(Error::invalid(
+                    format!("messages[{i}].content"),
+                    "must hold at least one block",
+                ));
+            }
+            for (j, b) in m.content.iter().enumerate() {
+                match b {
+                    ContentBlock::Text(t) if t.is_empty() => {
+                        return Err(Error::invalid(
+                            format!("messages[{i}].content[{j}]"),
+                            "text must not be empty",
+                        ))
+                    }
+                    ContentBlock::ToolUse(_) if m.role != Role::Assistant => {
+                        return Err(Error::invalid(
+                            format!("messages[{i}].content[{j}]"),
+                            "tool_use belongs in an assistant message",
+                        ))
+                    }
+                    ContentBlock::ToolResult(_) if m.role != Role::User => {
+                        return Err(Error::invalid(
+                            format!("messages[{i}].content[{j}]"),
+                            "tool_result belongs in a user message",
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let p = &self.inference;
+        if let Some(n) = p.max_tokens {
+            if n < 1 || n > i64::from(i32::MAX) {
+                return Err(Error::invalid(
+                    "inference.max_tokens",
+                    format!("must be between 1 and {}, got {n}", i32::MAX),
+                ));
+            }
+        }
+        if let Some(t) = p.temperature {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(Error::invalid(
+                    "inference.temperature",
+                    format!("must be a finite number >= 0, got {t}"),
+                ));
+            }
+        }
+        if let Some(t) = p.top_p {
+            if !(t > 0.0 && t <= 1.0) {
+                return Err(Error::invalid(
+                    "inference.top_p",
+                    format!("must be in (0, 1], got {t}"),
+                ));
+            }
+        }
+        for (i, t) in self.tools.iter().enumerate() {
+            if let Tool::Spec(s) = t {
+                if s.name.is_empty() {
+                    return Err(Error::invalid(
+                        format!("tools[{i}].name"),
+                        "must not be empty",
+                    ));
+                }
+                if !s.input_schema.is_object() {
+                    return Err(Error::invalid(
+                        format!("tools[{i}].input_schema"),
+                        "must be a JSON object (a JSON schema)",
+                    ));
+                }
+            }
+        }
+        if let Some(ToolChoice::Tool(name)) = &self.tool_choice {
+            let known = self
+                .tools
+                .iter()
+                .any(|t| matches!(t, Tool::Spec(s) if &s.name == name));
+            if !known {
+                return Err(Error::invalid(
+                    "tool_choice",
+                    format!("names tool {name:?}, which is not among the request's tools"),
+                ));
+            }
+        }
+        if self.tool_choice.is_some() && !self.tools.iter().any(|t| matches!(t, Tool::Spec(_))) {
+            return Err(Error::invalid(
+                "tool_choice",
+                "is set but the request has no tools",
+            ));
+        }
+        if let (Some(ttft), Some(deadline)) = (self.slo.ttft_target, self.slo.deadline) {
+            if ttft > deadline {
+                return Err(Error::invalid(
+                    "slo",
+                    format!("ttft_target {ttft:?} is later than the deadline {deadline:?}"),
+                ));
+            }
+        }
+        if let Some(Residency::Regions(r)) = &self.residency {
+            if r.is_empty() {
+                return Err(Error::invalid(
+                    "residency.regions",
+                    "must name at least one region",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The cache checkpoints the caller placed, in prompt order (tools, system, messages).
+    pub fn pinned_cache_points(&self) -> Vec<CachePoint> {
+        let tools = self.tools.iter().filter_map(|t| match t {
+            Tool::CachePoint(c) => Some(*c),
+            Tool::Spec(_) => None,
+        });
+        let system = self.system.iter().filter_map(|b| match b {
+            SystemBlock::CachePoint(c) => Some(*c),
+            SystemBlock::Text(_) => None,
+        });
+        let messages = self
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                ContentBlock::CachePoint(c) => Some(*c),
+                _ => None,
+            });
+        tools.chain(system).chain(messages).collect()
+    }
+}
+
+mod opt_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_secs_f64() * 1000.0)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let ms: Option<f64> = Option::deserialize(d)?;
+        match ms {
+            None => Ok(None),
+            Some(ms) if ms.is_finite() && ms >= 0.0 => {
+                Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+            }
+            Some(ms) => Err(serde::de::Error::custom(format!(
+                "milliseconds must be a finite number >= 0, got {ms}"
+            ))),
+        }
+    }
+}
+
+mod base64_bytes {
+    use base64::Engine as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_conversation_is_named() {
+        let err = GenerateRequest::new(vec![]).validate().unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidRequest);
+        assert!(err.to_string().contains("messages"), "{err}");
+    }
+
+    #[test]
+    fn negative_max_tokens_is_named() {
+        let err = GenerateRequest::user("hi")
+            .max_tokens(-3)
+            .validate()
+            .unwrap_err();
+        assert!(err.to_string().contains("inference.max_tokens"), "{err}");
+        assert!(err.to_string().contains("-3"), "{err}");
+    }
+
+    #[test]
+    fn conversation_must_start_with_user() {
+        let err = GenerateRequest::new(vec![Message::assistant("hi")])
+            .validate()
+            .unwrap_err();
+        assert!(err.to_string().contains("messages[0].role"), "{err}");
+    }
+
+    #[test]
+    fn tool_choice_must_name_a_known_tool() {
+        let req = GenerateRequest::user("hi")
+            .tool(Tool::new("a", "A", serde_json::json!({"type": "object"})))
+            .tool_choice(ToolChoice::Tool("b".into()));
+        assert!(req.validate().unwrap_err().to_string().contains("\"b\""));
+    }
+
+    #[test]
+    fn requests_round_trip_through_json() {
+        let req = GenerateRequest::user("hi")
+            .family("nova")
+            .slo(Slo {
+                class: SloClass::Interactive,
+                ttft_target: Some(Duration::from_millis(500)),
+                deadline: None,
+            })
+            .residency(Residency::Geography(Geography::Eu));
+        let json = serde_json::to_string(&req).unwrap();
+        let back: GenerateRequest = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, req);
+    }
+
+    #[test]
+    fn pinned_cache_points_are_in_prompt_order() {
+        let mut req = GenerateRequest::user("hi");
+        req.system.push(SystemBlock::CachePoint(CachePoint {
+            ttl: Some(CacheTtl::FiveMinutes),
+        }));
+        req.tools.push(Tool::CachePoint(CachePoint {
+            ttl: Some(CacheTtl::OneHour),
+        }));
+        let pts = req.pinned_cache_points();
+        assert_eq!(pts[0].ttl, Some(CacheTtl::OneHour));
+        assert_eq!(pts[1].ttl, Some(CacheTtl::FiveMinutes));
+    }
+}

@@ -1,0 +1,219 @@
+//! What a call returns: [`GenerateResponse`], [`StreamEvent`], usage, timings and the decision.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::Provider;
+use crate::error::FailedAttempt;
+use crate::plan::Reason;
+use crate::request::ServiceTier;
+
+/// The answer to [`Router::generate`](crate::Router::generate), and the last event of a stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GenerateResponse {
+    /// The assistant's content: text and tool calls.
+    pub content: Vec<OutputBlock>,
+    pub stop_reason: StopReason,
+    pub usage: Usage,
+    pub timings: Timings,
+    /// What served the call and why.
+    pub decision: RouteDecision,
+    /// What the call cost, in US dollars, from the price book.
+    pub cost_usd: f64,
+}
+
+impl GenerateResponse {
+    /// All text blocks, concatenated.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                OutputBlock::Text(t) => Some(t.as_str()),
+                OutputBlock::ToolUse { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The tool calls the model made.
+    pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &serde_json::Value)> {
+        self.content.iter().filter_map(|b| match b {
+            OutputBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            OutputBlock::Text(_) => None,
+        })
+    }
+}
+
+/// A piece of the assistant's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputBlock {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    StopSequence,
+    GuardrailIntervened,
+    ContentFiltered,
+    ModelContextWindowExceeded,
+    /// A reason this version does not know, as the service named it.
+    Other(String),
+}
+
+impl StopReason {
+    /// The stop reason of a Bedrock wire name (also accepts TGI and OpenAI finish reasons).
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "end_turn" | "eos_token" | "stop" => StopReason::EndTurn,
+            "tool_use" | "tool_calls" => StopReason::ToolUse,
+            "max_tokens" | "length" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "guardrail_intervened" => StopReason::GuardrailIntervened,
+            "content_filtered" | "content_filter" => StopReason::ContentFiltered,
+            "model_context_window_exceeded" => StopReason::ModelContextWindowExceeded,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+}
+
+/// Tokens of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Input tokens processed anew (neither read from nor written to the cache).
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u32,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u32,
+    /// True when the service did not count the input and Laneway estimated it (some SageMaker
+    /// containers report no input count).
+    pub input_estimated: bool,
+}
+
+impl Usage {
+    /// All input tokens: new, cache-read and cache-written.
+    pub fn total_input_tokens(&self) -> u32 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// How long the call took, as the caller saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Timings {
+    /// Time to first token; measured on streams only (a whole answer arrives at once).
+    pub ttft: Option<Duration>,
+    /// Gaps between content deltas; measured on streams with two or more deltas.
+    pub inter_token: Option<InterTokenSummary>,
+    /// From the call to the last byte, failovers included.
+    pub total: Duration,
+    /// Output tokens per second from the first token to the last (streams only).
+    pub output_tokens_per_second: Option<f64>,
+}
+
+/// Inter-token latency of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct InterTokenSummary {
+    pub mean: Duration,
+    pub p50: Duration,
+    pub p90: Duration,
+    pub max: Duration,
+}
+
+impl InterTokenSummary {
+    /// Summarises gaps; `None` when there are none.
+    pub fn from_gaps(gaps: &mut [Duration]) -> Option<Self> {
+        if gaps.is_empty() {
+            return None;
+        }
+        gaps.sort_unstable();
+        let at = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
+        let sum: Duration = gaps.iter().sum();
+        Some(Self {
+            mean: sum / gaps.len() as u32,
+            p50: at(0.5),
+            p90: at(0.9),
+            max: gaps[gaps.len() - 1],
+        })
+    }
+}
+
+/// Which target served a call, at which tier, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteDecision {
+    pub provider: Provider,
+    /// The configured model (the variant, for a family).
+    pub model: String,
+    /// The family, when the request named one.
+    pub family: Option<String>,
+    /// What was sent: the model id, inference-profile id or SageMaker endpoint name.
+    pub target: String,
+    pub region: String,
+    /// The SageMaker endpoint, for SageMaker targets.
+    pub endpoint: Option<String>,
+    /// The tier requested (Bedrock only).
+    pub tier: Option<ServiceTier>,
+    /// The tier the service says served, when it says.
+    pub served_tier: Option<ServiceTier>,
+    /// Each choice and the alternatives rejected, in the order the plan made them.
+    pub reasons: Vec<Reason>,
+    /// Attempts that failed before this one succeeded.
+    pub failed_attempts: Vec<FailedAttempt>,
+}
+
+/// One event of [`Router::stream`](crate::Router::stream).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// Text of content block `index`.
+    TextDelta { index: u32, text: String },
+    /// A tool call begins in content block `index`.
+    ToolUseStart {
+        index: u32,
+        id: String,
+        name: String,
+    },
+    /// A piece of a tool call's JSON input.
+    ToolUseDelta { index: u32, input_json: String },
+    /// The stream completed: the whole response, with usage, timings, decision and cost.
+    Completed(Box<GenerateResponse>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inter_token_summary_orders_gaps() {
+        let mut gaps: Vec<Duration> = [5, 1, 3, 2, 4]
+            .iter()
+            .map(|&m| Duration::from_millis(m))
+            .collect();
+        let s = InterTokenSummary::from_gaps(&mut gaps).unwrap();
+        assert_eq!(s.p50, Duration::from_millis(3));
+        assert_eq!(s.max, Duration::from_millis(5));
+        assert_eq!(s.mean, Duration::from_millis(3));
+        assert!(InterTokenSummary::from_gaps(&mut []).is_none());
+    }
+
+    #[test]
+    fn stop_reasons_from_every_format() {
+        assert_eq!(StopReason::from_wire("length"), StopReason::MaxTokens);
+        assert_eq!(StopReason::from_wire("eos_token"), StopReason::EndTurn);
+        assert_eq!(
+            StopReason::from_wire("weird"),
+            StopReason::Other("weird".into())
+        );
+    }
+}
