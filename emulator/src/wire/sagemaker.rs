@@ -45,9 +45,21 @@ async fn invoke(
         &headers,
         &body,
     )?;
+    let wants_details = parse_json(Service::Sagemaker, &body)?
+        .pointer("/parameters/details")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let answer = engine.admit(&ask)?;
     wait_whole(&answer).await;
     let out = match format {
+        // TGI reports details only when asked for them.
+        PayloadFormat::Tgi if wants_details => json!([{
+            "generated_text": answer.text(),
+            "details": {
+                "finish_reason": if answer.truncated { "length" } else { "eos_token" },
+                "generated_tokens": answer.output_tokens(),
+            },
+        }]),
         PayloadFormat::Tgi => json!([{ "generated_text": answer.text() }]),
         PayloadFormat::OpenaiChat => json!({
             "id": "chatcmpl-emulated", "object": "chat.completion", "model": answer.model,
