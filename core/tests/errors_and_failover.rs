@@ -1,0 +1,200 @@
+//! Every error kind through the real SDK, failover where it is allowed, and bad input refused
+//! before anything is sent.
+
+mod common;
+
+use common::{config, emulator, requests_seen, router, router_with};
+use futures::StreamExt;
+use laneway::{Error, ErrorKind, GenerateRequest, Geography, Residency, Router, StreamEvent};
+use laneway_emulator::{Fault, FaultKind};
+
+/// A request whose plan has exactly one target: the EU profile pinned, EU residency.
+fn single_target() -> GenerateRequest {
+    GenerateRequest::user("hello")
+        .model("eu.amazon.nova-lite-v1:0")
+        .residency(Residency::Geography(Geography::Eu))
+        .max_tokens(8)
+}
+
+#[tokio::test]
+async fn single_target_errors_keep_their_kind() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    assert_eq!(router.plan(&single_target()).unwrap().attempts.len(), 1);
+    for (fault, kind) in [
+        (FaultKind::Throttle, ErrorKind::Throttled),
+        (FaultKind::Outage, ErrorKind::Unavailable),
+        (FaultKind::ModelNotReady, ErrorKind::ModelNotReady),
+        (FaultKind::InternalError, ErrorKind::Internal),
+    ] {
+        emu.add_fault(Fault::new(fault).times(1));
+        let err = router.generate(single_target()).await.unwrap_err();
+        assert_eq!(err.kind(), kind, "{err}");
+        let Error::Service(e) = &err else { panic!("{err:?}") };
+        assert_eq!((e.target.as_str(), e.region.as_str()), ("eu.amazon.nova-lite-v1:0", "eu-west-1"));
+        assert!(e.http_status.is_some() && e.request_id.is_some());
+    }
+    assert!(router.generate(single_target()).await.is_ok());
+}
+
+#[tokio::test]
+async fn sagemaker_model_not_ready_is_typed() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(Fault::new(FaultKind::ModelNotReady).for_model("laneway-demo-llm").times(1));
+    let err = router.generate(GenerateRequest::user("hi").model("laneway-demo-llm")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ModelNotReady);
+}
+
+#[tokio::test]
+async fn outage_in_one_region_fails_over_and_says_so() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(Fault::new(FaultKind::Outage).for_region("us-east-1"));
+    let r = router.generate(GenerateRequest::user("hi").family("nova")).await.unwrap();
+    assert_eq!(r.decision.region, "us-west-2");
+    let failed: Vec<_> = r.decision.failed_attempts.iter().map(|a| (a.region.as_str(), a.kind)).collect();
+    assert_eq!(failed, vec![("us-east-1", ErrorKind::Unavailable), ("us-east-1", ErrorKind::Unavailable)]);
+}
+
+#[tokio::test]
+async fn when_every_target_fails_each_attempt_is_listed() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(Fault::new(FaultKind::Throttle));
+    let err = router.generate(GenerateRequest::user("hi").family("nova")).await.unwrap_err();
+    let Error::AllTargetsFailed { attempts } = &err else { panic!("{err:?}") };
+    assert_eq!(attempts.len(), router.config().routing.max_attempts as usize);
+    assert!(attempts.iter().all(|a| a.kind == ErrorKind::Throttled && a.code == "ThrottlingException"));
+    assert_eq!(requests_seen(&emu), attempts.len() as u64);
+}
+
+#[tokio::test]
+async fn validation_from_the_service_is_never_retried() {
+    let emu = emulator().await;
+    // The configuration claims a tier the service refuses: Bedrock answers 400.
+    let router = router_with(&emu, config("[models.\"amazon.nova-micro-v1:0\"]\ntiers = [\"priority\", \"standard\"]\n")).await;
+    let err = router
+        .generate(GenerateRequest::user("hi").model("amazon.nova-micro-v1:0").tier(laneway::ServiceTier::Priority))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    assert_eq!(requests_seen(&emu), 1);
+}
+
+#[tokio::test]
+async fn bad_signature_is_access_denied_and_not_retried() {
+    let emu = emulator().await;
+    let router = Router::builder()
+        .config(config(""))
+        .endpoint_url(emu.url())
+        .static_credentials("LANEWAYTESTKEY", "not-the-secret")
+        .build()
+        .await
+        .unwrap();
+    let err = router.generate(GenerateRequest::user("hi").family("nova")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AccessDenied, "{err}");
+    let Error::Service(e) = &err else { panic!() };
+    assert_eq!((e.code.as_str(), e.http_status), ("InvalidSignatureException", Some(403)));
+    assert_eq!(requests_seen(&emu), 0, "refused before the simulation counts it");
+}
+
+#[tokio::test]
+async fn a_stream_breaking_midway_reports_what_was_delivered() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    for model in ["eu.amazon.nova-lite-v1:0", "laneway-demo-llm"] {
+        emu.add_fault(Fault::break_after(5).times(1));
+        let mut req = single_target().max_tokens(40);
+        req.model = laneway::ModelRef::Model(model.into());
+        req.residency = None;
+        let mut s = router.stream(req).await.unwrap();
+        let mut text = String::new();
+        let err = loop {
+            match s.next().await.expect("the stream ends with an error") {
+                Ok(StreamEvent::TextDelta { text: t, .. }) => text.push_str(&t),
+                Ok(other) => panic!("{model}: unexpected {other:?}"),
+                Err(e) => break e,
+            }
+        };
+        assert!(s.next().await.is_none(), "nothing follows the error");
+        let Error::StreamInterrupted { delivered, cause } = &err else { panic!("{model}: {err:?}") };
+        assert_eq!(delivered.deltas, 5, "{model}");
+        assert_eq!(delivered.output_tokens, 5, "{model}");
+        assert_eq!(delivered.text_chars, text.chars().count(), "{model}");
+        assert_eq!(cause.kind(), ErrorKind::Internal, "{model}");
+        assert!(err.to_string().contains("5 delivered output tokens"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_breaking_before_its_first_token_fails_over_invisibly() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(Fault::break_after(0).times(1));
+    let mut s = router.stream(GenerateRequest::user("hi").family("nova").max_tokens(6)).await.unwrap();
+    let mut done = None;
+    while let Some(ev) = s.next().await {
+        if let StreamEvent::Completed(d) = ev.unwrap() {
+            done = Some(d);
+        }
+    }
+    let done = done.unwrap();
+    assert_eq!(done.usage.output_tokens, 6);
+    assert_eq!(done.decision.failed_attempts.len(), 1);
+    assert_eq!(done.decision.failed_attempts[0].kind, ErrorKind::Internal);
+}
+
+#[tokio::test]
+async fn residency_keeps_traffic_in_the_geography() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    let r = router
+        .generate(GenerateRequest::user("hi").family("claude").residency(Residency::Geography(Geography::Eu)))
+        .await
+        .unwrap();
+    assert_eq!(r.decision.region, "eu-west-1");
+    assert!(emu.counters().iter().all(|c| c.region == "eu-west-1"));
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_sending() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    let cases = [
+        (GenerateRequest::new(vec![]), "messages"),
+        (GenerateRequest::user("hi").model("gpt-17"), "unknown model \"gpt-17\""),
+        (GenerateRequest::user("hi").family("llama"), "unknown family \"llama\""),
+        (GenerateRequest::user("hi").max_tokens(-1), "inference.max_tokens"),
+        (GenerateRequest::user("hi").temperature(f32::NAN), "inference.temperature"),
+    ];
+    for (req, needle) in cases {
+        let err = router.generate(req.clone()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidRequest, "{err}");
+        assert!(err.to_string().contains(needle), "{err} should name {needle}");
+        let err = router.stream(req).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidRequest);
+    }
+    assert_eq!(requests_seen(&emu), 0);
+}
+
+#[tokio::test]
+async fn malformed_and_contradictory_config_files_are_named() {
+    let dir = std::env::temp_dir().join(format!("laneway-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("[routing\nmax_attempts = 2\n", "bad.toml"),
+        ("[families.nova]\nvariants = [\"amazon.nova-lite-v1:0\", \"nova-ultra\"]\n", "families.nova.variants"),
+        ("[pricing]\nflex = -0.5\n", "pricing.flex"),
+    ];
+    for (i, (text, needle)) in cases.iter().enumerate() {
+        let path = dir.join(if i == 0 { "bad.toml".to_string() } else { format!("c{i}.toml") });
+        std::fs::write(&path, text).unwrap();
+        let err = Router::from_config_file(&path).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+        assert!(err.to_string().contains(needle), "{err} should name {needle}");
+    }
+    let err = Router::from_config_file(dir.join("missing.toml")).await.unwrap_err();
+    assert!(err.to_string().contains("missing.toml"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
