@@ -1,0 +1,150 @@
+//! Invariants of the planner over random requests and capability tables: residency is never
+//! violated, no tier a model lacks is ever planned, never more than four cache checkpoints.
+
+use std::collections::BTreeSet;
+
+use laneway::plan::targets::allowed;
+use laneway::{
+    plan, CachePoint, Config, ContentBlock, GenerateRequest, Geography, ModelRef, Provider,
+    Residency, ServiceTier, SloClass, SystemBlock,
+};
+use proptest::prelude::*;
+
+const STARTUP: &str = include_str!("../../examples/startup.toml");
+
+fn base() -> Config {
+    Config::from_toml_str(STARTUP).unwrap()
+}
+
+fn model_names() -> Vec<String> {
+    let c = base();
+    let mut names: Vec<String> = c.families.keys().cloned().collect();
+    for (id, m) in &c.models {
+        names.push(id.clone());
+        for p in &m.profiles {
+            names.push(format!("{}.{id}", p.prefix()));
+        }
+    }
+    names
+}
+
+fn tier() -> impl Strategy<Value = ServiceTier> {
+    prop_oneof![
+        Just(ServiceTier::Priority),
+        Just(ServiceTier::Standard),
+        Just(ServiceTier::Flex),
+        Just(ServiceTier::Reserved)
+    ]
+}
+
+fn residency() -> impl Strategy<Value = Option<Residency>> {
+    let regions = prop::sample::subsequence(vec!["us-east-1", "us-west-2", "eu-west-1", "ap-south-1"], 1..=3)
+        .prop_map(|r| Residency::Regions(r.into_iter().map(String::from).collect()));
+    let geo = prop_oneof![Just(Geography::Us), Just(Geography::Eu), Just(Geography::Apac)].prop_map(Residency::Geography);
+    prop_oneof![Just(None), geo.prop_map(Some), regions.prop_map(Some)]
+}
+
+fn slo_class() -> impl Strategy<Value = SloClass> {
+    prop::sample::select(SloClass::ALL.to_vec())
+}
+
+/// A configuration whose Bedrock models offer random non-empty tier sets and random SLO maps.
+fn config() -> impl Strategy<Value = Config> {
+    let n = base().models.len();
+    (
+        prop::collection::vec(prop::collection::btree_set(tier(), 1..=4), n),
+        [tier(), tier(), tier(), tier()],
+        1u32..8,
+    )
+        .prop_map(|(tier_sets, slo, max_attempts)| {
+            let mut c = base();
+            for ((_, m), tiers) in c.models.iter_mut().zip(tier_sets) {
+                if m.provider == Provider::Bedrock {
+                    m.tiers = tiers;
+                }
+            }
+            c.slo_tiers.interactive = slo[0];
+            c.slo_tiers.standard = slo[1];
+            c.slo_tiers.background = slo[2];
+            c.slo_tiers.batch = slo[3];
+            c.routing.max_attempts = max_attempts;
+            c.validate().unwrap();
+            c
+        })
+}
+
+fn request() -> impl Strategy<Value = GenerateRequest> {
+    (
+        prop::sample::select(model_names()),
+        slo_class(),
+        prop::option::weighted(0.2, tier()),
+        residency(),
+        0usize..6,
+    )
+        .prop_map(|(model, class, tier, residency, cache_points)| {
+            let mut req = GenerateRequest::user("hello").slo_class(class);
+            req.model = ModelRef::Model(model);
+            req.tier = tier;
+            req.residency = residency;
+            for i in 0..cache_points {
+                if i % 2 == 0 {
+                    req.system.push(SystemBlock::CachePoint(CachePoint::default()));
+                } else {
+                    req.messages[0].content.push(ContentBlock::CachePoint(CachePoint::default()));
+                }
+            }
+            req
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn plans_respect_residency_tiers_and_limits(config in config(), req in request()) {
+        let Ok(p) = plan(&req, &config) else { return Ok(()) };
+        let model = &config.models[&p.model];
+        prop_assert!(!p.attempts.is_empty());
+        prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
+        for a in &p.attempts {
+            if let Some(r) = &req.residency {
+                prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
+            }
+            match model.provider {
+                Provider::Bedrock => {
+                    let t = a.tier.expect("Bedrock attempts carry a tier");
+                    prop_assert!(model.tiers.contains(&t), "{t:?} not offered by {}", p.model);
+                }
+                Provider::Sagemaker => prop_assert!(a.tier.is_none()),
+            }
+            if model.requires_profile {
+                prop_assert!(a.target.profile().is_some());
+            }
+        }
+        prop_assert!(req.pinned_cache_points().len() <= 4);
+        let distinct: BTreeSet<_> = p.attempts.iter().map(|a| (a.target.id().to_string(), a.target.region().to_string())).collect();
+        prop_assert_eq!(distinct.len(), p.attempts.len(), "no target is planned twice");
+    }
+
+    #[test]
+    fn planning_never_panics_on_arbitrary_json_requests(json in "\\PC{0,200}") {
+        if let Ok(req) = serde_json::from_str::<GenerateRequest>(&json) {
+            let _ = plan(&req, &base());
+        }
+    }
+}
+
+/// Guards the properties above against vacuity: most random requests must plan.
+#[test]
+fn most_random_requests_plan() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let (mut planned, total) = (0, 500);
+    for _ in 0..total {
+        let c = config().new_tree(&mut runner).unwrap().current();
+        let r = request().new_tree(&mut runner).unwrap().current();
+        planned += usize::from(plan(&r, &c).is_ok());
+    }
+    assert!(planned * 3 > total, "only {planned} of {total} random requests planned");
+}
