@@ -1,1 +1,39 @@
-fn main() {}
+//! `laneway`: the command line of the Laneway SDK.
+
+mod demo;
+mod report;
+
+use clap::{Parser, Subcommand};
+
+/// SLO-aware inference routing for Amazon Bedrock and SageMaker.
+#[derive(Debug, Parser)]
+#[command(name = "laneway", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Starts the emulator in-process and drives a mixed workload through the router.
+    Demo(demo::DemoArgs),
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(args).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("laneway: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! `laneway demo`: the emulator in-process, a mixed workload through the router, a table.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use futures::{stream, StreamExt};
+use laneway::{GenerateRequest, GenerateResponse, Router, SloClass, StreamEvent};
+use laneway_emulator::{Emulator, Fault, FaultKind, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
+
+use crate::report::{table, LaneStats};
+
+/// The router configuration the demo uses: built-in Bedrock models plus the emulator's
+/// SageMaker endpoints.
+const CONFIG: &str = include_str!("../../examples/startup.toml");
+
+/// Options of `laneway demo`.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// A built-in emulator scenario or a scenario TOML file.
+    #[arg(long, default_value = "startup")]
+    scenario: String,
+    /// Overrides the scenario's time scale (1.0 real time; smaller is faster).
+    #[arg(long)]
+    time_scale: Option<f64>,
+    /// Requests per lane.
+    #[arg(long, default_value_t = 24)]
+    requests: usize,
+    /// Requests in flight per lane.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+}
+
+/// One lane of the workload.
+struct Lane {
+    name: &'static str,
+    make: fn(usize) -> GenerateRequest,
+}
+
+const LANES: &[Lane] = &[
+    Lane {
+        name: "interactive chat (claude)",
+        make: |i| {
+            GenerateRequest::user(format!("Customer #{i} asks: where is my order?"))
+                .system("You are a friendly support agent. Answer in two sentences.")
+                .family("claude")
+                .slo_class(SloClass::Interactive)
+                .max_tokens(60)
+        },
+    },
+    Lane {
+        name: "standard summaries (nova)",
+        make: |i| {
+            GenerateRequest::user(format!("Summarise ticket {i}: the customer reports a failed payment and a duplicate charge."))
+                .family("nova")
+                .slo_class(SloClass::Standard)
+                .max_tokens(120)
+        },
+    },
+    Lane {
+        name: "background jobs (nova)",
+        make: |i| {
+            GenerateRequest::user(format!("Tag document {i} with up to five topics."))
+                .family("nova")
+                .slo_class(SloClass::Background)
+                .max_tokens(150)
+        },
+    },
+    Lane {
+        name: "self-hosted (sagemaker tgi)",
+        make: |i| {
+            GenerateRequest::user(format!("Classify intent of message {i}: 'cancel my plan'"))
+                .model("laneway-demo-llm")
+                .slo_class(SloClass::Standard)
+                .max_tokens(40)
+        },
+    },
+];
+
+pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
+    anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
+    anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(scale) = args.time_scale {
+        anyhow::ensure!(scale > 0.0 && scale.is_finite(), "--time-scale must be > 0, got {scale}");
+        scenario.time_scale = scale;
+    }
+    let emulator = Emulator::start(scenario).await.context("starting the emulator on 127.0.0.1")?;
+    let config = laneway::Config::from_toml_str(CONFIG)?;
+    let router = Router::builder()
+        .config(config)
+        .endpoint_url(emulator.url())
+        .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+        .build()
+        .await?;
+
+    // A short throttle storm on the interactive lane's first target shows failover at work.
+    emulator.add_fault(
+        Fault::new(FaultKind::Throttle)
+            .for_region("us-east-1")
+            .for_model("anthropic.claude-sonnet-4-5-20250929-v1:0")
+            .times(4),
+    );
+
+    println!("laneway demo: emulator at {} (scenario {}, no AWS account needed)", emulator.url(), args.scenario);
+    println!(
+        "{} lanes x {} requests, {} in flight per lane, streamed; 4 throttled calls injected in us-east-1\n",
+        LANES.len(),
+        args.requests,
+        args.concurrency
+    );
+    let started = Instant::now();
+    let lanes = futures::future::join_all(LANES.iter().map(|lane| drive(&router, lane, args.requests, args.concurrency))).await;
+    let elapsed = started.elapsed();
+
+    print!("{}", table(&lanes));
+    let total: f64 = lanes.iter().map(|l| l.cost_usd).sum();
+    println!("\n{} requests in {:.1} s, total cost ${total:.4}", lanes.iter().map(|l| l.requests).sum::<u64>(), elapsed.as_secs_f64());
+    let failures: Vec<&String> = lanes.iter().flat_map(|l| &l.errors).collect();
+    emulator.shutdown().await;
+    if failures.is_empty() {
+        Ok(std::process::ExitCode::SUCCESS)
+    } else {
+        for f in failures.iter().take(5) {
+            eprintln!("failed: {f}");
+        }
+        eprintln!("{} request(s) failed", failures.len());
+        Ok(std::process::ExitCode::from(1))
+    }
+}
+
+async fn drive(router: &Router, lane: &Lane, requests: usize, concurrency: usize) -> LaneStats {
+    let mut stats = LaneStats::new(lane.name);
+    let mut outcomes = stream::iter(0..requests)
+        .map(|i| one(router, (lane.make)(i)))
+        .buffer_unordered(concurrency);
+    while let Some(outcome) = outcomes.next().await {
+        stats.record(outcome);
+    }
+    stats
+}
+
+/// Streams one request to its end and returns the completed response.
+async fn one(router: &Router, request: GenerateRequest) -> Result<GenerateResponse, String> {
+    let mut events = router.stream(request).await.map_err(|e| e.to_string())?;
+    while let Some(event) = events.next().await {
+        if let StreamEvent::Completed(done) = event.map_err(|e| e.to_string())? {
+            return Ok(*done);
+        }
+    }
+    Err("the stream ended without a completed response".into())
+}
+

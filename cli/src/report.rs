@@ -1,0 +1,130 @@
+//! Per-lane statistics and the table the demo prints.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use laneway::{GenerateResponse, ServiceTier};
+
+/// What one lane of traffic did.
+pub struct LaneStats {
+    pub name: String,
+    pub requests: u64,
+    pub ok: u64,
+    pub failovers: u64,
+    pub tiers: BTreeSet<String>,
+    pub regions: BTreeSet<String>,
+    ttft_us: Histogram<u64>,
+    itl_us: Histogram<u64>,
+    tokens_per_second: Histogram<u64>,
+    pub cost_usd: f64,
+    pub errors: Vec<String>,
+}
+
+impl LaneStats {
+    pub fn new(name: impl Into<String>) -> Self {
+        let hist = || Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds");
+        Self {
+            name: name.into(),
+            requests: 0,
+            ok: 0,
+            failovers: 0,
+            tiers: BTreeSet::new(),
+            regions: BTreeSet::new(),
+            ttft_us: hist(),
+            itl_us: hist(),
+            tokens_per_second: hist(),
+            cost_usd: 0.0,
+            errors: Vec::new(),
+        }
+    }
+
+    pub fn record(&mut self, outcome: Result<GenerateResponse, String>) {
+        self.requests += 1;
+        let r = match outcome {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.push(e);
+                return;
+            }
+        };
+        self.ok += 1;
+        self.failovers += r.decision.failed_attempts.len() as u64;
+        self.tiers.insert(match r.decision.served_tier.or(r.decision.tier) {
+            Some(t) => tier_name(t).to_string(),
+            None => "endpoint".to_string(),
+        });
+        self.regions.insert(r.decision.region.clone());
+        if let Some(t) = r.timings.ttft {
+            self.ttft_us.saturating_record(micros(t));
+        }
+        if let Some(i) = r.timings.inter_token {
+            self.itl_us.saturating_record(micros(i.p50));
+        }
+        if let Some(tps) = r.timings.output_tokens_per_second {
+            self.tokens_per_second.saturating_record(tps.round() as u64);
+        }
+        self.cost_usd += r.cost_usd;
+    }
+}
+
+fn tier_name(t: ServiceTier) -> &'static str {
+    match t {
+        ServiceTier::Priority => "priority",
+        ServiceTier::Standard => "standard",
+        ServiceTier::Flex => "flex",
+        ServiceTier::Reserved => "reserved",
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> String {
+    if h.is_empty() {
+        "-".into()
+    } else {
+        format!("{:.0}", h.value_at_quantile(q) as f64 / 1000.0)
+    }
+}
+
+/// The lanes as an aligned text table.
+pub fn table(lanes: &[LaneStats]) -> String {
+    let header = [
+        "lane", "ok/req", "failovers", "tier", "regions", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "tok/s p50",
+        "cost $", "$/req",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for l in lanes {
+        rows.push(vec![
+            l.name.clone(),
+            format!("{}/{}", l.ok, l.requests),
+            l.failovers.to_string(),
+            l.tiers.iter().cloned().collect::<Vec<_>>().join("+"),
+            l.regions.iter().cloned().collect::<Vec<_>>().join(","),
+            ms(&l.ttft_us, 0.5),
+            ms(&l.ttft_us, 0.99),
+            if l.itl_us.is_empty() { "-".into() } else { format!("{:.1}", l.itl_us.value_at_quantile(0.5) as f64 / 1000.0) },
+            if l.tokens_per_second.is_empty() { "-".into() } else { l.tokens_per_second.value_at_quantile(0.5).to_string() },
+            format!("{:.4}", l.cost_usd),
+            if l.ok == 0 { "-".into() } else { format!("{:.6}", l.cost_usd / l.ok as f64) },
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| if c == 0 { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,28 @@
+//! `laneway demo` runs end to end and prints a row per lane.
+
+use std::process::Command;
+
+#[test]
+fn demo_runs_and_prints_every_lane() {
+    let out = Command::new(env!("CARGO_BIN_EXE_laneway"))
+        .args(["demo", "--time-scale", "0.05", "--requests", "6"])
+        .output()
+        .expect("the laneway binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "exit {:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    for lane in ["interactive chat", "standard summaries", "background jobs", "self-hosted"] {
+        let row = stdout.lines().find(|l| l.starts_with(lane)).unwrap_or_else(|| panic!("no row for {lane}:\n{stdout}"));
+        assert!(row.contains("6/6"), "{row}");
+    }
+    assert!(stdout.contains("priority") && stdout.contains("flex"), "{stdout}");
+}
+
+#[test]
+fn bad_arguments_are_reported_not_panicked() {
+    let out = Command::new(env!("CARGO_BIN_EXE_laneway"))
+        .args(["demo", "--scenario", "no-such-scenario"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-scenario"));
+}
