@@ -5,7 +5,9 @@ use std::time::Instant;
 use anyhow::Context;
 use futures::{stream, StreamExt};
 use laneway::{GenerateRequest, GenerateResponse, Router, SloClass, StreamEvent};
-use laneway_emulator::{Emulator, Fault, FaultKind, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
+use laneway_emulator::{
+    Emulator, Fault, FaultKind, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY,
+};
 
 use crate::report::{table, LaneStats};
 
@@ -81,10 +83,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
     anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
     let mut scenario = Scenario::load(&args.scenario)?;
     if let Some(scale) = args.time_scale {
-        anyhow::ensure!(scale > 0.0 && scale.is_finite(), "--time-scale must be > 0, got {scale}");
+        anyhow::ensure!(
+            scale > 0.0 && scale.is_finite(),
+            "--time-scale must be > 0, got {scale}"
+        );
         scenario.time_scale = scale;
     }
-    let emulator = Emulator::start(scenario).await.context("starting the emulator on 127.0.0.1")?;
+    let emulator = Emulator::start(scenario)
+        .await
+        .context("starting the emulator on 127.0.0.1")?;
     let config = laneway::Config::from_toml_str(CONFIG)?;
     let router = Router::builder()
         .config(config)
@@ -101,7 +108,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
             .times(4),
     );
 
-    println!("laneway demo: emulator at {} (scenario {}, no AWS account needed)", emulator.url(), args.scenario);
+    println!(
+        "laneway demo: emulator at {} (scenario {}, no AWS account needed)",
+        emulator.url(),
+        args.scenario
+    );
     println!(
         "{} lanes x {} requests, {} in flight per lane, streamed; 4 throttled calls injected in us-east-1\n",
         LANES.len(),
@@ -109,12 +120,21 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         args.concurrency
     );
     let started = Instant::now();
-    let lanes = futures::future::join_all(LANES.iter().map(|lane| drive(&router, lane, args.requests, args.concurrency))).await;
+    let lanes = futures::future::join_all(
+        LANES
+            .iter()
+            .map(|lane| drive(&router, lane, args.requests, args.concurrency)),
+    )
+    .await;
     let elapsed = started.elapsed();
 
     print!("{}", table(&lanes));
     let total: f64 = lanes.iter().map(|l| l.cost_usd).sum();
-    println!("\n{} requests in {:.1} s, total cost ${total:.4}", lanes.iter().map(|l| l.requests).sum::<u64>(), elapsed.as_secs_f64());
+    println!(
+        "\n{} requests in {:.1} s, total cost ${total:.4}",
+        lanes.iter().map(|l| l.requests).sum::<u64>(),
+        elapsed.as_secs_f64()
+    );
     let failures: Vec<&String> = lanes.iter().flat_map(|l| &l.errors).collect();
     emulator.shutdown().await;
     if failures.is_empty() {
@@ -149,4 +169,3 @@ async fn one(router: &Router, request: GenerateRequest) -> Result<GenerateRespon
     }
     Err("the stream ended without a completed response".into())
 }
-

@@ -23,7 +23,8 @@ pub struct LaneStats {
 
 impl LaneStats {
     pub fn new(name: impl Into<String>) -> Self {
-        let hist = || Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds");
+        let hist =
+            || Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds");
         Self {
             name: name.into(),
             requests: 0,
@@ -50,10 +51,11 @@ impl LaneStats {
         };
         self.ok += 1;
         self.failovers += r.decision.failed_attempts.len() as u64;
-        self.tiers.insert(match r.decision.served_tier.or(r.decision.tier) {
-            Some(t) => tier_name(t).to_string(),
-            None => "endpoint".to_string(),
-        });
+        self.tiers
+            .insert(match r.decision.served_tier.or(r.decision.tier) {
+                Some(t) => tier_name(t).to_string(),
+                None => "endpoint".to_string(),
+            });
         self.regions.insert(r.decision.region.clone());
         if let Some(t) = r.timings.ttft {
             self.ttft_us.saturating_record(micros(t));
@@ -92,8 +94,17 @@ fn ms(h: &Histogram<u64>, q: f64) -> String {
 /// The lanes as an aligned text table.
 pub fn table(lanes: &[LaneStats]) -> String {
     let header = [
-        "lane", "ok/req", "failovers", "tier", "regions", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "tok/s p50",
-        "cost $", "$/req",
+        "lane",
+        "ok/req",
+        "failovers",
+        "tier",
+        "regions",
+        "TTFT p50 ms",
+        "TTFT p99 ms",
+        "ITL p50 ms",
+        "tok/s p50",
+        "cost $",
+        "$/req",
     ];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for l in lanes {
@@ -105,19 +116,39 @@ pub fn table(lanes: &[LaneStats]) -> String {
             l.regions.iter().cloned().collect::<Vec<_>>().join(","),
             ms(&l.ttft_us, 0.5),
             ms(&l.ttft_us, 0.99),
-            if l.itl_us.is_empty() { "-".into() } else { format!("{:.1}", l.itl_us.value_at_quantile(0.5) as f64 / 1000.0) },
-            if l.tokens_per_second.is_empty() { "-".into() } else { l.tokens_per_second.value_at_quantile(0.5).to_string() },
+            if l.itl_us.is_empty() {
+                "-".into()
+            } else {
+                format!("{:.1}", l.itl_us.value_at_quantile(0.5) as f64 / 1000.0)
+            },
+            if l.tokens_per_second.is_empty() {
+                "-".into()
+            } else {
+                l.tokens_per_second.value_at_quantile(0.5).to_string()
+            },
             format!("{:.4}", l.cost_usd),
-            if l.ok == 0 { "-".into() } else { format!("{:.6}", l.cost_usd / l.ok as f64) },
+            if l.ok == 0 {
+                "-".into()
+            } else {
+                format!("{:.6}", l.cost_usd / l.ok as f64)
+            },
         ]);
     }
-    let widths: Vec<usize> = (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for (i, r) in rows.iter().enumerate() {
         let line: Vec<String> = r
             .iter()
             .enumerate()
-            .map(|(c, cell)| if c == 0 { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) })
+            .map(|(c, cell)| {
+                if c == 0 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');

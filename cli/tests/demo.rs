@@ -9,12 +9,28 @@ fn demo_runs_and_prints_every_lane() {
         .output()
         .expect("the laneway binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "exit {:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    for lane in ["interactive chat", "standard summaries", "background jobs", "self-hosted"] {
-        let row = stdout.lines().find(|l| l.starts_with(lane)).unwrap_or_else(|| panic!("no row for {lane}:\n{stdout}"));
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for lane in [
+        "interactive chat",
+        "standard summaries",
+        "background jobs",
+        "self-hosted",
+    ] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(lane))
+            .unwrap_or_else(|| panic!("no row for {lane}:\n{stdout}"));
         assert!(row.contains("6/6"), "{row}");
     }
-    assert!(stdout.contains("priority") && stdout.contains("flex"), "{stdout}");
+    assert!(
+        stdout.contains("priority") && stdout.contains("flex"),
+        "{stdout}"
+    );
 }
 
 #[test]

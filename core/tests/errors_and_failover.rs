@@ -30,8 +30,13 @@ async fn single_target_errors_keep_their_kind() {
         emu.add_fault(Fault::new(fault).times(1));
         let err = router.generate(single_target()).await.unwrap_err();
         assert_eq!(err.kind(), kind, "{err}");
-        let Error::Service(e) = &err else { panic!("{err:?}") };
-        assert_eq!((e.target.as_str(), e.region.as_str()), ("eu.amazon.nova-lite-v1:0", "eu-west-1"));
+        let Error::Service(e) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (e.target.as_str(), e.region.as_str()),
+            ("eu.amazon.nova-lite-v1:0", "eu-west-1")
+        );
         assert!(e.http_status.is_some() && e.request_id.is_some());
     }
     assert!(router.generate(single_target()).await.is_ok());
@@ -41,8 +46,15 @@ async fn single_target_errors_keep_their_kind() {
 async fn sagemaker_model_not_ready_is_typed() {
     let emu = emulator().await;
     let router = router(&emu).await;
-    emu.add_fault(Fault::new(FaultKind::ModelNotReady).for_model("laneway-demo-llm").times(1));
-    let err = router.generate(GenerateRequest::user("hi").model("laneway-demo-llm")).await.unwrap_err();
+    emu.add_fault(
+        Fault::new(FaultKind::ModelNotReady)
+            .for_model("laneway-demo-llm")
+            .times(1),
+    );
+    let err = router
+        .generate(GenerateRequest::user("hi").model("laneway-demo-llm"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ModelNotReady);
 }
 
@@ -51,10 +63,24 @@ async fn outage_in_one_region_fails_over_and_says_so() {
     let emu = emulator().await;
     let router = router(&emu).await;
     emu.add_fault(Fault::new(FaultKind::Outage).for_region("us-east-1"));
-    let r = router.generate(GenerateRequest::user("hi").family("nova")).await.unwrap();
+    let r = router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap();
     assert_eq!(r.decision.region, "us-west-2");
-    let failed: Vec<_> = r.decision.failed_attempts.iter().map(|a| (a.region.as_str(), a.kind)).collect();
-    assert_eq!(failed, vec![("us-east-1", ErrorKind::Unavailable), ("us-east-1", ErrorKind::Unavailable)]);
+    let failed: Vec<_> = r
+        .decision
+        .failed_attempts
+        .iter()
+        .map(|a| (a.region.as_str(), a.kind))
+        .collect();
+    assert_eq!(
+        failed,
+        vec![
+            ("us-east-1", ErrorKind::Unavailable),
+            ("us-east-1", ErrorKind::Unavailable)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -62,10 +88,20 @@ async fn when_every_target_fails_each_attempt_is_listed() {
     let emu = emulator().await;
     let router = router(&emu).await;
     emu.add_fault(Fault::new(FaultKind::Throttle));
-    let err = router.generate(GenerateRequest::user("hi").family("nova")).await.unwrap_err();
-    let Error::AllTargetsFailed { attempts } = &err else { panic!("{err:?}") };
-    assert_eq!(attempts.len(), router.config().routing.max_attempts as usize);
-    assert!(attempts.iter().all(|a| a.kind == ErrorKind::Throttled && a.code == "ThrottlingException"));
+    let err = router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap_err();
+    let Error::AllTargetsFailed { attempts } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        attempts.len(),
+        router.config().routing.max_attempts as usize
+    );
+    assert!(attempts
+        .iter()
+        .all(|a| a.kind == ErrorKind::Throttled && a.code == "ThrottlingException"));
     assert_eq!(requests_seen(&emu), attempts.len() as u64);
 }
 
@@ -73,9 +109,17 @@ async fn when_every_target_fails_each_attempt_is_listed() {
 async fn validation_from_the_service_is_never_retried() {
     let emu = emulator().await;
     // The configuration claims a tier the service refuses: Bedrock answers 400.
-    let router = router_with(&emu, config("[models.\"amazon.nova-micro-v1:0\"]\ntiers = [\"priority\", \"standard\"]\n")).await;
+    let router = router_with(
+        &emu,
+        config("[models.\"amazon.nova-micro-v1:0\"]\ntiers = [\"priority\", \"standard\"]\n"),
+    )
+    .await;
     let err = router
-        .generate(GenerateRequest::user("hi").model("amazon.nova-micro-v1:0").tier(laneway::ServiceTier::Priority))
+        .generate(
+            GenerateRequest::user("hi")
+                .model("amazon.nova-micro-v1:0")
+                .tier(laneway::ServiceTier::Priority),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
@@ -92,11 +136,21 @@ async fn bad_signature_is_access_denied_and_not_retried() {
         .build()
         .await
         .unwrap();
-    let err = router.generate(GenerateRequest::user("hi").family("nova")).await.unwrap_err();
+    let err = router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::AccessDenied, "{err}");
     let Error::Service(e) = &err else { panic!() };
-    assert_eq!((e.code.as_str(), e.http_status), ("InvalidSignatureException", Some(403)));
-    assert_eq!(requests_seen(&emu), 0, "refused before the simulation counts it");
+    assert_eq!(
+        (e.code.as_str(), e.http_status),
+        ("InvalidSignatureException", Some(403))
+    );
+    assert_eq!(
+        requests_seen(&emu),
+        0,
+        "refused before the simulation counts it"
+    );
 }
 
 #[tokio::test]
@@ -118,12 +172,17 @@ async fn a_stream_breaking_midway_reports_what_was_delivered() {
             }
         };
         assert!(s.next().await.is_none(), "nothing follows the error");
-        let Error::StreamInterrupted { delivered, cause } = &err else { panic!("{model}: {err:?}") };
+        let Error::StreamInterrupted { delivered, cause } = &err else {
+            panic!("{model}: {err:?}")
+        };
         assert_eq!(delivered.deltas, 5, "{model}");
         assert_eq!(delivered.output_tokens, 5, "{model}");
         assert_eq!(delivered.text_chars, text.chars().count(), "{model}");
         assert_eq!(cause.kind(), ErrorKind::Internal, "{model}");
-        assert!(err.to_string().contains("5 delivered output tokens"), "{err}");
+        assert!(
+            err.to_string().contains("5 delivered output tokens"),
+            "{err}"
+        );
     }
 }
 
@@ -132,7 +191,10 @@ async fn a_stream_breaking_before_its_first_token_fails_over_invisibly() {
     let emu = emulator().await;
     let router = router(&emu).await;
     emu.add_fault(Fault::break_after(0).times(1));
-    let mut s = router.stream(GenerateRequest::user("hi").family("nova").max_tokens(6)).await.unwrap();
+    let mut s = router
+        .stream(GenerateRequest::user("hi").family("nova").max_tokens(6))
+        .await
+        .unwrap();
     let mut done = None;
     while let Some(ev) = s.next().await {
         if let StreamEvent::Completed(d) = ev.unwrap() {
@@ -150,7 +212,11 @@ async fn residency_keeps_traffic_in_the_geography() {
     let emu = emulator().await;
     let router = router(&emu).await;
     let r = router
-        .generate(GenerateRequest::user("hi").family("claude").residency(Residency::Geography(Geography::Eu)))
+        .generate(
+            GenerateRequest::user("hi")
+                .family("claude")
+                .residency(Residency::Geography(Geography::Eu)),
+        )
         .await
         .unwrap();
     assert_eq!(r.decision.region, "eu-west-1");
@@ -163,15 +229,30 @@ async fn bad_input_is_refused_before_sending() {
     let router = router(&emu).await;
     let cases = [
         (GenerateRequest::new(vec![]), "messages"),
-        (GenerateRequest::user("hi").model("gpt-17"), "unknown model \"gpt-17\""),
-        (GenerateRequest::user("hi").family("llama"), "unknown family \"llama\""),
-        (GenerateRequest::user("hi").max_tokens(-1), "inference.max_tokens"),
-        (GenerateRequest::user("hi").temperature(f32::NAN), "inference.temperature"),
+        (
+            GenerateRequest::user("hi").model("gpt-17"),
+            "unknown model \"gpt-17\"",
+        ),
+        (
+            GenerateRequest::user("hi").family("llama"),
+            "unknown family \"llama\"",
+        ),
+        (
+            GenerateRequest::user("hi").max_tokens(-1),
+            "inference.max_tokens",
+        ),
+        (
+            GenerateRequest::user("hi").temperature(f32::NAN),
+            "inference.temperature",
+        ),
     ];
     for (req, needle) in cases {
         let err = router.generate(req.clone()).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidRequest, "{err}");
-        assert!(err.to_string().contains(needle), "{err} should name {needle}");
+        assert!(
+            err.to_string().contains(needle),
+            "{err} should name {needle}"
+        );
         let err = router.stream(req).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidRequest);
     }
@@ -184,17 +265,29 @@ async fn malformed_and_contradictory_config_files_are_named() {
     std::fs::create_dir_all(&dir).unwrap();
     let cases = [
         ("[routing\nmax_attempts = 2\n", "bad.toml"),
-        ("[families.nova]\nvariants = [\"amazon.nova-lite-v1:0\", \"nova-ultra\"]\n", "families.nova.variants"),
+        (
+            "[families.nova]\nvariants = [\"amazon.nova-lite-v1:0\", \"nova-ultra\"]\n",
+            "families.nova.variants",
+        ),
         ("[pricing]\nflex = -0.5\n", "pricing.flex"),
     ];
     for (i, (text, needle)) in cases.iter().enumerate() {
-        let path = dir.join(if i == 0 { "bad.toml".to_string() } else { format!("c{i}.toml") });
+        let path = dir.join(if i == 0 {
+            "bad.toml".to_string()
+        } else {
+            format!("c{i}.toml")
+        });
         std::fs::write(&path, text).unwrap();
         let err = Router::from_config_file(&path).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Config, "{err}");
-        assert!(err.to_string().contains(needle), "{err} should name {needle}");
+        assert!(
+            err.to_string().contains(needle),
+            "{err} should name {needle}"
+        );
     }
-    let err = Router::from_config_file(dir.join("missing.toml")).await.unwrap_err();
+    let err = Router::from_config_file(dir.join("missing.toml"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("missing.toml"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

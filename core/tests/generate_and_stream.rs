@@ -14,7 +14,11 @@ async fn generate_on_bedrock_fills_usage_timings_decision_and_cost() {
     let emu = emulator().await;
     let router = router(&emu).await;
     let r = router
-        .generate(GenerateRequest::user("Summarise the meeting notes").family("nova").max_tokens(16))
+        .generate(
+            GenerateRequest::user("Summarise the meeting notes")
+                .family("nova")
+                .max_tokens(16),
+        )
         .await
         .unwrap();
     assert_eq!(r.text().split(' ').count(), 16);
@@ -22,22 +26,43 @@ async fn generate_on_bedrock_fills_usage_timings_decision_and_cost() {
     assert_eq!(r.usage.output_tokens, 16);
     assert!(r.usage.input_tokens > 0);
     assert!(r.timings.total > std::time::Duration::ZERO);
-    assert_eq!(r.timings.ttft, None, "a whole answer has no first token to time");
+    assert_eq!(
+        r.timings.ttft, None,
+        "a whole answer has no first token to time"
+    );
     let d = &r.decision;
-    assert_eq!((d.provider, d.model.as_str(), d.region.as_str()), (Provider::Bedrock, "amazon.nova-lite-v1:0", "us-east-1"));
+    assert_eq!(
+        (d.provider, d.model.as_str(), d.region.as_str()),
+        (Provider::Bedrock, "amazon.nova-lite-v1:0", "us-east-1")
+    );
     assert_eq!(d.family.as_deref(), Some("nova"));
-    assert_eq!((d.tier, d.served_tier), (Some(ServiceTier::Standard), Some(ServiceTier::Standard)));
-    assert!(d.reasons.iter().any(|x| matches!(x, Reason::FamilyDefaultVariant { .. })));
+    assert_eq!(
+        (d.tier, d.served_tier),
+        (Some(ServiceTier::Standard), Some(ServiceTier::Standard))
+    );
+    assert!(d
+        .reasons
+        .iter()
+        .any(|x| matches!(x, Reason::FamilyDefaultVariant { .. })));
     let price = &router.config().models["amazon.nova-lite-v1:0"].price;
-    let expected = (f64::from(r.usage.input_tokens) * price.input_per_1k + 16.0 * price.output_per_1k) / 1000.0;
-    assert!((r.cost_usd - expected).abs() < 1e-12, "{} vs {expected}", r.cost_usd);
+    let expected = (f64::from(r.usage.input_tokens) * price.input_per_1k
+        + 16.0 * price.output_per_1k)
+        / 1000.0;
+    assert!(
+        (r.cost_usd - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        r.cost_usd
+    );
 }
 
 #[tokio::test]
 async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
     let emu = emulator().await;
     let router = router(&emu).await;
-    let req = GenerateRequest::user("Draft a reply").family("claude").slo_class(SloClass::Interactive).max_tokens(30);
+    let req = GenerateRequest::user("Draft a reply")
+        .family("claude")
+        .slo_class(SloClass::Interactive)
+        .max_tokens(30);
     let mut s = router.stream(req).await.unwrap();
     let mut text = String::new();
     let mut last = None;
@@ -55,9 +80,14 @@ async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
     assert!(done.timings.inter_token.is_some());
     assert!(done.timings.output_tokens_per_second.unwrap() > 0.0);
     assert_eq!(done.decision.tier, Some(ServiceTier::Priority));
-    assert_eq!(done.decision.target, "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+    assert_eq!(
+        done.decision.target,
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    );
     let expected_price = &router.config().models["anthropic.claude-sonnet-4-5-20250929-v1:0"].price;
-    let standard = (f64::from(done.usage.input_tokens) * expected_price.input_per_1k + 30.0 * expected_price.output_per_1k) / 1000.0;
+    let standard = (f64::from(done.usage.input_tokens) * expected_price.input_per_1k
+        + 30.0 * expected_price.output_per_1k)
+        / 1000.0;
     assert!((done.cost_usd - standard * router.config().pricing.priority).abs() < 1e-12);
 }
 
@@ -66,7 +96,10 @@ async fn sagemaker_tgi_and_openai_chat_generate_and_stream() {
     let emu = emulator().await;
     let router = router(&emu).await;
     for model in ["laneway-demo-llm", "laneway-demo-chat"] {
-        let r = router.generate(GenerateRequest::user("hello").model(model).max_tokens(7)).await.unwrap();
+        let r = router
+            .generate(GenerateRequest::user("hello").model(model).max_tokens(7))
+            .await
+            .unwrap();
         assert_eq!(r.text().split(' ').count(), 7, "{model}");
         assert_eq!(r.stop_reason, StopReason::MaxTokens, "{model}");
         assert_eq!(r.decision.provider, Provider::Sagemaker);
@@ -74,7 +107,10 @@ async fn sagemaker_tgi_and_openai_chat_generate_and_stream() {
         assert_eq!(r.decision.tier, None);
         assert!(r.cost_usd > 0.0);
 
-        let mut s = router.stream(GenerateRequest::user("hello").model(model).max_tokens(9)).await.unwrap();
+        let mut s = router
+            .stream(GenerateRequest::user("hello").model(model).max_tokens(9))
+            .await
+            .unwrap();
         let mut deltas = String::new();
         let mut done = None;
         while let Some(ev) = s.next().await {
@@ -85,7 +121,11 @@ async fn sagemaker_tgi_and_openai_chat_generate_and_stream() {
             }
         }
         let done = done.unwrap();
-        assert_eq!(done.text(), deltas, "{model}: split payload parts must be re-assembled");
+        assert_eq!(
+            done.text(),
+            deltas,
+            "{model}: split payload parts must be re-assembled"
+        );
         assert_eq!(done.usage.output_tokens, 9, "{model}");
         assert!(done.timings.ttft.is_some());
     }
@@ -123,5 +163,7 @@ async fn tool_use_comes_back_whole_and_as_deltas() {
     }
     assert!(saw_start);
     let done = done.unwrap();
-    assert!(matches!(&done.content[0], OutputBlock::ToolUse { input, .. } if input["city"] == "example"));
+    assert!(
+        matches!(&done.content[0], OutputBlock::ToolUse { input, .. } if input["city"] == "example")
+    );
 }

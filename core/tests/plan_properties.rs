@@ -38,9 +38,17 @@ fn tier() -> impl Strategy<Value = ServiceTier> {
 }
 
 fn residency() -> impl Strategy<Value = Option<Residency>> {
-    let regions = prop::sample::subsequence(vec!["us-east-1", "us-west-2", "eu-west-1", "ap-south-1"], 1..=3)
-        .prop_map(|r| Residency::Regions(r.into_iter().map(String::from).collect()));
-    let geo = prop_oneof![Just(Geography::Us), Just(Geography::Eu), Just(Geography::Apac)].prop_map(Residency::Geography);
+    let regions = prop::sample::subsequence(
+        vec!["us-east-1", "us-west-2", "eu-west-1", "ap-south-1"],
+        1..=3,
+    )
+    .prop_map(|r| Residency::Regions(r.into_iter().map(String::from).collect()));
+    let geo = prop_oneof![
+        Just(Geography::Us),
+        Just(Geography::Eu),
+        Just(Geography::Apac)
+    ]
+    .prop_map(Residency::Geography);
     prop_oneof![Just(None), geo.prop_map(Some), regions.prop_map(Some)]
 }
 
@@ -88,9 +96,12 @@ fn request() -> impl Strategy<Value = GenerateRequest> {
             req.residency = residency;
             for i in 0..cache_points {
                 if i % 2 == 0 {
-                    req.system.push(SystemBlock::CachePoint(CachePoint::default()));
+                    req.system
+                        .push(SystemBlock::CachePoint(CachePoint::default()));
                 } else {
-                    req.messages[0].content.push(ContentBlock::CachePoint(CachePoint::default()));
+                    req.messages[0]
+                        .content
+                        .push(ContentBlock::CachePoint(CachePoint::default()));
                 }
             }
             req
@@ -146,5 +157,8 @@ fn most_random_requests_plan() {
         let r = request().new_tree(&mut runner).unwrap().current();
         planned += usize::from(plan(&r, &c).is_ok());
     }
-    assert!(planned * 3 > total, "only {planned} of {total} random requests planned");
+    assert!(
+        planned * 3 > total,
+        "only {planned} of {total} random requests planned"
+    );
 }

@@ -25,7 +25,11 @@ fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
     let status = resp[9..12].parse().unwrap();
-    let body = resp.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    let body = resp
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
     (status, body)
 }
 
@@ -40,10 +44,19 @@ fn binary_serves_control_api() {
     let _guard = Running(child);
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("http://").expect("first line is the URL").to_string();
+    let addr = line
+        .trim()
+        .strip_prefix("http://")
+        .expect("first line is the URL")
+        .to_string();
 
     assert_eq!(http(&addr, "GET", "/__laneway/health", "").0, 200);
-    let (status, body) = http(&addr, "POST", "/__laneway/faults", r#"{"kind":"outage","region":"us-east-1","count":2}"#);
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/__laneway/faults",
+        r#"{"kind":"outage","region":"us-east-1","count":2}"#,
+    );
     assert_eq!(status, 200, "{body}");
     let (_, listed) = http(&addr, "GET", "/__laneway/faults", "");
     assert!(listed.contains("outage"), "{listed}");

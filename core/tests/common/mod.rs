@@ -8,7 +8,9 @@ use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCES
 pub const STARTUP_CONFIG: &str = include_str!("../../../examples/startup.toml");
 
 pub async fn emulator() -> Emulator {
-    Emulator::start(Scenario::builtin("fast").unwrap()).await.unwrap()
+    Emulator::start(Scenario::builtin("fast").unwrap())
+        .await
+        .unwrap()
 }
 
 pub fn config(extra: &str) -> Config {
