@@ -87,7 +87,7 @@ impl Answer {
     pub fn text(&self) -> String {
         self.tokens.concat()
     }
-    /// The answer as delivered when a stream breaks after `n` tokens.
+    /// Tokens in the whole answer.
     pub fn output_tokens(&self) -> u32 {
         self.tokens.len() as u32
     }
@@ -401,14 +401,11 @@ impl Engine {
         } else {
             perf.max_concurrency
         };
+        // SageMaker has no modelled throttling error; its front end answers with the same code.
         let throttled = |what: &str| {
-            let code = match ask.service {
-                Service::Bedrock => "ThrottlingException",
-                Service::Sagemaker => "ThrottlingException",
-            };
             ApiError::new(
                 429,
-                code,
+                "ThrottlingException",
                 format!("Too many {what}, please wait before trying again."),
             )
         };

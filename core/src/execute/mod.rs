@@ -7,7 +7,7 @@ mod stream;
 use std::sync::Arc;
 
 use crate::backend::{Backend, Call, Completion};
-use crate::config::{Config, Provider};
+use crate::config::Config;
 use crate::cost;
 use crate::error::{Error, FailedAttempt, Result};
 use crate::plan::{Attempt, Plan, Target};
@@ -101,11 +101,9 @@ impl Executor {
                 family: plan.family.clone(),
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
-                endpoint: match (&attempt.target, plan.provider) {
-                    (Target::Sagemaker { endpoint, .. }, Provider::Sagemaker) => {
-                        Some(endpoint.name.clone())
-                    }
-                    _ => None,
+                endpoint: match &attempt.target {
+                    Target::Sagemaker { endpoint, .. } => Some(endpoint.name.clone()),
+                    Target::Bedrock { .. } => None,
                 },
                 tier: attempt.tier,
                 served_tier: done.served_tier,

@@ -129,7 +129,7 @@ async fn converse_stream(
                     }
                 }
                 Step::Token(_, t) => yield delta(&t),
-                Step::Break { .. } => {
+                Step::Break => {
                     engine.record_broken_stream(&req.ask);
                     let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
                         .unwrap_or_else(|| "modelStreamErrorException".into());
@@ -323,7 +323,7 @@ async fn invoke_stream(
         while let Some(step) = steps.next().await {
             match step {
                 Step::Token(_, t) => yield chunk(&native.delta(&t)),
-                Step::Break { .. } => {
+                Step::Break => {
                     engine.record_broken_stream(&ask);
                     yield eventstream::exception("modelStreamErrorException", &json!({
                         "message": "The model stream was interrupted.", "originalStatusCode": 500,

@@ -82,8 +82,8 @@ pub fn parse_json(
 pub enum Step {
     /// Token `index` is due now.
     Token(usize, String),
-    /// The stream breaks here, after `delivered` tokens.
-    Break { delivered: usize },
+    /// The stream breaks here, after the tokens so far.
+    Break,
     /// Every token was delivered.
     Done,
 }
@@ -99,10 +99,9 @@ pub fn timeline(
     let break_at = answer.break_after.as_ref().map(|(n, _)| *n as usize);
     async_stream::stream! {
         let start = tokio::time::Instant::now();
-        let len = tokens.len();
         for (i, t) in tokens.into_iter().enumerate() {
             if break_at == Some(i) {
-                yield Step::Break { delivered: i };
+                yield Step::Break;
                 return;
             }
             tokio::time::sleep_until(start + ttft + interval * i as u32).await;
@@ -110,7 +109,7 @@ pub fn timeline(
         }
         if break_at.is_some() {
             // A break set beyond the answer's length breaks at its end, before the stop event.
-            yield Step::Break { delivered: len };
+            yield Step::Break;
             return;
         }
         yield Step::Done;

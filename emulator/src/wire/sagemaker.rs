@@ -122,7 +122,7 @@ async fn invoke_stream(
                         yield part(line.as_bytes());
                     }
                 }
-                Step::Break { .. } => {
+                Step::Break => {
                     engine.record_broken_stream(&ask);
                     let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
                         .unwrap_or_else(|| "ModelStreamError".into());
