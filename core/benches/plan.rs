@@ -4,6 +4,7 @@
 //! baseline in the same run is cloning the request, the least work any router must do with it.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use laneway::state::Fresh;
 use laneway::{plan, Config, GenerateRequest, Geography, Residency, SloClass, Tool};
 
 fn requests() -> Vec<(&'static str, GenerateRequest)> {
@@ -24,10 +25,11 @@ fn requests() -> Vec<(&'static str, GenerateRequest)> {
 
 fn bench(c: &mut Criterion) {
     let config = Config::default();
+    let now = std::time::Instant::now();
     let mut group = c.benchmark_group("plan");
     for (name, req) in requests() {
         group.bench_function(format!("{name}/plan"), |b| {
-            b.iter(|| plan(black_box(&req), black_box(&config)).unwrap())
+            b.iter(|| plan(black_box(&req), black_box(&config), black_box(&Fresh(now))).unwrap())
         });
         group.bench_function(format!("{name}/clone_request_baseline"), |b| {
             b.iter(|| black_box(&req).clone())

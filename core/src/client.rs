@@ -11,7 +11,7 @@ use crate::backend::{BedrockBackend, SagemakerBackend};
 use crate::config::Config;
 use crate::error::Result;
 use crate::execute::{Executor, ResponseStream};
-use crate::plan::{plan, Plan};
+use crate::plan::Plan;
 use crate::request::GenerateRequest;
 use crate::response::GenerateResponse;
 
@@ -50,9 +50,9 @@ impl Router {
         &self.exec.config
     }
 
-    /// What the router would do for this request, without sending it.
+    /// What the router would do for this request now, without sending it.
     pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
-        plan(request, &self.exec.config)
+        self.exec.plan(request)
     }
 
     /// Sends a request and waits for the whole answer.
@@ -174,11 +174,11 @@ impl RouterBuilder {
         }
         let base = base.build();
         let regions: Vec<&str> = config.regions.iter().map(|r| r.name.as_str()).collect();
-        let exec = Executor {
-            bedrock: Box::new(BedrockBackend::new(&base, regions.iter().copied())),
-            sagemaker: Box::new(SagemakerBackend::new(&base, regions.iter().copied())),
-            config,
-        };
+        let exec = Executor::new(
+            config.clone(),
+            Box::new(BedrockBackend::new(&base, regions.iter().copied())),
+            Box::new(SagemakerBackend::new(&base, regions.iter().copied())),
+        );
         Ok(Router {
             exec: Arc::new(exec),
         })

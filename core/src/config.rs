@@ -7,9 +7,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use std::time::Duration;
+
 use crate::cost::Price;
 use crate::error::{Error, Result};
 use crate::request::{CacheTtl, Geography, ServiceTier, SloClass};
+use crate::state::{BreakerConfig, BudgetConfig, ReservationConfig};
 
 const DEFAULTS: &str = include_str!("../defaults.toml");
 
@@ -112,12 +115,75 @@ impl PricingConfig {
     }
 }
 
-/// Limits of the attempt loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How calls are routed, retried, failed over and hedged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoutingConfig {
-    /// Most targets one call tries (1 disables failover).
+    /// Most targets one call plans (1 disables failover).
     pub max_attempts: u32,
+    /// Per-target circuit breakers.
+    #[serde(default)]
+    pub breaker: BreakerConfig,
+    /// The share of extra load retries, failovers and hedges may add.
+    #[serde(default)]
+    pub budget: BudgetConfig,
+    /// Retrying the same target when no other is left.
+    #[serde(default)]
+    pub retry: RetryConfig,
+    /// Hedging of interactive calls with a TTFT target.
+    #[serde(default)]
+    pub hedge: HedgeConfig,
+    /// TTFT assumed for a target not measured yet, when ordering by latency (milliseconds).
+    #[serde(default = "default_prior_ttft", with = "crate::serde_millis")]
+    pub prior_ttft: Duration,
+    /// Output tokens assumed for a call without `max_tokens`, for reservations and deadlines.
+    #[serde(default = "default_output_estimate")]
+    pub default_output_tokens: u32,
+    /// The sliding window of reserved-capacity ledgers (a minute; shorter only in tests).
+    #[serde(default = "one_minute", with = "crate::serde_millis")]
+    pub reserved_window: Duration,
+}
+
+/// Retrying the same target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Retries of the last remaining target after a failure that allows it.
+    pub max_same_target: u32,
+    /// Wait before such a retry when the service gave no Retry-After (doubled each time).
+    #[serde(with = "crate::serde_millis")]
+    pub backoff: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_same_target: 1,
+            backoff: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Hedging: a second attempt when the first token is late.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeConfig {
+    pub enabled: bool,
+    /// The quantile of the first target's recent TTFTs after which the hedge is sent.
+    pub quantile: f64,
+    /// Never hedge sooner than this (milliseconds).
+    #[serde(with = "crate::serde_millis")]
+    pub min_delay: Duration,
+}
+
+impl Default for HedgeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            quantile: 0.9,
+            min_delay: Duration::from_millis(50),
+        }
+    }
 }
 
 /// Settings of the AWS clients.
@@ -222,9 +288,16 @@ pub struct ModelConfig {
     /// Bedrock: prompt-caching rules; absent means no caching (checkpoints are never sent).
     #[serde(default)]
     pub prompt_cache: Option<PromptCacheConfig>,
+    /// Bedrock: reserved capacity; calls whose SLO maps to standard (or reserved) use it while
+    /// it has room and overflow to standard after.
+    #[serde(default)]
+    pub reserved: Option<ReservationConfig>,
     /// SageMaker: endpoints serving it, in order of preference.
     #[serde(default)]
     pub endpoints: Vec<EndpointConfig>,
+    /// SageMaker: a Bedrock family to fall back to when every endpoint fails.
+    #[serde(default)]
+    pub fallback_family: Option<String>,
     pub price: Price,
 }
 
@@ -466,6 +539,18 @@ impl Config {
                         "only SageMaker models have endpoints",
                     ));
                 }
+                if m.reserved.is_some() && !m.tiers.contains(&ServiceTier::Reserved) {
+                    return Err(Error::config(
+                        field("reserved"),
+                        "the model has a reservation but `reserved` is not among its tiers",
+                    ));
+                }
+                if m.fallback_family.is_some() {
+                    return Err(Error::config(
+                        field("fallback_family"),
+                        "only SageMaker models fall back to a Bedrock family",
+                    ));
+                }
                 if let Some(c) = &m.prompt_cache {
                     if c.ttls.is_empty() {
                         return Err(Error::config(
@@ -539,6 +624,18 @@ fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
         }
         None => String::new(),
     }
+}
+
+fn default_prior_ttft() -> Duration {
+    Duration::from_secs(1)
+}
+
+fn default_output_estimate() -> u32 {
+    512
+}
+
+fn one_minute() -> Duration {
+    Duration::from_secs(60)
 }
 
 fn yes() -> bool {

@@ -144,6 +144,8 @@ pub struct ServiceError {
     pub http_status: Option<u16>,
     /// The `x-amzn-RequestId` of the answer, for AWS support.
     pub request_id: Option<String>,
+    /// How long the service asked to wait (`Retry-After`), if it did.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// How much of a stream reached the caller before it failed.
@@ -188,9 +190,13 @@ pub enum Error {
         delivered: Delivered,
         cause: Box<Error>,
     },
-    /// Every planned target failed with an error that allowed failover.
-    #[error("all {} targets failed: {}", .attempts.len(), summarise(.attempts))]
-    AllTargetsFailed { attempts: Vec<FailedAttempt> },
+    /// Every planned target failed with an error that allowed failover, or the retry budget
+    /// allowed no further attempt.
+    #[error("all {} attempts failed{}: {}", .attempts.len(), if *.budget_exhausted { " (retry budget exhausted)" } else { "" }, summarise(.attempts))]
+    AllTargetsFailed {
+        attempts: Vec<FailedAttempt>,
+        budget_exhausted: bool,
+    },
 }
 
 fn summarise(attempts: &[FailedAttempt]) -> String {

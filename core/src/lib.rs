@@ -48,3 +48,26 @@ pub use response::{
     GenerateResponse, InterTokenSummary, OutputBlock, RouteDecision, StopReason, StreamEvent,
     Timings, Usage,
 };
+pub mod state;
+
+/// Durations as milliseconds in configuration files.
+pub(crate) mod serde_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        if ms.is_finite() && ms >= 0.0 {
+            Ok(Duration::from_secs_f64(ms / 1000.0))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "milliseconds must be a finite number >= 0, got {ms}"
+            )))
+        }
+    }
+}

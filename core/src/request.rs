@@ -49,6 +49,11 @@ pub struct GenerateRequest {
     /// Forces a service tier instead of the one the SLO class maps to.
     #[serde(default)]
     pub tier: Option<ServiceTier>,
+    /// When a stream breaks after text was delivered, continue on the next target by sending
+    /// the delivered text back as the start of the assistant's turn (a `Continued` event marks
+    /// the seam). Off: the stream ends with `StreamInterrupted`.
+    #[serde(default)]
+    pub continue_on_interrupt: bool,
 }
 
 /// Which model serves a request.
@@ -403,6 +408,7 @@ impl GenerateRequest {
             task_id: None,
             residency: None,
             tier: None,
+            continue_on_interrupt: false,
         }
     }
 
@@ -459,6 +465,11 @@ impl GenerateRequest {
     /// Restricts where the call may be processed.
     pub fn residency(mut self, residency: Residency) -> Self {
         self.residency = Some(residency);
+        self
+    }
+    /// Continues a broken stream on the next target instead of ending it.
+    pub fn continue_on_interrupt(mut self, on: bool) -> Self {
+        self.continue_on_interrupt = on;
         self
     }
     /// Forces a service tier.
@@ -586,6 +597,46 @@ impl GenerateRequest {
             }
         }
         Ok(())
+    }
+
+    /// Input tokens estimated before sending: a quarter of the characters of every text, tool
+    /// schema and tool input, rounded up, plus a fixed allowance per image. Within about 25%
+    /// for English prose on current tokenizers; used for reservations and deadlines, never
+    /// billed.
+    pub fn estimated_input_tokens(&self) -> u64 {
+        const IMAGE_TOKENS: usize = 1_600;
+        let mut chars = 0usize;
+        for b in &self.system {
+            if let SystemBlock::Text(t) = b {
+                chars += t.chars().count();
+            }
+        }
+        for t in &self.tools {
+            if let Tool::Spec(s) = t {
+                chars += s.name.len()
+                    + s.description.as_deref().map_or(0, str::len)
+                    + s.input_schema.to_string().len();
+            }
+        }
+        for m in &self.messages {
+            for b in &m.content {
+                chars += match b {
+                    ContentBlock::Text(t) => t.chars().count(),
+                    ContentBlock::Image(_) => IMAGE_TOKENS * 4,
+                    ContentBlock::ToolUse(t) => t.name.len() + t.input.to_string().len(),
+                    ContentBlock::ToolResult(r) => r
+                        .content
+                        .iter()
+                        .map(|c| match c {
+                            ToolResultContent::Text(t) => t.chars().count(),
+                            ToolResultContent::Json(v) => v.to_string().len(),
+                        })
+                        .sum(),
+                    ContentBlock::CachePoint(_) => 0,
+                };
+            }
+        }
+        chars.div_ceil(4) as u64
     }
 
     /// The cache checkpoints the caller placed, in prompt order (tools, system, messages).

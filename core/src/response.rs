@@ -170,6 +170,21 @@ pub struct RouteDecision {
     pub reasons: Vec<Reason>,
     /// Attempts that failed before this one succeeded.
     pub failed_attempts: Vec<FailedAttempt>,
+    /// Requests sent for this call: 1, plus retries, failovers and hedges.
+    pub attempts_sent: u32,
+    /// Whether a hedge was sent, and who won.
+    pub hedge: Option<HedgeReport>,
+}
+
+/// A hedge: a second attempt sent when the first token was late.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HedgeReport {
+    /// How long the first attempt had before the hedge went.
+    pub delay: Duration,
+    /// The target of the hedge.
+    pub hedge_target: String,
+    /// Whether the hedge produced the first token (else the first attempt did).
+    pub hedge_won: bool,
 }
 
 /// One event of [`Router::stream`](crate::Router::stream).
@@ -186,6 +201,15 @@ pub enum StreamEvent {
     },
     /// A piece of a tool call's JSON input.
     ToolUseDelta { index: u32, input_json: String },
+    /// The stream broke after text was delivered and continues on another target, which was
+    /// sent the delivered text as the start of its answer. What follows continues that text.
+    Continued {
+        /// What had been delivered when it broke.
+        delivered: crate::error::Delivered,
+        /// The target that failed, and how.
+        failed_target: String,
+        kind: crate::error::ErrorKind,
+    },
     /// The stream completed: the whole response, with usage, timings, decision and cost.
     Completed(Box<GenerateResponse>),
 }

@@ -27,7 +27,8 @@ async fn single_target_errors_keep_their_kind() {
         (FaultKind::ModelNotReady, ErrorKind::ModelNotReady),
         (FaultKind::InternalError, ErrorKind::Internal),
     ] {
-        emu.add_fault(Fault::new(fault).times(1));
+        // The one target is tried, then retried once after a back-off: both fail.
+        emu.add_fault(Fault::new(fault).times(2));
         let err = router.generate(single_target()).await.unwrap_err();
         assert_eq!(err.kind(), kind, "{err}");
         let Error::Service(e) = &err else {
@@ -43,18 +44,32 @@ async fn single_target_errors_keep_their_kind() {
 }
 
 #[tokio::test]
-async fn sagemaker_model_not_ready_is_typed() {
+async fn sagemaker_cold_start_is_retried_then_typed() {
     let emu = emulator().await;
     let router = router(&emu).await;
+    let req = || {
+        GenerateRequest::user("hi")
+            .model("laneway-demo-llm")
+            .max_tokens(5)
+    };
     emu.add_fault(
         Fault::new(FaultKind::ModelNotReady)
             .for_model("laneway-demo-llm")
             .times(1),
     );
-    let err = router
-        .generate(GenerateRequest::user("hi").model("laneway-demo-llm"))
-        .await
-        .unwrap_err();
+    let r = router.generate(req()).await.unwrap();
+    assert_eq!(
+        r.decision.attempts_sent, 2,
+        "the only endpoint is retried after a back-off"
+    );
+    assert_eq!(r.decision.failed_attempts[0].kind, ErrorKind::ModelNotReady);
+
+    emu.add_fault(
+        Fault::new(FaultKind::ModelNotReady)
+            .for_model("laneway-demo-llm")
+            .times(2),
+    );
+    let err = router.generate(req()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ModelNotReady);
 }
 
@@ -92,12 +107,14 @@ async fn when_every_target_fails_each_attempt_is_listed() {
         .generate(GenerateRequest::user("hi").family("nova"))
         .await
         .unwrap_err();
-    let Error::AllTargetsFailed { attempts } = &err else {
+    let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
     };
+    let routing = router.config().routing;
     assert_eq!(
         attempts.len(),
-        router.config().routing.max_attempts as usize
+        (routing.max_attempts + routing.retry.max_same_target) as usize,
+        "every target, then the last one retried"
     );
     assert!(attempts
         .iter()

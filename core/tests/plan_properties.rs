@@ -2,8 +2,10 @@
 //! violated, no tier a model lacks is ever planned, never more than four cache checkpoints.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 use laneway::plan::targets::allowed;
+use laneway::state::Fresh;
 use laneway::{
     plan, CachePoint, Config, ContentBlock, GenerateRequest, Geography, ModelRef, Provider,
     Residency, ServiceTier, SloClass, SystemBlock,
@@ -113,7 +115,7 @@ proptest! {
 
     #[test]
     fn plans_respect_residency_tiers_and_limits(config in config(), req in request()) {
-        let Ok(p) = plan(&req, &config) else { return Ok(()) };
+        let Ok(p) = plan(&req, &config, &Fresh(Instant::now())) else { return Ok(()) };
         let model = &config.models[&p.model];
         prop_assert!(!p.attempts.is_empty());
         prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
@@ -140,7 +142,7 @@ proptest! {
     #[test]
     fn planning_never_panics_on_arbitrary_json_requests(json in "\\PC{0,200}") {
         if let Ok(req) = serde_json::from_str::<GenerateRequest>(&json) {
-            let _ = plan(&req, &base());
+            let _ = plan(&req, &base(), &Fresh(Instant::now()));
         }
     }
 }
@@ -155,7 +157,7 @@ fn most_random_requests_plan() {
     for _ in 0..total {
         let c = config().new_tree(&mut runner).unwrap().current();
         let r = request().new_tree(&mut runner).unwrap().current();
-        planned += usize::from(plan(&r, &c).is_ok());
+        planned += usize::from(plan(&r, &c, &Fresh(Instant::now())).is_ok());
     }
     assert!(
         planned * 3 > total,

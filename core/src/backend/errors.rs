@@ -16,12 +16,14 @@ where
     match &err {
         SdkError::ServiceError(ctx) => {
             let status = ctx.raw().status().as_u16();
-            let request_id = ctx
-                .raw()
-                .headers()
-                .get("x-amzn-requestid")
-                .map(str::to_string);
-            service(ctx.err(), Some(status), request_id, target)
+            let headers = ctx.raw().headers();
+            let request_id = headers.get("x-amzn-requestid").map(str::to_string);
+            let retry_after = headers
+                .get("retry-after")
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(std::time::Duration::from_secs_f64);
+            service(ctx.err(), Some(status), request_id, retry_after, target)
         }
         _ => non_service(&err, target),
     }
@@ -34,7 +36,7 @@ where
     R: std::fmt::Debug,
 {
     match &err {
-        SdkError::ServiceError(ctx) => service(ctx.err(), None, None, target),
+        SdkError::ServiceError(ctx) => service(ctx.err(), None, None, None, target),
         _ => non_service(&err, target),
     }
 }
@@ -43,6 +45,7 @@ fn service<E: ProvideErrorMetadata>(
     e: &E,
     status: Option<u16>,
     request_id: Option<String>,
+    retry_after: Option<std::time::Duration>,
     target: &Target,
 ) -> Error {
     let code = e.code().unwrap_or_default().to_string();
@@ -54,6 +57,7 @@ fn service<E: ProvideErrorMetadata>(
         region: target.region().to_string(),
         http_status: status,
         request_id,
+        retry_after,
     })
 }
 
@@ -84,5 +88,6 @@ where
         region: target.region().to_string(),
         http_status: None,
         request_id: None,
+        retry_after: None,
     })
 }

@@ -34,6 +34,11 @@ impl Clock {
         self.last = Some(now);
     }
 
+    /// Time since the call started.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
     /// Forgets deltas of a failed attempt; the start stays, so TTFT includes the failover.
     pub fn restart_attempt(&mut self) {
         self.first = None;
@@ -42,7 +47,8 @@ impl Clock {
     }
 
     /// The timings so far; `output_tokens` gives the throughput.
-    pub fn finish(mut self, output_tokens: u32) -> Timings {
+    pub fn finish(&self, output_tokens: u32) -> Timings {
+        let mut gaps = self.gaps.clone();
         let end = Instant::now();
         let ttft = self.first.map(|f| f - self.start);
         let generation = match (self.first, self.last) {
@@ -51,7 +57,7 @@ impl Clock {
         };
         Timings {
             ttft,
-            inter_token: InterTokenSummary::from_gaps(&mut self.gaps),
+            inter_token: InterTokenSummary::from_gaps(&mut gaps),
             total: end - self.start,
             // Tokens after the first, over the time they took to arrive.
             output_tokens_per_second: generation

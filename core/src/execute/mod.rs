@@ -1,27 +1,36 @@
-//! Execution: walks a plan's attempts, fails over on errors whose kind allows it, and turns
-//! backend answers into responses with timings, decision and cost.
+//! Execution: walks a plan's attempts through breakers, reservations and the retry budget,
+//! fails over or retries by the error's kind, hedges late first tokens, and feeds every outcome
+//! back into the live state.
 
+mod attempt;
 mod clock;
+mod run;
 mod stream;
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use crate::backend::{Backend, Call, Completion};
+use futures::StreamExt;
+
+use crate::backend::{Backend, Call};
 use crate::config::Config;
-use crate::cost;
-use crate::error::{Error, FailedAttempt, Result};
-use crate::plan::{Attempt, Plan, Target};
-use crate::request::GenerateRequest;
-use crate::response::{GenerateResponse, RouteDecision, Timings};
+use crate::error::{Error, ErrorKind, Result, ServiceError};
+use crate::plan::{plan, Plan, Target};
+use crate::request::{GenerateRequest, SloClass};
+use crate::response::{GenerateResponse, StreamEvent};
+use crate::state::State;
 
+pub use attempt::{classify, Verdict};
 pub use clock::Clock;
+pub use run::Run;
 pub use stream::ResponseStream;
 
-/// The configuration and the backends: everything `execute` needs.
+/// The configuration, the backends and the live state: everything a call needs.
 pub struct Executor {
     pub config: Config,
     pub bedrock: Box<dyn Backend>,
     pub sagemaker: Box<dyn Backend>,
+    pub state: State,
 }
 
 impl std::fmt::Debug for Executor {
@@ -33,6 +42,22 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
+    /// An executor with fresh state.
+    pub fn new(config: Config, bedrock: Box<dyn Backend>, sagemaker: Box<dyn Backend>) -> Self {
+        let state = State::new(&config);
+        Self {
+            config,
+            bedrock,
+            sagemaker,
+            state,
+        }
+    }
+
+    /// Plans a call against the live state now.
+    pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
+        plan(request, &self.config, &self.state.at(Instant::now()))
+    }
+
     fn backend(&self, target: &Target) -> &dyn Backend {
         match target {
             Target::Bedrock { .. } => self.bedrock.as_ref(),
@@ -40,88 +65,65 @@ impl Executor {
         }
     }
 
+    /// Whether a call is hedged: interactive, with a TTFT target, and somewhere to hedge to.
+    fn hedges(&self, request: &GenerateRequest, plan: &Plan) -> bool {
+        self.config.routing.hedge.enabled
+            && request.slo.class == SloClass::Interactive
+            && request.slo.ttft_target.is_some()
+            && plan.attempts.len() > 1
+    }
+
     /// Sends the request down the plan's attempts until one answers.
     pub async fn generate(
-        &self,
+        self: &Arc<Self>,
         request: &GenerateRequest,
         plan: Plan,
     ) -> Result<GenerateResponse> {
-        let clock = Clock::start();
-        let mut failed = Vec::new();
-        for attempt in &plan.attempts {
-            let call = Call { request, attempt };
-            match self.backend(&attempt.target).generate(call).await {
+        if self.hedges(request, &plan) {
+            // A hedge races first tokens, which only a stream shows.
+            let mut events = Arc::clone(self).stream(request.clone(), plan);
+            while let Some(event) = events.next().await {
+                if let StreamEvent::Completed(done) = event? {
+                    return Ok(*done);
+                }
+            }
+            return Err(Error::from(ServiceError {
+                kind: ErrorKind::Transport,
+                code: String::new(),
+                message: "the stream ended without a response".into(),
+                target: String::new(),
+                region: String::new(),
+                http_status: None,
+                request_id: None,
+                retry_after: None,
+            }));
+        }
+        let mut run = Run::new(self, request, &plan);
+        loop {
+            let Some(inflight) = run.next_attempt() else {
+                return Err(run.exhausted());
+            };
+            let result = self
+                .backend(&inflight.attempt.target)
+                .generate(Call {
+                    request,
+                    attempt: &inflight.attempt,
+                })
+                .await;
+            match result {
                 Ok(done) => {
-                    let timings = clock.finish(done.usage.output_tokens);
-                    return Ok(self.respond(&plan, attempt, done, timings, failed));
+                    let timings = run.clock.finish(done.usage.output_tokens);
+                    let attempt = inflight.attempt.clone();
+                    inflight.succeed(&done.usage, &timings);
+                    return Ok(run.respond(&attempt, done, timings));
                 }
-                Err(e) if e.fails_over() => {
-                    tracing::debug!(target = attempt.target.id(), region = attempt.target.region(), kind = %e.kind(), "attempt failed; failing over");
-                    failed.push((
-                        e.as_failed_attempt(attempt.target.id(), attempt.target.region()),
-                        e,
-                    ));
-                }
-                Err(e) => return Err(e),
+                Err(e) => run.after_failure(inflight, e).await?,
             }
         }
-        Err(exhausted(failed))
     }
 
     /// Streams the request down the plan's attempts; see [`ResponseStream`].
     pub fn stream(self: Arc<Self>, request: GenerateRequest, plan: Plan) -> ResponseStream {
         stream::run(self, request, plan)
-    }
-
-    /// Builds the response of a successful attempt.
-    pub(crate) fn respond(
-        &self,
-        plan: &Plan,
-        attempt: &Attempt,
-        done: Completion,
-        timings: Timings,
-        failed: Vec<(FailedAttempt, Error)>,
-    ) -> GenerateResponse {
-        let model = &self.config.models[&plan.model];
-        let cost_usd = cost::call_cost(
-            &model.price,
-            &self.config.pricing,
-            &done.usage,
-            done.served_tier.or(attempt.tier),
-            attempt.target.profile(),
-        );
-        GenerateResponse {
-            content: done.content,
-            stop_reason: done.stop_reason,
-            usage: done.usage,
-            timings,
-            decision: RouteDecision {
-                provider: plan.provider,
-                model: plan.model.clone(),
-                family: plan.family.clone(),
-                target: attempt.target.id().to_string(),
-                region: attempt.target.region().to_string(),
-                endpoint: match &attempt.target {
-                    Target::Sagemaker { endpoint, .. } => Some(endpoint.name.clone()),
-                    Target::Bedrock { .. } => None,
-                },
-                tier: attempt.tier,
-                served_tier: done.served_tier,
-                reasons: plan.reasons.clone(),
-                failed_attempts: failed.into_iter().map(|(f, _)| f).collect(),
-            },
-            cost_usd,
-        }
-    }
-}
-
-/// The error once every attempt failed over: the error itself when there was one attempt,
-/// else [`Error::AllTargetsFailed`] with each.
-fn exhausted(mut failed: Vec<(FailedAttempt, Error)>) -> Error {
-    if failed.len() == 1 {
-        return failed.pop().expect("one element").1;
-    }
-    Error::AllTargetsFailed {
-        attempts: failed.into_iter().map(|(f, _)| f).collect(),
     }
 }

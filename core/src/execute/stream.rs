@@ -8,12 +8,17 @@ use std::task::{Context, Poll};
 
 use futures::{Stream, StreamExt};
 
-use super::{exhausted, Clock, Executor};
-use crate::backend::{BackendEvent, Call, Completion};
+use std::time::Duration;
+
+use futures::future::Either;
+
+use super::attempt::InFlight;
+use super::{Executor, Run};
+use crate::backend::{BackendEvent, Call, Completion, EventStream};
 use crate::error::{Delivered, Error, ErrorKind, Result, ServiceError};
-use crate::plan::Plan;
-use crate::request::GenerateRequest;
-use crate::response::{OutputBlock, StopReason, StreamEvent, Usage};
+use crate::plan::{Attempt, Plan};
+use crate::request::{GenerateRequest, Message};
+use crate::response::{HedgeReport, OutputBlock, StopReason, StreamEvent, Usage};
 
 /// The events of one streamed call: deltas, then [`StreamEvent::Completed`]; or an error,
 /// after which it ends. Dropping it cancels the call.
@@ -113,6 +118,17 @@ impl Assembly {
         self.stop.is_some()
     }
 
+    /// The text of every text block so far.
+    fn text(&self) -> String {
+        self.blocks
+            .values()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.as_str()),
+                Block::Tool { .. } => None,
+            })
+            .collect()
+    }
+
     fn delivered(&self) -> Delivered {
         Delivered {
             output_tokens: self.delivered.deltas,
@@ -150,73 +166,192 @@ impl Assembly {
     }
 }
 
+type Opened = Result<(EventStream, Option<Result<BackendEvent>>)>;
+
+/// Sends one attempt and waits for its first event.
+async fn open<'a>(
+    exec: &Executor,
+    request: &GenerateRequest,
+    inflight: InFlight<'a>,
+) -> (InFlight<'a>, Opened) {
+    let result = {
+        let call = Call {
+            request,
+            attempt: &inflight.attempt,
+        };
+        match exec.backend(&inflight.attempt.target).stream(call).await {
+            Ok(mut events) => {
+                let first = events.next().await;
+                Ok((events, first))
+            }
+            Err(e) => Err(e),
+        }
+    };
+    (inflight, result)
+}
+
+fn produced_a_token(opened: &Opened) -> bool {
+    matches!(opened, Ok((_, Some(Ok(_)))))
+}
+
+/// Splits an opened attempt into its stream and first event, or its error.
+fn into_parts(opened: Opened) -> Result<(EventStream, Option<Result<BackendEvent>>)> {
+    match opened {
+        Ok((_, Some(Err(e)))) => Err(e),
+        other => other,
+    }
+}
+
+/// The hedge delay: the first target's recent TTFT quantile, within [min_delay, ttft_target].
+fn hedge_delay(exec: &Executor, request: &GenerateRequest, attempt: &Attempt) -> Duration {
+    let hedge = exec.config.routing.hedge;
+    let target = request
+        .slo
+        .ttft_target
+        .unwrap_or(exec.config.routing.prior_ttft);
+    let observed = exec.state.ttft_quantile(
+        attempt.target.region(),
+        attempt.target.id(),
+        attempt.tier,
+        hedge.quantile,
+    );
+    observed
+        .unwrap_or(target / 2)
+        .min(target)
+        .max(hedge.min_delay)
+}
+
+/// The request sent to continue a broken stream: the delivered text as the assistant's prefill.
+fn continuation(request: &GenerateRequest, delivered: &str) -> GenerateRequest {
+    let mut next = request.clone();
+    // Bedrock refuses a prefill that ends in white space; the model resumes after it.
+    let prefill = delivered.trim_end();
+    if !prefill.is_empty() {
+        next.messages.push(Message::assistant(prefill));
+    }
+    next
+}
+
 pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> ResponseStream {
     let events = async_stream::stream! {
-        let mut clock = Clock::start();
-        let mut failed = Vec::new();
-        'attempts: for attempt in &plan.attempts {
-            let call = Call { request: &request, attempt };
-            let mut events = match exec.backend(&attempt.target).stream(call).await {
-                Ok(s) => s,
-                Err(e) if e.fails_over() => {
-                    failed.push((e.as_failed_attempt(attempt.target.id(), attempt.target.region()), e));
+        let exec = &*exec;
+        let hedges = exec.hedges(&request, &plan);
+        let mut run = Run::new(exec, &request, &plan);
+        let mut assembly = Assembly::default();
+        // Output already delivered by attempts that broke, when continuing.
+        let mut carried = Usage::default();
+        let mut resumed: Option<GenerateRequest> = None;
+        loop {
+            let Some(first) = run.next_attempt() else {
+                yield Err(run.exhausted());
+                return;
+            };
+            let req = resumed.as_ref().unwrap_or(&request);
+            let (inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
+                let delay = hedge_delay(exec, req, &first.attempt);
+                let primary = open(exec, req, first);
+                futures::pin_mut!(primary);
+                match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
+                    Either::Left((done, _)) => done,
+                    Either::Right(((), primary)) => match run.next_attempt() {
+                        None => primary.await,
+                        Some(second) => {
+                            let hedge_target = second.attempt.target.id().to_string();
+                            let hedge = open(exec, req, second);
+                            futures::pin_mut!(hedge);
+                            let (done, hedge_won) = match futures::future::select(primary, hedge).await {
+                                Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
+                                Either::Left((a, hedge)) => {
+                                    if let Err(e) = into_parts(a.1) { run.record_failed(a.0, e); }
+                                    (hedge.await, true)
+                                }
+                                Either::Right((b, _loser)) if produced_a_token(&b.1) => (b, true),
+                                Either::Right((b, primary)) => {
+                                    if let Err(e) = into_parts(b.1) { run.record_failed(b.0, e); }
+                                    (primary.await, false)
+                                }
+                            };
+                            // The loser, if still running, was dropped above: its request is cancelled.
+                            run.hedge = Some(HedgeReport { delay, hedge_target, hedge_won });
+                            done
+                        }
+                    },
+                }
+            } else {
+                open(exec, req, first).await
+            };
+            let (mut events, mut pending) = match into_parts(opened) {
+                Ok(parts) => parts,
+                Err(e) => {
+                    if let Err(stop) = run.after_failure(inflight, e).await {
+                        yield Err(stop);
+                        return;
+                    }
                     continue;
                 }
-                Err(e) => {
-                    yield Err(e);
-                    return;
-                }
             };
-            let mut assembly = Assembly::default();
             loop {
-                match events.next().await {
+                let next = match pending.take() {
+                    Some(ev) => Some(ev),
+                    None => events.next().await,
+                };
+                let failure = match next {
                     Some(Ok(ev)) => {
                         if let Some(out) = assembly.take(ev) {
                             if matches!(out, StreamEvent::TextDelta { .. } | StreamEvent::ToolUseDelta { .. }) {
-                                clock.delta();
+                                run.clock.delta();
                             }
                             yield Ok(out);
                         }
+                        continue;
                     }
-                    Some(Err(e)) => {
-                        // Nothing reached the caller yet: another target may still serve it whole.
-                        if assembly.yielded == 0 && e.fails_over() {
-                            failed.push((e.as_failed_attempt(attempt.target.id(), attempt.target.region()), e));
-                            clock.restart_attempt();
-                            continue 'attempts;
-                        }
-                        yield Err(Error::StreamInterrupted { delivered: assembly.delivered(), cause: Box::new(e) });
-                        return;
-                    }
+                    Some(Err(e)) => e,
                     None if assembly.is_complete() => {
-                        let done = assembly.into_completion();
-                        let timings = clock.finish(done.usage.output_tokens);
-                        let response = exec.respond(&plan, attempt, done, timings, failed);
-                        yield Ok(StreamEvent::Completed(Box::new(response)));
+                        let mut done = std::mem::take(&mut assembly).into_completion();
+                        done.usage.output_tokens += carried.output_tokens;
+                        done.usage.input_tokens += carried.input_tokens;
+                        let timings = run.clock.finish(done.usage.output_tokens);
+                        let attempt = inflight.attempt.clone();
+                        inflight.succeed(&done.usage, &timings);
+                        yield Ok(StreamEvent::Completed(Box::new(run.respond(&attempt, done, timings))));
                         return;
                     }
-                    None => {
-                        let cause = Error::from(ServiceError {
-                            kind: ErrorKind::Transport,
-                            code: String::new(),
-                            message: "the stream ended before the model's stop and usage events".into(),
-                            target: attempt.target.id().to_string(),
-                            region: attempt.target.region().to_string(),
-                            http_status: None,
-                            request_id: None,
-                        });
-                        if assembly.yielded == 0 {
-                            failed.push((cause.as_failed_attempt(attempt.target.id(), attempt.target.region()), cause));
-                            clock.restart_attempt();
-                            continue 'attempts;
-                        }
-                        yield Err(Error::StreamInterrupted { delivered: assembly.delivered(), cause: Box::new(cause) });
+                    None => Error::from(ServiceError {
+                        kind: ErrorKind::Transport,
+                        code: String::new(),
+                        message: "the stream ended before the model's stop event".into(),
+                        target: inflight.attempt.target.id().to_string(),
+                        region: inflight.attempt.target.region().to_string(),
+                        http_status: None,
+                        request_id: None,
+                        retry_after: None,
+                    }),
+                };
+                if assembly.yielded == 0 {
+                    // Nothing reached the caller: another target may still serve it whole.
+                    run.clock.restart_attempt();
+                    if let Err(stop) = run.after_failure(inflight, failure).await {
+                        yield Err(stop);
                         return;
                     }
+                } else if request.continue_on_interrupt && failure.fails_over() && run.has_more() {
+                    let delivered = assembly.delivered();
+                    let failed_target = inflight.attempt.target.id().to_string();
+                    let kind = failure.kind();
+                    run.record_failed(inflight, failure);
+                    carried.output_tokens = delivered.output_tokens;
+                    carried.input_tokens += u32::try_from(request.estimated_input_tokens()).unwrap_or(u32::MAX);
+                    resumed = Some(continuation(&request, &assembly.text()));
+                    yield Ok(StreamEvent::Continued { delivered, failed_target, kind });
+                } else {
+                    let delivered = assembly.delivered();
+                    run.record_failed(inflight, failure.clone());
+                    yield Err(Error::StreamInterrupted { delivered, cause: Box::new(failure) });
+                    return;
                 }
+                break;
             }
         }
-        yield Err(exhausted(failed));
     };
     ResponseStream {
         inner: Box::pin(events),

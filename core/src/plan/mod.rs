@@ -1,5 +1,6 @@
 //! Planning: a pure function from a request and the configuration to an ordered list of
-//! attempts, with the reason for every choice. No I/O, no clock, no awaits.
+//! attempts, with the reason for every choice. No I/O, no clock reads (the time comes with the
+//! [`Observations`]), no awaits.
 //!
 //! The policies run in a fixed order: [`variant`] (which model) -> [`tier`] (which service tier)
 //! -> [`targets`] (which regions, profiles or endpoints) -> [`prompt_cache`] (which checkpoints).
@@ -13,11 +14,12 @@ mod reason;
 
 use serde::Serialize;
 
-pub use reason::{Exclusion, Reason};
+pub use reason::{Exclusion, OverflowCause, Reason};
 
 use crate::config::{Config, EndpointConfig, ModelConfig, ProfileScope, Provider};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::request::{GenerateRequest, ServiceTier};
+use crate::state::Observations;
 
 /// What `execute` will do for one call: attempts in order, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,6 +38,9 @@ pub struct Plan {
 /// One target to try, and how.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {
+    /// The configured model this attempt sends to (a fallback family's variant may differ from
+    /// the plan's model).
+    pub model: String,
     pub target: Target,
     /// The Bedrock service tier; `None` for SageMaker.
     pub tier: Option<ServiceTier>,
@@ -83,37 +88,114 @@ impl Target {
     }
 }
 
-/// Plans one call.
+/// Plans one call from the request, the configuration and the live state at one instant.
 ///
 /// ```
-/// use laneway::{plan, Config, GenerateRequest, SloClass, ServiceTier};
+/// use laneway::{plan, state::Fresh, Config, GenerateRequest, SloClass, ServiceTier};
 /// let config = Config::default();
-/// let p = plan(&GenerateRequest::user("hi").family("nova").slo_class(SloClass::Interactive), &config).unwrap();
+/// let now = std::time::Instant::now();
+/// let p = plan(&GenerateRequest::user("hi").family("nova").slo_class(SloClass::Interactive), &config, &Fresh(now)).unwrap();
 /// assert_eq!(p.model, "amazon.nova-lite-v1:0");
 /// assert_eq!(p.attempts[0].tier, Some(ServiceTier::Priority));
 /// assert_eq!(p.attempts[0].target.region(), "us-east-1");
 /// ```
-pub fn plan(request: &GenerateRequest, config: &Config) -> Result<Plan> {
+pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations) -> Result<Plan> {
     request.validate()?;
     let mut reasons = Vec::new();
     let chosen = variant::choose(request, config, &mut reasons)?;
     let model: &ModelConfig = &config.models[&chosen.model];
-    let tier = tier::choose(request, &chosen.model, model, config, &mut reasons)?;
-    let latency_optimized = tier::latency_optimized(request, model, &mut reasons);
-    let targets = targets::enumerate(request, &chosen, model, config, &mut reasons)?;
+    let mut attempts = attempts_for(request, &chosen, model, config, obs, &mut reasons)?;
+    if let Some(first) = attempts.first() {
+        if let Some(tier) =
+            tier::escalate_for_deadline(request, model, first, config, obs, &mut reasons)
+        {
+            for a in &mut attempts {
+                a.tier = Some(tier);
+            }
+        }
+    }
+    let limit = config.routing.max_attempts as usize;
+    let fallback = match &model.fallback_family {
+        Some(family) => {
+            let family_cfg = &config.families[family];
+            let variant = family_cfg.default_variant().to_string();
+            reasons.push(Reason::FallbackFamily {
+                family: family.clone(),
+                variant: variant.clone(),
+            });
+            let fallback_model = variant::ChosenModel {
+                model: variant,
+                family: Some(family.clone()),
+                pinned_profile: None,
+            };
+            let fb = &config.models[&fallback_model.model];
+            // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
+            let mut no_reasons = Vec::new();
+            attempts_for(request, &fallback_model, fb, config, obs, &mut no_reasons)
+                .unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    // Keep room for at least one fallback attempt within the limit.
+    let primary_limit = if fallback.is_empty() {
+        limit
+    } else {
+        limit.saturating_sub(1).max(1)
+    };
+    for a in attempts.iter().skip(primary_limit) {
+        reasons.push(Reason::TargetExcluded {
+            target: a.target.id().to_string(),
+            region: a.target.region().to_string(),
+            why: Exclusion::AttemptLimit,
+        });
+    }
+    attempts.truncate(primary_limit);
+    let room = limit.saturating_sub(attempts.len());
+    attempts.extend(fallback.into_iter().take(room));
+    if attempts.is_empty() {
+        return Err(Error::invalid(
+            "residency",
+            format!(
+                "no target of {} satisfies the request's residency {:?}",
+                chosen.model, request.residency
+            ),
+        ));
+    }
+    reasons.push(Reason::TargetsOrdered {
+        first: attempts[0].target.id().to_string(),
+        region: attempts[0].target.region().to_string(),
+        fallbacks: attempts.len() - 1,
+    });
     prompt_cache::check_pinned(request, &chosen.model, model, &mut reasons)?;
     Ok(Plan {
         provider: model.provider,
-        attempts: targets
+        attempts,
+        model: chosen.model,
+        family: chosen.family,
+        reasons,
+    })
+}
+
+/// The ordered attempts on one model: its tier, then its targets.
+fn attempts_for(
+    request: &GenerateRequest,
+    chosen: &variant::ChosenModel,
+    model: &ModelConfig,
+    config: &Config,
+    obs: &impl Observations,
+    reasons: &mut Vec<Reason>,
+) -> Result<Vec<Attempt>> {
+    let tier = tier::choose(request, &chosen.model, model, config, obs, reasons)?;
+    let latency_optimized = tier::latency_optimized(request, model, reasons);
+    Ok(
+        targets::enumerate(request, chosen, model, tier, config, obs, reasons)
             .into_iter()
             .map(|target| Attempt {
+                model: chosen.model.clone(),
                 target,
                 tier,
                 latency_optimized,
             })
             .collect(),
-        model: chosen.model,
-        family: chosen.family,
-        reasons,
-    })
+    )
 }

@@ -5,10 +5,12 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::config::ProfileScope;
+use crate::plan::targets::Objective;
 use crate::request::{ServiceTier, SloClass};
+use crate::state::BreakerView;
 
 /// One decision of a plan, or one alternative it rejected.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Reason {
     /// The request named this model.
@@ -45,6 +47,38 @@ pub enum Reason {
     },
     /// The request carries its own cache checkpoints, which fit the model's rules.
     CachePointsPinned { count: usize },
+    /// The reservation has room for this call: it goes to the reserved tier.
+    ReservedRoom { model: String },
+    /// The call overflowed from the reservation to standard.
+    ReservedOverflow { model: String, cause: OverflowCause },
+    /// A target was moved back for its health.
+    TargetDemoted {
+        target: String,
+        region: String,
+        health: BreakerView,
+        throttle_score: f64,
+    },
+    /// Targets were ordered by this objective after health.
+    TargetsOrderedBy { objective: Objective },
+    /// Flex would likely miss the deadline: the call was escalated.
+    DeadlineEscalation {
+        from: ServiceTier,
+        to: ServiceTier,
+        expected_ms: u64,
+        deadline_ms: u64,
+    },
+    /// After the model's own targets, a Bedrock family's.
+    FallbackFamily { family: String, variant: String },
+}
+
+/// Why a call overflowed from reserved capacity to standard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowCause {
+    /// The ledger had no room for the estimated tokens.
+    Full,
+    /// The reserved attempt was throttled.
+    Throttled,
 }
 
 /// Why a candidate target was left out.
@@ -109,6 +143,20 @@ impl fmt::Display for Reason {
             Reason::CachePointsPinned { count } => {
                 write!(f, "{count} cache checkpoint(s) pinned by the request")
             }
+            Reason::ReservedRoom { model } => write!(f, "{model}: reservation has room -> reserved tier"),
+            Reason::ReservedOverflow { model, cause } => match cause {
+                OverflowCause::Full => write!(f, "{model}: reservation full -> overflow to standard"),
+                OverflowCause::Throttled => write!(f, "{model}: reserved call throttled -> overflow to standard"),
+            },
+            Reason::TargetDemoted { target, region, health, throttle_score } => {
+                write!(f, "{target} in {region} demoted: breaker {health:?}, throttle score {throttle_score}")
+            }
+            Reason::TargetsOrderedBy { objective } => write!(f, "targets ordered by health, then {objective:?}"),
+            Reason::DeadlineEscalation { from, to, expected_ms, deadline_ms } => write!(
+                f,
+                "tier {from} expected to take {expected_ms} ms against a {deadline_ms} ms deadline: escalated to {to}"
+            ),
+            Reason::FallbackFamily { family, variant } => write!(f, "fallback to family {family}: {variant}"),
         }
     }
 }

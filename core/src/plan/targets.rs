@@ -2,22 +2,48 @@
 //! or SageMaker endpoints, restricted by residency and capped by `routing.max_attempts`.
 
 use crate::config::{Config, ModelConfig, ProfileScope, Provider};
-use crate::error::{Error, Result};
 use crate::plan::variant::ChosenModel;
 use crate::plan::{Exclusion, Reason, Target};
-use crate::request::{GenerateRequest, Residency};
+use crate::request::{GenerateRequest, Residency, ServiceTier, SloClass};
+use crate::state::{BreakerView, Observations, TargetView};
 
-/// The candidate targets, best first.
+/// What a call's targets are ordered by, after health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Lowest expected time to first token (interactive calls).
+    Latency,
+    /// Lowest price, then configured order (everything else).
+    Cost,
+}
+
+impl Objective {
+    /// The objective of a request's SLO class.
+    pub fn of(request: &GenerateRequest) -> Self {
+        if request.slo.class == SloClass::Interactive {
+            Objective::Latency
+        } else {
+            Objective::Cost
+        }
+    }
+}
+
+/// The candidate targets of one model, allowed by the residency, best first.
 ///
-/// Order: for each configured region in turn, the in-region id, then the region's geographic
-/// profile; global profiles come last, as they may process the request anywhere.
+/// Candidates: for each configured region, the in-region id and the region's geographic
+/// profile, then global profiles; or the model's SageMaker endpoints in configured order.
+/// Order: healthy targets (closed breaker, or half-open with a probe slot free) before recently
+/// throttled ones, before those waiting on a probe, before open ones; then by the objective;
+/// then by configured order.
 pub fn enumerate(
     request: &GenerateRequest,
     chosen: &ChosenModel,
     model: &ModelConfig,
+    tier: Option<ServiceTier>,
     config: &Config,
+    obs: &impl Observations,
     reasons: &mut Vec<Reason>,
-) -> Result<Vec<Target>> {
+) -> Vec<Target> {
     let mut candidates = match model.provider {
         Provider::Bedrock => {
             bedrock_candidates(&chosen.model, model, chosen.pinned_profile, config, reasons)
@@ -35,39 +61,53 @@ pub fn enumerate(
         candidates.retain(|t| {
             let ok = allowed(t, residency, config);
             if !ok {
-                reasons.push(Reason::TargetExcluded {
-                    target: t.id().to_string(),
-                    region: t.region().to_string(),
-                    why: Exclusion::Residency,
-                });
+                exclude(reasons, t, Exclusion::Residency);
             }
             ok
         });
     }
-    if candidates.is_empty() {
-        return Err(Error::invalid(
-            "residency",
-            format!(
-                "no target of {} satisfies the request's residency {:?}",
-                chosen.model, request.residency
-            ),
-        ));
+    let objective = Objective::of(request);
+    let mut keyed: Vec<(u8, f64, usize, Target)> = candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let view = obs.target(t.region(), t.id(), tier);
+            let health = health_rank(&view);
+            let metric = match objective {
+                Objective::Latency => view.ttft.unwrap_or(config.routing.prior_ttft).as_secs_f64(),
+                Objective::Cost => match t.profile() {
+                    Some(ProfileScope::Global) => config.pricing.global_profile_multiplier,
+                    _ => 1.0,
+                },
+            };
+            if health > 0 {
+                reasons.push(Reason::TargetDemoted {
+                    target: t.id().to_string(),
+                    region: t.region().to_string(),
+                    health: view.breaker,
+                    throttle_score: (view.throttle_score * 100.0).round() / 100.0,
+                });
+            }
+            (health, metric, i, t)
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    if !keyed.is_empty() {
+        reasons.push(Reason::TargetsOrderedBy { objective });
     }
-    let limit = config.routing.max_attempts as usize;
-    for t in candidates.iter().skip(limit) {
-        reasons.push(Reason::TargetExcluded {
-            target: t.id().to_string(),
-            region: t.region().to_string(),
-            why: Exclusion::AttemptLimit,
-        });
+    keyed.into_iter().map(|(_, _, _, t)| t).collect()
+}
+
+/// 0 healthy, 1 recently throttled, 2 half-open without a free probe, 3 open.
+fn health_rank(view: &TargetView) -> u8 {
+    match view.breaker {
+        BreakerView::Open => 3,
+        BreakerView::HalfOpen {
+            probe_available: false,
+        } => 2,
+        _ if view.throttle_score >= 1.0 => 1,
+        _ => 0,
     }
-    candidates.truncate(limit);
-    reasons.push(Reason::TargetsOrdered {
-        first: candidates[0].id().to_string(),
-        region: candidates[0].region().to_string(),
-        fallbacks: candidates.len() - 1,
-    });
-    Ok(candidates)
 }
 
 fn bedrock_candidates(
@@ -155,20 +195,26 @@ mod tests {
     use crate::request::Geography;
 
     fn ids(req: GenerateRequest, config: &Config) -> Vec<(String, String)> {
-        plan(&req, config)
-            .unwrap()
-            .attempts
-            .iter()
-            .map(|a| (a.target.id().to_string(), a.target.region().to_string()))
-            .collect()
+        plan(
+            &req,
+            config,
+            &crate::state::Fresh(std::time::Instant::now()),
+        )
+        .unwrap()
+        .attempts
+        .iter()
+        .map(|a| (a.target.id().to_string(), a.target.region().to_string()))
+        .collect()
     }
 
     #[test]
-    fn in_region_first_then_profiles_then_global() {
+    fn for_latency_in_region_first_then_profiles_then_global() {
         let mut c = Config::default();
         c.routing.max_attempts = 10;
         let t = ids(
-            GenerateRequest::user("x").model("anthropic.claude-haiku-4-5-20251001-v1:0"),
+            GenerateRequest::user("x")
+                .model("anthropic.claude-haiku-4-5-20251001-v1:0")
+                .slo_class(SloClass::Interactive),
             &c,
         );
         assert_eq!(
@@ -183,7 +229,9 @@ mod tests {
             .iter()
             .all(|(id, _)| id != "anthropic.claude-haiku-4-5-20251001-v1:0"));
         let n = ids(
-            GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
+            GenerateRequest::user("x")
+                .model("amazon.nova-lite-v1:0")
+                .slo_class(SloClass::Interactive),
             &c,
         );
         assert_eq!(n[0], ("amazon.nova-lite-v1:0".into(), "us-east-1".into()));
@@ -191,6 +239,81 @@ mod tests {
             n[1],
             ("us.amazon.nova-lite-v1:0".into(), "us-east-1".into())
         );
+    }
+
+    #[test]
+    fn for_cost_global_profiles_come_first() {
+        let mut c = Config::default();
+        c.routing.max_attempts = 10;
+        let t = ids(GenerateRequest::user("x").family("claude"), &c);
+        assert!(t[0].0.starts_with("global."), "{t:?}");
+    }
+
+    /// Observations with chosen views per (region, id).
+    struct Seen(Vec<(&'static str, &'static str, TargetView)>);
+
+    impl Observations for Seen {
+        fn now(&self) -> std::time::Instant {
+            std::time::Instant::now()
+        }
+        fn target(&self, region: &str, id: &str, _: Option<ServiceTier>) -> TargetView {
+            self.0
+                .iter()
+                .find(|(r, i, _)| *r == region && *i == id)
+                .map_or(TargetView::UNKNOWN, |(_, _, v)| *v)
+        }
+        fn reserved_room(&self, _: &str, _: u64, _: u64) -> Option<bool> {
+            None
+        }
+    }
+
+    #[test]
+    fn open_breakers_and_throttling_demote_and_latency_orders() {
+        let c = Config::default();
+        let req = GenerateRequest::user("x")
+            .model("amazon.nova-lite-v1:0")
+            .slo_class(SloClass::Interactive);
+        let fast = TargetView {
+            ttft: Some(std::time::Duration::from_millis(100)),
+            ..TargetView::UNKNOWN
+        };
+        let seen = Seen(vec![
+            (
+                "us-east-1",
+                "amazon.nova-lite-v1:0",
+                TargetView {
+                    breaker: BreakerView::Open,
+                    ..TargetView::UNKNOWN
+                },
+            ),
+            (
+                "us-east-1",
+                "us.amazon.nova-lite-v1:0",
+                TargetView {
+                    throttle_score: 3.0,
+                    ..TargetView::UNKNOWN
+                },
+            ),
+            ("us-west-2", "us.amazon.nova-lite-v1:0", fast),
+        ]);
+        let p = plan(&req, &c, &seen).unwrap();
+        let order: Vec<_> = p
+            .attempts
+            .iter()
+            .map(|a| (a.target.id(), a.target.region()))
+            .collect();
+        assert_eq!(
+            order[0],
+            ("us.amazon.nova-lite-v1:0", "us-west-2"),
+            "fastest healthy first: {order:?}"
+        );
+        assert!(p.reasons.iter().any(|r| matches!(
+            r,
+            Reason::TargetDemoted {
+                health: BreakerView::Open,
+                ..
+            }
+        )));
     }
 
     #[test]
@@ -219,6 +342,7 @@ mod tests {
                 .family("claude")
                 .residency(Residency::Regions(vec!["eu-west-1".into()])),
             &c,
+            &crate::state::Fresh(std::time::Instant::now()),
         )
         .unwrap_err();
         assert!(e.to_string().contains("residency"), "{e}");

@@ -1,9 +1,12 @@
 //! Which service tier: the SLO class's tier, or the request's, gated by what the model offers.
 
+use std::time::Duration;
+
 use crate::config::{Config, ModelConfig, Provider};
 use crate::error::{Error, Result};
-use crate::plan::Reason;
+use crate::plan::{Attempt, OverflowCause, Reason};
 use crate::request::{GenerateRequest, ServiceTier, SloClass};
+use crate::state::Observations;
 
 /// The tier for this request on this model; `None` for SageMaker, which has no tiers.
 ///
@@ -11,6 +14,99 @@ use crate::request::{GenerateRequest, ServiceTier, SloClass};
 /// first tier); a tier the request forces but the model lacks is an error. Either way a tier
 /// the model does not support is never returned.
 pub fn choose(
+    request: &GenerateRequest,
+    model_id: &str,
+    model: &ModelConfig,
+    config: &Config,
+    obs: &impl Observations,
+    reasons: &mut Vec<Reason>,
+) -> Result<Option<ServiceTier>> {
+    let tier = choose_capable(request, model_id, model, config, reasons)?;
+    Ok(tier.map(|t| reserve_if_room(request, t, model_id, model, config, obs, reasons)))
+}
+
+/// Standard (or reserved) calls on a model with a reservation use it while it has room.
+fn reserve_if_room(
+    request: &GenerateRequest,
+    tier: ServiceTier,
+    model_id: &str,
+    model: &ModelConfig,
+    config: &Config,
+    obs: &impl Observations,
+    reasons: &mut Vec<Reason>,
+) -> ServiceTier {
+    if request.tier.is_some()
+        || !matches!(tier, ServiceTier::Standard | ServiceTier::Reserved)
+        || model.reserved.is_none()
+    {
+        return tier;
+    }
+    let (input, output) = estimated_tokens(request, config);
+    match obs.reserved_room(model_id, input, output) {
+        Some(true) => {
+            reasons.push(Reason::ReservedRoom {
+                model: model_id.to_string(),
+            });
+            ServiceTier::Reserved
+        }
+        _ => {
+            reasons.push(Reason::ReservedOverflow {
+                model: model_id.to_string(),
+                cause: OverflowCause::Full,
+            });
+            ServiceTier::Standard
+        }
+    }
+}
+
+/// The (input, output) tokens a call is expected to use, for reservations and deadlines.
+pub fn estimated_tokens(request: &GenerateRequest, config: &Config) -> (u64, u64) {
+    let output = request
+        .inference
+        .max_tokens
+        .map_or(u64::from(config.routing.default_output_tokens), |n| {
+            n.max(0) as u64
+        });
+    (request.estimated_input_tokens(), output)
+}
+
+/// A flex call whose first target is expected to miss the deadline goes at standard instead:
+/// expected TTFT at flex plus expected generation time (output tokens over tokens/s) against
+/// the deadline. Returns the new tier when it escalates.
+pub fn escalate_for_deadline(
+    request: &GenerateRequest,
+    model: &ModelConfig,
+    first: &Attempt,
+    config: &Config,
+    obs: &impl Observations,
+    reasons: &mut Vec<Reason>,
+) -> Option<ServiceTier> {
+    let deadline = request.slo.deadline?;
+    if first.tier != Some(ServiceTier::Flex) || !model.tiers.contains(&ServiceTier::Standard) {
+        return None;
+    }
+    let view = obs.target(first.target.region(), first.target.id(), first.tier);
+    let (_, output) = estimated_tokens(request, config);
+    let generation = view
+        .tokens_per_second
+        .filter(|t| *t > 0.0)
+        .map_or(Duration::ZERO, |tps| {
+            Duration::from_secs_f64(output as f64 / tps)
+        });
+    let expected = view.ttft.unwrap_or(config.routing.prior_ttft) + generation;
+    if expected <= deadline {
+        return None;
+    }
+    reasons.push(Reason::DeadlineEscalation {
+        from: ServiceTier::Flex,
+        to: ServiceTier::Standard,
+        expected_ms: expected.as_millis() as u64,
+        deadline_ms: deadline.as_millis() as u64,
+    });
+    Some(ServiceTier::Standard)
+}
+
+fn choose_capable(
     request: &GenerateRequest,
     model_id: &str,
     model: &ModelConfig,
@@ -27,7 +123,7 @@ pub fn choose(
         return Ok(None);
     }
     if let Some(t) = request.tier {
-        if !model.tiers.contains(&t) {
+        if !offers(model, t) {
             return Err(Error::invalid(
                 "tier",
                 format!(
@@ -44,18 +140,18 @@ pub fn choose(
         class: request.slo.class,
         tier: wanted,
     });
-    if model.tiers.contains(&wanted) {
+    if offers(model, wanted) {
         return Ok(Some(wanted));
     }
-    let chosen = if model.tiers.contains(&ServiceTier::Standard) {
-        ServiceTier::Standard
-    } else {
-        *model
-            .tiers
-            .iter()
-            .next()
-            .expect("validated: a Bedrock model has at least one tier")
-    };
+    let chosen = std::iter::once(ServiceTier::Standard)
+        .chain(model.tiers.iter().copied())
+        .find(|t| offers(model, *t))
+        .ok_or_else(|| {
+            Error::config(
+                format!("models.\"{model_id}\".tiers"),
+                "no usable tier: `reserved` needs a reservation",
+            )
+        })?;
     reasons.push(Reason::TierUnsupported {
         wanted,
         chosen,
@@ -79,6 +175,11 @@ pub fn latency_optimized(
     on
 }
 
+/// Whether the model takes this tier: listed, and for `reserved` backed by a reservation.
+fn offers(model: &ModelConfig, tier: ServiceTier) -> bool {
+    model.tiers.contains(&tier) && (tier != ServiceTier::Reserved || model.reserved.is_some())
+}
+
 fn list(model: &ModelConfig) -> String {
     model
         .tiers
@@ -94,7 +195,14 @@ mod tests {
 
     fn tier_of(req: GenerateRequest, model: &str) -> Result<Option<ServiceTier>> {
         let c = Config::default();
-        choose(&req, model, &c.models[model], &c, &mut Vec::new())
+        choose(
+            &req,
+            model,
+            &c.models[model],
+            &c,
+            &crate::state::Fresh(std::time::Instant::now()),
+            &mut Vec::new(),
+        )
     }
 
     #[test]
@@ -112,7 +220,15 @@ mod tests {
         let micro = "amazon.nova-micro-v1:0";
         let mut reasons = Vec::new();
         let req = GenerateRequest::user("x").slo_class(SloClass::Interactive);
-        let t = choose(&req, micro, &c.models[micro], &c, &mut reasons).unwrap();
+        let t = choose(
+            &req,
+            micro,
+            &c.models[micro],
+            &c,
+            &crate::state::Fresh(std::time::Instant::now()),
+            &mut reasons,
+        )
+        .unwrap();
         assert_eq!(t, Some(ServiceTier::Standard));
         assert!(matches!(
             reasons.last(),

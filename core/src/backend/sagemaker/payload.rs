@@ -342,6 +342,7 @@ pub fn parse_stream_line(
             region: region.to_string(),
             http_status: None,
             request_id: None,
+            retry_after: None,
         }));
     }
     let mut out = LineEvents::default();
@@ -443,6 +444,7 @@ fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
         region: region.to_string(),
         http_status: None,
         request_id: None,
+        retry_after: None,
     })
 }
 

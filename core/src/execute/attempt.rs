@@ -1,0 +1,209 @@
+//! One attempt's bookkeeping: breaker admission, reserved-capacity tickets, and what its
+//! outcome teaches the live state. Dropping an unsettled attempt (cancellation, a lost hedge)
+//! frees its probe slot and its reservation.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, ErrorKind};
+use crate::plan::Attempt;
+use crate::request::{GenerateRequest, ServiceTier};
+use crate::response::{Timings, Usage};
+use crate::state::{State, Ticket};
+
+/// What to do after an attempt failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The caller's mistake or a refusal no target will change: stop.
+    FailNow,
+    /// Try the next candidate.
+    FailOver,
+    /// Try the same target again after a wait (the last candidate, or a Retry-After).
+    RetrySame { after: Duration },
+}
+
+/// The verdict for an error, given whether another candidate remains and how many times the
+/// same target was retried already.
+pub fn classify(
+    err: &Error,
+    another_candidate: bool,
+    same_target_retries: u32,
+    max_same: u32,
+    backoff: Duration,
+) -> Verdict {
+    if !err.fails_over() {
+        return Verdict::FailNow;
+    }
+    if another_candidate {
+        return Verdict::FailOver;
+    }
+    if same_target_retries >= max_same {
+        return Verdict::FailNow;
+    }
+    let after = match err {
+        Error::Service(e) => e.retry_after,
+        _ => None,
+    }
+    .unwrap_or(backoff * 2u32.saturating_pow(same_target_retries));
+    Verdict::RetrySame { after }
+}
+
+/// An attempt in flight.
+pub struct InFlight<'a> {
+    state: &'a State,
+    pub attempt: Attempt,
+    ticket: Option<Ticket>,
+    settled: bool,
+}
+
+impl<'a> InFlight<'a> {
+    /// Admits the attempt through its breaker (`None`: the breaker is open and `force` is off)
+    /// and, on the reserved tier, through the reservation (overflowing to standard when full;
+    /// the second value says so).
+    pub fn admit(
+        state: &'a State,
+        mut attempt: Attempt,
+        request: &GenerateRequest,
+        estimate: (u64, u64),
+        force: bool,
+    ) -> Option<(Self, bool)> {
+        let now = Instant::now();
+        let admitted = state
+            .admit(
+                now,
+                attempt.target.region(),
+                attempt.target.id(),
+                attempt.tier,
+            )
+            .is_some();
+        if !admitted && !force {
+            return None;
+        }
+        let _ = request;
+        let mut overflowed = false;
+        let mut ticket = None;
+        if attempt.tier == Some(ServiceTier::Reserved) {
+            ticket = state.reserve(now, &attempt.model, estimate.0, estimate.1);
+            if ticket.is_none() {
+                attempt.tier = Some(ServiceTier::Standard);
+                overflowed = true;
+            }
+        }
+        Some((
+            Self {
+                state,
+                attempt,
+                ticket,
+                settled: false,
+            },
+            overflowed,
+        ))
+    }
+
+    /// The attempt succeeded.
+    pub fn succeed(mut self, usage: &Usage, timings: &Timings) {
+        let a = &self.attempt;
+        self.state.record_success(
+            a.target.region(),
+            a.target.id(),
+            a.tier,
+            timings.ttft,
+            timings.output_tokens_per_second,
+        );
+        if let Some(t) = self.ticket.take() {
+            let input =
+                u64::from(usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens);
+            self.state
+                .correct_reservation(&a.model, t, input, u64::from(usage.output_tokens));
+        }
+        self.settled = true;
+    }
+
+    /// The attempt failed with `err`.
+    pub fn fail(mut self, err: &Error) {
+        let a = &self.attempt;
+        if err.fails_over() {
+            let throttled = err.kind() == ErrorKind::Throttled;
+            self.state.record_failure(
+                Instant::now(),
+                a.target.region(),
+                a.target.id(),
+                a.tier,
+                throttled,
+            );
+        } else {
+            self.state
+                .record_cancelled(a.target.region(), a.target.id(), a.tier);
+        }
+        if let Some(t) = self.ticket.take() {
+            self.state.release_reservation(&a.model, t);
+        }
+        self.settled = true;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let a = &self.attempt;
+        self.state
+            .record_cancelled(a.target.region(), a.target.id(), a.tier);
+        if let Some(t) = self.ticket.take() {
+            self.state.release_reservation(&a.model, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ServiceError;
+
+    fn service(kind: ErrorKind, retry_after: Option<Duration>) -> Error {
+        Error::from(ServiceError {
+            kind,
+            code: String::new(),
+            message: String::new(),
+            target: "t".into(),
+            region: "r".into(),
+            http_status: None,
+            request_id: None,
+            retry_after,
+        })
+    }
+
+    #[test]
+    fn verdicts_follow_the_kind() {
+        let b = Duration::from_millis(100);
+        assert_eq!(
+            classify(&service(ErrorKind::Validation, None), true, 0, 1, b),
+            Verdict::FailNow
+        );
+        assert_eq!(
+            classify(&service(ErrorKind::AccessDenied, None), true, 0, 1, b),
+            Verdict::FailNow
+        );
+        assert_eq!(
+            classify(&service(ErrorKind::Throttled, None), true, 0, 1, b),
+            Verdict::FailOver
+        );
+        assert_eq!(
+            classify(&service(ErrorKind::Throttled, None), false, 0, 1, b),
+            Verdict::RetrySame { after: b }
+        );
+        assert_eq!(
+            classify(&service(ErrorKind::Unavailable, None), false, 1, 2, b),
+            Verdict::RetrySame { after: b * 2 }
+        );
+        assert_eq!(
+            classify(&service(ErrorKind::Throttled, None), false, 1, 1, b),
+            Verdict::FailNow
+        );
+        let ra = Duration::from_secs(3);
+        assert_eq!(
+            classify(&service(ErrorKind::ModelNotReady, Some(ra)), false, 0, 1, b),
+            Verdict::RetrySame { after: ra }
+        );
+    }
+}

@@ -1,0 +1,245 @@
+//! Walking a plan: which attempt goes next, what a failure means, and the response at the end.
+
+use std::time::Instant;
+
+use super::attempt::{classify, InFlight, Verdict};
+use super::{Clock, Executor};
+use crate::backend::Completion;
+use crate::error::{Error, FailedAttempt};
+use crate::plan::{tier, Attempt, OverflowCause, Plan, Reason};
+use crate::request::{GenerateRequest, ServiceTier};
+use crate::response::{GenerateResponse, HedgeReport, RouteDecision, Timings};
+
+/// One call's walk through its plan.
+pub struct Run<'a> {
+    exec: &'a Executor,
+    request: &'a GenerateRequest,
+    plan: &'a Plan,
+    next: usize,
+    retry: Option<Attempt>,
+    same_target_retries: u32,
+    sent: u32,
+    budget_exhausted: bool,
+    estimate: (u64, u64),
+    pub clock: Clock,
+    pub failed: Vec<(FailedAttempt, Error)>,
+    /// Decisions made while executing (overflows, skipped targets), after the plan's.
+    pub reasons: Vec<Reason>,
+    pub hedge: Option<HedgeReport>,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(exec: &'a Executor, request: &'a GenerateRequest, plan: &'a Plan) -> Self {
+        exec.state.record_call(Instant::now());
+        Self {
+            exec,
+            request,
+            plan,
+            next: 0,
+            retry: None,
+            same_target_retries: 0,
+            sent: 0,
+            budget_exhausted: false,
+            estimate: tier::estimated_tokens(request, &exec.config),
+            clock: Clock::start(),
+            failed: Vec::new(),
+            reasons: Vec::new(),
+            hedge: None,
+        }
+    }
+
+    /// Whether a candidate remains after the ones taken.
+    pub fn has_more(&self) -> bool {
+        self.retry.is_some() || self.next < self.plan.attempts.len()
+    }
+
+    /// Attempts sent so far.
+    pub fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// The next attempt to send, admitted through its breaker, its reservation and (after the
+    /// first) the retry budget; `None` when there is none or the budget is spent.
+    pub fn next_attempt(&mut self) -> Option<InFlight<'a>> {
+        let state = &self.exec.state;
+        if let Some(attempt) = self.retry.take() {
+            return self.admit(attempt, true);
+        }
+        while self.next < self.plan.attempts.len() {
+            let attempt = self.plan.attempts[self.next].clone();
+            self.next += 1;
+            // Nothing sent and nothing else left: send even through an open breaker.
+            let force = self.sent == 0 && self.next == self.plan.attempts.len();
+            let now = Instant::now();
+            let peek = state.at(now);
+            use crate::state::Observations;
+            let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
+            if !force && view.breaker == crate::state::BreakerView::Open {
+                self.reasons.push(Reason::TargetDemoted {
+                    target: attempt.target.id().to_string(),
+                    region: attempt.target.region().to_string(),
+                    health: view.breaker,
+                    throttle_score: (view.throttle_score * 100.0).round() / 100.0,
+                });
+                continue;
+            }
+            if let Some(f) = self.admit(attempt, force) {
+                return Some(f);
+            }
+            if self.budget_exhausted {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
+        let state = &self.exec.state;
+        let model = attempt.model.clone();
+        let (inflight, overflowed) =
+            InFlight::admit(state, attempt, self.request, self.estimate, force)?;
+        if self.sent > 0 && !state.spend_extra_attempt(Instant::now()) {
+            self.budget_exhausted = true;
+            return None; // dropping `inflight` frees what it took
+        }
+        if overflowed {
+            self.reasons.push(Reason::ReservedOverflow {
+                model,
+                cause: OverflowCause::Full,
+            });
+        }
+        self.sent += 1;
+        Some(inflight)
+    }
+
+    /// Books a failed attempt without deciding what follows (a hedge's loser).
+    pub fn record_failed(&mut self, inflight: InFlight<'a>, err: Error) {
+        let a = inflight.attempt.clone();
+        inflight.fail(&err);
+        self.failed
+            .push((err.as_failed_attempt(a.target.id(), a.target.region()), err));
+    }
+
+    /// Books a failed attempt and decides: `Ok` to go on with the next attempt (after waiting,
+    /// for a retry of the same target), `Err` with the error to return.
+    pub async fn after_failure(&mut self, inflight: InFlight<'a>, err: Error) -> Result<(), Error> {
+        let attempt = inflight.attempt.clone();
+        if attempt.tier == Some(ServiceTier::Reserved) && err.kind() == crate::ErrorKind::Throttled
+        {
+            // As Bedrock does for reservations: the overflow goes to standard, same target.
+            self.reasons.push(Reason::ReservedOverflow {
+                model: attempt.model.clone(),
+                cause: OverflowCause::Throttled,
+            });
+            self.record_failed(inflight, err);
+            self.retry = Some(Attempt {
+                tier: Some(ServiceTier::Standard),
+                ..attempt
+            });
+            return Ok(());
+        }
+        let retry = self.exec.config.routing.retry;
+        let verdict = classify(
+            &err,
+            self.has_more(),
+            self.same_target_retries,
+            retry.max_same_target,
+            retry.backoff,
+        );
+        let fails_over = err.fails_over();
+        self.record_failed(inflight, err);
+        match verdict {
+            Verdict::FailOver => Ok(()),
+            Verdict::RetrySame { after } => {
+                let late = self
+                    .request
+                    .slo
+                    .deadline
+                    .is_some_and(|d| self.clock.elapsed() + after > d);
+                if late {
+                    return Err(self.exhausted());
+                }
+                tokio::time::sleep(after).await;
+                self.same_target_retries += 1;
+                self.retry = Some(attempt);
+                Ok(())
+            }
+            Verdict::FailNow if fails_over => Err(self.exhausted()),
+            Verdict::FailNow => Err(self.failed.pop().expect("just recorded").1),
+        }
+    }
+
+    /// The error once nothing more will be tried.
+    ///
+    /// When every failure came from one target (tried, perhaps retried), that target's last
+    /// error is returned as is; otherwise [`Error::AllTargetsFailed`] lists every attempt.
+    pub fn exhausted(&mut self) -> Error {
+        let mut failed = std::mem::take(&mut self.failed);
+        let one_target = failed
+            .windows(2)
+            .all(|w| (&w[0].0.target, &w[0].0.region) == (&w[1].0.target, &w[1].0.region));
+        if !failed.is_empty() && one_target && !self.budget_exhausted {
+            return failed.pop().expect("not empty").1;
+        }
+        Error::AllTargetsFailed {
+            attempts: failed.into_iter().map(|(f, _)| f).collect(),
+            budget_exhausted: self.budget_exhausted,
+        }
+    }
+
+    /// The response of a successful attempt.
+    pub fn respond(
+        &mut self,
+        attempt: &Attempt,
+        done: Completion,
+        timings: Timings,
+    ) -> GenerateResponse {
+        let config = &self.exec.config;
+        let model = &config.models[&attempt.model];
+        let served = done.served_tier.or(attempt.tier);
+        let cost_usd = crate::cost::call_cost(
+            &model.price,
+            &config.pricing,
+            &done.usage,
+            served,
+            attempt.target.profile(),
+        );
+        let mut reasons = self.plan.reasons.clone();
+        reasons.append(&mut self.reasons);
+        GenerateResponse {
+            content: done.content,
+            stop_reason: done.stop_reason,
+            usage: done.usage,
+            timings,
+            decision: RouteDecision {
+                provider: model.provider,
+                model: attempt.model.clone(),
+                family: if attempt.model == self.plan.model {
+                    self.plan.family.clone()
+                } else {
+                    config
+                        .families
+                        .iter()
+                        .find(|(_, f)| f.variants.contains(&attempt.model))
+                        .map(|(n, _)| n.clone())
+                },
+                target: attempt.target.id().to_string(),
+                region: attempt.target.region().to_string(),
+                endpoint: match &attempt.target {
+                    crate::plan::Target::Sagemaker { endpoint, .. } => Some(endpoint.name.clone()),
+                    crate::plan::Target::Bedrock { .. } => None,
+                },
+                tier: attempt.tier,
+                served_tier: done.served_tier,
+                reasons,
+                failed_attempts: std::mem::take(&mut self.failed)
+                    .into_iter()
+                    .map(|(f, _)| f)
+                    .collect(),
+                attempts_sent: self.sent,
+                hedge: self.hedge.take(),
+            },
+            cost_usd,
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The retry budget: retries, failovers and hedges together may add at most a configured share
+//! of recent traffic (plus a small floor), so a retry storm cannot happen.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How much extra load retries, failovers and hedges may add.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Extra attempts allowed per call, on average over the window (0.2 = 20% more load).
+    pub ratio: f64,
+    /// Extra attempts always allowed per second, so that low traffic can still fail over.
+    pub min_per_second: f64,
+    /// The window over which calls and extra attempts are counted.
+    #[serde(with = "crate::serde_millis")]
+    pub window: Duration,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            ratio: 0.2,
+            min_per_second: 10.0,
+            window: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Counts calls and extra attempts in a sliding window.
+#[derive(Debug)]
+pub struct RetryBudget {
+    config: BudgetConfig,
+    calls: VecDeque<Instant>,
+    extras: VecDeque<Instant>,
+}
+
+impl RetryBudget {
+    pub fn new(config: BudgetConfig) -> Self {
+        Self {
+            config,
+            calls: VecDeque::new(),
+            extras: VecDeque::new(),
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        for q in [&mut self.calls, &mut self.extras] {
+            while q
+                .front()
+                .is_some_and(|t| now.saturating_duration_since(*t) >= self.config.window)
+            {
+                q.pop_front();
+            }
+        }
+    }
+
+    /// A call started.
+    pub fn record_call(&mut self, now: Instant) {
+        self.expire(now);
+        self.calls.push_back(now);
+    }
+
+    /// Takes one extra attempt from the budget if it has one.
+    pub fn try_spend(&mut self, now: Instant) -> bool {
+        self.expire(now);
+        let allowed = self.config.ratio * self.calls.len() as f64
+            + self.config.min_per_second * self.config.window.as_secs_f64();
+        if (self.extras.len() as f64) < allowed {
+            self.extras.push_back(now);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn extra_attempts_never_exceed_the_budget(calls in 0usize..2000, wants in 0usize..5000, ratio in 0.0f64..1.0, floor in 0.0f64..5.0) {
+            let config = BudgetConfig { ratio, min_per_second: floor, window: Duration::from_secs(10) };
+            let mut b = RetryBudget::new(config);
+            let now = Instant::now();
+            for _ in 0..calls {
+                b.record_call(now);
+            }
+            let granted = (0..wants).filter(|_| b.try_spend(now)).count();
+            let bound = (ratio * calls as f64 + floor * 10.0).ceil() as usize;
+            prop_assert!(granted <= bound, "{granted} > {bound}");
+            prop_assert!(granted == wants.min(bound), "the budget grants what it has: {granted} of {wants}, bound {bound}");
+        }
+    }
+
+    #[test]
+    fn the_window_slides() {
+        let mut b = RetryBudget::new(BudgetConfig {
+            ratio: 0.0,
+            min_per_second: 0.1,
+            window: Duration::from_secs(10),
+        });
+        let now = Instant::now();
+        assert!(b.try_spend(now));
+        assert!(!b.try_spend(now));
+        assert!(b.try_spend(now + Duration::from_secs(11)));
+    }
+}

@@ -1,0 +1,284 @@
+//! Live state the planner reads and execution writes: per-target circuit breakers, latency
+//! estimates and throttle scores, reserved-capacity ledgers, and the retry budget.
+//!
+//! The planner reads it through [`Observations`], at a time handed to it, so that planning stays
+//! a pure function of its inputs; execution updates it as outcomes arrive.
+
+pub mod breaker;
+pub mod budget;
+pub mod latency;
+pub mod ledger;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+pub use breaker::{Breaker, BreakerConfig, BreakerView};
+pub use budget::{BudgetConfig, RetryBudget};
+pub use latency::LatencyTrack;
+pub use ledger::{Ledger, ReservationConfig, Ticket};
+
+use crate::config::Config;
+use crate::request::ServiceTier;
+
+/// What the planner may know about one (region, target id, tier).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TargetView {
+    pub breaker: BreakerView,
+    /// Moving average of time to first token.
+    pub ttft: Option<Duration>,
+    /// 90th percentile of recent TTFTs.
+    pub ttft_p90: Option<Duration>,
+    /// Moving average of output tokens per second.
+    pub tokens_per_second: Option<f64>,
+    /// Throttles lately (decayed).
+    pub throttle_score: f64,
+}
+
+impl TargetView {
+    /// A target nothing is known about yet.
+    pub const UNKNOWN: TargetView = TargetView {
+        breaker: BreakerView::Closed,
+        ttft: None,
+        ttft_p90: None,
+        tokens_per_second: None,
+        throttle_score: 0.0,
+    };
+}
+
+/// The live state as the planner reads it.
+pub trait Observations {
+    /// The time planning happens at.
+    fn now(&self) -> Instant;
+    /// What is known about a target at a tier (`None` for SageMaker).
+    fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView;
+    /// Whether a model's reservation has room for a call of this size; `None` when the model
+    /// has no reservation.
+    fn reserved_room(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Option<bool>;
+}
+
+/// Observations of a router that has seen nothing: every target unknown, no reservations.
+#[derive(Debug, Clone, Copy)]
+pub struct Fresh(pub Instant);
+
+impl Observations for Fresh {
+    fn now(&self) -> Instant {
+        self.0
+    }
+    fn target(&self, _: &str, _: &str, _: Option<ServiceTier>) -> TargetView {
+        TargetView::UNKNOWN
+    }
+    fn reserved_room(&self, _: &str, _: u64, _: u64) -> Option<bool> {
+        None
+    }
+}
+
+#[derive(Debug, Default)]
+struct TargetState {
+    breaker: Breaker,
+    latency: LatencyTrack,
+}
+
+type Key = (String, String, Option<ServiceTier>);
+
+fn key(region: &str, id: &str, tier: Option<ServiceTier>) -> Key {
+    (region.to_string(), id.to_string(), tier)
+}
+
+/// The router's live state, in process.
+#[derive(Debug)]
+pub struct State {
+    breaker: BreakerConfig,
+    targets: Mutex<HashMap<Key, TargetState>>,
+    ledgers: Mutex<HashMap<String, Ledger>>,
+    budget: Mutex<RetryBudget>,
+}
+
+impl State {
+    /// Fresh state for a configuration (its reservations, breaker and budget settings).
+    pub fn new(config: &Config) -> Self {
+        let ledgers = config
+            .models
+            .iter()
+            .filter_map(|(id, m)| {
+                m.reserved
+                    .map(|r| (id.clone(), Ledger::new(r, config.routing.reserved_window)))
+            })
+            .collect();
+        Self {
+            breaker: config.routing.breaker,
+            targets: Mutex::default(),
+            ledgers: Mutex::new(ledgers),
+            budget: Mutex::new(RetryBudget::new(config.routing.budget)),
+        }
+    }
+
+    /// A view at `now` for the planner.
+    pub fn at(&self, now: Instant) -> Snapshot<'_> {
+        Snapshot { state: self, now }
+    }
+
+    fn with_target<R>(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        f: impl FnOnce(&mut TargetState) -> R,
+    ) -> R {
+        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+        f(targets.entry(key(region, id, tier)).or_default())
+    }
+
+    /// Admits an attempt through the target's breaker: `Some(is_probe)`, or `None` if open.
+    pub fn admit(
+        &self,
+        now: Instant,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+    ) -> Option<bool> {
+        let config = self.breaker;
+        self.with_target(region, id, tier, |t| t.breaker.admit(now, &config))
+    }
+
+    /// An attempt succeeded, with the TTFT and speed it showed.
+    pub fn record_success(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        ttft: Option<Duration>,
+        tokens_per_second: Option<f64>,
+    ) {
+        self.with_target(region, id, tier, |t| {
+            t.breaker.on_success();
+            if let Some(ttft) = ttft {
+                t.latency.record_ttft(ttft);
+            }
+            if let Some(tps) = tokens_per_second {
+                t.latency.record_tokens_per_second(tps);
+            }
+        });
+    }
+
+    /// An attempt failed in a way that counts against the target.
+    pub fn record_failure(
+        &self,
+        now: Instant,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        throttled: bool,
+    ) {
+        let config = self.breaker;
+        self.with_target(region, id, tier, |t| {
+            t.breaker.on_failure(now, &config);
+            if throttled {
+                t.latency.record_throttle(now);
+            }
+        });
+    }
+
+    /// An attempt ended without a verdict on the target (cancelled): a probe slot is freed.
+    pub fn record_cancelled(&self, region: &str, id: &str, tier: Option<ServiceTier>) {
+        self.with_target(region, id, tier, |t| t.breaker.release_probe());
+    }
+
+    /// Admits a call against a model's reservation.
+    pub fn reserve(&self, now: Instant, model: &str, input: u64, output: u64) -> Option<Ticket> {
+        self.ledgers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(model)?
+            .admit(now, input, output)
+    }
+
+    /// Corrects a reservation with actual usage.
+    pub fn correct_reservation(&self, model: &str, ticket: Ticket, input: u64, output: u64) {
+        if let Some(l) = self
+            .ledgers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(model)
+        {
+            l.correct(ticket, input, output);
+        }
+    }
+
+    /// Releases a reservation the service did not serve.
+    pub fn release_reservation(&self, model: &str, ticket: Ticket) {
+        self.correct_reservation(model, ticket, 0, 0);
+    }
+
+    /// Tokens admitted against a model's reservation in the current window.
+    pub fn reservation_used(&self, now: Instant, model: &str) -> Option<(u64, u64)> {
+        self.ledgers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(model)
+            .map(|l| l.used(now))
+    }
+
+    /// A quantile of a target's recent TTFTs, if any were seen.
+    pub fn ttft_quantile(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        q: f64,
+    ) -> Option<Duration> {
+        self.with_target(region, id, tier, |t| t.latency.ttft_quantile(q))
+    }
+
+    /// A call started (it adds to the retry budget).
+    pub fn record_call(&self, now: Instant) {
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record_call(now);
+    }
+
+    /// Takes one retry, failover or hedge from the budget, if it has one.
+    pub fn spend_extra_attempt(&self, now: Instant) -> bool {
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .try_spend(now)
+    }
+}
+
+/// The state at one instant, as the planner reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot<'a> {
+    state: &'a State,
+    now: Instant,
+}
+
+impl Observations for Snapshot<'_> {
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView {
+        let targets = self.state.targets.lock().unwrap_or_else(|p| p.into_inner());
+        match targets.get(&key(region, id, tier)) {
+            None => TargetView::UNKNOWN,
+            Some(t) => TargetView {
+                breaker: t.breaker.view(self.now, &self.state.breaker),
+                ttft: t.latency.ttft(),
+                ttft_p90: t.latency.ttft_quantile(0.9),
+                tokens_per_second: t.latency.tokens_per_second(),
+                throttle_score: t.latency.throttle_score(self.now),
+            },
+        }
+    }
+
+    fn reserved_room(&self, model: &str, input: u64, output: u64) -> Option<bool> {
+        let mut ledgers = self.state.ledgers.lock().unwrap_or_else(|p| p.into_inner());
+        ledgers
+            .get_mut(model)
+            .map(|l| l.has_room(self.now, input, output))
+    }
+}
