@@ -101,6 +101,8 @@ pub struct Counter {
     /// Refusals by AWS error code.
     pub errors: BTreeMap<String, u64>,
     pub streams_broken: u64,
+    /// Streams whose client went away before the end (a lost hedge, a cancelled call).
+    pub cancelled: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
 }
@@ -219,6 +221,20 @@ impl Engine {
             ask.operation.to_string(),
         )) {
             c.streams_broken += 1;
+        }
+    }
+
+    /// Records that a stream's client went away before its end.
+    pub fn record_cancelled(&self, ask: &Ask) {
+        let mut counters = self.counters.lock().expect("counters lock");
+        if let Some(c) = counters.get_mut(&(
+            ask.service,
+            ask.region.clone(),
+            ask.target.clone(),
+            ask.tier.clone(),
+            ask.operation.to_string(),
+        )) {
+            c.cancelled += 1;
         }
     }
 

@@ -82,6 +82,10 @@ pub struct ModelSpec {
     /// Per (region, tier) changes to `performance`.
     #[serde(default)]
     pub overrides: Vec<PerformanceOverride>,
+    /// Reserved capacity (input plus output tokens per minute) for the `reserved` tier; unset,
+    /// the reserved tier gets the model's ordinary capacity.
+    #[serde(default)]
+    pub reserved_tokens_per_minute: Option<u64>,
 }
 
 /// A SageMaker endpoint.

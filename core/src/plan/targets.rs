@@ -98,13 +98,17 @@ pub fn enumerate(
     keyed.into_iter().map(|(_, _, _, t)| t).collect()
 }
 
-/// 0 healthy, 1 recently throttled, 2 half-open without a free probe, 3 open.
+/// 0 healthy or probing, 1 recently throttled, 2 half-open without a free probe, 3 open.
 fn health_rank(view: &TargetView) -> u8 {
     match view.breaker {
         BreakerView::Open => 3,
         BreakerView::HalfOpen {
             probe_available: false,
         } => 2,
+        // A free probe goes first: it is how a recovered target gets its traffic back.
+        BreakerView::HalfOpen {
+            probe_available: true,
+        } => 0,
         _ if view.throttle_score >= 1.0 => 1,
         _ => 0,
     }

@@ -32,6 +32,12 @@ impl LatencyTrack {
         self.recent_ttft.push_back(ttft);
     }
 
+    /// A success shows capacity is back: the throttle score starts again from zero.
+    pub fn clear_throttles(&mut self) {
+        self.throttle_score = 0.0;
+        self.throttle_at = None;
+    }
+
     /// Records a generation speed.
     pub fn record_tokens_per_second(&mut self, tps: f64) {
         if tps.is_finite() && tps > 0.0 {

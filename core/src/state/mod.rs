@@ -154,6 +154,7 @@ impl State {
     ) {
         self.with_target(region, id, tier, |t| {
             t.breaker.on_success();
+            t.latency.clear_throttles();
             if let Some(ttft) = ttft {
                 t.latency.record_ttft(ttft);
             }

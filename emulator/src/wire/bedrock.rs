@@ -13,7 +13,9 @@ use base64::Engine as _;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::{authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step};
+use super::{
+    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step, StreamEnd,
+};
 use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::text;
 
@@ -100,6 +102,7 @@ async fn converse_stream(
     let tier = req.ask.tier.clone();
     let frames = async_stream::stream! {
         let answer = answer; // holds the capacity slot for the stream's life
+        let mut end = StreamEnd::new(Arc::clone(&engine), req.ask.clone());
         let mut steps = std::pin::pin!(steps);
         let mut output_tokens = answer.output_tokens();
         let mut stop = stop_reason(&answer);
@@ -131,6 +134,7 @@ async fn converse_stream(
                 Step::Token(_, t) => yield delta(&t),
                 Step::Break => {
                     engine.record_broken_stream(&req.ask);
+                    end.finish();
                     let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
                         .unwrap_or_else(|| "modelStreamErrorException".into());
                     yield eventstream::exception(&kind, &json!({
@@ -144,6 +148,7 @@ async fn converse_stream(
         }
         yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": 0 }));
         yield eventstream::json_event("messageStop", &json!({ "stopReason": stop }));
+        end.finish();
         yield eventstream::json_event("metadata", &json!({
             "usage": usage(answer.input_tokens, output_tokens),
             "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
@@ -319,12 +324,14 @@ async fn invoke_stream(
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
         let answer = answer;
+        let mut end = StreamEnd::new(Arc::clone(&engine), ask.clone());
         let mut steps = std::pin::pin!(steps);
         while let Some(step) = steps.next().await {
             match step {
                 Step::Token(_, t) => yield chunk(&native.delta(&t)),
                 Step::Break => {
                     engine.record_broken_stream(&ask);
+                    end.finish();
                     yield eventstream::exception("modelStreamErrorException", &json!({
                         "message": "The model stream was interrupted.", "originalStatusCode": 500,
                     }));
@@ -333,6 +340,7 @@ async fn invoke_stream(
                 Step::Done => break,
             }
         }
+        end.finish();
         yield chunk(&native.last(&answer));
     };
     Ok(event_stream_response(frames))

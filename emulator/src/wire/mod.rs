@@ -121,3 +121,32 @@ pub async fn wait_whole(answer: &crate::engine::Answer) {
     let n = answer.tokens.len().saturating_sub(1) as u32;
     tokio::time::sleep(answer.ttft + answer.token_interval * n).await;
 }
+
+/// Counts a stream as cancelled if it is dropped before [`StreamEnd::finish`].
+pub struct StreamEnd {
+    engine: Arc<Engine>,
+    ask: crate::engine::Ask,
+    finished: bool,
+}
+
+impl StreamEnd {
+    pub fn new(engine: Arc<Engine>, ask: crate::engine::Ask) -> Self {
+        Self {
+            engine,
+            ask,
+            finished: false,
+        }
+    }
+    /// The stream reached its end (or its injected break).
+    pub fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for StreamEnd {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.engine.record_cancelled(&self.ask);
+        }
+    }
+}

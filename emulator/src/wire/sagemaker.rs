@@ -13,7 +13,9 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::bedrock::event_stream_response;
-use super::{authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step};
+use super::{
+    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step, StreamEnd,
+};
 use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::scenario::PayloadFormat;
 use crate::text;
@@ -107,6 +109,7 @@ async fn invoke_stream(
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
         let answer = answer;
+        let mut end = StreamEnd::new(Arc::clone(&engine), ask.clone());
         let mut steps = std::pin::pin!(steps);
         let last = answer.tokens.len().saturating_sub(1);
         while let Some(step) = steps.next().await {
@@ -124,6 +127,7 @@ async fn invoke_stream(
                 }
                 Step::Break => {
                     engine.record_broken_stream(&ask);
+                    end.finish();
                     let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
                         .unwrap_or_else(|| "ModelStreamError".into());
                     yield eventstream::exception(&kind, &json!({
@@ -134,6 +138,7 @@ async fn invoke_stream(
                 Step::Done => break,
             }
         }
+        end.finish();
         if format == PayloadFormat::OpenaiChat {
             yield part(b"data: [DONE]\n\n");
         }

@@ -1,0 +1,436 @@
+//! The SLO engine end to end against the emulator: outages, throttle storms and recovery,
+//! reserved overflow, SageMaker cold starts, deadline escalation, hedging, continuation, and
+//! the retry budget.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{config, emulator, requests_seen, router_with};
+use futures::StreamExt;
+use laneway::plan::OverflowCause;
+use laneway::{
+    Error, ErrorKind, GenerateRequest, GenerateResponse, Reason, Router, ServiceTier, Slo,
+    SloClass, StreamEvent,
+};
+use laneway_emulator::{Fault, FaultKind};
+
+async fn stream_to_end(
+    router: &Router,
+    req: GenerateRequest,
+) -> (Vec<StreamEvent>, Result<GenerateResponse, Error>) {
+    let mut s = router.stream(req).await.unwrap();
+    let mut events = Vec::new();
+    while let Some(ev) = s.next().await {
+        match ev {
+            Ok(StreamEvent::Completed(done)) => return (events, Ok(*done)),
+            Ok(other) => events.push(other),
+            Err(e) => return (events, Err(e)),
+        }
+    }
+    panic!("the stream ended without Completed or an error");
+}
+
+#[tokio::test]
+async fn a_region_failing_mid_run_loses_no_request() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let req = |i: usize| {
+        GenerateRequest::user(format!("job {i}"))
+            .family("nova")
+            .max_tokens(10)
+    };
+    let mut regions_after = std::collections::BTreeSet::new();
+    for i in 0..60 {
+        if i == 20 {
+            emu.add_fault(Fault::new(FaultKind::Outage).for_region("us-east-1"));
+        }
+        let r = router
+            .generate(req(i))
+            .await
+            .unwrap_or_else(|e| panic!("request {i} failed: {e}"));
+        if i >= 20 {
+            regions_after.insert(r.decision.region.clone());
+        }
+    }
+    assert!(!regions_after.contains("us-east-1"), "{regions_after:?}");
+}
+
+#[tokio::test]
+async fn a_throttle_storm_shifts_traffic_and_recovery_brings_it_back() {
+    let emu = emulator().await;
+    let router = router_with(
+        &emu,
+        config(
+            "[routing.breaker]\nfailure_threshold = 2\nopen_for = 300.0\nhalf_open_probes = 1\n",
+        ),
+    )
+    .await;
+    let req = || {
+        GenerateRequest::user("summarise")
+            .model("amazon.nova-lite-v1:0")
+            .max_tokens(5)
+    };
+    assert_eq!(
+        router.generate(req()).await.unwrap().decision.region,
+        "us-east-1"
+    );
+
+    let storm = emu.add_fault(Fault::new(FaultKind::Throttle).for_region("us-east-1"));
+    let started = Instant::now();
+    let mut shifted_at = None;
+    for _ in 0..20 {
+        let r = router.generate(req()).await.unwrap();
+        if r.decision.region != "us-east-1" && r.decision.attempts_sent == 1 {
+            shifted_at.get_or_insert(started.elapsed());
+        }
+    }
+    let shifted_at =
+        shifted_at.expect("traffic moved off the throttled region without trying it first");
+    assert!(shifted_at < Duration::from_secs(1), "took {shifted_at:?}");
+
+    emu.remove_fault(storm);
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let mut back = false;
+    for _ in 0..5 {
+        let r = router.generate(req()).await.unwrap();
+        back |= r.decision.region == "us-east-1" && r.decision.attempts_sent == 1;
+    }
+    assert!(back, "half-open probes returned the traffic to us-east-1");
+}
+
+#[tokio::test]
+async fn reserved_capacity_overflows_to_standard_at_the_configured_tpm() {
+    let emu = emulator().await;
+    // 20,000 output TPM over a 3 s window: 1,000 output tokens fit, 20 calls of 50 tokens.
+    let router = router_with(
+        &emu,
+        config(
+            "[routing]\nreserved_window = 3000.0\n[models.\"anthropic.claude-sonnet-4-5-20250929-v1:0\"]\nreserved = { input_tokens_per_minute = 10000000, output_tokens_per_minute = 20000 }\n",
+        ),
+    )
+    .await;
+    let mut reserved = 0u32;
+    let mut overflow = 0u32;
+    let results = futures::future::join_all((0..40).map(|i| {
+        router.generate(
+            GenerateRequest::user(format!("ticket {i}"))
+                .family("claude")
+                .max_tokens(50),
+        )
+    }))
+    .await;
+    for r in results {
+        let r = r.unwrap();
+        match r.decision.tier {
+            Some(ServiceTier::Reserved) => reserved += r.usage.output_tokens,
+            Some(ServiceTier::Standard) => {
+                overflow += 1;
+                assert!(r.decision.reasons.iter().any(|x| matches!(
+                    x,
+                    Reason::ReservedOverflow {
+                        cause: OverflowCause::Full,
+                        ..
+                    }
+                )));
+            }
+            other => panic!("unexpected tier {other:?}"),
+        }
+    }
+    let capacity = 1000.0;
+    assert!(
+        (f64::from(reserved) - capacity).abs() / capacity <= 0.05,
+        "reserved {reserved} of {capacity}"
+    );
+    assert!(overflow >= 19, "{overflow} calls overflowed");
+    let served_reserved: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "reserved")
+        .map(|c| c.counter.output_tokens)
+        .sum();
+    assert_eq!(
+        served_reserved,
+        u64::from(reserved),
+        "the emulator saw the same split"
+    );
+}
+
+#[tokio::test]
+async fn a_throttled_reserved_call_overflows_to_standard() {
+    let emu = emulator().await;
+    let router = router_with(
+        &emu,
+        config("[models.\"anthropic.claude-sonnet-4-5-20250929-v1:0\"]\nreserved = { input_tokens_per_minute = 1000000, output_tokens_per_minute = 100000 }\n"),
+    )
+    .await;
+    emu.add_fault(
+        Fault::new(FaultKind::Throttle)
+            .for_tier("reserved")
+            .times(1),
+    );
+    let r = router
+        .generate(GenerateRequest::user("hi").family("claude").max_tokens(5))
+        .await
+        .unwrap();
+    assert_eq!(r.decision.tier, Some(ServiceTier::Standard));
+    assert_eq!(
+        r.decision.target, r.decision.failed_attempts[0].target,
+        "same target, standard tier"
+    );
+    assert!(r.decision.reasons.iter().any(|x| matches!(
+        x,
+        Reason::ReservedOverflow {
+            cause: OverflowCause::Throttled,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn a_cold_sagemaker_primary_falls_back_and_traffic_returns_when_ready() {
+    let emu = emulator().await;
+    let router = router_with(
+        &emu,
+        config(
+            "[routing.breaker]\nfailure_threshold = 2\nopen_for = 200.0\nhalf_open_probes = 1\n\
+             [models.\"ha-llm\"]\nprovider = \"sagemaker\"\nprice = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n\
+             endpoints = [{ name = \"laneway-demo-llm\", region = \"us-east-1\", format = \"tgi\" }, \
+             { name = \"laneway-demo-chat\", region = \"us-east-1\", format = \"openai_chat\", inference_component = \"llama-3-8b-ic\" }]\n",
+        ),
+    )
+    .await;
+    let req = || {
+        GenerateRequest::user("classify")
+            .model("ha-llm")
+            .max_tokens(5)
+    };
+    let cold = emu.add_fault(Fault::new(FaultKind::ModelNotReady).for_model("laneway-demo-llm"));
+    for _ in 0..6 {
+        let r = router.generate(req()).await.unwrap();
+        assert_eq!(r.decision.endpoint.as_deref(), Some("laneway-demo-chat"));
+    }
+    let primary_tries: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.target == "laneway-demo-llm")
+        .map(|c| c.counter.requests)
+        .sum();
+    assert!(
+        primary_tries <= 3,
+        "the open breaker kept traffic off the cold endpoint ({primary_tries} tries)"
+    );
+
+    emu.remove_fault(cold);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let r = router.generate(req()).await.unwrap();
+    assert_eq!(
+        r.decision.endpoint.as_deref(),
+        Some("laneway-demo-llm"),
+        "back on the primary once it is ready"
+    );
+}
+
+#[tokio::test]
+async fn sagemaker_falls_back_to_a_bedrock_family() {
+    let emu = emulator().await;
+    let router = router_with(
+        &emu,
+        config(
+            "[models.\"llm-with-fallback\"]\nprovider = \"sagemaker\"\nfallback_family = \"nova\"\n\
+             endpoints = [{ name = \"laneway-demo-llm\", region = \"us-east-1\", format = \"tgi\" }]\n\
+             price = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n",
+        ),
+    )
+    .await;
+    emu.add_fault(Fault::new(FaultKind::Outage).for_model("laneway-demo-llm"));
+    let r = router
+        .generate(
+            GenerateRequest::user("hi")
+                .model("llm-with-fallback")
+                .max_tokens(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.decision.model, "amazon.nova-lite-v1:0");
+    assert_eq!(r.decision.family.as_deref(), Some("nova"));
+}
+
+#[tokio::test]
+async fn a_flex_call_near_its_deadline_escalates_to_standard() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let background = |deadline: Option<Duration>| {
+        GenerateRequest::user("tag this")
+            .family("nova")
+            .max_tokens(20)
+            .slo(Slo {
+                class: SloClass::Background,
+                ttft_target: None,
+                deadline,
+            })
+    };
+    // Learn flex's speed first.
+    for _ in 0..3 {
+        assert_eq!(
+            router
+                .generate(background(None))
+                .await
+                .unwrap()
+                .decision
+                .tier,
+            Some(ServiceTier::Flex)
+        );
+    }
+    let roomy = router
+        .generate(background(Some(Duration::from_secs(30))))
+        .await
+        .unwrap();
+    assert_eq!(roomy.decision.tier, Some(ServiceTier::Flex));
+    let tight = router
+        .generate(background(Some(Duration::from_micros(100))))
+        .await
+        .unwrap();
+    assert_eq!(tight.decision.tier, Some(ServiceTier::Standard));
+    assert!(tight
+        .decision
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::DeadlineEscalation { .. })));
+}
+
+#[tokio::test]
+async fn a_hedge_beats_a_stalled_first_token_and_the_loser_is_cancelled() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let req = GenerateRequest::user("quick answer please")
+        .model("amazon.nova-lite-v1:0")
+        .max_tokens(10)
+        .slo(Slo {
+            class: SloClass::Interactive,
+            ttft_target: Some(Duration::from_millis(150)),
+            deadline: None,
+        });
+    let first = router.plan(&req).unwrap().attempts[0].target.clone();
+    emu.add_fault(Fault {
+        delay_ms: Some(5_000),
+        ..Fault::new(FaultKind::SlowFirstToken)
+            .for_region(first.region())
+            .times(1)
+    });
+    let started = Instant::now();
+    let (_, done) = stream_to_end(&router, req).await;
+    let done = done.unwrap();
+    let hedge = done.decision.hedge.clone().expect("a hedge fired");
+    assert!(hedge.hedge_won, "{hedge:?}");
+    assert_ne!(done.decision.target, first.id());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the stalled attempt was not waited for"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancelled: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.target == first.id() && c.region == first.region())
+        .map(|c| c.counter.cancelled)
+        .sum();
+    assert_eq!(cancelled, 1, "{:?}", emu.counters());
+}
+
+#[tokio::test]
+async fn generate_hedges_too() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let req = GenerateRequest::user("hi")
+        .family("nova")
+        .max_tokens(5)
+        .slo(Slo {
+            class: SloClass::Interactive,
+            ttft_target: Some(Duration::from_millis(100)),
+            deadline: None,
+        });
+    let first = router.plan(&req).unwrap().attempts[0].target.clone();
+    emu.add_fault(Fault {
+        delay_ms: Some(5_000),
+        ..Fault::new(FaultKind::SlowFirstToken)
+            .for_region(first.region())
+            .times(1)
+    });
+    let r = router.generate(req).await.unwrap();
+    assert!(r.decision.hedge.unwrap().hedge_won);
+    assert!(r.timings.ttft.is_some());
+}
+
+#[tokio::test]
+async fn an_opted_in_stream_continues_on_the_next_target_without_duplicating_text() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    emu.add_fault(Fault::break_after(4).times(1));
+    let req = GenerateRequest::user("write a paragraph")
+        .family("nova")
+        .max_tokens(12)
+        .continue_on_interrupt(true);
+    let (events, done) = stream_to_end(&router, req).await;
+    let done = done.unwrap();
+    let mut text = String::new();
+    let mut seam = None;
+    for (i, ev) in events.iter().enumerate() {
+        match ev {
+            StreamEvent::TextDelta { text: t, .. } => text.push_str(t),
+            StreamEvent::Continued {
+                delivered, kind, ..
+            } => {
+                assert_eq!(delivered.output_tokens, 4);
+                assert_eq!(*kind, ErrorKind::Internal);
+                seam = Some(i);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        seam,
+        Some(4),
+        "the seam comes right after the four delivered deltas"
+    );
+    assert_eq!(
+        done.text(),
+        text,
+        "the response holds exactly what was streamed, once"
+    );
+    assert_eq!(done.usage.output_tokens, 4 + 12);
+    assert_eq!(done.decision.failed_attempts.len(), 1);
+}
+
+#[tokio::test]
+async fn the_retry_budget_bounds_total_attempts_under_a_total_outage() {
+    let emu = emulator().await;
+    let router = router_with(
+        &emu,
+        config("[routing.budget]\nratio = 0.1\nmin_per_second = 0.1\nwindow = 60000.0\n[routing.retry]\nmax_same_target = 1\nbackoff = 5.0\n"),
+    )
+    .await;
+    emu.add_fault(Fault::new(FaultKind::Outage));
+    let calls = 100;
+    for i in 0..calls {
+        let err = router
+            .generate(GenerateRequest::user(format!("{i}")).family("nova"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::Unavailable | ErrorKind::AllTargetsFailed
+            ),
+            "{err}"
+        );
+    }
+    let seen = requests_seen(&emu);
+    // Within one 60 s window: 10% of the calls plus 0.1/s x 60 s.
+    let bound = calls + (0.1 * calls as f64 + 0.1 * 60.0).ceil() as u64;
+    assert!(
+        seen <= bound,
+        "{seen} requests for {calls} calls; budget bound {bound}"
+    );
+    assert!(seen > calls, "failover still happened within the budget");
+}
