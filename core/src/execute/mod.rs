@@ -98,7 +98,7 @@ impl Executor {
                 retry_after: None,
             }));
         }
-        let mut run = Run::new(self, request, &plan);
+        let mut run = Run::new(self, request, plan);
         loop {
             let Some(inflight) = run.next_attempt() else {
                 return Err(run.exhausted());

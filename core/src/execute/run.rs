@@ -14,7 +14,7 @@ use crate::response::{GenerateResponse, HedgeReport, RouteDecision, Timings};
 pub struct Run<'a> {
     exec: &'a Executor,
     request: &'a GenerateRequest,
-    plan: &'a Plan,
+    plan: Plan,
     next: usize,
     retry: Option<Attempt>,
     same_target_retries: u32,
@@ -29,7 +29,7 @@ pub struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    pub fn new(exec: &'a Executor, request: &'a GenerateRequest, plan: &'a Plan) -> Self {
+    pub fn new(exec: &'a Executor, request: &'a GenerateRequest, plan: Plan) -> Self {
         exec.state.record_call(Instant::now());
         Self {
             exec,
@@ -204,7 +204,7 @@ impl<'a> Run<'a> {
             served,
             attempt.target.profile(),
         );
-        let mut reasons = self.plan.reasons.clone();
+        let mut reasons = std::mem::take(&mut self.plan.reasons);
         reasons.append(&mut self.reasons);
         GenerateResponse {
             content: done.content,

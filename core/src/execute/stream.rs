@@ -236,7 +236,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
     let events = async_stream::stream! {
         let exec = &*exec;
         let hedges = exec.hedges(&request, &plan);
-        let mut run = Run::new(exec, &request, &plan);
+        let mut run = Run::new(exec, &request, plan);
         let mut assembly = Assembly::default();
         // Output already delivered by attempts that broke, when continuing.
         let mut carried = Usage::default();

@@ -1,7 +1,6 @@
 //! The retry budget: retries, failovers and hedges together may add at most a configured share
 //! of recent traffic (plus a small floor), so a retry storm cannot happen.
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -29,47 +28,57 @@ impl Default for BudgetConfig {
     }
 }
 
-/// Counts calls and extra attempts in a sliding window.
+/// Counts calls and extra attempts in a sliding window of one-tenth-window buckets.
 #[derive(Debug)]
 pub struct RetryBudget {
     config: BudgetConfig,
-    calls: VecDeque<Instant>,
-    extras: VecDeque<Instant>,
+    start: Instant,
+    /// (bucket number, calls, extras), one slot per bucket of the window.
+    buckets: [(u64, u64, u64); BUCKETS],
 }
+
+const BUCKETS: usize = 10;
 
 impl RetryBudget {
     pub fn new(config: BudgetConfig) -> Self {
-        Self {
-            config,
-            calls: VecDeque::new(),
-            extras: VecDeque::new(),
-        }
+        Self { config, start: Instant::now(), buckets: [(u64::MAX, 0, 0); BUCKETS] }
     }
 
-    fn expire(&mut self, now: Instant) {
-        for q in [&mut self.calls, &mut self.extras] {
-            while q
-                .front()
-                .is_some_and(|t| now.saturating_duration_since(*t) >= self.config.window)
-            {
-                q.pop_front();
-            }
+    fn bucket_of(&self, now: Instant) -> u64 {
+        let width = (self.config.window.as_nanos() / BUCKETS as u128).max(1);
+        (now.saturating_duration_since(self.start).as_nanos() / width) as u64
+    }
+
+    /// The slot for `now`, emptied if it held an older bucket.
+    fn slot(&mut self, now: Instant) -> &mut (u64, u64, u64) {
+        let b = self.bucket_of(now);
+        let slot = &mut self.buckets[(b % BUCKETS as u64) as usize];
+        if slot.0 != b {
+            *slot = (b, 0, 0);
         }
+        slot
+    }
+
+    /// Calls and extra attempts within the window ending now.
+    fn totals(&self, now: Instant) -> (u64, u64) {
+        let current = self.bucket_of(now);
+        self.buckets
+            .iter()
+            .filter(|(b, _, _)| *b != u64::MAX && current - b < BUCKETS as u64)
+            .fold((0, 0), |(c, e), (_, calls, extras)| (c + calls, e + extras))
     }
 
     /// A call started.
     pub fn record_call(&mut self, now: Instant) {
-        self.expire(now);
-        self.calls.push_back(now);
+        self.slot(now).1 += 1;
     }
 
     /// Takes one extra attempt from the budget if it has one.
     pub fn try_spend(&mut self, now: Instant) -> bool {
-        self.expire(now);
-        let allowed = self.config.ratio * self.calls.len() as f64
-            + self.config.min_per_second * self.config.window.as_secs_f64();
-        if (self.extras.len() as f64) < allowed {
-            self.extras.push_back(now);
+        let (calls, extras) = self.totals(now);
+        let allowed = self.config.ratio * calls as f64 + self.config.min_per_second * self.config.window.as_secs_f64();
+        if (extras as f64) < allowed {
+            self.slot(now).2 += 1;
             true
         } else {
             false

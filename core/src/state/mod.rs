@@ -81,17 +81,29 @@ struct TargetState {
     latency: LatencyTrack,
 }
 
-type Key = (String, String, Option<ServiceTier>);
+/// Targets by region, then id, then tier: nested so that lookups by `&str` allocate nothing.
+type TargetMap = HashMap<String, HashMap<String, HashMap<Option<ServiceTier>, TargetState>>>;
 
-fn key(region: &str, id: &str, tier: Option<ServiceTier>) -> Key {
-    (region.to_string(), id.to_string(), tier)
+fn lookup<'m>(map: &'m TargetMap, region: &str, id: &str, tier: Option<ServiceTier>) -> Option<&'m TargetState> {
+    map.get(region)?.get(id)?.get(&tier)
+}
+
+fn entry<'m>(map: &'m mut TargetMap, region: &str, id: &str, tier: Option<ServiceTier>) -> &'m mut TargetState {
+    if !map.contains_key(region) {
+        map.insert(region.to_string(), HashMap::new());
+    }
+    let ids = map.get_mut(region).expect("inserted above");
+    if !ids.contains_key(id) {
+        ids.insert(id.to_string(), HashMap::new());
+    }
+    ids.get_mut(id).expect("inserted above").entry(tier).or_default()
 }
 
 /// The router's live state, in process.
 #[derive(Debug)]
 pub struct State {
     breaker: BreakerConfig,
-    targets: Mutex<HashMap<Key, TargetState>>,
+    targets: Mutex<TargetMap>,
     ledgers: Mutex<HashMap<String, Ledger>>,
     budget: Mutex<RetryBudget>,
 }
@@ -128,7 +140,7 @@ impl State {
         f: impl FnOnce(&mut TargetState) -> R,
     ) -> R {
         let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-        f(targets.entry(key(region, id, tier)).or_default())
+        f(entry(&mut targets, region, id, tier))
     }
 
     /// Admits an attempt through the target's breaker: `Some(is_probe)`, or `None` if open.
@@ -264,7 +276,7 @@ impl Observations for Snapshot<'_> {
 
     fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView {
         let targets = self.state.targets.lock().unwrap_or_else(|p| p.into_inner());
-        match targets.get(&key(region, id, tier)) {
+        match lookup(&targets, region, id, tier) {
             None => TargetView::UNKNOWN,
             Some(t) => TargetView {
                 breaker: t.breaker.view(self.now, &self.state.breaker),

@@ -1,0 +1,164 @@
+//! Laneway's full path against the raw aws-sdk-bedrockruntime client, both calling the same
+//! in-process emulator, 64 requests in flight: `cargo bench -p laneway --bench throughput`.
+//!
+//! The emulator's simulated delays are scaled to nearly nothing, so the figures measure client
+//! and server overhead, not the simulation. The contenders alternate within one run, several
+//! rounds each; the report gives the median requests per second of each and their ratio, for
+//! non-streaming and streaming calls. Process CPU time per call is shown too; it includes the
+//! emulator's share, the same for both contenders.
+
+use std::time::{Duration, Instant};
+
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, Region};
+use aws_credential_types::Credentials;
+use aws_sdk_bedrockruntime as bedrock;
+use bedrock::types::{ContentBlock, ConversationRole, InferenceConfiguration, Message};
+use futures::StreamExt;
+use laneway::{GenerateRequest, Router, StreamEvent};
+use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
+
+const MODEL: &str = "amazon.nova-lite-v1:0";
+const IN_FLIGHT: usize = 64;
+const PER_ROUND: usize = 2_000;
+const ROUNDS: usize = 6;
+const MAX_TOKENS: i32 = 16;
+
+/// CPU seconds this process has used (user + system), from /proc/self/stat.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 of the file (utime, stime) are 12 and 13 after the command name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+struct Sample {
+    per_second: f64,
+    cpu_us_per_call: f64,
+}
+
+async fn measure<F, Fut>(call: F) -> Sample
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let cpu = cpu_seconds();
+    let start = Instant::now();
+    futures::stream::iter(0..PER_ROUND).map(&call).buffer_unordered(IN_FLIGHT).collect::<Vec<()>>().await;
+    let wall = start.elapsed();
+    Sample {
+        per_second: PER_ROUND as f64 / wall.as_secs_f64(),
+        cpu_us_per_call: (cpu_seconds() - cpu) * 1e6 / PER_ROUND as f64,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut scenario = Scenario::builtin("fast").unwrap();
+        scenario.time_scale = 1e-5;
+        for m in &mut scenario.models {
+            m.performance.max_concurrency = 100_000;
+            m.performance.tokens_per_minute = u64::MAX / 4;
+            m.overrides.clear();
+        }
+        let emulator = Emulator::start(scenario).await.unwrap();
+        let conf = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(emulator.url())
+            .credentials_provider(Credentials::new(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, None, None, "bench"))
+            .retry_config(RetryConfig::disabled())
+            .load()
+            .await;
+        let raw = bedrock::Client::new(&conf);
+        let router = Router::builder()
+            .endpoint_url(emulator.url())
+            .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+            .build()
+            .await
+            .unwrap();
+        let message = |i: usize| {
+            Message::builder()
+                .role(ConversationRole::User)
+                .content(ContentBlock::Text(format!("Summarise ticket {i}")))
+                .build()
+                .unwrap()
+        };
+        let inference = InferenceConfiguration::builder().max_tokens(MAX_TOKENS).build();
+        let request = |i: usize| GenerateRequest::user(format!("Summarise ticket {i}")).model(MODEL).max_tokens(i64::from(MAX_TOKENS));
+
+        let raw_generate = |i: usize| {
+            let (raw, msg, inf) = (raw.clone(), message(i), inference.clone());
+            async move {
+                raw.converse().model_id(MODEL).messages(msg).inference_config(inf).send().await.unwrap();
+            }
+        };
+        let laneway_generate = |i: usize| {
+            let (router, req) = (router.clone(), request(i));
+            async move {
+                router.generate(req).await.unwrap();
+            }
+        };
+        let raw_stream = |i: usize| {
+            let (raw, msg, inf) = (raw.clone(), message(i), inference.clone());
+            async move {
+                let mut out = raw.converse_stream().model_id(MODEL).messages(msg).inference_config(inf).send().await.unwrap();
+                while out.stream.recv().await.unwrap().is_some() {}
+            }
+        };
+        let laneway_stream = |i: usize| {
+            let (router, req) = (router.clone(), request(i));
+            async move {
+                let mut s = router.stream(req).await.unwrap();
+                while let Some(ev) = s.next().await {
+                    if let StreamEvent::Completed(_) = ev.unwrap() {}
+                }
+            }
+        };
+
+        // Warm-up: connections, allocators, the router's state.
+        measure(raw_generate).await;
+        measure(laneway_generate).await;
+
+        println!("{IN_FLIGHT} in flight, {PER_ROUND} calls per round, {ROUNDS} alternating rounds, {MAX_TOKENS} output tokens per call");
+        for mode in ["non-streaming", "streaming"] {
+            let (mut raw_rps, mut lw_rps, mut raw_cpu, mut lw_cpu) = (vec![], vec![], vec![], vec![]);
+            for round in 0..ROUNDS {
+                // Who goes first alternates too, so that neither always follows the other.
+                let (r, l) = match (mode == "streaming", round % 2 == 0) {
+                    (true, true) => (measure(raw_stream).await, measure(laneway_stream).await),
+                    (true, false) => {
+                        let l = measure(laneway_stream).await;
+                        (measure(raw_stream).await, l)
+                    }
+                    (false, true) => (measure(raw_generate).await, measure(laneway_generate).await),
+                    (false, false) => {
+                        let l = measure(laneway_generate).await;
+                        (measure(raw_generate).await, l)
+                    }
+                };
+                raw_rps.push(r.per_second);
+                lw_rps.push(l.per_second);
+                raw_cpu.push(r.cpu_us_per_call);
+                lw_cpu.push(l.cpu_us_per_call);
+            }
+            let (r, l) = (median(raw_rps), median(lw_rps));
+            println!(
+                "  {mode:<14} raw SDK {r:>8.0} req/s ({:>5.0} us CPU/call)   Laneway {l:>8.0} req/s ({:>5.0} us CPU/call)   Laneway/raw {:.3}",
+                median(raw_cpu),
+                median(lw_cpu),
+                l / r
+            );
+        }
+        emulator.shutdown().await;
+    });
+    // Give the runtime's blocking threads a moment before exit.
+    std::thread::sleep(Duration::from_millis(10));
+}
