@@ -1,10 +1,10 @@
 //! `laneway demo`: the emulator in-process, a mixed workload through the router, a table.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{stream, StreamExt};
-use laneway::{GenerateRequest, GenerateResponse, Router, SloClass, StreamEvent};
+use laneway::{GenerateRequest, GenerateResponse, Router, Slo, SloClass, StreamEvent};
 use laneway_emulator::{
     Emulator, Fault, FaultKind, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY,
 };
@@ -45,7 +45,7 @@ const LANES: &[Lane] = &[
             GenerateRequest::user(format!("Customer #{i} asks: where is my order?"))
                 .system("You are a friendly support agent. Answer in two sentences.")
                 .family("claude")
-                .slo_class(SloClass::Interactive)
+                .slo(Slo { class: SloClass::Interactive, ttft_target: Some(Duration::from_millis(800)), deadline: None })
                 .max_tokens(60)
         },
     },
@@ -100,13 +100,20 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         .build()
         .await?;
 
-    // A short throttle storm on the interactive lane's first target shows failover at work.
+    // A throttle storm on the interactive lane and a whole-region outage mid-run show
+    // failover at work; times are scaled with the scenario.
+    let scale = emulator.scenario().time_scale;
+    let ms = |real: f64| (real * scale) as u64;
     emulator.add_fault(
         Fault::new(FaultKind::Throttle)
             .for_region("us-east-1")
             .for_model("anthropic.claude-sonnet-4-5-20250929-v1:0")
             .times(4),
     );
+    let mut outage = Fault::new(FaultKind::Outage).for_region("us-east-1");
+    outage.start_ms = Some(ms(1500.0));
+    outage.end_ms = Some(ms(3000.0));
+    emulator.add_fault(outage);
 
     println!(
         "laneway demo: emulator at {} (scenario {}, no AWS account needed)",
@@ -114,10 +121,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         args.scenario
     );
     println!(
-        "{} lanes x {} requests, {} in flight per lane, streamed; 4 throttled calls injected in us-east-1\n",
+        "{} lanes x {} requests, {} in flight per lane, streamed\ninjected: 4 throttled Claude calls in us-east-1; all of us-east-1 down from {:.1} s to {:.1} s\n",
         LANES.len(),
         args.requests,
-        args.concurrency
+        args.concurrency,
+        1.5 * scale,
+        3.0 * scale
     );
     let started = Instant::now();
     let lanes = futures::future::join_all(

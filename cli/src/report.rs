@@ -12,6 +12,7 @@ pub struct LaneStats {
     pub requests: u64,
     pub ok: u64,
     pub failovers: u64,
+    pub hedges: u64,
     pub tiers: BTreeSet<String>,
     pub regions: BTreeSet<String>,
     ttft_us: Histogram<u64>,
@@ -30,6 +31,7 @@ impl LaneStats {
             requests: 0,
             ok: 0,
             failovers: 0,
+            hedges: 0,
             tiers: BTreeSet::new(),
             regions: BTreeSet::new(),
             ttft_us: hist(),
@@ -51,6 +53,7 @@ impl LaneStats {
         };
         self.ok += 1;
         self.failovers += r.decision.failed_attempts.len() as u64;
+        self.hedges += u64::from(r.decision.hedge.is_some());
         self.tiers
             .insert(match r.decision.served_tier.or(r.decision.tier) {
                 Some(t) => tier_name(t).to_string(),
@@ -97,6 +100,7 @@ pub fn table(lanes: &[LaneStats]) -> String {
         "lane",
         "ok/req",
         "failovers",
+        "hedges",
         "tier",
         "regions",
         "TTFT p50 ms",
@@ -112,6 +116,7 @@ pub fn table(lanes: &[LaneStats]) -> String {
             l.name.clone(),
             format!("{}/{}", l.ok, l.requests),
             l.failovers.to_string(),
+            l.hedges.to_string(),
             l.tiers.iter().cloned().collect::<Vec<_>>().join("+"),
             l.regions.iter().cloned().collect::<Vec<_>>().join(","),
             ms(&l.ttft_us, 0.5),

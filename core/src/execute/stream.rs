@@ -202,7 +202,8 @@ fn into_parts(opened: Opened) -> Result<(EventStream, Option<Result<BackendEvent
     }
 }
 
-/// The hedge delay: the first target's recent TTFT quantile, within [min_delay, ttft_target].
+/// The hedge delay: the first target's recent TTFT quantile (the TTFT target itself before
+/// any was seen), within [min_delay, ttft_target].
 fn hedge_delay(exec: &Executor, request: &GenerateRequest, attempt: &Attempt) -> Duration {
     let hedge = exec.config.routing.hedge;
     let target = request
