@@ -45,7 +45,11 @@ const LANES: &[Lane] = &[
             GenerateRequest::user(format!("Customer #{i} asks: where is my order?"))
                 .system("You are a friendly support agent. Answer in two sentences.")
                 .family("claude")
-                .slo(Slo { class: SloClass::Interactive, ttft_target: Some(Duration::from_millis(800)), deadline: None })
+                .slo(Slo {
+                    class: SloClass::Interactive,
+                    ttft_target: Some(Duration::from_millis(800)),
+                    deadline: None,
+                })
                 .max_tokens(60)
         },
     },

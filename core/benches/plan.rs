@@ -58,7 +58,13 @@ fn warmed_state(config: &Config) -> State {
     for req in requests().iter().map(|(_, r)| r) {
         let p = plan(req, config, &state.at(Instant::now())).unwrap();
         for a in &p.attempts {
-            state.record_success(a.target.region(), a.target.id(), a.tier, Some(Duration::from_millis(300)), Some(120.0));
+            state.record_success(
+                a.target.region(),
+                a.target.id(),
+                a.tier,
+                Some(Duration::from_millis(300)),
+                Some(120.0),
+            );
         }
     }
     state
@@ -81,7 +87,10 @@ fn percentiles(config: &Config, state: &State) {
             "  {name:<40} p50 {:>6.2} us   p99 {:>6.2} us   attempts planned: {}",
             hist.value_at_quantile(0.5) as f64 / 1000.0,
             hist.value_at_quantile(0.99) as f64 / 1000.0,
-            plan(&req, config, &state.at(Instant::now())).unwrap().attempts.len()
+            plan(&req, config, &state.at(Instant::now()))
+                .unwrap()
+                .attempts
+                .len()
         );
     }
 }
@@ -95,9 +104,18 @@ fn main() {
     let mut group = c.benchmark_group("plan");
     for (name, req) in requests() {
         group.bench_function(format!("{name}/plan"), |b| {
-            b.iter(|| plan(black_box(&req), black_box(&config), &state.at(Instant::now())).unwrap())
+            b.iter(|| {
+                plan(
+                    black_box(&req),
+                    black_box(&config),
+                    &state.at(Instant::now()),
+                )
+                .unwrap()
+            })
         });
-        group.bench_function(format!("{name}/clone_request_baseline"), |b| b.iter(|| black_box(&req).clone()));
+        group.bench_function(format!("{name}/clone_request_baseline"), |b| {
+            b.iter(|| black_box(&req).clone())
+        });
     }
     group.finish();
     c.final_summary();

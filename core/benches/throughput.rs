@@ -29,7 +29,12 @@ fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // Fields 14 and 15 of the file (utime, stime) are 12 and 13 after the command name.
     (ticks(11) + ticks(12)) / 100.0
 }
@@ -46,7 +51,11 @@ where
 {
     let cpu = cpu_seconds();
     let start = Instant::now();
-    futures::stream::iter(0..PER_ROUND).map(&call).buffer_unordered(IN_FLIGHT).collect::<Vec<()>>().await;
+    futures::stream::iter(0..PER_ROUND)
+        .map(&call)
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<()>>()
+        .await;
     let wall = start.elapsed();
     Sample {
         per_second: PER_ROUND as f64 / wall.as_secs_f64(),
@@ -60,7 +69,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut scenario = Scenario::builtin("fast").unwrap();
         scenario.time_scale = 1e-5;

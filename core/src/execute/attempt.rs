@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind};
 use crate::plan::Attempt;
-use crate::request::{GenerateRequest, ServiceTier};
+use crate::request::ServiceTier;
 use crate::response::{Timings, Usage};
 use crate::state::{State, Ticket};
 
@@ -62,7 +62,6 @@ impl<'a> InFlight<'a> {
     pub fn admit(
         state: &'a State,
         mut attempt: Attempt,
-        request: &GenerateRequest,
         estimate: (u64, u64),
         force: bool,
     ) -> Option<(Self, bool)> {
@@ -78,7 +77,6 @@ impl<'a> InFlight<'a> {
         if !admitted && !force {
             return None;
         }
-        let _ = request;
         let mut overflowed = false;
         let mut ticket = None;
         if attempt.tier == Some(ServiceTier::Reserved) {

@@ -9,6 +9,7 @@ use crate::error::{Error, FailedAttempt};
 use crate::plan::{tier, Attempt, OverflowCause, Plan, Reason};
 use crate::request::{GenerateRequest, ServiceTier};
 use crate::response::{GenerateResponse, HedgeReport, RouteDecision, Timings};
+use crate::state::Observations;
 
 /// One call's walk through its plan.
 pub struct Run<'a> {
@@ -72,7 +73,6 @@ impl<'a> Run<'a> {
             let force = self.sent == 0 && self.next == self.plan.attempts.len();
             let now = Instant::now();
             let peek = state.at(now);
-            use crate::state::Observations;
             let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
             if !force && view.breaker == crate::state::BreakerView::Open {
                 self.reasons.push(Reason::TargetDemoted {
@@ -96,8 +96,7 @@ impl<'a> Run<'a> {
     fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
         let model = attempt.model.clone();
-        let (inflight, overflowed) =
-            InFlight::admit(state, attempt, self.request, self.estimate, force)?;
+        let (inflight, overflowed) = InFlight::admit(state, attempt, self.estimate, force)?;
         if self.sent > 0 && !state.spend_extra_attempt(Instant::now()) {
             self.budget_exhausted = true;
             return None; // dropping `inflight` frees what it took

@@ -41,7 +41,11 @@ const BUCKETS: usize = 10;
 
 impl RetryBudget {
     pub fn new(config: BudgetConfig) -> Self {
-        Self { config, start: Instant::now(), buckets: [(u64::MAX, 0, 0); BUCKETS] }
+        Self {
+            config,
+            start: Instant::now(),
+            buckets: [(u64::MAX, 0, 0); BUCKETS],
+        }
     }
 
     fn bucket_of(&self, now: Instant) -> u64 {
@@ -76,7 +80,8 @@ impl RetryBudget {
     /// Takes one extra attempt from the budget if it has one.
     pub fn try_spend(&mut self, now: Instant) -> bool {
         let (calls, extras) = self.totals(now);
-        let allowed = self.config.ratio * calls as f64 + self.config.min_per_second * self.config.window.as_secs_f64();
+        let allowed = self.config.ratio * calls as f64
+            + self.config.min_per_second * self.config.window.as_secs_f64();
         if (extras as f64) < allowed {
             self.slot(now).2 += 1;
             true

@@ -84,11 +84,21 @@ struct TargetState {
 /// Targets by region, then id, then tier: nested so that lookups by `&str` allocate nothing.
 type TargetMap = HashMap<String, HashMap<String, HashMap<Option<ServiceTier>, TargetState>>>;
 
-fn lookup<'m>(map: &'m TargetMap, region: &str, id: &str, tier: Option<ServiceTier>) -> Option<&'m TargetState> {
+fn lookup<'m>(
+    map: &'m TargetMap,
+    region: &str,
+    id: &str,
+    tier: Option<ServiceTier>,
+) -> Option<&'m TargetState> {
     map.get(region)?.get(id)?.get(&tier)
 }
 
-fn entry<'m>(map: &'m mut TargetMap, region: &str, id: &str, tier: Option<ServiceTier>) -> &'m mut TargetState {
+fn entry<'m>(
+    map: &'m mut TargetMap,
+    region: &str,
+    id: &str,
+    tier: Option<ServiceTier>,
+) -> &'m mut TargetState {
     if !map.contains_key(region) {
         map.insert(region.to_string(), HashMap::new());
     }
@@ -96,7 +106,10 @@ fn entry<'m>(map: &'m mut TargetMap, region: &str, id: &str, tier: Option<Servic
     if !ids.contains_key(id) {
         ids.insert(id.to_string(), HashMap::new());
     }
-    ids.get_mut(id).expect("inserted above").entry(tier).or_default()
+    ids.get_mut(id)
+        .expect("inserted above")
+        .entry(tier)
+        .or_default()
 }
 
 /// The router's live state, in process.
