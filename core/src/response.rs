@@ -21,6 +21,9 @@ pub struct GenerateResponse {
     pub decision: RouteDecision,
     /// What the call cost, in US dollars, from the price book.
     pub cost_usd: f64,
+    /// What the prompt cache saved against the same call uncached (negative when a cache write
+    /// cost more than it has saved so far).
+    pub cache_savings_usd: f64,
 }
 
 impl GenerateResponse {

@@ -61,8 +61,8 @@ pub struct Ask {
     pub max_tokens: Option<u32>,
     /// A digest of the prompt, which fixes the answer's words and length.
     pub prompt_digest: u64,
-    /// Whether the request carries `cachePoint` blocks.
-    pub has_cache_points: bool,
+    /// The request's `cachePoint` checkpoints, in prompt order.
+    pub cache_points: Vec<crate::cache::CachePointAt>,
 }
 
 /// An admitted request: the answer to give and its timeline. Holds its capacity slot until
@@ -74,7 +74,10 @@ pub struct Answer {
     pub tokens: Vec<String>,
     /// True when `max_tokens` cut the natural answer short.
     pub truncated: bool,
+    /// Input tokens processed anew (not read from or written to the cache).
     pub input_tokens: u32,
+    /// What the prompt cache did.
+    pub cache: crate::cache::CacheUse,
     pub ttft: Duration,
     pub token_interval: Duration,
     /// Tokens to deliver before the stream breaks, and the exception to break with.
@@ -150,6 +153,7 @@ impl Drop for Slot {
 pub struct Engine {
     pub scenario: Scenario,
     pub faults: FaultRegistry,
+    cache: crate::cache::PromptCache,
     counters: Mutex<BTreeMap<CounterKey, Counter>>,
     pools: Arc<Mutex<HashMap<String, Pool>>>,
     started: Instant,
@@ -173,6 +177,7 @@ impl Engine {
         Self {
             scenario,
             faults,
+            cache: crate::cache::PromptCache::default(),
             counters: Mutex::default(),
             pools: Arc::default(),
             started: Instant::now(),
@@ -285,7 +290,7 @@ impl Engine {
                         ),
                     ));
                 }
-                if ask.has_cache_points && !m.prompt_cache {
+                if !ask.cache_points.is_empty() && !m.prompt_cache {
                     return Err(ApiError::validation(
                         ask.service,
                         format!("Prompt caching is not supported for model {}.", m.id),
@@ -317,7 +322,20 @@ impl Engine {
         let n = ask.max_tokens.map_or(natural, |m| natural.min(m));
         let slot = self.take_capacity(ask, &performance, ask.input_tokens + n)?;
 
+        let cache = match served {
+            Served::Model(m) if m.prompt_cache && !ask.cache_points.is_empty() => self.cache.apply(
+                &ask.region,
+                &m.id,
+                &ask.cache_points,
+                m.cache_min_tokens,
+                self.scenario.time_scale,
+            ),
+            _ => crate::cache::CacheUse::default(),
+        };
         let mut ttft = self.draw_ttft(&performance, ask.prompt_digest);
+        // Prefill is skipped for the cached share of the input.
+        let cached_share = f64::from(cache.read) / f64::from(ask.input_tokens.max(1));
+        ttft = ttft.mul_f64((1.0 - 0.85 * cached_share.min(1.0)).max(0.05));
         let mut break_after = None;
         for f in &hits {
             match f.kind {
@@ -335,7 +353,8 @@ impl Engine {
             model: name.to_string(),
             tokens: text::tokens(ask.prompt_digest, n),
             truncated: n < natural,
-            input_tokens: ask.input_tokens,
+            input_tokens: ask.input_tokens.saturating_sub(cache.read + cache.write),
+            cache,
             ttft,
             token_interval: self
                 .scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
@@ -507,7 +526,7 @@ mod tests {
             input_tokens: 10,
             max_tokens: Some(20),
             prompt_digest: 42,
-            has_cache_points: false,
+            cache_points: Vec::new(),
         }
     }
 
@@ -586,5 +605,35 @@ mod tests {
         let rows = e.counters();
         assert_eq!(rows[0].counter.requests, 2);
         assert_eq!(rows[0].counter.errors["ServiceUnavailableException"], 1);
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_to_a_model_without_caching_are_a_400() {
+        let mut scenario = Scenario::builtin("fast").unwrap();
+        scenario.models[0].prompt_cache = false;
+        let model = scenario.models[0].id.clone();
+        let e = Engine::new(scenario);
+        let body = serde_json::json!({ "system": [{ "text": "x" }, { "cachePoint": { "type": "default" } }] });
+        let ask = Ask {
+            service: Service::Bedrock,
+            operation: "Converse",
+            region: "us-east-1".into(),
+            target: model,
+            tier: "default".into(),
+            input_tokens: 10,
+            max_tokens: Some(5),
+            prompt_digest: 1,
+            cache_points: crate::cache::cache_points(&body),
+        };
+        let err = e.admit(&ask).unwrap_err();
+        assert_eq!(
+            (err.status, err.code.as_str()),
+            (400, "ValidationException")
+        );
     }
 }

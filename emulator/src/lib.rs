@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cache;
 mod control;
 mod engine;
 mod faults;

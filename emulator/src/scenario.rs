@@ -73,6 +73,9 @@ pub struct ModelSpec {
     /// Whether `cachePoint` blocks are accepted.
     #[serde(default)]
     pub prompt_cache: bool,
+    /// Tokens needed before a checkpoint for it to cache anything.
+    #[serde(default = "default_cache_min_tokens")]
+    pub cache_min_tokens: u32,
     /// Length of a natural answer in tokens, before `maxTokens` cuts it: `[min, max]`.
     #[serde(default = "default_answer_tokens")]
     pub answer_tokens: [u32; 2],
@@ -333,6 +336,10 @@ impl ModelSpec {
         }
         p
     }
+}
+
+fn default_cache_min_tokens() -> u32 {
+    1024
 }
 
 fn default_seed() -> u64 {

@@ -331,3 +331,54 @@ async fn sagemaker_errors_and_inference_component_header() {
     let v: serde_json::Value = serde_json::from_slice(ok.body().unwrap().as_ref()).unwrap();
     assert!(v[0]["generated_text"].as_str().unwrap().len() > 3);
 }
+
+#[tokio::test]
+async fn prompt_cache_writes_then_reads_per_region_and_reports_details() {
+    use bedrock::types::{CachePointBlock, CachePointType, SystemContentBlock};
+    let emu = start().await;
+    let send = |region: &'static str, question: &'static str| {
+        let emu_url = emu.url();
+        async move {
+            let client =
+                bedrock::Client::new(&sdk_config(&emu_url, region, "LANEWAYTESTSECRET").await);
+            client
+                .converse()
+                .model_id("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+                .system(SystemContentBlock::Text(
+                    "Policy: refunds within 30 days. ".repeat(200),
+                ))
+                .system(SystemContentBlock::CachePoint(
+                    CachePointBlock::builder()
+                        .r#type(CachePointType::Default)
+                        .build()
+                        .unwrap(),
+                ))
+                .messages(user(question))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let first = send("us-east-1", "first question").await;
+    let u = first.usage().unwrap();
+    let written = u.cache_write_input_tokens().unwrap();
+    assert!(written >= 1024, "{u:?}");
+    assert_eq!(u.cache_read_input_tokens(), Some(0));
+    assert_eq!(u.cache_details()[0].input_tokens(), written);
+
+    let second = send("us-east-1", "another question").await;
+    let u2 = second.usage().unwrap();
+    assert_eq!(u2.cache_read_input_tokens(), Some(written));
+    assert_eq!(u2.cache_write_input_tokens(), Some(0));
+    assert!(
+        u2.input_tokens() < u.input_tokens() + written,
+        "new tokens exclude the cached prefix"
+    );
+
+    let other = send("us-west-2", "first question").await;
+    assert_eq!(
+        other.usage().unwrap().cache_read_input_tokens(),
+        Some(0),
+        "caches are per region"
+    );
+}

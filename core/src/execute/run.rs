@@ -203,6 +203,19 @@ impl<'a> Run<'a> {
             served,
             attempt.target.profile(),
         );
+        let uncached = crate::response::Usage {
+            input_tokens: done.usage.total_input_tokens(),
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            ..done.usage
+        };
+        let uncached_cost = crate::cost::call_cost(
+            &model.price,
+            &config.pricing,
+            &uncached,
+            served,
+            attempt.target.profile(),
+        );
         let mut reasons = std::mem::take(&mut self.plan.reasons);
         reasons.append(&mut self.reasons);
         GenerateResponse {
@@ -239,6 +252,7 @@ impl<'a> Run<'a> {
                 hedge: self.hedge.take(),
             },
             cost_usd,
+            cache_savings_usd: uncached_cost - cost_usd,
         }
     }
 }

@@ -72,7 +72,7 @@ async fn converse(
     let body = json!({
         "output": { "message": { "role": "assistant", "content": content } },
         "stopReason": stop_reason,
-        "usage": usage(answer.input_tokens, output_tokens),
+        "usage": usage_with_cache(&answer, output_tokens),
         "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
         "serviceTier": { "type": req.ask.tier },
     });
@@ -150,7 +150,7 @@ async fn converse_stream(
         yield eventstream::json_event("messageStop", &json!({ "stopReason": stop }));
         end.finish();
         yield eventstream::json_event("metadata", &json!({
-            "usage": usage(answer.input_tokens, output_tokens),
+            "usage": usage_with_cache(&answer, output_tokens),
             "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
             "serviceTier": { "type": tier },
         }));
@@ -207,7 +207,7 @@ fn read_converse(
         .unwrap_or("default")
         .to_string();
     let prompt = json!([v.get("system"), v.get("messages"), v.get("toolConfig")]);
-    let has_cache_points = prompt.to_string().contains("\"cachePoint\"");
+    let cache_points = crate::cache::cache_points(&v);
     let digest = text::digest64(&[v
         .get("messages")
         .map(Value::to_string)
@@ -223,7 +223,7 @@ fn read_converse(
             input_tokens: text::estimate_tokens(text::json_text_chars(&prompt)).max(1),
             max_tokens,
             prompt_digest: digest,
-            has_cache_points,
+            cache_points,
         },
         tool_call: forced_tool_call(&v, digest),
     })
@@ -439,7 +439,7 @@ fn read_invoke(
             input_tokens: text::estimate_tokens(text::json_text_chars(&prompt)).max(1),
             max_tokens,
             prompt_digest: text::digest64(&[prompt.to_string().as_bytes()]),
-            has_cache_points: false,
+            cache_points: Vec::new(),
         },
         native,
     ))
@@ -451,6 +451,25 @@ fn stop_reason(a: &Answer) -> &'static str {
     } else {
         "end_turn"
     }
+}
+
+/// Usage as Bedrock reports it, with the prompt cache's part.
+fn usage_with_cache(a: &Answer, output: u32) -> Value {
+    let mut u = usage(a.input_tokens, output);
+    if a.cache.read > 0 || a.cache.write > 0 {
+        u["cacheReadInputTokens"] = json!(a.cache.read);
+        u["cacheWriteInputTokens"] = json!(a.cache.write);
+        u["totalTokens"] = json!(a.input_tokens + a.cache.read + a.cache.write + output);
+        if !a.cache.details.is_empty() {
+            u["cacheDetails"] = a
+                .cache
+                .details
+                .iter()
+                .map(|(ttl, n)| json!({ "ttl": ttl, "inputTokens": n }))
+                .collect();
+        }
+    }
+    u
 }
 
 fn usage(input: u32, output: u32) -> Value {

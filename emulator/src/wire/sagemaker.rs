@@ -290,7 +290,7 @@ fn read(
             input_tokens: text::estimate_tokens(prompt_chars).max(1),
             max_tokens,
             prompt_digest: text::digest64(&[digest_source.as_bytes()]),
-            has_cache_points: false,
+            cache_points: Vec::new(),
         },
         endpoint.format,
     ))
