@@ -47,6 +47,9 @@ pub struct Config {
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(default)]
     pub aws: AwsConfig,
+    /// Automatic prompt-cache placement.
+    #[serde(default)]
+    pub prompt_cache: crate::plan::prompt_cache::CachePolicy,
 }
 
 /// A region and its geography.
@@ -414,12 +417,7 @@ impl Config {
                 ));
             }
         }
-        if self.routing.max_attempts == 0 {
-            return Err(Error::config(
-                "routing.max_attempts",
-                "must be at least 1, got 0",
-            ));
-        }
+        self.validate_routing()?;
         let p = &self.pricing;
         for (name, v) in [
             ("priority", p.priority),
@@ -486,6 +484,57 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    fn validate_routing(&self) -> Result<()> {
+        let r = &self.routing;
+        let number = |field: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(Error::config(
+                    field,
+                    format!("must be a finite number >= 0, got {v}"),
+                ))
+            }
+        };
+        if r.max_attempts == 0 {
+            return Err(Error::config(
+                "routing.max_attempts",
+                "must be at least 1, got 0",
+            ));
+        }
+        if r.breaker.failure_threshold == 0 {
+            return Err(Error::config(
+                "routing.breaker.failure_threshold",
+                "must be at least 1, got 0",
+            ));
+        }
+        number("routing.budget.ratio", r.budget.ratio)?;
+        number("routing.budget.min_per_second", r.budget.min_per_second)?;
+        if r.budget.window.is_zero() {
+            return Err(Error::config(
+                "routing.budget.window",
+                "must be longer than 0 ms",
+            ));
+        }
+        if !(0.0..=1.0).contains(&r.hedge.quantile) {
+            return Err(Error::config(
+                "routing.hedge.quantile",
+                format!("must be between 0 and 1, got {}", r.hedge.quantile),
+            ));
+        }
+        if r.reserved_window.is_zero() {
+            return Err(Error::config(
+                "routing.reserved_window",
+                "must be longer than 0 ms",
+            ));
+        }
+        number("prompt_cache.margin", self.prompt_cache.margin)?;
+        number(
+            "prompt_cache.task_reuse_prior",
+            self.prompt_cache.task_reuse_prior,
+        )
     }
 
     fn validate_model(&self, id: &str, m: &ModelConfig) -> Result<()> {
@@ -598,6 +647,27 @@ impl Config {
                         field("prompt_cache"),
                         "SageMaker endpoints have no Bedrock prompt cache",
                     ));
+                }
+                if m.reserved.is_some() {
+                    return Err(Error::config(
+                        field("reserved"),
+                        "SageMaker endpoints have no Bedrock reservation",
+                    ));
+                }
+                if let Some(f) = &m.fallback_family {
+                    let bedrock_family = self.families.get(f).is_some_and(|fam| {
+                        fam.variants.iter().all(|v| {
+                            self.models
+                                .get(v)
+                                .is_some_and(|m| m.provider == Provider::Bedrock)
+                        })
+                    });
+                    if !bedrock_family {
+                        return Err(Error::config(
+                            field("fallback_family"),
+                            format!("{f:?} is not a configured family of Bedrock models"),
+                        ));
+                    }
                 }
             }
         }
@@ -716,6 +786,24 @@ mod tests {
 
         let (field, _) = config_error("[routing]\nmax_attempts = 0\n");
         assert_eq!(field, "routing.max_attempts");
+    }
+
+    #[test]
+    fn routing_and_cache_policy_values_are_checked() {
+        let (field, _) =
+            config_error("[routing.budget]\nratio = -1.0\nmin_per_second = 1.0\nwindow = 1000.0\n");
+        assert_eq!(field, "routing.budget.ratio");
+        let (field, _) =
+            config_error("[routing.hedge]\nenabled = true\nquantile = 1.5\nmin_delay = 10.0\n");
+        assert_eq!(field, "routing.hedge.quantile");
+        let (field, _) =
+            config_error("[prompt_cache]\nenabled = true\nmargin = -0.1\ntask_reuse_prior = 1.0\n");
+        assert_eq!(field, "prompt_cache.margin");
+        let (field, reason) = config_error(
+            "[models.m]\nprovider = \"sagemaker\"\nfallback_family = \"nope\"\nendpoints = [{ name = \"e\", region = \"us-east-1\", format = \"tgi\" }]\nprice = { input_per_1k = 0.1, output_per_1k = 0.2 }\n",
+        );
+        assert_eq!(field, "models.\"m\".fallback_family");
+        assert!(reason.contains("nope"), "{reason}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::{PricingConfig, ProfileScope};
-use crate::request::ServiceTier;
+use crate::request::{CacheTtl, ServiceTier};
 use crate::response::Usage;
 
 /// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
@@ -15,9 +15,13 @@ pub struct Price {
     /// Reading cached input; defaults to the input price (no discount) when not configured.
     #[serde(default)]
     pub cache_read_per_1k: Option<f64>,
-    /// Writing input to the cache; defaults to the input price (no premium).
+    /// Writing input to the cache with the default 5-minute TTL; defaults to the input price
+    /// (no premium).
     #[serde(default)]
     pub cache_write_per_1k: Option<f64>,
+    /// Writing input to the cache with the 1-hour TTL; defaults to twice the input price.
+    #[serde(default)]
+    pub cache_write_1h_per_1k: Option<f64>,
 }
 
 impl Price {
@@ -25,22 +29,36 @@ impl Price {
     ///
     /// ```
     /// use laneway::{Price, Usage};
-    /// let p = Price { input_per_1k: 0.003, output_per_1k: 0.015, cache_read_per_1k: Some(0.0003), cache_write_per_1k: None };
+    /// let p = Price { input_per_1k: 0.003, output_per_1k: 0.015, cache_read_per_1k: Some(0.0003), cache_write_per_1k: None, cache_write_1h_per_1k: None };
     /// let u = Usage { input_tokens: 1000, output_tokens: 1000, ..Usage::default() };
     /// assert!((p.base_cost(&u) - 0.018).abs() < 1e-12);
     /// ```
     pub fn base_cost(&self, usage: &Usage) -> f64 {
         let per = |tokens: u32, price: f64| f64::from(tokens) / 1000.0 * price;
+        let write_1h = usage.cache_write_1h_tokens.min(usage.cache_write_tokens);
         per(usage.input_tokens, self.input_per_1k)
             + per(usage.output_tokens, self.output_per_1k)
+            + per(usage.cache_read_tokens, self.read_price())
             + per(
-                usage.cache_read_tokens,
-                self.cache_read_per_1k.unwrap_or(self.input_per_1k),
+                usage.cache_write_tokens - write_1h,
+                self.write_price(CacheTtl::FiveMinutes),
             )
-            + per(
-                usage.cache_write_tokens,
-                self.cache_write_per_1k.unwrap_or(self.input_per_1k),
-            )
+            + per(write_1h, self.write_price(CacheTtl::OneHour))
+    }
+
+    /// The price per 1K tokens of a cache read.
+    pub fn read_price(&self) -> f64 {
+        self.cache_read_per_1k.unwrap_or(self.input_per_1k)
+    }
+
+    /// The price per 1K tokens of a cache write with this TTL.
+    pub fn write_price(&self, ttl: CacheTtl) -> f64 {
+        match ttl {
+            CacheTtl::FiveMinutes => self.cache_write_per_1k.unwrap_or(self.input_per_1k),
+            CacheTtl::OneHour => self
+                .cache_write_1h_per_1k
+                .unwrap_or(2.0 * self.input_per_1k),
+        }
     }
 }
 
@@ -72,12 +90,14 @@ mod tests {
             output_per_1k: 2.0,
             cache_read_per_1k: Some(0.1),
             cache_write_per_1k: Some(1.25),
+            cache_write_1h_per_1k: None,
         };
         let usage = Usage {
             input_tokens: 1000,
             output_tokens: 1000,
             cache_read_tokens: 1000,
             cache_write_tokens: 1000,
+            cache_write_1h_tokens: 0,
             input_estimated: false,
         };
         let pricing = PricingConfig::default();

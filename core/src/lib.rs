@@ -38,9 +38,10 @@ pub use config::{Config, Provider};
 pub use cost::Price;
 pub use error::{Delivered, Error, ErrorKind, FailedAttempt, Result, ServiceError};
 pub use execute::ResponseStream;
+pub use plan::prompt_cache::{CharEstimate, TokenCounter};
 pub use plan::{plan, Attempt, Plan, Reason, Target};
 pub use request::{
-    CachePoint, CacheTtl, ContentBlock, GenerateRequest, Geography, Image, ImageFormat,
+    CacheMode, CachePoint, CacheTtl, ContentBlock, GenerateRequest, Geography, Image, ImageFormat,
     InferenceParams, Message, ModelRef, Residency, Role, ServiceTier, Slo, SloClass, SystemBlock,
     Tool, ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
 };

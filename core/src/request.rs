@@ -54,6 +54,21 @@ pub struct GenerateRequest {
     /// the seam). Off: the stream ends with `StreamInterrupted`.
     #[serde(default)]
     pub continue_on_interrupt: bool,
+    /// Automatic prompt-cache checkpoints, or none. Checkpoints placed in the request itself are
+    /// kept (and checked) either way.
+    #[serde(default)]
+    pub cache: CacheMode,
+}
+
+/// Whether Laneway places prompt-cache checkpoints for a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// Where the expected reuse pays for the cache write.
+    #[default]
+    Auto,
+    /// Never (pinned checkpoints in the request still go).
+    Off,
 }
 
 /// Which model serves a request.
@@ -409,6 +424,7 @@ impl GenerateRequest {
             residency: None,
             tier: None,
             continue_on_interrupt: false,
+            cache: CacheMode::Auto,
         }
     }
 
@@ -465,6 +481,11 @@ impl GenerateRequest {
     /// Restricts where the call may be processed.
     pub fn residency(mut self, residency: Residency) -> Self {
         self.residency = Some(residency);
+        self
+    }
+    /// Sets automatic prompt caching on or off for this call.
+    pub fn cache(mut self, mode: CacheMode) -> Self {
+        self.cache = mode;
         self
     }
     /// Continues a broken stream on the next target instead of ending it.

@@ -100,6 +100,8 @@ pub struct Usage {
     pub cache_read_tokens: u32,
     /// Input tokens written to the prompt cache.
     pub cache_write_tokens: u32,
+    /// Of `cache_write_tokens`, those written with the 1-hour TTL.
+    pub cache_write_1h_tokens: u32,
     /// True when the service did not count the input and Laneway estimated it (some SageMaker
     /// containers report no input count).
     pub input_estimated: bool,

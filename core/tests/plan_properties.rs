@@ -7,8 +7,8 @@ use std::time::Instant;
 use laneway::plan::targets::allowed;
 use laneway::state::Fresh;
 use laneway::{
-    plan, CachePoint, Config, ContentBlock, GenerateRequest, Geography, ModelRef, Provider,
-    Residency, ServiceTier, SloClass, SystemBlock,
+    plan, CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef,
+    Provider, Residency, ServiceTier, SloClass, SystemBlock, Tool,
 };
 use proptest::prelude::*;
 
@@ -90,24 +90,45 @@ fn request() -> impl Strategy<Value = GenerateRequest> {
         prop::option::weighted(0.2, tier()),
         residency(),
         0usize..6,
+        (0usize..3, any::<bool>(), any::<bool>()),
     )
-        .prop_map(|(model, class, tier, residency, cache_points)| {
-            let mut req = GenerateRequest::user("hello").slo_class(class);
-            req.model = ModelRef::Model(model);
-            req.tier = tier;
-            req.residency = residency;
-            for i in 0..cache_points {
-                if i % 2 == 0 {
-                    req.system
-                        .push(SystemBlock::CachePoint(CachePoint::default()));
-                } else {
-                    req.messages[0]
-                        .content
-                        .push(ContentBlock::CachePoint(CachePoint::default()));
+        .prop_map(
+            |(model, class, tier, residency, cache_points, (system_blocks, tools, task))| {
+                let mut req = GenerateRequest::user("hello").slo_class(class);
+                for i in 0..system_blocks {
+                    req.system.push(SystemBlock::Text(
+                        "Follow the policy carefully. ".repeat(200 + 300 * i),
+                    ));
                 }
-            }
-            req
-        })
+                if tools {
+                    req.tools.push(Tool::new(
+                        "lookup",
+                        &"Looks things up. ".repeat(300),
+                        serde_json::json!({"type": "object"}),
+                    ));
+                    req.tools.push(Tool::CachePoint(CachePoint {
+                        ttl: Some(CacheTtl::OneHour),
+                    }));
+                }
+                if task {
+                    req.task_id = Some("task".into());
+                }
+                req.model = ModelRef::Model(model);
+                req.tier = tier;
+                req.residency = residency;
+                for i in 0..cache_points {
+                    if i % 2 == 0 {
+                        req.system
+                            .push(SystemBlock::CachePoint(CachePoint::default()));
+                    } else {
+                        req.messages[0]
+                            .content
+                            .push(ContentBlock::CachePoint(CachePoint::default()));
+                    }
+                }
+                req
+            },
+        )
 }
 
 proptest! {
@@ -134,7 +155,20 @@ proptest! {
                 prop_assert!(a.target.profile().is_some());
             }
         }
-        prop_assert!(req.pinned_cache_points().len() <= 4);
+        let checkpoints = &p.cache.checkpoints;
+        prop_assert!(checkpoints.len() <= 4, "{} checkpoints", checkpoints.len());
+        match &model.prompt_cache {
+            None => prop_assert!(checkpoints.is_empty(), "checkpoints for {}, which has no cache", p.model),
+            Some(rules) => {
+                for c in checkpoints {
+                    prop_assert!(rules.ttls.contains(&c.ttl));
+                    prop_assert!(rules.tools || c.at != laneway::plan::prompt_cache::Boundary::Tools);
+                    prop_assert!(rules.max_tokens.is_none_or(|max| c.tokens_before <= max));
+                }
+            }
+        }
+        prop_assert!(checkpoints.windows(2).all(|w| w[0].ttl >= w[1].ttl), "TTLs increase: {checkpoints:?}");
+        prop_assert!(checkpoints.windows(2).all(|w| w[0].at < w[1].at), "checkpoints out of prompt order");
         let distinct: BTreeSet<_> = p.attempts.iter().map(|a| (a.target.id().to_string(), a.target.region().to_string())).collect();
         prop_assert_eq!(distinct.len(), p.attempts.len(), "no target is planned twice");
     }

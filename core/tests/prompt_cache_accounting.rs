@@ -69,3 +69,132 @@ async fn a_twelve_step_agent_writes_once_then_reads() {
         )));
     }
 }
+
+#[tokio::test]
+async fn automatic_placement_reads_from_the_second_step_of_a_task() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let system = "You are a careful operations agent. Follow the runbook exactly. ".repeat(100);
+    let tool = laneway::Tool::new(
+        "run_query",
+        "Runs a read-only query against the metrics store.",
+        serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+    );
+    let mut history = vec![Message::user("Start: the checkout service is slow.")];
+    let (mut saved, mut last_read) = (0.0, 0);
+    for step in 0..12 {
+        let req = GenerateRequest::new(history.clone())
+            .family("claude")
+            .system(system.clone())
+            .tool(tool.clone())
+            .task("incident-42")
+            .max_tokens(20);
+        let r = router.generate(req).await.unwrap();
+        assert!(
+            r.decision
+                .reasons
+                .iter()
+                .any(|x| matches!(x, laneway::Reason::CachePointsPlaced { .. })),
+            "step {}",
+            step + 1
+        );
+        let u = r.usage;
+        if step == 0 {
+            assert!(
+                u.cache_write_tokens > 1024 && u.cache_read_tokens == 0,
+                "{u:?}"
+            );
+        } else {
+            assert!(
+                u.cache_read_tokens > last_read,
+                "step {} reads a longer prefix: {u:?}",
+                step + 1
+            );
+            last_read = u.cache_read_tokens;
+        }
+        saved += r.cache_savings_usd;
+        history.push(Message::assistant(r.text()));
+        history.push(Message::user(format!(
+            "Observation {step}: latency is still high."
+        )));
+    }
+    assert!(saved > 0.0);
+}
+
+#[tokio::test]
+async fn one_off_prompts_get_no_checkpoints_and_cost_no_more() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    for i in 0..5 {
+        let req = GenerateRequest::user("Answer briefly.")
+            .family("claude")
+            .system(format!("Document {i}: ") + &"Unique reference material. ".repeat(300))
+            .max_tokens(10);
+        let r = router.generate(req).await.unwrap();
+        assert_eq!(
+            (r.usage.cache_write_tokens, r.usage.cache_read_tokens),
+            (0, 0)
+        );
+        assert_eq!(r.cache_savings_usd, 0.0);
+    }
+}
+
+#[tokio::test]
+async fn opting_out_sends_no_checkpoint() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let system = "Reference. ".repeat(1000);
+    for _ in 0..3 {
+        let req = GenerateRequest::user("q")
+            .family("claude")
+            .system(system.clone())
+            .task("t")
+            .cache(laneway::CacheMode::Off);
+        let r = router.generate(req).await.unwrap();
+        assert_eq!(r.usage.cache_write_tokens + r.usage.cache_read_tokens, 0);
+    }
+}
+
+#[tokio::test]
+async fn the_region_holding_the_cached_prefix_is_preferred() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let system = "Shared knowledge base article. ".repeat(300);
+    let req = |q: &str| {
+        GenerateRequest::user(q)
+            .family("claude")
+            .system(system.clone())
+            .task("kb")
+            .max_tokens(5)
+    };
+    let first_choice = router.plan(&req("a")).unwrap().attempts[0].target.clone();
+    emu.add_fault(
+        laneway_emulator::Fault::new(laneway_emulator::FaultKind::Outage)
+            .for_region(first_choice.region())
+            .times(1),
+    );
+    let first = router.generate(req("a")).await.unwrap();
+    assert_ne!(
+        first.decision.region,
+        first_choice.region(),
+        "failed over and wrote the cache elsewhere"
+    );
+
+    let second = router.generate(req("b")).await.unwrap();
+    assert_eq!(
+        (
+            second.decision.region.as_str(),
+            second.decision.target.as_str()
+        ),
+        (
+            first.decision.region.as_str(),
+            first.decision.target.as_str()
+        )
+    );
+    assert!(second
+        .decision
+        .reasons
+        .iter()
+        .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. })));
+    assert!(second.usage.cache_read_tokens > 0);
+}

@@ -10,6 +10,7 @@ use sdk::types as wire;
 use super::document::{to_document, to_json};
 use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
 use crate::error::{Error, Result};
+use crate::plan::prompt_cache::Boundary;
 use crate::plan::Target;
 use crate::request::{
     CachePoint, CacheTtl, ContentBlock, GenerateRequest, ImageFormat, Role, ServiceTier,
@@ -148,20 +149,31 @@ impl Backend for BedrockBackend {
 
 fn parts(call: Call<'_>) -> Result<Parts> {
     let req = call.request;
+    let checkpoint_at = |b: Boundary| {
+        call.checkpoints
+            .iter()
+            .find(|c| c.at == b)
+            .map(|c| CachePoint { ttl: Some(c.ttl) })
+    };
     let messages = req
         .messages
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let content = m
-                .content
-                .iter()
-                .enumerate()
-                .map(|(j, b)| {
+            let mut content = Vec::with_capacity(m.content.len() + 1);
+            for (j, b) in m.content.iter().enumerate() {
+                // The plan's checkpoints stand for any the request carried.
+                if matches!(b, ContentBlock::CachePoint(_)) {
+                    continue;
+                }
+                content.push(
                     content_block(b)
-                        .map_err(|e| Error::invalid(format!("messages[{i}].content[{j}]"), e))
-                })
-                .collect::<Result<Vec<_>>>()?;
+                        .map_err(|e| Error::invalid(format!("messages[{i}].content[{j}]"), e))?,
+                );
+                if let Some(c) = checkpoint_at(Boundary::Message { index: i, block: j }) {
+                    content.push(wire::ContentBlock::CachePoint(cache_point(&c)));
+                }
+            }
             wire::Message::builder()
                 .role(match m.role {
                     Role::User => wire::ConversationRole::User,
@@ -172,14 +184,15 @@ fn parts(call: Call<'_>) -> Result<Parts> {
                 .map_err(|e| Error::invalid(format!("messages[{i}]"), e.to_string()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let system = req
-        .system
-        .iter()
-        .map(|b| match b {
-            SystemBlock::Text(t) => wire::SystemContentBlock::Text(t.clone()),
-            SystemBlock::CachePoint(c) => wire::SystemContentBlock::CachePoint(cache_point(c)),
-        })
-        .collect();
+    let mut system = Vec::with_capacity(req.system.len() + 1);
+    for (i, b) in req.system.iter().enumerate() {
+        if let SystemBlock::Text(t) = b {
+            system.push(wire::SystemContentBlock::Text(t.clone()));
+            if let Some(c) = checkpoint_at(Boundary::System(i)) {
+                system.push(wire::SystemContentBlock::CachePoint(cache_point(&c)));
+            }
+        }
+    }
     let mut inference = wire::InferenceConfiguration::builder()
         .set_temperature(req.inference.temperature)
         .set_top_p(req.inference.top_p)
@@ -194,7 +207,7 @@ fn parts(call: Call<'_>) -> Result<Parts> {
     Ok(Parts {
         messages,
         system,
-        tool_config: tool_config(req)?,
+        tool_config: tool_config(req, checkpoint_at(Boundary::Tools))?,
         inference: inference.build(),
         service_tier: call.attempt.tier.map(service_tier),
         performance: call.attempt.latency_optimized.then(|| {
@@ -254,14 +267,18 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
     })
 }
 
-fn tool_config(req: &GenerateRequest) -> Result<Option<wire::ToolConfiguration>> {
-    if req.tools.is_empty() {
+fn tool_config(
+    req: &GenerateRequest,
+    checkpoint: Option<CachePoint>,
+) -> Result<Option<wire::ToolConfiguration>> {
+    if !req.tools.iter().any(|t| matches!(t, Tool::Spec(_))) {
         return Ok(None);
     }
-    let tools = req
+    let mut tools = req
         .tools
         .iter()
         .enumerate()
+        .filter(|(_, t)| matches!(t, Tool::Spec(_)))
         .map(|(i, t)| match t {
             Tool::Spec(s) => wire::ToolSpecification::builder()
                 .name(&s.name)
@@ -273,6 +290,9 @@ fn tool_config(req: &GenerateRequest) -> Result<Option<wire::ToolConfiguration>>
             Tool::CachePoint(c) => Ok(wire::Tool::CachePoint(cache_point(c))),
         })
         .collect::<Result<Vec<_>>>()?;
+    if let Some(c) = checkpoint {
+        tools.push(wire::Tool::CachePoint(cache_point(&c)));
+    }
     let choice = match &req.tool_choice {
         None => None,
         Some(ToolChoice::Auto) => Some(wire::ToolChoice::Auto(
@@ -325,6 +345,12 @@ fn usage(u: &wire::TokenUsage) -> Usage {
         output_tokens: n(u.output_tokens()),
         cache_read_tokens: u.cache_read_input_tokens().map_or(0, n),
         cache_write_tokens: u.cache_write_input_tokens().map_or(0, n),
+        cache_write_1h_tokens: u
+            .cache_details()
+            .iter()
+            .filter(|d| d.ttl() == &wire::CacheTtl::OneHour)
+            .map(|d| n(d.input_tokens()))
+            .sum(),
         input_estimated: false,
     }
 }

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use crate::error::Result;
+use crate::plan::prompt_cache::Checkpoint;
 use crate::plan::Attempt;
 use crate::request::{GenerateRequest, ServiceTier};
 use crate::response::{OutputBlock, StopReason, Usage};
@@ -21,6 +22,8 @@ pub use sagemaker::SagemakerBackend;
 pub struct Call<'a> {
     pub request: &'a GenerateRequest,
     pub attempt: &'a Attempt,
+    /// Prompt-cache checkpoints to send (they replace any in the request).
+    pub checkpoints: &'a [Checkpoint],
 }
 
 /// A whole answer from a backend.

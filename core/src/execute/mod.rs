@@ -103,11 +103,13 @@ impl Executor {
             let Some(inflight) = run.next_attempt() else {
                 return Err(run.exhausted());
             };
+            let checkpoints = run.checkpoints_for(&inflight.attempt);
             let result = self
                 .backend(&inflight.attempt.target)
                 .generate(Call {
                     request,
                     attempt: &inflight.attempt,
+                    checkpoints: &checkpoints,
                 })
                 .await;
             match result {

@@ -54,6 +54,16 @@ impl<'a> Run<'a> {
         self.retry.is_some() || self.next < self.plan.attempts.len()
     }
 
+    /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
+    /// may differ: it gets none).
+    pub fn checkpoints_for(&self, attempt: &Attempt) -> Vec<crate::plan::prompt_cache::Checkpoint> {
+        if attempt.model == self.plan.model {
+            self.plan.cache.checkpoints.clone()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Attempts sent so far.
     pub fn sent(&self) -> u32 {
         self.sent
@@ -216,6 +226,16 @@ impl<'a> Run<'a> {
             served,
             attempt.target.profile(),
         );
+        if attempt.model == self.plan.model && !self.plan.cache.prefixes.is_empty() {
+            let cache = &self.plan.cache;
+            self.exec.state.record_prefixes(
+                Instant::now(),
+                &cache.prefixes,
+                &cache.checkpoints,
+                attempt.target.region(),
+                attempt.target.id(),
+            );
+        }
         let mut reasons = std::mem::take(&mut self.plan.reasons);
         reasons.append(&mut self.reasons);
         GenerateResponse {

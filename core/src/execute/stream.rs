@@ -16,6 +16,7 @@ use super::attempt::InFlight;
 use super::{Executor, Run};
 use crate::backend::{BackendEvent, Call, Completion, EventStream};
 use crate::error::{Delivered, Error, ErrorKind, Result, ServiceError};
+use crate::plan::prompt_cache::Checkpoint;
 use crate::plan::{Attempt, Plan};
 use crate::request::{GenerateRequest, Message};
 use crate::response::{HedgeReport, OutputBlock, StopReason, StreamEvent, Usage};
@@ -172,12 +173,14 @@ type Opened = Result<(EventStream, Option<Result<BackendEvent>>)>;
 async fn open<'a>(
     exec: &Executor,
     request: &GenerateRequest,
+    checkpoints: Vec<Checkpoint>,
     inflight: InFlight<'a>,
 ) -> (InFlight<'a>, Opened) {
     let result = {
         let call = Call {
             request,
             attempt: &inflight.attempt,
+            checkpoints: &checkpoints,
         };
         match exec.backend(&inflight.attempt.target).stream(call).await {
             Ok(mut events) => {
@@ -250,7 +253,8 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
             let req = resumed.as_ref().unwrap_or(&request);
             let (inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
                 let delay = hedge_delay(exec, req, &first.attempt);
-                let primary = open(exec, req, first);
+                let cps = run.checkpoints_for(&first.attempt);
+                let primary = open(exec, req, cps, first);
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
@@ -258,7 +262,8 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                         None => primary.await,
                         Some(second) => {
                             let hedge_target = second.attempt.target.id().to_string();
-                            let hedge = open(exec, req, second);
+                            let cps = run.checkpoints_for(&second.attempt);
+                            let hedge = open(exec, req, cps, second);
                             futures::pin_mut!(hedge);
                             let (done, hedge_won) = match futures::future::select(primary, hedge).await {
                                 Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
@@ -279,7 +284,8 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                     },
                 }
             } else {
-                open(exec, req, first).await
+                let cps = run.checkpoints_for(&first.attempt);
+                open(exec, req, cps, first).await
             };
             let (mut events, mut pending) = match into_parts(opened) {
                 Ok(parts) => parts,

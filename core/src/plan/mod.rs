@@ -33,6 +33,8 @@ pub struct Plan {
     pub attempts: Vec<Attempt>,
     /// Every choice made, and every alternative rejected, in order.
     pub reasons: Vec<Reason>,
+    /// Prompt-cache checkpoints for the plan's model, and the request's prefixes.
+    pub cache: prompt_cache::CachePlan,
 }
 
 /// One target to try, and how.
@@ -104,7 +106,16 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
     let mut reasons = Vec::new();
     let chosen = variant::choose(request, config, &mut reasons)?;
     let model: &ModelConfig = &config.models[&chosen.model];
-    let mut attempts = attempts_for(request, &chosen, model, config, obs, &mut reasons)?;
+    let survey = prompt_cache::survey(request, model, obs.token_counter(), obs);
+    let mut attempts = attempts_for(
+        request,
+        &chosen,
+        model,
+        config,
+        obs,
+        survey.affinity.as_ref(),
+        &mut reasons,
+    )?;
     if let Some(first) = attempts.first() {
         if let Some(tier) =
             tier::escalate_for_deadline(request, model, first, config, obs, &mut reasons)
@@ -131,8 +142,16 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
             let fb = &config.models[&fallback_model.model];
             // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
             let mut no_reasons = Vec::new();
-            attempts_for(request, &fallback_model, fb, config, obs, &mut no_reasons)
-                .unwrap_or_default()
+            attempts_for(
+                request,
+                &fallback_model,
+                fb,
+                config,
+                obs,
+                None,
+                &mut no_reasons,
+            )
+            .unwrap_or_default()
         }
         None => Vec::new(),
     };
@@ -166,13 +185,22 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
         region: attempts[0].target.region().to_string(),
         fallbacks: attempts.len() - 1,
     });
-    prompt_cache::check_pinned(request, &chosen.model, model, &mut reasons)?;
+    let cache = prompt_cache::place(
+        request,
+        &chosen.model,
+        model,
+        config,
+        obs,
+        survey,
+        &mut reasons,
+    );
     Ok(Plan {
         provider: model.provider,
         attempts,
         model: chosen.model,
         family: chosen.family,
         reasons,
+        cache,
     })
 }
 
@@ -183,12 +211,13 @@ fn attempts_for(
     model: &ModelConfig,
     config: &Config,
     obs: &impl Observations,
+    affinity: Option<&(String, String)>,
     reasons: &mut Vec<Reason>,
 ) -> Result<Vec<Attempt>> {
     let tier = tier::choose(request, &chosen.model, model, config, obs, reasons)?;
     let latency_optimized = tier::latency_optimized(request, model, reasons);
     Ok(
-        targets::enumerate(request, chosen, model, tier, config, obs, reasons)
+        targets::enumerate(request, chosen, model, tier, config, obs, affinity, reasons)
             .into_iter()
             .map(|target| Attempt {
                 model: chosen.model.clone(),

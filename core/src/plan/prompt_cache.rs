@@ -1,118 +1,582 @@
-//! Prompt-cache checkpoints: the caller's own checkpoints are checked against the model's rules
-//! here, so that a request Bedrock would refuse with a 400 is refused before it is sent.
+//! Prompt-cache checkpoints: where a `cachePoint` pays for its write, within the model's rules.
+//!
+//! The request is cut at its stable boundaries in prompt order (the tool list, each system
+//! block, each message), and each prefix gets a SHA-256 digest and a token count. A checkpoint
+//! goes where the reuse expected within its TTL pays for the write: a read saves
+//! `input - read` per token, a write costs `write - input` more. Reuse is expected from how
+//! often and how far apart the same prefix arrived before (from the live state), or, for a
+//! prefix not seen yet, from the call's `task_id` (a multi-step task will send it again). The
+//! rules come from configuration: caching at all, minimum tokens (with a safety margin for the
+//! estimate), at most four checkpoints, TTLs the model offers and non-increasing in prompt
+//! order, tool checkpoints only where the model caches tools, and the largest cacheable prefix.
+//!
+//! A request may opt out (`CacheMode::Off`) or pin its own checkpoints: those are kept where
+//! they are and only changed where a rule demands, each change reported.
 
-use crate::config::ModelConfig;
-use crate::error::{Error, Result};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{Config, ModelConfig, PromptCacheConfig};
 use crate::plan::Reason;
-use crate::request::{CacheTtl, GenerateRequest, Tool};
+use crate::request::{
+    CacheMode, CacheTtl, ContentBlock, GenerateRequest, SystemBlock, Tool, ToolResultContent,
+};
+use crate::state::Observations;
 
 /// Bedrock accepts at most this many checkpoints in one request.
 pub const MAX_CHECKPOINTS: usize = 4;
 
-/// Checks the request's checkpoints: caching supported, at most four, tool checkpoints only
-/// where the model caches tools, TTLs it offers, and TTLs non-increasing in prompt order.
-pub fn check_pinned(
+/// Counts the tokens of a text. The default is [`CharEstimate`]; plug in an exact tokenizer
+/// with [`RouterBuilder::token_counter`](crate::RouterBuilder::token_counter).
+pub trait TokenCounter: Send + Sync + fmt::Debug {
+    fn count(&self, text: &str) -> u32;
+}
+
+/// A quarter of the characters, rounded up. On English prose and code this lands within about
+/// 25% of the Claude and Nova tokenizers' counts (more text per token for English, less for
+/// code and non-Latin scripts); placement therefore asks for `margin` (25% by default) above a
+/// model's minimum before it trusts a prefix to be cacheable.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CharEstimate;
+
+impl TokenCounter for CharEstimate {
+    fn count(&self, text: &str) -> u32 {
+        u32::try_from(text.chars().count().div_ceil(4)).unwrap_or(u32::MAX)
+    }
+}
+
+/// The SHA-256 digest of a prompt prefix.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PrefixDigest(pub [u8; 32]);
+
+impl fmt::Debug for PrefixDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Short and free of prompt text.
+        write!(
+            f,
+            "{:02x}{:02x}{:02x}{:02x}",
+            self.0[0], self.0[1], self.0[2], self.0[3]
+        )
+    }
+}
+
+impl Serialize for PrefixDigest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{self:?}"))
+    }
+}
+
+/// A point in the prompt a checkpoint can follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundary {
+    /// After the tool list.
+    Tools,
+    /// After system block `i`.
+    System(usize),
+    /// After block `block` of message `index`.
+    Message { index: usize, block: usize },
+}
+
+/// A prefix of the prompt: where it ends, its digest, its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Prefix {
+    pub at: Boundary,
+    pub digest: PrefixDigest,
+    pub tokens: u32,
+}
+
+/// A checkpoint to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Checkpoint {
+    pub at: Boundary,
+    pub ttl: CacheTtl,
+    /// Estimated tokens before it.
+    pub tokens_before: u32,
+}
+
+/// How placement behaves; `[prompt_cache]` in configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePolicy {
+    /// Automatic placement on (requests may still opt out, or pin their own).
+    pub enabled: bool,
+    /// Share above a model's minimum that an estimated prefix must reach.
+    pub margin: f64,
+    /// Reads expected of a prefix not seen yet when the call has a `task_id`.
+    pub task_reuse_prior: f64,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            margin: 0.25,
+            task_reuse_prior: 2.0,
+        }
+    }
+}
+
+/// What was seen of a prefix before.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrefixStats {
+    pub seen: u32,
+    /// Time since it was last seen.
+    pub since_last: std::time::Duration,
+    /// Moving average of the time between arrivals.
+    pub mean_gap: Option<std::time::Duration>,
+    /// Where it was last written to a cache, if that cache is still alive: (region, target id).
+    pub cached_in: Option<(String, String)>,
+}
+
+/// Every prefix of the request at a boundary, in prompt order. Cache points the request holds
+/// are not content and do not change the digests.
+pub fn prefixes(request: &GenerateRequest, counter: &dyn TokenCounter) -> Vec<Prefix> {
+    let mut hasher = Sha256::new();
+    let mut tokens = 0u32;
+    let mut out = Vec::new();
+    let mark = |at: Boundary, hasher: &Sha256, tokens: u32, out: &mut Vec<Prefix>| {
+        out.push(Prefix {
+            at,
+            digest: PrefixDigest(hasher.clone().finalize().into()),
+            tokens,
+        });
+    };
+    let mut any_tool = false;
+    for t in &request.tools {
+        if let Tool::Spec(s) = t {
+            any_tool = true;
+            hasher.update(b"\x01tool\x00");
+            hasher.update(s.name.as_bytes());
+            hasher.update(b"\x00");
+            let desc = s.description.as_deref().unwrap_or("");
+            hasher.update(desc.as_bytes());
+            let schema = s.input_schema.to_string();
+            hasher.update(schema.as_bytes());
+            tokens += counter.count(&s.name) + counter.count(desc) + counter.count(&schema);
+        }
+    }
+    if any_tool {
+        mark(Boundary::Tools, &hasher, tokens, &mut out);
+    }
+    for (i, b) in request.system.iter().enumerate() {
+        if let SystemBlock::Text(t) = b {
+            hasher.update(b"\x02system\x00");
+            hasher.update(t.as_bytes());
+            tokens += counter.count(t);
+            mark(Boundary::System(i), &hasher, tokens, &mut out);
+        }
+    }
+    for (i, m) in request.messages.iter().enumerate() {
+        hasher.update(if m.role == crate::Role::User {
+            b"\x03user\x00"
+        } else {
+            b"\x03asst\x00"
+        });
+        let mut last = None;
+        for (j, b) in m.content.iter().enumerate() {
+            let text: std::borrow::Cow<'_, str> = match b {
+                ContentBlock::Text(t) => t.as_str().into(),
+                ContentBlock::Image(img) => {
+                    hasher.update(&img.bytes);
+                    tokens += 1_600;
+                    last = Some(j);
+                    continue;
+                }
+                ContentBlock::ToolUse(t) => format!("{}{}{}", t.id, t.name, t.input).into(),
+                ContentBlock::ToolResult(r) => r
+                    .content
+                    .iter()
+                    .map(|c| match c {
+                        ToolResultContent::Text(t) => t.clone(),
+                        ToolResultContent::Json(v) => v.to_string(),
+                    })
+                    .collect::<String>()
+                    .into(),
+                ContentBlock::CachePoint(_) => continue,
+            };
+            hasher.update(b"\x04");
+            hasher.update(text.as_bytes());
+            tokens += counter.count(&text);
+            last = Some(j);
+        }
+        if let Some(block) = last {
+            mark(
+                Boundary::Message { index: i, block },
+                &hasher,
+                tokens,
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
+/// The checkpoints the request carries, at the boundary before each.
+fn pinned(request: &GenerateRequest) -> Vec<(Boundary, CacheTtl)> {
+    let ttl = |c: &crate::CachePoint| c.ttl.unwrap_or(CacheTtl::FiveMinutes);
+    let mut out = Vec::new();
+    for t in &request.tools {
+        if let Tool::CachePoint(c) = t {
+            out.push((Boundary::Tools, ttl(c)));
+        }
+    }
+    let mut last_system = None;
+    for (i, b) in request.system.iter().enumerate() {
+        match b {
+            SystemBlock::Text(_) => last_system = Some(i),
+            SystemBlock::CachePoint(c) => {
+                if let Some(s) = last_system {
+                    out.push((Boundary::System(s), ttl(c)));
+                }
+            }
+        }
+    }
+    for (i, m) in request.messages.iter().enumerate() {
+        let mut last = None;
+        for (j, b) in m.content.iter().enumerate() {
+            match b {
+                ContentBlock::CachePoint(c) => {
+                    if let Some(block) = last {
+                        out.push((Boundary::Message { index: i, block }, ttl(c)));
+                    }
+                }
+                _ => last = Some(j),
+            }
+        }
+    }
+    out
+}
+
+fn ttl_duration(ttl: CacheTtl) -> std::time::Duration {
+    match ttl {
+        CacheTtl::FiveMinutes => std::time::Duration::from_secs(300),
+        CacheTtl::OneHour => std::time::Duration::from_secs(3600),
+    }
+}
+
+/// Reads expected of a prefix within `ttl`, from what was seen of it.
+fn expected_reads(
+    stats: Option<&PrefixStats>,
+    ttl: CacheTtl,
+    request: &GenerateRequest,
+    policy: &CachePolicy,
+) -> f64 {
+    match stats {
+        Some(s) => {
+            let gap = s.mean_gap.unwrap_or(s.since_last).as_secs_f64().max(1e-3);
+            // Arrivals within the TTL keep the entry alive: a geometric run of hits.
+            let p = 1.0 - (-ttl_duration(ttl).as_secs_f64() / gap).exp();
+            (p / (1.0 - p).max(1e-6)).min(50.0)
+        }
+        None if request.task_id.is_some() => policy.task_reuse_prior,
+        None => 0.0,
+    }
+}
+
+/// The checkpoints for one request on one model, the prefixes seen, and the reasons.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CachePlan {
+    pub checkpoints: Vec<Checkpoint>,
+    /// Every prefix of the request, for the state to learn recurrence from.
+    pub prefixes: Vec<Prefix>,
+    /// A target that holds the longest cached prefix: (region, target id).
+    pub affinity: Option<(String, String)>,
+}
+
+/// Digests and sizes of the request's prefixes, and where the longest cached one lives.
+pub fn survey(
+    request: &GenerateRequest,
+    model: &ModelConfig,
+    counter: &dyn TokenCounter,
+    obs: &impl Observations,
+) -> CachePlan {
+    if model.prompt_cache.is_none() || request.cache == CacheMode::Off {
+        return CachePlan::default();
+    }
+    let prefixes = prefixes(request, counter);
+    let affinity = prefixes
+        .iter()
+        .rev()
+        .find_map(|p| obs.prefix(&p.digest).and_then(|s| s.cached_in));
+    CachePlan {
+        checkpoints: Vec::new(),
+        prefixes,
+        affinity,
+    }
+}
+
+/// Places the checkpoints of a surveyed request.
+pub fn place(
     request: &GenerateRequest,
     model_id: &str,
     model: &ModelConfig,
+    config: &Config,
+    obs: &impl Observations,
+    mut plan: CachePlan,
     reasons: &mut Vec<Reason>,
-) -> Result<()> {
-    let points = request.pinned_cache_points();
-    if points.is_empty() {
-        return Ok(());
+) -> CachePlan {
+    let pins = pinned(request);
+    let Some(rules) = &model.prompt_cache else {
+        if !pins.is_empty() {
+            reasons.push(Reason::CachePointsChanged {
+                removed: pins.len(),
+                why: format!("{model_id} does not support prompt caching"),
+            });
+        }
+        return plan;
+    };
+    if request.cache == CacheMode::Off {
+        reasons.push(Reason::CacheOptOut);
+        return plan;
     }
-    let rules = model.prompt_cache.as_ref().ok_or_else(|| {
-        Error::invalid(
-            "cache_point",
-            format!("{model_id} does not support prompt caching"),
-        )
-    })?;
-    if points.len() > MAX_CHECKPOINTS {
-        return Err(Error::invalid(
-            "cache_point",
-            format!(
-                "{} checkpoints in one request; Bedrock allows at most {MAX_CHECKPOINTS}",
-                points.len()
-            ),
-        ));
-    }
-    if !rules.tools
-        && request
-            .tools
+    let tokens_at = |b: Boundary| {
+        plan.prefixes
             .iter()
-            .any(|t| matches!(t, Tool::CachePoint(_)))
-    {
-        return Err(Error::invalid(
-            "tools",
-            format!("{model_id} does not cache tool definitions"),
-        ));
+            .find(|p| p.at == b)
+            .map_or(0, |p| p.tokens)
+    };
+    let mut chosen: Vec<Checkpoint> = if !pins.is_empty() {
+        let mut kept = Vec::new();
+        for (at, ttl) in pins {
+            let ttl = if rules.ttls.contains(&ttl) {
+                ttl
+            } else {
+                reasons.push(Reason::CachePointsChanged {
+                    removed: 0,
+                    why: format!("{model_id} has no {ttl:?} TTL: 5 minutes instead"),
+                });
+                CacheTtl::FiveMinutes
+            };
+            if at == Boundary::Tools && !rules.tools {
+                reasons.push(Reason::CachePointsChanged {
+                    removed: 1,
+                    why: format!("{model_id} does not cache tool definitions"),
+                });
+                continue;
+            }
+            let tokens_before = tokens_at(at);
+            if rules.max_tokens.is_some_and(|max| tokens_before > max) {
+                reasons.push(Reason::CachePointsChanged {
+                    removed: 1,
+                    why: format!(
+                        "prefix of {tokens_before} tokens exceeds the {} cacheable",
+                        rules.max_tokens.unwrap_or(0)
+                    ),
+                });
+                continue;
+            }
+            kept.push(Checkpoint {
+                at,
+                ttl,
+                tokens_before,
+            });
+        }
+        let before = kept.len();
+        kept.dedup_by_key(|c| c.at);
+        if kept.len() < before {
+            reasons.push(Reason::CachePointsChanged {
+                removed: before - kept.len(),
+                why: "several checkpoints at one place".into(),
+            });
+        }
+        reasons.push(Reason::CachePointsPinned { count: kept.len() });
+        kept
+    } else if config.prompt_cache.enabled {
+        auto_place(
+            request,
+            model,
+            rules,
+            &config.prompt_cache,
+            obs,
+            &plan.prefixes,
+        )
+    } else {
+        Vec::new()
+    };
+    if chosen.len() > MAX_CHECKPOINTS {
+        let extra = chosen.len() - MAX_CHECKPOINTS;
+        // Keep the longest prefixes: they save the most.
+        chosen.drain(..extra);
+        reasons.push(Reason::CachePointsChanged {
+            removed: extra,
+            why: format!("at most {MAX_CHECKPOINTS} checkpoints"),
+        });
     }
-    let ttls: Vec<CacheTtl> = points
-        .iter()
-        .map(|p| p.ttl.unwrap_or(CacheTtl::FiveMinutes))
-        .collect();
-    if let Some(t) = ttls.iter().find(|t| !rules.ttls.contains(t)) {
-        return Err(Error::invalid(
-            "cache_point.ttl",
-            format!("{model_id} does not offer the {t:?} cache TTL"),
-        ));
+    // TTLs must not increase in prompt order: a longer TTL after a shorter one is shortened.
+    let mut floor = CacheTtl::OneHour;
+    for c in &mut chosen {
+        if c.ttl > floor {
+            c.ttl = floor;
+        }
+        floor = c.ttl;
     }
-    if ttls.windows(2).any(|w| w[0] < w[1]) {
-        return Err(Error::invalid(
-            "cache_point.ttl",
-            "TTLs must not increase in prompt order (tools, system, messages): put 1h checkpoints before 5m ones",
-        ));
+    if !chosen.is_empty() && pinned(request).is_empty() {
+        reasons.push(Reason::CachePointsPlaced {
+            count: chosen.len(),
+            tokens: chosen.last().map_or(0, |c| c.tokens_before),
+        });
     }
-    reasons.push(Reason::CachePointsPinned {
-        count: points.len(),
-    });
-    Ok(())
+    plan.checkpoints = chosen;
+    plan
+}
+
+fn auto_place(
+    request: &GenerateRequest,
+    model: &ModelConfig,
+    rules: &PromptCacheConfig,
+    policy: &CachePolicy,
+    obs: &impl Observations,
+    prefixes: &[Prefix],
+) -> Vec<Checkpoint> {
+    let price = &model.price;
+    let min = (f64::from(rules.min_tokens) * (1.0 + policy.margin)).ceil() as u32;
+    let saving_per_read = price.input_per_1k - price.read_price();
+    let mut paying: Vec<(Checkpoint, f64)> = Vec::new();
+    for p in prefixes {
+        if p.tokens < min
+            || rules.max_tokens.is_some_and(|max| p.tokens > max)
+            || (p.at == Boundary::Tools && !rules.tools)
+        {
+            continue;
+        }
+        let stats = obs.prefix(&p.digest);
+        let best = rules
+            .ttls
+            .iter()
+            .map(|&ttl| {
+                let reads = expected_reads(stats.as_ref(), ttl, request, policy);
+                let premium = price.write_price(ttl) - price.input_per_1k;
+                (ttl, reads * saving_per_read - premium)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((ttl, net)) = best {
+            if net > 0.0 {
+                paying.push((
+                    Checkpoint {
+                        at: p.at,
+                        ttl,
+                        tokens_before: p.tokens,
+                    },
+                    net * f64::from(p.tokens),
+                ));
+            }
+        }
+    }
+    if paying.len() > MAX_CHECKPOINTS {
+        // The longest paying prefix always stays; the others by the saving they promise.
+        let last = paying.pop().expect("more than four");
+        paying.sort_by(|a, b| b.1.total_cmp(&a.1));
+        paying.truncate(MAX_CHECKPOINTS - 1);
+        paying.push(last);
+        paying.sort_by_key(|(c, _)| c.at);
+    }
+    paying.into_iter().map(|(c, _)| c).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::request::{CachePoint, SystemBlock};
+    use crate::request::{CachePoint, Message};
+    use crate::state::Fresh;
 
-    fn check(req: &GenerateRequest, model: &str) -> Result<()> {
-        let c = Config::default();
-        check_pinned(req, model, &c.models[model], &mut Vec::new())
+    fn long(n: usize) -> String {
+        "word ".repeat(n)
+    }
+
+    fn sonnet() -> (&'static str, Config) {
+        (
+            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            Config::default(),
+        )
+    }
+
+    fn run(req: &GenerateRequest, model: &str, config: &Config) -> (CachePlan, Vec<Reason>) {
+        let obs = Fresh(std::time::Instant::now());
+        let m = &config.models[model];
+        let survey = survey(req, m, &CharEstimate, &obs);
+        let mut reasons = Vec::new();
+        let plan = place(req, model, m, config, &obs, survey, &mut reasons);
+        (plan, reasons)
     }
 
     #[test]
-    fn rules_are_enforced() {
-        let sonnet = "anthropic.claude-sonnet-4-5-20250929-v1:0";
-        let mut req = GenerateRequest::user("x");
-        for _ in 0..5 {
-            req.system
-                .push(SystemBlock::CachePoint(CachePoint::default()));
-        }
-        assert!(check(&req, sonnet)
-            .unwrap_err()
-            .to_string()
-            .contains("at most 4"));
+    fn digests_ignore_cache_points_and_follow_content() {
+        let a = GenerateRequest::user("hi").system("sys");
+        let mut b = a.clone();
+        b.system
+            .push(SystemBlock::CachePoint(CachePoint::default()));
+        let (pa, pb) = (prefixes(&a, &CharEstimate), prefixes(&b, &CharEstimate));
+        assert_eq!(pa[0].digest, pb[0].digest);
+        let c = GenerateRequest::user("hi").system("other");
+        assert_ne!(prefixes(&c, &CharEstimate)[0].digest, pa[0].digest);
+    }
 
-        let mut req = GenerateRequest::user("x");
-        req.system.push(SystemBlock::CachePoint(CachePoint {
-            ttl: Some(CacheTtl::FiveMinutes),
-        }));
-        req.messages[0]
-            .content
-            .push(crate::ContentBlock::CachePoint(CachePoint {
-                ttl: Some(CacheTtl::OneHour),
+    #[test]
+    fn a_task_step_places_a_checkpoint_and_a_one_off_does_not() {
+        let (model, config) = sonnet();
+        let req = GenerateRequest::user("question").system(long(2000));
+        assert!(
+            run(&req, model, &config).0.checkpoints.is_empty(),
+            "no reuse expected, no write premium paid"
+        );
+        let task = req.clone().task("t-1");
+        let (plan, reasons) = run(&task, model, &config);
+        assert!(!plan.checkpoints.is_empty());
+        assert!(reasons
+            .iter()
+            .any(|r| matches!(r, Reason::CachePointsPlaced { .. })));
+    }
+
+    #[test]
+    fn small_prefixes_and_non_caching_models_get_nothing() {
+        let (model, config) = sonnet();
+        let req = GenerateRequest::user("q").system("short").task("t");
+        assert!(run(&req, model, &config).0.checkpoints.is_empty());
+        let mut c = Config::default();
+        c.models.get_mut(model).unwrap().prompt_cache = None;
+        let mut pinned = GenerateRequest::user("q").system(long(2000));
+        pinned
+            .system
+            .push(SystemBlock::CachePoint(CachePoint::default()));
+        let (plan, reasons) = run(&pinned, model, &c);
+        assert!(plan.checkpoints.is_empty());
+        assert!(reasons
+            .iter()
+            .any(|r| matches!(r, Reason::CachePointsChanged { removed: 1, .. })));
+    }
+
+    #[test]
+    fn pinned_checkpoints_are_kept_fixed_and_reported() {
+        let (model, config) = sonnet();
+        let mut req = GenerateRequest::new(vec![Message::user(long(10))]);
+        for i in 0..6 {
+            req.system.push(SystemBlock::Text(long(300 + i)));
+            req.system.push(SystemBlock::CachePoint(CachePoint {
+                ttl: Some(if i == 5 {
+                    CacheTtl::OneHour
+                } else {
+                    CacheTtl::FiveMinutes
+                }),
             }));
-        assert!(check(&req, sonnet)
-            .unwrap_err()
-            .to_string()
-            .contains("must not increase"));
+        }
+        let (plan, reasons) = run(&req, model, &config);
+        assert_eq!(plan.checkpoints.len(), 4);
+        assert!(plan.checkpoints.windows(2).all(|w| w[0].ttl >= w[1].ttl));
+        assert!(reasons
+            .iter()
+            .any(|r| matches!(r, Reason::CachePointsChanged { removed: 2, .. })));
+    }
 
-        let mut req = GenerateRequest::user("x");
-        req.tools.push(Tool::CachePoint(CachePoint::default()));
-        assert!(check(&req, "amazon.nova-lite-v1:0")
-            .unwrap_err()
-            .to_string()
-            .contains("tool definitions"));
-        assert!(check(&req, sonnet).is_ok());
+    #[test]
+    fn opting_out_places_nothing() {
+        let (model, config) = sonnet();
+        let mut req = GenerateRequest::user("q").system(long(2000)).task("t");
+        req.cache = CacheMode::Off;
+        let (plan, reasons) = run(&req, model, &config);
+        assert!(plan.checkpoints.is_empty());
+        assert!(reasons.contains(&Reason::CacheOptOut));
     }
 }

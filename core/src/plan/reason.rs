@@ -69,6 +69,19 @@ pub enum Reason {
     },
     /// After the model's own targets, a Bedrock family's.
     FallbackFamily { family: String, variant: String },
+    /// Checkpoints placed where expected reuse pays; `tokens` before the last one.
+    CachePointsPlaced { count: usize, tokens: u32 },
+    /// The request's own checkpoints were changed to fit the model's rules.
+    CachePointsChanged { removed: usize, why: String },
+    /// The request opted out of automatic checkpoints.
+    CacheOptOut,
+    /// The target holding the cached prefix was preferred (`won`), or not, and why.
+    CacheAffinity {
+        target: String,
+        region: String,
+        won: bool,
+        why: String,
+    },
 }
 
 /// Why a call overflowed from reserved capacity to standard.
@@ -157,6 +170,14 @@ impl fmt::Display for Reason {
                 "tier {from} expected to take {expected_ms} ms against a {deadline_ms} ms deadline: escalated to {to}"
             ),
             Reason::FallbackFamily { family, variant } => write!(f, "fallback to family {family}: {variant}"),
+            Reason::CachePointsPlaced { count, tokens } => {
+                write!(f, "{count} cache checkpoint(s) placed, {tokens} tokens before the last")
+            }
+            Reason::CachePointsChanged { removed, why } => write!(f, "{removed} cache checkpoint(s) changed: {why}"),
+            Reason::CacheOptOut => write!(f, "automatic cache checkpoints off for this request"),
+            Reason::CacheAffinity { target, region, won, why } => {
+                write!(f, "cached prefix in {target} at {region}: {} ({why})", if *won { "preferred" } else { "not preferred" })
+            }
         }
     }
 }

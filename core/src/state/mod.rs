@@ -21,7 +21,10 @@ pub use latency::LatencyTrack;
 pub use ledger::{Ledger, ReservationConfig, Ticket};
 
 use crate::config::Config;
-use crate::request::ServiceTier;
+use crate::plan::prompt_cache::{
+    CharEstimate, Checkpoint, Prefix, PrefixDigest, PrefixStats, TokenCounter,
+};
+use crate::request::{CacheTtl, ServiceTier};
 
 /// What the planner may know about one (region, target id, tier).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -57,6 +60,14 @@ pub trait Observations {
     /// Whether a model's reservation has room for a call of this size; `None` when the model
     /// has no reservation.
     fn reserved_room(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Option<bool>;
+    /// What was seen of a prompt prefix before, if anything.
+    fn prefix(&self, _digest: &PrefixDigest) -> Option<PrefixStats> {
+        None
+    }
+    /// How tokens are counted for cache placement.
+    fn token_counter(&self) -> &dyn TokenCounter {
+        &CharEstimate
+    }
 }
 
 /// Observations of a router that has seen nothing: every target unknown, no reservations.
@@ -112,10 +123,21 @@ fn entry<'m>(
         .or_default()
 }
 
+/// What the state keeps of a prompt prefix.
+#[derive(Debug, Clone)]
+struct PrefixRecord {
+    seen: u32,
+    last: Instant,
+    mean_gap_s: Option<f64>,
+    /// (region, target id, expiry) of the cache entry it was last written to or read from.
+    cached: Option<(String, String, Instant)>,
+}
+
 /// The router's live state, in process.
-#[derive(Debug)]
 pub struct State {
     breaker: BreakerConfig,
+    prefixes: moka::sync::Cache<PrefixDigest, PrefixRecord>,
+    counter: std::sync::Arc<dyn TokenCounter>,
     targets: Mutex<TargetMap>,
     ledgers: Mutex<HashMap<String, Ledger>>,
     budget: Mutex<RetryBudget>,
@@ -134,9 +156,54 @@ impl State {
             .collect();
         Self {
             breaker: config.routing.breaker,
+            // An hour idle is the longest cache TTL: older prefixes cannot be read any more.
+            prefixes: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_idle(Duration::from_secs(3600))
+                .build(),
+            counter: std::sync::Arc::new(CharEstimate),
             targets: Mutex::default(),
             ledgers: Mutex::new(ledgers),
             budget: Mutex::new(RetryBudget::new(config.routing.budget)),
+        }
+    }
+
+    /// Counts tokens with `counter` for cache placement (the default is [`CharEstimate`]).
+    pub fn set_token_counter(&mut self, counter: std::sync::Arc<dyn TokenCounter>) {
+        self.counter = counter;
+    }
+
+    /// A request's prefixes arrived at `now`; those at `checkpoints` are now cached at the target
+    /// (written or read) with their TTLs.
+    pub fn record_prefixes(
+        &self,
+        now: Instant,
+        prefixes: &[Prefix],
+        checkpoints: &[Checkpoint],
+        region: &str,
+        target: &str,
+    ) {
+        for p in prefixes {
+            let mut r = self.prefixes.get(&p.digest).unwrap_or(PrefixRecord {
+                seen: 0,
+                last: now,
+                mean_gap_s: None,
+                cached: None,
+            });
+            if r.seen > 0 {
+                let gap = now.saturating_duration_since(r.last).as_secs_f64();
+                r.mean_gap_s = Some(r.mean_gap_s.map_or(gap, |m| m + 0.3 * (gap - m)));
+            }
+            r.seen += 1;
+            r.last = now;
+            if let Some(c) = checkpoints.iter().find(|c| c.at == p.at) {
+                let ttl = match c.ttl {
+                    CacheTtl::FiveMinutes => Duration::from_secs(300),
+                    CacheTtl::OneHour => Duration::from_secs(3600),
+                };
+                r.cached = Some((region.to_string(), target.to_string(), now + ttl));
+            }
+            self.prefixes.insert(p.digest, r);
         }
     }
 
@@ -306,5 +373,30 @@ impl Observations for Snapshot<'_> {
         ledgers
             .get_mut(model)
             .map(|l| l.has_room(self.now, input, output))
+    }
+
+    fn prefix(&self, digest: &PrefixDigest) -> Option<PrefixStats> {
+        let r = self.state.prefixes.get(digest)?;
+        Some(PrefixStats {
+            seen: r.seen,
+            since_last: self.now.saturating_duration_since(r.last),
+            mean_gap: r.mean_gap_s.map(Duration::from_secs_f64),
+            cached_in: r
+                .cached
+                .filter(|(_, _, exp)| *exp > self.now)
+                .map(|(region, target, _)| (region, target)),
+        })
+    }
+
+    fn token_counter(&self) -> &dyn TokenCounter {
+        self.state.counter.as_ref()
+    }
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("breaker", &self.breaker)
+            .finish_non_exhaustive()
     }
 }
