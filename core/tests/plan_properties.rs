@@ -103,7 +103,7 @@ fn request() -> impl Strategy<Value = GenerateRequest> {
                 if tools {
                     req.tools.push(Tool::new(
                         "lookup",
-                        &"Looks things up. ".repeat(300),
+                        "Looks things up. ".repeat(300),
                         serde_json::json!({"type": "object"}),
                     ));
                     req.tools.push(Tool::CachePoint(CachePoint {

@@ -216,15 +216,17 @@ fn attempts_for(
 ) -> Result<Vec<Attempt>> {
     let tier = tier::choose(request, &chosen.model, model, config, obs, reasons)?;
     let latency_optimized = tier::latency_optimized(request, model, reasons);
-    Ok(
-        targets::enumerate(request, chosen, model, tier, config, obs, affinity, reasons)
-            .into_iter()
-            .map(|target| Attempt {
-                model: chosen.model.clone(),
-                target,
-                tier,
-                latency_optimized,
-            })
-            .collect(),
-    )
+    let mut ordered = targets::enumerate(request, chosen, model, tier, config, obs, reasons);
+    if let Some(cached_at) = affinity {
+        targets::prefer_cached(&mut ordered, cached_at, request, tier, config, obs, reasons);
+    }
+    Ok(ordered
+        .into_iter()
+        .map(|target| Attempt {
+            model: chosen.model.clone(),
+            target,
+            tier,
+            latency_optimized,
+        })
+        .collect())
 }

@@ -42,7 +42,6 @@ pub fn enumerate(
     tier: Option<ServiceTier>,
     config: &Config,
     obs: &impl Observations,
-    cache_affinity: Option<&(String, String)>,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Target> {
     let mut candidates = match model.provider {
@@ -96,37 +95,49 @@ pub fn enumerate(
     if !keyed.is_empty() {
         reasons.push(Reason::TargetsOrderedBy { objective });
     }
-    let mut ordered: Vec<Target> = keyed.iter().map(|(_, _, _, t)| t.clone()).collect();
-    if let Some((region, id)) = cache_affinity {
-        if let Some(pos) = ordered
-            .iter()
-            .position(|t| t.region() == region && t.id() == id)
-        {
-            let (health, ..) = keyed[pos];
-            let view = obs.target(region, id, tier);
-            let too_slow = objective == Objective::Latency
-                && request
-                    .slo
-                    .ttft_target
-                    .is_some_and(|target| view.ttft.unwrap_or(config.routing.prior_ttft) > target);
-            let (won, why) = match (health, too_slow) {
-                (0, false) => (true, "healthy and within the SLO"),
-                (0, true) => (false, "its expected TTFT misses the TTFT target"),
-                _ => (false, "unhealthy"),
-            };
-            if won {
-                let t = ordered.remove(pos);
-                ordered.insert(0, t);
-            }
-            reasons.push(Reason::CacheAffinity {
-                target: id.clone(),
-                region: region.clone(),
-                won,
-                why: why.into(),
-            });
-        }
+    keyed.into_iter().map(|(_, _, _, t)| t).collect()
+}
+
+/// Moves the target holding the request's longest cached prefix to the front while it is
+/// healthy and, for a call with a TTFT target, expected to meet it. Caches are per region, so
+/// elsewhere the prefix would be written again.
+pub fn prefer_cached(
+    ordered: &mut Vec<Target>,
+    cached_at: &(String, String),
+    request: &GenerateRequest,
+    tier: Option<ServiceTier>,
+    config: &Config,
+    obs: &impl Observations,
+    reasons: &mut Vec<Reason>,
+) {
+    let (region, id) = cached_at;
+    let Some(pos) = ordered
+        .iter()
+        .position(|t| t.region() == region && t.id() == id)
+    else {
+        return;
+    };
+    let view = obs.target(region, id, tier);
+    let too_slow = Objective::of(request) == Objective::Latency
+        && request
+            .slo
+            .ttft_target
+            .is_some_and(|target| view.ttft.unwrap_or(config.routing.prior_ttft) > target);
+    let (won, why) = match (health_rank(&view), too_slow) {
+        (0, false) => (true, "healthy and within the SLO"),
+        (0, true) => (false, "its expected TTFT misses the TTFT target"),
+        _ => (false, "unhealthy"),
+    };
+    if won {
+        let t = ordered.remove(pos);
+        ordered.insert(0, t);
     }
-    ordered
+    reasons.push(Reason::CacheAffinity {
+        target: id.clone(),
+        region: region.clone(),
+        won,
+        why: why.into(),
+    });
 }
 
 /// 0 healthy or probing, 1 recently throttled, 2 half-open without a free probe, 3 open.
