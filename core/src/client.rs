@@ -91,14 +91,27 @@ impl Router {
     }
 }
 
+impl std::fmt::Debug for RouterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Credentials stay out of Debug output.
+        f.debug_struct("RouterBuilder")
+            .field("config", &self.config.is_some())
+            .field("config_file", &self.config_file)
+            .field("endpoint_url", &self.endpoint_url)
+            .field("token_counter", &self.token_counter)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Configures a [`Router`].
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RouterBuilder {
     config: Option<Config>,
     config_file: Option<PathBuf>,
     endpoint_url: Option<String>,
     credentials: Option<(String, String)>,
     sdk_config: Option<SdkConfig>,
+    token_counter: Option<std::sync::Arc<dyn crate::TokenCounter>>,
 }
 
 impl RouterBuilder {
@@ -134,6 +147,13 @@ impl RouterBuilder {
     /// the router is the only retry loop.
     pub fn sdk_config(mut self, sdk_config: SdkConfig) -> Self {
         self.sdk_config = Some(sdk_config);
+        self
+    }
+
+    /// Counts tokens with this counter (an exact tokenizer, say) when placing prompt-cache
+    /// checkpoints; the default is [`CharEstimate`](crate::CharEstimate).
+    pub fn token_counter(mut self, counter: std::sync::Arc<dyn crate::TokenCounter>) -> Self {
+        self.token_counter = Some(counter);
         self
     }
 
@@ -174,11 +194,14 @@ impl RouterBuilder {
         }
         let base = base.build();
         let regions: Vec<&str> = config.regions.iter().map(|r| r.name.as_str()).collect();
-        let exec = Executor::new(
+        let mut exec = Executor::new(
             config.clone(),
             Box::new(BedrockBackend::new(&base, regions.iter().copied())),
             Box::new(SagemakerBackend::new(&base, regions.iter().copied())),
         );
+        if let Some(counter) = self.token_counter {
+            exec.state.set_token_counter(counter);
+        }
         Ok(Router {
             exec: Arc::new(exec),
         })

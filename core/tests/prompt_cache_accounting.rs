@@ -198,3 +198,30 @@ async fn the_region_holding_the_cached_prefix_is_preferred() {
         .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. })));
     assert!(second.usage.cache_read_tokens > 0);
 }
+
+/// A counter that sees no tokens anywhere: nothing is ever long enough to cache.
+#[derive(Debug)]
+struct Nothing;
+
+impl laneway::TokenCounter for Nothing {
+    fn count(&self, _: &str) -> u32 {
+        0
+    }
+}
+
+#[tokio::test]
+async fn a_plugged_in_token_counter_drives_placement() {
+    let emu = emulator().await;
+    let router = laneway::Router::builder()
+        .config(config(""))
+        .endpoint_url(emu.url())
+        .static_credentials("LANEWAYTESTKEY", "LANEWAYTESTSECRET")
+        .token_counter(std::sync::Arc::new(Nothing))
+        .build()
+        .await
+        .unwrap();
+    let req = GenerateRequest::user("q").family("claude").system("Reference. ".repeat(1000)).task("t");
+    assert!(router.plan(&req).unwrap().cache.checkpoints.is_empty());
+    let debug = format!("{:?}", laneway::Router::builder().static_credentials("AKID", "SUPERSECRET"));
+    assert!(!debug.contains("SUPERSECRET"), "{debug}");
+}
