@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -44,6 +45,11 @@ impl Emulator {
         let engine = Arc::new(Engine::new(scenario));
         let app = app(Arc::clone(&engine));
         let (stop, stopped) = oneshot::channel::<()>();
+        // Event-stream frames are small: without TCP_NODELAY, Nagle's algorithm and delayed
+        // acknowledgements would hold the second frame of every stream for ~40 ms.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async {

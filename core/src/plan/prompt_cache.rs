@@ -293,7 +293,8 @@ pub fn survey(
     counter: &dyn TokenCounter,
     obs: &impl Observations,
 ) -> CachePlan {
-    if model.prompt_cache.is_none() || request.cache == CacheMode::Off {
+    let has_pins = !pinned(request).is_empty();
+    if model.prompt_cache.is_none() || (request.cache == CacheMode::Off && !has_pins) {
         return CachePlan::default();
     }
     let prefixes = prefixes(request, counter);
@@ -328,7 +329,7 @@ pub fn place(
         }
         return plan;
     };
-    if request.cache == CacheMode::Off {
+    if request.cache == CacheMode::Off && pins.is_empty() {
         reasons.push(Reason::CacheOptOut);
         return plan;
     }
