@@ -11,7 +11,10 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use laneway::{CacheMode, CachePoint, Config, ContentBlock, GenerateRequest, GenerateResponse, Message, Router, StreamEvent, SystemBlock, Tool};
+use laneway::{
+    CacheMode, CachePoint, Config, ContentBlock, GenerateRequest, GenerateResponse, Message,
+    Router, StreamEvent, SystemBlock, Tool,
+};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 
 const TASKS: usize = 5;
@@ -65,21 +68,37 @@ async fn streamed(router: &Router, req: GenerateRequest) -> GenerateResponse {
 
 fn input_cost(router: &Router, r: &GenerateResponse) -> f64 {
     let price = router.config().models[&r.decision.model].price;
-    let input_only = laneway::Usage { output_tokens: 0, ..r.usage };
+    let input_only = laneway::Usage {
+        output_tokens: 0,
+        ..r.usage
+    };
     price.base_cost(&input_only)
 }
 
-fn step_request(strategy: Strategy, task: usize, history: &[Message], system: &str, tool: &Tool) -> GenerateRequest {
-    let mut req = GenerateRequest::new(history.to_vec()).family("claude").system(system).tool(tool.clone()).max_tokens(40).task(format!("task-{task}"));
+fn step_request(
+    strategy: Strategy,
+    task: usize,
+    history: &[Message],
+    system: &str,
+    tool: &Tool,
+) -> GenerateRequest {
+    let mut req = GenerateRequest::new(history.to_vec())
+        .family("claude")
+        .system(system)
+        .tool(tool.clone())
+        .max_tokens(40)
+        .task(format!("task-{task}"));
     match strategy {
         Strategy::NoCaching => req.cache = CacheMode::Off,
         Strategy::Laneway => {}
         Strategy::EverySegment => {
             req.cache = CacheMode::Off;
             req.tools.push(Tool::CachePoint(CachePoint::default()));
-            req.system.push(SystemBlock::CachePoint(CachePoint::default()));
+            req.system
+                .push(SystemBlock::CachePoint(CachePoint::default()));
             for m in &mut req.messages {
-                m.content.push(ContentBlock::CachePoint(CachePoint::default()));
+                m.content
+                    .push(ContentBlock::CachePoint(CachePoint::default()));
             }
         }
     }
@@ -94,15 +113,26 @@ async fn agent_workload(strategy: Strategy) -> Totals {
         "Runs a read-only PromQL query and returns the series.",
         serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}, "range": {"type": "string"}}}),
     );
-    let mut totals = Totals { input_cost: 0.0, ttft: Vec::new() };
+    let mut totals = Totals {
+        input_cost: 0.0,
+        ttft: Vec::new(),
+    };
     for task in 0..TASKS {
-        let mut history = vec![Message::user(format!("Incident {task}: checkout latency is up."))];
+        let mut history = vec![Message::user(format!(
+            "Incident {task}: checkout latency is up."
+        ))];
         for step in 0..STEPS {
-            let r = streamed(&router, step_request(strategy, task, &history, &system, &tool)).await;
+            let r = streamed(
+                &router,
+                step_request(strategy, task, &history, &system, &tool),
+            )
+            .await;
             totals.input_cost += input_cost(&router, &r);
             totals.ttft.extend(r.timings.ttft);
             history.push(Message::assistant(r.text()));
-            history.push(Message::user(format!("Step {step} result: p99 latency 2.{step} s.")));
+            history.push(Message::user(format!(
+                "Step {step} result: p99 latency 2.{step} s."
+            )));
         }
     }
     emulator.shutdown().await;
@@ -115,14 +145,18 @@ async fn one_off_workload(strategy: Strategy) -> f64 {
     for i in 0..30 {
         let mut req = GenerateRequest::user("Summarise the document in one line.")
             .family("claude")
-            .system(format!("Document {i}. ") + &"Unique reference text for this one request. ".repeat(150))
+            .system(
+                format!("Document {i}. ")
+                    + &"Unique reference text for this one request. ".repeat(150),
+            )
             .max_tokens(20);
         match strategy {
             Strategy::NoCaching => req.cache = CacheMode::Off,
             Strategy::Laneway => {}
             Strategy::EverySegment => {
                 req.cache = CacheMode::Off;
-                req.system.push(SystemBlock::CachePoint(CachePoint::default()));
+                req.system
+                    .push(SystemBlock::CachePoint(CachePoint::default()));
             }
         }
         let r = streamed(&router, req).await;
@@ -137,7 +171,10 @@ fn mean(v: &[Duration]) -> Duration {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         println!("agent workload: {TASKS} tasks x {STEPS} steps, Claude Sonnet, emulator at 0.1x real time");
         let base = agent_workload(Strategy::NoCaching).await;

@@ -50,6 +50,12 @@ impl Router {
         &self.exec.config
     }
 
+    /// Input tokens so far per family (or model), split into new, cache-written and cache-read,
+    /// with the savings: how many of your input tokens are really new.
+    pub fn cache_totals(&self) -> std::collections::BTreeMap<String, crate::state::CacheTotals> {
+        self.exec.state.cache_totals()
+    }
+
     /// What the router would do for this request now, without sending it.
     pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
         self.exec.plan(request)

@@ -168,6 +168,10 @@ proptest! {
             }
         }
         prop_assert!(checkpoints.windows(2).all(|w| w[0].ttl >= w[1].ttl), "TTLs increase: {checkpoints:?}");
+        if let (Some(rules), true) = (&model.prompt_cache, req.pinned_cache_points().is_empty()) {
+            let floor = (f64::from(rules.min_tokens) * (1.0 + config.prompt_cache.margin)).ceil() as u32;
+            prop_assert!(checkpoints.iter().all(|c| c.tokens_before >= floor), "automatic checkpoint below the minimum with its margin");
+        }
         prop_assert!(checkpoints.windows(2).all(|w| w[0].at < w[1].at), "checkpoints out of prompt order");
         let distinct: BTreeSet<_> = p.attempts.iter().map(|a| (a.target.id().to_string(), a.target.region().to_string())).collect();
         prop_assert_eq!(distinct.len(), p.attempts.len(), "no target is planned twice");

@@ -220,8 +220,48 @@ async fn a_plugged_in_token_counter_drives_placement() {
         .build()
         .await
         .unwrap();
-    let req = GenerateRequest::user("q").family("claude").system("Reference. ".repeat(1000)).task("t");
+    let req = GenerateRequest::user("q")
+        .family("claude")
+        .system("Reference. ".repeat(1000))
+        .task("t");
     assert!(router.plan(&req).unwrap().cache.checkpoints.is_empty());
-    let debug = format!("{:?}", laneway::Router::builder().static_credentials("AKID", "SUPERSECRET"));
+    let debug = format!(
+        "{:?}",
+        laneway::Router::builder().static_credentials("AKID", "SUPERSECRET")
+    );
     assert!(!debug.contains("SUPERSECRET"), "{debug}");
+}
+
+#[tokio::test]
+async fn cache_totals_answer_how_many_input_tokens_are_new() {
+    let emu = emulator().await;
+    let router = router_with(&emu, config("")).await;
+    let system = "Shared instructions for every step of the task. ".repeat(200);
+    let mut history = vec![Message::user("begin")];
+    for step in 0..4 {
+        let req = GenerateRequest::new(history.clone())
+            .family("claude")
+            .system(system.clone())
+            .task("t")
+            .max_tokens(5);
+        let r = router.generate(req).await.unwrap();
+        history.push(Message::assistant(r.text()));
+        history.push(Message::user(format!("next {step}")));
+    }
+    router
+        .generate(
+            GenerateRequest::user("unrelated")
+                .family("nova")
+                .max_tokens(5),
+        )
+        .await
+        .unwrap();
+    let totals = router.cache_totals();
+    let claude = totals["claude"];
+    assert_eq!(claude.calls, 4);
+    assert!(claude.cache_read_tokens > claude.new_tokens, "{claude:?}");
+    assert!(claude.new_share() < 0.2, "{}", claude.new_share());
+    assert!(claude.savings_usd > 0.0);
+    assert_eq!(totals["nova"].calls, 1);
+    assert_eq!(totals["nova"].new_share(), 1.0);
 }

@@ -236,6 +236,20 @@ impl<'a> Run<'a> {
                 attempt.target.id(),
             );
         }
+        let family = if attempt.model == self.plan.model {
+            self.plan.family.clone()
+        } else {
+            config
+                .families
+                .iter()
+                .find(|(_, f)| f.variants.contains(&attempt.model))
+                .map(|(n, _)| n.clone())
+        };
+        self.exec.state.record_cache_use(
+            family.as_deref().unwrap_or(&attempt.model),
+            &done.usage,
+            uncached_cost - cost_usd,
+        );
         let mut reasons = std::mem::take(&mut self.plan.reasons);
         reasons.append(&mut self.reasons);
         GenerateResponse {
@@ -246,15 +260,7 @@ impl<'a> Run<'a> {
             decision: RouteDecision {
                 provider: model.provider,
                 model: attempt.model.clone(),
-                family: if attempt.model == self.plan.model {
-                    self.plan.family.clone()
-                } else {
-                    config
-                        .families
-                        .iter()
-                        .find(|(_, f)| f.variants.contains(&attempt.model))
-                        .map(|(n, _)| n.clone())
-                },
+                family,
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
                 endpoint: match &attempt.target {

@@ -133,8 +133,34 @@ struct PrefixRecord {
     cached: Option<(String, String, Instant)>,
 }
 
+/// Input tokens of the calls of one family (or model, outside families), split by what the
+/// prompt cache did with them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CacheTotals {
+    pub calls: u64,
+    /// Input tokens processed anew.
+    pub new_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cache_read_tokens: u64,
+    /// Saved against the same calls uncached, in US dollars.
+    pub savings_usd: f64,
+}
+
+impl CacheTotals {
+    /// The share of input tokens that were new (neither read from nor written to the cache).
+    pub fn new_share(&self) -> f64 {
+        let all = self.new_tokens + self.cache_write_tokens + self.cache_read_tokens;
+        if all == 0 {
+            1.0
+        } else {
+            self.new_tokens as f64 / all as f64
+        }
+    }
+}
+
 /// The router's live state, in process.
 pub struct State {
+    cache_totals: Mutex<std::collections::BTreeMap<String, CacheTotals>>,
     breaker: BreakerConfig,
     prefixes: moka::sync::Cache<PrefixDigest, PrefixRecord>,
     counter: std::sync::Arc<dyn TokenCounter>,
@@ -162,6 +188,7 @@ impl State {
                 .time_to_idle(Duration::from_secs(3600))
                 .build(),
             counter: std::sync::Arc::new(CharEstimate),
+            cache_totals: Mutex::default(),
             targets: Mutex::default(),
             ledgers: Mutex::new(ledgers),
             budget: Mutex::new(RetryBudget::new(config.routing.budget)),
@@ -205,6 +232,25 @@ impl State {
             }
             self.prefixes.insert(p.digest, r);
         }
+    }
+
+    /// Adds a completed call to its family's cache totals.
+    pub fn record_cache_use(&self, family: &str, usage: &crate::response::Usage, savings_usd: f64) {
+        let mut totals = self.cache_totals.lock().unwrap_or_else(|p| p.into_inner());
+        let t = totals.entry(family.to_string()).or_default();
+        t.calls += 1;
+        t.new_tokens += u64::from(usage.input_tokens);
+        t.cache_write_tokens += u64::from(usage.cache_write_tokens);
+        t.cache_read_tokens += u64::from(usage.cache_read_tokens);
+        t.savings_usd += savings_usd;
+    }
+
+    /// Cache totals per family (or model, for calls outside families).
+    pub fn cache_totals(&self) -> std::collections::BTreeMap<String, CacheTotals> {
+        self.cache_totals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// A view at `now` for the planner.
