@@ -64,6 +64,7 @@ fn warmed_state(config: &Config) -> State {
     let state = State::new(config);
     for req in requests().iter().map(|(_, r)| r) {
         let p = plan(req, config, &state.at(Instant::now())).unwrap();
+        state.remember_digests(p.cache.learned.clone());
         for a in &p.attempts {
             state.record_success(
                 a.target.region(),
@@ -111,6 +112,24 @@ fn main() {
     let config = Config::from_toml_str(CONFIG).unwrap();
     let state = warmed_state(&config);
     percentiles(&config, &state);
+    let (name, req) = requests()
+        .into_iter()
+        .find(|(n, _)| n.starts_with("100k"))
+        .unwrap();
+    let fresh = State::new(&config);
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).unwrap();
+    for i in 0..1_100 {
+        let t = Instant::now();
+        black_box(plan(black_box(&req), &config, &fresh.at(t)).unwrap());
+        if i >= 100 {
+            hist.saturating_record(t.elapsed().as_nanos() as u64);
+        }
+    }
+    println!(
+        "  {name} at first sight (nothing digested before): p50 {:.2} us   p99 {:.2} us",
+        hist.value_at_quantile(0.5) as f64 / 1000.0,
+        hist.value_at_quantile(0.99) as f64 / 1000.0
+    );
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("plan");

@@ -124,24 +124,24 @@ impl Backend for BedrockBackend {
                 .send()
                 .await
                 .map_err(|e| errors::from_operation(e, &target))?;
-            let events = futures::stream::unfold(Some(out.stream), move |rx| {
-                let target = target.clone();
-                async move {
-                    let mut rx = rx?;
-                    loop {
-                        match rx.recv().await {
-                            Ok(Some(ev)) => {
-                                if let Some(mapped) = stream_event(ev) {
-                                    return Some((Ok(mapped), Some(rx)));
-                                }
+            let mut rx = out.stream;
+            let events = async_stream::stream! {
+                loop {
+                    match rx.recv().await {
+                        Ok(Some(ev)) => {
+                            if let Some(mapped) = stream_event(ev) {
+                                yield Ok(mapped);
                             }
-                            Ok(None) => return None,
-                            // After an error the receiver is done: end the stream with it.
-                            Err(e) => return Some((Err(errors::from_stream(e, &target)), None)),
+                        }
+                        Ok(None) => return,
+                        // After an error the receiver is done: end the stream with it.
+                        Err(e) => {
+                            yield Err(errors::from_stream(e, &target));
+                            return;
                         }
                     }
                 }
-            });
+            };
             Ok(events.boxed())
         })
     }
@@ -378,14 +378,15 @@ fn stream_event(ev: wire::ConverseStreamOutput) -> Option<BackendEvent> {
             }),
             _ => None,
         },
-        wire::ConverseStreamOutput::ContentBlockDelta(d) => match d.delta() {
-            Some(wire::ContentBlockDelta::Text(t)) => Some(BackendEvent::TextDelta {
-                index: index(d.content_block_index()),
-                text: t.clone(),
+        // Owned: the delta's text moves on without a copy.
+        wire::ConverseStreamOutput::ContentBlockDelta(d) => match d.delta {
+            Some(wire::ContentBlockDelta::Text(text)) => Some(BackendEvent::TextDelta {
+                index: index(d.content_block_index),
+                text,
             }),
             Some(wire::ContentBlockDelta::ToolUse(t)) => Some(BackendEvent::ToolUseDelta {
-                index: index(d.content_block_index()),
-                input_json: t.input().to_string(),
+                index: index(d.content_block_index),
+                input_json: t.input,
             }),
             _ => None,
         },

@@ -227,14 +227,16 @@ impl<'a> Run<'a> {
             attempt.target.profile(),
         );
         if attempt.model == self.plan.model && !self.plan.cache.prefixes.is_empty() {
-            let cache = &self.plan.cache;
-            self.exec.state.record_prefixes(
+            let cache = &mut self.plan.cache;
+            let state = &self.exec.state;
+            state.record_prefixes(
                 Instant::now(),
                 &cache.prefixes,
                 &cache.checkpoints,
                 attempt.target.region(),
                 attempt.target.id(),
             );
+            state.remember_digests(std::mem::take(&mut cache.learned));
         }
         let family = if attempt.model == self.plan.model {
             self.plan.family.clone()

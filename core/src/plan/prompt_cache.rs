@@ -131,87 +131,193 @@ pub struct PrefixStats {
     pub cached_in: Option<(String, String)>,
 }
 
-/// Every prefix of the request at a boundary, in prompt order. Cache points the request holds
-/// are not content and do not change the digests.
-pub fn prefixes(request: &GenerateRequest, counter: &dyn TokenCounter) -> Vec<Prefix> {
-    let mut hasher = Sha256::new();
-    let mut tokens = 0u32;
+/// A piece of a segment's content, as hashed and counted.
+enum Part<'a> {
+    /// A separator naming what follows; hashed, not counted.
+    Tag(&'static [u8]),
+    Text(std::borrow::Cow<'a, str>),
+    /// Binary content (an image): hashed, counted as a fixed number of tokens.
+    Bytes(&'a [u8], u32),
+}
+
+/// The content between two boundaries.
+struct Segment<'a> {
+    at: Boundary,
+    parts: Vec<Part<'a>>,
+}
+
+fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
-    let mark = |at: Boundary, hasher: &Sha256, tokens: u32, out: &mut Vec<Prefix>| {
-        out.push(Prefix {
-            at,
-            digest: PrefixDigest(hasher.clone().finalize().into()),
-            tokens,
-        });
-    };
-    let mut any_tool = false;
+    let mut tools = Vec::new();
     for t in &request.tools {
         if let Tool::Spec(s) = t {
-            any_tool = true;
-            hasher.update(b"\x01tool\x00");
-            hasher.update(s.name.as_bytes());
-            hasher.update(b"\x00");
-            let desc = s.description.as_deref().unwrap_or("");
-            hasher.update(desc.as_bytes());
-            let schema = s.input_schema.to_string();
-            hasher.update(schema.as_bytes());
-            tokens += counter.count(&s.name) + counter.count(desc) + counter.count(&schema);
+            tools.push(Part::Tag(b"\x01tool\x00"));
+            tools.push(Part::Text(s.name.as_str().into()));
+            tools.push(Part::Tag(b"\x00"));
+            tools.push(Part::Text(s.description.as_deref().unwrap_or("").into()));
+            tools.push(Part::Text(s.input_schema.to_string().into()));
         }
     }
-    if any_tool {
-        mark(Boundary::Tools, &hasher, tokens, &mut out);
+    if !tools.is_empty() {
+        out.push(Segment {
+            at: Boundary::Tools,
+            parts: tools,
+        });
     }
     for (i, b) in request.system.iter().enumerate() {
         if let SystemBlock::Text(t) = b {
-            hasher.update(b"\x02system\x00");
-            hasher.update(t.as_bytes());
-            tokens += counter.count(t);
-            mark(Boundary::System(i), &hasher, tokens, &mut out);
+            out.push(Segment {
+                at: Boundary::System(i),
+                parts: vec![Part::Tag(b"\x02system\x00"), Part::Text(t.as_str().into())],
+            });
         }
     }
     for (i, m) in request.messages.iter().enumerate() {
-        hasher.update(if m.role == crate::Role::User {
+        let mut parts = vec![Part::Tag(if m.role == crate::Role::User {
             b"\x03user\x00"
         } else {
             b"\x03asst\x00"
-        });
+        })];
         let mut last = None;
         for (j, b) in m.content.iter().enumerate() {
-            let text: std::borrow::Cow<'_, str> = match b {
-                ContentBlock::Text(t) => t.as_str().into(),
-                ContentBlock::Image(img) => {
-                    hasher.update(&img.bytes);
-                    tokens += 1_600;
-                    last = Some(j);
-                    continue;
+            let part = match b {
+                ContentBlock::Text(t) => Part::Text(t.as_str().into()),
+                ContentBlock::Image(img) => Part::Bytes(&img.bytes, 1_600),
+                ContentBlock::ToolUse(t) => {
+                    Part::Text(format!("{}{}{}", t.id, t.name, t.input).into())
                 }
-                ContentBlock::ToolUse(t) => format!("{}{}{}", t.id, t.name, t.input).into(),
-                ContentBlock::ToolResult(r) => r
-                    .content
-                    .iter()
-                    .map(|c| match c {
-                        ToolResultContent::Text(t) => t.clone(),
-                        ToolResultContent::Json(v) => v.to_string(),
-                    })
-                    .collect::<String>()
-                    .into(),
+                ContentBlock::ToolResult(r) => Part::Text(
+                    r.content
+                        .iter()
+                        .map(|c| match c {
+                            ToolResultContent::Text(t) => t.clone(),
+                            ToolResultContent::Json(v) => v.to_string(),
+                        })
+                        .collect::<String>()
+                        .into(),
+                ),
                 ContentBlock::CachePoint(_) => continue,
             };
-            hasher.update(b"\x04");
-            hasher.update(text.as_bytes());
-            tokens += counter.count(&text);
+            parts.push(Part::Tag(b"\x04"));
+            parts.push(part);
             last = Some(j);
         }
         if let Some(block) = last {
-            mark(
-                Boundary::Message { index: i, block },
-                &hasher,
-                tokens,
-                &mut out,
-            );
+            out.push(Segment {
+                at: Boundary::Message { index: i, block },
+                parts,
+            });
         }
     }
     out
+}
+
+/// A prefix digested before: its digest, its tokens, and the SHA-256 state at its end, so that
+/// a longer prompt sharing it only digests what follows.
+#[derive(Clone)]
+pub struct Digested {
+    pub digest: PrefixDigest,
+    pub tokens: u32,
+    state: Sha256,
+}
+
+/// Equal when they digest the same prefix (the hash state follows from it).
+impl PartialEq for Digested {
+    fn eq(&self, other: &Self) -> bool {
+        self.digest == other.digest && self.tokens == other.tokens
+    }
+}
+
+impl fmt::Debug for Digested {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Digested")
+            .field("digest", &self.digest)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where digests of earlier prompts are kept; keyed by a fast 128-bit hash (XXH3) of the prefix.
+pub trait DigestMemo {
+    fn digested(&self, key: u128) -> Option<Digested>;
+}
+
+/// A memo that remembers nothing.
+pub struct NoMemo;
+
+impl DigestMemo for NoMemo {
+    fn digested(&self, _: u128) -> Option<Digested> {
+        None
+    }
+}
+
+/// Every prefix of the request at a boundary, in prompt order, with the new digests to
+/// remember. Cache points the request holds are not content and do not change the digests.
+///
+/// Leading segments digested before (the same system prompt and tools on every step of an
+/// agent) are taken from `memo`: they cost one XXH3 pass instead of SHA-256 and a token count.
+pub fn prefixes(
+    request: &GenerateRequest,
+    counter: &dyn TokenCounter,
+    memo: &dyn DigestMemo,
+) -> (Vec<Prefix>, Vec<(u128, Digested)>) {
+    use xxhash_rust::xxh3::Xxh3;
+    let mut chain = Xxh3::new();
+    let mut hasher = Sha256::new();
+    let mut tokens = 0u32;
+    let mut from_memo = true;
+    let mut out = Vec::new();
+    let mut learned = Vec::new();
+    for seg in segments(request) {
+        for part in &seg.parts {
+            match part {
+                Part::Tag(t) => chain.update(t),
+                Part::Text(t) => chain.update(t.as_bytes()),
+                Part::Bytes(b, _) => chain.update(b),
+            }
+        }
+        let key = chain.digest128();
+        let remembered = if from_memo { memo.digested(key) } else { None };
+        match remembered {
+            Some(d) => {
+                hasher = d.state;
+                tokens = d.tokens;
+            }
+            None => {
+                from_memo = false;
+                for part in &seg.parts {
+                    match part {
+                        Part::Tag(t) => hasher.update(t),
+                        Part::Text(t) => {
+                            hasher.update(t.as_bytes());
+                            tokens = tokens.saturating_add(counter.count(t));
+                        }
+                        Part::Bytes(b, n) => {
+                            hasher.update(b);
+                            tokens = tokens.saturating_add(*n);
+                        }
+                    }
+                }
+            }
+        }
+        let digest = PrefixDigest(hasher.clone().finalize().into());
+        if !from_memo {
+            learned.push((
+                key,
+                Digested {
+                    digest,
+                    tokens,
+                    state: hasher.clone(),
+                },
+            ));
+        }
+        out.push(Prefix {
+            at: seg.at,
+            digest,
+            tokens,
+        });
+    }
+    (out, learned)
 }
 
 /// The checkpoints the request carries, at the boundary before each.
@@ -284,6 +390,9 @@ pub struct CachePlan {
     pub prefixes: Vec<Prefix>,
     /// A target that holds the longest cached prefix: (region, target id).
     pub affinity: Option<(String, String)>,
+    /// Digests computed for this request, for the state to remember.
+    #[serde(skip)]
+    pub learned: Vec<(u128, Digested)>,
 }
 
 /// Digests and sizes of the request's prefixes, and where the longest cached one lives.
@@ -297,7 +406,7 @@ pub fn survey(
     if model.prompt_cache.is_none() || (request.cache == CacheMode::Off && !has_pins) {
         return CachePlan::default();
     }
-    let prefixes = prefixes(request, counter);
+    let (prefixes, learned) = prefixes(request, counter, obs.digest_memo());
     let affinity = prefixes
         .iter()
         .rev()
@@ -306,6 +415,7 @@ pub fn survey(
         checkpoints: Vec::new(),
         prefixes,
         affinity,
+        learned,
     }
 }
 
@@ -509,10 +619,42 @@ mod tests {
         let mut b = a.clone();
         b.system
             .push(SystemBlock::CachePoint(CachePoint::default()));
-        let (pa, pb) = (prefixes(&a, &CharEstimate), prefixes(&b, &CharEstimate));
+        let (pa, pb) = (
+            prefixes(&a, &CharEstimate, &NoMemo).0,
+            prefixes(&b, &CharEstimate, &NoMemo).0,
+        );
         assert_eq!(pa[0].digest, pb[0].digest);
         let c = GenerateRequest::user("hi").system("other");
-        assert_ne!(prefixes(&c, &CharEstimate)[0].digest, pa[0].digest);
+        assert_ne!(
+            prefixes(&c, &CharEstimate, &NoMemo).0[0].digest,
+            pa[0].digest
+        );
+    }
+
+    /// A memo holding everything it is given.
+    struct Remember(std::collections::HashMap<u128, Digested>);
+
+    impl DigestMemo for Remember {
+        fn digested(&self, key: u128) -> Option<Digested> {
+            self.0.get(&key).cloned()
+        }
+    }
+
+    #[test]
+    fn memoised_digests_equal_fresh_ones_and_only_new_segments_are_learned() {
+        let first = GenerateRequest::user("one")
+            .system(long(500))
+            .system(long(20));
+        let (fresh, learned) = prefixes(&first, &CharEstimate, &NoMemo);
+        assert_eq!(learned.len(), 3);
+        let memo = Remember(learned.into_iter().collect());
+        let mut second = first.clone();
+        second.messages.push(Message::assistant("two"));
+        second.messages.push(Message::user("three"));
+        let (again, learned) = prefixes(&second, &CharEstimate, &memo);
+        assert_eq!(learned.len(), 2, "only the two new messages are digested");
+        assert_eq!(&again[..3], &fresh[..]);
+        assert_eq!(again, prefixes(&second, &CharEstimate, &NoMemo).0);
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub use ledger::{Ledger, ReservationConfig, Ticket};
 
 use crate::config::Config;
 use crate::plan::prompt_cache::{
-    CharEstimate, Checkpoint, Prefix, PrefixDigest, PrefixStats, TokenCounter,
+    CharEstimate, Checkpoint, DigestMemo, Digested, NoMemo, Prefix, PrefixDigest, PrefixStats,
+    TokenCounter,
 };
 use crate::request::{CacheTtl, ServiceTier};
 
@@ -67,6 +68,10 @@ pub trait Observations {
     /// How tokens are counted for cache placement.
     fn token_counter(&self) -> &dyn TokenCounter {
         &CharEstimate
+    }
+    /// Digests of prompt prefixes computed before.
+    fn digest_memo(&self) -> &dyn DigestMemo {
+        &NoMemo
     }
 }
 
@@ -163,6 +168,7 @@ pub struct State {
     cache_totals: Mutex<std::collections::BTreeMap<String, CacheTotals>>,
     breaker: BreakerConfig,
     prefixes: moka::sync::Cache<PrefixDigest, PrefixRecord>,
+    digests: moka::sync::Cache<u128, Digested>,
     counter: std::sync::Arc<dyn TokenCounter>,
     targets: Mutex<TargetMap>,
     ledgers: Mutex<HashMap<String, Ledger>>,
@@ -185,6 +191,10 @@ impl State {
             // An hour idle is the longest cache TTL: older prefixes cannot be read any more.
             prefixes: moka::sync::Cache::builder()
                 .max_capacity(100_000)
+                .time_to_idle(Duration::from_secs(3600))
+                .build(),
+            digests: moka::sync::Cache::builder()
+                .max_capacity(50_000)
                 .time_to_idle(Duration::from_secs(3600))
                 .build(),
             counter: std::sync::Arc::new(CharEstimate),
@@ -251,6 +261,13 @@ impl State {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Remembers digests computed for a request, so that its prefixes are not digested again.
+    pub fn remember_digests(&self, learned: Vec<(u128, Digested)>) {
+        for (key, d) in learned {
+            self.digests.insert(key, d);
+        }
     }
 
     /// A view at `now` for the planner.
@@ -436,6 +453,16 @@ impl Observations for Snapshot<'_> {
 
     fn token_counter(&self) -> &dyn TokenCounter {
         self.state.counter.as_ref()
+    }
+
+    fn digest_memo(&self) -> &dyn DigestMemo {
+        self.state
+    }
+}
+
+impl DigestMemo for State {
+    fn digested(&self, key: u128) -> Option<Digested> {
+        self.digests.get(&key)
     }
 }
 
