@@ -403,7 +403,10 @@ pub fn survey(
     obs: &impl Observations,
 ) -> CachePlan {
     let has_pins = !pinned(request).is_empty();
-    if model.prompt_cache.is_none() || (request.cache == CacheMode::Off && !has_pins) {
+    let Some(rules) = &model.prompt_cache else {
+        return CachePlan::default();
+    };
+    if !has_pins && (request.cache == CacheMode::Off || too_short(request, rules, counter)) {
         return CachePlan::default();
     }
     let (prefixes, learned) = prefixes(request, counter, obs.digest_memo());
@@ -417,6 +420,44 @@ pub fn survey(
         affinity,
         learned,
     }
+}
+
+/// Whether the whole prompt is shorter than the model's minimum: then no prefix can be cached,
+/// and neither digesting nor tracking it is worth its cost. Counting is one cheap pass.
+fn too_short(
+    request: &GenerateRequest,
+    rules: &PromptCacheConfig,
+    counter: &dyn TokenCounter,
+) -> bool {
+    let mut total = 0u32;
+    let texts = request
+        .system
+        .iter()
+        .filter_map(|b| match b {
+            SystemBlock::Text(t) => Some(t.as_str()),
+            SystemBlock::CachePoint(_) => None,
+        })
+        .chain(
+            request
+                .messages
+                .iter()
+                .flat_map(|m| m.content.iter())
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.as_str()),
+                    _ => None,
+                }),
+        );
+    for t in texts {
+        total = total.saturating_add(counter.count(t));
+    }
+    // Tools, images and tool results only add to the prompt: leave those to the full survey.
+    let other = !request.tools.is_empty()
+        || request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .any(|b| !matches!(b, ContentBlock::Text(_) | ContentBlock::CachePoint(_)));
+    !other && total < rules.min_tokens
 }
 
 /// Places the checkpoints of a surveyed request.
