@@ -124,6 +124,16 @@ pub struct CounterRow {
 
 type CounterKey = (Service, String, String, String, String);
 
+fn counter_key(ask: &Ask) -> CounterKey {
+    (
+        ask.service,
+        ask.region.clone(),
+        ask.target.clone(),
+        ask.tier.clone(),
+        ask.operation.to_string(),
+    )
+}
+
 /// Capacity of one (region, target, capacity pool).
 #[derive(Debug, Default)]
 struct Pool {
@@ -194,15 +204,7 @@ impl Engine {
     pub fn admit(&self, ask: &Ask) -> Result<Answer, ApiError> {
         let result = self.admit_inner(ask);
         let mut counters = self.counters.lock().expect("counters lock");
-        let c = counters
-            .entry((
-                ask.service,
-                ask.region.clone(),
-                ask.target.clone(),
-                ask.tier.clone(),
-                ask.operation.to_string(),
-            ))
-            .or_default();
+        let c = counters.entry(counter_key(ask)).or_default();
         c.requests += 1;
         match &result {
             Ok(a) => {
@@ -217,29 +219,18 @@ impl Engine {
 
     /// Records that a stream was broken by a fault after it was admitted.
     pub fn record_broken_stream(&self, ask: &Ask) {
-        let mut counters = self.counters.lock().expect("counters lock");
-        if let Some(c) = counters.get_mut(&(
-            ask.service,
-            ask.region.clone(),
-            ask.target.clone(),
-            ask.tier.clone(),
-            ask.operation.to_string(),
-        )) {
-            c.streams_broken += 1;
-        }
+        self.update_counter(ask, |c| c.streams_broken += 1);
     }
 
     /// Records that a stream's client went away before its end.
     pub fn record_cancelled(&self, ask: &Ask) {
+        self.update_counter(ask, |c| c.cancelled += 1);
+    }
+
+    fn update_counter(&self, ask: &Ask, f: impl FnOnce(&mut Counter)) {
         let mut counters = self.counters.lock().expect("counters lock");
-        if let Some(c) = counters.get_mut(&(
-            ask.service,
-            ask.region.clone(),
-            ask.target.clone(),
-            ask.tier.clone(),
-            ask.operation.to_string(),
-        )) {
-            c.cancelled += 1;
+        if let Some(c) = counters.get_mut(&counter_key(ask)) {
+            f(c);
         }
     }
 

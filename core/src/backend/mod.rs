@@ -71,3 +71,14 @@ pub trait Backend: Send + Sync {
     /// Sends the request and returns its event stream once the service has accepted it.
     fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<EventStream>>;
 }
+
+/// One SDK client per region, each made by `make` for its region.
+fn per_region<'a, C>(
+    regions: impl IntoIterator<Item = &'a str>,
+    make: impl Fn(aws_config::Region) -> C,
+) -> std::collections::HashMap<String, C> {
+    regions
+        .into_iter()
+        .map(|r| (r.to_string(), make(aws_config::Region::new(r.to_string()))))
+        .collect()
+}

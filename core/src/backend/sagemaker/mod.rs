@@ -30,15 +30,9 @@ impl SagemakerBackend {
         base: &aws_config::SdkConfig,
         regions: impl IntoIterator<Item = &'a str>,
     ) -> Self {
-        let clients = regions
-            .into_iter()
-            .map(|r| {
-                let conf = sdk::config::Builder::from(base)
-                    .region(aws_config::Region::new(r.to_string()))
-                    .build();
-                (r.to_string(), sdk::Client::from_conf(conf))
-            })
-            .collect();
+        let clients = crate::backend::per_region(regions, |region| {
+            sdk::Client::from_conf(sdk::config::Builder::from(base).region(region).build())
+        });
         Self { clients }
     }
 

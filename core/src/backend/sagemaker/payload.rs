@@ -24,16 +24,9 @@ pub fn request_body(format: PayloadFormat, req: &GenerateRequest, stream: bool) 
 /// Models with a chat template should be served with the OpenAI-compatible format instead.
 pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
     let mut out = String::new();
-    let system: Vec<&str> = req
-        .system
-        .iter()
-        .filter_map(|b| match b {
-            SystemBlock::Text(t) => Some(t.as_str()),
-            SystemBlock::CachePoint(_) => None,
-        })
-        .collect();
+    let system = system_text(req);
     if !system.is_empty() {
-        out.push_str(&system.join("\n"));
+        out.push_str(&system);
         out.push_str("\n\n");
     }
     for (i, m) in req.messages.iter().enumerate() {
@@ -94,16 +87,9 @@ fn tgi_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
 
 fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
     let mut messages = Vec::new();
-    let system: Vec<&str> = req
-        .system
-        .iter()
-        .filter_map(|b| match b {
-            SystemBlock::Text(t) => Some(t.as_str()),
-            SystemBlock::CachePoint(_) => None,
-        })
-        .collect();
+    let system = system_text(req);
     if !system.is_empty() {
-        messages.push(json!({ "role": "system", "content": system.join("\n") }));
+        messages.push(json!({ "role": "system", "content": system }));
     }
     for (i, m) in req.messages.iter().enumerate() {
         let mut text = String::new();
@@ -175,6 +161,18 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
         }
     }
     Ok(body)
+}
+
+/// The system blocks' text, one block a line.
+fn system_text(req: &GenerateRequest) -> String {
+    req.system
+        .iter()
+        .filter_map(|b| match b {
+            SystemBlock::Text(t) => Some(t.as_str()),
+            SystemBlock::CachePoint(_) => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn tool_result_text(content: &[ToolResultContent]) -> String {
