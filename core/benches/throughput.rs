@@ -20,8 +20,14 @@ use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCES
 
 const MODEL: &str = "amazon.nova-lite-v1:0";
 const IN_FLIGHT: usize = 64;
-const PER_ROUND: usize = 2_000;
-const ROUNDS: usize = 6;
+/// Calls per round and rounds: `LANEWAY_BENCH_PER_ROUND` and `LANEWAY_BENCH_ROUNDS` override.
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(default)
+}
 const MAX_TOKENS: i32 = 16;
 
 /// CPU seconds this process has used (user + system), from /proc/self/stat.
@@ -44,22 +50,22 @@ struct Sample {
     cpu_us_per_call: f64,
 }
 
-async fn measure<F, Fut>(call: F) -> Sample
+async fn measure<F, Fut>(per_round: usize, call: F) -> Sample
 where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let cpu = cpu_seconds();
     let start = Instant::now();
-    futures::stream::iter(0..PER_ROUND)
+    futures::stream::iter(0..per_round)
         .map(&call)
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<()>>()
         .await;
     let wall = start.elapsed();
     Sample {
-        per_second: PER_ROUND as f64 / wall.as_secs_f64(),
-        cpu_us_per_call: (cpu_seconds() - cpu) * 1e6 / PER_ROUND as f64,
+        per_second: per_round as f64 / wall.as_secs_f64(),
+        cpu_us_per_call: (cpu_seconds() - cpu) * 1e6 / per_round as f64,
     }
 }
 
@@ -69,6 +75,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    let (per_round, rounds) = (
+        setting("LANEWAY_BENCH_PER_ROUND", 2_000),
+        setting("LANEWAY_BENCH_ROUNDS", 6),
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -136,24 +146,24 @@ fn main() {
         };
 
         // Warm-up: connections, allocators, the router's state.
-        measure(raw_generate).await;
-        measure(laneway_generate).await;
+        measure(per_round, raw_generate).await;
+        measure(per_round, laneway_generate).await;
 
-        println!("{IN_FLIGHT} in flight, {PER_ROUND} calls per round, {ROUNDS} alternating rounds, {MAX_TOKENS} output tokens per call");
+        println!("{IN_FLIGHT} in flight, {per_round} calls per round, {rounds} alternating rounds, {MAX_TOKENS} output tokens per call");
         for mode in ["non-streaming", "streaming"] {
             let (mut raw_rps, mut lw_rps, mut raw_cpu, mut lw_cpu) = (vec![], vec![], vec![], vec![]);
-            for round in 0..ROUNDS {
+            for round in 0..rounds {
                 // Who goes first alternates too, so that neither always follows the other.
                 let (r, l) = match (mode == "streaming", round % 2 == 0) {
-                    (true, true) => (measure(raw_stream).await, measure(laneway_stream).await),
+                    (true, true) => (measure(per_round, raw_stream).await, measure(per_round, laneway_stream).await),
                     (true, false) => {
-                        let l = measure(laneway_stream).await;
-                        (measure(raw_stream).await, l)
+                        let l = measure(per_round, laneway_stream).await;
+                        (measure(per_round, raw_stream).await, l)
                     }
-                    (false, true) => (measure(raw_generate).await, measure(laneway_generate).await),
+                    (false, true) => (measure(per_round, raw_generate).await, measure(per_round, laneway_generate).await),
                     (false, false) => {
-                        let l = measure(laneway_generate).await;
-                        (measure(raw_generate).await, l)
+                        let l = measure(per_round, laneway_generate).await;
+                        (measure(per_round, raw_generate).await, l)
                     }
                 };
                 raw_rps.push(r.per_second);
