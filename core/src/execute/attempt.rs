@@ -53,6 +53,8 @@ pub struct InFlight<'a> {
     pub attempt: Attempt,
     ticket: Option<Ticket>,
     settled: bool,
+    /// When the attempt was admitted: its own TTFT counts from here, not from the call's start.
+    started: Instant,
 }
 
 impl<'a> InFlight<'a> {
@@ -92,19 +94,22 @@ impl<'a> InFlight<'a> {
                 attempt,
                 ticket,
                 settled: false,
+                started: now,
             },
             overflowed,
         ))
     }
 
-    /// The attempt succeeded.
-    pub fn succeed(mut self, usage: &Usage, timings: &Timings) {
+    /// The attempt succeeded; `call_started` is when the whole call began, which `timings`
+    /// count from. The target is credited with its own TTFT, without earlier failed attempts.
+    pub fn succeed(mut self, usage: &Usage, timings: &Timings, call_started: Instant) {
         let a = &self.attempt;
+        let before_this_attempt = self.started.saturating_duration_since(call_started);
         self.state.record_success(
             a.target.region(),
             a.target.id(),
             a.tier,
-            timings.ttft,
+            timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
             timings.output_tokens_per_second,
         );
         if let Some(t) = self.ticket.take() {
@@ -169,6 +174,35 @@ mod tests {
             request_id: None,
             retry_after,
         })
+    }
+
+    #[test]
+    fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
+        let config = crate::Config::default();
+        let state = State::new(&config);
+        let plan = crate::plan(
+            &crate::GenerateRequest::user("hi"),
+            &config,
+            &crate::state::Fresh(Instant::now()),
+        )
+        .unwrap();
+        let attempt = plan.attempts[0].clone();
+        let (region, id, tier) = (
+            attempt.target.region().to_string(),
+            attempt.target.id().to_string(),
+            attempt.tier,
+        );
+        let (inflight, _) = InFlight::admit(&state, attempt, (10, 10), false).unwrap();
+        // The call began 5 s before this attempt (earlier attempts failed); its first token came
+        // 5.1 s into the call.
+        let call_started = Instant::now() - Duration::from_secs(5);
+        let timings = Timings {
+            ttft: Some(Duration::from_millis(5_100)),
+            ..Timings::default()
+        };
+        inflight.succeed(&Usage::default(), &timings, call_started);
+        let recorded = state.ttft_quantile(&region, &id, tier, 1.0).unwrap();
+        assert!(recorded < Duration::from_millis(200), "{recorded:?}");
     }
 
     #[test]

@@ -34,6 +34,11 @@ impl Clock {
         self.last = Some(now);
     }
 
+    /// When the call started.
+    pub fn started(&self) -> Instant {
+        self.start
+    }
+
     /// Time since the call started.
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()

@@ -116,7 +116,7 @@ impl Executor {
                 Ok(done) => {
                     let timings = run.clock.finish(done.usage.output_tokens);
                     let attempt = inflight.attempt.clone();
-                    inflight.succeed(&done.usage, &timings);
+                    inflight.succeed(&done.usage, &timings, run.clock.started());
                     return Ok(run.respond(&attempt, done, timings));
                 }
                 Err(e) => run.after_failure(inflight, e).await?,

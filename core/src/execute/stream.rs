@@ -319,7 +319,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                         done.usage.input_tokens += carried.input_tokens;
                         let timings = run.clock.finish(done.usage.output_tokens);
                         let attempt = inflight.attempt.clone();
-                        inflight.succeed(&done.usage, &timings);
+                        inflight.succeed(&done.usage, &timings, run.clock.started());
                         yield Ok(StreamEvent::Completed(Box::new(run.respond(&attempt, done, timings))));
                         return;
                     }
