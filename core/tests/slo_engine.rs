@@ -299,6 +299,22 @@ async fn a_flex_call_near_its_deadline_escalates_to_standard() {
         .any(|r| matches!(r, Reason::DeadlineEscalation { .. })));
 }
 
+/// Delays the first token of the next call to the request's first planned target by 5 s.
+fn stall_first_target(
+    emu: &laneway_emulator::Emulator,
+    router: &Router,
+    req: &GenerateRequest,
+) -> laneway::Target {
+    let first = router.plan(req).unwrap().attempts[0].target.clone();
+    emu.add_fault(Fault {
+        delay_ms: Some(5_000),
+        ..Fault::new(FaultKind::SlowFirstToken)
+            .for_region(first.region())
+            .times(1)
+    });
+    first
+}
+
 #[tokio::test]
 async fn a_hedge_beats_a_stalled_first_token_and_the_loser_is_cancelled() {
     let emu = emulator().await;
@@ -311,13 +327,7 @@ async fn a_hedge_beats_a_stalled_first_token_and_the_loser_is_cancelled() {
             ttft_target: Some(Duration::from_millis(150)),
             deadline: None,
         });
-    let first = router.plan(&req).unwrap().attempts[0].target.clone();
-    emu.add_fault(Fault {
-        delay_ms: Some(5_000),
-        ..Fault::new(FaultKind::SlowFirstToken)
-            .for_region(first.region())
-            .times(1)
-    });
+    let first = stall_first_target(&emu, &router, &req);
     let started = Instant::now();
     let (_, done) = stream_to_end(&router, req).await;
     let done = done.unwrap();
@@ -350,13 +360,7 @@ async fn generate_hedges_too() {
             ttft_target: Some(Duration::from_millis(100)),
             deadline: None,
         });
-    let first = router.plan(&req).unwrap().attempts[0].target.clone();
-    emu.add_fault(Fault {
-        delay_ms: Some(5_000),
-        ..Fault::new(FaultKind::SlowFirstToken)
-            .for_region(first.region())
-            .times(1)
-    });
+    stall_first_target(&emu, &router, &req);
     let r = router.generate(req).await.unwrap();
     assert!(r.decision.hedge.unwrap().hedge_won);
     assert!(r.timings.ttft.is_some());

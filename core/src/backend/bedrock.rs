@@ -46,6 +46,32 @@ impl BedrockBackend {
     }
 }
 
+/// Sets a request's [`Parts`] on a Converse or ConverseStream builder: the SDK gives the two
+/// builders the same setters but no common trait.
+macro_rules! with_parts {
+    ($builder:expr, $parts:expr) => {{
+        let p: Parts = $parts;
+        $builder
+            .set_messages(Some(p.messages))
+            .set_system(Some(p.system).filter(|s| !s.is_empty()))
+            .set_tool_config(p.tool_config)
+            .inference_config(p.inference)
+            .set_service_tier(p.service_tier)
+            .set_performance_config(p.performance)
+    }};
+}
+
+/// The model or profile id of a Bedrock target.
+fn model_id(target: &Target) -> Result<&str> {
+    match target {
+        Target::Bedrock { model_id, .. } => Ok(model_id),
+        Target::Sagemaker { .. } => Err(Error::config(
+            "models",
+            "a SageMaker target was sent to the Bedrock backend",
+        )),
+    }
+}
+
 /// The parts of a Converse request, shared by both operations.
 struct Parts {
     messages: Vec<wire::Message>,
@@ -60,23 +86,8 @@ impl Backend for BedrockBackend {
     fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Completion>> {
         Box::pin(async move {
             let target = &call.attempt.target;
-            let Target::Bedrock { model_id, .. } = target else {
-                return Err(Error::config(
-                    "models",
-                    "a SageMaker target was sent to the Bedrock backend",
-                ));
-            };
-            let p = parts(call)?;
-            let out = self
-                .client(target)?
-                .converse()
-                .model_id(model_id)
-                .set_messages(Some(p.messages))
-                .set_system(Some(p.system).filter(|s| !s.is_empty()))
-                .set_tool_config(p.tool_config)
-                .inference_config(p.inference)
-                .set_service_tier(p.service_tier)
-                .set_performance_config(p.performance)
+            let builder = self.client(target)?.converse().model_id(model_id(target)?);
+            let out = with_parts!(builder, parts(call)?)
                 .send()
                 .await
                 .map_err(|e| errors::from_operation(e, target))?;
@@ -98,23 +109,11 @@ impl Backend for BedrockBackend {
     fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<EventStream>> {
         Box::pin(async move {
             let target = call.attempt.target.clone();
-            let Target::Bedrock { model_id, .. } = &target else {
-                return Err(Error::config(
-                    "models",
-                    "a SageMaker target was sent to the Bedrock backend",
-                ));
-            };
-            let p = parts(call)?;
-            let out = self
+            let builder = self
                 .client(&target)?
                 .converse_stream()
-                .model_id(model_id)
-                .set_messages(Some(p.messages))
-                .set_system(Some(p.system).filter(|s| !s.is_empty()))
-                .set_tool_config(p.tool_config)
-                .inference_config(p.inference)
-                .set_service_tier(p.service_tier)
-                .set_performance_config(p.performance)
+                .model_id(model_id(&target)?);
+            let out = with_parts!(builder, parts(call)?)
                 .send()
                 .await
                 .map_err(|e| errors::from_operation(e, &target))?;
