@@ -145,6 +145,22 @@ fn main() {
             }
         };
 
+        // One contender alone, for profiling: `LANEWAY_BENCH_ONLY=raw|laneway[-stream]`.
+        if let Ok(only) = std::env::var("LANEWAY_BENCH_ONLY") {
+            for _ in 0..rounds {
+                let s = match only.as_str() {
+                    "raw" => measure(per_round, raw_generate).await,
+                    "raw-stream" => measure(per_round, raw_stream).await,
+                    "laneway" => measure(per_round, laneway_generate).await,
+                    "laneway-stream" => measure(per_round, laneway_stream).await,
+                    other => panic!("LANEWAY_BENCH_ONLY={other}: expected raw, raw-stream, laneway or laneway-stream"),
+                };
+                println!("  {only:<14} {:>8.0} req/s ({:>5.0} us CPU/call)", s.per_second, s.cpu_us_per_call);
+            }
+            emulator.shutdown().await;
+            return;
+        }
+
         // Warm-up: connections, allocators, the router's state.
         measure(per_round, raw_generate).await;
         measure(per_round, laneway_generate).await;
@@ -171,9 +187,12 @@ fn main() {
                 raw_cpu.push(r.cpu_us_per_call);
                 lw_cpu.push(l.cpu_us_per_call);
             }
+            // Each round's two contenders ran back to back on the same machine state: the median of
+            // the per-round ratios is steadier than the ratio of medians on a noisy machine.
+            let paired = median(lw_rps.iter().zip(&raw_rps).map(|(l, r)| l / r).collect());
             let (r, l) = (median(raw_rps), median(lw_rps));
             println!(
-                "  {mode:<14} raw SDK {r:>8.0} req/s ({:>5.0} us CPU/call)   Laneway {l:>8.0} req/s ({:>5.0} us CPU/call)   Laneway/raw {:.3}",
+                "  {mode:<14} raw SDK {r:>8.0} req/s ({:>5.0} us CPU/call)   Laneway {l:>8.0} req/s ({:>5.0} us CPU/call)   Laneway/raw {:.3} (median of round ratios {paired:.3})",
                 median(raw_cpu),
                 median(lw_cpu),
                 l / r

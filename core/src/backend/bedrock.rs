@@ -202,7 +202,12 @@ fn parts(call: Call<'_>) -> Result<Parts> {
         system,
         tool_config: tool_config(req, checkpoint_at(Boundary::Tools))?,
         inference: inference.build(),
-        service_tier: call.attempt.tier.map(service_tier),
+        // Absent means standard: the request stays byte-for-byte what a plain call sends.
+        service_tier: call
+            .attempt
+            .tier
+            .filter(|t| *t != ServiceTier::Standard)
+            .map(service_tier),
         performance: call.attempt.latency_optimized.then(|| {
             wire::PerformanceConfiguration::builder()
                 .latency(wire::PerformanceConfigLatency::Optimized)

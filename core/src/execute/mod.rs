@@ -115,9 +115,9 @@ impl Executor {
             match result {
                 Ok(done) => {
                     let timings = run.clock.finish(done.usage.output_tokens);
-                    let attempt = inflight.attempt.clone();
-                    inflight.succeed(&done.usage, &timings, run.clock.started());
-                    return Ok(run.respond(&attempt, done, timings));
+                    let response = run.respond(&inflight.attempt, done, timings);
+                    inflight.succeed(&response.usage, &response.timings, run.clock.started());
+                    return Ok(response);
                 }
                 Err(e) => run.after_failure(inflight, e).await?,
             }

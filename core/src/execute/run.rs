@@ -16,7 +16,8 @@ pub struct Run<'a> {
     exec: &'a Executor,
     request: &'a GenerateRequest,
     plan: Plan,
-    next: usize,
+    /// The plan's attempts not yet taken, best first.
+    remaining: std::vec::IntoIter<Attempt>,
     retry: Option<Attempt>,
     same_target_retries: u32,
     sent: u32,
@@ -30,13 +31,14 @@ pub struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    pub fn new(exec: &'a Executor, request: &'a GenerateRequest, plan: Plan) -> Self {
+    pub fn new(exec: &'a Executor, request: &'a GenerateRequest, mut plan: Plan) -> Self {
         exec.state.record_call(Instant::now());
+        let remaining = std::mem::take(&mut plan.attempts).into_iter();
         Self {
             exec,
             request,
             plan,
-            next: 0,
+            remaining,
             retry: None,
             same_target_retries: 0,
             sent: 0,
@@ -51,7 +53,7 @@ impl<'a> Run<'a> {
 
     /// Whether a candidate remains after the ones taken.
     pub fn has_more(&self) -> bool {
-        self.retry.is_some() || self.next < self.plan.attempts.len()
+        self.retry.is_some() || self.remaining.len() > 0
     }
 
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
@@ -76,11 +78,9 @@ impl<'a> Run<'a> {
         if let Some(attempt) = self.retry.take() {
             return self.admit(attempt, true);
         }
-        while self.next < self.plan.attempts.len() {
-            let attempt = self.plan.attempts[self.next].clone();
-            self.next += 1;
+        while let Some(attempt) = self.remaining.next() {
             // Nothing sent and nothing else left: send even through an open breaker.
-            let force = self.sent == 0 && self.next == self.plan.attempts.len();
+            let force = self.sent == 0 && self.remaining.len() == 0;
             let now = Instant::now();
             let peek = state.at(now);
             let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
@@ -105,7 +105,6 @@ impl<'a> Run<'a> {
 
     fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
-        let model = attempt.model.clone();
         let (inflight, overflowed) = InFlight::admit(state, attempt, self.estimate, force)?;
         if self.sent > 0 && !state.spend_extra_attempt(Instant::now()) {
             self.budget_exhausted = true;
@@ -113,7 +112,7 @@ impl<'a> Run<'a> {
         }
         if overflowed {
             self.reasons.push(Reason::ReservedOverflow {
-                model,
+                model: inflight.attempt.model.clone(),
                 cause: OverflowCause::Full,
             });
         }

@@ -318,9 +318,9 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                         done.usage.output_tokens += carried.output_tokens;
                         done.usage.input_tokens += carried.input_tokens;
                         let timings = run.clock.finish(done.usage.output_tokens);
-                        let attempt = inflight.attempt.clone();
-                        inflight.succeed(&done.usage, &timings, run.clock.started());
-                        yield Ok(StreamEvent::Completed(Box::new(run.respond(&attempt, done, timings))));
+                        let response = run.respond(&inflight.attempt, done, timings);
+                        inflight.succeed(&response.usage, &response.timings, run.clock.started());
+                        yield Ok(StreamEvent::Completed(Box::new(response)));
                         return;
                     }
                     None => Error::from(ServiceError {

@@ -9,8 +9,8 @@ pub mod budget;
 pub mod latency;
 pub mod ledger;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use foldhash::HashMap;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -33,8 +33,6 @@ pub struct TargetView {
     pub breaker: BreakerView,
     /// Moving average of time to first token.
     pub ttft: Option<Duration>,
-    /// 90th percentile of recent TTFTs.
-    pub ttft_p90: Option<Duration>,
     /// Moving average of output tokens per second.
     pub tokens_per_second: Option<f64>,
     /// Throttles lately (decayed).
@@ -46,7 +44,6 @@ impl TargetView {
     pub const UNKNOWN: TargetView = TargetView {
         breaker: BreakerView::Closed,
         ttft: None,
-        ttft_p90: None,
         tokens_per_second: None,
         throttle_score: 0.0,
     };
@@ -98,34 +95,38 @@ struct TargetState {
 }
 
 /// Targets by region, then id, then tier: nested so that lookups by `&str` allocate nothing.
-type TargetMap = HashMap<String, HashMap<String, HashMap<Option<ServiceTier>, TargetState>>>;
+/// Each target has its own lock, so that calls to different targets never wait on each other;
+/// the map's own lock is taken for writing only when a target is seen for the first time.
+///
+/// foldhash rather than SipHash: the keys come from configuration, not from callers, and these
+/// maps are read for every candidate of every call.
+type TargetMap = HashMap<String, HashMap<String, HashMap<Option<ServiceTier>, Mutex<TargetState>>>>;
 
 fn lookup<'m>(
     map: &'m TargetMap,
     region: &str,
     id: &str,
     tier: Option<ServiceTier>,
-) -> Option<&'m TargetState> {
+) -> Option<&'m Mutex<TargetState>> {
     map.get(region)?.get(id)?.get(&tier)
 }
 
-fn entry<'m>(
-    map: &'m mut TargetMap,
-    region: &str,
-    id: &str,
-    tier: Option<ServiceTier>,
-) -> &'m mut TargetState {
+fn insert(map: &mut TargetMap, region: &str, id: &str, tier: Option<ServiceTier>) {
     if !map.contains_key(region) {
-        map.insert(region.to_string(), HashMap::new());
+        map.insert(region.to_string(), HashMap::default());
     }
     let ids = map.get_mut(region).expect("inserted above");
     if !ids.contains_key(id) {
-        ids.insert(id.to_string(), HashMap::new());
+        ids.insert(id.to_string(), HashMap::default());
     }
     ids.get_mut(id)
         .expect("inserted above")
         .entry(tier)
-        .or_default()
+        .or_default();
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What the state keeps of a prompt prefix.
@@ -170,7 +171,7 @@ pub struct State {
     prefixes: moka::sync::Cache<PrefixDigest, PrefixRecord>,
     digests: moka::sync::Cache<u128, Digested>,
     counter: std::sync::Arc<dyn TokenCounter>,
-    targets: Mutex<TargetMap>,
+    targets: RwLock<TargetMap>,
     ledgers: Mutex<HashMap<String, Ledger>>,
     budget: Mutex<RetryBudget>,
 }
@@ -199,7 +200,7 @@ impl State {
                 .build(),
             counter: std::sync::Arc::new(CharEstimate),
             cache_totals: Mutex::default(),
-            targets: Mutex::default(),
+            targets: RwLock::default(),
             ledgers: Mutex::new(ledgers),
             budget: Mutex::new(RetryBudget::new(config.routing.budget)),
         }
@@ -247,7 +248,10 @@ impl State {
     /// Adds a completed call to its family's cache totals.
     pub fn record_cache_use(&self, family: &str, usage: &crate::response::Usage, savings_usd: f64) {
         let mut totals = self.cache_totals.lock().unwrap_or_else(|p| p.into_inner());
-        let t = totals.entry(family.to_string()).or_default();
+        if !totals.contains_key(family) {
+            totals.insert(family.to_string(), CacheTotals::default());
+        }
+        let t = totals.get_mut(family).expect("inserted above");
         t.calls += 1;
         t.new_tokens += u64::from(usage.input_tokens);
         t.cache_write_tokens += u64::from(usage.cache_write_tokens);
@@ -282,8 +286,19 @@ impl State {
         tier: Option<ServiceTier>,
         f: impl FnOnce(&mut TargetState) -> R,
     ) -> R {
-        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-        f(entry(&mut targets, region, id, tier))
+        {
+            let targets = self.targets.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(t) = lookup(&targets, region, id, tier) {
+                let mut t = locked(t);
+                return f(&mut t);
+            }
+        }
+        let mut targets = self.targets.write().unwrap_or_else(|p| p.into_inner());
+        insert(&mut targets, region, id, tier);
+        let mut t = locked(lookup(&targets, region, id, tier).expect("inserted above"));
+        let out = f(&mut t);
+        drop(t);
+        out
     }
 
     /// Admits an attempt through the target's breaker: `Some(is_probe)`, or `None` if open.
@@ -418,16 +433,16 @@ impl Observations for Snapshot<'_> {
     }
 
     fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView {
-        let targets = self.state.targets.lock().unwrap_or_else(|p| p.into_inner());
-        match lookup(&targets, region, id, tier) {
-            None => TargetView::UNKNOWN,
-            Some(t) => TargetView {
-                breaker: t.breaker.view(self.now, &self.state.breaker),
-                ttft: t.latency.ttft(),
-                ttft_p90: t.latency.ttft_quantile(0.9),
-                tokens_per_second: t.latency.tokens_per_second(),
-                throttle_score: t.latency.throttle_score(self.now),
-            },
+        let targets = self.state.targets.read().unwrap_or_else(|p| p.into_inner());
+        let Some(cell) = lookup(&targets, region, id, tier) else {
+            return TargetView::UNKNOWN;
+        };
+        let t = locked(cell);
+        TargetView {
+            breaker: t.breaker.view(self.now, &self.state.breaker),
+            ttft: t.latency.ttft(),
+            tokens_per_second: t.latency.tokens_per_second(),
+            throttle_score: t.latency.throttle_score(self.now),
         }
     }
 
