@@ -2,6 +2,7 @@
 
 mod demo;
 mod report;
+mod router_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -17,6 +18,9 @@ struct Cli {
 enum Command {
     /// Starts the emulator in-process and drives a mixed workload through the router.
     Demo(demo::DemoArgs),
+    /// The complexity classifier: train it on your data, evaluate it, calibrate its threshold.
+    #[command(subcommand)]
+    Router(router_cmd::RouterCommand),
 }
 
 #[tokio::main]
@@ -28,6 +32,7 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
+        Command::Router(cmd) => router_cmd::run(cmd).map(|()| std::process::ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -199,13 +199,95 @@ pub struct AwsConfig {
 }
 
 /// An ordered list of variants of one model family, cheapest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FamilyConfig {
     pub variants: Vec<String>,
     /// The variant used when nothing else decides; the strongest when unset.
     #[serde(default)]
     pub default_variant: Option<String>,
+    /// Picks the variant per request with the complexity classifier; without it, requests
+    /// get `default_variant`.
+    #[serde(default)]
+    pub router: Option<VariantRouterConfig>,
+}
+
+/// How a family's variant is picked per request: the classifier's expected quality loss of
+/// each cheaper variant against the strongest, and the thresholds it must stay within.
+///
+/// Exactly one of `threshold`, `thresholds` and `max_strong_share` is given:
+///
+/// ```toml
+/// [families.nova]
+/// variants = ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"]
+/// router = { model = "builtin", max_strong_share = 0.3 }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantRouterConfig {
+    /// `builtin` (trained on RouteLLM's MMLU and GSM8K data) or a model file from
+    /// `laneway router train` (relative to the configuration file).
+    #[serde(default = "builtin_classifier")]
+    pub model: String,
+    /// One loss threshold for every cheaper variant.
+    #[serde(default)]
+    pub threshold: Option<f32>,
+    /// A threshold per cheaper variant, cheapest first (`variants.len() - 1` of them).
+    #[serde(default)]
+    pub thresholds: Option<Vec<f32>>,
+    /// Thresholds set so that about this share (0..=1) of the model's training prompts would go
+    /// to the strongest variant, and the rest split evenly between the cheaper ones.
+    #[serde(default)]
+    pub max_strong_share: Option<f64>,
+    /// The loaded model (set when the configuration is read).
+    #[serde(skip)]
+    pub loaded: Option<std::sync::Arc<crate::classifier::Classifier>>,
+}
+
+fn builtin_classifier() -> String {
+    "builtin".into()
+}
+
+impl VariantRouterConfig {
+    /// The classifier: the loaded file, or the built-in model.
+    pub fn classifier(&self) -> Result<std::sync::Arc<crate::classifier::Classifier>> {
+        if let Some(c) = &self.loaded {
+            return Ok(c.clone());
+        }
+        if self.model == "builtin" {
+            return Ok(crate::classifier::Classifier::builtin());
+        }
+        Err(Error::config(
+            "router.model",
+            format!(
+                "model {:?} is not loaded: build the configuration with Config::from_file or from_toml_str",
+                self.model
+            ),
+        ))
+    }
+
+    /// The loss threshold of each cheaper variant of a family of `variants` variants.
+    pub fn thresholds(
+        &self,
+        variants: usize,
+        classifier: &crate::classifier::Classifier,
+    ) -> Vec<f32> {
+        let cheaper = variants.saturating_sub(1);
+        if let Some(t) = &self.thresholds {
+            return t.clone();
+        }
+        if let Some(t) = self.threshold {
+            return vec![t; cheaper];
+        }
+        let share = self.max_strong_share.unwrap_or(0.5);
+        // Variant i (cheapest first) takes its slice of the (1 - share) below the strongest.
+        (0..cheaper)
+            .map(|i| {
+                let above = share + (1.0 - share) * (cheaper - 1 - i) as f64 / cheaper as f64;
+                classifier.threshold_for_strong_share(above)
+            })
+            .collect()
+    }
 }
 
 impl FamilyConfig {
@@ -357,6 +439,12 @@ impl Config {
     /// Parses TOML over the built-in defaults: tables merge key by key, other values replace.
     /// With `builtin_models = false` the built-in models and families are left out.
     pub fn from_toml_str(text: &str) -> Result<Self> {
+        let mut config = Self::from_toml_str_unloaded(text)?;
+        config.load_classifiers(None)?;
+        Ok(config)
+    }
+
+    fn from_toml_str_unloaded(text: &str) -> Result<Self> {
         let user: toml::Table = toml::from_str(text).map_err(|e| {
             Error::config(
                 "<toml>",
@@ -382,17 +470,40 @@ impl Config {
         Ok(config)
     }
 
+    /// Loads each family router's model file (paths relative to `base`, or the working
+    /// directory), so that a missing or corrupt file fails here and not at the first call.
+    fn load_classifiers(&mut self, base: Option<&Path>) -> Result<()> {
+        for (name, f) in &mut self.families {
+            let Some(r) = &mut f.router else { continue };
+            if r.model == "builtin" {
+                r.loaded = Some(crate::classifier::Classifier::builtin());
+                continue;
+            }
+            let path = match base {
+                Some(b) if Path::new(&r.model).is_relative() => b.join(&r.model),
+                _ => Path::new(&r.model).to_path_buf(),
+            };
+            let model = crate::classifier::Classifier::load(&path).map_err(|e| {
+                Error::config(format!("families.{name}.router.model"), e.to_string())
+            })?;
+            r.loaded = Some(std::sync::Arc::new(model));
+        }
+        Ok(())
+    }
+
     /// Reads a TOML file (see [`Config::from_toml_str`]).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::config(path.display().to_string(), format!("cannot read: {e}")))?;
-        Self::from_toml_str(&text).map_err(|e| match e {
+        let mut config = Self::from_toml_str_unloaded(&text).map_err(|e| match e {
             Error::Config { field, reason } if field == "<toml>" => {
                 Error::config(path.display().to_string(), reason)
             }
             other => other,
-        })
+        })?;
+        config.load_classifiers(path.parent())?;
+        Ok(config)
     }
 
     /// The geography of a configured region.
@@ -465,6 +576,9 @@ impl Config {
                     format!("families.{name}"),
                     "a family and a model share this name",
                 ));
+            }
+            if let Some(r) = &f.router {
+                validate_router(r, f.variants.len(), &field("router"))?;
             }
         }
         if let Some(d) = &self.default_model {
@@ -673,6 +787,65 @@ impl Config {
         }
         Ok(())
     }
+}
+
+fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Result<()> {
+    let given = [
+        r.threshold.is_some(),
+        r.thresholds.is_some(),
+        r.max_strong_share.is_some(),
+    ]
+    .iter()
+    .filter(|g| **g)
+    .count();
+    if given != 1 {
+        return Err(Error::config(
+            field,
+            "give exactly one of threshold, thresholds and max_strong_share",
+        ));
+    }
+    if variants < 2 {
+        return Err(Error::config(
+            field,
+            "routing needs a family of two variants or more",
+        ));
+    }
+    let in_range = |t: f32| t.is_finite() && (-1.0..=1.0).contains(&t);
+    if let Some(t) = r.threshold {
+        if !in_range(t) {
+            return Err(Error::config(
+                format!("{field}.threshold"),
+                format!("{t} is outside -1..=1"),
+            ));
+        }
+    }
+    if let Some(ts) = &r.thresholds {
+        if ts.len() != variants - 1 {
+            return Err(Error::config(
+                format!("{field}.thresholds"),
+                format!(
+                    "{} thresholds for {} cheaper variants",
+                    ts.len(),
+                    variants - 1
+                ),
+            ));
+        }
+        if let Some(t) = ts.iter().find(|t| !in_range(**t)) {
+            return Err(Error::config(
+                format!("{field}.thresholds"),
+                format!("{t} is outside -1..=1"),
+            ));
+        }
+    }
+    if let Some(s) = r.max_strong_share {
+        if !(0.0..=1.0).contains(&s) {
+            return Err(Error::config(
+                format!("{field}.max_strong_share"),
+                format!("{s} is outside 0..=1"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn merge(into: &mut toml::Table, from: toml::Table) {

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod backend;
+pub mod classifier;
 mod client;
 pub mod config;
 pub mod cost;

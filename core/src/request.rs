@@ -58,6 +58,10 @@ pub struct GenerateRequest {
     /// kept (and checked) either way.
     #[serde(default)]
     pub cache: CacheMode,
+    /// For a family: the weakest variant the plan may pick (the classifier may pick a stronger
+    /// one, never a weaker one, and failover only steps up).
+    #[serde(default)]
+    pub min_variant: Option<String>,
 }
 
 /// Whether Laneway places prompt-cache checkpoints for a request.
@@ -425,6 +429,7 @@ impl GenerateRequest {
             tier: None,
             continue_on_interrupt: false,
             cache: CacheMode::Auto,
+            min_variant: None,
         }
     }
 
@@ -437,6 +442,26 @@ impl GenerateRequest {
     pub fn family(mut self, name: impl Into<String>) -> Self {
         self.model = ModelRef::Family(name.into());
         self
+    }
+    /// For a family: never picks a variant weaker than this one.
+    pub fn min_variant(mut self, variant: impl Into<String>) -> Self {
+        self.min_variant = Some(variant.into());
+        self
+    }
+    /// The text the complexity classifier reads: the text of the last user message (the turn
+    /// being answered).
+    pub fn classification_text(&self) -> String {
+        let last_user = self.messages.iter().rev().find(|m| m.role == Role::User);
+        let mut out = String::new();
+        for b in last_user.map(|m| m.content.as_slice()).unwrap_or_default() {
+            if let ContentBlock::Text(t) = b {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(t);
+            }
+        }
+        out
     }
     /// Appends a system text block.
     pub fn system(mut self, text: impl Into<String>) -> Self {

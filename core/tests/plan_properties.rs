@@ -202,3 +202,46 @@ fn most_random_requests_plan() {
         "only {planned} of {total} random requests planned"
     );
 }
+
+fn routed_family(thresholds: &[f32]) -> Config {
+    Config::from_toml_str(&format!(
+        "[families.nova]\nvariants = [\"amazon.nova-micro-v1:0\", \"amazon.nova-lite-v1:0\", \"amazon.nova-pro-v1:0\"]\nrouter = {{ thresholds = [{}, {}] }}\n",
+        thresholds[0], thresholds[1]
+    ))
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The classifier's pick never undercuts the request's minimum variant, and failover only
+    /// steps up from the pick, never down.
+    #[test]
+    fn variant_policy_never_picks_a_forbidden_variant(
+        text in "[a-zA-Z0-9 ?.+*=\\n]{1,400}",
+        thresholds in prop::collection::vec(-1.0f32..=1.0, 2),
+        min in prop::option::of(0usize..3),
+        residency in residency(),
+        class in slo_class(),
+    ) {
+        let config = routed_family(&thresholds);
+        let variants = config.families["nova"].variants.clone();
+        let mut req = GenerateRequest::user(text).family("nova").slo_class(class);
+        req.min_variant = min.map(|i| variants[i].clone());
+        req.residency = residency;
+        let Ok(p) = plan(&req, &config, &Fresh(Instant::now())) else {
+            // Only a residency nothing satisfies may refuse.
+            prop_assert!(req.residency.is_some());
+            return Ok(());
+        };
+        let rank = |m: &str| variants.iter().position(|v| v == m).unwrap();
+        let chosen = rank(&p.model);
+        prop_assert!(chosen >= min.unwrap_or(0));
+        let mut last = chosen;
+        for a in &p.attempts {
+            let r = rank(&a.model);
+            prop_assert!(r >= chosen && r >= last, "attempt on {} after {}", a.model, variants[last]);
+            last = r;
+        }
+    }
+}

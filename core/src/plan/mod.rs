@@ -126,6 +126,36 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
         }
     }
     let limit = config.routing.max_attempts as usize;
+    // A stronger variant of the family, if the chosen one cannot serve: never a weaker one.
+    let step_up = match &chosen.step_up {
+        Some(stronger) => {
+            let stronger_model = variant::ChosenModel {
+                model: stronger.clone(),
+                family: chosen.family.clone(),
+                pinned_profile: None,
+                step_up: None,
+            };
+            let mut no_reasons = Vec::new();
+            let attempts = attempts_for(
+                request,
+                &stronger_model,
+                &config.models[stronger],
+                config,
+                obs,
+                None,
+                &mut no_reasons,
+            )
+            .unwrap_or_default();
+            if !attempts.is_empty() {
+                reasons.push(Reason::VariantStepUp {
+                    from: chosen.model.clone(),
+                    to: stronger.clone(),
+                });
+            }
+            attempts
+        }
+        None => Vec::new(),
+    };
     let fallback = match &model.fallback_family {
         Some(family) => {
             let family_cfg = &config.families[family];
@@ -138,6 +168,7 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
                 model: variant,
                 family: Some(family.clone()),
                 pinned_profile: None,
+                step_up: None,
             };
             let fb = &config.models[&fallback_model.model];
             // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
@@ -155,12 +186,9 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
         }
         None => Vec::new(),
     };
-    // Keep room for at least one fallback attempt within the limit.
-    let primary_limit = if fallback.is_empty() {
-        limit
-    } else {
-        limit.saturating_sub(1).max(1)
-    };
+    // Keep room for one step-up attempt and one fallback attempt within the limit.
+    let reserved = usize::from(!step_up.is_empty()) + usize::from(!fallback.is_empty());
+    let primary_limit = limit.saturating_sub(reserved).max(1);
     for a in attempts.iter().skip(primary_limit) {
         reasons.push(Reason::TargetExcluded {
             target: a.target.id().to_string(),
@@ -169,6 +197,13 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
         });
     }
     attempts.truncate(primary_limit);
+    let room = limit.saturating_sub(attempts.len());
+    let step_up_room = if fallback.is_empty() {
+        room
+    } else {
+        room.saturating_sub(1).max(1)
+    };
+    attempts.extend(step_up.into_iter().take(step_up_room));
     let room = limit.saturating_sub(attempts.len());
     attempts.extend(fallback.into_iter().take(room));
     if attempts.is_empty() {

@@ -21,6 +21,18 @@ pub enum Reason {
     DefaultModel { name: String },
     /// The family's default variant was used.
     FamilyDefaultVariant { family: String, variant: String },
+    /// The classifier scored the cheaper variants: each one's expected quality loss against
+    /// the strongest, and its threshold; the cheapest within its threshold (and not below the
+    /// request's minimum) was chosen.
+    VariantScored {
+        family: String,
+        /// (variant, expected loss, threshold), cheapest first.
+        scores: Vec<(String, f32, f32)>,
+        chosen: String,
+        min_variant: Option<String>,
+    },
+    /// If the chosen variant cannot serve, the plan steps up to this stronger one.
+    VariantStepUp { from: String, to: String },
     /// The SLO class mapped to this tier.
     TierFromSlo { class: SloClass, tier: ServiceTier },
     /// The request forced this tier.
@@ -120,6 +132,19 @@ impl fmt::Display for Reason {
             Reason::DefaultModel { name } => write!(f, "no model named: default {name}"),
             Reason::FamilyDefaultVariant { family, variant } => {
                 write!(f, "family {family}: default variant {variant}")
+            }
+            Reason::VariantScored { family, scores, chosen, min_variant } => {
+                write!(f, "family {family}: ")?;
+                for (v, loss, t) in scores {
+                    write!(f, "{v} loss {loss:.3} (threshold {t:.3}); ")?;
+                }
+                if let Some(m) = min_variant {
+                    write!(f, "minimum {m}; ")?;
+                }
+                write!(f, "chose {chosen}")
+            }
+            Reason::VariantStepUp { from, to } => {
+                write!(f, "{from} unavailable -> step up to {to}")
             }
             Reason::TierFromSlo { class, tier } => write!(f, "SLO class {class} -> tier {tier}"),
             Reason::TierRequested { tier } => write!(f, "tier {tier} requested"),

@@ -1,5 +1,6 @@
 //! Which model serves the request: a concrete model, a pinned profile, or a family's variant.
 
+use crate::classifier::Classifier;
 use crate::config::{Config, ProfileScope};
 use crate::error::{Error, Result};
 use crate::plan::Reason;
@@ -11,6 +12,9 @@ pub struct ChosenModel {
     pub model: String,
     pub family: Option<String>,
     pub pinned_profile: Option<ProfileScope>,
+    /// The next stronger variant, when the family's router chose a variant below the strongest:
+    /// failover may step up to it (never down).
+    pub step_up: Option<String>,
 }
 
 /// Resolves the request's model reference against the configuration.
@@ -47,15 +51,62 @@ pub fn choose(
         ModelRef::Model(m) => m.as_str(),
     };
     if let Some(family) = config.families.get(name) {
-        let variant = family.default_variant().to_string();
-        reasons.push(Reason::FamilyDefaultVariant {
+        let min = match &request.min_variant {
+            None => 0,
+            Some(m) => family.variants.iter().position(|v| v == m).ok_or_else(|| {
+                Error::invalid(
+                    "min_variant",
+                    format!(
+                        "{m:?} is not a variant of family {name} ({})",
+                        family.variants.join(", ")
+                    ),
+                )
+            })?,
+        };
+        let Some(router) = &family.router else {
+            let default = family.default_variant();
+            let at = family
+                .variants
+                .iter()
+                .position(|v| v == default)
+                .unwrap_or(0);
+            let variant = family.variants[at.max(min)].clone();
+            reasons.push(Reason::FamilyDefaultVariant {
+                family: name.to_string(),
+                variant: variant.clone(),
+            });
+            return Ok(ChosenModel {
+                model: variant,
+                family: Some(name.to_string()),
+                pinned_profile: None,
+                step_up: None,
+            });
+        };
+        let classifier = router.classifier()?;
+        let scores = score_variants(
+            &family.variants,
+            &request.classification_text(),
+            &classifier,
+        );
+        let thresholds = router.thresholds(family.variants.len(), &classifier);
+        let strongest = family.variants.len() - 1;
+        let at = (min..strongest)
+            .find(|&i| scores[i] <= thresholds[i])
+            .unwrap_or(strongest);
+        let variant = family.variants[at].clone();
+        reasons.push(Reason::VariantScored {
             family: name.to_string(),
-            variant: variant.clone(),
+            scores: (0..strongest)
+                .map(|i| (family.variants[i].clone(), scores[i], thresholds[i]))
+                .collect(),
+            chosen: variant.clone(),
+            min_variant: request.min_variant.clone(),
         });
         return Ok(ChosenModel {
             model: variant,
             family: Some(name.to_string()),
             pinned_profile: None,
+            step_up: family.variants.get(at + 1).cloned(),
         });
     }
     if config.models.contains_key(name) {
@@ -66,6 +117,7 @@ pub fn choose(
             model: name.to_string(),
             family: None,
             pinned_profile: None,
+            step_up: None,
         });
     }
     if let Some((prefix, bare)) = name.split_once('.') {
@@ -86,6 +138,7 @@ pub fn choose(
                 model: bare.to_string(),
                 family: None,
                 pinned_profile: Some(profile),
+                step_up: None,
             });
         }
     }
@@ -97,6 +150,20 @@ pub fn choose(
             known(config.models.keys())
         ),
     ))
+}
+
+/// Each cheaper variant's expected quality loss against the strongest. A model trained on the
+/// family's own variants has a head for each; otherwise (the built-in model, say) its weakest
+/// and strongest heads give one loss for every cheaper variant, which per-variant thresholds
+/// then split into bands.
+fn score_variants(variants: &[String], text: &str, classifier: &Classifier) -> Vec<f32> {
+    let p = classifier.probabilities(text);
+    let heads: Option<Vec<usize>> = variants.iter().map(|v| classifier.head_of(v)).collect();
+    let cheaper = variants.len() - 1;
+    match heads {
+        Some(h) => (0..cheaper).map(|i| p[h[cheaper]] - p[h[i]]).collect(),
+        None => vec![p[p.len() - 1] - p[0]; cheaper],
+    }
 }
 
 fn known<'a>(names: impl Iterator<Item = &'a String>) -> String {
@@ -140,6 +207,110 @@ mod tests {
             choose_for(GenerateRequest::user("x").model("eu.amazon.nova-pro-v1:0")).unwrap();
         assert_eq!(pinned.model, "amazon.nova-pro-v1:0");
         assert_eq!(pinned.pinned_profile, Some(ProfileScope::Eu));
+    }
+
+    fn routed(router: &str) -> Config {
+        Config::from_toml_str(&format!(
+            "[families.nova]\nvariants = [\"amazon.nova-micro-v1:0\", \"amazon.nova-lite-v1:0\", \"amazon.nova-pro-v1:0\"]\nrouter = {router}\n"
+        ))
+        .unwrap()
+    }
+
+    const HARD: &str = "Janet has 3 times as many marbles as Tom. After giving 12 to Ann, she has 2 more than twice Tom's count. How many marbles did Janet have at first? Show each step.";
+    const EASY: &str =
+        "Which of these is a mammal?\nA. Shark\nB. Dolphin\nC. Trout\nD. Eel\nAnswer:";
+
+    #[test]
+    fn the_router_picks_the_cheapest_variant_within_its_threshold() {
+        let config = routed("{ max_strong_share = 0.3 }");
+        let pick = |text: &str, min: Option<&str>| {
+            let mut req = GenerateRequest::user(text).family("nova");
+            req.min_variant = min.map(String::from);
+            let mut reasons = Vec::new();
+            let c = choose(&req, &config, &mut reasons).unwrap();
+            (c, reasons)
+        };
+        let (easy, reasons) = pick(EASY, None);
+        let (hard, _) = pick(HARD, None);
+        let rank = |m: &str| {
+            config.families["nova"]
+                .variants
+                .iter()
+                .position(|v| v == m)
+                .unwrap()
+        };
+        assert!(
+            rank(&easy.model) < rank(&hard.model),
+            "{} vs {}",
+            easy.model,
+            hard.model
+        );
+        match &reasons[0] {
+            Reason::VariantScored { scores, chosen, .. } => {
+                assert_eq!(scores.len(), 2);
+                assert_eq!(chosen, &easy.model);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            easy.step_up.as_deref(),
+            config.families["nova"]
+                .variants
+                .get(rank(&easy.model) + 1)
+                .map(String::as_str)
+        );
+        // A minimum is never undercut.
+        let (floor, _) = pick(EASY, Some("amazon.nova-pro-v1:0"));
+        assert_eq!(floor.model, "amazon.nova-pro-v1:0");
+        assert_eq!(floor.step_up, None);
+        let e = choose(
+            &GenerateRequest::user(EASY)
+                .family("nova")
+                .min_variant("gpt-5"),
+            &config,
+            &mut Vec::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("min_variant") && e.contains("\"gpt-5\""), "{e}");
+    }
+
+    #[test]
+    fn explicit_thresholds_decide() {
+        let everything_cheap = routed("{ threshold = 1.0 }");
+        let nothing_cheap = routed("{ thresholds = [-1.0, -1.0] }");
+        for text in [EASY, HARD] {
+            let req = GenerateRequest::user(text).family("nova");
+            let cheap = choose(&req, &everything_cheap, &mut Vec::new()).unwrap();
+            assert_eq!(cheap.model, "amazon.nova-micro-v1:0");
+            let strong = choose(&req, &nothing_cheap, &mut Vec::new()).unwrap();
+            assert_eq!(strong.model, "amazon.nova-pro-v1:0");
+        }
+    }
+
+    #[test]
+    fn router_configuration_is_checked() {
+        for (router, needle) in [
+            ("{ }", "exactly one"),
+            ("{ threshold = 0.1, max_strong_share = 0.3 }", "exactly one"),
+            ("{ thresholds = [0.1, 0.2] }", "2 thresholds for 1"),
+            ("{ threshold = 3.0 }", "outside -1..=1"),
+            ("{ max_strong_share = 1.5 }", "outside 0..=1"),
+            (
+                "{ model = \"/nonexistent/model.lwc\", threshold = 0.1 }",
+                "/nonexistent/model.lwc",
+            ),
+        ] {
+            let e = Config::from_toml_str(&format!(
+                "[families.nova]\nvariants = [\"amazon.nova-micro-v1:0\", \"amazon.nova-pro-v1:0\"]\ndefault_variant = \"amazon.nova-pro-v1:0\"\nrouter = {router}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("families.nova.router") && e.contains(needle),
+                "{router}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,255 @@
+//! Evaluation: the quality-versus-cost curve of routing between the weakest and the strongest
+//! variant, and the published summaries of it, for the classifier beside a random router, the
+//! prompt-length rule and the oracle, on the same rows.
+//!
+//! Routing the `k` highest-scoring of `n` prompts to the strong variant gives quality
+//! `q(k)` (the share of good answers). PGR is `(q(k) - q_weak) / (q_strong - q_weak)`: the
+//! share of the gap recovered. APGR is the mean PGR over k = 0..=n; CPT(x) is the smallest
+//! share of strong calls whose PGR reaches x. A random router scores APGR 0.5 and CPT(x) = x.
+
+use serde::{Deserialize, Serialize};
+
+use super::data::Dataset;
+use super::{Classifier, ClassifierError};
+
+/// One router's figures on one set of rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouterFigures {
+    pub router: String,
+    pub apgr: f64,
+    /// Share of strong calls needed for 50% and 80% PGR.
+    pub cpt50: f64,
+    pub cpt80: f64,
+    /// (share of strong calls, quality, PGR) at 0%, 10%, ..., 100%; empty when stored in a model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<(f64, f64, f64)>,
+}
+
+/// Figures for the rows of one source (or all of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    /// `all`, or the source's name.
+    pub name: String,
+    pub rows: usize,
+    pub weak_quality: f64,
+    pub strong_quality: f64,
+    pub routers: Vec<RouterFigures>,
+}
+
+/// A whole evaluation: all rows first, then each source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub weak: String,
+    pub strong: String,
+    pub sections: Vec<Section>,
+}
+
+impl Summary {
+    /// The section of all rows, or of one source.
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// The same figures without curves (as kept in a model file).
+    pub fn without_curves(&self) -> Summary {
+        let mut s = self.clone();
+        for section in &mut s.sections {
+            for r in &mut section.routers {
+                r.curve.clear();
+            }
+        }
+        s
+    }
+}
+
+impl Section {
+    /// One router's figures.
+    pub fn router(&self, name: &str) -> Option<&RouterFigures> {
+        self.routers.iter().find(|r| r.router == name)
+    }
+}
+
+/// Routers compared, in report order.
+pub const ROUTERS: [&str; 4] = ["laneway", "random", "prompt-length", "oracle"];
+
+/// Evaluates `model` on `data`, routing between the data's first (weakest) and last variant.
+/// Rows missing either outcome are left out. `seed` drives the random router (the mean of ten
+/// random orders).
+pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary, ClassifierError> {
+    let (weak, strong) = (&data.variants[0], &data.variants[data.variants.len() - 1]);
+    let missing = |v: &str| {
+        ClassifierError::Data(format!(
+            "the model has no head for variant {v:?} (its variants: {})",
+            model.variants().collect::<Vec<_>>().join(", ")
+        ))
+    };
+    let wh = model.head_of(weak).ok_or_else(|| missing(weak))?;
+    let sh = model.head_of(strong).ok_or_else(|| missing(strong))?;
+    let last = data.variants.len() - 1;
+    let rows: Vec<(&str, &str, bool, bool)> = data
+        .rows
+        .iter()
+        .filter_map(|r| match (r.outcomes[0], r.outcomes[last]) {
+            (Some(w), Some(s)) => Some((r.prompt.as_str(), r.source.as_str(), w, s)),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err(ClassifierError::Data(
+            "no row has outcomes for both the weakest and strongest variant".into(),
+        ));
+    }
+    let scores: Vec<f64> = rows
+        .iter()
+        .map(|(p, ..)| {
+            let probs = model.probabilities(p);
+            f64::from(probs[sh] - probs[wh])
+        })
+        .collect();
+    let mut names = vec!["all".to_string()];
+    names.extend(data.sources());
+    let mut sections = Vec::new();
+    for name in names {
+        let idx: Vec<usize> = (0..rows.len())
+            .filter(|&i| name == "all" || rows[i].1 == name)
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        let w: Vec<bool> = idx.iter().map(|&i| rows[i].2).collect();
+        let s: Vec<bool> = idx.iter().map(|&i| rows[i].3).collect();
+        let ours: Vec<f64> = idx.iter().map(|&i| scores[i]).collect();
+        let length: Vec<f64> = idx
+            .iter()
+            .map(|&i| rows[i].0.chars().count() as f64)
+            .collect();
+        let oracle: Vec<f64> = idx
+            .iter()
+            .map(|&i| f64::from(u8::from(rows[i].3)) - f64::from(u8::from(rows[i].2)))
+            .collect();
+        let random = random_router(&w, &s, seed);
+        let n = idx.len() as f64;
+        sections.push(Section {
+            name,
+            rows: idx.len(),
+            weak_quality: w.iter().filter(|x| **x).count() as f64 / n,
+            strong_quality: s.iter().filter(|x| **x).count() as f64 / n,
+            routers: vec![
+                figures("laneway", &pgr_curve(&ours, &w, &s)),
+                random,
+                figures("prompt-length", &pgr_curve(&length, &w, &s)),
+                figures("oracle", &pgr_curve(&oracle, &w, &s)),
+            ],
+        });
+    }
+    Ok(Summary {
+        weak: weak.clone(),
+        strong: strong.clone(),
+        sections,
+    })
+}
+
+/// PGR after routing the k highest scores to strong, for k = 0..=n (ties in row order).
+fn pgr_curve(score: &[f64], weak: &[bool], strong: &[bool]) -> Vec<f64> {
+    let n = score.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
+    let good = |v: &[bool]| v.iter().filter(|x| **x).count() as f64 / n as f64;
+    let (qw, qs) = (good(weak), good(strong));
+    let gap = qs - qw;
+    let mut q = qw;
+    let mut curve = Vec::with_capacity(n + 1);
+    let pgr = |q: f64| {
+        if gap.abs() < 1e-12 {
+            0.0
+        } else {
+            (q - qw) / gap
+        }
+    };
+    curve.push(pgr(q));
+    for i in order {
+        q += (f64::from(u8::from(strong[i])) - f64::from(u8::from(weak[i]))) / n as f64;
+        curve.push(pgr(q));
+    }
+    curve
+}
+
+fn figures(name: &str, pgr: &[f64]) -> RouterFigures {
+    let n = pgr.len() - 1;
+    let apgr = pgr.iter().sum::<f64>() / pgr.len() as f64;
+    let cpt = |x: f64| {
+        pgr.iter()
+            .position(|p| *p >= x - 1e-12)
+            .map_or(1.0, |k| k as f64 / n as f64)
+    };
+    // Quality is not kept per point: PGR says it relative to the two variants.
+    let curve = (0..=10)
+        .map(|d| {
+            let k = (d * n + 5) / 10;
+            (k as f64 / n as f64, f64::NAN, pgr[k])
+        })
+        .collect();
+    RouterFigures {
+        router: name.into(),
+        apgr,
+        cpt50: cpt(0.5),
+        cpt80: cpt(0.8),
+        curve,
+    }
+}
+
+/// The mean curve of ten random orders, from a SplitMix64 stream seeded with `seed`.
+fn random_router(weak: &[bool], strong: &[bool], seed: u64) -> RouterFigures {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    const ORDERS: usize = 10;
+    let mut mean = vec![0.0; weak.len() + 1];
+    for _ in 0..ORDERS {
+        let score: Vec<f64> = (0..weak.len()).map(|_| next() as f64).collect();
+        for (m, p) in mean.iter_mut().zip(pgr_curve(&score, weak, strong)) {
+            *m += p / ORDERS as f64;
+        }
+    }
+    figures("random", &mean)
+}
+
+/// The quality of the routed answers at a point of the curve, from its PGR.
+pub fn quality_at(section: &Section, pgr: f64) -> f64 {
+    section.weak_quality + pgr * (section.strong_quality - section.weak_quality)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oracle_random_and_reverse_orders_score_as_expected() {
+        // 4 prompts: only-strong-right, both right, only-weak-right, both wrong.
+        let weak = [false, true, true, false];
+        let strong = [true, true, false, false];
+        let oracle = figures("oracle", &pgr_curve(&[1.0, 0.0, -1.0, 0.0], &weak, &strong));
+        // q_weak = q_strong = 0.5: no gap, PGR defined as 0 everywhere.
+        assert_eq!(oracle.apgr, 0.0);
+
+        let weak = [false, false, true, true];
+        let strong = [true, true, true, true];
+        let best = figures("best", &pgr_curve(&[2.0, 1.0, 0.0, 0.0], &weak, &strong));
+        assert_eq!(best.cpt50, 0.25);
+        assert_eq!(best.cpt80, 0.5);
+        assert!((best.apgr - (0.0 + 0.5 + 1.0 + 1.0 + 1.0) / 5.0).abs() < 1e-12);
+        let worst = figures("worst", &pgr_curve(&[0.0, 0.0, 2.0, 1.0], &weak, &strong));
+        assert_eq!(worst.cpt50, 0.75);
+
+        let many_w: Vec<bool> = (0..2000).map(|i| i % 3 != 0).collect();
+        let many_s: Vec<bool> = (0..2000).map(|i| i % 7 != 0).collect();
+        let r = random_router(&many_w, &many_s, 1);
+        assert!((r.apgr - 0.5).abs() < 0.03, "{}", r.apgr);
+        assert!((r.cpt50 - 0.5).abs() < 0.1, "{}", r.cpt50);
+    }
+}

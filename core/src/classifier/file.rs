@@ -1,0 +1,206 @@
+//! The model file: `LANEWAYC`, a format version, a JSON header (variants and [`ModelInfo`]),
+//! each head's bias and weights as little-endian `f32`, and an XXH3-64 checksum of all that.
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::{Classifier, ClassifierError, Head, ModelInfo, DENSE};
+
+const MAGIC: &[u8; 8] = b"LANEWAYC";
+/// The format version written and read by this build.
+pub const FORMAT_VERSION: u16 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    variants: Vec<String>,
+    info: ModelInfo,
+}
+
+fn corrupt(why: impl Into<String>) -> ClassifierError {
+    ClassifierError::Corrupt(why.into())
+}
+
+impl Classifier {
+    /// The model as a file's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let header = serde_json::to_vec(&Header {
+            variants: self.heads.iter().map(|h| h.variant.clone()).collect(),
+            info: self.info.clone(),
+        })
+        .expect("the header serialises");
+        let mut out = Vec::with_capacity(
+            22 + header.len()
+                + self
+                    .heads
+                    .iter()
+                    .map(|h| 4 + 4 * h.weights.len())
+                    .sum::<usize>(),
+        );
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        out.extend_from_slice(&header);
+        for h in &self.heads {
+            out.extend_from_slice(&h.bias.to_le_bytes());
+            for w in &h.weights {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        let sum = xxh3_64(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// Reads a model from a file's bytes, checking everything: magic, version, checksum,
+    /// header, sizes, and that every number is finite.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Classifier, ClassifierError> {
+        if bytes.len() < 22 || &bytes[..8] != MAGIC {
+            return Err(corrupt("it does not start with the LANEWAYC signature"));
+        }
+        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+        if version != FORMAT_VERSION {
+            return Err(ClassifierError::Version {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 8);
+        if xxh3_64(body).to_le_bytes() != sum {
+            return Err(corrupt(
+                "checksum mismatch: the file is damaged or truncated",
+            ));
+        }
+        let header_len = u32::from_le_bytes(body[10..14].try_into().expect("4 bytes")) as usize;
+        let header_bytes = body
+            .get(14..14 + header_len)
+            .ok_or_else(|| corrupt("the header is longer than the file"))?;
+        let header: Header =
+            serde_json::from_slice(header_bytes).map_err(|e| corrupt(format!("header: {e}")))?;
+        let info = header.info;
+        if !(8..=24).contains(&info.bits) {
+            return Err(corrupt(format!("bits = {} is outside 8..=24", info.bits)));
+        }
+        if header.variants.len() < 2 {
+            return Err(corrupt("a model needs at least two variants"));
+        }
+        let per_head = (1usize << info.bits) + DENSE;
+        let mut rest = &body[14 + header_len..];
+        if rest.len() != header.variants.len() * (per_head + 1) * 4 {
+            return Err(corrupt(format!(
+                "{} bytes of weights where {} variants x {} values need {}",
+                rest.len(),
+                header.variants.len(),
+                per_head + 1,
+                header.variants.len() * (per_head + 1) * 4
+            )));
+        }
+        let mut take = || {
+            let (v, tail) = rest.split_at(4);
+            rest = tail;
+            f32::from_le_bytes(v.try_into().expect("4 bytes"))
+        };
+        let mut heads = Vec::with_capacity(header.variants.len());
+        for variant in header.variants {
+            let bias = take();
+            let weights: Vec<f32> = (0..per_head).map(|_| take()).collect();
+            if !bias.is_finite() || weights.iter().any(|w| !w.is_finite()) {
+                return Err(corrupt(format!("head {variant:?} has a non-finite weight")));
+            }
+            heads.push(Head {
+                variant,
+                bias,
+                weights,
+            });
+        }
+        let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+        if !finite(&info.dense_mean) || !finite(&info.dense_std) || !finite(&info.loss_percentiles)
+        {
+            return Err(corrupt("the header holds a non-finite number"));
+        }
+        if info.loss_percentiles.windows(2).any(|w| w[0] > w[1]) {
+            return Err(corrupt("loss percentiles are not in order"));
+        }
+        Ok(Classifier { info, heads })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> Classifier {
+        let per_head = (1 << 8) + DENSE;
+        Classifier {
+            info: ModelInfo {
+                bits: 8,
+                dense_mean: [0.0; DENSE],
+                dense_std: [1.0; DENSE],
+                trained_on: "test".into(),
+                rows: 2,
+                seed: 7,
+                loss_percentiles: vec![-0.1, 0.0, 0.2],
+                held_out: None,
+            },
+            heads: vec![
+                Head {
+                    variant: "small".into(),
+                    bias: 0.5,
+                    weights: vec![0.25; per_head],
+                },
+                Head {
+                    variant: "large".into(),
+                    bias: 1.5,
+                    weights: vec![-0.25; per_head],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let m = tiny();
+        assert_eq!(Classifier::from_bytes(&m.to_bytes()).unwrap(), m);
+    }
+
+    #[test]
+    fn damage_is_detected_and_named() {
+        let bytes = tiny().to_bytes();
+        let mut flipped = bytes.clone();
+        flipped[40] ^= 0x10;
+        let e = Classifier::from_bytes(&flipped).unwrap_err().to_string();
+        assert!(e.contains("checksum"), "{e}");
+        let e = Classifier::from_bytes(&bytes[..bytes.len() / 2])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("checksum"), "{e}");
+        let e = Classifier::from_bytes(b"{\"not\": \"a model\"}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("signature"), "{e}");
+        let mut newer = bytes.clone();
+        newer[8] = 9;
+        assert_eq!(
+            Classifier::from_bytes(&newer).unwrap_err(),
+            ClassifierError::Version {
+                found: 9,
+                supported: FORMAT_VERSION
+            }
+        );
+    }
+
+    #[test]
+    fn a_valid_checksum_over_bad_content_is_still_refused() {
+        let mut m = tiny();
+        m.heads[1].weights[3] = f32::NAN;
+        let e = Classifier::from_bytes(&m.to_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("non-finite"), "{e}");
+        let mut m = tiny();
+        m.heads.pop();
+        let e = Classifier::from_bytes(&m.to_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two variants"), "{e}");
+    }
+}

@@ -1,0 +1,275 @@
+//! Training: one L2-regularised logistic regression per variant over the shared features,
+//! fitted by full-batch Adam. No step is random, so the same data and options give the same
+//! model, bit for bit.
+
+use super::data::Dataset;
+use super::features::{Features, DENSE};
+use super::{sigmoid, Classifier, ClassifierError, Head, ModelInfo};
+
+/// Training options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainOptions {
+    /// Word buckets are `2^bits` (8..=24); 15 gives a 256 KiB two-variant model.
+    pub bits: u32,
+    /// Inverse regularisation strength, as scikit-learn's `C`: the penalty is
+    /// `|w|^2 / (2 C n)` per row.
+    pub c: f64,
+    /// Full-batch optimisation steps.
+    pub steps: usize,
+    pub learning_rate: f64,
+    /// Recorded in the model and used by evaluation's random router; training has no random step.
+    pub seed: u64,
+    /// A note on what the model was trained on, kept in the file.
+    pub trained_on: String,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        Self {
+            bits: 15,
+            c: 0.3,
+            steps: 300,
+            learning_rate: 0.05,
+            seed: 0,
+            trained_on: String::new(),
+        }
+    }
+}
+
+/// Trains a classifier on every row of `data` (split it first to hold some out).
+pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, ClassifierError> {
+    if !(8..=24).contains(&opts.bits) {
+        return Err(ClassifierError::Data(format!(
+            "bits = {} is outside 8..=24",
+            opts.bits
+        )));
+    }
+    if !(opts.c > 0.0 && opts.c.is_finite()) || opts.steps == 0 {
+        return Err(ClassifierError::Data(
+            "C must be positive and steps at least 1".into(),
+        ));
+    }
+    if data.rows.is_empty() {
+        return Err(ClassifierError::Data("no rows to train on".into()));
+    }
+    let features: Vec<Features> = data
+        .rows
+        .iter()
+        .map(|r| Features::extract(&r.prompt, opts.bits))
+        .collect();
+    let (dense_mean, dense_std) = dense_moments(&features);
+    let standardised: Vec<[f32; DENSE]> = features
+        .iter()
+        .map(|f| {
+            let mut d = f.dense;
+            for (i, v) in d.iter_mut().enumerate() {
+                *v = (*v - dense_mean[i]) / dense_std[i].max(1e-6);
+            }
+            d
+        })
+        .collect();
+    let mut heads = Vec::with_capacity(data.variants.len());
+    for (h, variant) in data.variants.iter().enumerate() {
+        let labelled: Vec<(usize, f32)> = data
+            .rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.outcomes[h].map(|good| (i, if good { 1.0 } else { 0.0 })))
+            .collect();
+        if labelled.is_empty() {
+            return Err(ClassifierError::Data(format!(
+                "no row has an outcome for {variant:?}"
+            )));
+        }
+        let (bias, weights) = fit(&features, &standardised, &labelled, opts);
+        heads.push(Head {
+            variant: variant.clone(),
+            bias,
+            weights,
+        });
+    }
+    let mut model = Classifier {
+        info: ModelInfo {
+            bits: opts.bits,
+            dense_mean,
+            dense_std,
+            trained_on: opts.trained_on.clone(),
+            rows: data.rows.len(),
+            seed: opts.seed,
+            loss_percentiles: Vec::new(),
+            held_out: None,
+        },
+        heads,
+    };
+    let mut losses: Vec<f32> = data
+        .rows
+        .iter()
+        .map(|r| model.expected_loss(&r.prompt, 0))
+        .collect();
+    losses.sort_by(f32::total_cmp);
+    model.info.loss_percentiles = (0..=100)
+        .map(|p| losses[(p * (losses.len() - 1) + 50) / 100])
+        .collect();
+    Ok(model)
+}
+
+fn dense_moments(features: &[Features]) -> ([f32; DENSE], [f32; DENSE]) {
+    let n = features.len() as f64;
+    let mut mean = [0f64; DENSE];
+    for f in features {
+        for (m, v) in mean.iter_mut().zip(f.dense) {
+            *m += f64::from(v) / n;
+        }
+    }
+    let mut var = [0f64; DENSE];
+    for f in features {
+        for ((s, v), m) in var.iter_mut().zip(f.dense).zip(mean) {
+            *s += (f64::from(v) - m).powi(2) / n;
+        }
+    }
+    (
+        mean.map(|m| m as f32),
+        var.map(|v| (v.sqrt() as f32).max(1e-6)),
+    )
+}
+
+/// Fits one head: minimises mean log-loss + `|w|^2 / (2 C n)` with Adam over full batches.
+fn fit(
+    features: &[Features],
+    dense: &[[f32; DENSE]],
+    labelled: &[(usize, f32)],
+    opts: &TrainOptions,
+) -> (f32, Vec<f32>) {
+    let words = 1usize << opts.bits;
+    let dim = words + DENSE;
+    let n = labelled.len() as f64;
+    let l2 = 1.0 / (opts.c * n);
+    // The bias starts at the base rate's log-odds.
+    let rate = labelled.iter().map(|(_, y)| f64::from(*y)).sum::<f64>() / n;
+    let rate = rate.clamp(1e-3, 1.0 - 1e-3);
+    let mut bias = (rate / (1.0 - rate)).ln();
+    let mut w = vec![0f64; dim];
+    let (mut m, mut v) = (vec![0f64; dim + 1], vec![0f64; dim + 1]);
+    let (beta1, beta2, eps) = (0.9f64, 0.999f64, 1e-8f64);
+    let mut grad = vec![0f64; dim + 1];
+    for step in 1..=opts.steps {
+        grad.iter_mut().for_each(|g| *g = 0.0);
+        for &(i, y) in labelled {
+            let f = &features[i];
+            let mut z = bias;
+            for &(b, x) in &f.words {
+                z += w[b as usize] * f64::from(x);
+            }
+            for (j, x) in dense[i].iter().enumerate() {
+                z += w[words + j] * f64::from(*x);
+            }
+            let err = (f64::from(sigmoid(z as f32)) - f64::from(y)) / n;
+            for &(b, x) in &f.words {
+                grad[b as usize] += err * f64::from(x);
+            }
+            for (j, x) in dense[i].iter().enumerate() {
+                grad[words + j] += err * f64::from(*x);
+            }
+            grad[dim] += err;
+        }
+        for (g, wi) in grad.iter_mut().zip(&w) {
+            *g += l2 * wi;
+        }
+        let lr = opts.learning_rate * (1.0 - beta2.powi(step as i32)).sqrt()
+            / (1.0 - beta1.powi(step as i32));
+        for k in 0..=dim {
+            m[k] = beta1 * m[k] + (1.0 - beta1) * grad[k];
+            v[k] = beta2 * v[k] + (1.0 - beta2) * grad[k] * grad[k];
+            let delta = lr * m[k] / (v[k].sqrt() + eps);
+            if k == dim {
+                bias -= delta;
+            } else {
+                w[k] -= delta;
+            }
+        }
+    }
+    (bias as f32, w.into_iter().map(|x| x as f32).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classifier::data::Row;
+
+    /// Math prompts defeat the small variant; everything else is easy for both.
+    fn toy() -> Dataset {
+        let mut rows = Vec::new();
+        for i in 0..200 {
+            let hard = i % 3 == 0;
+            let prompt = if hard {
+                format!("Solve the integral of x^{i} times sin x, then compute {i} * 17 + 3 = ?")
+            } else {
+                format!("Name a fruit that is red, like apple number {i}")
+            };
+            rows.push(Row {
+                prompt,
+                outcomes: vec![Some(!hard), Some(true)],
+                source: "toy".into(),
+            });
+        }
+        Dataset {
+            variants: vec!["small".into(), "large".into()],
+            rows,
+            excluded: 0,
+        }
+    }
+
+    #[test]
+    fn learns_which_prompts_need_the_large_variant() {
+        let m = train(
+            &toy(),
+            &TrainOptions {
+                bits: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let hard = m.expected_loss(
+            "Solve the integral of x^5 times sin x, then compute 5 * 17 + 3 = ?",
+            0,
+        );
+        let easy = m.expected_loss("Name a fruit that is red, like apple number 7", 0);
+        assert!(hard > 0.5 && easy < 0.1, "hard {hard}, easy {easy}");
+        assert_eq!(m.info.loss_percentiles.len(), 101);
+        // A third of the prompts are hard: sending 35% to the large variant catches them.
+        let t = m.threshold_for_strong_share(0.35);
+        assert!(easy <= t && t < hard, "threshold {t}");
+    }
+
+    #[test]
+    fn training_is_deterministic() {
+        let opts = TrainOptions {
+            bits: 10,
+            steps: 50,
+            ..Default::default()
+        };
+        let a = train(&toy(), &opts).unwrap().to_bytes();
+        let b = train(&toy(), &opts).unwrap().to_bytes();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn bad_options_and_empty_data_are_errors() {
+        assert!(train(
+            &toy(),
+            &TrainOptions {
+                bits: 30,
+                ..Default::default()
+            }
+        )
+        .is_err());
+        let empty = Dataset {
+            variants: vec!["a".into(), "b".into()],
+            ..Default::default()
+        };
+        assert!(train(&empty, &TrainOptions::default())
+            .unwrap_err()
+            .to_string()
+            .contains("no rows"));
+    }
+}
