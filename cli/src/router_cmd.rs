@@ -209,10 +209,11 @@ fn calibrate_cmd(a: CalibrateArgs) -> Result<()> {
             (None, Some(max)) => strong_quality - quality <= max + 1e-12,
             (None, None) => bail!("give --max-strong-share or --max-quality-loss"),
         };
-        let threshold = if k == 0 {
-            f32::INFINITY
-        } else {
-            scored[k - 1].0
+        // The policy keeps a call on the cheaper variant when its loss is at most the
+        // threshold: the k highest losses must lie above it, the rest at or below.
+        let threshold = match scored.get(k) {
+            Some(next) => next.0,
+            None => -1.0,
         };
         if a.max_strong_share.is_some() && ok {
             best = Some((threshold, share, quality));
@@ -228,7 +229,7 @@ fn calibrate_cmd(a: CalibrateArgs) -> Result<()> {
     let Some((threshold, share, quality)) = best else {
         bail!("no threshold meets the target on this data");
     };
-    // Calls at or above the threshold go to the strongest variant.
+    // Calls whose expected loss exceeds the threshold go to the strongest variant.
     println!(
         "threshold {:.4}: {:.1}% of calls to {}, quality {:.3} (always {}: {:.3})",
         threshold,

@@ -210,6 +210,12 @@ pub struct FamilyConfig {
     /// get `default_variant`.
     #[serde(default)]
     pub router: Option<VariantRouterConfig>,
+    /// Sends the family's requests to this Bedrock prompt router (Intelligent Prompt Routing,
+    /// `arn:aws:bedrock:{region}:{account}:default-prompt-router/{name}`), which picks the
+    /// model itself; the response reports which. If the router fails, the default variant's own
+    /// targets follow. Exclusive with `router`.
+    #[serde(default)]
+    pub prompt_router: Option<String>,
 }
 
 /// How a family's variant is picked per request: the classifier's expected quality loss of
@@ -579,6 +585,26 @@ impl Config {
             }
             if let Some(r) = &f.router {
                 validate_router(r, f.variants.len(), &field("router"))?;
+            }
+            if let Some(arn) = &f.prompt_router {
+                let Some((region, _)) = crate::plan::prompt_router::parse_arn(arn) else {
+                    return Err(Error::config(
+                        field("prompt_router"),
+                        format!("{arn:?} is not a prompt router ARN (arn:aws:bedrock:REGION:ACCOUNT:default-prompt-router/NAME)"),
+                    ));
+                };
+                if self.geography_of(region).is_none() {
+                    return Err(Error::config(
+                        field("prompt_router"),
+                        format!("region {region:?} of the ARN is not a configured region"),
+                    ));
+                }
+                if f.router.is_some() {
+                    return Err(Error::config(
+                        field("prompt_router"),
+                        "a family routes either with Laneway's classifier (router) or with a Bedrock prompt router, not both",
+                    ));
+                }
             }
         }
         if let Some(d) = &self.default_model {

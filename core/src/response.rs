@@ -171,6 +171,9 @@ pub struct RouteDecision {
     pub tier: Option<ServiceTier>,
     /// The tier the service says served, when it says.
     pub served_tier: Option<ServiceTier>,
+    /// When the target was a Bedrock prompt router: the model it invoked, as Bedrock reports it
+    /// (`trace.promptRouter.invokedModelId`).
+    pub invoked_model: Option<String>,
     /// Each choice and the alternatives rejected, in the order the plan made them.
     pub reasons: Vec<Reason>,
     /// Attempts that failed before this one succeeded.

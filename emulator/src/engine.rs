@@ -82,6 +82,8 @@ pub struct Answer {
     pub token_interval: Duration,
     /// Tokens to deliver before the stream breaks, and the exception to break with.
     pub break_after: Option<(u32, Option<String>)>,
+    /// For a prompt router: the ARN of the model it chose (`trace.promptRouter.invokedModelId`).
+    pub invoked_model: Option<String>,
     _slot: Slot,
 }
 
@@ -269,7 +271,28 @@ impl Engine {
                 ),
             ));
         }
-        let served = self.resolve(ask)?;
+        let (served, invoked_model) = match self.prompt_router_choice(ask)? {
+            Some(chosen) => {
+                let routed = Ask {
+                    target: chosen.clone(),
+                    ..ask.clone()
+                };
+                let served = self.resolve(&routed)?;
+                let arn = if chosen
+                    .split_once('.')
+                    .is_some_and(|(p, _)| ["us", "eu", "apac", "global"].contains(&p))
+                {
+                    format!(
+                        "arn:aws:bedrock:{}:000000000000:inference-profile/{chosen}",
+                        ask.region
+                    )
+                } else {
+                    format!("arn:aws:bedrock:{}::foundation-model/{chosen}", ask.region)
+                };
+                (served, Some(arn))
+            }
+            None => (self.resolve(ask)?, None),
+        };
         let (name, performance, answer_range) = match served {
             Served::Model(m) => {
                 if !m.tiers.contains(&ask.tier) {
@@ -350,8 +373,47 @@ impl Engine {
             token_interval: self
                 .scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
             break_after,
+            invoked_model,
             _slot: slot,
         })
+    }
+
+    /// For a prompt-router ARN: the model id it picks for this prompt; `None` for other ids.
+    fn prompt_router_choice(&self, ask: &Ask) -> Result<Option<String>, ApiError> {
+        let Some(rest) = ask.target.strip_prefix("arn:aws:bedrock:") else {
+            return Ok(None);
+        };
+        let invalid = |why: &str| {
+            ApiError::validation(
+                ask.service,
+                format!("The provided model identifier is invalid: {why}."),
+            )
+        };
+        // {region}:{account}:{resource}
+        let mut parts = rest.splitn(3, ':');
+        let (region, _account, resource) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(r), Some(a), Some(res)) => (r, a, res),
+            _ => return Err(invalid("malformed ARN")),
+        };
+        let Some(name) = resource
+            .strip_prefix("default-prompt-router/")
+            .or_else(|| resource.strip_prefix("prompt-router/"))
+        else {
+            return Err(invalid("not a prompt router ARN"));
+        };
+        if region != ask.region {
+            return Err(invalid(
+                "the ARN's region is not the region the request was sent to",
+            ));
+        }
+        let router = self
+            .scenario
+            .prompt_routers
+            .iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| invalid("no such prompt router"))?;
+        let strong = (ask.prompt_digest % 10_000) as f64 / 10_000.0 < router.strong_share;
+        Ok(Some(router.models[usize::from(strong)].clone()))
     }
 
     fn resolve(&self, ask: &Ask) -> Result<Served<'_>, ApiError> {

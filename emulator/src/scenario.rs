@@ -34,6 +34,27 @@ pub struct Scenario {
     /// Faults active from the start or on a schedule.
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// Bedrock Intelligent Prompt Routing: routers invoked by their ARN as the model id.
+    #[serde(default)]
+    pub prompt_routers: Vec<PromptRouterSpec>,
+}
+
+/// A prompt router: `arn:aws:bedrock:{region}:{account}:default-prompt-router/{name}` picks one
+/// of two models per prompt.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptRouterSpec {
+    /// The router's name in its ARN, e.g. `anthropic.claude:1`.
+    pub name: String,
+    /// The cheaper and the stronger model (bare or profile ids of scenario models).
+    pub models: [String; 2],
+    /// The share of prompts (by a hash of the prompt) sent to the stronger model.
+    #[serde(default = "half")]
+    pub strong_share: f64,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 /// An access key the emulator accepts.
@@ -269,6 +290,23 @@ impl Scenario {
                 ));
             }
             m.performance.validate(&m.id)?;
+        }
+        for r in &self.prompt_routers {
+            for id in &r.models {
+                let bare = match id.split_once('.') {
+                    Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => rest,
+                    _ => id.as_str(),
+                };
+                if !self.models.iter().any(|m| m.id == bare) {
+                    return invalid(format!("prompt_routers.{}: unknown model {id:?}", r.name));
+                }
+            }
+            if !(0.0..=1.0).contains(&r.strong_share) {
+                return invalid(format!(
+                    "prompt_routers.{}: strong_share must be in 0..=1",
+                    r.name
+                ));
+            }
         }
         for e in &self.endpoints {
             if !known_region(&e.region) {

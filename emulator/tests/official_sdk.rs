@@ -382,3 +382,67 @@ async fn prompt_cache_writes_then_reads_per_region_and_reports_details() {
         "caches are per region"
     );
 }
+
+#[tokio::test]
+async fn prompt_router_arns_pick_a_model_and_report_it_in_the_trace() {
+    let emu = start().await;
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let arn = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/anthropic.claude:1";
+    let mut invoked = std::collections::BTreeSet::new();
+    for i in 0..40 {
+        let out = client
+            .converse()
+            .model_id(arn)
+            .messages(user(&format!("Question number {i}: explain the result")))
+            .inference_config(InferenceConfiguration::builder().max_tokens(8).build())
+            .send()
+            .await
+            .unwrap();
+        let id = out
+            .trace()
+            .and_then(|t| t.prompt_router())
+            .and_then(|p| p.invoked_model_id())
+            .expect("a prompt router reports the model it chose")
+            .to_string();
+        assert!(
+            id.starts_with(
+                "arn:aws:bedrock:us-east-1:000000000000:inference-profile/us.anthropic.claude-"
+            ),
+            "{id}"
+        );
+        invoked.insert(id);
+    }
+    assert_eq!(invoked.len(), 2, "both models are used: {invoked:?}");
+
+    // Streams carry the trace in their metadata event.
+    let mut out = client
+        .converse_stream()
+        .model_id(arn)
+        .messages(user("Stream it"))
+        .send()
+        .await
+        .unwrap();
+    let mut traced = false;
+    while let Some(ev) = out.stream.recv().await.unwrap() {
+        if let ConverseStreamOutput::Metadata(m) = ev {
+            traced = m.trace().and_then(|t| t.prompt_router()).is_some();
+        }
+    }
+    assert!(traced);
+
+    // A router ARN of another region, or an unknown router, is a validation error.
+    for bad in [
+        "arn:aws:bedrock:eu-west-1:123456789012:default-prompt-router/anthropic.claude:1",
+        "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/meta.llama:1",
+    ] {
+        let e = client
+            .converse()
+            .model_id(bad)
+            .messages(user("x"))
+            .send()
+            .await
+            .unwrap_err();
+        let e = e.into_service_error();
+        assert!(e.is_validation_exception(), "{bad}: {e:?}");
+    }
+}

@@ -102,6 +102,11 @@ impl Backend for BedrockBackend {
                 stop_reason: StopReason::from_wire(out.stop_reason().as_str()),
                 usage: out.usage().map(usage).unwrap_or_default(),
                 served_tier: out.service_tier().and_then(tier_of),
+                invoked_model: out
+                    .trace()
+                    .and_then(|t| t.prompt_router())
+                    .and_then(|p| p.invoked_model_id())
+                    .map(String::from),
             })
         })
     }
@@ -394,6 +399,11 @@ fn stream_event(ev: wire::ConverseStreamOutput) -> Option<BackendEvent> {
         wire::ConverseStreamOutput::Metadata(m) => Some(BackendEvent::Metadata {
             usage: m.usage().map(usage).unwrap_or_default(),
             served_tier: m.service_tier().and_then(tier_of),
+            invoked_model: m
+                .trace()
+                .and_then(|t| t.prompt_router())
+                .and_then(|p| p.invoked_model_id())
+                .map(String::from),
         }),
         _ => None,
     }

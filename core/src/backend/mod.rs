@@ -34,6 +34,8 @@ pub struct Completion {
     pub usage: Usage,
     /// The tier the service says served, when it says.
     pub served_tier: Option<ServiceTier>,
+    /// For a Bedrock prompt router: the model it invoked (`trace.promptRouter.invokedModelId`).
+    pub invoked_model: Option<String>,
 }
 
 /// One event of a backend's stream, in the order the service sends them.
@@ -58,6 +60,7 @@ pub enum BackendEvent {
     Metadata {
         usage: Usage,
         served_tier: Option<ServiceTier>,
+        invoked_model: Option<String>,
     },
 }
 

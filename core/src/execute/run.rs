@@ -59,7 +59,9 @@ impl<'a> Run<'a> {
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
     /// may differ: it gets none).
     pub fn checkpoints_for(&self, attempt: &Attempt) -> Vec<crate::plan::prompt_cache::Checkpoint> {
-        if attempt.model == self.plan.model {
+        // A prompt router's choice may not cache: it gets none.
+        let routed = crate::plan::prompt_router::parse_arn(attempt.target.id()).is_some();
+        if attempt.model == self.plan.model && !routed {
             self.plan.cache.checkpoints.clone()
         } else {
             Vec::new()
@@ -203,14 +205,23 @@ impl<'a> Run<'a> {
         timings: Timings,
     ) -> GenerateResponse {
         let config = &self.exec.config;
-        let model = &config.models[&attempt.model];
+        // A prompt router is priced as the model it invoked, when that model is configured.
+        let invoked = done
+            .invoked_model
+            .as_deref()
+            .and_then(|id| crate::plan::prompt_router::configured_model(config, id));
+        let (priced_id, priced_profile) = match invoked {
+            Some((id, profile)) => (id, profile),
+            None => (attempt.model.as_str(), attempt.target.profile()),
+        };
+        let model = &config.models[priced_id];
         let served = done.served_tier.or(attempt.tier);
         let cost_usd = crate::cost::call_cost(
             &model.price,
             &config.pricing,
             &done.usage,
             served,
-            attempt.target.profile(),
+            priced_profile,
         );
         let uncached = crate::response::Usage {
             input_tokens: done.usage.total_input_tokens(),
@@ -223,7 +234,7 @@ impl<'a> Run<'a> {
             &config.pricing,
             &uncached,
             served,
-            attempt.target.profile(),
+            priced_profile,
         );
         if attempt.model == self.plan.model && !self.plan.cache.prefixes.is_empty() {
             let cache = &mut self.plan.cache;
@@ -260,7 +271,7 @@ impl<'a> Run<'a> {
             timings,
             decision: RouteDecision {
                 provider: model.provider,
-                model: attempt.model.clone(),
+                model: priced_id.to_string(),
                 family,
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
@@ -270,6 +281,7 @@ impl<'a> Run<'a> {
                 },
                 tier: attempt.tier,
                 served_tier: done.served_tier,
+                invoked_model: done.invoked_model,
                 reasons,
                 failed_attempts: std::mem::take(&mut self.failed)
                     .into_iter()

@@ -47,6 +47,7 @@ struct Assembly {
     stop: Option<StopReason>,
     usage: Option<Usage>,
     served_tier: Option<crate::request::ServiceTier>,
+    invoked_model: Option<String>,
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
     yielded: u32,
@@ -106,9 +107,14 @@ impl Assembly {
                 self.stop = Some(reason);
                 None
             }
-            BackendEvent::Metadata { usage, served_tier } => {
+            BackendEvent::Metadata {
+                usage,
+                served_tier,
+                invoked_model,
+            } => {
                 self.usage = Some(usage);
                 self.served_tier = served_tier;
+                self.invoked_model = invoked_model;
                 None
             }
         }
@@ -163,6 +169,7 @@ impl Assembly {
                 ..Usage::default()
             }),
             served_tier: self.served_tier,
+            invoked_model: self.invoked_model,
         }
     }
 }

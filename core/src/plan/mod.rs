@@ -6,6 +6,7 @@
 //! -> [`targets`] (which regions, profiles or endpoints) -> [`prompt_cache`] (which checkpoints).
 
 pub mod prompt_cache;
+pub mod prompt_router;
 pub mod targets;
 pub mod tier;
 pub mod variant;
@@ -125,6 +126,13 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
             }
         }
     }
+    if let Some(arn) = &chosen.prompt_router {
+        if let Some(router) =
+            prompt_router_attempt(arn, request, &chosen.model, config, &attempts, &mut reasons)
+        {
+            attempts.insert(0, router);
+        }
+    }
     let limit = config.routing.max_attempts as usize;
     // A stronger variant of the family, if the chosen one cannot serve: never a weaker one.
     let step_up = match &chosen.step_up {
@@ -134,6 +142,7 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
                 family: chosen.family.clone(),
                 pinned_profile: None,
                 step_up: None,
+                prompt_router: None,
             };
             let mut no_reasons = Vec::new();
             let attempts = attempts_for(
@@ -169,6 +178,7 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
                 family: Some(family.clone()),
                 pinned_profile: None,
                 step_up: None,
+                prompt_router: None,
             };
             let fb = &config.models[&fallback_model.model];
             // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
@@ -236,6 +246,45 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
         family: chosen.family,
         reasons,
         cache,
+    })
+}
+
+/// The attempt on a family's prompt router, unless the residency rules it out: a router may
+/// invoke cross-region profiles, so it is allowed under a geography that holds its region and
+/// never under a list of regions.
+fn prompt_router_attempt(
+    arn: &str,
+    request: &GenerateRequest,
+    model: &str,
+    config: &Config,
+    model_attempts: &[Attempt],
+    reasons: &mut Vec<Reason>,
+) -> Option<Attempt> {
+    let (region, _) = prompt_router::parse_arn(arn)?;
+    let target = Target::Bedrock {
+        region: region.to_string(),
+        model_id: arn.to_string(),
+        profile: None,
+    };
+    let allowed = match &request.residency {
+        None => true,
+        Some(r @ crate::request::Residency::Geography(_)) => targets::allowed(&target, r, config),
+        Some(crate::request::Residency::Regions(_)) => false,
+    };
+    if !allowed {
+        reasons.push(Reason::TargetExcluded {
+            target: arn.to_string(),
+            region: region.to_string(),
+            why: Exclusion::Residency,
+        });
+        return None;
+    }
+    Some(Attempt {
+        model: model.to_string(),
+        target,
+        // The tier the plan chose for the model, as its own attempts carry it.
+        tier: model_attempts.first().and_then(|a| a.tier),
+        latency_optimized: false,
     })
 }
 

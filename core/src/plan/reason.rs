@@ -33,6 +33,8 @@ pub enum Reason {
     },
     /// If the chosen variant cannot serve, the plan steps up to this stronger one.
     VariantStepUp { from: String, to: String },
+    /// The family's Bedrock prompt router goes first; it picks the model.
+    PromptRouter { arn: String },
     /// The SLO class mapped to this tier.
     TierFromSlo { class: SloClass, tier: ServiceTier },
     /// The request forced this tier.
@@ -146,6 +148,7 @@ impl fmt::Display for Reason {
             Reason::VariantStepUp { from, to } => {
                 write!(f, "{from} unavailable -> step up to {to}")
             }
+            Reason::PromptRouter { arn } => write!(f, "Bedrock prompt router {arn} first"),
             Reason::TierFromSlo { class, tier } => write!(f, "SLO class {class} -> tier {tier}"),
             Reason::TierRequested { tier } => write!(f, "tier {tier} requested"),
             Reason::TierUnsupported {

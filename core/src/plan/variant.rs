@@ -15,6 +15,8 @@ pub struct ChosenModel {
     /// The next stronger variant, when the family's router chose a variant below the strongest:
     /// failover may step up to it (never down).
     pub step_up: Option<String>,
+    /// A Bedrock prompt router ARN to try first.
+    pub prompt_router: Option<String>,
 }
 
 /// Resolves the request's model reference against the configuration.
@@ -75,11 +77,17 @@ pub fn choose(
                 family: name.to_string(),
                 variant: variant.clone(),
             });
+            // A minimum rules out a prompt router, which may pick any of the family's models.
+            let prompt_router = family.prompt_router.clone().filter(|_| min == 0);
+            if let Some(arn) = &prompt_router {
+                reasons.push(Reason::PromptRouter { arn: arn.clone() });
+            }
             return Ok(ChosenModel {
                 model: variant,
                 family: Some(name.to_string()),
                 pinned_profile: None,
                 step_up: None,
+                prompt_router,
             });
         };
         let classifier = router.classifier()?;
@@ -107,6 +115,7 @@ pub fn choose(
             family: Some(name.to_string()),
             pinned_profile: None,
             step_up: family.variants.get(at + 1).cloned(),
+            prompt_router: None,
         });
     }
     if config.models.contains_key(name) {
@@ -118,6 +127,7 @@ pub fn choose(
             family: None,
             pinned_profile: None,
             step_up: None,
+            prompt_router: None,
         });
     }
     if let Some((prefix, bare)) = name.split_once('.') {
@@ -139,6 +149,7 @@ pub fn choose(
                 family: None,
                 pinned_profile: Some(profile),
                 step_up: None,
+                prompt_router: None,
             });
         }
     }

@@ -69,13 +69,16 @@ async fn converse(
             answer.output_tokens(),
         ),
     };
-    let body = json!({
+    let mut body = json!({
         "output": { "message": { "role": "assistant", "content": content } },
         "stopReason": stop_reason,
         "usage": usage_with_cache(&answer, output_tokens),
         "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
         "serviceTier": { "type": req.ask.tier },
     });
+    if let Some(id) = &answer.invoked_model {
+        body["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
+    }
     Ok(json_response(body))
 }
 
@@ -149,11 +152,15 @@ async fn converse_stream(
         yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": 0 }));
         yield eventstream::json_event("messageStop", &json!({ "stopReason": stop }));
         end.finish();
-        yield eventstream::json_event("metadata", &json!({
+        let mut metadata = json!({
             "usage": usage_with_cache(&answer, output_tokens),
             "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
             "serviceTier": { "type": tier },
-        }));
+        });
+        if let Some(id) = &answer.invoked_model {
+            metadata["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
+        }
+        yield eventstream::json_event("metadata", &metadata);
     };
     Ok(event_stream_response(frames))
 }

@@ -80,6 +80,7 @@ impl Backend for SagemakerBackend {
                 stop_reason: parsed.stop_reason,
                 usage: parsed.usage,
                 served_tier: None,
+                invoked_model: None,
             })
         })
     }

@@ -376,6 +376,7 @@ pub fn parse_stream_line(
                         ..Usage::default()
                     },
                     served_tier: None,
+                    invoked_model: None,
                 });
                 out.done = true;
             }
@@ -426,6 +427,7 @@ pub fn parse_stream_line(
                 out.events.push(BackendEvent::Metadata {
                     usage: openai_usage(Some(u), prompt_tokens_estimate),
                     served_tier: None,
+                    invoked_model: None,
                 });
             }
         }

@@ -1,0 +1,203 @@
+//! `laneway router train | eval | calibrate` on small files, and their errors.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn laneway(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_laneway"))
+        .args(args)
+        .output()
+        .expect("the laneway binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn workdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("laneway-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// 400 rows: arithmetic defeats the small variant, trivia does not.
+fn write_data(dir: &std::path::Path) -> PathBuf {
+    let mut rows = String::new();
+    for i in 0..400 {
+        let (prompt, small) = if i % 4 == 0 {
+            (
+                format!("Compute {i} * 37 + 12 / 4 and show the working"),
+                false,
+            )
+        } else {
+            (format!("Name the capital city of country number {i}"), true)
+        };
+        rows.push_str(
+            &serde_json::json!({"prompt": prompt, "outcomes": {"small": small, "large": true}})
+                .to_string(),
+        );
+        rows.push('\n');
+    }
+    let p = dir.join("evals.jsonl");
+    std::fs::write(&p, rows).unwrap();
+    p
+}
+
+#[test]
+fn train_then_eval_and_calibrate_on_jsonl() {
+    let dir = workdir("train");
+    let data = write_data(&dir);
+    let model = dir.join("model.lwc");
+    let data_s = data.to_str().unwrap();
+    let model_s = model.to_str().unwrap();
+    let out = laneway(&[
+        "router",
+        "train",
+        "--data",
+        data_s,
+        "--out",
+        model_s,
+        "--variants",
+        "small,large",
+        "--bits",
+        "12",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("APGR") && stdout.contains("oracle"),
+        "{stdout}"
+    );
+
+    // Deterministic: the same command writes the same bytes.
+    let again = dir.join("again.lwc");
+    let out = laneway(&[
+        "router",
+        "train",
+        "--data",
+        data_s,
+        "--out",
+        again.to_str().unwrap(),
+        "--variants",
+        "small,large",
+        "--bits",
+        "12",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        std::fs::read(&again).unwrap()
+    );
+
+    let out = laneway(&[
+        "router",
+        "eval",
+        "--data",
+        data_s,
+        "--model",
+        model_s,
+        "--variants",
+        "small,large",
+        "--json",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("--json prints JSON");
+    let all = &v["sections"][0];
+    assert_eq!(all["name"], "all");
+    let apgr = |name: &str| {
+        all["routers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["router"] == name)
+            .unwrap()["apgr"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        apgr("laneway") > 0.9,
+        "a separable toy problem: {}",
+        apgr("laneway")
+    );
+    assert!(apgr("laneway") > apgr("random"));
+
+    let out = laneway(&[
+        "router",
+        "calibrate",
+        "--data",
+        data_s,
+        "--model",
+        model_s,
+        "--variants",
+        "small,large",
+        "--max-strong-share",
+        "0.3",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("30.0% of calls") && stdout.contains("quality 1.000"),
+        "{stdout}"
+    );
+    // No quality lost: exactly the quarter that needs the large variant goes to it.
+    let out = laneway(&[
+        "router",
+        "calibrate",
+        "--data",
+        data_s,
+        "--model",
+        model_s,
+        "--variants",
+        "small,large",
+        "--max-quality-loss",
+        "0",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("25.0% of calls"), "{stdout}");
+}
+
+#[test]
+fn malformed_rows_and_corrupt_models_are_named() {
+    let dir = workdir("errors");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"prompt\": \"ok\", \"outcomes\": {\"a\": true, \"b\": false}}\n{\"prompt\": \"x\", \"outcomes\": {\"a\": \"yes\"}}\n").unwrap();
+    let out = laneway(&[
+        "router",
+        "train",
+        "--data",
+        bad.to_str().unwrap(),
+        "--out",
+        dir.join("m.lwc").to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("bad.jsonl, row 2") && stderr.contains("\"a\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let data = write_data(&dir);
+    let corrupt = dir.join("corrupt.lwc");
+    std::fs::write(&corrupt, b"LANEWAYC\x01\x00garbage that is not a model").unwrap();
+    let out = laneway(&[
+        "router",
+        "eval",
+        "--data",
+        data.to_str().unwrap(),
+        "--model",
+        corrupt.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("corrupt.lwc") && stderr.contains("checksum"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
