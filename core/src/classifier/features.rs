@@ -20,6 +20,9 @@ pub const DENSE_NAMES: [&str; DENSE] = [
 ];
 /// How many dense features there are.
 pub const DENSE: usize = 8;
+/// The version of the feature extraction: a model is only valid with the extractor it was
+/// trained with, and a model file records it.
+pub const FEATURES_VERSION: u32 = 2;
 
 /// A prompt's features: hashed buckets with their normalised weights, and the raw dense values.
 #[derive(Debug, Clone, PartialEq)]

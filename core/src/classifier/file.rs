@@ -77,6 +77,12 @@ impl Classifier {
         let header: Header =
             serde_json::from_slice(header_bytes).map_err(|e| corrupt(format!("header: {e}")))?;
         let info = header.info;
+        if info.features != super::FEATURES_VERSION {
+            return Err(ClassifierError::Features {
+                found: info.features,
+                supported: super::FEATURES_VERSION,
+            });
+        }
         if !(8..=24).contains(&info.bits) {
             return Err(corrupt(format!("bits = {} is outside 8..=24", info.bits)));
         }
@@ -132,6 +138,7 @@ mod tests {
         let per_head = (1 << 8) + DENSE;
         Classifier {
             info: ModelInfo {
+                features: crate::classifier::FEATURES_VERSION,
                 bits: 8,
                 dense_mean: [0.0; DENSE],
                 dense_std: [1.0; DENSE],
@@ -186,6 +193,21 @@ mod tests {
                 supported: FORMAT_VERSION
             }
         );
+    }
+
+    #[test]
+    fn a_model_of_another_feature_extractor_is_refused() {
+        let mut m = tiny();
+        m.info.features = 1;
+        let e = Classifier::from_bytes(&m.to_bytes()).unwrap_err();
+        assert_eq!(
+            e,
+            ClassifierError::Features {
+                found: 1,
+                supported: crate::classifier::FEATURES_VERSION
+            }
+        );
+        assert!(e.to_string().contains("retrain"), "{e}");
     }
 
     #[test]

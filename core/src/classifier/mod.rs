@@ -30,7 +30,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-pub use features::{Features, DENSE, DENSE_NAMES};
+pub use features::{Features, DENSE, DENSE_NAMES, FEATURES_VERSION};
 
 /// What can go wrong loading, training or evaluating a classifier.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -51,6 +51,9 @@ pub enum ClassifierError {
     /// A model file of a format version this build does not read.
     #[error("classifier model format version {found}; this build reads version {supported}")]
     Version { found: u16, supported: u16 },
+    /// A model trained with another feature extractor: its weights mean nothing here.
+    #[error("the model was trained with feature extractor version {found}; this build extracts version {supported}: retrain it with `laneway router train`")]
+    Features { found: u32, supported: u32 },
     /// A row of training or evaluation data is malformed (`line` counts from 1).
     #[error("{file}, row {line}: {reason}")]
     Row {
@@ -79,6 +82,8 @@ pub struct Head {
 /// What a model file says about itself besides its weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
+    /// The [`FEATURES_VERSION`] the model was trained with.
+    pub features: u32,
     /// Word buckets are `2^bits`.
     pub bits: u32,
     /// Mean and standard deviation of each dense feature on the training data.

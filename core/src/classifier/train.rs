@@ -90,6 +90,7 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
     }
     let mut model = Classifier {
         info: ModelInfo {
+            features: super::FEATURES_VERSION,
             bits: opts.bits,
             dense_mean,
             dense_std,
