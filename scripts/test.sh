@@ -11,3 +11,12 @@ echo "== Rust: build, lint, test (workspace)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+
+echo "== Python: venv with maturin and pytest, the package built from the checkout, its tests"
+python3 -m venv target/py
+target/py/bin/pip install --quiet --upgrade pip
+target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23"
+target/py/bin/pip install --quiet ./bindings-python
+# The tests start the emulator binary that `cargo test` built (target/debug/laneway-emulator).
+cargo build --locked -p laneway-emulator
+target/py/bin/pytest -q bindings-python/tests

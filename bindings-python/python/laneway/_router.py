@@ -1,0 +1,116 @@
+"""The `Router`: keyword arguments, dicts or a TOML path in; typed results out."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, AsyncIterator, Dict, Iterator, Mapping, Optional, Union
+
+from . import _laneway
+from ._types import Request, Response, StreamEvent
+
+RequestLike = Union[str, Request, Mapping[str, Any]]
+
+
+def _request(request: Optional[RequestLike], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    if isinstance(request, str):
+        return Request(prompt=request, **kwargs).to_dict()
+    if isinstance(request, Request):
+        if kwargs:
+            raise TypeError("give a Request or keyword arguments, not both")
+        return request.to_dict()
+    if request is None:
+        return Request(**kwargs).to_dict()
+    if kwargs:
+        raise TypeError("give a request dict or keyword arguments, not both")
+    return dict(request)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot put {type(value).__name__} in a configuration")
+
+
+def _dict_to_toml(config: Mapping[str, Any]) -> str:
+    """A configuration dict as TOML (tables as inline tables under their dotted keys)."""
+    return "\n".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in config.items()) + "\n"
+
+
+class Router:
+    """Routes calls per their SLO. Build it with keyword arguments:
+
+    - `config`: a dict of configuration (the TOML layout of README), TOML text, or a path to a
+      TOML file; omitted, the built-in configuration;
+    - `endpoint_url`: send every call there (the emulator) instead of AWS;
+    - `access_key_id` / `secret_access_key`: static credentials; omitted, AWS's default chain.
+
+    `await router.generate(...)` and `async for event in router.stream(...)` are the async API;
+    `generate_sync` and `stream_sync` block (the GIL is released while Rust works). A request is
+    a prompt string with keyword arguments (`family=`, `model=`, `slo=`, `max_tokens=`, ... as in
+    `laneway.Request`), a `Request`, or a dict in the core's shape.
+    """
+
+    def __init__(
+        self,
+        config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None,
+        *,
+        endpoint_url: Optional[str] = None,
+        access_key_id: Optional[str] = None,
+        secret_access_key: Optional[str] = None,
+    ):
+        config_toml = config_path = None
+        if isinstance(config, Mapping):
+            config_toml = _dict_to_toml(config)
+        elif isinstance(config, os.PathLike) or (isinstance(config, str) and os.path.isfile(config)):
+            config_path = os.fspath(config)
+        elif isinstance(config, str):
+            config_toml = config
+        self._native = _laneway.NativeRouter(config_toml, config_path, endpoint_url, access_key_id, secret_access_key)
+
+    async def generate(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
+        """Sends a request and returns the whole answer. Cancelling the task cancels the call."""
+        return Response(await self._native.generate(_request(request, kwargs)))
+
+    def generate_sync(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
+        """`generate`, blocking."""
+        return Response(self._native.generate_blocking(_request(request, kwargs)))
+
+    async def stream(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> AsyncIterator[StreamEvent]:
+        """Streams the answer: text deltas, then a `completed` event with the whole `Response`."""
+        native = self._native.stream(_request(request, kwargs))
+        try:
+            while True:
+                event = await native.next()
+                if event is None:
+                    return
+                yield StreamEvent(event)
+        finally:
+            native.close()
+
+    def stream_sync(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Iterator[StreamEvent]:
+        """`stream`, blocking."""
+        native = self._native.stream(_request(request, kwargs))
+        try:
+            while True:
+                event = native.next_blocking()
+                if event is None:
+                    return
+                yield StreamEvent(event)
+        finally:
+            native.close()
+
+    def plan(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Dict[str, Any]:
+        """The plan for a request (model, attempts, reasons, cache checkpoints) without sending it."""
+        return self._native.plan(_request(request, kwargs))
+
+    def cache_totals(self) -> Dict[str, Any]:
+        """Prompt-cache totals per family since the router started."""
+        return self._native.cache_totals()

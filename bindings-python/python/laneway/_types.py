@@ -1,0 +1,210 @@
+"""Typed views of requests, responses and stream events (plain data; no routing here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+
+def _seconds(d: Any) -> Optional[float]:
+    """A Rust `Duration` ({"secs", "nanos"}) as float seconds."""
+    if d is None:
+        return None
+    return d["secs"] + d["nanos"] / 1e9
+
+
+@dataclass(frozen=True)
+class Message:
+    """A conversation turn: `role` is "user" or "assistant"."""
+
+    role: str
+    text: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"role": self.role, "content": [{"text": self.text}]}
+
+
+@dataclass
+class Request:
+    """A request, for those who prefer a class to keyword arguments or a dict.
+
+    `prompt` is the user's message; `messages` a whole conversation instead. `model` names a
+    model or inference-profile id, `family` a configured family (the plan picks the variant).
+    `slo` is "interactive", "standard", "background" or "batch"; `ttft_target_ms` and
+    `deadline_ms` refine it.
+    """
+
+    prompt: Optional[str] = None
+    messages: Sequence[Union[Message, Mapping[str, Any]]] = ()
+    model: Optional[str] = None
+    family: Optional[str] = None
+    system: Optional[str] = None
+    max_tokens: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    stop_sequences: Sequence[str] = ()
+    slo: Optional[str] = None
+    ttft_target_ms: Optional[int] = None
+    deadline_ms: Optional[int] = None
+    task_id: Optional[str] = None
+    tier: Optional[str] = None
+    residency: Optional[Mapping[str, Any]] = None
+    min_variant: Optional[str] = None
+    cache: Optional[str] = None
+    continue_on_interrupt: bool = False
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The request in the core's wire shape."""
+        if self.model is not None and self.family is not None:
+            from ._laneway import InvalidRequestError
+
+            raise InvalidRequestError("invalid request: model: give a model or a family, not both")
+        messages: List[Any] = [m.to_dict() if isinstance(m, Message) else dict(m) for m in self.messages]
+        if self.prompt is not None:
+            messages.append({"role": "user", "content": [{"text": self.prompt}]})
+        out: Dict[str, Any] = {"messages": messages}
+        if self.model is not None:
+            out["model"] = {"model": self.model}
+        elif self.family is not None:
+            out["model"] = {"family": self.family}
+        if self.system is not None:
+            out["system"] = [{"text": self.system}]
+        inference = {
+            k: v
+            for k, v in (("max_tokens", self.max_tokens), ("temperature", self.temperature), ("top_p", self.top_p))
+            if v is not None
+        }
+        if self.stop_sequences:
+            inference["stop_sequences"] = list(self.stop_sequences)
+        if inference:
+            out["inference"] = inference
+        slo = {k: v for k, v in (("class", self.slo), ("ttft_target", self.ttft_target_ms), ("deadline", self.deadline_ms)) if v is not None}
+        if slo:
+            out["slo"] = slo
+        for key in ("task_id", "tier", "min_variant", "cache"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.residency is not None:
+            out["residency"] = dict(self.residency)
+        if self.continue_on_interrupt:
+            out["continue_on_interrupt"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one call: new input, cache writes and reads, output."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Usage":
+        return cls(d["input_tokens"], d["output_tokens"], d.get("cache_read_tokens", 0), d.get("cache_write_tokens", 0), d)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Time to first token (streams), end to end, and output tokens per second, in seconds."""
+
+    ttft_s: Optional[float]
+    total_s: float
+    output_tokens_per_second: Optional[float]
+    inter_token_p50_s: Optional[float]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Timings":
+        itl = d.get("inter_token")
+        return cls(_seconds(d.get("ttft")), _seconds(d["total"]) or 0.0, d.get("output_tokens_per_second"), _seconds(itl["p50"]) if itl else None)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What served the call and why: model, family, target, region, tier, reasons, failovers."""
+
+    model: str
+    family: Optional[str]
+    target: str
+    region: str
+    tier: Optional[str]
+    endpoint: Optional[str]
+    invoked_model: Optional[str]
+    reasons: List[Dict[str, Any]]
+    failed_attempts: List[Dict[str, Any]]
+    attempts_sent: int
+    hedge: Optional[Dict[str, Any]]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Decision":
+        return cls(
+            d["model"], d.get("family"), d["target"], d["region"], d.get("tier"), d.get("endpoint"),
+            d.get("invoked_model"), d.get("reasons", []), d.get("failed_attempts", []), d.get("attempts_sent", 1), d.get("hedge"),
+        )
+
+
+class Response:
+    """The answer to a call: `.text`, `.usage`, `.timings`, `.decision`, `.cost_usd`."""
+
+    __slots__ = ("_d", "usage", "timings", "decision")
+
+    def __init__(self, d: Dict[str, Any]):
+        self._d = d
+        self.usage = Usage._from(d["usage"])
+        self.timings = Timings._from(d["timings"])
+        self.decision = Decision._from(d["decision"])
+
+    @property
+    def text(self) -> str:
+        """All text blocks, concatenated."""
+        return "".join(b["text"] for b in self._d["content"] if "text" in b)
+
+    @property
+    def tool_uses(self) -> List[Dict[str, Any]]:
+        """The tool calls the model made: dicts with `id`, `name`, `input`."""
+        return [b["tool_use"] for b in self._d["content"] if "tool_use" in b]
+
+    @property
+    def stop_reason(self) -> str:
+        return self._d["stop_reason"]
+
+    @property
+    def cost_usd(self) -> float:
+        """What the call cost, from the price book, in US dollars."""
+        return self._d["cost_usd"]
+
+    @property
+    def cache_savings_usd(self) -> float:
+        return self._d["cache_savings_usd"]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The whole response as plain data."""
+        return self._d
+
+    def __repr__(self) -> str:
+        return f"Response(text={self.text[:40]!r}, model={self.decision.model!r}, cost_usd={self.cost_usd:.6f})"
+
+
+class StreamEvent:
+    """One event of a stream. `type` is "text_delta", "tool_use_start", "tool_use_delta",
+    "continued" or "completed"; `.text` holds a delta's text; `.response` the completed
+    `Response`."""
+
+    __slots__ = ("type", "data", "response")
+
+    def __init__(self, d: Dict[str, Any]):
+        ((self.type, self.data),) = d.items()
+        self.response: Optional[Response] = Response(self.data) if self.type == "completed" else None
+
+    @property
+    def text(self) -> str:
+        return self.data.get("text", "") if self.type == "text_delta" else ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {self.type: self.data}
+
+    def __repr__(self) -> str:
+        return f"StreamEvent({self.type!r})"

@@ -1,0 +1,256 @@
+//! The native module of the `laneway` Python package: converts Python values to the core's
+//! types and back, runs calls on a tokio runtime without the GIL, and bridges their futures to
+//! asyncio. Every decision stays in the `laneway` crate.
+
+mod bridge;
+mod errors;
+mod runtime;
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use laneway::{Config, GenerateRequest, Router, StreamEvent};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pythonize::{depythonize, pythonize};
+
+use errors::to_py_err;
+
+/// How to build a router; kept so that a forked child can build its own.
+#[derive(Clone)]
+struct Params {
+    config: Config,
+    endpoint_url: Option<String>,
+    credentials: Option<(String, String)>,
+}
+
+impl Params {
+    fn build(&self) -> PyResult<Router> {
+        let mut b = Router::builder().config(self.config.clone());
+        if let Some(url) = &self.endpoint_url {
+            b = b.endpoint_url(url.clone());
+        }
+        if let Some((id, secret)) = &self.credentials {
+            b = b.static_credentials(id.clone(), secret.clone());
+        }
+        bridge::block_on(b.build())?.map_err(to_py_err)
+    }
+}
+
+/// A router: the Rust core's `laneway::Router`, rebuilt in a child after `fork`.
+#[pyclass(module = "laneway._laneway", frozen)]
+struct NativeRouter {
+    params: Params,
+    /// The process it was built in, and the router.
+    inner: Mutex<(u32, Router)>,
+}
+
+fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
+    depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))
+}
+
+fn to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
+    Ok(pythonize(py, value)
+        .map_err(|e| errors::internal(format!("converting the result: {e}")))?
+        .unbind())
+}
+
+impl NativeRouter {
+    /// The router of this process.
+    fn router(&self, py: Python<'_>) -> PyResult<Router> {
+        let pid = std::process::id();
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if inner.0 != pid {
+            // Forked: the parent's connections and runtime threads are not ours.
+            let params = self.params.clone();
+            let router = py.detach(|| params.build())?;
+            *inner = (pid, router);
+        }
+        Ok(inner.1.clone())
+    }
+}
+
+#[pymethods]
+impl NativeRouter {
+    /// Builds a router from a configuration (TOML text or a file path), an endpoint override
+    /// (the emulator) and static credentials; without them, AWS's default chain applies.
+    #[new]
+    #[pyo3(signature = (config_toml=None, config_path=None, endpoint_url=None, access_key_id=None, secret_access_key=None))]
+    fn new(
+        py: Python<'_>,
+        config_toml: Option<String>,
+        config_path: Option<String>,
+        endpoint_url: Option<String>,
+        access_key_id: Option<String>,
+        secret_access_key: Option<String>,
+    ) -> PyResult<Self> {
+        let config = match (config_toml, config_path) {
+            (Some(_), Some(_)) => {
+                return Err(errors::config(
+                    "give a configuration or a path to one, not both",
+                ))
+            }
+            (Some(text), None) => Config::from_toml_str(&text),
+            (None, Some(path)) => Config::from_file(path),
+            (None, None) => Ok(Config::default()),
+        }
+        .map_err(to_py_err)?;
+        let credentials = match (access_key_id, secret_access_key) {
+            (Some(id), Some(secret)) => Some((id, secret)),
+            (None, None) => None,
+            _ => {
+                return Err(errors::config(
+                    "access_key_id and secret_access_key go together",
+                ))
+            }
+        };
+        let params = Params {
+            config,
+            endpoint_url,
+            credentials,
+        };
+        let router = py.detach(|| params.build())?;
+        Ok(Self {
+            params,
+            inner: Mutex::new((std::process::id(), router)),
+        })
+    }
+
+    /// The plan for a request, as a dict, without sending it.
+    fn plan(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let req = request_of(request)?;
+        let plan = self.router(py)?.plan(&req).map_err(to_py_err)?;
+        to_py(py, &plan)
+    }
+
+    /// Sends a request; an asyncio future of the response dict.
+    fn generate<'py>(
+        &self,
+        py: Python<'py>,
+        request: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let req = request_of(request)?;
+        let router = self.router(py)?;
+        bridge::into_asyncio(py, async move { router.generate(req).await }, |py, r| {
+            to_py(py, &r)
+        })
+    }
+
+    /// Sends a request and blocks (without the GIL) until the response dict.
+    fn generate_blocking(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let req = request_of(request)?;
+        let router = self.router(py)?;
+        let out = py.detach(|| bridge::block_on(async move { router.generate(req).await }))?;
+        to_py(py, &out.map_err(to_py_err)?)
+    }
+
+    /// Opens a stream of event dicts; nothing is sent until the first event is asked for.
+    fn stream(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<NativeStream> {
+        let req = request_of(request)?;
+        let router = self.router(py)?;
+        Ok(NativeStream {
+            state: Arc::new(tokio::sync::Mutex::new(StreamState::Pending(Some(
+                Box::new((router, req)),
+            )))),
+        })
+    }
+
+    /// Live prompt-cache totals per family, as a dict.
+    fn cache_totals(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let totals = self.router(py)?.cache_totals();
+        to_py(py, &totals)
+    }
+}
+
+enum StreamState {
+    /// Not opened yet: the router and the request.
+    Pending(Option<Box<(Router, GenerateRequest)>>),
+    Open(laneway::ResponseStream),
+    Done,
+}
+
+/// The next event of a stream: `Ok(None)` at its end.
+async fn next_event(
+    state: Arc<tokio::sync::Mutex<StreamState>>,
+) -> laneway::Result<Option<StreamEvent>> {
+    let mut state = state.lock().await;
+    if let StreamState::Pending(p) = &mut *state {
+        let (router, req) = *p.take().expect("a pending stream has its request");
+        match router.stream(req).await {
+            Ok(s) => *state = StreamState::Open(s),
+            Err(e) => {
+                *state = StreamState::Done;
+                return Err(e);
+            }
+        }
+    }
+    let StreamState::Open(s) = &mut *state else {
+        return Ok(None);
+    };
+    match s.next().await {
+        Some(Ok(ev)) => Ok(Some(ev)),
+        Some(Err(e)) => {
+            *state = StreamState::Done;
+            Err(e)
+        }
+        None => {
+            *state = StreamState::Done;
+            Ok(None)
+        }
+    }
+}
+
+/// A stream of event dicts: `await s.next()` (None at the end) or `s.next_blocking()`.
+#[pyclass(module = "laneway._laneway", frozen)]
+struct NativeStream {
+    state: Arc<tokio::sync::Mutex<StreamState>>,
+}
+
+#[pymethods]
+impl NativeStream {
+    /// An asyncio future of the next event dict, or None after the last.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = Arc::clone(&self.state);
+        bridge::into_asyncio(py, next_event(state), |py, ev| match ev {
+            Some(ev) => to_py(py, &ev),
+            None => Ok(py.None()),
+        })
+    }
+
+    /// The next event dict, or None after the last, blocking without the GIL.
+    fn next_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let state = Arc::clone(&self.state);
+        let ev = py.detach(|| bridge::block_on(next_event(state)))?;
+        match ev.map_err(to_py_err)? {
+            Some(ev) => to_py(py, &ev),
+            None => Ok(py.None()),
+        }
+    }
+
+    /// Ends the stream now, cancelling its request.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let state = Arc::clone(&self.state);
+        py.detach(|| {
+            bridge::block_on(async move {
+                *state.lock().await = StreamState::Done;
+            })
+        })
+    }
+}
+
+/// The scenario-free helpers the tests and examples use.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeRouter>()?;
+    m.add_class::<NativeStream>()?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge::resolve, m)?)?;
+    errors::register(m)?;
+    let _ = PyDict::new(m.py());
+    Ok(())
+}

@@ -1,0 +1,144 @@
+"""The Python API against the emulator: async, streaming, sync, errors, cancellation, load."""
+
+import asyncio
+import os
+
+import pytest
+
+import laneway
+from laneway.testing import Emulator
+
+
+async def test_generate_returns_a_typed_response(router):
+    r = await router.generate("Summarise the refund policy", family="nova", slo="background", max_tokens=24)
+    assert isinstance(r, laneway.Response)
+    assert r.text and r.usage.output_tokens > 0 and r.usage.input_tokens > 0
+    assert r.cost_usd > 0
+    assert r.decision.family == "nova"
+    assert r.decision.tier == "flex"
+    assert r.timings.total_s > 0
+    d = r.to_dict()
+    assert d["decision"]["model"] == r.decision.model
+    assert any(reason["reason"] == "tier_from_slo" for reason in r.decision.reasons)
+
+
+async def test_requests_as_classes_and_dicts(router):
+    req = laneway.Request(messages=[laneway.Message("user", "Hello"), laneway.Message("assistant", "Hi!"), laneway.Message("user", "Tell me more")], model="amazon.nova-lite-v1:0", max_tokens=8, slo="interactive", ttft_target_ms=2000)
+    r = await router.generate(req)
+    assert r.decision.model == "amazon.nova-lite-v1:0"
+    r = await router.generate({"messages": [{"role": "user", "content": [{"text": "Hi"}]}], "model": {"family": "nova"}, "inference": {"max_tokens": 8}})
+    assert r.decision.family == "nova"
+
+
+async def test_stream_yields_deltas_then_the_response(router):
+    deltas, completed = [], None
+    async for ev in router.stream("Tell me a story", family="nova", max_tokens=20):
+        if ev.type == "text_delta":
+            deltas.append(ev.text)
+        elif ev.type == "completed":
+            completed = ev.response
+    assert len(deltas) > 1
+    assert completed is not None and completed.text == "".join(deltas)
+    assert completed.timings.ttft_s is not None
+
+
+def test_sync_twins(router):
+    r = router.generate_sync("Hello", family="nova", max_tokens=8)
+    assert r.text
+    events = list(router.stream_sync("Hello", family="nova", max_tokens=8))
+    assert events[-1].type == "completed"
+    plan = router.plan("Hello", family="nova", slo="interactive")
+    assert plan["attempts"][0]["tier"] == "priority"
+
+
+def test_router_from_a_dict_and_a_toml_file(emulator, tmp_path):
+    config = {"families": {"small": {"variants": ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0"], "default_variant": "amazon.nova-micro-v1:0"}}}
+    r = laneway.Router(config, **emulator.router_kwargs()).generate_sync("Hi", family="small", max_tokens=4)
+    assert r.decision.model == "amazon.nova-micro-v1:0"
+    path = tmp_path / "laneway.toml"
+    path.write_text('[families.small]\nvariants = ["amazon.nova-micro-v1:0"]\n')
+    r = laneway.Router(path, **emulator.router_kwargs()).generate_sync("Hi", family="small", max_tokens=4)
+    assert r.decision.model == "amazon.nova-micro-v1:0"
+
+
+def test_bad_configuration_and_requests_are_typed_errors(emulator):
+    with pytest.raises(laneway.ConfigError) as e:
+        laneway.Router('[families.x]\nvariants = ["no-such-model"]\n', **emulator.router_kwargs())
+    assert e.value.kind == "config" and "families.x.variants" in str(e.value)
+    router = laneway.Router(**emulator.router_kwargs())
+    with pytest.raises(laneway.InvalidRequestError) as e:
+        router.generate_sync("Hi", family="no-such-family")
+    assert "no-such-family" in str(e.value)
+    with pytest.raises(laneway.InvalidRequestError):
+        router.generate_sync({"messages": "not a list"})
+    with pytest.raises(laneway.InvalidRequestError):
+        router.generate_sync({"messages": []})
+    assert issubclass(laneway.InvalidRequestError, laneway.LanewayError)
+
+
+async def test_service_errors_map_to_their_classes(emulator, router):
+    emulator.add_fault({"kind": "outage", "model": "amazon.nova-pro-v1:0"})
+    with pytest.raises(laneway.AllTargetsFailedError) as e:
+        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4)
+    assert e.value.kind == "all_targets_failed"
+    assert len(e.value.attempts) >= 2 and e.value.attempts[0]["kind"] == "unavailable"
+    # One target only, retried: the service's own error class.
+    with pytest.raises(laneway.UnavailableError) as e:
+        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4, residency={"regions": ["eu-west-1"]})
+    assert e.value.code == "ServiceUnavailableException" and e.value.region == "eu-west-1"
+
+
+async def test_a_broken_stream_says_how_much_was_delivered(emulator, router):
+    emulator.add_fault({"kind": "break_stream", "model": "amazon.nova-micro-v1:0", "after_tokens": 3})
+    got = []
+    with pytest.raises(laneway.StreamInterruptedError) as e:
+        async for ev in router.stream("Tell me a long story", model="amazon.nova-micro-v1:0", max_tokens=40):
+            got.append(ev)
+    assert e.value.delivered["deltas"] == len([g for g in got if g.type == "text_delta"]) == 3
+
+
+async def test_cancelling_the_task_cancels_the_request():
+    with Emulator(scenario="startup", time_scale=3.0) as slow:
+        router = laneway.Router(**slow.router_kwargs())
+        # An interactive call with a TTFT target runs as a stream (it may hedge), which the
+        # emulator watches: it counts a stream whose client went away as cancelled.
+        task = asyncio.create_task(router.generate("Write an essay", model="amazon.nova-pro-v1:0", max_tokens=400, slo="interactive", ttft_target_ms=5000))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.5)
+        rows = slow.counters()
+        assert sum(r["cancelled"] for r in rows) == sum(r["requests"] for r in rows) >= 1
+
+        # Leaving an `async for` early cancels the stream too.
+        async for ev in router.stream("Another essay", model="amazon.nova-lite-v1:0", max_tokens=400):
+            if ev.type == "text_delta":
+                break
+        await asyncio.sleep(0.5)
+        rows = slow.counters()
+        assert sum(r["cancelled"] for r in rows) == sum(r["requests"] for r in rows) >= 2
+
+
+async def test_a_thousand_concurrent_requests():
+    # A scenario with capacity for them: the point is the binding, not the emulator's throttling.
+    scenario = os.path.join(os.path.dirname(__file__), "many.toml")
+    with Emulator(scenario=scenario) as emu:
+        router = laneway.Router(**emu.router_kwargs())
+        results = await asyncio.gather(*(router.generate(f"Question {i}", model="amazon.nova-lite-v1:0", max_tokens=4) for i in range(1000)))
+        assert len(results) == 1000 and all(r.text for r in results)
+        assert sum(r["ok"] for r in emu.counters()) == 1000
+
+
+def test_the_router_works_in_a_forked_child(router):
+    router.generate_sync("Warm up", family="nova", max_tokens=4)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ok = router.generate_sync("From the child", family="nova", max_tokens=4).text != ""
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert router.generate_sync("Parent again", family="nova", max_tokens=4).text
