@@ -20,3 +20,7 @@ target/py/bin/pip install --quiet ./bindings-python
 # The tests start the emulator binary that `cargo test` built (target/debug/laneway-emulator).
 cargo build --locked -p laneway-emulator
 target/py/bin/pytest -q bindings-python/tests
+
+echo "== Node: the package built from the checkout (its install script runs cargo), node:test suite"
+node --version
+(cd bindings-node && npm install --no-audit --no-fund && npm test)

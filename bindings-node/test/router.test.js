@@ -1,0 +1,124 @@
+'use strict'
+// The Node API against the emulator: the same cases as the Python suite.
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const laneway = require('..')
+const { startEmulator } = require('../testing')
+
+let emu, router
+before(async () => {
+  emu = await startEmulator({ scenario: 'fast' })
+  router = new laneway.Router(emu.routerOptions())
+})
+after(async () => { await emu.stop() })
+
+test('generate returns a typed response', async () => {
+  const r = await router.generate('Summarise the refund policy', { family: 'nova', slo: 'background', maxTokens: 24 })
+  assert.ok(r instanceof laneway.Response)
+  assert.ok(r.text.length > 0 && r.usage.outputTokens > 0 && r.usage.inputTokens > 0)
+  assert.ok(r.costUsd > 0)
+  assert.equal(r.decision.family, 'nova')
+  assert.equal(r.decision.tier, 'flex')
+  assert.ok(r.timings.totalMs > 0)
+  assert.equal(r.toJSON().decision.model, r.decision.model)
+  assert.ok(r.decision.reasons.some(x => x.reason === 'tier_from_slo'))
+})
+
+test('requests as objects and in the core shape', async () => {
+  let r = await router.generate({ messages: [{ role: 'user', text: 'Hello' }, { role: 'assistant', text: 'Hi!' }, { role: 'user', text: 'More' }], model: 'amazon.nova-lite-v1:0', maxTokens: 8, slo: 'interactive', ttftTargetMs: 2000 })
+  assert.equal(r.decision.model, 'amazon.nova-lite-v1:0')
+  r = await router.generate({ messages: [{ role: 'user', content: [{ text: 'Hi' }] }], model: { family: 'nova' }, inference: { max_tokens: 8 } })
+  assert.equal(r.decision.family, 'nova')
+})
+
+test('stream yields deltas then the response', async () => {
+  const deltas = []
+  let completed
+  for await (const ev of router.stream('Tell me a story', { family: 'nova', maxTokens: 20 })) {
+    if (ev.type === 'text_delta') deltas.push(ev.text)
+    if (ev.type === 'completed') completed = ev.response
+  }
+  assert.ok(deltas.length > 1)
+  assert.equal(completed.text, deltas.join(''))
+  assert.ok(completed.timings.ttftMs !== null)
+  const plan = router.plan('Hello', { family: 'nova', slo: 'interactive' })
+  assert.equal(plan.attempts[0].tier, 'priority')
+})
+
+test('a router from an object and from a TOML file', async () => {
+  const config = { families: { small: { variants: ['amazon.nova-micro-v1:0', 'amazon.nova-lite-v1:0'], default_variant: 'amazon.nova-micro-v1:0' } } }
+  let r = await new laneway.Router({ config, ...emu.routerOptions() }).generate('Hi', { family: 'small', maxTokens: 4 })
+  assert.equal(r.decision.model, 'amazon.nova-micro-v1:0')
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'laneway-')), 'laneway.toml')
+  fs.writeFileSync(file, '[families.small]\nvariants = ["amazon.nova-micro-v1:0"]\n')
+  r = await new laneway.Router({ configPath: file, ...emu.routerOptions() }).generate('Hi', { family: 'small', maxTokens: 4 })
+  assert.equal(r.decision.model, 'amazon.nova-micro-v1:0')
+})
+
+test('bad configuration and requests are typed errors', async () => {
+  assert.throws(() => new laneway.Router({ config: '[families.x]\nvariants = ["no-such-model"]\n', ...emu.routerOptions() }), e => e instanceof laneway.ConfigError && e.code === 'config' && e.message.includes('families.x.variants'))
+  await assert.rejects(router.generate('Hi', { family: 'no-such-family' }), e => e instanceof laneway.InvalidRequestError && e instanceof laneway.LanewayError && e.message.includes('no-such-family'))
+  await assert.rejects(router.generate({ messages: [], model: { family: 'nova' } }), laneway.InvalidRequestError)
+  await assert.rejects(router.generate({ messages: 'nope', model: { family: 'nova' } }), laneway.InvalidRequestError)
+})
+
+test('service errors map to their classes', async () => {
+  await emu.addFault({ kind: 'outage', model: 'amazon.nova-pro-v1:0' })
+  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4 }), e => {
+    assert.ok(e instanceof laneway.AllTargetsFailedError)
+    assert.equal(e.code, 'all_targets_failed')
+    assert.ok(e.attempts.length >= 2 && e.attempts[0].kind === 'unavailable')
+    assert.ok(e.cause instanceof Error)
+    return true
+  })
+  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['eu-west-1'] } }), e => e instanceof laneway.UnavailableError && e.code === 'unavailable' && e.awsCode === 'ServiceUnavailableException' && e.region === 'eu-west-1')
+})
+
+test('a broken stream says how much was delivered', async () => {
+  await emu.addFault({ kind: 'break_stream', model: 'amazon.nova-micro-v1:0', after_tokens: 3 })
+  const got = []
+  await assert.rejects(async () => {
+    for await (const ev of router.stream('Tell me a long story', { model: 'amazon.nova-micro-v1:0', maxTokens: 40 })) got.push(ev)
+  }, e => e instanceof laneway.StreamInterruptedError && e.delivered.deltas === 3 && got.filter(g => g.type === 'text_delta').length === 3)
+})
+
+test('an AbortSignal cancels the request', async () => {
+  const slow = await startEmulator({ scenario: 'startup', timeScale: 3.0 })
+  try {
+    const r = new laneway.Router(slow.routerOptions())
+    const ctl = new AbortController()
+    // Interactive with a TTFT target: runs as a stream, which the emulator watches.
+    const call = r.generate('Write an essay', { model: 'amazon.nova-pro-v1:0', maxTokens: 400, slo: 'interactive', ttftTargetMs: 5000, signal: ctl.signal })
+    setTimeout(() => ctl.abort(), 500)
+    await assert.rejects(call, e => e instanceof laneway.AbortError && e.name === 'AbortError')
+    await new Promise(resolve => setTimeout(resolve, 500))
+    let rows = await slow.counters()
+    const sum = k => rows.reduce((s, x) => s + x[k], 0)
+    assert.ok(sum('requests') >= 1 && sum('cancelled') === sum('requests'))
+
+    const ctl2 = new AbortController()
+    await assert.rejects(async () => {
+      for await (const ev of r.stream('Another essay', { model: 'amazon.nova-lite-v1:0', maxTokens: 400, signal: ctl2.signal })) {
+        if (ev.type === 'text_delta') ctl2.abort()
+      }
+    }, laneway.AbortError)
+    await new Promise(resolve => setTimeout(resolve, 500))
+    rows = await slow.counters()
+    assert.ok(sum('requests') >= 2 && sum('cancelled') === sum('requests'))
+    await assert.rejects(r.generate('x', { signal: AbortSignal.abort() }), laneway.AbortError)
+  } finally { await slow.stop() }
+})
+
+test('a thousand concurrent requests', async () => {
+  const many = await startEmulator({ scenario: path.join(__dirname, 'many.toml') })
+  try {
+    const r = new laneway.Router(many.routerOptions())
+    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => r.generate(`Question ${i}`, { model: 'amazon.nova-lite-v1:0', maxTokens: 4 })))
+    assert.equal(results.length, 1000)
+    assert.ok(results.every(x => x.text.length > 0))
+    assert.equal((await many.counters()).reduce((s, x) => s + x.ok, 0), 1000)
+  } finally { await many.stop() }
+})

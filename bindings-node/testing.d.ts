@@ -1,0 +1,11 @@
+export interface RunningEmulator {
+  url: string
+  routerOptions (): { endpointUrl: string; accessKeyId: string; secretAccessKey: string }
+  addFault (fault: Record<string, unknown>): Promise<void>
+  counters (): Promise<Array<Record<string, any>>>
+  stop (): Promise<void>
+}
+export function startEmulator (options?: { scenario?: string; timeScale?: number }): Promise<RunningEmulator>
+export function findBinary (): string
+export const ACCESS_KEY_ID: string
+export const SECRET_ACCESS_KEY: string
