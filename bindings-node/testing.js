@@ -22,6 +22,14 @@ function findBinary () {
     }
     if (path.dirname(dir) === dir) break
   }
+  // In a checkout of Laneway: build it.
+  for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'emulator', 'Cargo.toml'))) {
+      execFileSync('cargo', ['build', '--quiet', '-p', 'laneway-emulator'], { cwd: dir, stdio: 'inherit' })
+      return path.join(dir, 'target', 'debug', 'laneway-emulator')
+    }
+    if (path.dirname(dir) === dir) break
+  }
   throw new Error('laneway-emulator not found: build it with `cargo build -p laneway-emulator` or set LANEWAY_EMULATOR')
 }
 

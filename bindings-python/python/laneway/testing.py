@@ -4,7 +4,8 @@
         router = laneway.Router(**emu.router_kwargs())
 
 The emulator is the `laneway-emulator` binary (`cargo build -p laneway-emulator`): found through
-`$LANEWAY_EMULATOR`, then on `PATH`, then in the checkout's `target/{debug,release}`.
+`$LANEWAY_EMULATOR`, then on `PATH`, then in the checkout's `target/{debug,release}`; run from a
+checkout without one, it is built with cargo.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def find_binary() -> str:
             candidate = parent / "target" / profile / "laneway-emulator"
             if candidate.is_file():
                 return str(candidate)
+    # In a checkout of Laneway: build it.
+    for parent in [here, *here.parents]:
+        if (parent / "emulator" / "Cargo.toml").is_file() and shutil.which("cargo"):
+            subprocess.run(["cargo", "build", "--quiet", "-p", "laneway-emulator"], cwd=parent, check=True)
+            return str(parent / "target" / "debug" / "laneway-emulator")
     raise FileNotFoundError("laneway-emulator not found: build it with `cargo build -p laneway-emulator` or set LANEWAY_EMULATOR")
 
 
