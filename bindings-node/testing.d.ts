@@ -1,5 +1,6 @@
 export interface RunningEmulator {
   url: string
+  pid: number
   routerOptions (): { endpointUrl: string; accessKeyId: string; secretAccessKey: string }
   addFault (fault: Record<string, unknown>): Promise<void>
   counters (): Promise<Array<Record<string, any>>>

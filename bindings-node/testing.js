@@ -45,6 +45,7 @@ async function startEmulator ({ scenario = 'fast', timeScale } = {}) {
   })
   return {
     url,
+    pid: child.pid,
     routerOptions: () => ({ endpointUrl: url, accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY }),
     addFault: async fault => {
       const r = await fetch(url + '/__laneway/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) })

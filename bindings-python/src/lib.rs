@@ -123,17 +123,20 @@ impl NativeRouter {
         to_py(py, &plan)
     }
 
-    /// Sends a request; an asyncio future of the response dict.
+    /// Sends a request; a future (of `dispatcher`'s event loop) of the response dict.
     fn generate<'py>(
         &self,
         py: Python<'py>,
         request: &Bound<'py, PyAny>,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let req = request_of(request)?;
         let router = self.router(py)?;
-        bridge::into_asyncio(py, async move { router.generate(req).await }, |py, r| {
-            to_py(py, &r)
-        })
+        bridge::Dispatcher::submit(
+            dispatcher,
+            async move { router.generate(req).await },
+            |py, r| to_py(py, &r),
+        )
     }
 
     /// Sends a request and blocks (without the GIL) until the response dict.
@@ -208,10 +211,13 @@ struct NativeStream {
 
 #[pymethods]
 impl NativeStream {
-    /// An asyncio future of the next event dict, or None after the last.
-    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// A future (of `dispatcher`'s event loop) of the next event dict, or None after the last.
+    fn next<'py>(
+        &self,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let state = Arc::clone(&self.state);
-        bridge::into_asyncio(py, next_event(state), |py, ev| match ev {
+        bridge::Dispatcher::submit(dispatcher, next_event(state), |py, ev| match ev {
             Some(ev) => to_py(py, &ev),
             None => Ok(py.None()),
         })
@@ -249,7 +255,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRouter>()?;
     m.add_class::<NativeStream>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
-    m.add_function(wrap_pyfunction!(bridge::resolve, m)?)?;
+    m.add_class::<bridge::Dispatcher>()?;
     errors::register(m)?;
     let _ = PyDict::new(m.py());
     Ok(())

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import weakref
 from typing import Any, AsyncIterator, Dict, Iterator, Mapping, Optional, Union
 
 from . import _laneway
 from ._types import Request, Response, StreamEvent
 
 RequestLike = Union[str, Request, Mapping[str, Any]]
+
+
+_dispatchers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _laneway.Dispatcher]" = weakref.WeakKeyDictionary()
+
+
+def _dispatcher() -> "_laneway.Dispatcher":
+    """The running loop's bridge to the Rust runtime (one per loop and process)."""
+    loop = asyncio.get_running_loop()
+    d = _dispatchers.get(loop)
+    if d is None or d.pid != os.getpid():
+        d = _laneway.Dispatcher(loop)
+        loop.add_reader(d.fileno(), d.drain)
+        _dispatchers[loop] = d
+    return d
 
 
 def _request(request: Optional[RequestLike], kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -77,7 +93,7 @@ class Router:
 
     async def generate(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
         """Sends a request and returns the whole answer. Cancelling the task cancels the call."""
-        return Response(await self._native.generate(_request(request, kwargs)))
+        return Response(await self._native.generate(_request(request, kwargs), _dispatcher()))
 
     def generate_sync(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
         """`generate`, blocking."""
@@ -88,7 +104,7 @@ class Router:
         native = self._native.stream(_request(request, kwargs))
         try:
             while True:
-                event = await native.next()
+                event = await native.next(_dispatcher())
                 if event is None:
                     return
                 yield StreamEvent(event)

@@ -104,7 +104,7 @@ pub fn timeline(
                 yield Step::Break;
                 return;
             }
-            tokio::time::sleep_until(start + ttft + interval * i as u32).await;
+            wait_until(start + ttft + interval * i as u32).await;
             yield Step::Token(i, t);
         }
         if break_at.is_some() {
@@ -119,7 +119,18 @@ pub fn timeline(
 /// Waits as long as a non-streaming answer takes.
 pub async fn wait_whole(answer: &crate::engine::Answer) {
     let n = answer.tokens.len().saturating_sub(1) as u32;
-    tokio::time::sleep(answer.ttft + answer.token_interval * n).await;
+    wait_until(tokio::time::Instant::now() + answer.ttft + answer.token_interval * n).await;
+}
+
+/// Waits until `deadline`. A wait shorter than the timer's 1 ms resolution is skipped: the
+/// timer would round it up to a whole millisecond, which is not the scenario's timing (a stream
+/// still keeps its pace, since each token's deadline counts from the start).
+async fn wait_until(deadline: tokio::time::Instant) {
+    if deadline.saturating_duration_since(tokio::time::Instant::now())
+        >= std::time::Duration::from_millis(1)
+    {
+        tokio::time::sleep_until(deadline).await;
+    }
 }
 
 /// Counts a stream as cancelled if it is dropped before [`StreamEnd::finish`].

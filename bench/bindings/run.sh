@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The bindings benchmark: Laneway's Python binding against boto3 and its Node binding against
+# the AWS SDK for JavaScript, each client pinned to one core, the emulator (release build) to
+# another. Installs what it needs; figures go to stdout (and into BENCHMARKS.md by hand).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --release --locked -p laneway-emulator
+python3 -m venv target/py
+target/py/bin/pip install --quiet "maturin>=1.5,<2" boto3 ./bindings-python
+target/py/bin/python bench/bindings/python_vs_boto3.py
+(cd bench/bindings && npm install --no-audit --no-fund --silent)
+taskset -c 0 node bench/bindings/node_vs_sdk.js
