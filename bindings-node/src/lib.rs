@@ -77,8 +77,10 @@ type SharedStream = Arc<tokio::sync::Mutex<StreamState>>;
 #[napi]
 pub struct NativeRouter {
     router: Router,
-    calls: Arc<Mutex<HashMap<u32, tokio::task::AbortHandle>>>,
+    calls: Arc<Mutex<HashMap<u32, futures::future::AbortHandle>>>,
     streams: Arc<Mutex<HashMap<u32, SharedStream>>>,
+    /// The pending `nextEvent` of each stream, to abort on `closeStream`.
+    waiting: Mutex<HashMap<u32, futures::future::AbortHandle>>,
     next_stream: Mutex<u32>,
 }
 
@@ -125,6 +127,7 @@ impl NativeRouter {
             router,
             calls: Arc::default(),
             streams: Arc::default(),
+            waiting: Mutex::default(),
             next_stream: Mutex::new(0),
         })
     }
@@ -140,19 +143,15 @@ impl NativeRouter {
     #[napi]
     pub async fn generate(&self, request_json: String, call_id: u32) -> napi::Result<String> {
         let req = request_of(&request_json)?;
-        let router = self.router.clone();
-        let task = tokio::spawn(async move { router.generate(req).await });
-        lock(&self.calls).insert(call_id, task.abort_handle());
-        let out = task.await;
+        // Already on napi's tokio runtime: abortable in place, no second task to hand off to.
+        let (handle, registration) = futures::future::AbortHandle::new_pair();
+        lock(&self.calls).insert(call_id, handle);
+        let out = futures::future::Abortable::new(self.router.generate(req), registration).await;
         lock(&self.calls).remove(&call_id);
         match out {
             Ok(Ok(r)) => to_json(&r),
             Ok(Err(e)) => Err(js_error(e)),
-            Err(e) if e.is_cancelled() => Err(plain_error("aborted", "the call was aborted")),
-            Err(e) => Err(plain_error(
-                "internal",
-                format!("internal error in Laneway (please report it): {e}"),
-            )),
+            Err(futures::future::Aborted) => Err(plain_error("aborted", "the call was aborted")),
         }
     }
 
@@ -183,21 +182,24 @@ impl NativeRouter {
         let Some(state) = lock(&self.streams).get(&stream_id).cloned() else {
             return Ok(None);
         };
-        let task = tokio::spawn(async move { next_event(state).await });
-        match task.await {
-            Ok(Ok(Some(ev))) => Ok(Some(to_json(&ev)?)),
-            Ok(Ok(None)) => {
+        // `closeStream` aborts a pending event too, dropping the stream (and its request) now.
+        let (handle, registration) = futures::future::AbortHandle::new_pair();
+        lock(&self.waiting).insert(stream_id, handle);
+        let out = futures::future::Abortable::new(next_event(state), registration).await;
+        lock(&self.waiting).remove(&stream_id);
+        let Ok(out) = out else {
+            return Ok(None);
+        };
+        match out {
+            Ok(Some(ev)) => Ok(Some(to_json(&ev)?)),
+            Ok(None) => {
                 lock(&self.streams).remove(&stream_id);
                 Ok(None)
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 lock(&self.streams).remove(&stream_id);
                 Err(js_error(e))
             }
-            Err(e) => Err(plain_error(
-                "internal",
-                format!("internal error in Laneway (please report it): {e}"),
-            )),
         }
     }
 
@@ -205,6 +207,9 @@ impl NativeRouter {
     #[napi]
     pub fn close_stream(&self, stream_id: u32) {
         lock(&self.streams).remove(&stream_id);
+        if let Some(h) = lock(&self.waiting).remove(&stream_id) {
+            h.abort();
+        }
     }
 
     /// Prompt-cache totals per family, as JSON.

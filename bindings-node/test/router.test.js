@@ -122,3 +122,20 @@ test('a thousand concurrent requests', async () => {
     assert.equal((await many.counters()).reduce((s, x) => s + x.ok, 0), 1000)
   } finally { await many.stop() }
 })
+
+test('aborting while an event is pending cancels the stream at once', async () => {
+  const slow = await startEmulator({ scenario: 'startup', timeScale: 3.0 })
+  try {
+    const r = new laneway.Router(slow.routerOptions())
+    const ctl = new AbortController()
+    setTimeout(() => ctl.abort(), 300) // long before the first token
+    await assert.rejects(async () => {
+      for await (const ev of r.stream('An essay', { model: 'amazon.nova-pro-v1:0', maxTokens: 400, signal: ctl.signal })) assert.fail(`no event expected, got ${ev.type}`)
+    }, laneway.AbortError)
+    await new Promise(resolve => setTimeout(resolve, 300))
+    const rows = await slow.counters()
+    const sum = k => rows.reduce((s, x) => s + x[k], 0)
+    assert.equal(sum('requests'), 1)
+    assert.equal(sum('cancelled'), 1)
+  } finally { await slow.stop() }
+})
