@@ -139,3 +139,24 @@ test('aborting while an event is pending cancels the stream at once', async () =
     assert.equal(sum('cancelled'), 1)
   } finally { await slow.stop() }
 })
+
+for (const [fault, Class] of [['throttle', 'ThrottledError'], ['model_not_ready', 'ModelNotReadyError'], ['internal_error', 'ServiceInternalError'], ['outage', 'UnavailableError']]) {
+  test(`a ${fault} fault is a ${Class}`, async () => {
+    const own = await startEmulator({ scenario: 'fast' })
+    try {
+      await own.addFault({ kind: fault, model: 'amazon.nova-micro-v1:0', region: 'us-west-2' })
+      const r = new laneway.Router(own.routerOptions())
+      // One target only (a region list allows no profile): its own error comes back.
+      await assert.rejects(r.generate('Hi', { model: 'amazon.nova-micro-v1:0', residency: { regions: ['us-west-2'] }, maxTokens: 4 }),
+        e => e instanceof laneway[Class] && e instanceof laneway.LanewayError && e.region === 'us-west-2' && e.target === 'amazon.nova-micro-v1:0')
+    } finally { await own.stop() }
+  })
+}
+
+test('refusals have their classes', async () => {
+  await assert.rejects(new laneway.Router({ ...emu.routerOptions(), secretAccessKey: 'not-the-secret' }).generate('Hi', { model: 'amazon.nova-lite-v1:0', maxTokens: 4 }),
+    e => e instanceof laneway.AccessDeniedError && e.code === 'access_denied' && e.httpStatus === 403)
+  const config = '[models."amazon.titan-text-express-v1"]\nprovider = "bedrock"\nregions = ["us-east-1"]\nprice = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n'
+  await assert.rejects(new laneway.Router({ config, ...emu.routerOptions() }).generate('Hi', { model: 'amazon.titan-text-express-v1', maxTokens: 4 }),
+    e => e instanceof laneway.ValidationError && e.code === 'validation' && e.awsCode === 'ValidationException')
+})

@@ -142,3 +142,35 @@ def test_the_router_works_in_a_forked_child(router):
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     assert router.generate_sync("Parent again", family="nova", max_tokens=4).text
+
+
+@pytest.mark.parametrize(
+    "fault, error",
+    [
+        ("throttle", laneway.ThrottledError),
+        ("model_not_ready", laneway.ModelNotReadyError),
+        ("internal_error", laneway.ServiceInternalError),
+        ("outage", laneway.UnavailableError),
+    ],
+)
+def test_each_service_failure_has_its_class(fault, error):
+    with Emulator(scenario="fast") as emu:
+        emu.add_fault({"kind": fault, "model": "amazon.nova-micro-v1:0", "region": "us-west-2"})
+        router = laneway.Router(**emu.router_kwargs())
+        with pytest.raises(error) as e:
+            # One target only (a region list allows no profile): its own error comes back.
+            router.generate_sync("Hi", model="amazon.nova-micro-v1:0", residency={"regions": ["us-west-2"]}, max_tokens=4)
+        assert isinstance(e.value, laneway.LanewayError)
+        assert e.value.region == "us-west-2" and e.value.target == "amazon.nova-micro-v1:0"
+
+
+def test_refusals_have_their_classes(emulator):
+    wrong_key = dict(emulator.router_kwargs(), secret_access_key="not-the-secret")
+    with pytest.raises(laneway.AccessDeniedError) as e:
+        laneway.Router(**wrong_key).generate_sync("Hi", model="amazon.nova-lite-v1:0", max_tokens=4)
+    assert e.value.kind == "access_denied" and e.value.http_status == 403
+    # A model the configuration knows and the service does not.
+    config = '[models."amazon.titan-text-express-v1"]\nprovider = "bedrock"\nregions = ["us-east-1"]\nprice = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n'
+    with pytest.raises(laneway.ValidationError) as e:
+        laneway.Router(config, **emulator.router_kwargs()).generate_sync("Hi", model="amazon.titan-text-express-v1", max_tokens=4)
+    assert e.value.kind == "validation" and e.value.code == "ValidationException"
