@@ -56,6 +56,19 @@ impl Router {
         self.exec.state.cache_totals()
     }
 
+    /// Everything measured so far: per lane latency percentiles, tokens, cost, errors, failovers
+    /// and hedges; SLO attainment per class; calls in flight; cost per finished task.
+    /// `router.metrics().prometheus()` gives the Prometheus text exposition.
+    pub fn metrics(&self) -> crate::telemetry::MetricsSnapshot {
+        self.exec.telemetry.snapshot()
+    }
+
+    /// Closes a task (the calls that carried its `task_id`): its cost joins the per-task and
+    /// per-successful-task figures. Returns false if no finished call named the task.
+    pub fn finish_task(&self, task_id: &str, success: bool) -> bool {
+        self.exec.telemetry.finish_task(task_id, success)
+    }
+
     /// What the router would do for this request now, without sending it.
     pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
         self.exec.plan(request)

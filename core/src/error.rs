@@ -4,7 +4,9 @@
 use std::fmt;
 
 /// What kind of failure an [`Error`] is. Stable: bindings map it to exception classes and codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The service is over capacity for this target (ThrottlingException, 429).

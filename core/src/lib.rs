@@ -33,6 +33,7 @@ pub mod execute;
 pub mod plan;
 mod request;
 mod response;
+pub mod telemetry;
 
 pub use client::{Router, RouterBuilder};
 pub use config::{Config, Provider};

@@ -31,6 +31,7 @@ pub struct Executor {
     pub bedrock: Box<dyn Backend>,
     pub sagemaker: Box<dyn Backend>,
     pub state: State,
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 impl std::fmt::Debug for Executor {
@@ -50,6 +51,7 @@ impl Executor {
             bedrock,
             sagemaker,
             state,
+            telemetry: crate::telemetry::Telemetry::default(),
         }
     }
 
@@ -101,7 +103,8 @@ impl Executor {
         let mut run = Run::new(self, request, plan);
         loop {
             let Some(inflight) = run.next_attempt() else {
-                return Err(run.exhausted());
+                let e = run.exhausted();
+                return Err(run.failed_with(e));
             };
             let checkpoints = run.checkpoints_for(&inflight.attempt);
             let result = self
@@ -119,7 +122,11 @@ impl Executor {
                     inflight.succeed(&response.usage, &response.timings, run.clock.started());
                     return Ok(response);
                 }
-                Err(e) => run.after_failure(inflight, e).await?,
+                Err(e) => {
+                    if let Err(stop) = run.after_failure(inflight, e).await {
+                        return Err(run.failed_with(stop));
+                    }
+                }
             }
         }
     }

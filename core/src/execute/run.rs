@@ -28,11 +28,22 @@ pub struct Run<'a> {
     /// Decisions made while executing (overflows, skipped targets), after the plan's.
     pub reasons: Vec<Reason>,
     pub hedge: Option<HedgeReport>,
+    /// The lane of the plan's first target: where a failed call is counted.
+    first_lane: Option<crate::telemetry::LaneKey>,
+    _in_flight: crate::telemetry::InFlightGuard<'a>,
 }
 
 impl<'a> Run<'a> {
     pub fn new(exec: &'a Executor, request: &'a GenerateRequest, mut plan: Plan) -> Self {
         exec.state.record_call(Instant::now());
+        let first_lane = plan.attempts.first().map(|a| crate::telemetry::LaneKey {
+            family: plan.family.clone(),
+            model: a.model.clone(),
+            target: a.target.id().to_string(),
+            region: a.target.region().to_string(),
+            tier: a.tier,
+            slo_class: request.slo.class,
+        });
         let remaining = std::mem::take(&mut plan.attempts).into_iter();
         Self {
             exec,
@@ -48,7 +59,29 @@ impl<'a> Run<'a> {
             failed: Vec::new(),
             reasons: Vec::new(),
             hedge: None,
+            first_lane,
+            _in_flight: exec.telemetry.start(),
         }
+    }
+
+    fn call_slo(&self) -> crate::telemetry::CallSlo<'a> {
+        let r = self.request;
+        crate::telemetry::CallSlo {
+            class: r.slo.class,
+            ttft_target: r.slo.ttft_target,
+            deadline: r.slo.deadline,
+            task_id: r.task_id.as_deref(),
+        }
+    }
+
+    /// Counts the call's final error in the telemetry; returns it.
+    pub fn failed_with(&self, e: Error) -> Error {
+        if let Some(lane) = &self.first_lane {
+            self.exec
+                .telemetry
+                .record_failure(self.call_slo(), lane.clone(), e.kind());
+        }
+        e
     }
 
     /// Whether a candidate remains after the ones taken.
@@ -264,7 +297,7 @@ impl<'a> Run<'a> {
         );
         let mut reasons = std::mem::take(&mut self.plan.reasons);
         reasons.append(&mut self.reasons);
-        GenerateResponse {
+        let response = GenerateResponse {
             content: done.content,
             stop_reason: done.stop_reason,
             usage: done.usage,
@@ -292,6 +325,10 @@ impl<'a> Run<'a> {
             },
             cost_usd,
             cache_savings_usd: uncached_cost - cost_usd,
-        }
+        };
+        self.exec
+            .telemetry
+            .record_success(self.call_slo(), &response);
+        response
     }
 }

@@ -254,7 +254,8 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
         let mut resumed: Option<GenerateRequest> = None;
         loop {
             let Some(first) = run.next_attempt() else {
-                yield Err(run.exhausted());
+                let e = run.exhausted();
+                yield Err(run.failed_with(e));
                 return;
             };
             let req = resumed.as_ref().unwrap_or(&request);
@@ -298,7 +299,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                 Ok(parts) => parts,
                 Err(e) => {
                     if let Err(stop) = run.after_failure(inflight, e).await {
-                        yield Err(stop);
+                        yield Err(run.failed_with(stop));
                         return;
                     }
                     continue;
@@ -345,7 +346,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                     // Nothing reached the caller: another target may still serve it whole.
                     run.clock.restart_attempt();
                     if let Err(stop) = run.after_failure(inflight, failure).await {
-                        yield Err(stop);
+                        yield Err(run.failed_with(stop));
                         return;
                     }
                 } else if request.continue_on_interrupt && failure.fails_over() && run.has_more() {
@@ -360,7 +361,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                 } else {
                     let delivered = assembly.delivered();
                     run.record_failed(inflight, failure.clone());
-                    yield Err(Error::StreamInterrupted { delivered, cause: Box::new(failure) });
+                    yield Err(run.failed_with(Error::StreamInterrupted { delivered, cause: Box::new(failure) }));
                     return;
                 }
                 break;

@@ -1,0 +1,322 @@
+//! What the router measures while traffic flows: per lane (family, model, target, region, tier,
+//! SLO class) latency histograms, tokens and cost, errors by kind, failovers and hedges; SLO
+//! attainment per class; requests in flight; and cost per task and per successful task.
+//!
+//! Labels come from configuration and the plan only (never from prompt text), so their number
+//! is bounded by the configured models, targets and regions. Read it with
+//! [`Router::metrics`](crate::Router::metrics) (a [`MetricsSnapshot`]) or as Prometheus text
+//! with [`MetricsSnapshot::prometheus`].
+//!
+//! Not here yet (issue 7): OpenTelemetry export, an HTTP endpoint, `tracing` spans, the
+//! bindings' access to the snapshot, `laneway bench` and `laneway recommend`.
+
+mod prometheus;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::error::ErrorKind;
+use crate::request::{ServiceTier, SloClass};
+use crate::response::GenerateResponse;
+
+/// The labels of one lane of traffic.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct LaneKey {
+    pub family: Option<String>,
+    pub model: String,
+    /// The model id, profile id or endpoint name sent to.
+    pub target: String,
+    pub region: String,
+    pub tier: Option<ServiceTier>,
+    pub slo_class: SloClass,
+}
+
+/// Percentiles of one measure, in seconds (or tokens/s).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub mean: f64,
+}
+
+/// One lane's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LaneSnapshot {
+    pub requests: u64,
+    pub ttft_s: Percentiles,
+    /// Mean gap between content deltas, per stream.
+    pub inter_token_s: Percentiles,
+    pub latency_s: Percentiles,
+    pub output_tokens_per_second: Percentiles,
+    /// Calls that ended in an error, by kind (the lane of their first planned target).
+    pub errors: BTreeMap<ErrorKind, u64>,
+    /// Failed attempts before a success.
+    pub failovers: u64,
+    pub hedges: u64,
+    pub escalations: u64,
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// How often one SLO class met its targets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SloAttainment {
+    pub calls: u64,
+    /// Calls with a TTFT target, and those that met it.
+    pub ttft_targeted: u64,
+    pub ttft_met: u64,
+    /// Calls with a deadline, and those that met it.
+    pub deadline_targeted: u64,
+    pub deadline_met: u64,
+}
+
+/// Cost of finished tasks (calls sharing a `task_id`, closed by `finish_task`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct TaskCosts {
+    pub tasks: u64,
+    pub successful: u64,
+    pub cost_usd: f64,
+}
+
+impl TaskCosts {
+    /// Mean cost per task, per successful task (all tasks' cost over the successful ones).
+    pub fn per_task(&self) -> Option<f64> {
+        (self.tasks > 0).then(|| self.cost_usd / self.tasks as f64)
+    }
+    pub fn per_successful_task(&self) -> Option<f64> {
+        (self.successful > 0).then(|| self.cost_usd / self.successful as f64)
+    }
+}
+
+/// Everything measured so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetricsSnapshot {
+    pub lanes: Vec<(LaneKey, LaneSnapshot)>,
+    pub slo: BTreeMap<SloClass, SloAttainment>,
+    /// Tasks finished, overall and per SLO class of their calls.
+    pub tasks: TaskCosts,
+    pub tasks_by_class: BTreeMap<SloClass, TaskCosts>,
+    /// Calls running now (the client-side queue).
+    pub in_flight: i64,
+}
+
+struct Lane {
+    ttft_us: Histogram<u64>,
+    itl_us: Histogram<u64>,
+    latency_us: Histogram<u64>,
+    tps: Histogram<u64>,
+    counts: LaneSnapshot,
+}
+
+impl Lane {
+    fn new() -> Self {
+        let h = || Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid bounds");
+        Self {
+            ttft_us: h(),
+            itl_us: h(),
+            latency_us: h(),
+            tps: Histogram::new_with_bounds(1, 1_000_000, 2).expect("valid bounds"),
+            counts: LaneSnapshot::default(),
+        }
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    (d.as_micros() as u64).max(1)
+}
+
+fn percentiles(h: &Histogram<u64>, scale: f64) -> Percentiles {
+    if h.is_empty() {
+        return Percentiles::default();
+    }
+    Percentiles {
+        count: h.len(),
+        p50: h.value_at_quantile(0.5) as f64 * scale,
+        p90: h.value_at_quantile(0.9) as f64 * scale,
+        p99: h.value_at_quantile(0.99) as f64 * scale,
+        mean: h.mean() * scale,
+    }
+}
+
+#[derive(Default)]
+struct OpenTask {
+    cost_usd: f64,
+    class: SloClass,
+}
+
+/// The router's measurements.
+#[derive(Default)]
+pub struct Telemetry {
+    lanes: Mutex<HashMap<LaneKey, Lane>>,
+    slo: Mutex<BTreeMap<SloClass, SloAttainment>>,
+    open_tasks: Mutex<HashMap<String, OpenTask>>,
+    finished: Mutex<(TaskCosts, BTreeMap<SloClass, TaskCosts>)>,
+    in_flight: AtomicI64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the caller asked of one call, for SLO attainment and task costs.
+#[derive(Debug, Clone, Copy)]
+pub struct CallSlo<'a> {
+    pub class: SloClass,
+    pub ttft_target: Option<Duration>,
+    pub deadline: Option<Duration>,
+    pub task_id: Option<&'a str>,
+}
+
+impl Telemetry {
+    /// A call started; the guard counts it in flight until dropped.
+    pub fn start(&self) -> InFlightGuard<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlightGuard(self)
+    }
+
+    /// A call succeeded.
+    pub fn record_success(&self, slo: CallSlo<'_>, r: &GenerateResponse) {
+        let d = &r.decision;
+        let key = LaneKey {
+            family: d.family.clone(),
+            model: d.model.clone(),
+            target: d.target.clone(),
+            region: d.region.clone(),
+            tier: d.served_tier.or(d.tier),
+            slo_class: slo.class,
+        };
+        {
+            let mut lanes = lock(&self.lanes);
+            let lane = lanes.entry(key).or_insert_with(Lane::new);
+            let t = &r.timings;
+            if let Some(ttft) = t.ttft {
+                let _ = lane.ttft_us.record(us(ttft));
+            }
+            if let Some(itl) = t.inter_token {
+                let _ = lane.itl_us.record(us(itl.mean));
+            }
+            let _ = lane.latency_us.record(us(t.total));
+            if let Some(tps) = t
+                .output_tokens_per_second
+                .filter(|v| v.is_finite() && *v >= 1.0)
+            {
+                let _ = lane.tps.record(tps as u64);
+            }
+            let c = &mut lane.counts;
+            c.requests += 1;
+            c.failovers += d.failed_attempts.len() as u64;
+            c.hedges += u64::from(d.hedge.is_some());
+            c.escalations += d
+                .reasons
+                .iter()
+                .filter(|x| matches!(x, crate::plan::Reason::DeadlineEscalation { .. }))
+                .count() as u64;
+            c.input_tokens += u64::from(r.usage.input_tokens);
+            c.cache_read_tokens += u64::from(r.usage.cache_read_tokens);
+            c.cache_write_tokens += u64::from(r.usage.cache_write_tokens);
+            c.output_tokens += u64::from(r.usage.output_tokens);
+            c.cost_usd += r.cost_usd;
+        }
+        let ttft_met = match (slo.ttft_target, r.timings.ttft) {
+            (Some(target), Some(ttft)) => Some(ttft <= target),
+            // A whole answer has no first token of its own: it met the target if it all came in time.
+            (Some(target), None) => Some(r.timings.total <= target),
+            _ => None,
+        };
+        self.record_slo(slo, ttft_met, slo.deadline.map(|d| r.timings.total <= d));
+        if let Some(task) = slo.task_id {
+            let mut open = lock(&self.open_tasks);
+            let t = open.entry(task.to_string()).or_default();
+            t.cost_usd += r.cost_usd;
+            t.class = t.class.min(slo.class);
+        }
+    }
+
+    /// A call failed after trying `lane` first (its plan's first target).
+    pub fn record_failure(&self, slo: CallSlo<'_>, lane: LaneKey, kind: ErrorKind) {
+        *lock(&self.lanes)
+            .entry(lane)
+            .or_insert_with(Lane::new)
+            .counts
+            .errors
+            .entry(kind)
+            .or_default() += 1;
+        self.record_slo(
+            slo,
+            slo.ttft_target.map(|_| false),
+            slo.deadline.map(|_| false),
+        );
+    }
+
+    fn record_slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
+        let mut all = lock(&self.slo);
+        let a = all.entry(slo.class).or_default();
+        a.calls += 1;
+        if let Some(met) = ttft_met {
+            a.ttft_targeted += 1;
+            a.ttft_met += u64::from(met);
+        }
+        if let Some(met) = deadline_met {
+            a.deadline_targeted += 1;
+            a.deadline_met += u64::from(met);
+        }
+    }
+
+    /// Closes a task: its calls' cost joins the per-task figures. `false` if no call named it.
+    pub fn finish_task(&self, task_id: &str, success: bool) -> bool {
+        let Some(task) = lock(&self.open_tasks).remove(task_id) else {
+            return false;
+        };
+        let mut finished = lock(&self.finished);
+        let (all, by_class) = &mut *finished;
+        for t in [all, by_class.entry(task.class).or_default()] {
+            t.tasks += 1;
+            t.successful += u64::from(success);
+            t.cost_usd += task.cost_usd;
+        }
+        true
+    }
+
+    /// Everything measured so far.
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let mut lanes: Vec<(LaneKey, LaneSnapshot)> = lock(&self.lanes)
+            .iter()
+            .map(|(k, l)| {
+                let mut s = l.counts.clone();
+                s.ttft_s = percentiles(&l.ttft_us, 1e-6);
+                s.inter_token_s = percentiles(&l.itl_us, 1e-6);
+                s.latency_s = percentiles(&l.latency_us, 1e-6);
+                s.output_tokens_per_second = percentiles(&l.tps, 1.0);
+                (k.clone(), s)
+            })
+            .collect();
+        lanes.sort_by(|a, b| a.0.cmp(&b.0));
+        let finished = lock(&self.finished).clone();
+        MetricsSnapshot {
+            lanes,
+            slo: lock(&self.slo).clone(),
+            tasks: finished.0,
+            tasks_by_class: finished.1,
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Counts a call in flight while it lives.
+pub struct InFlightGuard<'a>(&'a Telemetry);
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
