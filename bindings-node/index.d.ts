@@ -81,6 +81,10 @@ export class Router {
   stream (request: string | RequestOptions, options?: RequestOptions & CallOptions): AsyncGenerator<StreamEvent, void, void>
   plan (request: string | RequestOptions, options?: RequestOptions): Record<string, any>
   cacheTotals (): Record<string, any>
+  /** Per-lane latency percentiles, tokens, cost, errors; SLO attainment; in flight; task costs. */
+  metrics (): { lanes: Array<[Record<string, any>, Record<string, any>]>; slo: Record<string, any>; tasks: { tasks: number; successful: number; cost_usd: number }; in_flight: number }
+  prometheus (): string
+  finishTask (taskId: string, success: boolean): boolean
 }
 
 /** Every error Laneway throws. `code` is the stable error kind, e.g. `throttled`. */

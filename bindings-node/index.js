@@ -199,6 +199,16 @@ class Router {
     } catch (e) { throw convertError(e) }
   }
 
+  /** Everything measured so far: per-lane latency percentiles (seconds), tokens, cost, errors,
+   * failovers and hedges; SLO attainment per class; calls in flight; task costs. */
+  metrics () { return JSON.parse(this._n.metrics()) }
+
+  /** The metrics as Prometheus text (GenAI semantic-convention names where they exist). */
+  prometheus () { return this._n.prometheus() }
+
+  /** Closes a task (the calls that carried `taskId`); false if no call named it. */
+  finishTask (taskId, success) { return this._n.finishTask(taskId, success) }
+
   /** Prompt-cache totals per family. */
   cacheTotals () { return JSON.parse(this._n.cacheTotals()) }
 }

@@ -212,6 +212,24 @@ impl NativeRouter {
         }
     }
 
+    /// Everything measured so far, as JSON.
+    #[napi]
+    pub fn metrics(&self) -> napi::Result<String> {
+        to_json(&self.router.metrics())
+    }
+
+    /// The metrics as Prometheus text.
+    #[napi]
+    pub fn prometheus(&self) -> String {
+        self.router.metrics().prometheus()
+    }
+
+    /// Closes a task: its calls' cost joins the per-task figures.
+    #[napi]
+    pub fn finish_task(&self, task_id: String, success: bool) -> bool {
+        self.router.finish_task(&task_id, success)
+    }
+
     /// Prompt-cache totals per family, as JSON.
     #[napi]
     pub fn cache_totals(&self) -> napi::Result<String> {

@@ -160,3 +160,16 @@ test('refusals have their classes', async () => {
   await assert.rejects(new laneway.Router({ config, ...emu.routerOptions() }).generate('Hi', { model: 'amazon.titan-text-express-v1', maxTokens: 4 }),
     e => e instanceof laneway.ValidationError && e.code === 'validation' && e.awsCode === 'ValidationException')
 })
+
+test('metrics and task costs', async () => {
+  const r = new laneway.Router(emu.routerOptions())
+  for (let i = 0; i < 3; i++) await r.generate(`Step ${i}`, { family: 'nova', maxTokens: 8, taskId: 't1', slo: 'interactive', ttftTargetMs: 5000 })
+  assert.equal(r.finishTask('t1', true), true)
+  assert.equal(r.finishTask('t1', true), false)
+  const m = r.metrics()
+  assert.equal(m.lanes.reduce((s, [, lane]) => s + lane.requests, 0), 3)
+  assert.equal(m.tasks.tasks, 1)
+  assert.ok(m.tasks.cost_usd > 0)
+  assert.equal(m.slo.interactive.ttft_targeted, 3)
+  assert.ok(r.prometheus().includes('gen_ai_client_operation_duration_seconds'))
+})

@@ -102,9 +102,12 @@ impl Dispatcher {
 
     /// Resolves the futures of all finished work (the loop calls it when the socket is ready).
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
-        self.shared.signalled.store(false, Ordering::Release);
+        // Order matters: consume the wake-ups first, then re-arm, then take the work. Re-arming
+        // before reading could swallow the byte of a push made in between and leave the flag
+        // set with no byte pending: every later push would then skip its wake-up.
         let mut buf = [0u8; 256];
         while matches!((&self.watched).read(&mut buf), Ok(n) if n > 0) {}
+        self.shared.signalled.store(false, Ordering::Release);
         let ready = std::mem::take(&mut *lock(&self.shared.ready));
         for (id, outcome) in ready {
             let Some(future) = lock(&self.pending).remove(&id) else {

@@ -158,6 +158,22 @@ impl NativeRouter {
         })
     }
 
+    /// Everything measured so far, as a dict (see `laneway::telemetry::MetricsSnapshot`).
+    fn metrics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let m = self.router(py)?.metrics();
+        to_py(py, &m)
+    }
+
+    /// The metrics as Prometheus text.
+    fn prometheus(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.router(py)?.metrics().prometheus())
+    }
+
+    /// Closes a task: its calls' cost joins the per-task figures.
+    fn finish_task(&self, py: Python<'_>, task_id: &str, success: bool) -> PyResult<bool> {
+        Ok(self.router(py)?.finish_task(task_id, success))
+    }
+
     /// Live prompt-cache totals per family, as a dict.
     fn cache_totals(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let totals = self.router(py)?.cache_totals();

@@ -127,6 +127,20 @@ class Router:
         """The plan for a request (model, attempts, reasons, cache checkpoints) without sending it."""
         return self._native.plan(_request(request, kwargs))
 
+    def metrics(self) -> Dict[str, Any]:
+        """Everything measured so far: per-lane latency percentiles (seconds), tokens, cost,
+        errors, failovers and hedges; SLO attainment per class; calls in flight; task costs."""
+        return self._native.metrics()
+
+    def prometheus(self) -> str:
+        """The metrics as Prometheus text (GenAI semantic-convention names where they exist)."""
+        return self._native.prometheus()
+
+    def finish_task(self, task_id: str, success: bool) -> bool:
+        """Closes a task (the calls that carried `task_id`): its cost joins the per-task and
+        per-successful-task figures. False if no call named it."""
+        return self._native.finish_task(task_id, success)
+
     def cache_totals(self) -> Dict[str, Any]:
         """Prompt-cache totals per family since the router started."""
         return self._native.cache_totals()
