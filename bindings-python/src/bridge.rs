@@ -106,7 +106,8 @@ impl Dispatcher {
         // before reading could swallow the byte of a push made in between and leave the flag
         // set with no byte pending: every later push would then skip its wake-up.
         let mut buf = [0u8; 256];
-        while matches!((&self.watched).read(&mut buf), Ok(n) if n > 0) {}
+        // One read empties it (a byte per re-arm); loop only if the buffer came back full.
+        while matches!((&self.watched).read(&mut buf), Ok(n) if n == buf.len()) {}
         self.shared.signalled.store(false, Ordering::Release);
         let ready = std::mem::take(&mut *lock(&self.shared.ready));
         for (id, outcome) in ready {
