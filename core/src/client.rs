@@ -80,7 +80,8 @@ impl Router {
     /// request the service refuses as invalid is not retried.
     pub async fn generate(&self, request: GenerateRequest) -> Result<GenerateResponse> {
         let plan = self.plan(&request)?;
-        self.exec.generate(&request, plan).await
+        let span = call_span("generate", &request, &plan);
+        tracing::Instrument::instrument(self.exec.generate(&request, plan), span).await
     }
 
     /// Sends a request and streams the answer.
@@ -106,7 +107,10 @@ impl Router {
     /// ```
     pub async fn stream(&self, request: GenerateRequest) -> Result<ResponseStream> {
         let plan = self.plan(&request)?;
-        Ok(Arc::clone(&self.exec).stream(request, plan))
+        let span = call_span("stream", &request, &plan);
+        Ok(Arc::clone(&self.exec)
+            .stream(request, plan)
+            .instrumented(span))
     }
 }
 
@@ -225,4 +229,19 @@ impl RouterBuilder {
             exec: Arc::new(exec),
         })
     }
+}
+
+/// The `tracing` span of one call: what was planned, never the prompt.
+fn call_span(operation: &'static str, request: &GenerateRequest, plan: &Plan) -> tracing::Span {
+    let first = plan.attempts.first();
+    tracing::info_span!(
+        "laneway.call",
+        gen_ai.operation.name = operation,
+        gen_ai.request.model = %plan.model,
+        family = plan.family.as_deref().unwrap_or(""),
+        slo_class = %request.slo.class,
+        target = first.map(|a| a.target.id()).unwrap_or(""),
+        region = first.map(|a| a.target.region()).unwrap_or(""),
+        attempts_planned = plan.attempts.len(),
+    )
 }

@@ -10,6 +10,17 @@ use crate::request::ServiceTier;
 use crate::response::{Timings, Usage};
 use crate::state::{State, Ticket};
 
+/// The `tracing` span of one attempt: its model, target, region and tier.
+pub fn span(attempt: &Attempt) -> tracing::Span {
+    tracing::info_span!(
+        "laneway.attempt",
+        model = %attempt.model,
+        target = attempt.target.id(),
+        region = attempt.target.region(),
+        tier = attempt.tier.map(|t| t.wire_name()).unwrap_or(""),
+    )
+}
+
 /// What to do after an attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {

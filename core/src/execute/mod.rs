@@ -107,14 +107,15 @@ impl Executor {
                 return Err(run.failed_with(e));
             };
             let checkpoints = run.checkpoints_for(&inflight.attempt);
-            let result = self
-                .backend(&inflight.attempt.target)
-                .generate(Call {
+            let result = tracing::Instrument::instrument(
+                self.backend(&inflight.attempt.target).generate(Call {
                     request,
                     attempt: &inflight.attempt,
                     checkpoints: &checkpoints,
-                })
-                .await;
+                }),
+                attempt::span(&inflight.attempt),
+            )
+            .await;
             match result {
                 Ok(done) => {
                     let timings = run.clock.finish(done.usage.output_tokens);

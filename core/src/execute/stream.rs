@@ -25,6 +25,15 @@ use crate::response::{HedgeReport, OutputBlock, StopReason, StreamEvent, Usage};
 /// after which it ends. Dropping it cancels the call.
 pub struct ResponseStream {
     inner: Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>,
+    span: tracing::Span,
+}
+
+impl ResponseStream {
+    /// The stream, polled inside `span`.
+    pub(crate) fn instrumented(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
+    }
 }
 
 impl std::fmt::Debug for ResponseStream {
@@ -36,7 +45,9 @@ impl std::fmt::Debug for ResponseStream {
 impl Stream for ResponseStream {
     type Item = Result<StreamEvent>;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner.as_mut().poll_next(cx)
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
     }
 }
 
@@ -189,7 +200,13 @@ async fn open<'a>(
             attempt: &inflight.attempt,
             checkpoints: &checkpoints,
         };
-        match exec.backend(&inflight.attempt.target).stream(call).await {
+        let span = super::attempt::span(&inflight.attempt);
+        match tracing::Instrument::instrument(
+            exec.backend(&inflight.attempt.target).stream(call),
+            span,
+        )
+        .await
+        {
             Ok(mut events) => {
                 let first = events.next().await;
                 Ok((events, first))
@@ -370,5 +387,6 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
     };
     ResponseStream {
         inner: Box::pin(events),
+        span: tracing::Span::none(),
     }
 }

@@ -7,8 +7,8 @@
 //! [`Router::metrics`](crate::Router::metrics) (a [`MetricsSnapshot`]) or as Prometheus text
 //! with [`MetricsSnapshot::prometheus`].
 //!
-//! Not here yet (issue 7): OpenTelemetry export, an HTTP endpoint, `tracing` spans, the
-//! bindings' access to the snapshot, `laneway bench` and `laneway recommend`.
+//! Calls and attempts also run in `tracing` spans (`laneway.call`, `laneway.attempt`). Not here
+//! yet (issue 7): OpenTelemetry export, an HTTP endpoint, `laneway bench` and `laneway recommend`.
 
 mod prometheus;
 
