@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use laneway::{Config, Error, GenerateRequest, Router};
 use napi::bindgen_prelude::block_on;
 use napi_derive::napi;
@@ -65,13 +64,7 @@ fn to_json(value: &impl serde::Serialize) -> napi::Result<String> {
         .map_err(|e| plain_error("internal", format!("converting the result: {e}")))
 }
 
-enum StreamState {
-    Pending(Option<Box<(Router, GenerateRequest)>>),
-    Open(laneway::ResponseStream),
-    Done,
-}
-
-type SharedStream = Arc<tokio::sync::Mutex<StreamState>>;
+type SharedStream = Arc<laneway::LazyStream>;
 
 /// A router of the Rust core.
 #[napi]
@@ -169,9 +162,7 @@ impl NativeRouter {
         let req = request_of(&request_json)?;
         let mut next = lock(&self.next_stream);
         *next = next.wrapping_add(1);
-        let state = Arc::new(tokio::sync::Mutex::new(StreamState::Pending(Some(
-            Box::new((self.router.clone(), req)),
-        ))));
+        let state = Arc::new(self.router.lazy_stream(req));
         lock(&self.streams).insert(*next, state);
         Ok(*next)
     }
@@ -185,7 +176,8 @@ impl NativeRouter {
         // `closeStream` aborts a pending event too, dropping the stream (and its request) now.
         let (handle, registration) = futures::future::AbortHandle::new_pair();
         lock(&self.waiting).insert(stream_id, handle);
-        let out = futures::future::Abortable::new(next_event(state), registration).await;
+        let out =
+            futures::future::Abortable::new(async move { state.next().await }, registration).await;
         lock(&self.waiting).remove(&stream_id);
         let Ok(out) = out else {
             return Ok(None);
@@ -234,37 +226,6 @@ impl NativeRouter {
     #[napi]
     pub fn cache_totals(&self) -> napi::Result<String> {
         to_json(&self.router.cache_totals())
-    }
-}
-
-async fn next_event(state: SharedStream) -> laneway::Result<Option<laneway::StreamEvent>> {
-    let mut state = state.lock().await;
-    if let StreamState::Pending(p) = &mut *state {
-        let Some(pending) = p.take() else {
-            return Ok(None);
-        };
-        let (router, req) = *pending;
-        match router.stream(req).await {
-            Ok(s) => *state = StreamState::Open(s),
-            Err(e) => {
-                *state = StreamState::Done;
-                return Err(e);
-            }
-        }
-    }
-    let StreamState::Open(s) = &mut *state else {
-        return Ok(None);
-    };
-    match s.next().await {
-        Some(Ok(ev)) => Ok(Some(ev)),
-        Some(Err(e)) => {
-            *state = StreamState::Done;
-            Err(e)
-        }
-        None => {
-            *state = StreamState::Done;
-            Ok(None)
-        }
     }
 }
 

@@ -8,8 +8,7 @@ mod runtime;
 
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
-use laneway::{Config, GenerateRequest, Router, StreamEvent};
+use laneway::{Config, GenerateRequest, Router};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pythonize::{depythonize, pythonize};
@@ -152,9 +151,7 @@ impl NativeRouter {
         let req = request_of(request)?;
         let router = self.router(py)?;
         Ok(NativeStream {
-            state: Arc::new(tokio::sync::Mutex::new(StreamState::Pending(Some(
-                Box::new((router, req)),
-            )))),
+            stream: Arc::new(router.lazy_stream(req)),
         })
     }
 
@@ -181,48 +178,10 @@ impl NativeRouter {
     }
 }
 
-enum StreamState {
-    /// Not opened yet: the router and the request.
-    Pending(Option<Box<(Router, GenerateRequest)>>),
-    Open(laneway::ResponseStream),
-    Done,
-}
-
-/// The next event of a stream: `Ok(None)` at its end.
-async fn next_event(
-    state: Arc<tokio::sync::Mutex<StreamState>>,
-) -> laneway::Result<Option<StreamEvent>> {
-    let mut state = state.lock().await;
-    if let StreamState::Pending(p) = &mut *state {
-        let (router, req) = *p.take().expect("a pending stream has its request");
-        match router.stream(req).await {
-            Ok(s) => *state = StreamState::Open(s),
-            Err(e) => {
-                *state = StreamState::Done;
-                return Err(e);
-            }
-        }
-    }
-    let StreamState::Open(s) = &mut *state else {
-        return Ok(None);
-    };
-    match s.next().await {
-        Some(Ok(ev)) => Ok(Some(ev)),
-        Some(Err(e)) => {
-            *state = StreamState::Done;
-            Err(e)
-        }
-        None => {
-            *state = StreamState::Done;
-            Ok(None)
-        }
-    }
-}
-
 /// A stream of event dicts: `await s.next()` (None at the end) or `s.next_blocking()`.
 #[pyclass(module = "laneway._laneway", frozen)]
 struct NativeStream {
-    state: Arc<tokio::sync::Mutex<StreamState>>,
+    stream: Arc<laneway::LazyStream>,
 }
 
 #[pymethods]
@@ -232,17 +191,21 @@ impl NativeStream {
         &self,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let state = Arc::clone(&self.state);
-        bridge::Dispatcher::submit(dispatcher, next_event(state), |py, ev| match ev {
-            Some(ev) => to_py(py, &ev),
-            None => Ok(py.None()),
-        })
+        let stream = Arc::clone(&self.stream);
+        bridge::Dispatcher::submit(
+            dispatcher,
+            async move { stream.next().await },
+            |py, ev| match ev {
+                Some(ev) => to_py(py, &ev),
+                None => Ok(py.None()),
+            },
+        )
     }
 
     /// The next event dict, or None after the last, blocking without the GIL.
     fn next_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let state = Arc::clone(&self.state);
-        let ev = py.detach(|| bridge::block_on(next_event(state)))?;
+        let stream = Arc::clone(&self.stream);
+        let ev = py.detach(|| bridge::block_on(async move { stream.next().await }))?;
         match ev.map_err(to_py_err)? {
             Some(ev) => to_py(py, &ev),
             None => Ok(py.None()),
@@ -251,12 +214,8 @@ impl NativeStream {
 
     /// Ends the stream now, cancelling its request.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let state = Arc::clone(&self.state);
-        py.detach(|| {
-            bridge::block_on(async move {
-                *state.lock().await = StreamState::Done;
-            })
-        })
+        let stream = Arc::clone(&self.stream);
+        py.detach(|| bridge::block_on(async move { stream.close().await }))
     }
 }
 

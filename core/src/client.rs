@@ -56,6 +56,12 @@ impl Router {
         self.exec.state.cache_totals()
     }
 
+    /// A stream that sends the request on its first [`LazyStream::next`] and can be read
+    /// through a shared reference (for bindings whose iterators ask one event at a time).
+    pub fn lazy_stream(&self, request: GenerateRequest) -> crate::LazyStream {
+        crate::LazyStream::new(self.clone(), request)
+    }
+
     /// Everything measured so far: per lane latency percentiles, tokens, cost, errors, failovers
     /// and hedges; SLO attainment per class; calls in flight; cost per finished task.
     /// `router.metrics().prometheus()` gives the Prometheus text exposition.

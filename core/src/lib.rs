@@ -39,7 +39,7 @@ pub use client::{Router, RouterBuilder};
 pub use config::{Config, Provider};
 pub use cost::Price;
 pub use error::{Delivered, Error, ErrorKind, FailedAttempt, Result, ServiceError};
-pub use execute::ResponseStream;
+pub use execute::{LazyStream, ResponseStream};
 pub use plan::prompt_cache::{CharEstimate, TokenCounter};
 pub use plan::{plan, Attempt, Plan, Reason, Target};
 pub use request::{

@@ -211,16 +211,21 @@ fn walk(prompt: &str, bits: u32, mut word: impl FnMut(u32)) -> [f32; DENSE] {
     dense(tail, counts, total_chars)
 }
 
+/// The L2 norm of the touched buckets' counts (at least 1, so that an empty prompt divides by 1).
+pub(crate) fn l2_norm(counts: &[u16], touched: &[u32]) -> f32 {
+    touched
+        .iter()
+        .map(|&b| f32::from(counts[b as usize]).powi(2))
+        .sum::<f32>()
+        .sqrt()
+        .max(1.0)
+}
+
 impl Features {
     /// Extracts the features of `prompt` with `2^bits` word buckets (`bits` in 8..=24).
     pub fn extract(prompt: &str, bits: u32) -> Features {
         Self::with_counts(prompt, bits, |counts, touched, dense| {
-            let norm = touched
-                .iter()
-                .map(|&b| f32::from(counts[b as usize]).powi(2))
-                .sum::<f32>()
-                .sqrt()
-                .max(1.0);
+            let norm = l2_norm(counts, touched);
             let mut words: Vec<(u32, f32)> = touched
                 .iter()
                 .map(|&b| (b, f32::from(counts[b as usize]) / norm))

@@ -176,12 +176,7 @@ impl Classifier {
     pub fn probabilities(&self, prompt: &str) -> Vec<f32> {
         let bits = self.info.bits;
         Features::with_counts(prompt, bits, |counts, touched, dense| {
-            let norm = touched
-                .iter()
-                .map(|&b| f32::from(counts[b as usize]).powi(2))
-                .sum::<f32>()
-                .sqrt()
-                .max(1.0);
+            let norm = features::l2_norm(counts, touched);
             let dense = self.standardise(dense);
             let words = 1usize << bits;
             self.heads

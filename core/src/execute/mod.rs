@@ -4,6 +4,7 @@
 
 mod attempt;
 mod clock;
+mod lazy;
 mod run;
 mod stream;
 
@@ -22,6 +23,7 @@ use crate::state::State;
 
 pub use attempt::{classify, Verdict};
 pub use clock::Clock;
+pub use lazy::LazyStream;
 pub use run::Run;
 pub use stream::ResponseStream;
 

@@ -1,0 +1,69 @@
+//! A stream that opens on its first read and can be read from any task through a shared
+//! reference: what the bindings hand to Python and JavaScript, whose iterators ask for one
+//! event at a time.
+
+use futures::StreamExt;
+
+use super::ResponseStream;
+use crate::error::Result;
+use crate::request::GenerateRequest;
+use crate::response::StreamEvent;
+use crate::Router;
+
+enum State {
+    /// Not opened yet.
+    Pending(Box<(Router, GenerateRequest)>),
+    Open(ResponseStream),
+    Done,
+}
+
+/// A call's stream, opened by the first [`LazyStream::next`]; see
+/// [`Router::lazy_stream`](crate::Router::lazy_stream).
+///
+/// ```no_run
+/// # async fn run(router: laneway::Router) -> laneway::Result<()> {
+/// let stream = router.lazy_stream(laneway::GenerateRequest::user("Tell me a story"));
+/// while let Some(event) = stream.next().await? {
+///     println!("{event:?}");
+/// }
+/// # Ok(()) }
+/// ```
+pub struct LazyStream {
+    state: tokio::sync::Mutex<State>,
+}
+
+impl LazyStream {
+    pub(crate) fn new(router: Router, request: GenerateRequest) -> Self {
+        Self {
+            state: tokio::sync::Mutex::new(State::Pending(Box::new((router, request)))),
+        }
+    }
+
+    /// The next event, or `None` after the last; planning errors come from the first call.
+    /// After an error the stream is over.
+    pub async fn next(&self) -> Result<Option<StreamEvent>> {
+        let mut state = self.state.lock().await;
+        if matches!(*state, State::Pending(_)) {
+            let State::Pending(pending) = std::mem::replace(&mut *state, State::Done) else {
+                unreachable!("matched above")
+            };
+            let (router, request) = *pending;
+            *state = State::Open(router.stream(request).await?);
+        }
+        let State::Open(s) = &mut *state else {
+            return Ok(None);
+        };
+        match s.next().await {
+            Some(Ok(ev)) => Ok(Some(ev)),
+            other => {
+                *state = State::Done;
+                other.transpose()
+            }
+        }
+    }
+
+    /// Ends the stream now, cancelling its request (waits for a pending `next` to finish).
+    pub async fn close(&self) {
+        *self.state.lock().await = State::Done;
+    }
+}
