@@ -141,6 +141,7 @@ pub struct RouterBuilder {
     credentials: Option<(String, String)>,
     sdk_config: Option<SdkConfig>,
     token_counter: Option<std::sync::Arc<dyn crate::TokenCounter>>,
+    meter: Option<opentelemetry::metrics::Meter>,
 }
 
 impl RouterBuilder {
@@ -183,6 +184,20 @@ impl RouterBuilder {
     /// checkpoints; the default is [`CharEstimate`](crate::CharEstimate).
     pub fn token_counter(mut self, counter: std::sync::Arc<dyn crate::TokenCounter>) -> Self {
         self.token_counter = Some(counter);
+        self
+    }
+
+    /// Also records every call into OpenTelemetry instruments made from this meter, named after
+    /// the GenAI semantic conventions (see [`telemetry::otel`](crate::telemetry::otel)). The
+    /// application owns the SDK and its exporter.
+    ///
+    /// ```no_run
+    /// # async fn f(meter: opentelemetry::metrics::Meter) -> laneway::Result<()> {
+    /// let router = laneway::Router::builder().opentelemetry_meter(meter).build().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn opentelemetry_meter(mut self, meter: opentelemetry::metrics::Meter) -> Self {
+        self.meter = Some(meter);
         self
     }
 
@@ -230,6 +245,9 @@ impl RouterBuilder {
         );
         if let Some(counter) = self.token_counter {
             exec.state.set_token_counter(counter);
+        }
+        if let Some(meter) = &self.meter {
+            exec.telemetry.set_meter(meter);
         }
         Ok(Router {
             exec: Arc::new(exec),

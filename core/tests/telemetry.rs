@@ -107,3 +107,202 @@ async fn lanes_slo_attainment_tasks_and_prometheus_text() {
     assert!(!text.contains(secret) && !format!("{m:?}").contains(secret));
     emu.shutdown().await;
 }
+
+/// Streams `n` Nova calls (one task) and fails one call on a model that is down.
+async fn traffic(router: &laneway::Router, emu: &laneway_emulator::Emulator, n: usize) {
+    for i in 0..n {
+        let req = GenerateRequest::user(format!("question {i}"))
+            .family("nova")
+            .max_tokens(10)
+            .task("t")
+            .slo(Slo {
+                class: SloClass::Interactive,
+                ttft_target: Some(Duration::from_secs(5)),
+                deadline: None,
+            });
+        let mut s = router.stream(req).await.unwrap();
+        while let Some(ev) = s.next().await {
+            ev.unwrap();
+        }
+    }
+    emu.add_fault(Fault::new(FaultKind::Outage).for_model("amazon.nova-pro-v1:0"));
+    let failed = router
+        .generate(
+            GenerateRequest::user("x")
+                .model("amazon.nova-pro-v1:0")
+                .max_tokens(4),
+        )
+        .await;
+    assert!(failed.is_err());
+}
+
+#[tokio::test]
+async fn prometheus_text_parses_with_a_real_parser() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    traffic(&router, &emu, 5).await;
+    assert!(router.finish_task("t", true));
+    let m = router.metrics();
+    let text = m.prometheus();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let samples = |name: &str| -> Vec<&prometheus_parse::Sample> {
+        scrape.samples.iter().filter(|s| s.metric == name).collect()
+    };
+
+    let durations = samples("gen_ai_client_operation_duration_seconds");
+    assert!(!durations.is_empty(), "{text}");
+    for s in &durations {
+        let prometheus_parse::Value::Summary(q) = &s.value else {
+            panic!("{s:?} is not a summary")
+        };
+        let quantiles: Vec<f64> = q.iter().map(|c| c.quantile).collect();
+        assert_eq!(quantiles, [0.5, 0.9, 0.99]);
+        assert!(q.windows(2).all(|w| w[0].count <= w[1].count), "{q:?}");
+        assert!(s.labels.get("gen_ai_request_model").is_some());
+    }
+    let counted: f64 = samples("gen_ai_client_operation_duration_seconds_count")
+        .iter()
+        .map(|s| match s.value {
+            prometheus_parse::Value::Untyped(v) | prometheus_parse::Value::Counter(v) => v,
+            ref v => panic!("{v:?}"),
+        })
+        .sum();
+    assert_eq!(counted, 5.0);
+    let cost: f64 = samples("laneway_cost_usd_total")
+        .iter()
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) => v,
+            ref v => panic!("{v:?}"),
+        })
+        .sum();
+    let want: f64 = m.lanes.iter().map(|(_, l)| l.cost_usd).sum();
+    assert!(
+        want > 0.0 && (cost - want).abs() < 1e-12,
+        "{cost} vs {want}"
+    );
+    let in_flight = samples("laneway_requests_in_flight");
+    assert!(matches!(in_flight[0].value, prometheus_parse::Value::Gauge(v) if v == 0.0));
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn opentelemetry_export_is_received_by_an_in_memory_exporter() {
+    use opentelemetry::metrics::MeterProvider;
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let emu = common::emulator().await;
+    let router = laneway::Router::builder()
+        .config(common::config(""))
+        .endpoint_url(emu.url())
+        .static_credentials(
+            laneway_emulator::TEST_ACCESS_KEY_ID,
+            laneway_emulator::TEST_SECRET_ACCESS_KEY,
+        )
+        .opentelemetry_meter(provider.meter("laneway"))
+        .build()
+        .await
+        .unwrap();
+    traffic(&router, &emu, 4).await;
+    provider.force_flush().unwrap();
+    let exported = exporter.get_finished_metrics().unwrap();
+    let last = exported.last().expect("an export");
+    let metrics: Vec<_> = last
+        .scope_metrics()
+        .flat_map(|s| s.metrics())
+        .map(|m| (m.name().to_string(), m.data()))
+        .collect();
+    let find = |name: &str| {
+        metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{name} not exported: {:?}",
+                    metrics.iter().map(|m| &m.0).collect::<Vec<_>>()
+                )
+            })
+            .1
+    };
+    let attr = |attrs: Vec<&opentelemetry::KeyValue>, key: &str| {
+        attrs
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
+    };
+
+    let AggregatedMetrics::F64(MetricData::Histogram(duration)) =
+        find("gen_ai.client.operation.duration")
+    else {
+        panic!("duration is not an f64 histogram")
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for p in duration.data_points() {
+        let attrs: Vec<_> = p.attributes().collect();
+        assert_eq!(
+            attr(attrs.clone(), "gen_ai.provider.name").as_deref(),
+            Some("aws.bedrock")
+        );
+        assert!(attr(attrs.clone(), "gen_ai.request.model").is_some());
+        match attr(attrs, "error.type") {
+            Some(kind) => {
+                assert!(
+                    kind == "unavailable" || kind == "all_targets_failed",
+                    "{kind}"
+                );
+                failed += p.count();
+            }
+            None => ok += p.count(),
+        }
+    }
+    assert_eq!((ok, failed), (4, 1));
+
+    let AggregatedMetrics::U64(MetricData::Histogram(tokens)) = find("gen_ai.client.token.usage")
+    else {
+        panic!("token usage is not a u64 histogram")
+    };
+    let mut by_type = std::collections::BTreeMap::new();
+    for p in tokens.data_points() {
+        let t = attr(p.attributes().collect(), "gen_ai.token.type").unwrap();
+        *by_type.entry(t).or_insert(0u64) += p.sum();
+    }
+    let m = router.metrics();
+    let output: u64 = m.lanes.iter().map(|(_, l)| l.output_tokens).sum();
+    assert_eq!(by_type.get("output"), Some(&output));
+    assert!(by_type.get("input").copied().unwrap_or(0) > 0);
+
+    let AggregatedMetrics::F64(MetricData::Histogram(ttft)) =
+        find("gen_ai.server.time_to_first_token")
+    else {
+        panic!("ttft is not an f64 histogram")
+    };
+    assert_eq!(ttft.data_points().map(|p| p.count()).sum::<u64>(), 4);
+
+    let AggregatedMetrics::F64(MetricData::Sum(cost)) = find("laneway.cost") else {
+        panic!("cost is not an f64 sum")
+    };
+    let exported_cost: f64 = cost.data_points().map(|p| p.value()).sum();
+    let want: f64 = m.lanes.iter().map(|(_, l)| l.cost_usd).sum();
+    assert!(
+        (exported_cost - want).abs() < 1e-12,
+        "{exported_cost} vs {want}"
+    );
+
+    let AggregatedMetrics::I64(MetricData::Sum(in_flight)) = find("laneway.requests.in_flight")
+    else {
+        panic!("in flight is not an i64 sum")
+    };
+    assert_eq!(in_flight.data_points().map(|p| p.value()).sum::<i64>(), 0);
+
+    let AggregatedMetrics::U64(MetricData::Sum(slo)) = find("laneway.slo.calls") else {
+        panic!("slo calls is not a u64 sum")
+    };
+    // Four calls with a TTFT target; the failed call had none.
+    assert_eq!(slo.data_points().map(|p| p.value()).sum::<u64>(), 4);
+    provider.shutdown().unwrap();
+    emu.shutdown().await;
+}

@@ -29,20 +29,23 @@ pub struct Run<'a> {
     pub reasons: Vec<Reason>,
     pub hedge: Option<HedgeReport>,
     /// The lane of the plan's first target: where a failed call is counted.
-    first_lane: Option<crate::telemetry::LaneKey>,
+    first_lane: Option<(crate::telemetry::LaneKey, crate::config::Provider)>,
     _in_flight: crate::telemetry::InFlightGuard<'a>,
 }
 
 impl<'a> Run<'a> {
     pub fn new(exec: &'a Executor, request: &'a GenerateRequest, mut plan: Plan) -> Self {
         exec.state.record_call(Instant::now());
-        let first_lane = plan.attempts.first().map(|a| crate::telemetry::LaneKey {
-            family: plan.family.clone(),
-            model: a.model.clone(),
-            target: a.target.id().to_string(),
-            region: a.target.region().to_string(),
-            tier: a.tier,
-            slo_class: request.slo.class,
+        let first_lane = plan.attempts.first().map(|a| {
+            let lane = crate::telemetry::LaneKey {
+                family: plan.family.clone(),
+                model: a.model.clone(),
+                target: a.target.id().to_string(),
+                region: a.target.region().to_string(),
+                tier: a.tier,
+                slo_class: request.slo.class,
+            };
+            (lane, a.target.provider())
         });
         let remaining = std::mem::take(&mut plan.attempts).into_iter();
         Self {
@@ -76,10 +79,14 @@ impl<'a> Run<'a> {
 
     /// Counts the call's final error in the telemetry; returns it.
     pub fn failed_with(&self, e: Error) -> Error {
-        if let Some(lane) = &self.first_lane {
-            self.exec
-                .telemetry
-                .record_failure(self.call_slo(), lane.clone(), e.kind());
+        if let Some((lane, provider)) = &self.first_lane {
+            self.exec.telemetry.record_failure(
+                self.call_slo(),
+                lane.clone(),
+                *provider,
+                e.kind(),
+                self.clock.elapsed(),
+            );
         }
         e
     }

@@ -77,6 +77,14 @@ impl Target {
         }
     }
     /// The region the request is signed for.
+    /// The service that serves this target.
+    pub fn provider(&self) -> crate::config::Provider {
+        match self {
+            Target::Bedrock { .. } => crate::config::Provider::Bedrock,
+            Target::Sagemaker { .. } => crate::config::Provider::Sagemaker,
+        }
+    }
+
     pub fn region(&self) -> &str {
         match self {
             Target::Bedrock { region, .. } | Target::Sagemaker { region, .. } => region,

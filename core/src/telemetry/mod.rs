@@ -7,10 +7,18 @@
 //! [`Router::metrics`](crate::Router::metrics) (a [`MetricsSnapshot`]) or as Prometheus text
 //! with [`MetricsSnapshot::prometheus`].
 //!
-//! Calls and attempts also run in `tracing` spans (`laneway.call`, `laneway.attempt`). Not here
-//! yet (issue 7): OpenTelemetry export, an HTTP endpoint, `laneway bench` and `laneway recommend`.
+//! Calls and attempts also run in `tracing` spans (`laneway.call`, `laneway.attempt`); with a
+//! meter from [`RouterBuilder::opentelemetry_meter`](crate::RouterBuilder::opentelemetry_meter)
+//! every call is also recorded into OpenTelemetry instruments (see [`otel`]); with the
+//! `metrics-http` feature, [`serve_prometheus`] answers scrapes.
 
+#[cfg(feature = "metrics-http")]
+mod http;
+pub mod otel;
 mod prometheus;
+
+#[cfg(feature = "metrics-http")]
+pub use http::serve_prometheus;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -162,6 +170,7 @@ pub struct Telemetry {
     open_tasks: Mutex<HashMap<String, OpenTask>>,
     finished: Mutex<(TaskCosts, BTreeMap<SloClass, TaskCosts>)>,
     in_flight: AtomicI64,
+    otel: Option<otel::OtelInstruments>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -178,9 +187,17 @@ pub struct CallSlo<'a> {
 }
 
 impl Telemetry {
+    /// Also records every call into these OpenTelemetry instruments.
+    pub fn set_meter(&mut self, meter: &opentelemetry::metrics::Meter) {
+        self.otel = Some(otel::OtelInstruments::new(meter));
+    }
+
     /// A call started; the guard counts it in flight until dropped.
     pub fn start(&self) -> InFlightGuard<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+        if let Some(o) = &self.otel {
+            o.call_started();
+        }
         InFlightGuard(self)
     }
 
@@ -195,6 +212,9 @@ impl Telemetry {
             tier: d.served_tier.or(d.tier),
             slo_class: slo.class,
         };
+        if let Some(o) = &self.otel {
+            o.success(&key, r);
+        }
         {
             let mut lanes = lock(&self.lanes);
             let lane = lanes.entry(key).or_insert_with(Lane::new);
@@ -242,8 +262,18 @@ impl Telemetry {
         }
     }
 
-    /// A call failed after trying `lane` first (its plan's first target).
-    pub fn record_failure(&self, slo: CallSlo<'_>, lane: LaneKey, kind: ErrorKind) {
+    /// A call failed after trying `lane` first (its plan's first target, of `provider`).
+    pub fn record_failure(
+        &self,
+        slo: CallSlo<'_>,
+        lane: LaneKey,
+        provider: crate::config::Provider,
+        kind: ErrorKind,
+        elapsed: Duration,
+    ) {
+        if let Some(o) = &self.otel {
+            o.failure(provider, &lane, kind, elapsed);
+        }
         *lock(&self.lanes)
             .entry(lane)
             .or_insert_with(Lane::new)
@@ -259,6 +289,9 @@ impl Telemetry {
     }
 
     fn record_slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
+        if let Some(o) = &self.otel {
+            o.slo(slo, ttft_met, deadline_met);
+        }
         let mut all = lock(&self.slo);
         let a = all.entry(slo.class).or_default();
         a.calls += 1;
@@ -318,5 +351,64 @@ pub struct InFlightGuard<'a>(&'a Telemetry);
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(o) = &self.0.otel {
+            o.call_ended();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The nearest-rank percentile of sorted samples: the reference the histograms must match.
+    fn nearest_rank(sorted: &[u64], q: f64) -> f64 {
+        let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+        sorted[rank - 1] as f64
+    }
+
+    fn check(samples: &[u64]) {
+        let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 2).unwrap();
+        for &s in samples {
+            h.record(s).unwrap();
+        }
+        let p = percentiles(&h, 1.0);
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(p.count, samples.len() as u64);
+        for (got, q) in [(p.p50, 0.5), (p.p90, 0.9), (p.p99, 0.99)] {
+            let want = nearest_rank(&sorted, q);
+            // Two significant digits: every value within 1% of the sample it stands for.
+            assert!(
+                (got - want).abs() <= want * 0.01,
+                "q{q}: histogram {got}, reference {want}"
+            );
+        }
+        let mean = samples.iter().sum::<u64>() as f64 / samples.len() as f64;
+        assert!((p.mean - mean).abs() <= mean * 0.01, "{} vs {mean}", p.mean);
+    }
+
+    #[test]
+    fn percentiles_match_a_reference_computation() {
+        check(&(1..=1000).collect::<Vec<_>>());
+        // Skewed like latencies: most fast, a long tail (deterministic pseudo-random).
+        let mut x = 0x2545F4914F6CDD1Du64;
+        let skewed: Vec<u64> = (0..5000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let u = (x % 10_000) as f64 / 10_000.0;
+                (50_000.0 * (-(1.0 - u).ln()).powf(2.0)) as u64 + 1_000
+            })
+            .collect();
+        check(&skewed);
+        check(&[250_000]);
+    }
+
+    #[test]
+    fn an_empty_lane_reports_zeros() {
+        let h = Histogram::<u64>::new_with_bounds(1, 1000, 2).unwrap();
+        assert_eq!(percentiles(&h, 1.0), Percentiles::default());
     }
 }
