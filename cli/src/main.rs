@@ -1,6 +1,8 @@
 //! `laneway`: the command line of the Laneway SDK.
 
+mod bench;
 mod demo;
+mod recommend;
 mod report;
 mod router_cmd;
 
@@ -21,6 +23,12 @@ enum Command {
     /// The complexity classifier: train it on your data, evaluate it, calibrate its threshold.
     #[command(subcommand)]
     Router(router_cmd::RouterCommand),
+    /// Replays a workload against candidate configurations and reports latency, throughput
+    /// and cost side by side (JSON, Markdown and a latency-cost chart with --out).
+    Bench(bench::BenchArgs),
+    /// Names the best configuration that meets every latency constraint, with the runners-up
+    /// and why each lost (runs the bench, or reads its results with --from).
+    Recommend(recommend::RecommendArgs),
 }
 
 #[tokio::main]
@@ -33,6 +41,8 @@ async fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Router(cmd) => router_cmd::run(cmd).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Bench(args) => bench::run(args).await,
+        Command::Recommend(args) => recommend::run(args).await,
     };
     match result {
         Ok(code) => code,

@@ -83,7 +83,7 @@ impl SloTiers {
 }
 
 /// Price multipliers by tier and for global profiles.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PricingConfig {
     pub priority: f64,
@@ -92,6 +92,10 @@ pub struct PricingConfig {
     pub reserved: f64,
     /// Global cross-region profiles cost this fraction of geographic ones.
     pub global_profile_multiplier: f64,
+    /// US dollars per hour of each SageMaker instance type: what a self-hosted model costs
+    /// (`laneway bench` turns it into cost per request at the measured throughput).
+    #[serde(default)]
+    pub instance_hourly: BTreeMap<String, f64>,
 }
 
 impl Default for PricingConfig {
@@ -102,6 +106,7 @@ impl Default for PricingConfig {
             flex: 0.5,
             reserved: 1.0,
             global_profile_multiplier: 0.9,
+            instance_hourly: BTreeMap::new(),
         }
     }
 }
@@ -422,6 +427,25 @@ pub struct EndpointConfig {
     pub target_model: Option<String>,
     #[serde(default)]
     pub target_variant: Option<String>,
+    /// The instance type behind the endpoint (`ml.g5.xlarge`), priced by
+    /// `pricing.instance_hourly`.
+    #[serde(default)]
+    pub instance_type: Option<String>,
+    /// How many instances serve the endpoint.
+    #[serde(default = "one")]
+    pub instance_count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl EndpointConfig {
+    /// US dollars per hour of this endpoint's instances, when its instance type is priced.
+    pub fn hourly_usd(&self, pricing: &PricingConfig) -> Option<f64> {
+        let t = self.instance_type.as_ref()?;
+        Some(pricing.instance_hourly.get(t)? * f64::from(self.instance_count))
+    }
 }
 
 /// SageMaker container payload formats.
@@ -546,6 +570,14 @@ impl Config {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::config(
                     format!("pricing.{name}"),
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
+            }
+        }
+        for (t, v) in &p.instance_hourly {
+            if !(v.is_finite() && *v >= 0.0) {
+                return Err(Error::config(
+                    format!("pricing.instance_hourly.{t:?}"),
                     format!("must be a finite number >= 0, got {v}"),
                 ));
             }
@@ -768,6 +800,22 @@ impl Config {
                             field(&format!("endpoints[{i}].region")),
                             format!("region {:?} is not among the configured regions", e.region),
                         ));
+                    }
+                    if e.instance_count == 0 {
+                        return Err(Error::config(
+                            field(&format!("endpoints[{i}].instance_count")),
+                            "must be at least 1",
+                        ));
+                    }
+                    if let Some(t) = &e.instance_type {
+                        if !self.pricing.instance_hourly.contains_key(t) {
+                            return Err(Error::config(
+                                field(&format!("endpoints[{i}].instance_type")),
+                                format!(
+                                    "{t:?} has no price: add it under [pricing.instance_hourly]"
+                                ),
+                            ));
+                        }
                     }
                 }
                 if !m.regions.is_empty() || !m.profiles.is_empty() || m.requires_profile {
@@ -1003,6 +1051,26 @@ mod tests {
         );
         assert_eq!(field, "models.\"m\".fallback_family");
         assert!(reason.contains("nope"), "{reason}");
+    }
+
+    #[test]
+    fn self_hosted_instances_are_priced_by_the_hour() {
+        let endpoint = |extra: &str| {
+            format!("[models.m]\nprovider = \"sagemaker\"\nendpoints = [{{ name = \"e\", region = \"us-east-1\", format = \"tgi\"{extra} }}]\nprice = {{ input_per_1k = 0.1, output_per_1k = 0.2 }}\n")
+        };
+        let c = Config::from_toml_str(&endpoint(
+            ", instance_type = \"ml.g5.12xlarge\", instance_count = 2",
+        ))
+        .unwrap();
+        let e = &c.models["m"].endpoints[0];
+        assert_eq!(e.hourly_usd(&c.pricing), Some(2.0 * 7.09));
+        let (field, reason) = config_error(&endpoint(", instance_type = \"ml.x9.huge\""));
+        assert_eq!(field, "models.\"m\".endpoints[0].instance_type");
+        assert!(reason.contains("instance_hourly"), "{reason}");
+        let (field, _) = config_error(&endpoint(", instance_count = 0"));
+        assert_eq!(field, "models.\"m\".endpoints[0].instance_count");
+        let (field, _) = config_error("[pricing.instance_hourly]\n\"ml.g5.xlarge\" = -1.0\n");
+        assert!(field.starts_with("pricing.instance_hourly"), "{field}");
     }
 
     #[test]
