@@ -9,7 +9,7 @@ use laneway_emulator::{
     Emulator, Fault, FaultKind, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY,
 };
 
-use crate::report::{table, LaneStats};
+use crate::report::{metrics_table, table, LaneStats};
 
 /// The router configuration the demo uses: built-in Bedrock models plus the emulator's
 /// SageMaker endpoints.
@@ -148,6 +148,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         lanes.iter().map(|l| l.requests).sum::<u64>(),
         elapsed.as_secs_f64()
     );
+    println!("\nThe router's own metrics (router.metrics()):\n");
+    print!("{}", metrics_table(&router.metrics()));
     let failures: Vec<&String> = lanes.iter().flat_map(|l| &l.errors).collect();
     emulator.shutdown().await;
     if failures.is_empty() {
@@ -161,13 +163,24 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
     }
 }
 
+/// Calls per task: a task (a conversation, a document) succeeds when all its calls do.
+const CALLS_PER_TASK: usize = 3;
+
 async fn drive(router: &Router, lane: &Lane, requests: usize, concurrency: usize) -> LaneStats {
     let mut stats = LaneStats::new(lane.name);
+    let task = |i: usize| format!("{}#{}", lane.name, i / CALLS_PER_TASK);
     let mut outcomes = stream::iter(0..requests)
-        .map(|i| one(router, (lane.make)(i)))
+        .map(|i| async move { (i, one(router, (lane.make)(i).task(task(i))).await) })
         .buffer_unordered(concurrency);
-    while let Some(outcome) = outcomes.next().await {
+    let mut failed_tasks = std::collections::BTreeSet::new();
+    while let Some((i, outcome)) = outcomes.next().await {
+        if outcome.is_err() {
+            failed_tasks.insert(i / CALLS_PER_TASK);
+        }
         stats.record(outcome);
+    }
+    for t in 0..requests.div_ceil(CALLS_PER_TASK) {
+        router.finish_task(&task(t * CALLS_PER_TASK), !failed_tasks.contains(&t));
     }
     stats
 }

@@ -139,7 +139,13 @@ pub fn table(lanes: &[LaneStats]) -> String {
             },
         ]);
     }
-    let widths: Vec<usize> = (0..header.len())
+    aligned(&rows)
+}
+
+/// Rows as an aligned text table: the first row is the header, the first column left-aligned.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -161,6 +167,95 @@ pub fn table(lanes: &[LaneStats]) -> String {
             out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
             out.push('\n');
         }
+    }
+    out
+}
+
+/// The router's own metrics: a row per lane (model, target, region, tier, SLO class), SLO
+/// attainment per class, and cost per task and per successful task.
+pub fn metrics_table(m: &laneway::telemetry::MetricsSnapshot) -> String {
+    let ms = |p: &laneway::telemetry::Percentiles, v: f64| {
+        if p.count == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}", v * 1000.0)
+        }
+    };
+    let mut rows = vec![[
+        "target, region",
+        "tier",
+        "slo",
+        "calls",
+        "errors",
+        "failovers",
+        "TTFT p50/p99 ms",
+        "latency p50/p99 ms",
+        "tok/s p50",
+        "cost $",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect::<Vec<_>>()];
+    for (k, l) in &m.lanes {
+        rows.push(vec![
+            format!("{}, {}", k.target, k.region),
+            k.tier
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "endpoint".into()),
+            k.slo_class.to_string(),
+            l.requests.to_string(),
+            l.errors.values().sum::<u64>().to_string(),
+            l.failovers.to_string(),
+            format!(
+                "{}/{}",
+                ms(&l.ttft_s, l.ttft_s.p50),
+                ms(&l.ttft_s, l.ttft_s.p99)
+            ),
+            format!(
+                "{}/{}",
+                ms(&l.latency_s, l.latency_s.p50),
+                ms(&l.latency_s, l.latency_s.p99)
+            ),
+            if l.output_tokens_per_second.count == 0 {
+                "-".into()
+            } else {
+                format!("{:.0}", l.output_tokens_per_second.p50)
+            },
+            format!("{:.4}", l.cost_usd),
+        ]);
+    }
+    let mut out = aligned(&rows);
+    out.push('\n');
+    for (class, a) in &m.slo {
+        let share = |met: u64, of: u64| {
+            if of == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}% of {of}", met as f64 * 100.0 / of as f64)
+            }
+        };
+        out += &format!(
+            "SLO {class}: {} calls, TTFT target met {}, deadline met {}\n",
+            a.calls,
+            share(a.ttft_met, a.ttft_targeted),
+            share(a.deadline_met, a.deadline_targeted)
+        );
+    }
+    let usd = |v: Option<f64>| v.map(|v| format!("${v:.6}")).unwrap_or_else(|| "-".into());
+    out += &format!(
+        "tasks: {} finished, {} successful; cost per task {}, per successful task {}\n",
+        m.tasks.tasks,
+        m.tasks.successful,
+        usd(m.tasks.per_task()),
+        usd(m.tasks.per_successful_task())
+    );
+    for (class, t) in &m.tasks_by_class {
+        out += &format!(
+            "  {class}: {} tasks, {} successful, per successful task {}\n",
+            t.tasks,
+            t.successful,
+            usd(t.per_successful_task())
+        );
     }
     out
 }

@@ -31,6 +31,16 @@ fn demo_runs_and_prints_every_lane() {
         stdout.contains("priority") && stdout.contains("flex"),
         "{stdout}"
     );
+    // The router's own metrics close the demo: lanes, SLO attainment, cost per successful task.
+    assert!(stdout.contains("router.metrics()"), "{stdout}");
+    assert!(stdout.contains("SLO interactive:"), "{stdout}");
+    let tasks = stdout
+        .lines()
+        .find(|l| l.starts_with("tasks: "))
+        .unwrap_or_else(|| panic!("no task line:\n{stdout}"));
+    // 4 lanes x ceil(6 / 3) tasks, all successful.
+    assert!(tasks.contains("8 finished, 8 successful"), "{tasks}");
+    assert!(tasks.contains("per successful task $"), "{tasks}");
 }
 
 #[test]

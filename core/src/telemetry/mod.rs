@@ -156,7 +156,6 @@ fn percentiles(h: &Histogram<u64>, scale: f64) -> Percentiles {
     }
 }
 
-#[derive(Default)]
 struct OpenTask {
     cost_usd: f64,
     class: SloClass,
@@ -254,10 +253,18 @@ impl Telemetry {
             _ => None,
         };
         self.record_slo(slo, ttft_met, slo.deadline.map(|d| r.timings.total <= d));
+        self.add_to_task(slo, r.cost_usd);
+    }
+
+    /// Adds a call's cost to its task; the task's class is the most urgent of its calls'.
+    fn add_to_task(&self, slo: CallSlo<'_>, cost_usd: f64) {
         if let Some(task) = slo.task_id {
             let mut open = lock(&self.open_tasks);
-            let t = open.entry(task.to_string()).or_default();
-            t.cost_usd += r.cost_usd;
+            let t = open.entry(task.to_string()).or_insert_with(|| OpenTask {
+                cost_usd: 0.0,
+                class: slo.class,
+            });
+            t.cost_usd += cost_usd;
             t.class = t.class.min(slo.class);
         }
     }
@@ -286,6 +293,8 @@ impl Telemetry {
             slo.ttft_target.map(|_| false),
             slo.deadline.map(|_| false),
         );
+        // A task whose calls all failed still counts: as a task, at no cost.
+        self.add_to_task(slo, 0.0);
     }
 
     fn record_slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
@@ -404,6 +413,57 @@ mod tests {
             .collect();
         check(&skewed);
         check(&[250_000]);
+    }
+
+    fn call(class: SloClass, task: &str) -> CallSlo<'_> {
+        CallSlo {
+            class,
+            ttft_target: None,
+            deadline: None,
+            task_id: Some(task),
+        }
+    }
+
+    #[test]
+    fn task_costs_sum_exactly_and_keep_the_most_urgent_class() {
+        let t = Telemetry::default();
+        // Binary fractions: the sums are exact.
+        t.add_to_task(call(SloClass::Background, "a"), 0.25);
+        t.add_to_task(call(SloClass::Background, "a"), 0.125);
+        t.add_to_task(call(SloClass::Interactive, "b"), 0.5);
+        t.add_to_task(call(SloClass::Background, "b"), 0.0625);
+        let lane = LaneKey {
+            family: None,
+            model: "m".into(),
+            target: "m".into(),
+            region: "r".into(),
+            tier: None,
+            slo_class: SloClass::Standard,
+        };
+        t.record_failure(
+            call(SloClass::Standard, "c"),
+            lane,
+            crate::config::Provider::Bedrock,
+            ErrorKind::Throttled,
+            Duration::from_millis(5),
+        );
+        assert!(t.finish_task("a", true) && t.finish_task("b", true) && t.finish_task("c", false));
+        assert!(!t.finish_task("a", true), "a task closes once");
+        let m = t.snapshot();
+        assert_eq!((m.tasks.tasks, m.tasks.successful), (3, 2));
+        assert_eq!(m.tasks.cost_usd, 0.9375);
+        assert_eq!(m.tasks.per_successful_task(), Some(0.46875));
+        assert_eq!(m.tasks_by_class[&SloClass::Background].cost_usd, 0.375);
+        assert_eq!(m.tasks_by_class[&SloClass::Interactive].cost_usd, 0.5625);
+        let failed_only = m.tasks_by_class[&SloClass::Standard];
+        assert_eq!(
+            (
+                failed_only.tasks,
+                failed_only.successful,
+                failed_only.cost_usd
+            ),
+            (1, 0, 0.0)
+        );
     }
 
     #[test]
