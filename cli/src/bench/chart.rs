@@ -5,10 +5,10 @@ use std::fmt::Write;
 
 use super::CandidateResult;
 
-const W: f64 = 760.0;
+const W: f64 = 880.0;
 const H: f64 = 480.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 230.0;
+const RIGHT: f64 = 320.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 60.0;
 
