@@ -7,6 +7,15 @@ echo "== toolchain"
 cargo --version
 rustc --version
 
+echo "== Redis: Debian's redis-server, which the shared-state tests start on loopback"
+if ! command -v redis-server >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends redis-server
+fi
+redis-server --version
+
 echo "== Rust: build, lint, test (workspace)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

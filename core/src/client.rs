@@ -66,7 +66,9 @@ impl Router {
     /// and hedges; SLO attainment per class; calls in flight; cost per finished task.
     /// `router.metrics().prometheus()` gives the Prometheus text exposition.
     pub fn metrics(&self) -> crate::telemetry::MetricsSnapshot {
-        self.exec.telemetry.snapshot()
+        let mut snapshot = self.exec.telemetry.snapshot();
+        snapshot.shared = self.exec.state.shared_status();
+        snapshot
     }
 
     /// Closes a task (the calls that carried its `task_id`): its cost joins the per-task and
@@ -85,7 +87,7 @@ impl Router {
     /// Fails over to the next planned target on throttling, outages and transient errors; a
     /// request the service refuses as invalid is not retried.
     pub async fn generate(&self, request: GenerateRequest) -> Result<GenerateResponse> {
-        let plan = self.plan(&request)?;
+        let plan = self.exec.plan_shared(&request).await?;
         let span = call_span("generate", &request, &plan);
         tracing::Instrument::instrument(self.exec.generate(&request, plan), span).await
     }
@@ -112,7 +114,7 @@ impl Router {
     /// # Ok(()) }
     /// ```
     pub async fn stream(&self, request: GenerateRequest) -> Result<ResponseStream> {
-        let plan = self.plan(&request)?;
+        let plan = self.exec.plan_shared(&request).await?;
         let span = call_span("stream", &request, &plan);
         Ok(Arc::clone(&self.exec)
             .stream(request, plan)
@@ -248,6 +250,11 @@ impl RouterBuilder {
         }
         if let Some(meter) = &self.meter {
             exec.telemetry.set_meter(meter);
+        }
+        if let Some(shared) = &config.shared {
+            let shared = crate::state::shared::Shared::new(shared)
+                .map_err(|e| crate::error::Error::config("shared.redis_url", e.to_string()))?;
+            exec.state.set_shared(Arc::new(shared), &config);
         }
         Ok(Router {
             exec: Arc::new(exec),

@@ -50,6 +50,43 @@ pub struct Config {
     /// Automatic prompt-cache placement.
     #[serde(default)]
     pub prompt_cache: crate::plan::prompt_cache::CachePolicy,
+    /// State shared by every replica through Redis (reservations, breakers, prefix index);
+    /// without it each process keeps its own.
+    #[serde(default)]
+    pub shared: Option<SharedConfig>,
+}
+
+/// Where replicas share their state: a Redis server or cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedConfig {
+    /// `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS.
+    pub redis_url: String,
+    /// Prefix of every key, one per application sharing the server.
+    #[serde(default = "default_key_prefix")]
+    pub key_prefix: String,
+    /// How many replicas share the reservation: while Redis is unreachable each admits only
+    /// this share of it.
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// Longest wait for Redis on a call's path before falling back to local state (ms).
+    #[serde(default = "default_shared_timeout", with = "crate::serde_millis")]
+    pub timeout: Duration,
+    /// How often breaker states are read from Redis (ms).
+    #[serde(default = "default_sync_interval", with = "crate::serde_millis")]
+    pub sync_interval: Duration,
+}
+
+fn default_key_prefix() -> String {
+    "laneway".into()
+}
+
+fn default_shared_timeout() -> Duration {
+    Duration::from_millis(50)
+}
+
+fn default_sync_interval() -> Duration {
+    Duration::from_millis(200)
 }
 
 /// A region and its geography.
@@ -559,6 +596,33 @@ impl Config {
             }
         }
         self.validate_routing()?;
+        if let Some(sh) = &self.shared {
+            if !(sh.redis_url.starts_with("redis://")
+                || sh.redis_url.starts_with("rediss://")
+                || sh.redis_url.starts_with("redis+unix://")
+                || sh.redis_url.starts_with("unix://"))
+            {
+                return Err(Error::config(
+                    "shared.redis_url",
+                    format!("{:?} is not a redis:// or rediss:// URL", sh.redis_url),
+                ));
+            }
+            if sh.key_prefix.is_empty() || sh.key_prefix.contains(['{', '}']) {
+                return Err(Error::config(
+                    "shared.key_prefix",
+                    "must be non-empty and without braces (they are Redis Cluster hash tags)",
+                ));
+            }
+            if sh.replicas == 0 {
+                return Err(Error::config("shared.replicas", "must be at least 1"));
+            }
+            if sh.timeout.is_zero() || sh.sync_interval.is_zero() {
+                return Err(Error::config(
+                    "shared.timeout",
+                    "timeout and sync_interval must be > 0 ms",
+                ));
+            }
+        }
         let p = &self.pricing;
         for (name, v) in [
             ("priority", p.priority),

@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind};
 use crate::plan::Attempt;
 use crate::request::ServiceTier;
 use crate::response::{Timings, Usage};
-use crate::state::{State, Ticket};
+use crate::state::{ReservationTicket, State};
 
 /// The `tracing` span of one attempt: its model, target, region and tier.
 pub fn span(attempt: &Attempt) -> tracing::Span {
@@ -62,7 +62,7 @@ pub fn classify(
 pub struct InFlight<'a> {
     state: &'a State,
     pub attempt: Attempt,
-    ticket: Option<Ticket>,
+    ticket: Option<ReservationTicket>,
     settled: bool,
     /// When the attempt was admitted: its own TTFT counts from here, not from the call's start.
     started: Instant,
@@ -72,28 +72,35 @@ impl<'a> InFlight<'a> {
     /// Admits the attempt through its breaker (`None`: the breaker is open and `force` is off)
     /// and, on the reserved tier, through the reservation (overflowing to standard when full;
     /// the second value says so).
-    pub fn admit(
+    pub async fn admit(
         state: &'a State,
         mut attempt: Attempt,
         estimate: (u64, u64),
         force: bool,
     ) -> Option<(Self, bool)> {
         let now = Instant::now();
-        let admitted = state
-            .admit(
-                now,
-                attempt.target.region(),
-                attempt.target.id(),
-                attempt.tier,
-            )
-            .is_some();
+        let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
+        let admitted = match state.admit(now, region, id, tier) {
+            // A probe: with shared state, only the replica holding the fleet's lease sends it.
+            Some(true) => {
+                let leased = state.take_probe_lease(region, id, tier).await;
+                if !leased {
+                    state.record_cancelled(region, id, tier);
+                }
+                leased
+            }
+            Some(false) => true,
+            None => false,
+        };
         if !admitted && !force {
             return None;
         }
         let mut overflowed = false;
         let mut ticket = None;
         if attempt.tier == Some(ServiceTier::Reserved) {
-            ticket = state.reserve(now, &attempt.model, estimate.0, estimate.1);
+            ticket = state
+                .reserve_call(now, &attempt.model, estimate.0, estimate.1)
+                .await;
             if ticket.is_none() {
                 attempt.tier = Some(ServiceTier::Standard);
                 overflowed = true;
@@ -127,7 +134,7 @@ impl<'a> InFlight<'a> {
             let input =
                 u64::from(usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens);
             self.state
-                .correct_reservation(&a.model, t, input, u64::from(usage.output_tokens));
+                .correct_call(&a.model, t, input, u64::from(usage.output_tokens));
         }
         self.settled = true;
     }
@@ -149,7 +156,7 @@ impl<'a> InFlight<'a> {
                 .record_cancelled(a.target.region(), a.target.id(), a.tier);
         }
         if let Some(t) = self.ticket.take() {
-            self.state.release_reservation(&a.model, t);
+            self.state.correct_call(&a.model, t, 0, 0);
         }
         self.settled = true;
     }
@@ -164,7 +171,7 @@ impl Drop for InFlight<'_> {
         self.state
             .record_cancelled(a.target.region(), a.target.id(), a.tier);
         if let Some(t) = self.ticket.take() {
-            self.state.release_reservation(&a.model, t);
+            self.state.correct_call(&a.model, t, 0, 0);
         }
     }
 }
@@ -187,8 +194,8 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
+    #[tokio::test]
+    async fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
         let config = crate::Config::default();
         let state = State::new(&config);
         let plan = crate::plan(
@@ -203,7 +210,9 @@ mod tests {
             attempt.target.id().to_string(),
             attempt.tier,
         );
-        let (inflight, _) = InFlight::admit(&state, attempt, (10, 10), false).unwrap();
+        let (inflight, _) = InFlight::admit(&state, attempt, (10, 10), false)
+            .await
+            .unwrap();
         // The call began 5 s before this attempt (earlier attempts failed); its first token came
         // 5.1 s into the call.
         let call_started = Instant::now() - Duration::from_secs(5);

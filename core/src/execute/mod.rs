@@ -62,6 +62,23 @@ impl Executor {
         plan(request, &self.config, &self.state.at(Instant::now()))
     }
 
+    /// Plans a call; with shared state, first learns where other replicas cached its prompt
+    /// prefixes (one Redis round trip, only for prefixes this replica has not cached or asked
+    /// about lately), so cache affinity works across the fleet.
+    pub async fn plan_shared(&self, request: &GenerateRequest) -> Result<Plan> {
+        let plan = self.plan(request)?;
+        if self.state.is_shared()
+            && !plan.cache.prefixes.is_empty()
+            && self
+                .state
+                .import_shared_prefixes(Instant::now(), &plan.cache.prefixes)
+                .await
+        {
+            return self.plan(request);
+        }
+        Ok(plan)
+    }
+
     fn backend(&self, target: &Target) -> &dyn Backend {
         match target {
             Target::Bedrock { .. } => self.bedrock.as_ref(),
@@ -104,7 +121,7 @@ impl Executor {
         }
         let mut run = Run::new(self, request, plan);
         loop {
-            let Some(inflight) = run.next_attempt() else {
+            let Some(inflight) = run.next_attempt().await else {
                 let e = run.exhausted();
                 return Err(run.failed_with(e));
             };

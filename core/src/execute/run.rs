@@ -115,10 +115,10 @@ impl<'a> Run<'a> {
 
     /// The next attempt to send, admitted through its breaker, its reservation and (after the
     /// first) the retry budget; `None` when there is none or the budget is spent.
-    pub fn next_attempt(&mut self) -> Option<InFlight<'a>> {
+    pub async fn next_attempt(&mut self) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
         if let Some(attempt) = self.retry.take() {
-            return self.admit(attempt, true);
+            return self.admit(attempt, true).await;
         }
         while let Some(attempt) = self.remaining.next() {
             // Nothing sent and nothing else left: send even through an open breaker.
@@ -135,7 +135,7 @@ impl<'a> Run<'a> {
                 });
                 continue;
             }
-            if let Some(f) = self.admit(attempt, force) {
+            if let Some(f) = self.admit(attempt, force).await {
                 return Some(f);
             }
             if self.budget_exhausted {
@@ -145,9 +145,9 @@ impl<'a> Run<'a> {
         None
     }
 
-    fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
+    async fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
-        let (inflight, overflowed) = InFlight::admit(state, attempt, self.estimate, force)?;
+        let (inflight, overflowed) = InFlight::admit(state, attempt, self.estimate, force).await?;
         if self.sent > 0 && !state.spend_extra_attempt(Instant::now()) {
             self.budget_exhausted = true;
             return None; // dropping `inflight` frees what it took

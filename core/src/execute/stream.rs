@@ -270,7 +270,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
         let mut carried = Usage::default();
         let mut resumed: Option<GenerateRequest> = None;
         loop {
-            let Some(first) = run.next_attempt() else {
+            let Some(first) = run.next_attempt().await else {
                 let e = run.exhausted();
                 yield Err(run.failed_with(e));
                 return;
@@ -283,7 +283,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
-                    Either::Right(((), primary)) => match run.next_attempt() {
+                    Either::Right(((), primary)) => match run.next_attempt().await {
                         None => primary.await,
                         Some(second) => {
                             let hedge_target = second.attempt.target.id().to_string();

@@ -53,7 +53,8 @@ impl Ledger {
         }
     }
 
-    fn capacity(&self) -> (u64, u64) {
+    /// Tokens the window admits: (input, output).
+    pub fn capacity(&self) -> (u64, u64) {
         let scale = self.window.as_secs_f64() / 60.0;
         (
             (self.config.input_tokens_per_minute as f64 * scale) as u64,

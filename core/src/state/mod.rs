@@ -8,9 +8,10 @@ pub mod breaker;
 pub mod budget;
 pub mod latency;
 pub mod ledger;
+pub mod shared;
 
 use foldhash::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -164,6 +165,20 @@ impl CacheTotals {
     }
 }
 
+/// A call admitted against a reservation, to correct or release when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReservationTicket {
+    /// In this process's ledger (no shared state configured).
+    Local(Ticket),
+    /// In this process's share of the reservation, while Redis was unreachable.
+    Fallback(Ticket),
+    /// In the fleet's ledger in Redis.
+    Shared(shared::SharedTicket),
+}
+
+/// How long a full shared reservation is assumed full without asking Redis again.
+const FULL_HINT: Duration = Duration::from_millis(100);
+
 /// The router's live state, in process.
 pub struct State {
     cache_totals: Mutex<std::collections::BTreeMap<String, CacheTotals>>,
@@ -174,7 +189,19 @@ pub struct State {
     targets: RwLock<TargetMap>,
     ledgers: Mutex<HashMap<String, Ledger>>,
     budget: Mutex<RetryBudget>,
+    reserved_window: Duration,
+    /// State shared with other replicas, when configured.
+    shared: Option<Arc<shared::Shared>>,
+    /// Each replica's share of every reservation, used while Redis is unreachable.
+    fallback_ledgers: Mutex<HashMap<String, Ledger>>,
+    /// Shared reservations found full, and until when to assume they still are.
+    full_until: Mutex<HashMap<String, Instant>>,
+    /// Prefixes recently looked up in Redis (found or not): not asked again for a while.
+    prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
 }
+
+/// How long a prefix looked up in the shared index is not looked up again.
+const PREFIX_LOOKUP_TTL: Duration = Duration::from_secs(2);
 
 impl State {
     /// Fresh state for a configuration (its reservations, breaker and budget settings).
@@ -203,7 +230,106 @@ impl State {
             targets: RwLock::default(),
             ledgers: Mutex::new(ledgers),
             budget: Mutex::new(RetryBudget::new(config.routing.budget)),
+            reserved_window: config.routing.reserved_window,
+            shared: None,
+            fallback_ledgers: Mutex::default(),
+            full_until: Mutex::default(),
+            prefix_lookups: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(PREFIX_LOOKUP_TTL)
+                .build(),
         }
+    }
+
+    /// Whether state is shared with other replicas.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Learns from the fleet where these prefixes are cached, for those this replica has no
+    /// live cache entry for and has not asked about lately. `true` if anything was learned
+    /// (the plan should be made again).
+    pub async fn import_shared_prefixes(&self, now: Instant, prefixes: &[Prefix]) -> bool {
+        let Some(sh) = &self.shared else {
+            return false;
+        };
+        if !sh.usable() {
+            return false;
+        }
+        let unknown: Vec<PrefixDigest> = prefixes
+            .iter()
+            .map(|p| p.digest)
+            .filter(|d| {
+                let cached_here = self
+                    .prefixes
+                    .get(d)
+                    .and_then(|r| r.cached)
+                    .is_some_and(|(_, _, exp)| exp > now);
+                !cached_here && !self.prefix_lookups.contains_key(d)
+            })
+            .collect();
+        if unknown.is_empty() {
+            return false;
+        }
+        for d in &unknown {
+            self.prefix_lookups.insert(*d, ());
+        }
+        let digests: Vec<[u8; 32]> = unknown.iter().map(|d| d.0).collect();
+        let Some(found) = sh.lookup_prefixes(&digests).await else {
+            return false;
+        };
+        let now_ms = shared::unix_ms();
+        let mut learned = false;
+        for (digest, at) in unknown.iter().zip(found) {
+            let Some((region, target, expires)) = at else {
+                continue;
+            };
+            let left = Duration::from_millis(expires.saturating_sub(now_ms));
+            let mut r = self.prefixes.get(digest).unwrap_or(PrefixRecord {
+                seen: 0,
+                last: now,
+                mean_gap_s: None,
+                cached: None,
+            });
+            r.cached = Some((region, target, now + left));
+            self.prefixes.insert(*digest, r);
+            learned = true;
+        }
+        learned
+    }
+
+    /// Shares reservations and breakers with other replicas through `shared`; while it is
+    /// unreachable each replica admits `1 / replicas` of every reservation.
+    pub fn set_shared(&mut self, shared: Arc<shared::Shared>, config: &Config) {
+        let replicas = u64::from(shared.replicas.max(1));
+        let fallback = config
+            .models
+            .iter()
+            .filter_map(|(id, m)| {
+                let r = m.reserved?;
+                let share = ReservationConfig {
+                    input_tokens_per_minute: r.input_tokens_per_minute / replicas,
+                    output_tokens_per_minute: r.output_tokens_per_minute / replicas,
+                };
+                Some((id.clone(), Ledger::new(share, self.reserved_window)))
+            })
+            .collect();
+        self.fallback_ledgers = Mutex::new(fallback);
+        shared::spawn_sync(&shared, self.breaker.open_for * 10);
+        self.shared = Some(shared);
+    }
+
+    /// The shared state's health, when configured.
+    pub fn shared_status(&self) -> Option<shared::SharedStatus> {
+        self.shared.as_ref().map(|s| s.status())
+    }
+
+    /// Tokens admitted against a model's reservation by the whole fleet (shared state only).
+    pub async fn shared_reservation_used(&self, model: &str) -> Option<(u64, u64)> {
+        self.shared
+            .as_ref()?
+            .reservation_used(model, self.reserved_window)
+            .await
     }
 
     /// Counts tokens with `counter` for cache placement (the default is [`CharEstimate`]).
@@ -221,6 +347,7 @@ impl State {
         region: &str,
         target: &str,
     ) {
+        let mut published = Vec::new();
         for p in prefixes {
             let mut r = self.prefixes.get(&p.digest).unwrap_or(PrefixRecord {
                 seen: 0,
@@ -240,8 +367,18 @@ impl State {
                     CacheTtl::OneHour => Duration::from_secs(3600),
                 };
                 r.cached = Some((region.to_string(), target.to_string(), now + ttl));
+                if self.shared.is_some() {
+                    let expires = shared::unix_ms() + ttl.as_millis() as u64;
+                    published.push((
+                        p.digest.0,
+                        (region.to_string(), target.to_string(), expires),
+                    ));
+                }
             }
             self.prefixes.insert(p.digest, r);
+        }
+        if let Some(sh) = &self.shared {
+            sh.publish_prefixes(published);
         }
     }
 
@@ -310,7 +447,46 @@ impl State {
         tier: Option<ServiceTier>,
     ) -> Option<bool> {
         let config = self.breaker;
+        if let Some(sh) = &self.shared {
+            match sh.remote_breaker(&shared::target_key(region, id, tier)) {
+                Some(shared::RemoteBreaker::Open) => return None,
+                // Another replica's breaker ran out: a probe, if this call gets the lease.
+                Some(shared::RemoteBreaker::Probing) => {
+                    return self
+                        .with_target(region, id, tier, |t| t.breaker.admit(now, &config))
+                        .map(|_| true)
+                }
+                // The fleet has no open breaker here: if this replica's own breaker is
+                // probing, another replica's probe has already closed the target.
+                None if sh.usable() => {
+                    return self.with_target(region, id, tier, |t| {
+                        if matches!(t.breaker.view(now, &config), BreakerView::HalfOpen { .. }) {
+                            t.breaker.on_success();
+                        }
+                        t.breaker.admit(now, &config)
+                    });
+                }
+                None => {}
+            }
+        }
         self.with_target(region, id, tier, |t| t.breaker.admit(now, &config))
+    }
+
+    /// Whether a probe of this target may go: with shared state, only the replica holding the
+    /// fleet-wide lease probes (for the breaker's open period); without, always.
+    pub async fn take_probe_lease(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+    ) -> bool {
+        match &self.shared {
+            Some(sh) => {
+                sh.take_probe_lease(&shared::target_key(region, id, tier), self.breaker.open_for)
+                    .await
+            }
+            None => true,
+        }
     }
 
     /// An attempt succeeded, with the TTFT and speed it showed.
@@ -322,6 +498,9 @@ impl State {
         ttft: Option<Duration>,
         tokens_per_second: Option<f64>,
     ) {
+        if let Some(sh) = &self.shared {
+            sh.publish_closed(shared::target_key(region, id, tier));
+        }
         self.with_target(region, id, tier, |t| {
             t.breaker.on_success();
             t.latency.clear_throttles();
@@ -344,12 +523,21 @@ impl State {
         throttled: bool,
     ) {
         let config = self.breaker;
-        self.with_target(region, id, tier, |t| {
+        let opened = self.with_target(region, id, tier, |t| {
+            let before = t.breaker.view(now, &config);
             t.breaker.on_failure(now, &config);
             if throttled {
                 t.latency.record_throttle(now);
             }
+            before != BreakerView::Open && t.breaker.view(now, &config) == BreakerView::Open
         });
+        if let Some(sh) = &self.shared {
+            let key = shared::target_key(region, id, tier);
+            // A failed probe of the fleet's breaker opens it again for everyone.
+            if opened || sh.remote_breaker(&key).is_some() {
+                sh.publish_open(key, config.open_for);
+            }
+        }
     }
 
     /// An attempt ended without a verdict on the target (cancelled): a probe slot is freed.
@@ -357,7 +545,74 @@ impl State {
         self.with_target(region, id, tier, |t| t.breaker.release_probe());
     }
 
-    /// Admits a call against a model's reservation.
+    /// Admits a call against a model's reservation: the fleet's through Redis when shared
+    /// state is configured and reachable, else this process's (its share, when Redis is down).
+    pub async fn reserve_call(
+        &self,
+        now: Instant,
+        model: &str,
+        input: u64,
+        output: u64,
+    ) -> Option<ReservationTicket> {
+        let Some(sh) = &self.shared else {
+            return self
+                .reserve(now, model, input, output)
+                .map(ReservationTicket::Local);
+        };
+        let capacity = self
+            .ledgers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(model)?
+            .capacity();
+        if sh.usable() {
+            match sh
+                .reserve(model, self.reserved_window, capacity, input, output)
+                .await
+            {
+                Some(Some(t)) => return Some(ReservationTicket::Shared(t)),
+                Some(None) => {
+                    self.full_until
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(model.to_string(), now + FULL_HINT);
+                    return None;
+                }
+                None => {}
+            }
+        }
+        sh.note_fallback();
+        self.fallback_ledgers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(model)?
+            .admit(now, input, output)
+            .map(ReservationTicket::Fallback)
+    }
+
+    /// Replaces a reservation's estimate with actual usage.
+    pub fn correct_call(&self, model: &str, ticket: ReservationTicket, input: u64, output: u64) {
+        match ticket {
+            ReservationTicket::Local(t) => self.correct_reservation(model, t, input, output),
+            ReservationTicket::Fallback(t) => {
+                if let Some(l) = self
+                    .fallback_ledgers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_mut(model)
+                {
+                    l.correct(t, input, output);
+                }
+            }
+            ReservationTicket::Shared(t) => {
+                if let Some(sh) = &self.shared {
+                    sh.correct(model, t, input, output);
+                }
+            }
+        }
+    }
+
+    /// Admits a call against a model's reservation in this process's ledger.
     pub fn reserve(&self, now: Instant, model: &str, input: u64, output: u64) -> Option<Ticket> {
         self.ledgers
             .lock()
@@ -433,13 +688,27 @@ impl Observations for Snapshot<'_> {
     }
 
     fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView {
+        let remote = self
+            .state
+            .shared
+            .as_ref()
+            .and_then(|sh| sh.remote_breaker(&shared::target_key(region, id, tier)))
+            .map(|r| match r {
+                shared::RemoteBreaker::Open => BreakerView::Open,
+                shared::RemoteBreaker::Probing => BreakerView::HalfOpen {
+                    probe_available: true,
+                },
+            });
         let targets = self.state.targets.read().unwrap_or_else(|p| p.into_inner());
         let Some(cell) = lookup(&targets, region, id, tier) else {
-            return TargetView::UNKNOWN;
+            return TargetView {
+                breaker: remote.unwrap_or(BreakerView::Closed),
+                ..TargetView::UNKNOWN
+            };
         };
         let t = locked(cell);
         TargetView {
-            breaker: t.breaker.view(self.now, &self.state.breaker),
+            breaker: remote.unwrap_or_else(|| t.breaker.view(self.now, &self.state.breaker)),
             ttft: t.latency.ttft(),
             tokens_per_second: t.latency.tokens_per_second(),
             throttle_score: t.latency.throttle_score(self.now),
@@ -447,6 +716,23 @@ impl Observations for Snapshot<'_> {
     }
 
     fn reserved_room(&self, model: &str, input: u64, output: u64) -> Option<bool> {
+        if self.state.shared.is_some() {
+            // The fleet's ledger decides at admission; a recent "full" spares the round trip.
+            let full = self
+                .state
+                .full_until
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(model)
+                .is_some_and(|until| *until > self.now);
+            return self
+                .state
+                .ledgers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(model)
+                .then_some(!full);
+        }
         let mut ledgers = self.state.ledgers.lock().unwrap_or_else(|p| p.into_inner());
         ledgers
             .get_mut(model)

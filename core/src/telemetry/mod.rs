@@ -116,6 +116,8 @@ pub struct MetricsSnapshot {
     pub tasks_by_class: BTreeMap<SloClass, TaskCosts>,
     /// Calls running now (the client-side queue).
     pub in_flight: i64,
+    /// The state shared through Redis, when configured: whether it is degraded to local state.
+    pub shared: Option<crate::state::shared::SharedStatus>,
 }
 
 struct Lane {
@@ -350,6 +352,7 @@ impl Telemetry {
             tasks: finished.0,
             tasks_by_class: finished.1,
             in_flight: self.in_flight.load(Ordering::Relaxed),
+            shared: None,
         }
     }
 }

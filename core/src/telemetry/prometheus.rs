@@ -207,6 +207,44 @@ impl MetricsSnapshot {
         );
         let _ = writeln!(out, "# TYPE laneway_requests_in_flight gauge");
         let _ = writeln!(out, "laneway_requests_in_flight {}", self.in_flight);
+        if let Some(sh) = &self.shared {
+            let _ = writeln!(
+                out,
+                "# HELP laneway_shared_state_degraded 1 while Redis is unreachable and local state decides."
+            );
+            let _ = writeln!(out, "# TYPE laneway_shared_state_degraded gauge");
+            let _ = writeln!(
+                out,
+                "laneway_shared_state_degraded {}",
+                u8::from(sh.degraded)
+            );
+            let _ = writeln!(
+                out,
+                "# HELP laneway_shared_state_degraded_episodes_total Times Redis became unreachable."
+            );
+            let _ = writeln!(
+                out,
+                "# TYPE laneway_shared_state_degraded_episodes_total counter"
+            );
+            let _ = writeln!(
+                out,
+                "laneway_shared_state_degraded_episodes_total {}",
+                sh.degraded_episodes
+            );
+            let _ = writeln!(
+                out,
+                "# HELP laneway_shared_state_fallback_admissions_total Reserved admissions decided locally while degraded."
+            );
+            let _ = writeln!(
+                out,
+                "# TYPE laneway_shared_state_fallback_admissions_total counter"
+            );
+            let _ = writeln!(
+                out,
+                "laneway_shared_state_fallback_admissions_total {}",
+                sh.fallback_admissions
+            );
+        }
         out
     }
 }

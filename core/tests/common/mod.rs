@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod redis_server;
+
 use laneway::{Config, Router};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 

@@ -1,0 +1,537 @@
+//! State shared by every replica through Redis: the reserved-capacity ledger (admission is one
+//! atomic Lua script per call), circuit breakers (an open breaker is published at once and
+//! read by the others every `sync_interval`; half-open probes take a fleet-wide lease), with a
+//! fallback to local state whenever Redis is slow or down.
+//!
+//! Keys (all under one hash tag, `{prefix}`, so that they share a Redis Cluster slot):
+//! - `{prefix}:res:<model>`: a hash of per-second buckets, `<unix second>:i` and `:o`, of input
+//!   and output tokens admitted against the model's reservation;
+//! - `{prefix}:breakers`: a hash, target → unix milliseconds until which its breaker is open;
+//! - `{prefix}:probe:<target>`: the half-open probe lease of a target;
+//! - `{prefix}:prefix:<sha-256 hex>`: where a prompt prefix was last cached
+//!   (`region|target|expiry unix ms`), expiring with the cache entry.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::RwLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::aio::ConnectionManager;
+use redis::Script;
+
+use crate::config::SharedConfig;
+
+/// Admits `input`/`output` tokens if the window has room: returns `{1, second}` (the bucket
+/// written, the ticket) or `{0, second}`. Redis's own clock, so replicas' clocks do not matter.
+const ADMIT: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1])
+local window = tonumber(ARGV[1])
+local cap_in, cap_out = tonumber(ARGV[2]), tonumber(ARGV[3])
+local want_in, want_out = tonumber(ARGV[4]), tonumber(ARGV[5])
+local all = redis.call('HGETALL', KEYS[1])
+local used_in, used_out = 0, 0
+for i = 1, #all, 2 do
+  local field = all[i]
+  local sec = tonumber(string.sub(field, 1, -3))
+  if sec <= now - window then
+    redis.call('HDEL', KEYS[1], field)
+  elseif string.sub(field, -1) == 'i' then
+    used_in = used_in + tonumber(all[i + 1])
+  else
+    used_out = used_out + tonumber(all[i + 1])
+  end
+end
+if used_in + want_in > cap_in or used_out + want_out > cap_out then
+  return {0, now}
+end
+redis.call('HINCRBY', KEYS[1], now .. ':i', want_in)
+redis.call('HINCRBY', KEYS[1], now .. ':o', want_out)
+redis.call('EXPIRE', KEYS[1], window * 2 + 1)
+return {1, now}
+"#;
+
+/// Adds the difference between actual and estimated tokens to the bucket a call was admitted
+/// in, if the bucket is still in the window.
+const CORRECT: &str = r#"
+if redis.call('HEXISTS', KEYS[1], ARGV[1] .. ':i') == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':i', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':o', ARGV[3])
+end
+return 1
+"#;
+
+/// What a shared admission handed out: where to correct it later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedTicket {
+    second: i64,
+    input: u64,
+    output: u64,
+}
+
+/// Redis reachable or not, and since when.
+#[derive(Debug, Default)]
+struct Health {
+    /// Calls do not wait for Redis while set; the sync task pings until it answers again.
+    degraded: AtomicBool,
+    episodes: AtomicU64,
+    fallback_admissions: AtomicU64,
+}
+
+/// Now, in unix milliseconds (the clock shared entries are stamped with).
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// How the shared state is doing, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SharedStatus {
+    /// Redis is unreachable now: local state with a per-replica share of reservations.
+    pub degraded: bool,
+    /// Times Redis became unreachable since start.
+    pub degraded_episodes: u64,
+    /// Reserved admissions decided locally while degraded.
+    pub fallback_admissions: u64,
+}
+
+/// The Redis side of the router's state.
+pub struct Shared {
+    conn: ConnectionManager,
+    prefix: String,
+    timeout: Duration,
+    pub(crate) replicas: u32,
+    pub(crate) sync_interval: Duration,
+    health: Health,
+    admit: Script,
+    correct: Script,
+    /// Targets whose breaker another replica (or this one) published as open: until when
+    /// (unix ms), and when this replica published it (0 when read from Redis).
+    remote_open: RwLock<HashMap<String, (u64, u64)>>,
+}
+
+/// The key naming one target in Redis.
+pub fn target_key(region: &str, id: &str, tier: Option<crate::request::ServiceTier>) -> String {
+    match tier {
+        Some(t) => format!("{region}|{id}|{t}"),
+        None => format!("{region}|{id}|"),
+    }
+}
+
+/// A remote breaker as the planner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteBreaker {
+    Open,
+    /// Its open period is over but nobody has closed it: a probe needs the lease.
+    Probing,
+}
+
+impl Shared {
+    /// Connects lazily: a router starts even while Redis is down.
+    pub fn new(config: &SharedConfig) -> redis::RedisResult<Self> {
+        let client = redis::Client::open(config.redis_url.as_str())?;
+        let manager = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(config.timeout))
+            .set_connection_timeout(Some(config.timeout.max(Duration::from_millis(200))))
+            .set_number_of_retries(1);
+        Ok(Self {
+            conn: ConnectionManager::new_lazy_with_config(client, manager)?,
+            prefix: format!("{{{}}}", config.key_prefix),
+            timeout: config.timeout,
+            replicas: config.replicas,
+            sync_interval: config.sync_interval,
+            health: Health::default(),
+            admit: Script::new(ADMIT),
+            correct: Script::new(CORRECT),
+            remote_open: RwLock::default(),
+        })
+    }
+
+    fn key(&self, parts: &str) -> String {
+        format!("{}:{parts}", self.prefix)
+    }
+
+    /// Whether calls should ask Redis now.
+    pub fn usable(&self) -> bool {
+        !self.health.degraded.load(Ordering::Relaxed)
+    }
+
+    fn failed(&self, what: &str, e: &dyn std::fmt::Display) {
+        if !self.health.degraded.swap(true, Ordering::Relaxed) {
+            self.health.episodes.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                error = %e,
+                "laneway: Redis unreachable ({what}); using local state with 1/{} of each reservation until it returns",
+                self.replicas
+            );
+        }
+    }
+
+    fn succeeded(&self) {
+        if self.health.degraded.swap(false, Ordering::Relaxed) {
+            tracing::info!("laneway: Redis is back; shared state resumed");
+        }
+    }
+
+    /// Counts a reserved admission decided locally.
+    pub fn note_fallback(&self) {
+        self.health
+            .fallback_admissions
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn status(&self) -> SharedStatus {
+        SharedStatus {
+            degraded: self.health.degraded.load(Ordering::Relaxed),
+            degraded_episodes: self.health.episodes.load(Ordering::Relaxed),
+            fallback_admissions: self.health.fallback_admissions.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Runs one Redis operation within the timeout; an error or a timeout degrades.
+    async fn run<T>(
+        &self,
+        what: &str,
+        op: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(self.timeout, op).await {
+            Ok(Ok(v)) => {
+                self.succeeded();
+                Some(v)
+            }
+            Ok(Err(e)) => {
+                self.failed(what, &e);
+                None
+            }
+            Err(_) => {
+                self.failed(what, &format!("no answer within {:?}", self.timeout));
+                None
+            }
+        }
+    }
+
+    /// Admits a call against the fleet's reservation of `model`: `Some(Some(ticket))` admitted,
+    /// `Some(None)` full, `None` Redis did not answer (decide locally).
+    pub async fn reserve(
+        &self,
+        model: &str,
+        window: Duration,
+        capacity: (u64, u64),
+        input: u64,
+        output: u64,
+    ) -> Option<Option<SharedTicket>> {
+        let key = self.key(&format!("res:{model}"));
+        let mut conn = self.conn.clone();
+        let mut call = self.admit.key(&key);
+        call.arg(window.as_secs().max(1))
+            .arg(capacity.0)
+            .arg(capacity.1)
+            .arg(input)
+            .arg(output);
+        let (ok, second): (i64, i64) = self.run("reserve", call.invoke_async(&mut conn)).await?;
+        Some((ok == 1).then_some(SharedTicket {
+            second,
+            input,
+            output,
+        }))
+    }
+
+    /// Replaces a shared admission's estimate with actual usage, off the caller's path.
+    pub fn correct(
+        self: &std::sync::Arc<Self>,
+        model: &str,
+        t: SharedTicket,
+        input: u64,
+        output: u64,
+    ) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let me = self.clone();
+        let key = self.key(&format!("res:{model}"));
+        handle.spawn(async move {
+            let mut conn = me.conn.clone();
+            let mut call = me.correct.key(&key);
+            call.arg(t.second)
+                .arg(input as i64 - t.input as i64)
+                .arg(output as i64 - t.output as i64);
+            me.run::<i64>("correct", call.invoke_async(&mut conn)).await;
+        });
+    }
+
+    /// Tokens admitted against `model` in the window now, fleet-wide (for tests and tools).
+    pub async fn reservation_used(&self, model: &str, window: Duration) -> Option<(u64, u64)> {
+        let key = self.key(&format!("res:{model}"));
+        let mut conn = self.conn.clone();
+        let now: (u64, u64) = self
+            .run("time", redis::cmd("TIME").query_async(&mut conn))
+            .await?;
+        let all: HashMap<String, i64> = self
+            .run(
+                "read",
+                redis::cmd("HGETALL").arg(&key).query_async(&mut conn),
+            )
+            .await?;
+        let mut used = (0u64, 0u64);
+        for (field, v) in all {
+            let (sec, kind) = field.split_at(field.len().saturating_sub(2));
+            let Ok(sec) = sec.parse::<u64>() else {
+                continue;
+            };
+            if sec + window.as_secs().max(1) <= now.0 {
+                continue;
+            }
+            let v = v.max(0) as u64;
+            if kind == ":i" {
+                used.0 += v;
+            } else {
+                used.1 += v;
+            }
+        }
+        Some(used)
+    }
+
+    /// Publishes that this replica opened a target's breaker until `open_for` from now.
+    pub fn publish_open(self: &std::sync::Arc<Self>, target: String, open_for: Duration) {
+        let now = unix_ms();
+        let until = now + open_for.as_millis() as u64;
+        self.remote_open
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(target.clone(), (until, now));
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let me = self.clone();
+        handle.spawn(async move {
+            let key = me.key("breakers");
+            let mut conn = me.conn.clone();
+            me.run::<i64>(
+                "publish breaker",
+                redis::cmd("HSET")
+                    .arg(&key)
+                    .arg(&target)
+                    .arg(until)
+                    .query_async(&mut conn),
+            )
+            .await;
+        });
+    }
+
+    /// A probe succeeded: the target closes for everyone.
+    pub fn publish_closed(self: &std::sync::Arc<Self>, target: String) {
+        let known = self
+            .remote_open
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&target)
+            .is_some();
+        if !known {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let me = self.clone();
+        handle.spawn(async move {
+            let key = me.key("breakers");
+            let mut conn = me.conn.clone();
+            me.run::<i64>(
+                "close breaker",
+                redis::cmd("HDEL")
+                    .arg(&key)
+                    .arg(&target)
+                    .query_async(&mut conn),
+            )
+            .await;
+        });
+    }
+
+    /// The remote breaker of a target, if the fleet has one open or probing.
+    pub fn remote_breaker(&self, target: &str) -> Option<RemoteBreaker> {
+        let map = self.remote_open.read().unwrap_or_else(|p| p.into_inner());
+        if map.is_empty() {
+            return None;
+        }
+        let (until, _) = *map.get(target)?;
+        Some(if unix_ms() < until {
+            RemoteBreaker::Open
+        } else {
+            RemoteBreaker::Probing
+        })
+    }
+
+    /// Takes the fleet-wide probe lease of a target for `ttl`: only its holder probes.
+    /// Without Redis, each replica probes on its own (as without shared state).
+    pub async fn take_probe_lease(&self, target: &str, ttl: Duration) -> bool {
+        if !self.usable() {
+            return true;
+        }
+        let key = self.key(&format!("probe:{target}"));
+        let mut conn = self.conn.clone();
+        let reply: Option<Option<String>> = self
+            .run(
+                "probe lease",
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg(1)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl.as_millis().max(1) as u64)
+                    .query_async(&mut conn),
+            )
+            .await;
+        match reply {
+            Some(ok) => ok.is_some(),
+            None => true,
+        }
+    }
+
+    /// One tick of the background task: while degraded, checks whether Redis is back;
+    /// otherwise reads the published breakers.
+    pub async fn tick(&self, stale_after: Duration) {
+        if self.usable() {
+            self.sync_breakers(stale_after).await;
+        } else {
+            let mut conn = self.conn.clone();
+            let _ = self
+                .run::<String>("ping", redis::cmd("PING").query_async(&mut conn))
+                .await;
+        }
+    }
+
+    /// Reads every published breaker (and forgets entries long past their time).
+    pub async fn sync_breakers(&self, stale_after: Duration) {
+        let key = self.key("breakers");
+        let mut conn = self.conn.clone();
+        let Some(all) = self
+            .run::<HashMap<String, u64>>(
+                "read breakers",
+                redis::cmd("HGETALL").arg(&key).query_async(&mut conn),
+            )
+            .await
+        else {
+            return;
+        };
+        let now = unix_ms();
+        let stale: Vec<&String> = all
+            .iter()
+            .filter(|(_, until)| **until + stale_after.as_millis() as u64 <= now)
+            .map(|(k, _)| k)
+            .collect();
+        if !stale.is_empty() {
+            let _ = self
+                .run::<i64>(
+                    "expire breakers",
+                    redis::cmd("HDEL")
+                        .arg(&key)
+                        .arg(&stale)
+                        .query_async(&mut conn),
+                )
+                .await;
+        }
+        let mut fresh: HashMap<String, (u64, u64)> = all
+            .iter()
+            .filter(|(_, until)| **until + stale_after.as_millis() as u64 > now)
+            .map(|(k, v)| (k.clone(), (*v, 0)))
+            .collect();
+        let mut map = self.remote_open.write().unwrap_or_else(|p| p.into_inner());
+        // What this replica published a moment ago may not have reached Redis yet.
+        let recent = now.saturating_sub(2 * self.sync_interval.as_millis() as u64);
+        for (k, (until, published)) in map.iter() {
+            if *published >= recent {
+                fresh.entry(k.clone()).or_insert((*until, *published));
+            }
+        }
+        *map = fresh;
+    }
+}
+
+fn hex(digest: &[u8; 32]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Where a prefix is cached: region, target, and when the entry expires (unix ms).
+pub type CachedAt = (String, String, u64);
+
+impl Shared {
+    /// Publishes where prefixes were just cached, off the caller's path (one pipeline).
+    pub fn publish_prefixes(self: &std::sync::Arc<Self>, entries: Vec<([u8; 32], CachedAt)>) {
+        if entries.is_empty() || !self.usable() {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let me = self.clone();
+        handle.spawn(async move {
+            let mut pipe = redis::pipe();
+            let now = unix_ms();
+            for (digest, (region, target, expires)) in &entries {
+                let ttl = expires.saturating_sub(now).max(1);
+                pipe.cmd("SET")
+                    .arg(me.key(&format!("prefix:{}", hex(digest))))
+                    .arg(format!("{region}|{target}|{expires}"))
+                    .arg("PX")
+                    .arg(ttl)
+                    .ignore();
+            }
+            let mut conn = me.conn.clone();
+            me.run::<()>("publish prefixes", pipe.query_async(&mut conn))
+                .await;
+        });
+    }
+
+    /// Where other replicas cached these prefixes (one MGET); `None` when Redis did not answer.
+    pub async fn lookup_prefixes(&self, digests: &[[u8; 32]]) -> Option<Vec<Option<CachedAt>>> {
+        let keys: Vec<String> = digests
+            .iter()
+            .map(|d| self.key(&format!("prefix:{}", hex(d))))
+            .collect();
+        let mut conn = self.conn.clone();
+        let values: Vec<Option<String>> = self
+            .run(
+                "read prefixes",
+                redis::cmd("MGET").arg(&keys).query_async(&mut conn),
+            )
+            .await?;
+        Some(
+            values
+                .into_iter()
+                .map(|v| {
+                    let v = v?;
+                    let mut parts = v.rsplitn(3, '|');
+                    let expires = parts.next()?.parse().ok()?;
+                    let target = parts.next()?.to_string();
+                    let region = parts.next()?.to_string();
+                    Some((region, target, expires))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Keeps the breaker view fresh while the router lives.
+pub fn spawn_sync(shared: &std::sync::Arc<Shared>, stale_after: Duration) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = std::sync::Arc::downgrade(shared);
+    let every = shared.sync_interval;
+    handle.spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(shared) = weak.upgrade() else { return };
+            shared.tick(stale_after).await;
+        }
+    });
+}

@@ -1,0 +1,424 @@
+//! Shared state through a real redis-server: router processes sharing one reservation, a
+//! breaker opened in one process honoured by the others, half-open probes coordinated, and
+//! Redis killed mid-run without losing a request.
+//!
+//! Replicas are separate processes: this test binary started again with `--ignored --exact
+//! replica_process`, driven by JSON lines on stdin.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::redis_server::RedisServer;
+use futures::StreamExt;
+use laneway::{GenerateRequest, Router};
+use laneway_emulator::{Emulator, Fault, FaultKind, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
+use serde_json::{json, Value};
+
+const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+const LITE: &str = "amazon.nova-lite-v1:0";
+/// 3,000 output tokens a minute reserved for Sonnet: sixty 50-token calls.
+const RESERVED_OUTPUT_TPM: u64 = 3000;
+
+fn replica_config(redis_url: Option<&str>, prefix: &str) -> String {
+    let mut c = format!(
+        "[routing.breaker]\nfailure_threshold = 2\nopen_for = 4000.0\nhalf_open_probes = 1\n\
+         [models.\"{SONNET}\"]\nreserved = {{ input_tokens_per_minute = 100000000, output_tokens_per_minute = {RESERVED_OUTPUT_TPM} }}\n"
+    );
+    if let Some(url) = redis_url {
+        c += &format!(
+            "[shared]\nredis_url = \"{url}\"\nkey_prefix = \"{prefix}\"\nreplicas = 3\ntimeout = 50.0\nsync_interval = 100.0\n"
+        );
+    }
+    c
+}
+
+/// A router process.
+struct Replica {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Replica {
+    fn spawn(emulator_url: &str, config: &str) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "replica_process",
+                "--nocapture",
+                "--quiet",
+            ])
+            .env("LANEWAY_TEST_EMULATOR", emulator_url)
+            .env("LANEWAY_TEST_CONFIG", config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut r = Self {
+            child,
+            stdin,
+            stdout,
+        };
+        assert_eq!(r.read()["ready"], true);
+        r
+    }
+
+    fn send(&mut self, command: Value) {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next JSON line the replica printed (test-harness chatter skipped).
+    fn read(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "replica exited"
+            );
+            if let Some(json) = line.strip_prefix("REPLICA ") {
+                return serde_json::from_str(json).unwrap();
+            }
+        }
+    }
+
+    fn call(&mut self, command: Value) -> Value {
+        self.send(command);
+        self.read()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "{}", json!({"cmd": "quit"}));
+        let _ = self.child.wait();
+    }
+}
+
+/// The replica's side: a router driven by commands until `quit`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a router process started by the multi-process tests in this file"]
+async fn replica_process() {
+    let url = std::env::var("LANEWAY_TEST_EMULATOR").expect("started by a test");
+    let config =
+        laneway::Config::from_toml_str(&std::env::var("LANEWAY_TEST_CONFIG").unwrap()).unwrap();
+    let router = Router::builder()
+        .config(config)
+        .endpoint_url(url)
+        .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+        .build()
+        .await
+        .unwrap();
+    let say = |v: Value| println!("REPLICA {v}");
+    say(json!({"ready": true}));
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    while let Some(line) = lines.recv().await {
+        let cmd: Value = serde_json::from_str(&line).unwrap();
+        match cmd["cmd"].as_str().unwrap() {
+            "run" => {
+                let model = cmd["model"].as_str().unwrap().to_string();
+                let n = cmd["requests"].as_u64().unwrap() as usize;
+                let concurrency = cmd["concurrency"].as_u64().unwrap() as usize;
+                let outcomes: Vec<_> = futures::stream::iter(0..n)
+                    .map(|i| {
+                        let mut req = GenerateRequest::user(format!("replica call {i}"))
+                            .model(model.clone())
+                            .max_tokens(50);
+                        if let Some(regions) = cmd["regions"].as_array() {
+                            req = req.residency(laneway::Residency::Regions(
+                                regions
+                                    .iter()
+                                    .map(|r| r.as_str().unwrap().to_string())
+                                    .collect(),
+                            ));
+                        }
+                        let router = &router;
+                        async move { router.generate(req).await }
+                    })
+                    .buffer_unordered(concurrency)
+                    .collect()
+                    .await;
+                let mut regions = BTreeMap::<String, u64>::new();
+                let mut tiers = BTreeMap::<String, u64>::new();
+                let (mut ok, mut failed_attempts, mut errors) = (0, 0, Vec::new());
+                for o in outcomes {
+                    match o {
+                        Ok(r) => {
+                            ok += 1;
+                            failed_attempts += r.decision.failed_attempts.len();
+                            *regions.entry(r.decision.region.clone()).or_default() += 1;
+                            let tier = r.decision.tier.map(|t| t.to_string()).unwrap_or_default();
+                            *tiers.entry(tier).or_default() += 1;
+                        }
+                        Err(e) => errors.push(e.to_string()),
+                    }
+                }
+                say(
+                    json!({"ok": ok, "errors": errors, "regions": regions, "tiers": tiers, "failed_attempts": failed_attempts}),
+                );
+            }
+            "status" => {
+                let m = router.metrics();
+                say(serde_json::to_value(m.shared).unwrap());
+            }
+            "quit" => return,
+            other => panic!("unknown command {other}"),
+        }
+    }
+}
+
+fn reserved_output_tokens(emu: &Emulator) -> u64 {
+    emu.counters()
+        .iter()
+        .filter(|c| c.tier == "reserved")
+        .map(|c| c.counter.output_tokens)
+        .sum()
+}
+
+/// Three replicas send 40 Sonnet calls each at once; returns the reserved output tokens served.
+fn three_replicas_on_one_reservation(emu: &Emulator, redis_url: Option<&str>, prefix: &str) -> u64 {
+    let config = replica_config(redis_url, prefix);
+    let mut replicas: Vec<Replica> = (0..3)
+        .map(|_| Replica::spawn(&emu.url(), &config))
+        .collect();
+    for r in &mut replicas {
+        r.send(json!({"cmd": "run", "model": SONNET, "requests": 40, "concurrency": 8}));
+    }
+    for r in &mut replicas {
+        let out = r.read();
+        assert_eq!(out["ok"], 40, "{out}");
+    }
+    reserved_output_tokens(emu)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_admit_one_reservation_between_them() {
+    let redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let shared = three_replicas_on_one_reservation(&emu, Some(&redis.url()), "one-reservation");
+    let capacity = RESERVED_OUTPUT_TPM as f64;
+    assert!(
+        (shared as f64 - capacity).abs() <= capacity * 0.05,
+        "shared: {shared} reserved output tokens for a reservation of {capacity}"
+    );
+    emu.shutdown().await;
+
+    // Without Redis each process admits the whole reservation: the complaint this fixes.
+    let emu = common::emulator().await;
+    let alone = three_replicas_on_one_reservation(&emu, None, "unused");
+    assert!(alone as f64 >= capacity * 1.5, "alone: {alone}");
+    emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_opened_in_one_process_is_honoured_by_the_others() {
+    let redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let config = replica_config(Some(&redis.url()), "breakers");
+    let mut a = Replica::spawn(&emu.url(), &config);
+    let mut b = Replica::spawn(&emu.url(), &config);
+    let mut c = Replica::spawn(&emu.url(), &config);
+
+    // In us-east-1 and us-west-2 only (one target per region), us-east-1 comes first for Nova
+    // Lite; it fails for A until A's breaker opens.
+    let outage = emu.add_fault(
+        Fault::new(FaultKind::Outage)
+            .for_region("us-east-1")
+            .for_model(LITE),
+    );
+    let out = a.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 4, "concurrency": 1}));
+    assert_eq!(out["ok"], 4, "{out}");
+    assert_eq!(
+        out["failed_attempts"], 2,
+        "two failures open the breaker: {out}"
+    );
+    let opened = Instant::now();
+    // us-east-1 is healthy again: only the shared breaker keeps B and C away from it.
+    emu.remove_fault(outage);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    for r in [&mut b, &mut c] {
+        let out = r.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 3, "concurrency": 1}));
+        assert_eq!(out["ok"], 3, "{out}");
+        assert!(out["regions"].get("us-east-1").is_none(), "{out}");
+        assert_eq!(out["failed_attempts"], 0, "{out}");
+    }
+    assert!(
+        opened.elapsed() < Duration::from_millis(3500),
+        "still inside the open period"
+    );
+
+    // Once the open period is over, one probe goes for the whole fleet: B and C ask at once,
+    // one of them holds the lease and probes us-east-1, the other goes elsewhere.
+    tokio::time::sleep(Duration::from_millis(4300).saturating_sub(opened.elapsed())).await;
+    b.send(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
+    c.send(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
+    let (ob, oc) = (b.read(), c.read());
+    let probes = [&ob, &oc]
+        .iter()
+        .filter(|o| o["regions"].get("us-east-1").is_some())
+        .count();
+    assert_eq!(probes, 1, "{ob}\n{oc}");
+    // The probe succeeded: everyone is back on us-east-1 within a sync interval.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for r in [&mut a, &mut b, &mut c] {
+        let out = r.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 2, "concurrency": 1}));
+        assert_eq!(out["regions"]["us-east-1"], 2, "{out}");
+    }
+    emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_redis_mid_run_loses_no_request() {
+    let mut redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let config = replica_config(Some(&redis.url()), "outage");
+    let mut replicas: Vec<Replica> = (0..3)
+        .map(|_| Replica::spawn(&emu.url(), &config))
+        .collect();
+    for r in &mut replicas {
+        r.send(json!({"cmd": "run", "model": SONNET, "requests": 60, "concurrency": 2}));
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    redis.kill();
+    for r in &mut replicas {
+        let out = r.read();
+        assert_eq!(out["ok"], 60, "{out}");
+        assert_eq!(out["errors"].as_array().unwrap().len(), 0, "{out}");
+    }
+    for r in &mut replicas {
+        let status = r.call(json!({"cmd": "status"}));
+        assert_eq!(status["degraded"], true, "{status}");
+        assert_eq!(
+            status["degraded_episodes"], 1,
+            "logged and counted once: {status}"
+        );
+    }
+    // Redis returns: the replicas use it again.
+    redis.restart();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    for r in &mut replicas {
+        let out = r.call(json!({"cmd": "run", "model": SONNET, "requests": 3, "concurrency": 1}));
+        assert_eq!(out["ok"], 3, "{out}");
+        let status = r.call(json!({"cmd": "status"}));
+        assert_eq!(status["degraded"], false, "{status}");
+    }
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_a_reachable_redis_a_router_serves_from_local_state() {
+    // Nothing listens on this port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let emu = common::emulator().await;
+    let config = common::config(&replica_config(
+        Some(&format!("redis://127.0.0.1:{port}/0")),
+        "nobody",
+    ));
+    let router = common::router_with(&emu, config).await;
+    for i in 0..5 {
+        router
+            .generate(
+                GenerateRequest::user(format!("hi {i}"))
+                    .model(SONNET)
+                    .max_tokens(20),
+            )
+            .await
+            .unwrap();
+    }
+    let m = router.metrics();
+    let status = m.shared.unwrap();
+    assert!(
+        status.degraded && status.degraded_episodes == 1,
+        "{status:?}"
+    );
+    assert!(status.fallback_admissions >= 1, "{status:?}");
+    assert!(m.prometheus().contains("laneway_shared_state_degraded 1"));
+    emu.shutdown().await;
+}
+
+#[test]
+fn shared_configuration_is_checked() {
+    let bad = |extra: &str| {
+        laneway::Config::from_toml_str(&format!("[shared]\n{extra}\n"))
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(bad("redis_url = \"http://x\"").contains("shared.redis_url"));
+    assert!(bad("redis_url = \"redis://x\"\nkey_prefix = \"{a}\"").contains("shared.key_prefix"));
+    assert!(bad("redis_url = \"redis://x\"\nreplicas = 0").contains("shared.replicas"));
+    let ok =
+        laneway::Config::from_toml_str("[shared]\nredis_url = \"rediss://user:pw@cache:6380/2\"\n")
+            .unwrap();
+    let shared = ok.shared.unwrap();
+    assert_eq!(
+        (shared.key_prefix.as_str(), shared.replicas),
+        ("laneway", 1)
+    );
+}
+
+#[tokio::test]
+async fn a_prefix_cached_by_one_replica_draws_the_others_to_its_region() {
+    let redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let config = || common::config(&replica_config(Some(&redis.url()), "prefixes"));
+    let first_router = common::router_with(&emu, config()).await;
+    let second_router = common::router_with(&emu, config()).await;
+    let system = "Shared knowledge base article. ".repeat(300);
+    let req = |q: &str| {
+        GenerateRequest::user(q)
+            .family("claude")
+            .system(system.clone())
+            .task("kb")
+            .max_tokens(5)
+    };
+    // The first replica writes the cache away from the usual first choice.
+    let usual = first_router.plan(&req("a")).unwrap().attempts[0]
+        .target
+        .clone();
+    emu.add_fault(
+        Fault::new(FaultKind::Outage)
+            .for_region(usual.region())
+            .times(1),
+    );
+    let first = first_router.generate(req("a")).await.unwrap();
+    assert_ne!(first.decision.region, usual.region());
+    assert!(first.usage.cache_write_tokens > 0, "{:?}", first.usage);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // The second replica has never seen the prefix; the fleet's index sends it there.
+    assert_eq!(
+        second_router.plan(&req("b")).unwrap().attempts[0]
+            .target
+            .region(),
+        usual.region(),
+        "on its own it would go to the usual region"
+    );
+    let second = second_router.generate(req("b")).await.unwrap();
+    assert_eq!(second.decision.region, first.decision.region);
+    assert!(second
+        .decision
+        .reasons
+        .iter()
+        .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. })));
+    assert!(second.usage.cache_read_tokens > 0, "{:?}", second.usage);
+    emu.shutdown().await;
+}
