@@ -170,6 +170,10 @@ pub struct Engine {
     pools: Arc<Mutex<HashMap<String, Pool>>>,
     started: Instant,
     draws: AtomicU64,
+    /// S3 objects (batch inputs and outputs).
+    pub objects: crate::wire::s3::Objects,
+    /// Batch inference jobs.
+    pub jobs: crate::wire::batch::Jobs,
 }
 
 /// Share of a pool's concurrency that flex requests may use: flex yields under high demand.
@@ -194,6 +198,8 @@ impl Engine {
             pools: Arc::default(),
             started: Instant::now(),
             draws: AtomicU64::new(0),
+            objects: Default::default(),
+            jobs: Default::default(),
         }
     }
 
@@ -295,7 +301,8 @@ impl Engine {
         };
         let (name, performance, answer_range) = match served {
             Served::Model(m) => {
-                if !m.tiers.contains(&ask.tier) {
+                // Batch records are not a request tier: every model in the scenario takes them.
+                if ask.tier != "batch" && !m.tiers.contains(&ask.tier) {
                     return Err(ApiError::validation(
                         ask.service,
                         format!(
@@ -467,11 +474,12 @@ impl Engine {
     }
 
     fn take_capacity(&self, ask: &Ask, perf: &Performance, tokens: u32) -> Result<Slot, ApiError> {
-        // Priority, default and flex share the on-demand quota; reserved has its own.
-        let pool_name = if ask.tier == "reserved" {
-            "reserved"
-        } else {
-            "on-demand"
+        // Priority, default and flex share the on-demand quota; reserved has its own, and batch
+        // jobs run on capacity apart from both.
+        let pool_name = match ask.tier.as_str() {
+            "reserved" => "reserved",
+            "batch" => "batch",
+            _ => "on-demand",
         };
         let key = format!("{}|{}|{}", ask.region, ask.target, pool_name);
         let mut pools = self.pools.lock().expect("pools lock");
@@ -497,6 +505,13 @@ impl Engine {
                 format!("Too many {what}, please wait before trying again."),
             )
         };
+        if ask.tier == "batch" {
+            pool.in_flight += 1;
+            return Ok(Slot {
+                pools: Arc::clone(&self.pools),
+                key,
+            });
+        }
         if pool.in_flight >= concurrency_limit {
             return Err(throttled("requests"));
         }

@@ -129,6 +129,8 @@ pub fn app(engine: Arc<Engine>) -> Router {
     Router::new()
         .merge(wire::bedrock::routes())
         .merge(wire::sagemaker::routes())
+        .merge(wire::batch::routes())
+        .merge(wire::s3::routes())
         .merge(crate::control::routes())
         .with_state(engine)
 }

@@ -89,7 +89,14 @@ pub fn verify(
         ));
     }
 
-    let canonical = canonical_request(method, uri, headers, body, &parsed.signed_headers)?;
+    let canonical = canonical_request(
+        method,
+        uri,
+        headers,
+        body,
+        &parsed.signed_headers,
+        parsed.service == "s3",
+    )?;
     let scope = format!(
         "{}/{}/{}/aws4_request",
         parsed.date, parsed.region, parsed.service
@@ -169,9 +176,14 @@ fn canonical_request(
     headers: &HeaderMap,
     body: &[u8],
     signed_headers: &[String],
+    s3: bool,
 ) -> Result<String, AuthError> {
     // Every service but S3 encodes the already-encoded path once more.
-    let path = utf8_percent_encode(uri.path(), PATH).to_string();
+    let path = if s3 {
+        uri.path().to_string()
+    } else {
+        utf8_percent_encode(uri.path(), PATH).to_string()
+    };
     let mut query: Vec<(String, String)> = uri
         .query()
         .unwrap_or("")
@@ -294,7 +306,8 @@ mod tests {
         let uri: Uri = "/model/amazon.nova-lite-v1%3A0/converse".parse().unwrap();
         let mut headers = HeaderMap::new();
         headers.insert("host", "h".parse().unwrap());
-        let c = canonical_request(&Method::POST, &uri, &headers, b"", &["host".into()]).unwrap();
+        let c =
+            canonical_request(&Method::POST, &uri, &headers, b"", &["host".into()], false).unwrap();
         assert!(
             c.contains("/model/amazon.nova-lite-v1%253A0/converse"),
             "{c}"

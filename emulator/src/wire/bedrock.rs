@@ -359,13 +359,15 @@ fn chunk(payload: &Value) -> Bytes {
 }
 
 /// The model's native body format for InvokeModel.
-enum Native {
+/// The native body formats InvokeModel speaks.
+pub enum Native {
     Anthropic,
     Nova,
 }
 
 impl Native {
-    fn whole(&self, a: &Answer) -> Value {
+    /// The whole answer in the model's native response format.
+    pub fn whole(&self, a: &Answer) -> Value {
         match self {
             Native::Anthropic => json!({
                 "id": "msg_emulated", "type": "message", "role": "assistant", "model": a.model,
@@ -419,6 +421,22 @@ fn read_invoke(
 ) -> Result<(Ask, Native), ApiError> {
     let region = authenticate(engine, "bedrock", method, uri, headers, body)?;
     let v = parse_json(Service::Bedrock, body)?;
+    let tier = headers
+        .get("x-amzn-bedrock-service-tier")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("default")
+        .to_string();
+    Ok(native_ask(operation, region, model_id, tier, &v))
+}
+
+/// A model's native request body (InvokeModel, or a batch record's `modelInput`) as an ask.
+pub fn native_ask(
+    operation: &'static str,
+    region: String,
+    model_id: String,
+    tier: String,
+    v: &Value,
+) -> (Ask, Native) {
     let native = if model_id.contains("anthropic.") {
         Native::Anthropic
     } else {
@@ -430,13 +448,8 @@ fn read_invoke(
     }
     .and_then(Value::as_u64)
     .map(|n| n.min(u64::from(u32::MAX)) as u32);
-    let tier = headers
-        .get("x-amzn-bedrock-service-tier")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("default")
-        .to_string();
     let prompt = json!([v.get("system"), v.get("messages")]);
-    Ok((
+    (
         Ask {
             service: Service::Bedrock,
             operation,
@@ -449,7 +462,7 @@ fn read_invoke(
             cache_points: Vec::new(),
         },
         native,
-    ))
+    )
 }
 
 fn stop_reason(a: &Answer) -> &'static str {

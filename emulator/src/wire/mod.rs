@@ -1,7 +1,9 @@
 //! The wire protocols: Bedrock Runtime and SageMaker Runtime over restJson1 and event streams.
 
+pub mod batch;
 pub mod bedrock;
 pub mod eventstream;
+pub mod s3;
 pub mod sagemaker;
 
 use std::sync::Arc;
