@@ -212,6 +212,7 @@ async fn three_processes_admit_one_reservation_between_them() {
     let emu = common::emulator().await;
     let shared = three_replicas_on_one_reservation(&emu, Some(&redis.url()), "one-reservation");
     let capacity = RESERVED_OUTPUT_TPM as f64;
+    eprintln!("three processes, one reservation of {capacity} output tokens: {shared} admitted");
     assert!(
         (shared as f64 - capacity).abs() <= capacity * 0.05,
         "shared: {shared} reserved output tokens for a reservation of {capacity}"
@@ -221,6 +222,7 @@ async fn three_processes_admit_one_reservation_between_them() {
     // Without Redis each process admits the whole reservation: the complaint this fixes.
     let emu = common::emulator().await;
     let alone = three_replicas_on_one_reservation(&emu, None, "unused");
+    eprintln!("without Redis: {alone} admitted");
     assert!(alone as f64 >= capacity * 1.5, "alone: {alone}");
     emu.shutdown().await;
 }

@@ -606,7 +606,7 @@ impl State {
             }
             ReservationTicket::Shared(t) => {
                 if let Some(sh) = &self.shared {
-                    sh.correct(model, t, input, output);
+                    sh.settle(model, t, input, output);
                 }
             }
         }

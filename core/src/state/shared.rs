@@ -1,5 +1,6 @@
-//! State shared by every replica through Redis: the reserved-capacity ledger (admission is one
-//! atomic Lua script per call), circuit breakers (an open breaker is published at once and
+//! State shared by every replica through Redis: the reserved-capacity ledger (replicas lease
+//! small chunks of the reservation with one atomic Lua script and admit calls from their lease
+//! in process, so most calls make no round trip), circuit breakers (an open breaker is published at once and
 //! read by the others every `sync_interval`; half-open probes take a fleet-wide lease), with a
 //! fallback to local state whenever Redis is slow or down.
 //!
@@ -11,10 +12,10 @@
 //! - `{prefix}:prefix:<sha-256 hex>`: where a prompt prefix was last cached
 //!   (`region|target|expiry unix ms`), expiring with the cache entry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::RwLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::aio::ConnectionManager;
 use redis::Script;
@@ -51,23 +52,28 @@ redis.call('EXPIRE', KEYS[1], window * 2 + 1)
 return {1, now}
 "#;
 
-/// Adds the difference between actual and estimated tokens to the bucket a call was admitted
-/// in, if the bucket is still in the window.
-const CORRECT: &str = r#"
-if redis.call('HEXISTS', KEYS[1], ARGV[1] .. ':i') == 1 then
-  redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':i', ARGV[2])
-  redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':o', ARGV[3])
-end
-return 1
-"#;
-
-/// What a shared admission handed out: where to correct it later.
+/// Calls admitted from this replica's lease: the estimate it took, to settle later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharedTicket {
-    second: i64,
     input: u64,
     output: u64,
+    lease_until: Instant,
 }
+
+/// Reserved tokens this replica leased from the fleet and has not used yet. Redis counts a lease
+/// in the second it was taken; it is used only within the window after that.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    input: i64,
+    output: i64,
+    until: Instant,
+}
+
+/// A lease chunk is this share of the reservation, split between the replicas...
+const LEASE_SHARE: f64 = 0.02;
+/// ...or two calls' worth where that is more, up to this share: what a replica may hold unused
+/// when the window closes, so the fleet's under-admission stays small.
+const LEASE_MAX_SHARE: f64 = 0.05;
 
 /// Redis reachable or not, and since when.
 #[derive(Debug, Default)]
@@ -76,6 +82,8 @@ struct Health {
     degraded: AtomicBool,
     episodes: AtomicU64,
     fallback_admissions: AtomicU64,
+    admissions: AtomicU64,
+    waited_admissions: AtomicU64,
 }
 
 /// Now, in unix milliseconds (the clock shared entries are stamped with).
@@ -95,6 +103,10 @@ pub struct SharedStatus {
     pub degraded_episodes: u64,
     /// Reserved admissions decided locally while degraded.
     pub fallback_admissions: u64,
+    /// Reserved admissions against the fleet's ledger, and how many of them waited for a Redis
+    /// round trip (the rest came from this replica's lease).
+    pub admissions: u64,
+    pub waited_admissions: u64,
 }
 
 /// The Redis side of the router's state.
@@ -106,7 +118,8 @@ pub struct Shared {
     pub(crate) sync_interval: Duration,
     health: Health,
     admit: Script,
-    correct: Script,
+    leases: Mutex<HashMap<String, Lease>>,
+    refilling: Mutex<HashSet<String>>,
     /// Targets whose breaker another replica (or this one) published as open: until when
     /// (unix ms), and when this replica published it (0 when read from Redis).
     remote_open: RwLock<HashMap<String, (u64, u64)>>,
@@ -144,7 +157,8 @@ impl Shared {
             sync_interval: config.sync_interval,
             health: Health::default(),
             admit: Script::new(ADMIT),
-            correct: Script::new(CORRECT),
+            leases: Mutex::default(),
+            refilling: Mutex::default(),
             remote_open: RwLock::default(),
         })
     }
@@ -187,6 +201,8 @@ impl Shared {
             degraded: self.health.degraded.load(Ordering::Relaxed),
             degraded_episodes: self.health.episodes.load(Ordering::Relaxed),
             fallback_admissions: self.health.fallback_admissions.load(Ordering::Relaxed),
+            admissions: self.health.admissions.load(Ordering::Relaxed),
+            waited_admissions: self.health.waited_admissions.load(Ordering::Relaxed),
         }
     }
 
@@ -212,16 +228,16 @@ impl Shared {
         }
     }
 
-    /// Admits a call against the fleet's reservation of `model`: `Some(Some(ticket))` admitted,
-    /// `Some(None)` full, `None` Redis did not answer (decide locally).
-    pub async fn reserve(
+    /// Takes `input`/`output` tokens from the fleet's reservation of `model` (one Lua script):
+    /// `Some(true)` taken, `Some(false)` full, `None` Redis did not answer.
+    async fn take_from_fleet(
         &self,
         model: &str,
         window: Duration,
         capacity: (u64, u64),
         input: u64,
         output: u64,
-    ) -> Option<Option<SharedTicket>> {
+    ) -> Option<bool> {
         let key = self.key(&format!("res:{model}"));
         let mut conn = self.conn.clone();
         let mut call = self.admit.key(&key);
@@ -230,35 +246,176 @@ impl Shared {
             .arg(capacity.1)
             .arg(input)
             .arg(output);
-        let (ok, second): (i64, i64) = self.run("reserve", call.invoke_async(&mut conn)).await?;
-        Some((ok == 1).then_some(SharedTicket {
-            second,
-            input,
-            output,
-        }))
+        let (ok, _second): (i64, i64) = self.run("reserve", call.invoke_async(&mut conn)).await?;
+        Some(ok == 1)
     }
 
-    /// Replaces a shared admission's estimate with actual usage, off the caller's path.
-    pub fn correct(
-        self: &std::sync::Arc<Self>,
+    fn chunk(&self, capacity: (u64, u64), call: (u64, u64)) -> (u64, u64) {
+        let replicas = f64::from(self.replicas.max(1));
+        let size = |cap: u64, want: u64| {
+            let base = (cap as f64 * LEASE_SHARE / replicas) as u64;
+            let most = (cap as f64 * LEASE_MAX_SHARE / replicas) as u64;
+            base.max((2 * want).min(most)).max(1)
+        };
+        (size(capacity.0, call.0), size(capacity.1, call.1))
+    }
+
+    /// Admits a call from this replica's lease if it holds enough.
+    fn take_from_lease(
+        &self,
         model: &str,
-        t: SharedTicket,
+        now: Instant,
         input: u64,
         output: u64,
+    ) -> Option<SharedTicket> {
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        let l = leases.get_mut(model)?;
+        if l.until <= now || l.input < input as i64 || l.output < output as i64 {
+            return None;
+        }
+        l.input -= input as i64;
+        l.output -= output as i64;
+        Some(SharedTicket {
+            input,
+            output,
+            lease_until: l.until,
+        })
+    }
+
+    /// Adds freshly leased tokens (valid for most of a window from now).
+    fn add_to_lease(&self, model: &str, now: Instant, window: Duration, input: u64, output: u64) {
+        let until = now + window.mul_f64(0.9);
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        let l = leases.entry(model.to_string()).or_insert(Lease {
+            input: 0,
+            output: 0,
+            until,
+        });
+        if l.until <= now {
+            *l = Lease {
+                input: 0,
+                output: 0,
+                until,
+            };
+        }
+        // Mixed lease tokens are used by the earlier deadline.
+        l.input += input as i64;
+        l.output += output as i64;
+    }
+
+    /// Admits a call against the fleet's reservation of `model`: from this replica's lease when
+    /// it holds enough (no round trip; a refill starts in the background when it runs low),
+    /// else by leasing what is missing. `Some(Some(ticket))` admitted, `Some(None)` full, `None`
+    /// Redis did not answer (decide locally).
+    pub async fn reserve(
+        self: &std::sync::Arc<Self>,
+        model: &str,
+        window: Duration,
+        capacity: (u64, u64),
+        input: u64,
+        output: u64,
+    ) -> Option<Option<SharedTicket>> {
+        let now = Instant::now();
+        let chunk = self.chunk(capacity, (input, output));
+        if let Some(t) = self.take_from_lease(model, now, input, output) {
+            self.health.admissions.fetch_add(1, Ordering::Relaxed);
+            self.refill_if_low(model, window, capacity, chunk);
+            return Some(Some(t));
+        }
+        self.health
+            .waited_admissions
+            .fetch_add(1, Ordering::Relaxed);
+        let (have_in, have_out) = {
+            let leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            leases
+                .get(model)
+                .filter(|l| l.until > now)
+                .map_or((0, 0), |l| (l.input.max(0) as u64, l.output.max(0) as u64))
+        };
+        let need = (
+            input.saturating_sub(have_in),
+            output.saturating_sub(have_out),
+        );
+        let generous = (need.0.max(chunk.0), need.1.max(chunk.1));
+        for ask in [generous, need] {
+            match self
+                .take_from_fleet(model, window, capacity, ask.0, ask.1)
+                .await?
+            {
+                true => {
+                    self.add_to_lease(model, now, window, ask.0, ask.1);
+                    if let Some(t) = self.take_from_lease(model, now, input, output) {
+                        self.health.admissions.fetch_add(1, Ordering::Relaxed);
+                        return Some(Some(t));
+                    }
+                }
+                false if ask == need => break,
+                false => {}
+            }
+        }
+        Some(None)
+    }
+
+    /// Leases another chunk in the background when the lease runs below half a chunk.
+    fn refill_if_low(
+        self: &std::sync::Arc<Self>,
+        model: &str,
+        window: Duration,
+        capacity: (u64, u64),
+        chunk: (u64, u64),
     ) {
+        let low = {
+            let leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            leases
+                .get(model)
+                .is_some_and(|l| l.input < (chunk.0 / 2) as i64 || l.output < (chunk.1 / 2) as i64)
+        };
+        if !low || !self.usable() {
+            return;
+        }
+        if !self
+            .refilling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(model.to_string())
+        {
+            return;
+        }
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            self.refilling
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(model);
             return;
         };
         let me = self.clone();
-        let key = self.key(&format!("res:{model}"));
+        let model = model.to_string();
         handle.spawn(async move {
-            let mut conn = me.conn.clone();
-            let mut call = me.correct.key(&key);
-            call.arg(t.second)
-                .arg(input as i64 - t.input as i64)
-                .arg(output as i64 - t.output as i64);
-            me.run::<i64>("correct", call.invoke_async(&mut conn)).await;
+            let now = Instant::now();
+            if me
+                .take_from_fleet(&model, window, capacity, chunk.0, chunk.1)
+                .await
+                == Some(true)
+            {
+                me.add_to_lease(&model, now, window, chunk.0, chunk.1);
+            }
+            me.refilling
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&model);
         });
+    }
+
+    /// Settles a call admitted from the lease: what it did not use goes back to the lease (or
+    /// what it used beyond its estimate is taken from it), if the lease is still current.
+    pub fn settle(&self, model: &str, t: SharedTicket, input: u64, output: u64) {
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = leases.get_mut(model) {
+            if l.until == t.lease_until && l.until > Instant::now() {
+                l.input += t.input as i64 - input as i64;
+                l.output += t.output as i64 - output as i64;
+            }
+        }
     }
 
     /// Tokens admitted against `model` in the window now, fleet-wide (for tests and tools).
@@ -534,4 +691,63 @@ pub fn spawn_sync(shared: &std::sync::Arc<Shared>, stale_after: Duration) {
             shared.tick(stale_after).await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(replicas: u32) -> Shared {
+        Shared::new(&SharedConfig {
+            redis_url: "redis://127.0.0.1:1/0".into(),
+            key_prefix: "t".into(),
+            replicas,
+            timeout: Duration::from_millis(50),
+            sync_interval: Duration::from_millis(200),
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn lease_chunks_are_a_small_share_or_two_calls_within_a_cap() {
+        let s = shared(4);
+        // 2% of 1M split four ways: 5,000 tokens; two calls of 100 are less.
+        assert_eq!(s.chunk((1_000_000, 1_000_000), (100, 100)), (5_000, 5_000));
+        // Two calls of 4,000 are more than 5,000 but under the 5% cap (12,500).
+        assert_eq!(s.chunk((1_000_000, 1_000_000), (4_000, 0)).0, 8_000);
+        // Calls larger than the cap get the cap; a call bigger than that leases what it needs.
+        assert_eq!(s.chunk((1_000_000, 1_000_000), (50_000, 0)).0, 12_500);
+        assert_eq!(s.chunk((10, 10), (0, 0)), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_lease_admits_until_spent_and_takes_back_what_calls_did_not_use() {
+        let s = shared(1);
+        let now = Instant::now();
+        s.add_to_lease("m", now, Duration::from_secs(60), 100, 10);
+        let t = s.take_from_lease("m", now, 60, 6).unwrap();
+        assert!(
+            s.take_from_lease("m", now, 60, 6).is_none(),
+            "only 40 input left"
+        );
+        s.settle("m", t, 20, 2);
+        assert!(
+            s.take_from_lease("m", now, 80, 8).is_some(),
+            "40 + 40 returned"
+        );
+        assert!(
+            s.take_from_lease("m", now + Duration::from_secs(55), 1, 0)
+                .is_none(),
+            "expired"
+        );
+    }
+
+    #[test]
+    fn target_keys_name_region_id_and_tier() {
+        assert_eq!(
+            target_key("us-east-1", "m", Some(crate::request::ServiceTier::Flex)),
+            "us-east-1|m|flex"
+        );
+        assert_eq!(target_key("us-east-1", "m", None), "us-east-1|m|");
+    }
 }
