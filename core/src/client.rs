@@ -65,6 +65,15 @@ impl Router {
     /// Everything measured so far: per lane latency percentiles, tokens, cost, errors, failovers
     /// and hedges; SLO attainment per class; calls in flight; cost per finished task.
     /// `router.metrics().prometheus()` gives the Prometheus text exposition.
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.exec
+    }
+
+    /// The AWS settings the router's clients use.
+    pub(crate) fn sdk_config(&self) -> &SdkConfig {
+        self.exec.sdk.as_ref().expect("set at build")
+    }
+
     pub fn metrics(&self) -> crate::telemetry::MetricsSnapshot {
         let mut snapshot = self.exec.telemetry.snapshot();
         snapshot.shared = self.exec.state.shared_status();
@@ -248,6 +257,7 @@ impl RouterBuilder {
         if let Some(counter) = self.token_counter {
             exec.state.set_token_counter(counter);
         }
+        exec.sdk = Some(base.clone());
         if let Some(meter) = &self.meter {
             exec.telemetry.set_meter(meter);
         }

@@ -54,6 +54,9 @@ pub struct Config {
     /// without it each process keeps its own.
     #[serde(default)]
     pub shared: Option<SharedConfig>,
+    /// The batch lane: where jobs put their inputs and outputs, and under which role they run.
+    #[serde(default)]
+    pub batch: Option<crate::batch::BatchConfig>,
 }
 
 /// Where replicas share their state: a Redis server or cluster.
@@ -133,6 +136,13 @@ pub struct PricingConfig {
     /// (`laneway bench` turns it into cost per request at the measured throughput).
     #[serde(default)]
     pub instance_hourly: BTreeMap<String, f64>,
+    /// Batch inference costs this fraction of the on-demand (standard) price.
+    #[serde(default = "half")]
+    pub batch: f64,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 impl Default for PricingConfig {
@@ -144,6 +154,7 @@ impl Default for PricingConfig {
             reserved: 1.0,
             global_profile_multiplier: 0.9,
             instance_hourly: BTreeMap::new(),
+            batch: 0.5,
         }
     }
 }
@@ -630,6 +641,7 @@ impl Config {
             ("flex", p.flex),
             ("reserved", p.reserved),
             ("global_profile_multiplier", p.global_profile_multiplier),
+            ("batch", p.batch),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::config(

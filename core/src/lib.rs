@@ -24,6 +24,8 @@
 //! ```
 
 pub mod backend;
+pub mod batch;
+mod batch_run;
 pub mod classifier;
 mod client;
 pub mod config;

@@ -91,7 +91,7 @@ impl StopReason {
 }
 
 /// Tokens of one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Usage {
     /// Input tokens processed anew (neither read from nor written to the cache).
     pub input_tokens: u32,

@@ -2,7 +2,7 @@
 
 pub mod bedrock;
 mod document;
-mod errors;
+pub(crate) mod errors;
 pub mod sagemaker;
 
 use futures::future::BoxFuture;

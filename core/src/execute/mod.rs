@@ -34,6 +34,8 @@ pub struct Executor {
     pub sagemaker: Box<dyn Backend>,
     pub state: State,
     pub telemetry: crate::telemetry::Telemetry,
+    /// The AWS settings the clients were built from (the batch lane builds its own from them).
+    pub sdk: Option<aws_config::SdkConfig>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -54,6 +56,7 @@ impl Executor {
             sagemaker,
             state,
             telemetry: crate::telemetry::Telemetry::default(),
+            sdk: None,
         }
     }
 

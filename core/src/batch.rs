@@ -1,0 +1,344 @@
+//! The batch lane: bulk offline requests as Bedrock batch inference jobs, at the batch price.
+//!
+//! [`Router::submit_batch`](crate::Router::submit_batch) turns requests into job records
+//! (`recordId` plus the model's native request body), uploads them to S3, and creates one
+//! model invocation job per model and per `max_records_per_job` records. The returned
+//! [`BatchHandle`] serialises (job ARNs and S3 locations) so another process can resume it;
+//! `batch_status`, `wait_batch` and `batch_results` poll the jobs and read the outputs back,
+//! one [`BatchItem`] per request in submission order. Too few requests for a job, or a deadline
+//! sooner than the batch turnaround, go to the flex tier at once instead; the item says why.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::request::{ContentBlock, GenerateRequest, Role, ServiceTier, SystemBlock};
+use crate::response::Usage;
+
+/// `[batch]`: where and how batch jobs run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchConfig {
+    /// The S3 bucket for job inputs and outputs.
+    pub bucket: String,
+    /// Key prefix under the bucket.
+    #[serde(default = "default_prefix")]
+    pub prefix: String,
+    /// The IAM service role the jobs run under.
+    pub role_arn: String,
+    /// Most records in one job; larger submissions are split.
+    #[serde(default = "default_max_records")]
+    pub max_records_per_job: usize,
+    /// Fewest records a job may have (the service's minimum).
+    #[serde(default = "default_min_records")]
+    pub min_records: usize,
+    /// How often `wait_batch` asks for the jobs' status (ms).
+    #[serde(default = "default_poll", with = "crate::serde_millis")]
+    pub poll_interval: Duration,
+    /// How long a batch may take; a request with a sooner deadline goes to flex (ms).
+    #[serde(default = "default_turnaround", with = "crate::serde_millis")]
+    pub turnaround: Duration,
+}
+
+fn default_prefix() -> String {
+    "laneway-batch".into()
+}
+fn default_max_records() -> usize {
+    50_000
+}
+fn default_min_records() -> usize {
+    100
+}
+fn default_poll() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_turnaround() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+/// Which lane served an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchLane {
+    Batch,
+    /// Sent on the flex tier at submission instead (see the item's `diverted` reason).
+    Flex,
+}
+
+/// One answered request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchOutput {
+    pub text: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub model: String,
+    pub lane: BatchLane,
+    /// Why the request did not go to a batch job, when it did not.
+    pub diverted: Option<String>,
+}
+
+/// A request that failed: its record failed in the job, or its diverted call failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct BatchRecordError {
+    pub code: String,
+    pub message: String,
+}
+
+/// One request's outcome.
+pub type BatchItem = std::result::Result<BatchOutput, BatchRecordError>;
+
+/// One job of a batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchJob {
+    pub arn: String,
+    pub model: String,
+    pub input_uri: String,
+    pub output_uri: String,
+    /// Submission indices of its records, in record order.
+    pub indices: Vec<usize>,
+}
+
+/// A submitted batch: serialise it with `serde_json` to resume it elsewhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchHandle {
+    pub id: String,
+    pub total: usize,
+    pub jobs: Vec<BatchJob>,
+    /// Requests answered at submission on flex, by index.
+    pub immediate: BTreeMap<usize, BatchItem>,
+}
+
+impl BatchHandle {
+    /// The handle as JSON (job ARNs, S3 locations, diverted answers).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a handle serialises")
+    }
+
+    /// A handle written by [`to_json`](Self::to_json).
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| Error::config("batch handle", e.to_string()))
+    }
+}
+
+/// A job's state as Bedrock reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JobStatus {
+    pub arn: String,
+    pub status: String,
+    pub message: Option<String>,
+}
+
+impl JobStatus {
+    pub fn finished(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "Completed" | "PartiallyCompleted" | "Failed" | "Stopped" | "Expired"
+        )
+    }
+}
+
+/// Every job's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchStatus {
+    pub jobs: Vec<JobStatus>,
+}
+
+impl BatchStatus {
+    pub fn finished(&self) -> bool {
+        self.jobs.iter().all(JobStatus::finished)
+    }
+    /// Jobs finished, of all.
+    pub fn progress(&self) -> (usize, usize) {
+        (
+            self.jobs.iter().filter(|j| j.finished()).count(),
+            self.jobs.len(),
+        )
+    }
+}
+
+/// What the answered items cost in the batch lane against the same tokens on standard and flex.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BatchCostComparison {
+    pub batch_usd: f64,
+    pub standard_usd: f64,
+    pub flex_usd: f64,
+}
+
+/// The record id of a submission index.
+pub(crate) fn record_id(index: usize) -> String {
+    format!("{index:08}")
+}
+
+fn text_of(blocks: &[ContentBlock]) -> Option<String> {
+    let mut out = String::new();
+    for b in blocks {
+        match b {
+            ContentBlock::Text(t) => out.push_str(t),
+            ContentBlock::CachePoint(_) => {}
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The model's native request body for a text request (Anthropic messages or Nova).
+pub(crate) fn native_body(
+    model: &str,
+    request: &GenerateRequest,
+    max_tokens: u64,
+) -> Result<Value> {
+    let unsupported = || {
+        Error::invalid(
+            "messages",
+            "the batch lane takes text messages only (no tools, images or tool results)",
+        )
+    };
+    if !request.tools.is_empty() {
+        return Err(unsupported());
+    }
+    let system: Vec<String> = request
+        .system
+        .iter()
+        .filter_map(|s| match s {
+            SystemBlock::Text(t) => Some(t.clone()),
+            SystemBlock::CachePoint(_) => None,
+        })
+        .collect();
+    let mut messages = Vec::new();
+    for m in &request.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        messages.push((role, text_of(&m.content).ok_or_else(unsupported)?));
+    }
+    Ok(if model.contains("anthropic.") {
+        let mut body = json!({
+            "anthropic_version": "bedrock-2023-05-31",
+            "max_tokens": max_tokens,
+            "messages": messages.iter().map(|(r, t)| json!({ "role": r, "content": [{ "type": "text", "text": t }] })).collect::<Vec<_>>(),
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n"));
+        }
+        body
+    } else {
+        let mut body = json!({
+            "schemaVersion": "messages-v1",
+            "messages": messages.iter().map(|(r, t)| json!({ "role": r, "content": [{ "text": t }] })).collect::<Vec<_>>(),
+            "inferenceConfig": { "maxTokens": max_tokens },
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system
+                .iter()
+                .map(|t| json!({ "text": t }))
+                .collect::<Vec<_>>());
+        }
+        body
+    })
+}
+
+/// Text and usage of a native response body.
+pub(crate) fn parse_output(output: &Value) -> Option<(String, Usage)> {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).map(|n| n as u32);
+    if let Some(content) = output.get("content").and_then(Value::as_array) {
+        let text = content
+            .iter()
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect();
+        let usage = output.get("usage")?;
+        return Some((
+            text,
+            Usage {
+                input_tokens: n(usage.get("input_tokens"))?,
+                output_tokens: n(usage.get("output_tokens"))?,
+                ..Usage::default()
+            },
+        ));
+    }
+    let content = output.pointer("/output/message/content")?.as_array()?;
+    let text = content
+        .iter()
+        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .collect();
+    let usage = output.get("usage")?;
+    Some((
+        text,
+        Usage {
+            input_tokens: n(usage.get("inputTokens"))?,
+            output_tokens: n(usage.get("outputTokens"))?,
+            ..Usage::default()
+        },
+    ))
+}
+
+/// Whether a request must skip the batch lane, and why.
+pub(crate) fn divert_reason(request: &GenerateRequest, config: &BatchConfig) -> Option<String> {
+    match request.slo.deadline {
+        Some(d) if d < config.turnaround => Some(format!(
+            "its deadline ({:.0} s) is sooner than the batch turnaround ({:.0} s)",
+            d.as_secs_f64(),
+            config.turnaround.as_secs_f64()
+        )),
+        _ => None,
+    }
+}
+
+/// The tier diverted requests take.
+pub(crate) const DIVERTED_TIER: ServiceTier = ServiceTier::Flex;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_bodies_follow_each_model_family() {
+        let req = GenerateRequest::user("hello").system("be brief");
+        let a = native_body("anthropic.claude-haiku-4-5-20251001-v1:0", &req, 50).unwrap();
+        assert_eq!(a["anthropic_version"], "bedrock-2023-05-31");
+        assert_eq!(a["messages"][0]["content"][0]["text"], "hello");
+        assert_eq!(a["system"], "be brief");
+        let n = native_body("amazon.nova-lite-v1:0", &req, 50).unwrap();
+        assert_eq!(n["schemaVersion"], "messages-v1");
+        assert_eq!(n["inferenceConfig"]["maxTokens"], 50);
+        assert_eq!(n["system"][0]["text"], "be brief");
+    }
+
+    #[test]
+    fn outputs_parse_in_both_formats() {
+        let a = json!({"content": [{"type": "text", "text": "hi"}], "usage": {"input_tokens": 3, "output_tokens": 1}});
+        assert_eq!(parse_output(&a).unwrap().1.output_tokens, 1);
+        let n = json!({"output": {"message": {"content": [{"text": "yo"}]}}, "usage": {"inputTokens": 4, "outputTokens": 2}});
+        let (text, usage) = parse_output(&n).unwrap();
+        assert_eq!((text.as_str(), usage.input_tokens), ("yo", 4));
+        assert!(parse_output(&json!({"nothing": 1})).is_none());
+    }
+
+    #[test]
+    fn a_handle_survives_serialisation() {
+        let h = BatchHandle {
+            id: "b1".into(),
+            total: 2,
+            jobs: vec![BatchJob {
+                arn: "arn:aws:bedrock:us-east-1:1:model-invocation-job/x".into(),
+                model: "m".into(),
+                input_uri: "s3://b/in.jsonl".into(),
+                output_uri: "s3://b/out/".into(),
+                indices: vec![1],
+            }],
+            immediate: BTreeMap::from([(
+                0,
+                Err(BatchRecordError {
+                    code: "throttled".into(),
+                    message: "x".into(),
+                }),
+            )]),
+        };
+        assert_eq!(BatchHandle::from_json(&h.to_json()).unwrap(), h);
+        assert!(BatchHandle::from_json("{").is_err());
+    }
+}

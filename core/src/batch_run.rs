@@ -1,0 +1,463 @@
+//! The batch lane's calls to AWS: records to S3, jobs through the Bedrock control plane, and
+//! outputs read back (aws-sdk-s3, aws-sdk-bedrock).
+
+use std::collections::BTreeMap;
+
+use aws_sdk_bedrock::types::{
+    ModelInvocationJobInputDataConfig, ModelInvocationJobOutputDataConfig,
+    ModelInvocationJobS3InputDataConfig, ModelInvocationJobS3OutputDataConfig,
+};
+use futures::StreamExt;
+
+use crate::backend::errors::from_operation;
+use crate::batch::{
+    divert_reason, native_body, parse_output, record_id, BatchConfig, BatchCostComparison,
+    BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError, BatchStatus,
+    JobStatus, DIVERTED_TIER,
+};
+use crate::config::Provider;
+use crate::error::{Error, Result};
+use crate::plan::Target;
+use crate::request::GenerateRequest;
+use crate::Router;
+
+/// Requests on flex at once, when a batch is diverted.
+const DIVERTED_CONCURRENCY: usize = 16;
+
+fn s3_parts(uri: &str) -> Option<(&str, &str)> {
+    let rest = uri.strip_prefix("s3://")?;
+    Some(rest.split_once('/').unwrap_or((rest, "")))
+}
+
+/// A label for control-plane errors (they have no model target).
+fn control_target(region: &str, what: &str) -> Target {
+    Target::Bedrock {
+        region: region.to_string(),
+        model_id: what.to_string(),
+        profile: None,
+    }
+}
+
+fn job_region(arn: &str) -> &str {
+    arn.split(':').nth(3).unwrap_or("")
+}
+
+impl Router {
+    fn batch_config(&self) -> Result<&BatchConfig> {
+        self.executor().config.batch.as_ref().ok_or_else(|| {
+            Error::config(
+                "batch",
+                "the batch lane needs a [batch] section (bucket, role_arn)",
+            )
+        })
+    }
+
+    fn s3(&self, region: &str) -> aws_sdk_s3::Client {
+        let sdk = self.sdk_config();
+        let mut b = aws_sdk_s3::config::Builder::from(sdk)
+            .region(aws_config::Region::new(region.to_string()));
+        if sdk.endpoint_url().is_some() {
+            b = b.force_path_style(true);
+        }
+        aws_sdk_s3::Client::from_conf(b.build())
+    }
+
+    fn bedrock_control(&self, region: &str) -> aws_sdk_bedrock::Client {
+        let b = aws_sdk_bedrock::config::Builder::from(self.sdk_config())
+            .region(aws_config::Region::new(region.to_string()));
+        aws_sdk_bedrock::Client::from_conf(b.build())
+    }
+
+    /// Submits requests to the batch lane: one Bedrock batch job per model and per
+    /// `max_records_per_job` records, at the batch price. Requests that cannot wait (a deadline
+    /// sooner than the turnaround), and whole submissions too small for a job, are answered on
+    /// the flex tier now instead; their items say why. The handle serialises for resuming.
+    ///
+    /// ```no_run
+    /// # async fn f(router: laneway::Router, requests: Vec<laneway::GenerateRequest>) -> laneway::Result<()> {
+    /// let handle = router.submit_batch(requests).await?;
+    /// std::fs::write("batch.json", handle.to_json()).unwrap(); // resume with BatchHandle::from_json
+    /// router.wait_batch(&handle, |s| eprintln!("{:?} jobs done", s.progress())).await?;
+    /// for item in router.batch_results(&handle).await? {
+    ///     match item {
+    ///         Ok(out) => println!("{} (${:.6})", out.text, out.cost_usd),
+    ///         Err(e) => eprintln!("failed: {e}"),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn submit_batch(&self, requests: Vec<GenerateRequest>) -> Result<BatchHandle> {
+        let config = self.batch_config()?.clone();
+        let exec = self.executor();
+        let id = format!(
+            "batch-{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        );
+        let total = requests.len();
+        let mut divert: BTreeMap<usize, String> = BTreeMap::new();
+        // model → (region, [(index, record line)])
+        let mut groups: BTreeMap<String, (String, Vec<(usize, String)>)> = BTreeMap::new();
+        for (i, request) in requests.iter().enumerate() {
+            request.validate()?;
+            if let Some(why) = divert_reason(request, &config) {
+                divert.insert(i, why);
+                continue;
+            }
+            let plan = self.plan(request)?;
+            let model = plan.model.clone();
+            let Some(m) = exec.config.models.get(&model) else {
+                return Err(Error::invalid(
+                    "model",
+                    format!("{model} is not configured"),
+                ));
+            };
+            if m.provider != Provider::Bedrock {
+                divert.insert(
+                    i,
+                    format!("{model} is self-hosted: SageMaker has no batch lane here"),
+                );
+                continue;
+            }
+            let Some(region) = exec
+                .config
+                .regions
+                .iter()
+                .find(|r| m.regions.contains(&r.name))
+                .map(|r| r.name.clone())
+            else {
+                divert.insert(
+                    i,
+                    format!("{model} has no in-region deployment for batch jobs"),
+                );
+                continue;
+            };
+            let (_, output) = crate::plan::tier::estimated_tokens(request, &exec.config);
+            let line = serde_json::json!({
+                "recordId": record_id(i),
+                "modelInput": native_body(&model, request, output)?,
+            });
+            groups
+                .entry(model)
+                .or_insert_with(|| (region, Vec::new()))
+                .1
+                .push((i, line.to_string()));
+        }
+        // A model with too few records for a job goes to flex as well.
+        for (model, (region, records)) in std::mem::take(&mut groups) {
+            if records.len() < config.min_records {
+                for (i, _) in &records {
+                    divert.insert(
+                        *i,
+                        format!(
+                            "{} requests for {model}: fewer than the batch minimum of {}",
+                            records.len(),
+                            config.min_records
+                        ),
+                    );
+                }
+            } else {
+                groups.insert(model, (region, records));
+            }
+        }
+        let mut jobs = Vec::new();
+        for (model, (region, records)) in &groups {
+            let region = region.clone();
+            let s3 = self.s3(&region);
+            let control = self.bedrock_control(&region);
+            let slug: String = model
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            for (n, chunk) in records
+                .chunks(config.max_records_per_job.max(1))
+                .enumerate()
+            {
+                let base = format!("{}/{id}/{slug}-{n}", config.prefix.trim_end_matches('/'));
+                let input_key = format!("{base}/input.jsonl");
+                let body: String = chunk.iter().map(|(_, l)| format!("{l}\n")).collect();
+                s3.put_object()
+                    .bucket(&config.bucket)
+                    .key(&input_key)
+                    .content_type("application/jsonl")
+                    .body(body.into_bytes().into())
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        from_operation(
+                            e,
+                            &control_target(&region, &format!("s3://{}", config.bucket)),
+                        )
+                    })?;
+                let input_uri = format!("s3://{}/{input_key}", config.bucket);
+                let output_uri = format!("s3://{}/{base}/out/", config.bucket);
+                let arn = control
+                    .create_model_invocation_job()
+                    .job_name(format!("{id}-{slug}-{n}"))
+                    .role_arn(&config.role_arn)
+                    .model_id(model)
+                    .input_data_config(ModelInvocationJobInputDataConfig::S3InputDataConfig(
+                        ModelInvocationJobS3InputDataConfig::builder()
+                            .s3_uri(&input_uri)
+                            .build()
+                            .map_err(|e| Error::config("batch.bucket", e.to_string()))?,
+                    ))
+                    .output_data_config(ModelInvocationJobOutputDataConfig::S3OutputDataConfig(
+                        ModelInvocationJobS3OutputDataConfig::builder()
+                            .s3_uri(&output_uri)
+                            .build()
+                            .map_err(|e| Error::config("batch.bucket", e.to_string()))?,
+                    ))
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        from_operation(e, &control_target(&region, "CreateModelInvocationJob"))
+                    })?
+                    .job_arn;
+                jobs.push(BatchJob {
+                    arn,
+                    model: model.clone(),
+                    input_uri,
+                    output_uri,
+                    indices: chunk.iter().map(|(i, _)| *i).collect(),
+                });
+            }
+        }
+        let immediate = self.run_diverted(&requests, divert).await;
+        Ok(BatchHandle {
+            id,
+            total,
+            jobs,
+            immediate,
+        })
+    }
+
+    /// Answers diverted requests on the flex tier now.
+    async fn run_diverted(
+        &self,
+        requests: &[GenerateRequest],
+        divert: BTreeMap<usize, String>,
+    ) -> BTreeMap<usize, BatchItem> {
+        futures::stream::iter(divert)
+            .map(|(i, why)| {
+                let request = requests[i].clone().tier(DIVERTED_TIER);
+                async move {
+                    let item = match self.generate(request).await {
+                        Ok(r) => Ok(BatchOutput {
+                            text: r.text(),
+                            usage: r.usage,
+                            cost_usd: r.cost_usd,
+                            model: r.decision.model.clone(),
+                            lane: BatchLane::Flex,
+                            diverted: Some(why),
+                        }),
+                        Err(e) => Err(BatchRecordError {
+                            code: e.kind().to_string(),
+                            message: e.to_string(),
+                        }),
+                    };
+                    (i, item)
+                }
+            })
+            .buffer_unordered(DIVERTED_CONCURRENCY)
+            .collect()
+            .await
+    }
+
+    /// Every job's status.
+    pub async fn batch_status(&self, handle: &BatchHandle) -> Result<BatchStatus> {
+        let mut jobs = Vec::with_capacity(handle.jobs.len());
+        for j in &handle.jobs {
+            let region = job_region(&j.arn);
+            let out = self
+                .bedrock_control(region)
+                .get_model_invocation_job()
+                .job_identifier(&j.arn)
+                .send()
+                .await
+                .map_err(|e| from_operation(e, &control_target(region, &j.arn)))?;
+            jobs.push(JobStatus {
+                arn: j.arn.clone(),
+                status: out
+                    .status
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_default(),
+                message: out.message,
+            });
+        }
+        Ok(BatchStatus { jobs })
+    }
+
+    /// Polls every `poll_interval` until all jobs have ended, calling `progress` each time.
+    pub async fn wait_batch(
+        &self,
+        handle: &BatchHandle,
+        mut progress: impl FnMut(&BatchStatus),
+    ) -> Result<BatchStatus> {
+        let every = self.batch_config()?.poll_interval;
+        loop {
+            let status = self.batch_status(handle).await?;
+            progress(&status);
+            if status.finished() {
+                return Ok(status);
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    /// One item per submitted request, in submission order: its answer with usage and cost at
+    /// the batch price, or its error (a record the job failed, or one missing from the output).
+    /// Fails if a job has not ended yet.
+    pub async fn batch_results(&self, handle: &BatchHandle) -> Result<Vec<BatchItem>> {
+        let exec = self.executor();
+        let status = self.batch_status(handle).await?;
+        if let Some(j) = status.jobs.iter().find(|j| !j.finished()) {
+            return Err(Error::invalid(
+                "batch",
+                format!("job {} is still {}: wait for it first", j.arn, j.status),
+            ));
+        }
+        let mut items: BTreeMap<usize, BatchItem> = handle.immediate.clone();
+        for (job, st) in handle.jobs.iter().zip(&status.jobs) {
+            let region = job_region(&job.arn);
+            let s3 = self.s3(region);
+            let (bucket, prefix) = s3_parts(&job.output_uri).ok_or_else(|| {
+                Error::invalid("batch", format!("{} is not an s3:// URI", job.output_uri))
+            })?;
+            let mut found: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+            let mut token: Option<String> = None;
+            loop {
+                let page = s3
+                    .list_objects_v2()
+                    .bucket(bucket)
+                    .prefix(prefix)
+                    .set_continuation_token(token.clone())
+                    .send()
+                    .await
+                    .map_err(|e| from_operation(e, &control_target(region, &job.output_uri)))?;
+                for obj in page.contents() {
+                    let Some(key) = obj.key() else { continue };
+                    if !key.ends_with(".jsonl.out") {
+                        continue;
+                    }
+                    let body = s3
+                        .get_object()
+                        .bucket(bucket)
+                        .key(key)
+                        .send()
+                        .await
+                        .map_err(|e| from_operation(e, &control_target(region, key)))?
+                        .body
+                        .collect()
+                        .await
+                        .map_err(|e| Error::invalid("batch output", e.to_string()))?
+                        .into_bytes();
+                    for line in String::from_utf8_lossy(&body)
+                        .lines()
+                        .filter(|l| !l.trim().is_empty())
+                    {
+                        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                            if let Some(id) = v.get("recordId").and_then(|r| r.as_str()) {
+                                found.insert(id.to_string(), v);
+                            }
+                        }
+                    }
+                }
+                token = page.next_continuation_token().map(str::to_string);
+                if token.is_none() {
+                    break;
+                }
+            }
+            let m = &exec.config.models[&job.model];
+            for &i in &job.indices {
+                let item = match found.get(&record_id(i)) {
+                    None => Err(BatchRecordError {
+                        code: "missing".into(),
+                        message: format!(
+                            "record {} is not in the output of job {} ({})",
+                            record_id(i),
+                            job.arn,
+                            st.message.clone().unwrap_or_else(|| st.status.clone())
+                        ),
+                    }),
+                    Some(v) => {
+                        match (v.get("modelOutput").and_then(parse_output), v.get("error")) {
+                            (Some((text, usage)), _) => Ok(BatchOutput {
+                                cost_usd: crate::cost::call_cost(
+                                    &m.price,
+                                    &exec.config.pricing,
+                                    &usage,
+                                    None,
+                                    None,
+                                ) * exec.config.pricing.batch,
+                                text,
+                                usage,
+                                model: job.model.clone(),
+                                lane: BatchLane::Batch,
+                                diverted: None,
+                            }),
+                            (None, Some(err)) => Err(BatchRecordError {
+                                code: err
+                                    .get("errorCode")
+                                    .map(|c| c.to_string().trim_matches('"').to_string())
+                                    .unwrap_or_default(),
+                                message: err
+                                    .get("errorMessage")
+                                    .and_then(|m| m.as_str())
+                                    .unwrap_or("")
+                                    .to_string(),
+                            }),
+                            (None, None) => Err(BatchRecordError {
+                                code: "malformed".into(),
+                                message: format!(
+                                    "record {} has neither modelOutput nor error",
+                                    record_id(i)
+                                ),
+                            }),
+                        }
+                    }
+                };
+                items.insert(i, item);
+            }
+        }
+        Ok((0..handle.total)
+            .map(|i| {
+                items.remove(&i).unwrap_or_else(|| {
+                    Err(BatchRecordError {
+                        code: "missing".into(),
+                        message: format!("request {i} is in no job of this handle"),
+                    })
+                })
+            })
+            .collect())
+    }
+
+    /// What the answered items cost, against the same tokens on standard and on flex.
+    pub fn batch_cost_comparison(&self, items: &[BatchItem]) -> BatchCostComparison {
+        let exec = self.executor();
+        let pricing = &exec.config.pricing;
+        let mut c = BatchCostComparison {
+            batch_usd: 0.0,
+            standard_usd: 0.0,
+            flex_usd: 0.0,
+        };
+        for out in items.iter().flatten() {
+            let Some(m) = exec.config.models.get(&out.model) else {
+                continue;
+            };
+            let on_demand = crate::cost::call_cost(&m.price, pricing, &out.usage, None, None);
+            c.batch_usd += out.cost_usd;
+            c.standard_usd += on_demand * pricing.standard;
+            c.flex_usd += on_demand * pricing.flex;
+        }
+        c
+    }
+}

@@ -1,0 +1,195 @@
+//! The batch lane through the router against the emulator's S3 and batch jobs: a 1,000-request
+//! batch split into jobs and read back in order, failed records, a resumed handle, and small or
+//! urgent submissions diverted to flex.
+
+mod common;
+
+use std::time::Duration;
+
+use laneway::batch::{BatchHandle, BatchLane};
+use laneway::{GenerateRequest, Slo, SloClass};
+use laneway_emulator::{Fault, FaultKind};
+
+const LITE: &str = "amazon.nova-lite-v1:0";
+const BATCH: &str = "[batch]\nbucket = \"lw-batch\"\nrole_arn = \"arn:aws:iam::123456789012:role/laneway-batch\"\nmax_records_per_job = 400\npoll_interval = 50.0\n";
+
+/// Request `i` asks with `i % 40 + 1` filler words, so its input size identifies it.
+fn request(i: usize) -> GenerateRequest {
+    GenerateRequest::user(format!("summarise: {}", "note ".repeat(i % 40 + 1)))
+        .model(LITE)
+        .max_tokens(20)
+        .slo_class(SloClass::Batch)
+}
+
+#[tokio::test]
+async fn a_thousand_requests_come_back_in_order_with_usage_and_cost() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    let requests: Vec<GenerateRequest> = (0..1000).map(request).collect();
+    let handle = router.submit_batch(requests).await.unwrap();
+    assert_eq!(handle.jobs.len(), 3, "1,000 records at most 400 a job");
+    assert_eq!(
+        handle
+            .jobs
+            .iter()
+            .map(|j| j.indices.len())
+            .collect::<Vec<_>>(),
+        [400, 400, 200]
+    );
+    let mut seen = Vec::new();
+    let status = router
+        .wait_batch(&handle, |s| seen.push(s.progress()))
+        .await
+        .unwrap();
+    assert!(
+        status.finished() && status.jobs.iter().all(|j| j.status == "Completed"),
+        "{status:?}"
+    );
+    assert_eq!(seen.last(), Some(&(3, 3)));
+
+    let items = router.batch_results(&handle).await.unwrap();
+    assert_eq!(items.len(), 1000);
+    let price = &common::config("").models[LITE].price;
+    for (i, item) in items.iter().enumerate() {
+        let out = item.as_ref().unwrap();
+        assert_eq!(out.lane, BatchLane::Batch);
+        assert!(
+            !out.text.is_empty() && out.usage.output_tokens > 0 && out.usage.output_tokens <= 20
+        );
+        let on_demand = f64::from(out.usage.input_tokens) * price.input_per_1k / 1000.0
+            + f64::from(out.usage.output_tokens) * price.output_per_1k / 1000.0;
+        assert!(
+            (out.cost_usd - on_demand * 0.5).abs() < 1e-12,
+            "half price: {out:?}"
+        );
+        // Same filler length, same input size: the answers are matched to their requests.
+        if i >= 40 {
+            assert_eq!(
+                out.usage.input_tokens,
+                items[i - 40].as_ref().unwrap().usage.input_tokens
+            );
+        }
+    }
+    assert!(
+        items[39].as_ref().unwrap().usage.input_tokens
+            > items[0].as_ref().unwrap().usage.input_tokens
+    );
+    let c = router.batch_cost_comparison(&items);
+    assert!((c.batch_usd - c.standard_usd * 0.5).abs() < 1e-9, "{c:?}");
+    assert!(c.flex_usd > 0.0);
+    let served: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "batch")
+        .map(|c| c.counter.requests)
+        .sum();
+    assert_eq!(served, 1000);
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn failed_records_come_back_as_typed_errors_in_their_place() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    emu.add_fault(
+        Fault::new(FaultKind::InternalError)
+            .for_tier("batch")
+            .times(4),
+    );
+    let handle = router
+        .submit_batch((0..150).map(request).collect())
+        .await
+        .unwrap();
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+    let items = router.batch_results(&handle).await.unwrap();
+    let failed: Vec<usize> = (0..150).filter(|i| items[*i].is_err()).collect();
+    assert_eq!(failed.len(), 4, "no record dropped, none invented");
+    let e = items[failed[0]].as_ref().unwrap_err();
+    assert_eq!(e.code, "500");
+    assert!(e.message.contains("InternalServerException"), "{e}");
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_serialised_handle_is_resumed_by_a_fresh_router() {
+    let emu = common::emulator().await;
+    let json = {
+        let submitter = common::router_with(&emu, common::config(BATCH)).await;
+        submitter
+            .submit_batch((0..120).map(request).collect())
+            .await
+            .unwrap()
+            .to_json()
+        // The submitting router is gone here.
+    };
+    let resumed = BatchHandle::from_json(&json).unwrap();
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    router.wait_batch(&resumed, |_| {}).await.unwrap();
+    let items = router.batch_results(&resumed).await.unwrap();
+    assert_eq!(items.iter().filter(|i| i.is_ok()).count(), 120);
+    // Nothing was submitted twice.
+    let jobs_inputs: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "batch")
+        .map(|c| c.counter.requests)
+        .sum();
+    assert_eq!(jobs_inputs, 120);
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn small_or_urgent_submissions_go_to_flex_and_say_why() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    let handle = router
+        .submit_batch((0..10).map(request).collect())
+        .await
+        .unwrap();
+    assert!(handle.jobs.is_empty());
+    let items = router.batch_results(&handle).await.unwrap();
+    for item in &items {
+        let out = item.as_ref().unwrap();
+        assert_eq!(out.lane, BatchLane::Flex);
+        assert!(
+            out.diverted
+                .as_ref()
+                .unwrap()
+                .contains("fewer than the batch minimum of 100"),
+            "{out:?}"
+        );
+    }
+    let flex: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "flex")
+        .map(|c| c.counter.requests)
+        .sum();
+    assert_eq!(flex, 10);
+
+    // 150 requests, one with a deadline in a minute: 149 to the job, that one to flex.
+    let mut requests: Vec<GenerateRequest> = (0..150).map(request).collect();
+    requests[7] = request(7).slo(Slo {
+        class: SloClass::Batch,
+        ttft_target: None,
+        deadline: Some(Duration::from_secs(60)),
+    });
+    let handle = router.submit_batch(requests).await.unwrap();
+    assert_eq!(handle.jobs[0].indices.len(), 149);
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+    let items = router.batch_results(&handle).await.unwrap();
+    let urgent = items[7].as_ref().unwrap();
+    assert_eq!(urgent.lane, BatchLane::Flex);
+    assert!(urgent.diverted.as_ref().unwrap().contains("deadline"));
+    assert_eq!(items[8].as_ref().unwrap().lane, BatchLane::Batch);
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_batch_configuration_the_error_names_it() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let e = router.submit_batch(vec![request(0)]).await.unwrap_err();
+    assert!(e.to_string().contains("[batch]"), "{e}");
+    emu.shutdown().await;
+}
