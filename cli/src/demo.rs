@@ -15,6 +15,9 @@ use crate::report::{metrics_table, table, LaneStats};
 /// SageMaker endpoints.
 const CONFIG: &str = include_str!("../../examples/startup.toml");
 
+/// The batch lane's settings for the demo: the emulator's S3 and a role it accepts.
+const BATCH: &str = "[batch]\nbucket = \"laneway-demo-batch\"\nrole_arn = \"arn:aws:iam::123456789012:role/laneway-batch\"\npoll_interval = 100.0\n";
+
 /// Options of `laneway demo`.
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -96,7 +99,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
     let emulator = Emulator::start(scenario)
         .await
         .context("starting the emulator on 127.0.0.1")?;
-    let config = laneway::Config::from_toml_str(CONFIG)?;
+    let config = laneway::Config::from_toml_str(&format!("{CONFIG}\n{BATCH}"))?;
     let router = Router::builder()
         .config(config)
         .endpoint_url(emulator.url())
@@ -148,9 +151,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         lanes.iter().map(|l| l.requests).sum::<u64>(),
         elapsed.as_secs_f64()
     );
+    let batch_ok = batch_lane(&router).await?;
+
     println!("\nThe router's own metrics (router.metrics()):\n");
     print!("{}", metrics_table(&router.metrics()));
-    let failures: Vec<&String> = lanes.iter().flat_map(|l| &l.errors).collect();
+    let mut failures: Vec<&String> = lanes.iter().flat_map(|l| &l.errors).collect();
+    let batch_failed = format!("the batch lane answered {batch_ok} of {BATCH_REQUESTS}");
+    if batch_ok < BATCH_REQUESTS {
+        failures.push(&batch_failed);
+    }
     emulator.shutdown().await;
     if failures.is_empty() {
         Ok(std::process::ExitCode::SUCCESS)
@@ -161,6 +170,38 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         eprintln!("{} request(s) failed", failures.len());
         Ok(std::process::ExitCode::from(1))
     }
+}
+
+/// Requests of the demo's nightly backfill.
+const BATCH_REQUESTS: usize = 120;
+
+/// A nightly backfill through the batch lane: one job, read back in order; returns how many
+/// requests were answered.
+async fn batch_lane(router: &Router) -> anyhow::Result<usize> {
+    let requests: Vec<GenerateRequest> = (0..BATCH_REQUESTS)
+        .map(|i| {
+            GenerateRequest::user(format!("Summarise archived ticket {i} in one line."))
+                .model("amazon.nova-lite-v1:0")
+                .max_tokens(40)
+                .slo_class(SloClass::Batch)
+        })
+        .collect();
+    let started = Instant::now();
+    let handle = router.submit_batch(requests).await?;
+    router.wait_batch(&handle, |_| {}).await?;
+    let items = router.batch_results(&handle).await?;
+    let ok = items.iter().filter(|i| i.is_ok()).count();
+    let c = router.batch_cost_comparison(&items);
+    println!(
+        "\nbatch lane: {ok}/{} answered by {} job(s) in {:.1} s; ${:.5} at the batch price (the same tokens on standard ${:.5}, on flex ${:.5})",
+        items.len(),
+        handle.jobs.len(),
+        started.elapsed().as_secs_f64(),
+        c.batch_usd,
+        c.standard_usd,
+        c.flex_usd
+    );
+    Ok(ok)
 }
 
 /// Calls per task: a task (a conversation, a document) succeeds when all its calls do.

@@ -41,6 +41,10 @@ fn demo_runs_and_prints_every_lane() {
     // 4 lanes x ceil(6 / 3) tasks, all successful.
     assert!(tasks.contains("8 finished, 8 successful"), "{tasks}");
     assert!(tasks.contains("per successful task $"), "{tasks}");
+    assert!(
+        stdout.contains("batch lane: 120/120 answered by 1 job(s)"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -455,7 +455,8 @@ impl Engine {
                     .find(|m| m.id == bare && m.regions.contains(&ask.region))
                     .ok_or_else(invalid)?;
                 match prefix {
-                    None if model.profile_only => Err(ApiError::validation(
+                    // Batch jobs name the base model: only on-demand calls need the profile.
+                    None if model.profile_only && ask.tier != "batch" => Err(ApiError::validation(
                         ask.service,
                         format!(
                             "Invocation of model ID {} with on-demand throughput isn't supported. \
