@@ -296,6 +296,24 @@ impl Router {
         Ok(BatchStatus { jobs })
     }
 
+    /// Stops the batch's jobs that have not ended (StopModelInvocationJob); records already
+    /// answered stay in the outputs. Returns how many jobs were asked to stop.
+    pub async fn cancel_batch(&self, handle: &BatchHandle) -> Result<usize> {
+        let status = self.batch_status(handle).await?;
+        let mut stopped = 0;
+        for j in status.jobs.iter().filter(|j| !j.finished()) {
+            let region = job_region(&j.arn);
+            self.bedrock_control(region)
+                .stop_model_invocation_job()
+                .job_identifier(&j.arn)
+                .send()
+                .await
+                .map_err(|e| from_operation(e, &control_target(region, &j.arn)))?;
+            stopped += 1;
+        }
+        Ok(stopped)
+    }
+
     /// Polls every `poll_interval` until all jobs have ended, calling `progress` each time.
     pub async fn wait_batch(
         &self,

@@ -110,6 +110,100 @@ async fn failed_records_come_back_as_typed_errors_in_their_place() {
     emu.shutdown().await;
 }
 
+/// The submitting process: this test binary again, started by the test below; it submits,
+/// prints the handle and exits without waiting.
+#[tokio::test]
+#[ignore = "the submitting process of a_handle_is_resumed_after_the_submitting_process_exits"]
+async fn submitting_process() {
+    let url = std::env::var("LANEWAY_TEST_EMULATOR").expect("started by a test");
+    let router = laneway::Router::builder()
+        .config(common::config(BATCH))
+        .endpoint_url(url)
+        .static_credentials(
+            laneway_emulator::TEST_ACCESS_KEY_ID,
+            laneway_emulator::TEST_SECRET_ACCESS_KEY,
+        )
+        .build()
+        .await
+        .unwrap();
+    let handle = router
+        .submit_batch((0..130).map(request).collect())
+        .await
+        .unwrap();
+    println!("HANDLE {}", handle.to_json());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_is_resumed_after_the_submitting_process_exits() {
+    let emu = common::emulator().await;
+    let url = emu.url();
+    // The emulator runs on this process's runtime: wait for the child off its threads.
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "submitting_process",
+                "--nocapture",
+                "--quiet",
+            ])
+            .env("LANEWAY_TEST_EMULATOR", url)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("HANDLE "))
+        .expect("the submitter printed its handle");
+    let handle = BatchHandle::from_json(json).unwrap();
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+    let items = router.batch_results(&handle).await.unwrap();
+    assert_eq!(items.iter().filter(|i| i.is_ok()).count(), 130);
+    let answered: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "batch")
+        .map(|c| c.counter.requests)
+        .sum();
+    assert_eq!(answered, 130, "nothing submitted twice");
+    emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_batch_can_be_stopped() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    let handle = router
+        .submit_batch((0..110).map(request).collect())
+        .await
+        .unwrap();
+    assert_eq!(router.cancel_batch(&handle).await.unwrap(), 1);
+    let status = router.wait_batch(&handle, |_| {}).await.unwrap();
+    assert_eq!(status.jobs[0].status, "Stopped");
+    // Whatever the job answered before it stopped comes back; the rest is named missing.
+    let items = router.batch_results(&handle).await.unwrap();
+    assert_eq!(items.len(), 110);
+    assert!(items.iter().all(|i| match i {
+        Ok(_) => true,
+        Err(e) => e.code == "missing" && e.message.contains("Stopped"),
+    }));
+    assert_eq!(
+        router.cancel_batch(&handle).await.unwrap(),
+        0,
+        "nothing left to stop"
+    );
+    emu.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_serialised_handle_is_resumed_by_a_fresh_router() {
     let emu = common::emulator().await;

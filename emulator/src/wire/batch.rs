@@ -58,6 +58,22 @@ impl Jobs {
         self.jobs.lock().expect("jobs lock").get(id).cloned()
     }
 
+    /// Moves a job on to `status`, unless it was asked to stop: then it stops (`false`).
+    fn advance(&self, id: &str, status: &'static str) -> bool {
+        let mut jobs = self.jobs.lock().expect("jobs lock");
+        let Some(j) = jobs.get_mut(id) else {
+            return false;
+        };
+        j.modified = now();
+        if j.status == "Stopping" {
+            j.status = "Stopped";
+            j.ended = Some(now());
+            return false;
+        }
+        j.status = status;
+        true
+    }
+
     fn status(&self, id: &str) -> Option<&'static str> {
         self.jobs
             .lock()
@@ -218,7 +234,9 @@ async fn run(engine: Arc<Engine>, id: String) {
     };
     let pause = |ms: u64| tokio::time::sleep(engine.scaled(Duration::from_millis(ms)));
     pause(200).await;
-    engine.jobs.update(&id, |j| j.status = "Validating");
+    if !engine.jobs.advance(&id, "Validating") {
+        return;
+    }
     let (in_bucket, in_key) = parse_s3_uri(&job.input_uri).expect("checked at creation");
     let files: Vec<String> = if in_key.ends_with(".jsonl") {
         vec![in_key.clone()]
@@ -260,7 +278,9 @@ async fn run(engine: Arc<Engine>, id: String) {
         ));
     }
     pause(200).await;
-    engine.jobs.update(&id, |j| j.status = "InProgress");
+    if !engine.jobs.advance(&id, "InProgress") {
+        return;
+    }
     let (out_bucket, out_key) = parse_s3_uri(&job.output_uri).expect("checked at creation");
     let out_prefix = format!(
         "{}{id}/",
@@ -333,6 +353,11 @@ async fn run(engine: Arc<Engine>, id: String) {
     );
     pause(200).await;
     engine.jobs.update(&id, |j| {
+        if j.status == "Stopping" {
+            j.status = "Stopped";
+            j.ended = Some(now());
+            return;
+        }
         j.status = if errors > 0 && ok > 0 {
             "PartiallyCompleted"
         } else if ok == 0 {
