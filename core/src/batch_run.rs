@@ -42,7 +42,65 @@ fn job_region(arn: &str) -> &str {
     arn.split(':').nth(3).unwrap_or("")
 }
 
+/// Collects requests of SLO class `batch` for one submission: `router.batch_session()`.
+///
+/// ```no_run
+/// # async fn f(router: laneway::Router) -> laneway::Result<()> {
+/// use laneway::{GenerateRequest, SloClass};
+/// let mut session = router.batch_session();
+/// for doc in ["a", "b"] {
+///     session.push(GenerateRequest::user(format!("Summarise {doc}")).slo_class(SloClass::Batch))?;
+/// }
+/// let handle = session.submit().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct BatchSession<'a> {
+    router: &'a Router,
+    requests: Vec<GenerateRequest>,
+}
+
+impl BatchSession<'_> {
+    /// Adds a request; its index is its place in the results. Only SLO class `batch` is taken.
+    pub fn push(&mut self, request: GenerateRequest) -> Result<usize> {
+        if request.slo.class != crate::request::SloClass::Batch {
+            return Err(Error::invalid(
+                "slo.class",
+                format!(
+                    "a batch session takes requests of SLO class batch; this one is {}",
+                    request.slo.class
+                ),
+            ));
+        }
+        request.validate()?;
+        self.requests.push(request);
+        Ok(self.requests.len() - 1)
+    }
+
+    /// Requests collected so far.
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// Submits everything collected, as [`Router::submit_batch`] does.
+    pub async fn submit(self) -> Result<BatchHandle> {
+        self.router.submit_batch(self.requests).await
+    }
+}
+
 impl Router {
+    /// A session collecting requests of SLO class `batch` for one submission.
+    pub fn batch_session(&self) -> BatchSession<'_> {
+        BatchSession {
+            router: self,
+            requests: Vec::new(),
+        }
+    }
+
     fn batch_config(&self) -> Result<&BatchConfig> {
         self.executor().config.batch.as_ref().ok_or_else(|| {
             Error::config(

@@ -26,6 +26,7 @@
 pub mod backend;
 pub mod batch;
 mod batch_run;
+pub use batch_run::BatchSession;
 pub mod classifier;
 mod client;
 pub mod config;

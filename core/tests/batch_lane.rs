@@ -287,3 +287,26 @@ async fn without_batch_configuration_the_error_names_it() {
     assert!(e.to_string().contains("[batch]"), "{e}");
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_batch_session_collects_batch_class_requests() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    let mut session = router.batch_session();
+    for i in 0..120 {
+        assert_eq!(session.push(request(i)).unwrap(), i);
+    }
+    let e = session
+        .push(GenerateRequest::user("now please").slo_class(SloClass::Interactive))
+        .unwrap_err();
+    assert!(e.to_string().contains("slo.class"), "{e}");
+    assert_eq!(session.len(), 120);
+    let handle = session.submit().await.unwrap();
+    assert_eq!(handle.jobs.len(), 1);
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+    let items = router.batch_results(&handle).await.unwrap();
+    assert!(items
+        .iter()
+        .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Batch)));
+    emu.shutdown().await;
+}
