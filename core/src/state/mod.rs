@@ -324,14 +324,6 @@ impl State {
         self.shared.as_ref().map(|s| s.status())
     }
 
-    /// Tokens admitted against a model's reservation by the whole fleet (shared state only).
-    pub async fn shared_reservation_used(&self, model: &str) -> Option<(u64, u64)> {
-        self.shared
-            .as_ref()?
-            .reservation_used(model, self.reserved_window)
-            .await
-    }
-
     /// Counts tokens with `counter` for cache placement (the default is [`CharEstimate`]).
     pub fn set_token_counter(&mut self, counter: std::sync::Arc<dyn TokenCounter>) {
         self.counter = counter;

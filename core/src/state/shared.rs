@@ -418,38 +418,6 @@ impl Shared {
         }
     }
 
-    /// Tokens admitted against `model` in the window now, fleet-wide (for tests and tools).
-    pub async fn reservation_used(&self, model: &str, window: Duration) -> Option<(u64, u64)> {
-        let key = self.key(&format!("res:{model}"));
-        let mut conn = self.conn.clone();
-        let now: (u64, u64) = self
-            .run("time", redis::cmd("TIME").query_async(&mut conn))
-            .await?;
-        let all: HashMap<String, i64> = self
-            .run(
-                "read",
-                redis::cmd("HGETALL").arg(&key).query_async(&mut conn),
-            )
-            .await?;
-        let mut used = (0u64, 0u64);
-        for (field, v) in all {
-            let (sec, kind) = field.split_at(field.len().saturating_sub(2));
-            let Ok(sec) = sec.parse::<u64>() else {
-                continue;
-            };
-            if sec + window.as_secs().max(1) <= now.0 {
-                continue;
-            }
-            let v = v.max(0) as u64;
-            if kind == ":i" {
-                used.0 += v;
-            } else {
-                used.1 += v;
-            }
-        }
-        Some(used)
-    }
-
     /// Publishes that this replica opened a target's breaker until `open_for` from now.
     pub fn publish_open(self: &std::sync::Arc<Self>, target: String, open_for: Duration) {
         let now = unix_ms();
@@ -458,22 +426,21 @@ impl Shared {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(target.clone(), (until, now));
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(self.key("breakers")).arg(&target).arg(until);
+        self.send_in_background("publish breaker", cmd);
+    }
+
+    /// Sends one command off the caller's path (when a runtime is there to run it).
+    fn send_in_background(self: &std::sync::Arc<Self>, what: &'static str, cmd: redis::Cmd) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let me = self.clone();
         handle.spawn(async move {
-            let key = me.key("breakers");
             let mut conn = me.conn.clone();
-            me.run::<i64>(
-                "publish breaker",
-                redis::cmd("HSET")
-                    .arg(&key)
-                    .arg(&target)
-                    .arg(until)
-                    .query_async(&mut conn),
-            )
-            .await;
+            me.run::<redis::Value>(what, cmd.query_async(&mut conn))
+                .await;
         });
     }
 
@@ -485,25 +452,11 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&target)
             .is_some();
-        if !known {
-            return;
+        if known {
+            let mut cmd = redis::cmd("HDEL");
+            cmd.arg(self.key("breakers")).arg(&target);
+            self.send_in_background("close breaker", cmd);
         }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let me = self.clone();
-        handle.spawn(async move {
-            let key = me.key("breakers");
-            let mut conn = me.conn.clone();
-            me.run::<i64>(
-                "close breaker",
-                redis::cmd("HDEL")
-                    .arg(&key)
-                    .arg(&target)
-                    .query_async(&mut conn),
-            )
-            .await;
-        });
     }
 
     /// The remote breaker of a target, if the fleet has one open or probing.
