@@ -243,7 +243,16 @@ impl RouterBuilder {
                 loader.load().await
             }
         };
-        let mut base = base.into_builder().retry_config(RetryConfig::disabled());
+        // The router is the only retry loop and owns every time limit past the connection.
+        let connect = config.routing.timeouts.connect;
+        let mut base = base
+            .into_builder()
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(connect)
+                    .build(),
+            );
         if let Some(url) = endpoint_url {
             base = base.endpoint_url(url);
         }

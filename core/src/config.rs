@@ -189,6 +189,9 @@ pub struct RoutingConfig {
     /// Hedging of interactive calls with a TTFT target.
     #[serde(default)]
     pub hedge: HedgeConfig,
+    /// Time limits: connect, first token, idle gaps and the overall deadline.
+    #[serde(default)]
+    pub timeouts: TimeoutsConfig,
     /// TTFT assumed for a target not measured yet, when ordering by latency (milliseconds).
     #[serde(default = "default_prior_ttft", with = "crate::serde_millis")]
     pub prior_ttft: Duration,
@@ -200,22 +203,152 @@ pub struct RoutingConfig {
     pub reserved_window: Duration,
 }
 
-/// Retrying the same target.
+/// Retrying after every candidate of a call has failed: rounds over the plan's targets again,
+/// as long as the call's deadline and the retry budget allow (never a fixed count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
-    /// Retries of the last remaining target after a failure that allows it.
-    pub max_same_target: u32,
-    /// Wait before such a retry when the service gave no Retry-After (doubled each time).
-    #[serde(with = "crate::serde_millis")]
+    /// The base of the exponential back-off between rounds (milliseconds): round `n` waits a
+    /// random time in `[0, min(backoff * 2^n, max_backoff)]` ("full jitter").
+    #[serde(default = "default_backoff", with = "crate::serde_millis")]
     pub backoff: Duration,
+    /// The cap of one back-off (milliseconds).
+    #[serde(default = "default_max_backoff", with = "crate::serde_millis")]
+    pub max_backoff: Duration,
+    /// The longest `Retry-After` honoured (milliseconds). A service asking for longer is not
+    /// waited for: the call fails over, or fails at once saying so.
+    #[serde(default = "default_max_retry_after", with = "crate::serde_millis")]
+    pub max_retry_after: Duration,
+}
+
+fn default_backoff() -> Duration {
+    Duration::from_millis(100)
+}
+
+fn default_max_backoff() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn default_max_retry_after() -> Duration {
+    Duration::from_secs(20)
 }
 
 impl Default for RetryConfig {
     fn default() -> Self {
         Self {
-            max_same_target: 1,
-            backoff: Duration::from_millis(200),
+            backoff: default_backoff(),
+            max_backoff: default_max_backoff(),
+            max_retry_after: default_max_retry_after(),
+        }
+    }
+}
+
+/// Time limits of calls and attempts (`[routing.timeouts]`). Every call ends by its deadline:
+/// attempts, back-off waits and hedges included.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutsConfig {
+    /// Opening a connection to a service (milliseconds).
+    #[serde(default = "default_connect", with = "crate::serde_millis")]
+    pub connect: Duration,
+    /// With a request's `ttft_target`, an attempt's first-token limit is this multiple of it
+    /// (at least `min_first_token`) instead of its class's `first_token`.
+    #[serde(default = "default_ttft_multiple")]
+    pub ttft_target_multiple: f64,
+    /// The shortest first-token limit derived from a `ttft_target` (milliseconds).
+    #[serde(default = "default_min_first_token", with = "crate::serde_millis")]
+    pub min_first_token: Duration,
+    /// The slowest generation a non-streamed answer is allowed: its limit is the first-token
+    /// limit plus its output tokens (`max_tokens`, or `routing.default_output_tokens`) at this
+    /// rate.
+    #[serde(default = "default_min_tokens_per_second")]
+    pub min_tokens_per_second: f64,
+    #[serde(default = "ClassTimeouts::interactive")]
+    pub interactive: ClassTimeouts,
+    #[serde(default = "ClassTimeouts::standard")]
+    pub standard: ClassTimeouts,
+    #[serde(default = "ClassTimeouts::background")]
+    pub background: ClassTimeouts,
+    /// Requests of class `batch` sent on line (a small or urgent submission goes to flex).
+    #[serde(default = "ClassTimeouts::background")]
+    pub batch: ClassTimeouts,
+}
+
+/// The time limits of one SLO class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassTimeouts {
+    /// An attempt's first token (a streamed attempt) or first byte (milliseconds), when the
+    /// request has no `ttft_target`.
+    #[serde(with = "crate::serde_millis")]
+    pub first_token: Duration,
+    /// The longest gap between two events of a stream (milliseconds).
+    #[serde(with = "crate::serde_millis")]
+    pub idle: Duration,
+    /// The whole call, every attempt and wait included, when the request has no
+    /// `slo.deadline` (milliseconds).
+    #[serde(with = "crate::serde_millis")]
+    pub deadline: Duration,
+}
+
+impl ClassTimeouts {
+    const fn secs(first_token: u64, idle: u64, deadline: u64) -> Self {
+        Self {
+            first_token: Duration::from_secs(first_token),
+            idle: Duration::from_secs(idle),
+            deadline: Duration::from_secs(deadline),
+        }
+    }
+    fn interactive() -> Self {
+        Self::secs(10, 10, 60)
+    }
+    fn standard() -> Self {
+        Self::secs(30, 30, 300)
+    }
+    fn background() -> Self {
+        Self::secs(60, 60, 900)
+    }
+}
+
+fn default_connect() -> Duration {
+    Duration::from_secs(3)
+}
+
+fn default_ttft_multiple() -> f64 {
+    4.0
+}
+
+fn default_min_first_token() -> Duration {
+    Duration::from_secs(1)
+}
+
+fn default_min_tokens_per_second() -> f64 {
+    10.0
+}
+
+impl Default for TimeoutsConfig {
+    fn default() -> Self {
+        Self {
+            connect: default_connect(),
+            ttft_target_multiple: default_ttft_multiple(),
+            min_first_token: default_min_first_token(),
+            min_tokens_per_second: default_min_tokens_per_second(),
+            interactive: ClassTimeouts::interactive(),
+            standard: ClassTimeouts::standard(),
+            background: ClassTimeouts::background(),
+            batch: ClassTimeouts::background(),
+        }
+    }
+}
+
+impl TimeoutsConfig {
+    /// The limits of one SLO class.
+    pub fn for_class(&self, class: SloClass) -> &ClassTimeouts {
+        match class {
+            SloClass::Interactive => &self.interactive,
+            SloClass::Standard => &self.standard,
+            SloClass::Background => &self.background,
+            SloClass::Batch => &self.batch,
         }
     }
 }
@@ -772,6 +905,7 @@ impl Config {
                 format!("must be between 0 and 1, got {}", r.hedge.quantile),
             ));
         }
+        self.validate_timeouts()?;
         if r.reserved_window.is_zero() {
             return Err(Error::config(
                 "routing.reserved_window",
@@ -783,6 +917,60 @@ impl Config {
             "prompt_cache.task_reuse_prior",
             self.prompt_cache.task_reuse_prior,
         )
+    }
+
+    fn validate_timeouts(&self) -> Result<()> {
+        let r = &self.routing;
+        let t = &r.timeouts;
+        let positive = |field: &str, d: Duration| {
+            if d.is_zero() {
+                Err(Error::config(field, "must be longer than 0 ms"))
+            } else {
+                Ok(())
+            }
+        };
+        positive("routing.timeouts.connect", t.connect)?;
+        for (class, c) in [
+            ("interactive", &t.interactive),
+            ("standard", &t.standard),
+            ("background", &t.background),
+            ("batch", &t.batch),
+        ] {
+            positive(
+                &format!("routing.timeouts.{class}.first_token"),
+                c.first_token,
+            )?;
+            positive(&format!("routing.timeouts.{class}.idle"), c.idle)?;
+            positive(&format!("routing.timeouts.{class}.deadline"), c.deadline)?;
+        }
+        for (field, v) in [
+            (
+                "routing.timeouts.ttft_target_multiple",
+                t.ttft_target_multiple,
+            ),
+            (
+                "routing.timeouts.min_tokens_per_second",
+                t.min_tokens_per_second,
+            ),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::config(
+                    field,
+                    format!("must be a finite number > 0, got {v}"),
+                ));
+            }
+        }
+        if r.retry.max_backoff < r.retry.backoff {
+            return Err(Error::config(
+                "routing.retry.max_backoff",
+                format!(
+                    "must be at least routing.retry.backoff ({} ms), got {} ms",
+                    r.retry.backoff.as_millis(),
+                    r.retry.max_backoff.as_millis()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn validate_model(&self, id: &str, m: &ModelConfig) -> Result<()> {

@@ -150,6 +150,54 @@ pub struct ServiceError {
     pub retry_after: Option<std::time::Duration>,
 }
 
+/// Which of a call's time limits fired (see `[routing.timeouts]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeLimit {
+    /// No first token (for a non-streamed answer, no answer began) within the attempt's
+    /// first-token limit.
+    FirstToken,
+    /// A stream sent nothing for longer than the idle limit.
+    Idle,
+    /// A non-streamed answer took longer than its first-token limit plus its generation time
+    /// at the slowest rate allowed.
+    Answer,
+    /// The call's overall deadline: the request's `slo.deadline`, else its class's.
+    Deadline,
+}
+
+impl TimeLimit {
+    /// The error code of an attempt this limit ended, e.g. `FirstTokenTimeout`.
+    ///
+    /// ```
+    /// assert_eq!(laneway::TimeLimit::Idle.code(), "IdleTimeout");
+    /// ```
+    pub fn code(self) -> &'static str {
+        match self {
+            TimeLimit::FirstToken => "FirstTokenTimeout",
+            TimeLimit::Idle => "IdleTimeout",
+            TimeLimit::Answer => "AnswerTimeout",
+            TimeLimit::Deadline => "DeadlineExceeded",
+        }
+    }
+
+    /// The snake_case name, as in configuration and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeLimit::FirstToken => "first_token",
+            TimeLimit::Idle => "idle",
+            TimeLimit::Answer => "answer",
+            TimeLimit::Deadline => "deadline",
+        }
+    }
+}
+
+impl fmt::Display for TimeLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How much of a stream reached the caller before it failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Delivered {
@@ -238,6 +286,34 @@ impl Error {
             field: field.into(),
             reason: reason.into(),
         }
+    }
+
+    /// The error of an attempt that `limit` ended after `after` (kind [`ErrorKind::Timeout`],
+    /// which fails over).
+    pub(crate) fn timed_out(
+        limit: TimeLimit,
+        after: std::time::Duration,
+        target: &str,
+        region: &str,
+    ) -> Self {
+        let message = match limit {
+            TimeLimit::FirstToken => format!("no first token within {after:?} (first_token limit)"),
+            TimeLimit::Idle => format!("the stream sent nothing for {after:?} (idle limit)"),
+            TimeLimit::Answer => {
+                format!("the answer was not complete within {after:?} (answer limit)")
+            }
+            TimeLimit::Deadline => format!("the call's deadline of {after:?} passed"),
+        };
+        Error::from(ServiceError {
+            kind: ErrorKind::Timeout,
+            code: limit.code().to_string(),
+            message,
+            target: target.to_string(),
+            region: region.to_string(),
+            http_status: None,
+            request_id: None,
+            retry_after: None,
+        })
     }
 
     pub(crate) fn as_failed_attempt(&self, target: &str, region: &str) -> FailedAttempt {

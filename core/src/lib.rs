@@ -41,7 +41,7 @@ pub mod telemetry;
 pub use client::{Router, RouterBuilder};
 pub use config::{Config, Provider};
 pub use cost::Price;
-pub use error::{Delivered, Error, ErrorKind, FailedAttempt, Result, ServiceError};
+pub use error::{Delivered, Error, ErrorKind, FailedAttempt, Result, ServiceError, TimeLimit};
 pub use execute::{LazyStream, ResponseStream};
 pub use plan::prompt_cache::{CharEstimate, TokenCounter};
 pub use plan::{plan, Attempt, Plan, Reason, Target};
@@ -56,6 +56,38 @@ pub use response::{
 };
 pub mod state;
 
+/// The longest duration Laneway accepts anywhere (a deadline, a back-off, a Retry-After): a
+/// year. Longer values are refused (or clamped, where a service sent them), so that adding one
+/// to an instant can never overflow.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 24 * 3600);
+
+/// Milliseconds as a [`std::time::Duration`], or why not: negative, not finite, or above
+/// [`MAX_DURATION`].
+pub(crate) fn duration_from_millis(ms: f64) -> std::result::Result<std::time::Duration, String> {
+    if !(ms.is_finite() && ms >= 0.0) {
+        return Err(format!(
+            "milliseconds must be a finite number >= 0, got {ms}"
+        ));
+    }
+    if ms > MAX_DURATION.as_secs_f64() * 1000.0 {
+        return Err(format!(
+            "milliseconds must be at most {} (a year), got {ms}",
+            MAX_DURATION.as_millis()
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// Seconds a service sent (a `Retry-After` header), clamped into `[0, MAX_DURATION]`.
+pub(crate) fn clamped_secs(secs: f64) -> Option<std::time::Duration> {
+    if secs.is_nan() {
+        return None;
+    }
+    Some(std::time::Duration::from_secs_f64(
+        secs.clamp(0.0, MAX_DURATION.as_secs_f64()),
+    ))
+}
+
 /// Durations as milliseconds in configuration files.
 pub(crate) mod serde_millis {
     use std::time::Duration;
@@ -68,12 +100,6 @@ pub(crate) mod serde_millis {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
-        if ms.is_finite() && ms >= 0.0 {
-            Ok(Duration::from_secs_f64(ms / 1000.0))
-        } else {
-            Err(serde::de::Error::custom(format!(
-                "milliseconds must be a finite number >= 0, got {ms}"
-            )))
-        }
+        crate::duration_from_millis(ms).map_err(serde::de::Error::custom)
     }
 }

@@ -493,6 +493,18 @@ impl GenerateRequest {
         self.slo.class = class;
         self
     }
+    /// Sets the time to first token the caller wants (also the base of each attempt's
+    /// first-token limit).
+    pub fn ttft_target(mut self, target: Duration) -> Self {
+        self.slo.ttft_target = Some(target);
+        self
+    }
+    /// When the whole answer must be complete, from the call's start; the router stops every
+    /// attempt and wait by then.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.slo.deadline = Some(deadline);
+        self
+    }
     /// Sets the whole SLO.
     pub fn slo(mut self, slo: Slo) -> Self {
         self.slo = slo;
@@ -626,6 +638,24 @@ impl GenerateRequest {
                 "is set but the request has no tools",
             ));
         }
+        for (field, value) in [
+            ("slo.ttft_target", self.slo.ttft_target),
+            ("slo.deadline", self.slo.deadline),
+        ] {
+            if value.is_some_and(|d| d > crate::MAX_DURATION) {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "must be at most {} ms (a year), got {:?}",
+                        crate::MAX_DURATION.as_millis(),
+                        value.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        if self.slo.deadline.is_some_and(|d| d.is_zero()) {
+            return Err(Error::invalid("slo.deadline", "must be longer than 0 ms"));
+        }
         if let (Some(ttft), Some(deadline)) = (self.slo.ttft_target, self.slo.deadline) {
             if ttft > deadline {
                 return Err(Error::invalid(
@@ -721,15 +751,9 @@ mod opt_millis {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let ms: Option<f64> = Option::deserialize(d)?;
-        match ms {
-            None => Ok(None),
-            Some(ms) if ms.is_finite() && ms >= 0.0 => {
-                Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
-            }
-            Some(ms) => Err(serde::de::Error::custom(format!(
-                "milliseconds must be a finite number >= 0, got {ms}"
-            ))),
-        }
+        ms.map(crate::duration_from_millis)
+            .transpose()
+            .map_err(serde::de::Error::custom)
     }
 }
 

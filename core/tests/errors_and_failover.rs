@@ -16,6 +16,9 @@ fn single_target() -> GenerateRequest {
         .max_tokens(8)
 }
 
+/// A deadline short enough that a persistent fault ends the call soon.
+const SHORT: std::time::Duration = std::time::Duration::from_millis(300);
+
 #[tokio::test]
 async fn single_target_errors_keep_their_kind() {
     let emu = emulator().await;
@@ -27,9 +30,13 @@ async fn single_target_errors_keep_their_kind() {
         (FaultKind::ModelNotReady, ErrorKind::ModelNotReady),
         (FaultKind::InternalError, ErrorKind::Internal),
     ] {
-        // The one target is tried, then retried once after a back-off: both fail.
-        emu.add_fault(Fault::new(fault).times(2));
-        let err = router.generate(single_target()).await.unwrap_err();
+        // The one target is retried in rounds until the deadline; every round fails.
+        let id = emu.add_fault(Fault::new(fault));
+        let err = router
+            .generate(single_target().deadline(SHORT))
+            .await
+            .unwrap_err();
+        emu.remove_fault(id);
         assert_eq!(err.kind(), kind, "{err}");
         let Error::Service(e) = &err else {
             panic!("{err:?}")
@@ -64,13 +71,20 @@ async fn sagemaker_cold_start_is_retried_then_typed() {
     );
     assert_eq!(r.decision.failed_attempts[0].kind, ErrorKind::ModelNotReady);
 
+    // A longer cold start costs latency, not the call.
     emu.add_fault(
         Fault::new(FaultKind::ModelNotReady)
             .for_model("laneway-demo-llm")
-            .times(2),
+            .times(3),
     );
-    let err = router.generate(req()).await.unwrap_err();
+    let r = router.generate(req()).await.unwrap();
+    assert_eq!(r.decision.attempts_sent, 4);
+
+    // One that outlasts the call's deadline ends it with the endpoint's own error.
+    let id = emu.add_fault(Fault::new(FaultKind::ModelNotReady).for_model("laneway-demo-llm"));
+    let err = router.generate(req().deadline(SHORT)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ModelNotReady);
+    emu.remove_fault(id);
 }
 
 #[tokio::test]
@@ -104,17 +118,21 @@ async fn when_every_target_fails_each_attempt_is_listed() {
     let router = router(&emu).await;
     emu.add_fault(Fault::new(FaultKind::Throttle));
     let err = router
-        .generate(GenerateRequest::user("hi").family("nova"))
+        .generate(
+            GenerateRequest::user("hi")
+                .family("nova")
+                .deadline(std::time::Duration::from_millis(400)),
+        )
         .await
         .unwrap_err();
     let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
     };
     let routing = router.config().routing;
-    assert_eq!(
-        attempts.len(),
-        (routing.max_attempts + routing.retry.max_same_target) as usize,
-        "every target, then the last one retried"
+    assert!(
+        attempts.len() > routing.max_attempts as usize,
+        "every target, then more rounds until the deadline: {} attempts",
+        attempts.len()
     );
     assert!(attempts
         .iter()

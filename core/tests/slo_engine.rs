@@ -288,15 +288,22 @@ async fn a_flex_call_near_its_deadline_escalates_to_standard() {
         .unwrap();
     assert_eq!(roomy.decision.tier, Some(ServiceTier::Flex));
     let tight = router
-        .generate(background(Some(Duration::from_micros(100))))
-        .await
+        .plan(&background(Some(Duration::from_micros(100))))
         .unwrap();
-    assert_eq!(tight.decision.tier, Some(ServiceTier::Standard));
+    assert_eq!(tight.attempts[0].tier, Some(ServiceTier::Standard));
     assert!(tight
-        .decision
         .reasons
         .iter()
         .any(|r| matches!(r, Reason::DeadlineEscalation { .. })));
+    // Sent, no tier meets a 100 us deadline: the call ends by it, saying so.
+    let err = router
+        .generate(background(Some(Duration::from_micros(100))))
+        .await
+        .unwrap_err();
+    let Error::Service(e) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, "DeadlineExceeded", "{err}");
 }
 
 /// Delays the first token of the next call to the request's first planned target by 5 s.
@@ -411,7 +418,7 @@ async fn the_retry_budget_bounds_total_attempts_under_a_total_outage() {
     let emu = emulator().await;
     let router = router_with(
         &emu,
-        config("[routing.budget]\nratio = 0.1\nmin_per_second = 0.1\nwindow = 60000.0\n[routing.retry]\nmax_same_target = 1\nbackoff = 5.0\n"),
+        config("[routing.budget]\nratio = 0.1\nmin_per_second = 0.1\nwindow = 60000.0\n[routing.retry]\nbackoff = 5.0\n"),
     )
     .await;
     emu.add_fault(Fault::new(FaultKind::Outage));

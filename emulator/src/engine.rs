@@ -29,6 +29,13 @@ pub struct ApiError {
     pub status: u16,
     pub code: String,
     pub message: String,
+    /// A `Retry-After` header to send, as is.
+    pub retry_after: Option<String>,
+    /// For a SageMaker ModelError: the container's own status and message
+    /// (`OriginalStatusCode`, `OriginalMessage`).
+    pub original: Option<(u16, String)>,
+    /// Answered as a load balancer's HTML page rather than the service's JSON.
+    pub html: bool,
 }
 
 impl ApiError {
@@ -37,6 +44,16 @@ impl ApiError {
             status,
             code: code.into(),
             message: message.into(),
+            retry_after: None,
+            original: None,
+            html: false,
+        }
+    }
+    /// A `502 Bad Gateway` page from a load balancer in front of the service.
+    pub fn html_bad_gateway() -> Self {
+        Self {
+            html: true,
+            ..Self::new(502, "", "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n")
         }
     }
     pub fn validation(service: Service, message: impl Into<String>) -> Self {
@@ -84,6 +101,10 @@ pub struct Answer {
     pub break_after: Option<(u32, Option<String>)>,
     /// For a prompt router: the ARN of the model it chose (`trace.promptRouter.invokedModelId`).
     pub invoked_model: Option<String>,
+    /// A fault that acts on the wire once the answer is built ([`FaultKind::is_wire`]).
+    pub wire_fault: Option<Fault>,
+    /// A SageMaker container that streams JSON lines without `data:`.
+    pub plain_json_lines: bool,
     _slot: Slot,
 }
 
@@ -358,6 +379,8 @@ impl Engine {
         let cached_share = f64::from(cache.read) / f64::from(ask.input_tokens.max(1));
         ttft = ttft.mul_f64((1.0 - 0.85 * cached_share.min(1.0)).max(0.05));
         let mut break_after = None;
+        let wire_fault = hits.iter().find(|f| f.kind.is_wire()).cloned();
+        let plain_json_lines = hits.iter().any(|f| f.kind == FaultKind::PlainJsonLines);
         for f in &hits {
             match f.kind {
                 FaultKind::SlowFirstToken => {
@@ -381,6 +404,8 @@ impl Engine {
                 .scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
             break_after,
             invoked_model,
+            wire_fault,
+            plain_json_lines,
             _slot: slot,
         })
     }
@@ -568,7 +593,44 @@ fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
             "InternalFailure",
             "An internal server error occurred. Retry your request.",
         ),
-        FaultKind::BreakStream | FaultKind::SlowFirstToken => return None,
+        FaultKind::HtmlError => return Some(ApiError::html_bad_gateway()),
+        FaultKind::RetryAfter => {
+            let mut e = ApiError::new(
+                429,
+                "ThrottlingException",
+                "Too many requests, please wait before trying again.",
+            );
+            e.retry_after = Some(fault.retry_after.clone().unwrap_or_else(|| "1".into()));
+            return Some(e);
+        }
+        FaultKind::ContainerOverloaded => {
+            if service != Service::Sagemaker {
+                return None;
+            }
+            let original = fault.status.unwrap_or(503);
+            let original_message = if original == 429 {
+                "Too Many Requests: the model server is overloaded"
+            } else {
+                "Service Unavailable: the model server is overloaded"
+            };
+            let mut e = ApiError::new(
+                424,
+                "ModelError",
+                format!("Received server error ({original}) from primary with message \"{original_message}\". See https://us-east-1.console.aws.amazon.com/cloudwatch/home for more information."),
+            );
+            e.original = Some((original, original_message.to_string()));
+            return Some(e);
+        }
+        FaultKind::BreakStream
+        | FaultKind::SlowFirstToken
+        | FaultKind::PlainJsonLines
+        | FaultKind::Stall
+        | FaultKind::StallAfterHeaders
+        | FaultKind::StallMidStream
+        | FaultKind::Reset
+        | FaultKind::Truncate
+        | FaultKind::MalformedJson
+        | FaultKind::BadFrame => return None,
     };
     let code = match service {
         Service::Bedrock => bedrock,

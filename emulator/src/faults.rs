@@ -22,6 +22,48 @@ pub enum FaultKind {
     BreakStream,
     /// The first token comes `delay_ms` later than it would.
     SlowFirstToken,
+    /// The request is accepted and never answered: no status line, no headers, ever.
+    Stall,
+    /// The status and headers are sent, then nothing more.
+    StallAfterHeaders,
+    /// A stream (or a body) goes quiet after `after_tokens` tokens and never resumes.
+    StallMidStream,
+    /// The connection is closed abruptly: right after the headers, or after `after_tokens`
+    /// tokens when set.
+    Reset,
+    /// A body cut short (shorter than its `Content-Length`), or a stream whose frame after
+    /// `after_tokens` tokens is cut in half before the connection ends.
+    Truncate,
+    /// A 200 whose JSON does not parse (for a stream: the event after `after_tokens` tokens).
+    MalformedJson,
+    /// An event-stream frame with a wrong CRC after `after_tokens` tokens.
+    BadFrame,
+    /// A load balancer's `502 Bad Gateway` HTML page instead of the service's JSON.
+    HtmlError,
+    /// A 429 throttle carrying `Retry-After: <retry_after>`, any value (even a bad one).
+    RetryAfter,
+    /// SageMaker: the container is overloaded: 424 ModelError wrapping the container's
+    /// `status` (429 or 503; default 503).
+    ContainerOverloaded,
+    /// SageMaker: a container streaming plain JSON lines, without the `data:` prefix.
+    PlainJsonLines,
+}
+
+impl FaultKind {
+    /// Whether the fault acts on the wire (the middleware in `wire::misbehave`) after the
+    /// handler has built its answer.
+    pub fn is_wire(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Stall
+                | FaultKind::StallAfterHeaders
+                | FaultKind::StallMidStream
+                | FaultKind::Reset
+                | FaultKind::Truncate
+                | FaultKind::MalformedJson
+                | FaultKind::BadFrame
+        )
+    }
 }
 
 /// One fault and what it applies to. Unset filters match everything.
@@ -48,6 +90,12 @@ pub struct Fault {
     /// For `slow_first_token`: extra milliseconds before the first token (not time-scaled).
     #[serde(default)]
     pub delay_ms: Option<u64>,
+    /// For `retry_after`: the header's value, sent as is (`"3"`, `"3600"`, `"1e20"`, a date).
+    #[serde(default)]
+    pub retry_after: Option<String>,
+    /// For `container_overloaded`: the container's status inside the ModelError (429 or 503).
+    #[serde(default)]
+    pub status: Option<u16>,
     /// How many requests it hits before it clears itself; unset: until removed.
     #[serde(default)]
     pub count: Option<u32>,
@@ -76,6 +124,8 @@ impl Fault {
             after_tokens: None,
             exception: None,
             delay_ms: None,
+            retry_after: None,
+            status: None,
             count: None,
             start_ms: None,
             end_ms: None,
@@ -99,6 +149,11 @@ impl Fault {
     /// Clears the fault after it has hit `n` requests.
     pub fn times(mut self, n: u32) -> Self {
         self.count = Some(n);
+        self
+    }
+    /// For the faults that act mid-stream: after `n` tokens.
+    pub fn after(mut self, n: u32) -> Self {
+        self.after_tokens = Some(n);
         self
     }
     /// A stream break after `n` tokens.

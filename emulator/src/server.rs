@@ -132,5 +132,6 @@ pub fn app(engine: Arc<Engine>) -> Router {
         .merge(wire::batch::routes())
         .merge(wire::s3::routes())
         .merge(crate::control::routes())
+        .layer(axum::middleware::from_fn(wire::misbehave))
         .with_state(engine)
 }

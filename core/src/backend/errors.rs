@@ -21,8 +21,7 @@ where
             let retry_after = headers
                 .get("retry-after")
                 .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(std::time::Duration::from_secs_f64);
+                .and_then(crate::clamped_secs);
             service(ctx.err(), Some(status), request_id, retry_after, target)
         }
         _ => non_service(&err, target),

@@ -21,41 +21,16 @@ pub fn span(attempt: &Attempt) -> tracing::Span {
     )
 }
 
-/// What to do after an attempt failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The caller's mistake or a refusal no target will change: stop.
-    FailNow,
-    /// Try the next candidate.
-    FailOver,
-    /// Try the same target again after a wait (the last candidate, or a Retry-After).
-    RetrySame { after: Duration },
-}
-
-/// The verdict for an error, given whether another candidate remains and how many times the
-/// same target was retried already.
-pub fn classify(
-    err: &Error,
-    another_candidate: bool,
-    same_target_retries: u32,
-    max_same: u32,
-    backoff: Duration,
-) -> Verdict {
-    if !err.fails_over() {
-        return Verdict::FailNow;
-    }
-    if another_candidate {
-        return Verdict::FailOver;
-    }
-    if same_target_retries >= max_same {
-        return Verdict::FailNow;
-    }
-    let after = match err {
-        Error::Service(e) => e.retry_after,
-        _ => None,
-    }
-    .unwrap_or(backoff * 2u32.saturating_pow(same_target_retries));
-    Verdict::RetrySame { after }
+/// The back-off before retry round `round` (0 for the first after the plan's own): a random
+/// wait in `[0, min(base * 2^round, cap)]`, "full jitter", so that callers who failed together
+/// do not retry together.
+pub fn backoff(base: Duration, cap: Duration, round: u32) -> Duration {
+    let ceiling = base
+        .checked_mul(1u32.checked_shl(round).unwrap_or(u32::MAX))
+        .unwrap_or(cap)
+        .min(cap);
+    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(rand::Rng::gen_range(&mut rand::thread_rng(), 0..=nanos))
 }
 
 /// An attempt in flight.
@@ -116,6 +91,11 @@ impl<'a> InFlight<'a> {
             },
             overflowed,
         ))
+    }
+
+    /// How long ago the attempt was admitted.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// The attempt succeeded; `call_started` is when the whole call began, which `timings`
@@ -179,20 +159,6 @@ impl Drop for InFlight<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ServiceError;
-
-    fn service(kind: ErrorKind, retry_after: Option<Duration>) -> Error {
-        Error::from(ServiceError {
-            kind,
-            code: String::new(),
-            message: String::new(),
-            target: "t".into(),
-            region: "r".into(),
-            http_status: None,
-            request_id: None,
-            retry_after,
-        })
-    }
 
     #[tokio::test]
     async fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
@@ -226,36 +192,19 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_follow_the_kind() {
-        let b = Duration::from_millis(100);
-        assert_eq!(
-            classify(&service(ErrorKind::Validation, None), true, 0, 1, b),
-            Verdict::FailNow
-        );
-        assert_eq!(
-            classify(&service(ErrorKind::AccessDenied, None), true, 0, 1, b),
-            Verdict::FailNow
-        );
-        assert_eq!(
-            classify(&service(ErrorKind::Throttled, None), true, 0, 1, b),
-            Verdict::FailOver
-        );
-        assert_eq!(
-            classify(&service(ErrorKind::Throttled, None), false, 0, 1, b),
-            Verdict::RetrySame { after: b }
-        );
-        assert_eq!(
-            classify(&service(ErrorKind::Unavailable, None), false, 1, 2, b),
-            Verdict::RetrySame { after: b * 2 }
-        );
-        assert_eq!(
-            classify(&service(ErrorKind::Throttled, None), false, 1, 1, b),
-            Verdict::FailNow
-        );
-        let ra = Duration::from_secs(3);
-        assert_eq!(
-            classify(&service(ErrorKind::ModelNotReady, Some(ra)), false, 0, 1, b),
-            Verdict::RetrySame { after: ra }
-        );
+    fn backoff_is_jittered_below_an_exponential_cap() {
+        let base = Duration::from_millis(100);
+        let cap = Duration::from_secs(5);
+        let mut seen = std::collections::BTreeSet::new();
+        for round in 0..40 {
+            let ceiling = (base * 2u32.saturating_pow(round.min(20))).min(cap);
+            for _ in 0..20 {
+                let w = backoff(base, cap, round);
+                assert!(w <= ceiling, "round {round}: {w:?} > {ceiling:?}");
+                seen.insert(w);
+            }
+        }
+        // Full jitter: the waits spread out rather than repeating one value.
+        assert!(seen.len() > 700, "{}", seen.len());
     }
 }

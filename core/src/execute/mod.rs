@@ -5,6 +5,7 @@
 mod attempt;
 mod clock;
 mod lazy;
+pub mod limits;
 mod run;
 mod stream;
 
@@ -15,13 +16,13 @@ use futures::StreamExt;
 
 use crate::backend::{Backend, Call};
 use crate::config::Config;
-use crate::error::{Error, ErrorKind, Result, ServiceError};
+use crate::error::{Error, ErrorKind, Result, ServiceError, TimeLimit};
 use crate::plan::{plan, Plan, Target};
 use crate::request::{GenerateRequest, SloClass};
 use crate::response::{GenerateResponse, StreamEvent};
 use crate::state::State;
 
-pub use attempt::{classify, Verdict};
+pub use attempt::backoff;
 pub use clock::Clock;
 pub use lazy::LazyStream;
 pub use run::Run;
@@ -129,15 +130,18 @@ impl Executor {
                 return Err(run.failed_with(e));
             };
             let checkpoints = run.checkpoints_for(&inflight.attempt);
-            let result = tracing::Instrument::instrument(
-                self.backend(&inflight.attempt.target).generate(Call {
-                    request,
-                    attempt: &inflight.attempt,
-                    checkpoints: &checkpoints,
-                }),
-                attempt::span(&inflight.attempt),
-            )
-            .await;
+            let bound = run.bound(TimeLimit::Answer, run.limits.answer);
+            let result = bound
+                .run(tracing::Instrument::instrument(
+                    self.backend(&inflight.attempt.target).generate(Call {
+                        request,
+                        attempt: &inflight.attempt,
+                        checkpoints: &checkpoints,
+                    }),
+                    attempt::span(&inflight.attempt),
+                ))
+                .await
+                .unwrap_or_else(|fired| Err(run.timed_out(&inflight.attempt, fired)));
             match result {
                 Ok(done) => {
                     let timings = run.clock.finish(done.usage.output_tokens);

@@ -2,10 +2,11 @@
 
 use std::time::Instant;
 
-use super::attempt::{classify, InFlight, Verdict};
+use super::attempt::InFlight;
+use super::limits::{Bound, Limits};
 use super::{Clock, Executor};
 use crate::backend::Completion;
-use crate::error::{Error, FailedAttempt};
+use crate::error::{Error, FailedAttempt, TimeLimit};
 use crate::plan::{tier, Attempt, OverflowCause, Plan, Reason};
 use crate::request::{GenerateRequest, ServiceTier};
 use crate::response::{GenerateResponse, HedgeReport, RouteDecision, Timings};
@@ -16,12 +17,20 @@ pub struct Run<'a> {
     exec: &'a Executor,
     request: &'a GenerateRequest,
     plan: Plan,
-    /// The plan's attempts not yet taken, best first.
-    remaining: std::vec::IntoIter<Attempt>,
+    /// The plan's attempts, best first; each retry round walks them again.
+    attempts: Vec<Attempt>,
+    /// The next of `attempts` in this round.
+    next: usize,
+    /// Retry rounds started so far.
+    round: u32,
+    sent_this_round: u32,
+    /// The retry budget already paid for the next attempt (before the round's back-off).
+    prepaid: bool,
     retry: Option<Attempt>,
-    same_target_retries: u32,
     sent: u32,
     budget_exhausted: bool,
+    /// The call's deadline and its attempts' limits.
+    pub limits: Limits,
     estimate: (u64, u64),
     pub clock: Clock,
     pub failed: Vec<(FailedAttempt, Error)>,
@@ -47,15 +56,19 @@ impl<'a> Run<'a> {
             };
             (lane, a.target.provider())
         });
-        let remaining = std::mem::take(&mut plan.attempts).into_iter();
+        let attempts = std::mem::take(&mut plan.attempts);
         Self {
             exec,
             request,
             plan,
-            remaining,
+            attempts,
+            next: 0,
+            round: 0,
+            sent_this_round: 0,
+            prepaid: false,
             retry: None,
-            same_target_retries: 0,
             sent: 0,
+            limits: Limits::for_call(&exec.config.routing, request, tokio::time::Instant::now()),
             budget_exhausted: false,
             estimate: tier::estimated_tokens(request, &exec.config),
             clock: Clock::start(),
@@ -91,9 +104,15 @@ impl<'a> Run<'a> {
         e
     }
 
-    /// Whether a candidate remains after the ones taken.
+    /// Whether a candidate remains in this round after the ones taken.
     pub fn has_more(&self) -> bool {
-        self.retry.is_some() || self.remaining.len() > 0
+        self.retry.is_some() || self.next < self.attempts.len()
+    }
+
+    /// The bound of a wait that `limit` (of `length`) limits from now.
+    pub fn bound(&self, limit: TimeLimit, length: std::time::Duration) -> Bound {
+        self.limits
+            .bound(tokio::time::Instant::now(), limit, length)
     }
 
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
@@ -114,25 +133,34 @@ impl<'a> Run<'a> {
     }
 
     /// The next attempt to send, admitted through its breaker, its reservation and (after the
-    /// first) the retry budget; `None` when there is none or the budget is spent.
+    /// first) the retry budget; `None` when there is none, the budget is spent or the deadline
+    /// has passed.
     pub async fn next_attempt(&mut self) -> Option<InFlight<'a>> {
+        if self.limits.remaining(tokio::time::Instant::now()).is_zero() {
+            return None;
+        }
         let state = &self.exec.state;
         if let Some(attempt) = self.retry.take() {
             return self.admit(attempt, true).await;
         }
-        while let Some(attempt) = self.remaining.next() {
-            // Nothing sent and nothing else left: send even through an open breaker.
-            let force = self.sent == 0 && self.remaining.len() == 0;
+        while self.next < self.attempts.len() {
+            let attempt = self.attempts[self.next].clone();
+            self.next += 1;
+            // Nothing sent in this round and nothing else left: send even through an open
+            // breaker (the retry budget bounds how often).
+            let force = self.sent_this_round == 0 && self.next == self.attempts.len();
             let now = Instant::now();
             let peek = state.at(now);
             let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
             if !force && view.breaker == crate::state::BreakerView::Open {
-                self.reasons.push(Reason::TargetDemoted {
-                    target: attempt.target.id().to_string(),
-                    region: attempt.target.region().to_string(),
-                    health: view.breaker,
-                    throttle_score: (view.throttle_score * 100.0).round() / 100.0,
-                });
+                if self.round == 0 {
+                    self.reasons.push(Reason::TargetDemoted {
+                        target: attempt.target.id().to_string(),
+                        region: attempt.target.region().to_string(),
+                        health: view.breaker,
+                        throttle_score: (view.throttle_score * 100.0).round() / 100.0,
+                    });
+                }
                 continue;
             }
             if let Some(f) = self.admit(attempt, force).await {
@@ -148,7 +176,10 @@ impl<'a> Run<'a> {
     async fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
         let (inflight, overflowed) = InFlight::admit(state, attempt, self.estimate, force).await?;
-        if self.sent > 0 && !state.spend_extra_attempt(Instant::now()) {
+        if self.sent > 0
+            && !std::mem::take(&mut self.prepaid)
+            && !state.spend_extra_attempt(Instant::now())
+        {
             self.budget_exhausted = true;
             return None; // dropping `inflight` frees what it took
         }
@@ -159,19 +190,41 @@ impl<'a> Run<'a> {
             });
         }
         self.sent += 1;
+        self.sent_this_round += 1;
         Some(inflight)
     }
 
     /// Books a failed attempt without deciding what follows (a hedge's loser).
     pub fn record_failed(&mut self, inflight: InFlight<'a>, err: Error) {
         let a = inflight.attempt.clone();
+        if let Error::Service(e) = &err {
+            if let Some(limit) = time_limit_of(&e.code) {
+                self.reasons.push(Reason::TimeLimitHit {
+                    limit,
+                    target: a.target.id().to_string(),
+                    region: a.target.region().to_string(),
+                    after_ms: u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+        }
         inflight.fail(&err);
         self.failed
             .push((err.as_failed_attempt(a.target.id(), a.target.region()), err));
     }
 
-    /// Books a failed attempt and decides: `Ok` to go on with the next attempt (after waiting,
-    /// for a retry of the same target), `Err` with the error to return.
+    /// The error of an attempt that `bound` ended.
+    pub fn timed_out(&self, attempt: &Attempt, bound: Bound) -> Error {
+        Error::timed_out(
+            bound.limit,
+            bound.length,
+            attempt.target.id(),
+            attempt.target.region(),
+        )
+    }
+
+    /// Books a failed attempt and decides: `Ok` to go on with the next attempt (after a
+    /// back-off, when a new round over the plan's targets starts), `Err` with the error to
+    /// return.
     pub async fn after_failure(&mut self, inflight: InFlight<'a>, err: Error) -> Result<(), Error> {
         let attempt = inflight.attempt.clone();
         if attempt.tier == Some(ServiceTier::Reserved) && err.kind() == crate::ErrorKind::Throttled
@@ -188,34 +241,90 @@ impl<'a> Run<'a> {
             });
             return Ok(());
         }
-        let retry = self.exec.config.routing.retry;
-        let verdict = classify(
-            &err,
-            self.has_more(),
-            self.same_target_retries,
-            retry.max_same_target,
-            retry.backoff,
-        );
         let fails_over = err.fails_over();
+        let retry_after = match &err {
+            Error::Service(e) => e.retry_after,
+            _ => None,
+        };
         self.record_failed(inflight, err);
-        match verdict {
-            Verdict::FailOver => Ok(()),
-            Verdict::RetrySame { after } => {
-                let late = self
-                    .request
-                    .slo
-                    .deadline
-                    .is_some_and(|d| self.clock.elapsed() + after > d);
-                if late {
-                    return Err(self.exhausted());
-                }
-                tokio::time::sleep(after).await;
-                self.same_target_retries += 1;
-                self.retry = Some(attempt);
-                Ok(())
+        if !fails_over {
+            return Err(self.failed.pop().expect("just recorded").1);
+        }
+        if self.has_more() {
+            return Ok(());
+        }
+        self.next_round(&attempt, retry_after).await
+    }
+
+    /// Every candidate of this round failed: waits out a back-off (or the service's
+    /// Retry-After) and starts another round, if the deadline and the retry budget allow.
+    async fn next_round(
+        &mut self,
+        last: &Attempt,
+        retry_after: Option<std::time::Duration>,
+    ) -> Result<(), Error> {
+        let retry = self.exec.config.routing.retry;
+        let left = self.limits.remaining(tokio::time::Instant::now());
+        let mut wait = super::attempt::backoff(retry.backoff, retry.max_backoff, self.round);
+        if let Some(asked) = retry_after {
+            let allowed = retry.max_retry_after.min(left);
+            if asked > allowed {
+                self.reasons.push(Reason::RetryAfterRefused {
+                    target: last.target.id().to_string(),
+                    region: last.target.region().to_string(),
+                    retry_after_ms: millis(asked),
+                    allowed_ms: millis(allowed),
+                });
+                let why = if asked > retry.max_retry_after {
+                    format!(
+                        "the service asked to retry after {} ms, beyond routing.retry.max_retry_after ({} ms)",
+                        asked.as_millis(),
+                        retry.max_retry_after.as_millis()
+                    )
+                } else {
+                    format!(
+                        "the service asked to retry after {} ms; the call's deadline is {} ms away",
+                        asked.as_millis(),
+                        left.as_millis()
+                    )
+                };
+                self.note_on_last_failure(&why);
+                return Err(self.exhausted());
             }
-            Verdict::FailNow if fails_over => Err(self.exhausted()),
-            Verdict::FailNow => Err(self.failed.pop().expect("just recorded").1),
+            wait = wait.max(asked);
+        }
+        if wait >= left {
+            let why = format!(
+                "no time for another round before the call's deadline ({} ms left)",
+                left.as_millis()
+            );
+            self.note_on_last_failure(&why);
+            return Err(self.exhausted());
+        }
+        // The budget is paid before the wait: a call that may not retry fails now, not later.
+        if !self.exec.state.spend_extra_attempt(Instant::now()) {
+            self.budget_exhausted = true;
+            return Err(self.exhausted());
+        }
+        self.prepaid = true;
+        self.round += 1;
+        self.reasons.push(Reason::RetryRound {
+            round: self.round,
+            wait_ms: millis(wait),
+        });
+        tokio::time::sleep(wait).await;
+        self.next = 0;
+        self.sent_this_round = 0;
+        Ok(())
+    }
+
+    /// Adds why nothing more was tried to the last failure's message.
+    fn note_on_last_failure(&mut self, why: &str) {
+        if let Some((attempt, err)) = self.failed.last_mut() {
+            attempt.message = format!("{} ({why})", attempt.message);
+            if let Error::Service(e) = err {
+                e.message = format!("{} ({why})", e.message);
+            }
         }
     }
 
@@ -338,4 +447,20 @@ impl<'a> Run<'a> {
             .record_success(self.call_slo(), &response);
         response
     }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The limit an attempt error's code names, for errors made by [`Error::timed_out`].
+fn time_limit_of(code: &str) -> Option<TimeLimit> {
+    [
+        TimeLimit::FirstToken,
+        TimeLimit::Idle,
+        TimeLimit::Answer,
+        TimeLimit::Deadline,
+    ]
+    .into_iter()
+    .find(|l| l.code() == code)
 }

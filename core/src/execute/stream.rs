@@ -13,9 +13,10 @@ use std::time::Duration;
 use futures::future::Either;
 
 use super::attempt::InFlight;
+use super::limits::Bound;
 use super::{Executor, Run};
 use crate::backend::{BackendEvent, Call, Completion, EventStream};
-use crate::error::{Delivered, Error, ErrorKind, Result, ServiceError};
+use crate::error::{Delivered, Error, ErrorKind, Result, ServiceError, TimeLimit};
 use crate::plan::prompt_cache::Checkpoint;
 use crate::plan::{Attempt, Plan};
 use crate::request::{GenerateRequest, Message};
@@ -187,12 +188,14 @@ impl Assembly {
 
 type Opened = Result<(EventStream, Option<Result<BackendEvent>>)>;
 
-/// Sends one attempt and waits for its first event.
+/// Sends one attempt and waits for its first event, until `bound` (its first-token limit, or
+/// the call's deadline when sooner).
 async fn open<'a>(
     exec: &Executor,
     request: &GenerateRequest,
     checkpoints: Vec<Checkpoint>,
     inflight: InFlight<'a>,
+    bound: Bound,
 ) -> (InFlight<'a>, Opened) {
     let result = {
         let call = Call {
@@ -201,18 +204,24 @@ async fn open<'a>(
             checkpoints: &checkpoints,
         };
         let span = super::attempt::span(&inflight.attempt);
-        match tracing::Instrument::instrument(
-            exec.backend(&inflight.attempt.target).stream(call),
-            span,
-        )
-        .await
-        {
-            Ok(mut events) => {
-                let first = events.next().await;
-                Ok((events, first))
-            }
-            Err(e) => Err(e),
-        }
+        let first = async {
+            let mut events = tracing::Instrument::instrument(
+                exec.backend(&inflight.attempt.target).stream(call),
+                span,
+            )
+            .await?;
+            let first = events.next().await;
+            Ok((events, first))
+        };
+        bound.run(first).await.unwrap_or_else(|fired| {
+            let target = &inflight.attempt.target;
+            Err(Error::timed_out(
+                fired.limit,
+                fired.length,
+                target.id(),
+                target.region(),
+            ))
+        })
     };
     (inflight, result)
 }
@@ -279,7 +288,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
             let (inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
                 let delay = hedge_delay(exec, req, &first.attempt);
                 let cps = run.checkpoints_for(&first.attempt);
-                let primary = open(exec, req, cps, first);
+                let primary = open(exec, req, cps, first, run.bound(TimeLimit::FirstToken, run.limits.first_token));
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
@@ -288,7 +297,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                         Some(second) => {
                             let hedge_target = second.attempt.target.id().to_string();
                             let cps = run.checkpoints_for(&second.attempt);
-                            let hedge = open(exec, req, cps, second);
+                            let hedge = open(exec, req, cps, second, run.bound(TimeLimit::FirstToken, run.limits.first_token));
                             futures::pin_mut!(hedge);
                             let (done, hedge_won) = match futures::future::select(primary, hedge).await {
                                 Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
@@ -310,7 +319,8 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                 }
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
-                open(exec, req, cps, first).await
+                let bound = run.bound(TimeLimit::FirstToken, run.limits.first_token);
+                open(exec, req, cps, first, bound).await
             };
             let (mut events, mut pending) = match into_parts(opened) {
                 Ok(parts) => parts,
@@ -325,7 +335,13 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
             loop {
                 let next = match pending.take() {
                     Some(ev) => Some(ev),
-                    None => events.next().await,
+                    None => {
+                        let bound = run.bound(TimeLimit::Idle, run.limits.idle);
+                        match bound.run(events.next()).await {
+                            Ok(next) => next,
+                            Err(fired) => Some(Err(run.timed_out(&inflight.attempt, fired))),
+                        }
+                    }
                 };
                 let failure = match next {
                     Some(Ok(ev)) => {

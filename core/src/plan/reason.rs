@@ -5,6 +5,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::config::ProfileScope;
+use crate::error::TimeLimit;
 use crate::plan::targets::Objective;
 use crate::request::{ServiceTier, SloClass};
 use crate::state::BreakerView;
@@ -95,6 +96,31 @@ pub enum Reason {
         region: String,
         won: bool,
         why: String,
+    },
+    /// A time limit ended an attempt (it was cancelled on the wire and counted against its
+    /// target's breaker), or the call.
+    TimeLimitHit {
+        limit: TimeLimit,
+        target: String,
+        region: String,
+        /// How long the attempt had run, in milliseconds.
+        after_ms: u64,
+    },
+    /// Every candidate had failed: another round over the plan's targets after a back-off.
+    RetryRound {
+        /// 1 for the first round after the plan's.
+        round: u32,
+        /// The wait before it (jittered back-off, or the service's Retry-After).
+        wait_ms: u64,
+    },
+    /// A service asked to wait longer than Laneway waits (`routing.retry.max_retry_after`) or
+    /// than the call's deadline allows: it was not waited for.
+    RetryAfterRefused {
+        target: String,
+        region: String,
+        retry_after_ms: u64,
+        /// The most that could be waited: the cap, or the time left before the deadline.
+        allowed_ms: u64,
     },
 }
 
@@ -206,6 +232,16 @@ impl fmt::Display for Reason {
             Reason::CacheAffinity { target, region, won, why } => {
                 write!(f, "cached prefix in {target} at {region}: {} ({why})", if *won { "preferred" } else { "not preferred" })
             }
+            Reason::TimeLimitHit { limit, target, region, after_ms } => {
+                write!(f, "{target} in {region}: {limit} limit reached after {after_ms} ms, attempt cancelled")
+            }
+            Reason::RetryRound { round, wait_ms } => {
+                write!(f, "every candidate failed: retry round {round} after {wait_ms} ms")
+            }
+            Reason::RetryAfterRefused { target, region, retry_after_ms, allowed_ms } => write!(
+                f,
+                "{target} in {region} asked to retry after {retry_after_ms} ms, more than the {allowed_ms} ms allowed: not waited for"
+            ),
         }
     }
 }

@@ -14,7 +14,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{
-    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step, StreamEnd,
+    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, with_wire_fault, Step,
+    StreamEnd,
 };
 use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::text;
@@ -79,7 +80,12 @@ async fn converse(
     if let Some(id) = &answer.invoked_model {
         body["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
     }
-    Ok(json_response(body))
+    Ok(with_wire_fault(
+        json_response(body),
+        answer.wire_fault.as_ref(),
+        Service::Bedrock,
+        None,
+    ))
 }
 
 async fn converse_stream(
@@ -101,6 +107,7 @@ async fn converse_stream(
         &body,
     )?;
     let answer = engine.admit(&req.ask)?;
+    let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
     let tier = req.ask.tier.clone();
     let frames = async_stream::stream! {
@@ -121,7 +128,7 @@ async fn converse_stream(
                                 "start": { "toolUse": { "toolUseId": call.id, "name": call.name } },
                             }));
                             let input = call.input.to_string();
-                            let (a, b) = input.split_at(input.len() / 2);
+                            let (a, b) = input.split_at(input.floor_char_boundary(input.len() / 2));
                             for part in [a, b] {
                                 yield eventstream::json_event("contentBlockDelta", &json!({
                                     "contentBlockIndex": 0, "delta": { "toolUse": { "input": part } },
@@ -162,7 +169,13 @@ async fn converse_stream(
         }
         yield eventstream::json_event("metadata", &metadata);
     };
-    Ok(event_stream_response(frames))
+    // Frames: messageStart, then one contentBlockDelta per token.
+    Ok(with_wire_fault(
+        event_stream_response(frames),
+        wire_fault.as_ref(),
+        Service::Bedrock,
+        Some(|tokens| tokens as usize + 1),
+    ))
 }
 
 fn delta(token: &str) -> Bytes {
@@ -307,7 +320,12 @@ async fn invoke(
     if let Ok(v) = HeaderValue::from_str(&ask.tier) {
         h.insert("x-amzn-bedrock-service-tier", v);
     }
-    Ok(resp)
+    Ok(with_wire_fault(
+        resp,
+        answer.wire_fault.as_ref(),
+        Service::Bedrock,
+        None,
+    ))
 }
 
 async fn invoke_stream(
@@ -328,6 +346,7 @@ async fn invoke_stream(
         &body,
     )?;
     let answer = engine.admit(&ask)?;
+    let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
         let answer = answer;
@@ -350,7 +369,13 @@ async fn invoke_stream(
         end.finish();
         yield chunk(&native.last(&answer));
     };
-    Ok(event_stream_response(frames))
+    // Frames: one chunk per token.
+    Ok(with_wire_fault(
+        event_stream_response(frames),
+        wire_fault.as_ref(),
+        Service::Bedrock,
+        Some(|tokens| tokens as usize),
+    ))
 }
 
 fn chunk(payload: &Value) -> Bytes {

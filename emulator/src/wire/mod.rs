@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod bedrock;
 pub mod eventstream;
+mod misbehave;
 pub mod s3;
 pub mod sagemaker;
 
@@ -14,17 +15,38 @@ use axum::response::{IntoResponse, Response};
 
 use crate::engine::{ApiError, Engine};
 use crate::sigv4;
+pub use misbehave::{misbehave, with_wire_fault};
 
 /// A restJson1 error response: status, `x-amzn-ErrorType`, `{"message": ...}` and a request id.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = serde_json::json!({ "message": self.message }).to_string();
-        let mut resp = (status, body).into_response();
+        if self.html {
+            // A load balancer's page: no AWS headers, no JSON.
+            let mut resp = (status, self.message).into_response();
+            resp.headers_mut()
+                .insert("content-type", HeaderValue::from_static("text/html"));
+            return resp;
+        }
+        let mut body = serde_json::json!({ "message": self.message });
+        if let Some((code, message)) = &self.original {
+            body["OriginalStatusCode"] = (*code).into();
+            body["OriginalMessage"] = message.clone().into();
+            body["LogStreamArn"] =
+                "arn:aws:logs:us-east-1:000000000000:log-group:/aws/sagemaker/Endpoints/emulated"
+                    .into();
+        }
+        let mut resp = (status, body.to_string()).into_response();
         let headers = resp.headers_mut();
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         if let Ok(v) = HeaderValue::from_str(&self.code) {
             headers.insert("x-amzn-errortype", v);
+        }
+        if let Some(v) = self
+            .retry_after
+            .and_then(|v| HeaderValue::from_str(&v).ok())
+        {
+            headers.insert("retry-after", v);
         }
         headers.insert("x-amzn-requestid", request_id());
         resp

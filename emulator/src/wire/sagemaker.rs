@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 
 use super::bedrock::event_stream_response;
 use super::{
-    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, Step, StreamEnd,
+    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, with_wire_fault, Step,
+    StreamEnd,
 };
 use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::scenario::PayloadFormat;
@@ -85,7 +86,12 @@ async fn invoke(
         "x-amzn-invoked-production-variant",
         HeaderValue::from_static("AllTraffic"),
     );
-    Ok(resp)
+    Ok(with_wire_fault(
+        resp,
+        answer.wire_fault.as_ref(),
+        Service::Sagemaker,
+        None,
+    ))
 }
 
 async fn invoke_stream(
@@ -106,6 +112,7 @@ async fn invoke_stream(
         &body,
     )?;
     let answer = engine.admit(&ask)?;
+    let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
         let answer = answer;
@@ -117,10 +124,11 @@ async fn invoke_stream(
                 Step::Token(i, t) => {
                     let line = stream_line(format, &answer, i, &t, i == last);
                     // Odd tokens straddle two payload parts, as real containers' lines do.
+                    // Split by bytes, as a container's buffer is: a character may straddle the parts.
                     if i % 2 == 1 {
-                        let (a, b) = line.split_at(line.len() / 2);
-                        yield part(a.as_bytes());
-                        yield part(b.as_bytes());
+                        let (a, b) = line.as_bytes().split_at(line.len() / 2);
+                        yield part(a);
+                        yield part(b);
                     } else {
                         yield part(line.as_bytes());
                     }
@@ -139,11 +147,17 @@ async fn invoke_stream(
             }
         }
         end.finish();
-        if format == PayloadFormat::OpenaiChat {
+        if format == PayloadFormat::OpenaiChat && !answer.plain_json_lines {
             yield part(b"data: [DONE]\n\n");
         }
     };
-    Ok(event_stream_response(frames))
+    // Payload parts: one per even token, two per odd one (it straddles them).
+    Ok(with_wire_fault(
+        event_stream_response(frames),
+        wire_fault.as_ref(),
+        Service::Sagemaker,
+        Some(|tokens| tokens as usize + tokens as usize / 2),
+    ))
 }
 
 fn part(bytes: &[u8]) -> Bytes {
@@ -191,6 +205,10 @@ fn stream_line(format: PayloadFormat, a: &Answer, i: usize, token: &str, last: b
             chunk
         }
     };
+    if a.plain_json_lines {
+        // A container that streams JSON lines, one object per line, without `data:`.
+        return format!("{value}\n");
+    }
     let sep = if format == PayloadFormat::Tgi {
         "data:"
     } else {

@@ -1,0 +1,178 @@
+//! The time limits of one call: its overall deadline, and each attempt's first-token, idle and
+//! whole-answer limits, from `[routing.timeouts]`, the request's SLO class and its SLO.
+//!
+//! Instants are tokio's, so that tests drive them with a paused clock.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::config::RoutingConfig;
+use crate::error::TimeLimit;
+use crate::request::GenerateRequest;
+
+/// The limits of one call, fixed when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    started: Instant,
+    deadline: Instant,
+    /// Until an attempt's first token (or, not streamed, until its answer begins).
+    pub first_token: Duration,
+    /// The longest quiet gap in a stream.
+    pub idle: Duration,
+    /// A whole non-streamed answer.
+    pub answer: Duration,
+}
+
+/// Seconds as a duration, saturating at [`crate::MAX_DURATION`].
+fn saturating_secs(secs: f64) -> Duration {
+    crate::clamped_secs(secs).unwrap_or(crate::MAX_DURATION)
+}
+
+impl Limits {
+    /// The limits of `request` starting at `started`.
+    ///
+    /// With a `ttft_target`, the first-token limit is `ttft_target_multiple` times it (at least
+    /// `min_first_token`); without, its class's. A non-streamed answer may take the first-token
+    /// limit plus its output tokens at `min_tokens_per_second`. The deadline is the request's
+    /// `slo.deadline`, else its class's.
+    pub fn for_call(routing: &RoutingConfig, request: &GenerateRequest, started: Instant) -> Self {
+        let t = &routing.timeouts;
+        let class = t.for_class(request.slo.class);
+        let first_token = match request.slo.ttft_target {
+            Some(target) => saturating_secs(target.as_secs_f64() * t.ttft_target_multiple)
+                .max(t.min_first_token),
+            None => class.first_token,
+        };
+        let output = request
+            .inference
+            .max_tokens
+            .map_or(routing.default_output_tokens, |n| {
+                u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+            });
+        let generation = saturating_secs(f64::from(output) / t.min_tokens_per_second);
+        let length = request
+            .slo
+            .deadline
+            .unwrap_or(class.deadline)
+            .min(crate::MAX_DURATION);
+        Self {
+            started,
+            deadline: started + length,
+            first_token,
+            idle: class.idle,
+            answer: first_token
+                .saturating_add(generation)
+                .min(crate::MAX_DURATION),
+        }
+    }
+
+    /// When the call started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The call's deadline.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Time left before the deadline.
+    pub fn remaining(&self, now: Instant) -> Duration {
+        self.deadline.saturating_duration_since(now)
+    }
+
+    /// When a wait that `limit` bounds to `length` from `now` must end, and which limit that
+    /// is: `limit` itself, or the deadline when it comes first.
+    pub fn bound(&self, now: Instant, limit: TimeLimit, length: Duration) -> Bound {
+        match now.checked_add(length) {
+            Some(at) if at < self.deadline => Bound { at, limit, length },
+            _ => Bound {
+                at: self.deadline,
+                limit: TimeLimit::Deadline,
+                length: self.deadline - self.started,
+            },
+        }
+    }
+}
+
+/// The end of one bounded wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// When it fires.
+    pub at: Instant,
+    /// Which limit it is.
+    pub limit: TimeLimit,
+    /// That limit's length (for the error message).
+    pub length: Duration,
+}
+
+impl Bound {
+    /// Runs `fut` until this bound; `Err(self)` if the bound fired first (`fut` is dropped,
+    /// which cancels its request on the wire).
+    pub async fn run<F: std::future::Future>(self, fut: F) -> Result<F::Output, Bound> {
+        tokio::time::timeout_at(self.at, fut)
+            .await
+            .map_err(|_| self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{GenerateRequest, SloClass};
+
+    fn routing() -> RoutingConfig {
+        crate::Config::default().routing
+    }
+
+    #[test]
+    fn a_ttft_target_sets_the_first_token_limit() {
+        let now = Instant::now();
+        let r = routing();
+        let req = GenerateRequest::user("hi")
+            .slo_class(SloClass::Interactive)
+            .ttft_target(Duration::from_millis(500));
+        let l = Limits::for_call(&r, &req, now);
+        assert_eq!(l.first_token, Duration::from_secs(2)); // 4 x 500 ms
+        let tiny = req.clone().ttft_target(Duration::from_millis(10));
+        assert_eq!(
+            Limits::for_call(&r, &tiny, now).first_token,
+            Duration::from_secs(1)
+        );
+        let plain = GenerateRequest::user("hi").slo_class(SloClass::Interactive);
+        assert_eq!(
+            Limits::for_call(&r, &plain, now).first_token,
+            r.timeouts.interactive.first_token
+        );
+    }
+
+    #[test]
+    fn the_deadline_bounds_every_wait() {
+        let now = Instant::now();
+        let req = GenerateRequest::user("hi").deadline(Duration::from_millis(300));
+        let l = Limits::for_call(&routing(), &req, now);
+        let b = l.bound(now, TimeLimit::FirstToken, Duration::from_secs(30));
+        assert_eq!(b.limit, TimeLimit::Deadline);
+        assert_eq!(b.at, now + Duration::from_millis(300));
+        let b = l.bound(now, TimeLimit::Idle, Duration::from_millis(100));
+        assert_eq!(b.limit, TimeLimit::Idle);
+        // A limit too long to add to an instant is the deadline, not an overflow.
+        let b = l.bound(now, TimeLimit::Idle, Duration::MAX);
+        assert_eq!(b.limit, TimeLimit::Deadline);
+    }
+
+    #[test]
+    fn extreme_settings_saturate_instead_of_panicking() {
+        let mut r = routing();
+        r.timeouts.ttft_target_multiple = 1e300;
+        r.timeouts.min_tokens_per_second = 1e-300;
+        let req = GenerateRequest::user("hi")
+            .ttft_target(crate::MAX_DURATION)
+            .deadline(crate::MAX_DURATION)
+            .max_tokens(i64::MAX);
+        let l = Limits::for_call(&r, &req, Instant::now());
+        assert_eq!(l.first_token, crate::MAX_DURATION);
+        assert_eq!(l.answer, crate::MAX_DURATION);
+    }
+}
