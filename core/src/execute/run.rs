@@ -246,6 +246,9 @@ impl<'a> Run<'a> {
             Error::Service(e) => e.retry_after,
             _ => None,
         };
+        if region_is_suspect(err.kind()) {
+            self.defer_region(attempt.target.region());
+        }
         self.record_failed(inflight, err);
         if !fails_over {
             return Err(self.failed.pop().expect("just recorded").1);
@@ -316,6 +319,13 @@ impl<'a> Run<'a> {
         self.next = 0;
         self.sent_this_round = 0;
         Ok(())
+    }
+
+    /// Moves this round's remaining targets in `region` behind the others: a region that
+    /// stalled, reset or was down for one target is likely so for its other targets (the bare
+    /// model id and a profile are served by the same regional endpoint).
+    pub fn defer_region(&mut self, region: &str) {
+        self.attempts[self.next..].sort_by_key(|a| a.target.region() == region);
     }
 
     /// Adds why nothing more was tried to the last failure's message.
@@ -463,4 +473,13 @@ fn time_limit_of(code: &str) -> Option<TimeLimit> {
     ]
     .into_iter()
     .find(|l| l.code() == code)
+}
+
+/// Failures that say more about the region's endpoint than about one model's quota.
+fn region_is_suspect(kind: crate::ErrorKind) -> bool {
+    use crate::ErrorKind as K;
+    matches!(
+        kind,
+        K::Timeout | K::Transport | K::Unavailable | K::Internal
+    )
 }

@@ -287,12 +287,17 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
             let req = resumed.as_ref().unwrap_or(&request);
             let (inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
                 let delay = hedge_delay(exec, req, &first.attempt);
+                let primary_region = first.attempt.target.region().to_string();
                 let cps = run.checkpoints_for(&first.attempt);
                 let primary = open(exec, req, cps, first, run.bound(TimeLimit::FirstToken, run.limits.first_token));
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
-                    Either::Right(((), primary)) => match run.next_attempt().await {
+                    Either::Right(((), primary)) => match {
+                        // A late first token may be the region's fault: hedge elsewhere first.
+                        run.defer_region(&primary_region);
+                        run.next_attempt().await
+                    } {
                         None => primary.await,
                         Some(second) => {
                             let hedge_target = second.attempt.target.id().to_string();

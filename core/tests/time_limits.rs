@@ -1,0 +1,457 @@
+//! Time limits and retry rounds on tokio's paused clock: an in-memory backend stalls, answers
+//! slowly or asks to retry later, and the router's limits fire at exactly the configured
+//! instants. No test waits on the wall clock.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use laneway::backend::{Backend, BackendEvent, Call, Completion, EventStream};
+use laneway::execute::Executor;
+use laneway::{
+    Error, ErrorKind, GenerateRequest, Reason, ServiceError, SloClass, StopReason, StreamEvent,
+    TimeLimit, Usage,
+};
+use tokio::time::Instant;
+
+/// What one region does with every request.
+#[derive(Debug, Clone, Copy)]
+enum Behaviour {
+    /// Accepts and never answers.
+    Stall,
+    /// Answers `tokens` tokens, `gap` apart, after `ttft`.
+    Answer {
+        ttft: Duration,
+        gap: Duration,
+        tokens: u32,
+    },
+    /// Sends `tokens` tokens, then goes quiet forever.
+    StallAfter { tokens: u32 },
+    /// Refuses with a throttle asking to retry after this long.
+    RetryAfter(Duration),
+    /// Refuses as unavailable.
+    Down,
+}
+
+#[derive(Default)]
+struct Scripted {
+    regions: HashMap<&'static str, Behaviour>,
+    sent: AtomicU32,
+}
+
+fn refusal(call: &Call<'_>, kind: ErrorKind, retry_after: Option<Duration>) -> Error {
+    Error::from(ServiceError {
+        kind,
+        code: "Scripted".into(),
+        message: "scripted refusal".into(),
+        target: call.attempt.target.id().into(),
+        region: call.attempt.target.region().into(),
+        http_status: Some(429),
+        request_id: None,
+        retry_after,
+    })
+}
+
+impl Scripted {
+    fn behaviour(&self, call: &Call<'_>) -> Behaviour {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.regions[call.attempt.target.region()]
+    }
+}
+
+fn events(tokens: u32, ttft: Duration, gap: Duration, stall: bool) -> EventStream {
+    Box::pin(async_stream::stream! {
+        tokio::time::sleep(ttft).await;
+        for i in 0..tokens {
+            if i > 0 {
+                tokio::time::sleep(gap).await;
+            }
+            yield Ok(BackendEvent::TextDelta { index: 0, text: format!("t{i} ") });
+        }
+        if stall {
+            std::future::pending::<()>().await;
+        }
+        yield Ok(BackendEvent::Stop(StopReason::EndTurn));
+        yield Ok(BackendEvent::Metadata {
+            usage: Usage { input_tokens: 3, output_tokens: tokens, ..Usage::default() },
+            served_tier: None,
+            invoked_model: None,
+        });
+    })
+}
+
+impl Backend for Scripted {
+    fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, laneway::Result<Completion>> {
+        Box::pin(async move {
+            match self.behaviour(&call) {
+                Behaviour::Stall | Behaviour::StallAfter { .. } => {
+                    std::future::pending::<()>().await;
+                    unreachable!()
+                }
+                Behaviour::Answer { ttft, gap, tokens } => {
+                    tokio::time::sleep(ttft + gap * tokens.saturating_sub(1)).await;
+                    Ok(Completion {
+                        content: vec![laneway::OutputBlock::Text("answer".into())],
+                        stop_reason: StopReason::EndTurn,
+                        usage: Usage {
+                            input_tokens: 3,
+                            output_tokens: tokens,
+                            ..Usage::default()
+                        },
+                        served_tier: None,
+                        invoked_model: None,
+                    })
+                }
+                Behaviour::RetryAfter(d) => Err(refusal(&call, ErrorKind::Throttled, Some(d))),
+                Behaviour::Down => Err(refusal(&call, ErrorKind::Unavailable, None)),
+            }
+        })
+    }
+
+    fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, laneway::Result<EventStream>> {
+        Box::pin(async move {
+            match self.behaviour(&call) {
+                Behaviour::Stall => {
+                    std::future::pending::<()>().await;
+                    unreachable!()
+                }
+                Behaviour::Answer { ttft, gap, tokens } => Ok(events(tokens, ttft, gap, false)),
+                Behaviour::StallAfter { tokens } => Ok(events(
+                    tokens,
+                    Duration::from_millis(50),
+                    Duration::from_millis(10),
+                    true,
+                )),
+                Behaviour::RetryAfter(d) => Err(refusal(&call, ErrorKind::Throttled, Some(d))),
+                Behaviour::Down => Err(refusal(&call, ErrorKind::Unavailable, None)),
+            }
+        })
+    }
+}
+
+const FAST: Behaviour = Behaviour::Answer {
+    ttft: Duration::from_millis(100),
+    gap: Duration::from_millis(10),
+    tokens: 20,
+};
+
+/// An executor over the startup configuration whose three nova regions behave as given.
+fn executor(
+    extra: &str,
+    regions: [(&'static str, Behaviour); 3],
+) -> (Arc<Executor>, Arc<Scripted>) {
+    let backend = Arc::new(Scripted {
+        regions: regions.into_iter().collect(),
+        sent: AtomicU32::new(0),
+    });
+    struct Shared(Arc<Scripted>);
+    impl Backend for Shared {
+        fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, laneway::Result<Completion>> {
+            self.0.generate(call)
+        }
+        fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, laneway::Result<EventStream>> {
+            self.0.stream(call)
+        }
+    }
+    let config = common::config(&format!("{extra}"));
+    let exec = Executor::new(
+        config,
+        Box::new(Shared(Arc::clone(&backend))),
+        Box::new(Shared(Arc::clone(&backend))),
+    );
+    (Arc::new(exec), backend)
+}
+
+fn request() -> GenerateRequest {
+    // Pinned to the bare model id: one target per region, us-east-1 first.
+    GenerateRequest::user("hello")
+        .model("amazon.nova-lite-v1:0")
+        .max_tokens(20)
+}
+
+async fn generate(
+    exec: &Arc<Executor>,
+    req: GenerateRequest,
+) -> laneway::Result<laneway::GenerateResponse> {
+    let plan = exec.plan(&req)?;
+    exec.generate(&req, plan).await
+}
+
+async fn stream(
+    exec: &Arc<Executor>,
+    req: GenerateRequest,
+) -> (String, laneway::Result<laneway::GenerateResponse>) {
+    let plan = exec.plan(&req).unwrap();
+    let mut s = Arc::clone(exec).stream(req, plan);
+    let mut text = String::new();
+    while let Some(ev) = s.next().await {
+        match ev {
+            Ok(StreamEvent::TextDelta { text: t, .. }) => text.push_str(&t),
+            Ok(StreamEvent::Completed(done)) => return (text, Ok(*done)),
+            Ok(_) => {}
+            Err(e) => return (text, Err(e)),
+        }
+    }
+    panic!("the stream ended without Completed or an error")
+}
+
+fn limits_hit(reasons: &[Reason]) -> Vec<(TimeLimit, String)> {
+    reasons
+        .iter()
+        .filter_map(|r| match r {
+            Reason::TimeLimitHit { limit, region, .. } => Some((*limit, region.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
+    let (exec, _) = executor(
+        "",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", FAST),
+            ("eu-west-1", FAST),
+        ],
+    );
+    let first_token = exec.config.routing.timeouts.standard.first_token;
+    let started = Instant::now();
+    let (_, done) = stream(&exec, request()).await;
+    let done = done.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    assert_eq!(
+        limits_hit(&done.decision.reasons),
+        vec![(TimeLimit::FirstToken, "us-east-1".to_string())]
+    );
+    assert_eq!(done.decision.failed_attempts[0].code, "FirstTokenTimeout");
+    // The stall cost exactly the limit, then the healthy region's own time.
+    let elapsed = started.elapsed();
+    assert!(elapsed >= first_token, "{elapsed:?}");
+    assert!(
+        elapsed < first_token + Duration::from_secs(1),
+        "{elapsed:?}"
+    );
+
+    // Not streamed: the whole-answer limit of the class fires instead.
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    assert_eq!(
+        limits_hit(&done.decision.reasons),
+        vec![(TimeLimit::Answer, "us-east-1".to_string())]
+    );
+    let t = exec.config.routing.timeouts;
+    let answer_limit =
+        t.standard.first_token + Duration::from_secs_f64(20.0 / t.min_tokens_per_second);
+    assert!(started.elapsed() >= answer_limit);
+    assert!(started.elapsed() < answer_limit + Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ttft_target_derives_the_first_token_limit() {
+    let (exec, _) = executor(
+        "[routing.hedge]\nenabled = false\nquantile = 0.9\nmin_delay = 50.0\n",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", FAST),
+            ("eu-west-1", FAST),
+        ],
+    );
+    let started = Instant::now();
+    let req = request()
+        .slo_class(SloClass::Interactive)
+        .ttft_target(Duration::from_millis(500));
+    let (_, done) = stream(&exec, req).await;
+    assert_eq!(done.unwrap().decision.region, "us-west-2");
+    // 4 x 500 ms, then the next region's 100 ms first token and 19 x 10 ms.
+    assert_eq!(started.elapsed(), Duration::from_millis(2000 + 100 + 190));
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_every_region_stalls_the_call_ends_at_its_deadline() {
+    let (exec, backend) = executor(
+        "",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", Behaviour::Stall),
+            ("eu-west-1", Behaviour::Stall),
+        ],
+    );
+    let deadline = Duration::from_secs(45);
+    let started = Instant::now();
+    let (_, result) = stream(&exec, request().deadline(deadline)).await;
+    let err = result.unwrap_err();
+    assert_eq!(
+        started.elapsed(),
+        deadline,
+        "nothing waits past the deadline"
+    );
+    let Error::AllTargetsFailed { attempts, .. } = &err else {
+        panic!("{err:?}")
+    };
+    // 30 s first-token limit on us-east-1, then us-west-2 until the deadline at 45 s.
+    let codes: Vec<_> = attempts.iter().map(|a| a.code.as_str()).collect();
+    assert_eq!(codes, ["FirstTokenTimeout", "DeadlineExceeded"], "{err}");
+    assert_eq!(backend.sent.load(Ordering::Relaxed), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_goes_quiet_ends_at_the_idle_limit_with_what_was_delivered() {
+    let (exec, _) = executor(
+        "[routing.timeouts.standard]\nfirst_token = 5000.0\nidle = 2000.0\ndeadline = 60000.0\n",
+        [
+            ("us-east-1", Behaviour::StallAfter { tokens: 5 }),
+            ("us-west-2", FAST),
+            ("eu-west-1", FAST),
+        ],
+    );
+    let started = Instant::now();
+    let (text, result) = stream(&exec, request()).await;
+    let err = result.unwrap_err();
+    let Error::StreamInterrupted { delivered, cause } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(text, "t0 t1 t2 t3 t4 ");
+    assert_eq!(delivered.deltas, 5);
+    let Error::Service(cause) = cause.as_ref() else {
+        panic!("{cause:?}")
+    };
+    assert_eq!(cause.code, "IdleTimeout");
+    // 50 ms first token, 4 x 10 ms, then 2 s of silence.
+    assert_eq!(started.elapsed(), Duration::from_millis(50 + 40 + 2000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_outage_of_every_target_is_retried_in_rounds_until_it_ends() {
+    let (exec, backend) = executor(
+        "",
+        [
+            ("us-east-1", Behaviour::Down),
+            ("us-west-2", Behaviour::Down),
+            ("eu-west-1", Behaviour::Down),
+        ],
+    );
+    let deadline = Duration::from_secs(10);
+    let started = Instant::now();
+    let err = generate(&exec, request().deadline(deadline))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() <= deadline);
+    let Error::AllTargetsFailed { attempts, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        attempts.len() > 3,
+        "rounds after the first: {}",
+        attempts.len()
+    );
+    assert_eq!(attempts.len() as u32, backend.sent.load(Ordering::Relaxed));
+    assert!(
+        attempts.last().unwrap().message.contains("deadline"),
+        "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_is_honoured_up_to_its_cap_and_never_past_the_deadline() {
+    // One target only (the EU profile), asking to retry after 3 s: within the 20 s cap.
+    let (exec, backend) = executor(
+        "",
+        [
+            ("us-east-1", FAST),
+            ("us-west-2", FAST),
+            ("eu-west-1", Behaviour::RetryAfter(Duration::from_secs(3))),
+        ],
+    );
+    let eu = || {
+        GenerateRequest::user("hello")
+            .model("eu.amazon.nova-lite-v1:0")
+            .residency(laneway::Residency::Geography(laneway::Geography::Eu))
+    };
+    let started = Instant::now();
+    let err = generate(&exec, eu().deadline(Duration::from_secs(10)))
+        .await
+        .unwrap_err();
+    // Sent at 0, 3, 6 and 9 s; then another 3 s would pass the deadline: it fails at once.
+    assert_eq!(backend.sent.load(Ordering::Relaxed), 4);
+    assert!(started.elapsed() >= Duration::from_secs(9));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(err.to_string().contains("deadline"), "{err}");
+
+    // Asking for an hour: not waited for at all.
+    let (exec, backend) = executor(
+        "",
+        [
+            ("us-east-1", FAST),
+            ("us-west-2", FAST),
+            (
+                "eu-west-1",
+                Behaviour::RetryAfter(Duration::from_secs(3600)),
+            ),
+        ],
+    );
+    let started = Instant::now();
+    let err = generate(&exec, eu()).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(backend.sent.load(Ordering::Relaxed), 1);
+    assert!(err.to_string().contains("max_retry_after"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_retry_budget_is_checked_before_the_back_off() {
+    let (exec, _) = executor(
+        "[routing.budget]\nratio = 0.0\nmin_per_second = 0.0\nwindow = 10000.0\n",
+        [
+            ("us-east-1", Behaviour::Down),
+            ("us-west-2", Behaviour::Down),
+            ("eu-west-1", Behaviour::Down),
+        ],
+    );
+    let started = Instant::now();
+    let err = generate(
+        &exec,
+        GenerateRequest::user("hello")
+            .model("eu.amazon.nova-lite-v1:0")
+            .residency(laneway::Residency::Geography(laneway::Geography::Eu)),
+    )
+    .await
+    .unwrap_err();
+    // No budget: one attempt, and no back-off slept before failing.
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    let Error::AllTargetsFailed {
+        budget_exhausted, ..
+    } = err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(budget_exhausted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interactive_stream_hedges_away_from_a_stalled_region() {
+    let (exec, _) = executor(
+        "[routing.hedge]\nenabled = true\nquantile = 0.9\nmin_delay = 50.0\n",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", FAST),
+            ("eu-west-1", FAST),
+        ],
+    );
+    let started = Instant::now();
+    let req = request()
+        .slo_class(SloClass::Interactive)
+        .ttft_target(Duration::from_millis(500));
+    let (_, done) = stream(&exec, req).await;
+    let done = done.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    let hedge = done.decision.hedge.expect("a hedge was sent");
+    assert!(hedge.hedge_won);
+    // The hedge left after half the TTFT target (no TTFT seen yet) and answered in 290 ms.
+    assert_eq!(started.elapsed(), Duration::from_millis(250 + 100 + 190));
+}
