@@ -244,7 +244,7 @@ pub(crate) fn native_body(
 
 /// Text and usage of a native response body.
 pub(crate) fn parse_output(output: &Value) -> Option<(String, Usage)> {
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).map(|n| n as u32);
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).map(crate::token_count);
     if let Some(content) = output.get("content").and_then(Value::as_array) {
         let text = content
             .iter()

@@ -401,6 +401,20 @@ impl Router {
                 format!("job {} is still {}: wait for it first", j.arn, j.status),
             ));
         }
+        // A handle from another process may name a model this configuration does not have.
+        if let Some(job) = handle
+            .jobs
+            .iter()
+            .find(|j| !exec.config.models.contains_key(&j.model))
+        {
+            return Err(Error::invalid(
+                "batch.jobs.model",
+                format!(
+                    "job {} is for model {:?}, which this router's configuration does not have",
+                    job.arn, job.model
+                ),
+            ));
+        }
         let mut items: BTreeMap<usize, BatchItem> = handle.immediate.clone();
         for (job, st) in handle.jobs.iter().zip(&status.jobs) {
             let region = job_region(&job.arn);

@@ -88,6 +88,12 @@ pub(crate) fn clamped_secs(secs: f64) -> Option<std::time::Duration> {
     ))
 }
 
+/// A token count a service sent, saturated into `u32` (a count beyond it is nonsense, never a
+/// reason to wrap or panic).
+pub(crate) fn token_count(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 /// Durations as milliseconds in configuration files.
 pub(crate) mod serde_millis {
     use std::time::Duration;

@@ -110,7 +110,9 @@ pub struct Usage {
 impl Usage {
     /// All input tokens: new, cache-read and cache-written.
     pub fn total_input_tokens(&self) -> u32 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 }
 

@@ -353,7 +353,7 @@ fn usage(u: &wire::TokenUsage) -> Usage {
             .iter()
             .filter(|d| d.ttl() == &wire::CacheTtl::OneHour)
             .map(|d| n(d.input_tokens()))
-            .sum(),
+            .fold(0, u32::saturating_add),
         input_estimated: false,
     }
 }

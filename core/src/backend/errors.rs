@@ -22,9 +22,31 @@ where
                 .get("retry-after")
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .and_then(crate::clamped_secs);
-            service(ctx.err(), Some(status), request_id, retry_after, target)
+            let mut e = service(ctx.err(), Some(status), request_id, retry_after, target);
+            if let Error::Service(s) = &mut e {
+                if let Some(kind) = overloaded_container(s.http_status, ctx.raw().body().bytes()) {
+                    s.kind = kind;
+                }
+            }
+            e
         }
         _ => non_service(&err, target),
+    }
+}
+
+/// SageMaker's 424 ModelError wraps the container's own status (`OriginalStatusCode` in the
+/// body): a container that answered 429 or 503 is overloaded, not failing on the input, so the
+/// call fails over. Other ModelErrors keep their kind.
+fn overloaded_container(status: Option<u16>, body: Option<&[u8]>) -> Option<ErrorKind> {
+    if status != Some(424) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(body?).ok()?;
+    match v.get("OriginalStatusCode")?.as_u64()? {
+        429 => Some(ErrorKind::Throttled),
+        502 | 503 => Some(ErrorKind::Unavailable),
+        504 => Some(ErrorKind::Timeout),
+        _ => None,
     }
 }
 

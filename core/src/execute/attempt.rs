@@ -111,8 +111,7 @@ impl<'a> InFlight<'a> {
             timings.output_tokens_per_second,
         );
         if let Some(t) = self.ticket.take() {
-            let input =
-                u64::from(usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens);
+            let input = u64::from(usage.total_input_tokens());
             self.state
                 .correct_call(&a.model, t, input, u64::from(usage.output_tokens));
         }

@@ -361,8 +361,8 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                     Some(Err(e)) => e,
                     None if assembly.is_complete() => {
                         let mut done = std::mem::take(&mut assembly).into_completion();
-                        done.usage.output_tokens += carried.output_tokens;
-                        done.usage.input_tokens += carried.input_tokens;
+                        done.usage.output_tokens = done.usage.output_tokens.saturating_add(carried.output_tokens);
+                        done.usage.input_tokens = done.usage.input_tokens.saturating_add(carried.input_tokens);
                         let timings = run.clock.finish(done.usage.output_tokens);
                         let response = run.respond(&inflight.attempt, done, timings);
                         inflight.succeed(&response.usage, &response.timings, run.clock.started());
@@ -393,7 +393,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                     let kind = failure.kind();
                     run.record_failed(inflight, failure);
                     carried.output_tokens = delivered.output_tokens;
-                    carried.input_tokens += u32::try_from(request.estimated_input_tokens()).unwrap_or(u32::MAX);
+                    carried.input_tokens = carried.input_tokens.saturating_add(crate::token_count(request.estimated_input_tokens()));
                     resumed = Some(continuation(&request, &assembly.text()));
                     yield Ok(StreamEvent::Continued { delivered, failed_target, kind });
                 } else {

@@ -113,11 +113,12 @@ impl Backend for SagemakerBackend {
                         }
                         Ok(Some(_)) => continue,
                         Ok(None) => {
-                            let rest: Vec<String> = buffer.finish().into_iter().collect();
-                            for line in rest {
+                            // An unterminated last line is complete if it parses; a line cut
+                            // short is a broken stream, not the model's error.
+                            if let Some(line) = buffer.finish() {
                                 match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
                                     Ok(parsed) => for ev in parsed.events { yield Ok(ev) },
-                                    Err(e) => yield Err(e),
+                                    Err(_) => yield Err(truncated(&target, &line)),
                                 }
                             }
                             return;
@@ -145,6 +146,23 @@ impl Backend for SagemakerBackend {
             Ok(events.boxed())
         })
     }
+}
+
+/// The stream ended inside a line.
+fn truncated(target: &Target, line: &str) -> Error {
+    Error::from(crate::error::ServiceError {
+        kind: crate::ErrorKind::Transport,
+        code: String::new(),
+        message: format!(
+            "the stream ended inside a line ({} bytes without a line end)",
+            line.len()
+        ),
+        target: target.id().to_string(),
+        region: target.region().to_string(),
+        http_status: None,
+        request_id: None,
+        retry_after: None,
+    })
 }
 
 /// Input tokens estimated from the rendered prompt, for containers that report no input count.

@@ -220,7 +220,7 @@ pub fn parse_response(
             let output = details
                 .and_then(|d| d.get("generated_tokens"))
                 .and_then(Value::as_u64)
-                .map_or_else(|| estimate_tokens(text), |n| n as u32);
+                .map_or_else(|| estimate_tokens(text), crate::token_count);
             let stop = details
                 .and_then(|d| d.get("finish_reason"))
                 .and_then(Value::as_str)
@@ -287,7 +287,7 @@ fn openai_usage(u: Option<&Value>, prompt_tokens_estimate: u32) -> Usage {
     let get = |k: &str| {
         u.and_then(|u| u.get(k))
             .and_then(Value::as_u64)
-            .map(|n| n as u32)
+            .map(crate::token_count)
     };
     let input = get("prompt_tokens");
     Usage {
@@ -314,11 +314,13 @@ pub fn parse_stream_line(
     endpoint: &str,
     region: &str,
 ) -> Result<LineEvents> {
-    let Some(data) = line.strip_prefix("data:") else {
+    let data = match line.strip_prefix("data:") {
+        Some(data) => data.trim(),
+        // A container streaming plain JSON lines (no server-sent events) sends the object alone.
+        None if line.trim_start().starts_with('{') => line.trim(),
         // Server-sent-event comments and fields other than data carry nothing.
-        return Ok(LineEvents::default());
+        None => return Ok(LineEvents::default()),
     };
-    let data = data.trim();
     if data == "[DONE]" {
         return Ok(LineEvents {
             events: Vec::new(),
@@ -328,13 +330,10 @@ pub fn parse_stream_line(
     let v: Value = serde_json::from_str(data)
         .map_err(|e| malformed(endpoint, region, &format!("stream line is not JSON: {e}")))?;
     if let Some(err) = v.get("error").and_then(Value::as_str) {
+        let error_type = v.get("error_type").and_then(Value::as_str);
         return Err(Error::from(ServiceError {
-            kind: ErrorKind::ModelError,
-            code: v
-                .get("error_type")
-                .and_then(Value::as_str)
-                .unwrap_or("ModelError")
-                .to_string(),
+            kind: in_stream_error_kind(error_type),
+            code: error_type.unwrap_or("ModelError").to_string(),
             message: err.to_string(),
             target: endpoint.to_string(),
             region: region.to_string(),
@@ -366,7 +365,7 @@ pub fn parse_stream_line(
                 let output = details
                     .get("generated_tokens")
                     .and_then(Value::as_u64)
-                    .unwrap_or(0) as u32;
+                    .map_or(0, crate::token_count);
                 out.events.push(BackendEvent::Stop(stop));
                 out.events.push(BackendEvent::Metadata {
                     usage: Usage {
@@ -397,7 +396,14 @@ pub fn parse_stream_line(
                     .into_iter()
                     .flatten()
                 {
-                    let index = 1 + call.get("index").and_then(Value::as_u64).unwrap_or(0) as u32;
+                    // Block 0 is the text; tool call n is block n + 1.
+                    let index = call
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .map_or(Some(1), |i| u32::try_from(i).ok()?.checked_add(1))
+                        .ok_or_else(|| {
+                            malformed(endpoint, region, "a tool call's index is out of range")
+                        })?;
                     if let (Some(id), Some(name)) = (
                         call.get("id").and_then(Value::as_str),
                         call.pointer("/function/name").and_then(Value::as_str),
@@ -435,9 +441,22 @@ pub fn parse_stream_line(
     Ok(out)
 }
 
-fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
+/// The kind of an error a container reports inside its stream, by TGI's `error_type`: an
+/// overloaded container fails over, a refused input does not.
+fn in_stream_error_kind(error_type: Option<&str>) -> ErrorKind {
+    match error_type {
+        Some("overloaded") => ErrorKind::Throttled,
+        Some("validation") => ErrorKind::Validation,
+        Some("incomplete_generation") => ErrorKind::Internal,
+        _ => ErrorKind::ModelError,
+    }
+}
+
+/// An answer that cannot be read: garbage from the container or on the way, not the caller's
+/// input, so it fails over.
+pub(crate) fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
     Error::from(ServiceError {
-        kind: ErrorKind::ModelError,
+        kind: ErrorKind::Internal,
         code: "MalformedContainerResponse".into(),
         message: format!("the container's answer could not be read: {what}"),
         target: endpoint.to_string(),
@@ -490,9 +509,68 @@ mod tests {
                 .unwrap()
                 .done
         );
+        // Garbage is not the model failing on the input: it fails over.
         let err =
             parse_stream_line(PayloadFormat::OpenaiChat, "data: {nope", 0, "e", "r").unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::ModelError);
+        assert_eq!(err.kind(), ErrorKind::Internal);
+    }
+
+    #[test]
+    fn plain_json_lines_are_read_like_data_lines() {
+        for format in [PayloadFormat::Tgi, PayloadFormat::OpenaiChat] {
+            let line = match format {
+                PayloadFormat::Tgi => r#"{"token":{"id":1,"text":" a","special":false}}"#,
+                PayloadFormat::OpenaiChat => {
+                    r#"{"choices":[{"index":0,"delta":{"content":" a"}}]}"#
+                }
+            };
+            let plain = parse_stream_line(format, line, 0, "e", "r").unwrap();
+            let sse = parse_stream_line(format, &format!("data: {line}"), 0, "e", "r").unwrap();
+            assert_eq!(plain.events, sse.events);
+            assert_eq!(plain.events.len(), 1);
+        }
+        // Other server-sent-event fields still carry nothing.
+        assert!(
+            parse_stream_line(PayloadFormat::Tgi, "event: ping", 0, "e", "r")
+                .unwrap()
+                .events
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn in_stream_errors_are_typed_by_error_type() {
+        let kind = |t: &str| {
+            parse_stream_line(
+                PayloadFormat::Tgi,
+                &format!(r#"data:{{"error":"x","error_type":"{t}"}}"#),
+                0,
+                "e",
+                "r",
+            )
+            .unwrap_err()
+            .kind()
+        };
+        assert_eq!(kind("overloaded"), ErrorKind::Throttled);
+        assert_eq!(kind("validation"), ErrorKind::Validation);
+        assert_eq!(kind("incomplete_generation"), ErrorKind::Internal);
+        assert_eq!(kind("generation"), ErrorKind::ModelError);
+    }
+
+    #[test]
+    fn a_tool_index_out_of_range_is_refused_not_wrapped() {
+        let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967295,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}"#;
+        let err = parse_stream_line(PayloadFormat::OpenaiChat, line, 0, "e", "r").unwrap_err();
+        assert!(err.to_string().contains("index is out of range"), "{err}");
+        let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967294,"id":"c","function":{"name":"f"}}]}}]}"#;
+        let ok = parse_stream_line(PayloadFormat::OpenaiChat, line, 0, "e", "r").unwrap();
+        assert!(matches!(
+            ok.events[0],
+            BackendEvent::ToolUseStart {
+                index: u32::MAX,
+                ..
+            }
+        ));
     }
 
     #[test]
