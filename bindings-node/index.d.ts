@@ -116,6 +116,8 @@ export class ConfigError extends LanewayError {}
 export class InvalidRequestError extends LanewayError {}
 /** The call was cancelled through its `AbortSignal`. */
 export class AbortError extends LanewayError {}
+/** A bug inside Laneway (a panic, or a value it could not convert); `code` is 'internal_error'. */
+export class LanewayInternalError extends LanewayError {}
 
 export function toRequest (request: string | RequestOptions, options?: RequestOptions): Record<string, unknown>
 export function version (): string

@@ -32,6 +32,7 @@ const KINDS = {
   all_targets_failed: 'AllTargetsFailedError',
   config: 'ConfigError',
   invalid_request: 'InvalidRequestError',
+  internal_error: 'LanewayInternalError',
   aborted: 'AbortError'
 }
 const errors = { LanewayError }
@@ -127,6 +128,38 @@ function abortError (signal) {
   return new errors.AbortError({ kind: 'aborted', message: 'the call was aborted' }, { cause: signal && signal.reason })
 }
 
+/** A native call, its errors converted. */
+function call (f) {
+  try { return f() } catch (e) { throw convertError(e) }
+}
+
+// Streams dropped before their end: closed when collected (the native side cancels the call).
+const abandoned = new FinalizationRegistry(({ native, id }) => {
+  try { native.closeStream(id) } catch {}
+})
+
+async function * streamEvents (native, id, signal) {
+  const onAbort = () => call(() => native.closeStream(id))
+  if (signal) signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    while (true) {
+      if (signal && signal.aborted) throw abortError(signal)
+      let ev
+      try {
+        ev = await native.nextEvent(id)
+      } catch (e) { throw convertError(e) }
+      if (ev == null) {
+        if (signal && signal.aborted) throw abortError(signal)
+        return
+      }
+      yield event(JSON.parse(ev))
+    }
+  } finally {
+    if (signal) signal.removeEventListener('abort', onAbort)
+    call(() => native.closeStream(id))
+  }
+}
+
 /** Routes calls per their SLO. */
 class Router {
   /**
@@ -164,32 +197,20 @@ class Router {
     }
   }
 
-  /** Streams the answer: `for await (const ev of router.stream(req))`; `{ signal }` cancels it. */
-  async * stream (request, options = {}) {
+  /** Streams the answer: `for await (const ev of router.stream(req))`; `{ signal }` cancels it.
+   * A stream dropped unfinished is closed when it is garbage-collected (its request cancelled,
+   * its connection and reservation released). */
+  stream (request, options = {}) {
     const { signal, ...rest } = options
     let id
     try {
       id = this._n.openStream(JSON.stringify(toRequest(request, rest)))
-    } catch (e) { throw convertError(e) }
-    const onAbort = () => this._n.closeStream(id)
-    if (signal) signal.addEventListener('abort', onAbort, { once: true })
-    try {
-      while (true) {
-        if (signal && signal.aborted) throw abortError(signal)
-        let ev
-        try {
-          ev = await this._n.nextEvent(id)
-        } catch (e) { throw convertError(e) }
-        if (ev == null) {
-          if (signal && signal.aborted) throw abortError(signal)
-          return
-        }
-        yield event(JSON.parse(ev))
-      }
-    } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
-      this._n.closeStream(id)
+    } catch (e) {
+      return (async function * () { throw convertError(e) })()
     }
+    const events = streamEvents(this._n, id, signal)
+    abandoned.register(events, { native: this._n, id }, events)
+    return events
   }
 
   /** The plan for a request, without sending it. */
@@ -201,16 +222,16 @@ class Router {
 
   /** Everything measured so far: per-lane latency percentiles (seconds), tokens, cost, errors,
    * failovers and hedges; SLO attainment per class; calls in flight; task costs. */
-  metrics () { return JSON.parse(this._n.metrics()) }
+  metrics () { return JSON.parse(call(() => this._n.metrics())) }
 
   /** The metrics as Prometheus text (GenAI semantic-convention names where they exist). */
-  prometheus () { return this._n.prometheus() }
+  prometheus () { return call(() => this._n.prometheus()) }
 
   /** Closes a task (the calls that carried `taskId`); false if no call named it. */
-  finishTask (taskId, success) { return this._n.finishTask(taskId, success) }
+  finishTask (taskId, success) { return call(() => this._n.finishTask(taskId, success)) }
 
   /** Prompt-cache totals per family. */
-  cacheTotals () { return JSON.parse(this._n.cacheTotals()) }
+  cacheTotals () { return JSON.parse(call(() => this._n.cacheTotals())) }
 }
 
-module.exports = { Router, Response, toRequest, version: native.version, ...errors }
+module.exports = { Router, Response, toRequest, version: native.version, _armFailpoint: native.armFailpoint, ...errors }

@@ -173,3 +173,40 @@ test('metrics and task costs', async () => {
   assert.equal(m.slo.interactive.ttft_targeted, 3)
   assert.ok(r.prometheus().includes('gen_ai_client_operation_duration_seconds'))
 })
+
+test('a panic in any entry point is a LanewayInternalError, never an abort', async () => {
+  const internal = where => e => e instanceof laneway.LanewayInternalError && e.code === 'internal_error' && e.message.includes(`failpoint ${where}`)
+  try {
+    laneway._armFailpoint('plan')
+    assert.throws(() => router.plan('Hi', { family: 'nova' }), internal('plan'))
+    laneway._armFailpoint('generate')
+    await assert.rejects(router.generate('Hi', { family: 'nova', maxTokens: 4 }), internal('generate'))
+    laneway._armFailpoint('stream_event')
+    await assert.rejects(async () => {
+      for await (const ev of router.stream('Hi', { family: 'nova', maxTokens: 4 })) assert.ok(ev)
+    }, internal('stream_event'))
+  } finally { laneway._armFailpoint(null) }
+  const r = await router.generate('Hi', { family: 'nova', maxTokens: 4 })
+  assert.ok(r.text.length > 0)
+})
+
+test('a stream dropped unfinished is closed when it is collected', async () => {
+  require('node:v8').setFlagsFromString('--expose-gc')
+  const gc = require('node:vm').runInNewContext('gc')
+  // Real time: a 400-token answer takes seconds, so the stream is still open when dropped.
+  const slow = await startEmulator({ scenario: 'startup' })
+  try {
+    const r = new laneway.Router(slow.routerOptions())
+    await (async () => {
+      const events = r.stream('An essay', { model: 'amazon.nova-lite-v1:0', maxTokens: 400 })
+      const first = await events.next()
+      assert.ok(!first.done)
+    })() // dropped here without return()
+    const cancelled = async () => (await slow.counters()).reduce((s, x) => s + x.cancelled, 0)
+    for (let i = 0; i < 100 && (await cancelled()) === 0; i++) {
+      gc()
+      await new Promise(resolve => setTimeout(resolve, 50))
+    }
+    assert.equal(await cancelled(), 1)
+  } finally { await slow.stop() }
+})

@@ -159,7 +159,7 @@ impl Dispatcher {
             let outcome = match AssertUnwindSafe(work).catch_unwind().await {
                 Ok(Ok(v)) => Outcome::Done(Box::new(move |py| convert(py, v))),
                 Ok(Err(e)) => Outcome::Failed(e),
-                Err(panic) => Outcome::Panicked(panic_text(&*panic)),
+                Err(panic) => Outcome::Panicked(errors::panic_text(&*panic)),
             };
             shared.push(id, outcome);
         });
@@ -183,16 +183,7 @@ where
         runtime::get().map_err(|e| errors::internal(format!("cannot start the runtime: {e}")))?;
     // Driven on the calling thread: no hand-off to a worker and back for each call.
     rt.block_on(AssertUnwindSafe(work).catch_unwind())
-        .map_err(|panic| errors::internal(panic_text(&*panic)))
-}
-
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown".into());
-    format!("internal error in Laneway (please report it): {what}")
+        .map_err(|panic| errors::internal(errors::panic_text(&*panic)))
 }
 
 /// Aborts the work when its asyncio future is cancelled.

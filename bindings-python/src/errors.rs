@@ -105,6 +105,13 @@ create_exception!(
     "The request is malformed; nothing was sent."
 );
 
+create_exception!(
+    _laneway,
+    LanewayInternalError,
+    LanewayError,
+    "A bug inside Laneway (a panic, or a value it could not convert); the message says where. Please report it."
+);
+
 fn new_err(kind: ErrorKind, message: String) -> PyErr {
     match kind {
         ErrorKind::Throttled => ThrottledError::new_err(message),
@@ -218,11 +225,28 @@ pub fn config(message: &str) -> PyErr {
 }
 
 pub fn internal(message: String) -> PyErr {
-    let err = LanewayError::new_err(message);
+    let err = LanewayInternalError::new_err(message);
     Python::attach(|py| {
         let _ = err.value(py).setattr("kind", "internal_error");
     });
     err
+}
+
+/// The text of a caught panic, as the message of a [`LanewayInternalError`].
+pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown".into());
+    format!("internal error in Laneway (please report it): {what}")
+}
+
+/// Runs a synchronous entry point; a panic inside becomes a [`LanewayInternalError`] instead
+/// of pyo3's `PanicException` (which `except Exception` does not catch).
+pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|panic| Err(internal(panic_text(&*panic))))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -253,6 +277,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
         ("ConfigError", py.get_type::<ConfigError>()),
         ("InvalidRequestError", py.get_type::<InvalidRequestError>()),
+        (
+            "LanewayInternalError",
+            py.get_type::<LanewayInternalError>(),
+        ),
     ] {
         m.add(name, class)?;
     }

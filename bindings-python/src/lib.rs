@@ -83,43 +83,47 @@ impl NativeRouter {
         access_key_id: Option<String>,
         secret_access_key: Option<String>,
     ) -> PyResult<Self> {
-        let config = match (config_toml, config_path) {
-            (Some(_), Some(_)) => {
-                return Err(errors::config(
-                    "give a configuration or a path to one, not both",
-                ))
+        errors::guard(|| {
+            let config = match (config_toml, config_path) {
+                (Some(_), Some(_)) => {
+                    return Err(errors::config(
+                        "give a configuration or a path to one, not both",
+                    ))
+                }
+                (Some(text), None) => Config::from_toml_str(&text),
+                (None, Some(path)) => Config::from_file(path),
+                (None, None) => Ok(Config::default()),
             }
-            (Some(text), None) => Config::from_toml_str(&text),
-            (None, Some(path)) => Config::from_file(path),
-            (None, None) => Ok(Config::default()),
-        }
-        .map_err(to_py_err)?;
-        let credentials = match (access_key_id, secret_access_key) {
-            (Some(id), Some(secret)) => Some((id, secret)),
-            (None, None) => None,
-            _ => {
-                return Err(errors::config(
-                    "access_key_id and secret_access_key go together",
-                ))
-            }
-        };
-        let params = Params {
-            config,
-            endpoint_url,
-            credentials,
-        };
-        let router = py.detach(|| params.build())?;
-        Ok(Self {
-            params,
-            inner: Mutex::new((std::process::id(), router)),
+            .map_err(to_py_err)?;
+            let credentials = match (access_key_id, secret_access_key) {
+                (Some(id), Some(secret)) => Some((id, secret)),
+                (None, None) => None,
+                _ => {
+                    return Err(errors::config(
+                        "access_key_id and secret_access_key go together",
+                    ))
+                }
+            };
+            let params = Params {
+                config,
+                endpoint_url,
+                credentials,
+            };
+            let router = py.detach(|| params.build())?;
+            Ok(Self {
+                params,
+                inner: Mutex::new((std::process::id(), router)),
+            })
         })
     }
 
     /// The plan for a request, as a dict, without sending it.
     fn plan(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let req = request_of(request)?;
-        let plan = self.router(py)?.plan(&req).map_err(to_py_err)?;
-        to_py(py, &plan)
+        errors::guard(|| {
+            let req = request_of(request)?;
+            let plan = self.router(py)?.plan(&req).map_err(to_py_err)?;
+            to_py(py, &plan)
+        })
     }
 
     /// Sends a request; a future (of `dispatcher`'s event loop) of the response dict.
@@ -129,52 +133,62 @@ impl NativeRouter {
         request: &Bound<'py, PyAny>,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let req = request_of(request)?;
-        let router = self.router(py)?;
-        bridge::Dispatcher::submit(
-            dispatcher,
-            async move { router.generate(req).await },
-            |py, r| to_py(py, &r),
-        )
+        errors::guard(|| {
+            let req = request_of(request)?;
+            let router = self.router(py)?;
+            bridge::Dispatcher::submit(
+                dispatcher,
+                async move { router.generate(req).await },
+                |py, r| to_py(py, &r),
+            )
+        })
     }
 
     /// Sends a request and blocks (without the GIL) until the response dict.
     fn generate_blocking(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let req = request_of(request)?;
-        let router = self.router(py)?;
-        let out = py.detach(|| bridge::block_on(async move { router.generate(req).await }))?;
-        to_py(py, &out.map_err(to_py_err)?)
+        errors::guard(|| {
+            let req = request_of(request)?;
+            let router = self.router(py)?;
+            let out = py.detach(|| bridge::block_on(async move { router.generate(req).await }))?;
+            to_py(py, &out.map_err(to_py_err)?)
+        })
     }
 
     /// Opens a stream of event dicts; nothing is sent until the first event is asked for.
     fn stream(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<NativeStream> {
-        let req = request_of(request)?;
-        let router = self.router(py)?;
-        Ok(NativeStream {
-            stream: Arc::new(router.lazy_stream(req)),
+        errors::guard(|| {
+            let req = request_of(request)?;
+            let router = self.router(py)?;
+            Ok(NativeStream {
+                stream: Arc::new(router.lazy_stream(req)),
+            })
         })
     }
 
     /// Everything measured so far, as a dict (see `laneway::telemetry::MetricsSnapshot`).
     fn metrics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let m = self.router(py)?.metrics();
-        to_py(py, &m)
+        errors::guard(|| {
+            let m = self.router(py)?.metrics();
+            to_py(py, &m)
+        })
     }
 
     /// The metrics as Prometheus text.
     fn prometheus(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.router(py)?.metrics().prometheus())
+        errors::guard(|| Ok(self.router(py)?.metrics().prometheus()))
     }
 
     /// Closes a task: its calls' cost joins the per-task figures.
     fn finish_task(&self, py: Python<'_>, task_id: &str, success: bool) -> PyResult<bool> {
-        Ok(self.router(py)?.finish_task(task_id, success))
+        errors::guard(|| Ok(self.router(py)?.finish_task(task_id, success)))
     }
 
     /// Live prompt-cache totals per family, as a dict.
     fn cache_totals(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let totals = self.router(py)?.cache_totals();
-        to_py(py, &totals)
+        errors::guard(|| {
+            let totals = self.router(py)?.cache_totals();
+            to_py(py, &totals)
+        })
     }
 }
 
@@ -191,31 +205,35 @@ impl NativeStream {
         &self,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let stream = Arc::clone(&self.stream);
-        bridge::Dispatcher::submit(
-            dispatcher,
-            async move { stream.next().await },
-            |py, ev| match ev {
-                Some(ev) => to_py(py, &ev),
-                None => Ok(py.None()),
-            },
-        )
+        errors::guard(|| {
+            let stream = Arc::clone(&self.stream);
+            bridge::Dispatcher::submit(dispatcher, async move { stream.next().await }, |py, ev| {
+                match ev {
+                    Some(ev) => to_py(py, &ev),
+                    None => Ok(py.None()),
+                }
+            })
+        })
     }
 
     /// The next event dict, or None after the last, blocking without the GIL.
     fn next_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let stream = Arc::clone(&self.stream);
-        let ev = py.detach(|| bridge::block_on(async move { stream.next().await }))?;
-        match ev.map_err(to_py_err)? {
-            Some(ev) => to_py(py, &ev),
-            None => Ok(py.None()),
-        }
+        errors::guard(|| {
+            let stream = Arc::clone(&self.stream);
+            let ev = py.detach(|| bridge::block_on(async move { stream.next().await }))?;
+            match ev.map_err(to_py_err)? {
+                Some(ev) => to_py(py, &ev),
+                None => Ok(py.None()),
+            }
+        })
     }
 
     /// Ends the stream now, cancelling its request.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let stream = Arc::clone(&self.stream);
-        py.detach(|| bridge::block_on(async move { stream.close().await }))
+        errors::guard(|| {
+            let stream = Arc::clone(&self.stream);
+            py.detach(|| bridge::block_on(async move { stream.close().await }))
+        })
     }
 }
 
@@ -225,11 +243,20 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Arms a core failpoint (`plan`, `generate`, `stream_event`) or disarms with None: a forced
+/// panic, for the tests that show it arrives as `LanewayInternalError`.
+#[pyfunction]
+#[pyo3(signature = (name=None))]
+fn _arm_failpoint(name: Option<&str>) {
+    laneway::failpoint::arm(name);
+}
+
 #[pymodule]
 fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRouter>()?;
     m.add_class::<NativeStream>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(_arm_failpoint, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
     errors::register(m)?;
     let _ = PyDict::new(m.py());

@@ -1,6 +1,7 @@
 """The Python API against the emulator: async, streaming, sync, errors, cancellation, load."""
 
 import asyncio
+import threading
 import os
 
 import pytest
@@ -191,3 +192,71 @@ async def test_metrics_and_task_costs(emulator):
     assert m["tasks"]["tasks"] == 1 and m["tasks"]["cost_usd"] > 0
     assert m["slo"]["interactive"]["ttft_targeted"] == 3
     assert "gen_ai_client_operation_duration_seconds" in router.prometheus()
+
+
+@pytest.fixture
+def failpoint():
+    """Arms a core failpoint for one test; always disarmed after it."""
+    yield laneway._laneway._arm_failpoint
+    laneway._laneway._arm_failpoint(None)
+
+
+def test_a_panic_in_any_entry_point_is_a_typed_internal_error(router, failpoint):
+    def internal(excinfo, where):
+        assert isinstance(excinfo.value, laneway.LanewayInternalError)
+        assert isinstance(excinfo.value, Exception)  # `except Exception` catches it
+        assert excinfo.value.kind == "internal_error"
+        assert f"failpoint {where}" in str(excinfo.value)
+
+    failpoint("plan")
+    with pytest.raises(laneway.LanewayError) as e:
+        router.plan("Hi", family="nova")
+    internal(e, "plan")
+
+    failpoint("generate")
+    with pytest.raises(laneway.LanewayError) as e:
+        router.generate_sync("Hi", family="nova", max_tokens=4)
+    internal(e, "generate")
+    with pytest.raises(laneway.LanewayError) as e:
+        asyncio.run(router.generate("Hi", family="nova", max_tokens=4))
+    internal(e, "generate")
+
+    failpoint("stream_event")
+    with pytest.raises(laneway.LanewayError) as e:
+        for _ in router.stream_sync("Hi", family="nova", max_tokens=4):
+            pass
+    internal(e, "stream_event")
+
+    async def consume():
+        async for _ in router.stream("Hi", family="nova", max_tokens=4):
+            pass
+
+    with pytest.raises(laneway.LanewayError) as e:
+        asyncio.run(consume())
+    internal(e, "stream_event")
+
+    failpoint(None)
+    assert router.generate_sync("Hi", family="nova", max_tokens=4).text
+
+
+def test_a_stream_dropped_unfinished_releases_its_request():
+    import gc
+
+    # Real time: a 400-token answer takes seconds, so the stream is still open when dropped.
+    with Emulator(scenario="startup") as emu:
+        router = laneway.Router(**emu.router_kwargs())
+        events = router.stream_sync("An essay", model="amazon.nova-lite-v1:0", max_tokens=400)
+        first = next(events)
+        assert first is not None
+        del events
+        gc.collect()
+
+        def cancelled():
+            return sum(r["cancelled"] for r in emu.counters())
+
+        # The emulator sees the connection close; wait for that, bounded.
+        for _ in range(100):
+            if cancelled() == 1:
+                break
+            threading.Event().wait(0.05)
+        assert cancelled() == 1

@@ -294,6 +294,38 @@ pub(crate) const DIVERTED_TIER: ServiceTier = ServiceTier::Flex;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Batch output records as Bedrock writes them (Anthropic and Nova bodies), with
+        /// hostile values: parsed or rejected, never a panic.
+        #[test]
+        fn batch_output_lines_parse_or_are_rejected(
+            text in prop_oneof![Just(json!("ok")), Just(json!(null)), Just(json!(7)), Just(json!(["x"]))],
+            tokens in prop_oneof![Just(json!(5)), Just(json!(-1)), Just(json!(u64::MAX)), Just(json!(1e300)), Just(json!("many"))],
+            anthropic in any::<bool>(),
+        ) {
+            let output = if anthropic {
+                json!({"content": [{"type": "text", "text": text}], "usage": {"input_tokens": tokens, "output_tokens": tokens}})
+            } else {
+                json!({"output": {"message": {"content": [{"text": text}]}}, "usage": {"inputTokens": tokens, "outputTokens": tokens}})
+            };
+            let parsed = parse_output(&output);
+            // Counts that are not whole numbers are refused; huge ones saturate, never wrap.
+            let expected = tokens.as_u64().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+            match (parsed, expected) {
+                (Some((got, usage)), Some(n)) => {
+                    prop_assert_eq!(usage.output_tokens, n);
+                    prop_assert_eq!(usage.input_tokens, n);
+                    prop_assert_eq!(got.as_str(), text.as_str().unwrap_or(""));
+                }
+                (None, None) => {}
+                (parsed, expected) => prop_assert!(false, "{parsed:?} for {tokens} (expected {expected:?})"),
+            }
+        }
+    }
 
     #[test]
     fn native_bodies_follow_each_model_family() {

@@ -88,6 +88,7 @@ impl Router {
 
     /// What the router would do for this request now, without sending it.
     pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
+        crate::failpoint::check("plan");
         self.exec.plan(request)
     }
 
@@ -96,6 +97,7 @@ impl Router {
     /// Fails over to the next planned target on throttling, outages and transient errors; a
     /// request the service refuses as invalid is not retried.
     pub async fn generate(&self, request: GenerateRequest) -> Result<GenerateResponse> {
+        crate::failpoint::check("generate");
         let plan = self.exec.plan_shared(&request).await?;
         let span = call_span("generate", &request, &plan);
         tracing::Instrument::instrument(self.exec.generate(&request, plan), span).await
@@ -271,8 +273,14 @@ impl RouterBuilder {
             exec.telemetry.set_meter(meter);
         }
         if let Some(shared) = &config.shared {
-            let shared = crate::state::shared::Shared::new(shared)
-                .map_err(|e| crate::error::Error::config("shared.redis_url", e.to_string()))?;
+            let shared = crate::state::shared::Shared::new(shared).map_err(|e| {
+                // The client's message may quote the URL: never its password.
+                let message = e.to_string().replace(
+                    &shared.redis_url,
+                    &crate::config::redact_url(&shared.redis_url),
+                );
+                crate::error::Error::config("shared.redis_url", message)
+            })?;
             exec.state.set_shared(Arc::new(shared), &config);
         }
         Ok(Router {

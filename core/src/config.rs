@@ -57,10 +57,36 @@ pub struct Config {
     /// The batch lane: where jobs put their inputs and outputs, and under which role they run.
     #[serde(default)]
     pub batch: Option<crate::batch::BatchConfig>,
+    /// Measurements.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
 }
 
-/// Where replicas share their state: a Redis server or cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Measurements (`[telemetry]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// A task (`task_id`) none of whose calls was seen for this long is closed as abandoned,
+    /// so that tasks never finished do not pile up (milliseconds; default 10 minutes).
+    #[serde(default = "default_task_idle", with = "crate::serde_millis")]
+    pub task_idle: Duration,
+}
+
+fn default_task_idle() -> Duration {
+    Duration::from_secs(600)
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            task_idle: default_task_idle(),
+        }
+    }
+}
+
+/// Where replicas share their state: a Redis server or cluster. Its `Debug` output hides the
+/// URL's password.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SharedConfig {
     /// `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS.
@@ -78,6 +104,42 @@ pub struct SharedConfig {
     /// How often breaker states are read from Redis (ms).
     #[serde(default = "default_sync_interval", with = "crate::serde_millis")]
     pub sync_interval: Duration,
+}
+
+impl std::fmt::Debug for SharedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedConfig")
+            .field("redis_url", &redact_url(&self.redis_url))
+            .field("key_prefix", &self.key_prefix)
+            .field("replicas", &self.replicas)
+            .field("timeout", &self.timeout)
+            .field("sync_interval", &self.sync_interval)
+            .finish()
+    }
+}
+
+/// A URL with the password of its user information replaced by `***` (all of it, when it is
+/// not `user:password`), for logs and error messages.
+///
+/// ```
+/// use laneway::config::redact_url;
+/// assert_eq!(redact_url("redis://app:s3cret@cache:6379/0"), "redis://app:***@cache:6379/0");
+/// assert_eq!(redact_url("rediss://:s3cret@cache"), "rediss://:***@cache");
+/// assert_eq!(redact_url("redis://cache:6379"), "redis://cache:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_string();
+    };
+    let user = match rest[..at].split_once(':') {
+        Some((user, _password)) => format!("{user}:***"),
+        None => "***".to_string(),
+    };
+    format!("{scheme}://{user}{}", &rest[at..])
 }
 
 fn default_key_prefix() -> String {
@@ -192,6 +254,12 @@ pub struct RoutingConfig {
     /// Time limits: connect, first token, idle gaps and the overall deadline.
     #[serde(default)]
     pub timeouts: TimeoutsConfig,
+    /// Sends non-streamed calls as streams (ConverseStream, InvokeEndpointWithResponseStream;
+    /// same price), so that the first-token and idle limits catch a stalled attempt and a
+    /// broken one fails over unseen. `false` sends Converse / InvokeEndpoint, bounded only by
+    /// the answer limit (for containers that cannot stream).
+    #[serde(default = "yes")]
+    pub stream_generate: bool,
     /// TTFT assumed for a target not measured yet, when ordering by latency (milliseconds).
     #[serde(default = "default_prior_ttft", with = "crate::serde_millis")]
     pub prior_ttft: Duration,
@@ -300,13 +368,13 @@ impl ClassTimeouts {
         }
     }
     fn interactive() -> Self {
-        Self::secs(10, 10, 60)
+        Self::secs(10, 10, 30)
     }
     fn standard() -> Self {
-        Self::secs(30, 30, 300)
+        Self::secs(30, 30, 120)
     }
     fn background() -> Self {
-        Self::secs(60, 60, 900)
+        Self::secs(60, 60, 600)
     }
 }
 
@@ -748,7 +816,10 @@ impl Config {
             {
                 return Err(Error::config(
                     "shared.redis_url",
-                    format!("{:?} is not a redis:// or rediss:// URL", sh.redis_url),
+                    format!(
+                        "{:?} is not a redis:// or rediss:// URL",
+                        redact_url(&sh.redis_url)
+                    ),
                 ));
             }
             if sh.key_prefix.is_empty() || sh.key_prefix.contains(['{', '}']) {
@@ -1335,6 +1406,23 @@ mod tests {
         assert_eq!(field, "models.\"m\".endpoints[0].instance_count");
         let (field, _) = config_error("[pricing.instance_hourly]\n\"ml.g5.xlarge\" = -1.0\n");
         assert!(field.starts_with("pricing.instance_hourly"), "{field}");
+    }
+
+    #[test]
+    fn the_redis_password_never_shows() {
+        let secret = "s3cret-Pa55";
+        let c = Config::from_toml_str(&format!(
+            "[shared]\nredis_url = \"redis://app:{secret}@127.0.0.1:6379/0\"\n"
+        ))
+        .unwrap();
+        let debug = format!("{c:?} {c:#?}");
+        assert!(!debug.contains(secret), "{debug}");
+        assert!(debug.contains("redis://app:***@127.0.0.1:6379/0"));
+        let (_, why) = config_error(&format!(
+            "[shared]\nredis_url = \"http://:{secret}@127.0.0.1:6379\"\n"
+        ));
+        assert!(!why.contains(secret), "{why}");
+        assert!(why.contains("http://:***@127.0.0.1:6379"), "{why}");
     }
 
     #[test]

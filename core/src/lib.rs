@@ -33,6 +33,8 @@ pub mod config;
 pub mod cost;
 mod error;
 pub mod execute;
+#[doc(hidden)]
+pub mod failpoint;
 pub mod plan;
 mod request;
 mod response;

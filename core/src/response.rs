@@ -224,6 +224,16 @@ pub enum StreamEvent {
     Completed(Box<GenerateResponse>),
 }
 
+impl StreamEvent {
+    /// Whether the event carries content (a text or tool-input delta).
+    pub fn is_delta(&self) -> bool {
+        matches!(
+            self,
+            StreamEvent::TextDelta { .. } | StreamEvent::ToolUseDelta { .. }
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

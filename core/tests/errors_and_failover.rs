@@ -103,13 +103,8 @@ async fn outage_in_one_region_fails_over_and_says_so() {
         .iter()
         .map(|a| (a.region.as_str(), a.kind))
         .collect();
-    assert_eq!(
-        failed,
-        vec![
-            ("us-east-1", ErrorKind::Unavailable),
-            ("us-east-1", ErrorKind::Unavailable)
-        ]
-    );
+    // The region was down for one target: its other target went behind the other regions.
+    assert_eq!(failed, vec![("us-east-1", ErrorKind::Unavailable)]);
 }
 
 #[tokio::test]
@@ -325,4 +320,23 @@ async fn malformed_and_contradictory_config_files_are_named() {
         .unwrap_err();
     assert!(err.to_string().contains("missing.toml"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn credentials_and_the_redis_password_stay_out_of_debug_output() {
+    let secret = "s3cret-Pa55";
+    let router = Router::builder()
+        .config(config(&format!(
+            "[shared]\nredis_url = \"redis://app:{secret}@127.0.0.1:1/0\"\n"
+        )))
+        .endpoint_url("http://127.0.0.1:1")
+        .static_credentials("AKIDEXAMPLE", "aws-secret-key-value")
+        .build()
+        .await
+        .unwrap();
+    let debug = format!("{router:?} {router:#?}");
+    assert!(!debug.contains(secret), "{debug}");
+    assert!(!debug.contains("aws-secret-key-value"), "{debug}");
+    let builder = Router::builder().static_credentials("AKIDEXAMPLE", "aws-secret-key-value");
+    assert!(!format!("{builder:?}").contains("aws-secret-key-value"));
 }

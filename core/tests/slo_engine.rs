@@ -300,10 +300,10 @@ async fn a_flex_call_near_its_deadline_escalates_to_standard() {
         .generate(background(Some(Duration::from_micros(100))))
         .await
         .unwrap_err();
-    let Error::Service(e) = &err else {
+    let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
     };
-    assert_eq!(e.code, "DeadlineExceeded", "{err}");
+    assert_eq!(attempts.last().unwrap().code, "DeadlineExceeded", "{err}");
 }
 
 /// Delays the first token of the next call to the request's first planned target by 5 s.
@@ -340,7 +340,8 @@ async fn a_hedge_beats_a_stalled_first_token_and_the_loser_is_cancelled() {
     let done = done.unwrap();
     let hedge = done.decision.hedge.clone().expect("a hedge fired");
     assert!(hedge.hedge_won, "{hedge:?}");
-    assert_ne!(done.decision.target, first.id());
+    // The hedge went to another region: a late first token may be the region's fault.
+    assert_ne!(done.decision.region, first.region());
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "the stalled attempt was not waited for"
@@ -409,8 +410,28 @@ async fn an_opted_in_stream_continues_on_the_next_target_without_duplicating_tex
         text,
         "the response holds exactly what was streamed, once"
     );
-    assert_eq!(done.usage.output_tokens, 4 + 12);
+    // The continuation went on from the four delivered tokens (the emulator checks that its
+    // prefill is the start of its answer): the whole answer is what one unbroken call gives.
+    assert_eq!(done.usage.output_tokens, 12);
     assert_eq!(done.decision.failed_attempts.len(), 1);
+    let unbroken = router
+        .generate(
+            GenerateRequest::user("write a paragraph")
+                .model(done.decision.model.as_str())
+                .max_tokens(12),
+        )
+        .await
+        .unwrap();
+    assert_eq!(unbroken.text(), text);
+    let counters = emu.counters();
+    assert_eq!(counters.iter().map(|r| r.counter.continued).sum::<u64>(), 1);
+    assert_eq!(
+        counters
+            .iter()
+            .map(|r| r.counter.continuation_mismatches)
+            .sum::<u64>(),
+        0
+    );
 }
 
 #[tokio::test]

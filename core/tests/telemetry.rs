@@ -42,7 +42,9 @@ async fn lanes_slo_attainment_tasks_and_prometheus_text() {
         .generate(
             GenerateRequest::user("x")
                 .model("amazon.nova-pro-v1:0")
-                .max_tokens(4),
+                .max_tokens(4)
+                // The outage outlasts the call: retry rounds end at this deadline.
+                .deadline(Duration::from_millis(300)),
         )
         .await;
     assert!(failed.is_err());
@@ -130,7 +132,9 @@ async fn traffic(router: &laneway::Router, emu: &laneway_emulator::Emulator, n: 
         .generate(
             GenerateRequest::user("x")
                 .model("amazon.nova-pro-v1:0")
-                .max_tokens(4),
+                .max_tokens(4)
+                // The outage outlasts the call: retry rounds end at this deadline.
+                .deadline(Duration::from_millis(300)),
         )
         .await;
     assert!(failed.is_err());
@@ -301,8 +305,8 @@ async fn opentelemetry_export_is_received_by_an_in_memory_exporter() {
     let AggregatedMetrics::U64(MetricData::Sum(slo)) = find("laneway.slo.calls") else {
         panic!("slo calls is not a u64 sum")
     };
-    // Four calls with a TTFT target; the failed call had none.
-    assert_eq!(slo.data_points().map(|p| p.value()).sum::<u64>(), 4);
+    // Four calls with a TTFT target, and the failed call with its deadline.
+    assert_eq!(slo.data_points().map(|p| p.value()).sum::<u64>(), 5);
     provider.shutdown().unwrap();
     emu.shutdown().await;
 }

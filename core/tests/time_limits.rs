@@ -158,7 +158,7 @@ fn executor(
             self.0.stream(call)
         }
     }
-    let config = common::config(&format!("{extra}"));
+    let config = common::config(extra);
     let exec = Executor::new(
         config,
         Box::new(Shared(Arc::clone(&backend))),
@@ -238,7 +238,26 @@ async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
         "{elapsed:?}"
     );
 
-    // Not streamed: the whole-answer limit of the class fires instead.
+    // Not streamed by the caller: sent as a stream all the same, so the first-token limit
+    // catches it as early.
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    assert_eq!(
+        limits_hit(&done.decision.reasons),
+        vec![(TimeLimit::FirstToken, "us-east-1".to_string())]
+    );
+    assert!(started.elapsed() < first_token + Duration::from_secs(1));
+
+    // Sent as Converse (`stream_generate = false`): only the whole-answer limit can fire.
+    let (exec, _) = executor(
+        "[routing]\nmax_attempts = 3\nstream_generate = false\n",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", FAST),
+            ("eu-west-1", FAST),
+        ],
+    );
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
     assert_eq!(done.decision.region, "us-west-2");

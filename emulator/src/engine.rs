@@ -80,6 +80,10 @@ pub struct Ask {
     pub prompt_digest: u64,
     /// The request's `cachePoint` checkpoints, in prompt order.
     pub cache_points: Vec<crate::cache::CachePointAt>,
+    /// The text of a final assistant message (a prefill), when the request ends with one:
+    /// `prompt_digest` is then the digest of the prompt without it, and the answer goes on
+    /// from the prefill if the prefill is the start of that prompt's answer.
+    pub prefill: Option<String>,
 }
 
 /// An admitted request: the answer to give and its timeline. Holds its capacity slot until
@@ -105,6 +109,8 @@ pub struct Answer {
     pub wire_fault: Option<Fault>,
     /// A SageMaker container that streams JSON lines without `data:`.
     pub plain_json_lines: bool,
+    /// For a request ending with a prefill: whether it was the start of this prompt's answer.
+    pub continuation: Option<bool>,
     _slot: Slot,
 }
 
@@ -127,6 +133,11 @@ pub struct Counter {
     /// Refusals by AWS error code.
     pub errors: BTreeMap<String, u64>,
     pub streams_broken: u64,
+    /// Requests that continued this emulator's own answer from a prefill of its start.
+    pub continued: u64,
+    /// Requests whose prefill was not the start of the answer to their prompt: a client that
+    /// continued from the wrong text (duplicated or lost some).
+    pub continuation_mismatches: u64,
     /// Streams whose client went away before the end (a lost hedge, a cancelled call).
     pub cancelled: u64,
     pub input_tokens: u64,
@@ -238,6 +249,11 @@ impl Engine {
         match &result {
             Ok(a) => {
                 c.ok += 1;
+                match a.continuation {
+                    Some(true) => c.continued += 1,
+                    Some(false) => c.continuation_mismatches += 1,
+                    None => {}
+                }
                 c.input_tokens += u64::from(a.input_tokens);
                 c.output_tokens += u64::from(a.output_tokens());
             }
@@ -393,9 +409,18 @@ impl Engine {
                 _ => {}
             }
         }
+        let mut tokens = text::tokens(ask.prompt_digest, n);
+        let mut continuation = None;
+        if let Some(prefill) = &ask.prefill {
+            let k = continued_from(&tokens, prefill);
+            if let Some(k) = k {
+                tokens.drain(..k);
+            }
+            continuation = Some(k.is_some());
+        }
         Ok(Answer {
             model: name.to_string(),
-            tokens: text::tokens(ask.prompt_digest, n),
+            tokens,
             truncated: n < natural,
             input_tokens: ask.input_tokens.saturating_sub(cache.read + cache.write),
             cache,
@@ -406,6 +431,7 @@ impl Engine {
             invoked_model,
             wire_fault,
             plain_json_lines,
+            continuation,
             _slot: slot,
         })
     }
@@ -567,6 +593,25 @@ impl Engine {
     }
 }
 
+/// How many of `tokens` a prefill holds, when it is exactly their start (the client trims
+/// white space at its end, as Bedrock requires).
+fn continued_from(tokens: &[String], prefill: &str) -> Option<usize> {
+    let mut text = String::new();
+    if prefill.is_empty() {
+        return Some(0);
+    }
+    for (k, t) in tokens.iter().enumerate() {
+        text.push_str(t);
+        if text.trim_end() == prefill {
+            return Some(k + 1);
+        }
+        if text.len() > prefill.len() + t.len() {
+            return None;
+        }
+    }
+    None
+}
+
 fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
     let (status, bedrock, sagemaker, message) = match fault.kind {
         FaultKind::Outage => (
@@ -658,6 +703,7 @@ mod tests {
             max_tokens: Some(20),
             prompt_digest: 42,
             cache_points: Vec::new(),
+            prefill: None,
         }
     }
 
@@ -760,6 +806,7 @@ mod cache_tests {
             max_tokens: Some(5),
             prompt_digest: 1,
             cache_points: crate::cache::cache_points(&body),
+            prefill: None,
         };
         let err = e.admit(&ask).unwrap_err();
         assert_eq!(

@@ -20,6 +20,7 @@ from ._laneway import (
     ConfigError,
     InvalidRequestError,
     LanewayError,
+    LanewayInternalError,
     ModelError,
     ModelNotReadyError,
     NotFoundError,
@@ -47,6 +48,7 @@ from ._types import (
 __version__: str = _version()
 
 __all__ = [
+    "LanewayInternalError",
     "Router",
     "Request",
     "Message",

@@ -39,6 +39,10 @@ class AllTargetsFailedError(LanewayError):
 
 class ConfigError(LanewayError): ...
 class InvalidRequestError(LanewayError): ...
+class LanewayInternalError(LanewayError):
+    """A bug inside Laneway (a panic, or a value it could not convert); please report it."""
+
+def _arm_failpoint(name: Optional[str] = None) -> None: ...
 
 class NativeRouter:
     def __init__(

@@ -133,6 +133,32 @@ impl Classifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// A model file with bytes flipped, cut or inserted anywhere: refused with a reason
+        /// (the checksum, the header, a length), never loaded wrong and never a panic.
+        #[test]
+        fn mutated_model_files_are_refused_not_panicked_on(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
+        ) {
+            let good = tiny().to_bytes();
+            let mut bytes = good.clone();
+            for (at, byte, op) in edits {
+                let i = at.index(bytes.len().max(1));
+                match op {
+                    0 if !bytes.is_empty() => bytes[i] ^= byte | 1,
+                    1 => bytes.truncate(i),
+                    _ => bytes.insert(i.min(bytes.len()), byte),
+                }
+            }
+            if bytes != good {
+                prop_assert!(Classifier::from_bytes(&bytes).is_err());
+            }
+        }
+    }
 
     fn tiny() -> Classifier {
         let per_head = (1 << 8) + DENSE;

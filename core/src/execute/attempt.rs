@@ -38,6 +38,8 @@ pub struct InFlight<'a> {
     state: &'a State,
     pub attempt: Attempt,
     ticket: Option<ReservationTicket>,
+    /// Whether it holds one of its breaker's probe slots (only then may it free one).
+    probe: bool,
     settled: bool,
     /// When the attempt was admitted: its own TTFT counts from here, not from the call's start.
     started: Instant,
@@ -55,12 +57,14 @@ impl<'a> InFlight<'a> {
     ) -> Option<(Self, bool)> {
         let now = Instant::now();
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
-        let admitted = match state.admit(now, region, id, tier) {
+        let verdict = state.admit(now, region, id, tier);
+        let probe = verdict == Some(true);
+        let admitted = match verdict {
             // A probe: with shared state, only the replica holding the fleet's lease sends it.
             Some(true) => {
                 let leased = state.take_probe_lease(region, id, tier).await;
                 if !leased {
-                    state.record_cancelled(region, id, tier);
+                    state.release_probe(region, id, tier);
                 }
                 leased
             }
@@ -86,6 +90,8 @@ impl<'a> InFlight<'a> {
                 state,
                 attempt,
                 ticket,
+                // A forced attempt through an open breaker holds no probe slot.
+                probe: probe && admitted,
                 settled: false,
                 started: now,
             },
@@ -130,9 +136,9 @@ impl<'a> InFlight<'a> {
                 a.tier,
                 throttled,
             );
-        } else {
+        } else if self.probe {
             self.state
-                .record_cancelled(a.target.region(), a.target.id(), a.tier);
+                .release_probe(a.target.region(), a.target.id(), a.tier);
         }
         if let Some(t) = self.ticket.take() {
             self.state.correct_call(&a.model, t, 0, 0);
@@ -147,8 +153,10 @@ impl Drop for InFlight<'_> {
             return;
         }
         let a = &self.attempt;
-        self.state
-            .record_cancelled(a.target.region(), a.target.id(), a.tier);
+        if self.probe {
+            self.state
+                .release_probe(a.target.region(), a.target.id(), a.tier);
+        }
         if let Some(t) = self.ticket.take() {
             self.state.correct_call(&a.model, t, 0, 0);
         }
@@ -188,6 +196,53 @@ mod tests {
         inflight.succeed(&Usage::default(), &timings, call_started);
         let recorded = state.ttft_quantile(&region, &id, tier, 1.0).unwrap();
         assert!(recorded < Duration::from_millis(200), "{recorded:?}");
+    }
+
+    #[tokio::test]
+    async fn only_a_probe_frees_a_probe_slot() {
+        let mut config = crate::Config::default();
+        config.routing.breaker.failure_threshold = 1;
+        config.routing.breaker.open_for = Duration::ZERO;
+        config.routing.breaker.half_open_probes = 1;
+        let state = State::new(&config);
+        let plan = crate::plan(
+            &crate::GenerateRequest::user("hi"),
+            &config,
+            &crate::state::Fresh(Instant::now()),
+        )
+        .unwrap();
+        let attempt = plan.attempts[0].clone();
+        let (region, id, tier) = (
+            attempt.target.region().to_string(),
+            attempt.target.id().to_string(),
+            attempt.tier,
+        );
+        let probe_free = || {
+            use crate::state::Observations;
+            state.at(Instant::now()).target(&region, &id, tier).breaker
+                == crate::state::BreakerView::HalfOpen {
+                    probe_available: true,
+                }
+        };
+        state.record_failure(Instant::now(), &region, &id, tier, false);
+        let (probe, _) = InFlight::admit(&state, attempt.clone(), (1, 1), false)
+            .await
+            .unwrap();
+        assert!(!probe_free(), "the one slot is taken");
+        assert!(InFlight::admit(&state, attempt.clone(), (1, 1), false)
+            .await
+            .is_none());
+        // Forced through (the last candidate): it holds no slot, so cancelling it frees none.
+        let (forced, _) = InFlight::admit(&state, attempt, (1, 1), true)
+            .await
+            .unwrap();
+        drop(forced);
+        assert!(
+            !probe_free(),
+            "a cancelled non-probe freed the probe's slot"
+        );
+        drop(probe);
+        assert!(probe_free(), "a cancelled probe frees its slot");
     }
 
     #[test]

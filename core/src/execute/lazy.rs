@@ -42,6 +42,7 @@ impl LazyStream {
     /// The next event, or `None` after the last; planning errors come from the first call.
     /// After an error the stream is over.
     pub async fn next(&self) -> Result<Option<StreamEvent>> {
+        crate::failpoint::check("stream_event");
         let mut state = self.state.lock().await;
         if matches!(*state, State::Pending(_)) {
             let State::Pending(pending) = std::mem::replace(&mut *state, State::Done) else {

@@ -51,12 +51,14 @@ impl Executor {
     /// An executor with fresh state.
     pub fn new(config: Config, bedrock: Box<dyn Backend>, sagemaker: Box<dyn Backend>) -> Self {
         let state = State::new(&config);
+        let telemetry = crate::telemetry::Telemetry::default();
+        telemetry.set_task_idle(config.telemetry.task_idle);
         Self {
             config,
             bedrock,
             sagemaker,
             state,
-            telemetry: crate::telemetry::Telemetry::default(),
+            telemetry,
             sdk: None,
         }
     }
@@ -104,9 +106,15 @@ impl Executor {
         request: &GenerateRequest,
         plan: Plan,
     ) -> Result<GenerateResponse> {
-        if self.hedges(request, &plan) {
-            // A hedge races first tokens, which only a stream shows.
-            let mut events = Arc::clone(self).stream(request.clone(), plan);
+        if self.config.routing.stream_generate || self.hedges(request, &plan) {
+            // First tokens and gaps between events show a stalled attempt long before a whole
+            // answer would be due (and a hedge races first tokens, which only a stream shows).
+            let mut events = stream::run(
+                Arc::clone(self),
+                request.clone(),
+                plan,
+                stream::Delivery::Whole,
+            );
             while let Some(event) = events.next().await {
                 if let StreamEvent::Completed(done) = event? {
                     return Ok(*done);
@@ -160,6 +168,6 @@ impl Executor {
 
     /// Streams the request down the plan's attempts; see [`ResponseStream`].
     pub fn stream(self: Arc<Self>, request: GenerateRequest, plan: Plan) -> ResponseStream {
-        stream::run(self, request, plan)
+        stream::run(self, request, plan, stream::Delivery::Events)
     }
 }

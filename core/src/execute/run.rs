@@ -316,14 +316,21 @@ impl<'a> Run<'a> {
             wait_ms: millis(wait),
         });
         tokio::time::sleep(wait).await;
+        // Health changed while this call failed: the new round walks a fresh plan, which may
+        // reach targets the first one left out (beyond `max_attempts`, behind open breakers).
+        if let Ok(fresh) = self.exec.plan(self.request) {
+            if fresh.model == self.plan.model && !fresh.attempts.is_empty() {
+                self.attempts = fresh.attempts;
+            }
+        }
         self.next = 0;
         self.sent_this_round = 0;
         Ok(())
     }
 
     /// Moves this round's remaining targets in `region` behind the others: a region that
-    /// stalled, reset or was down for one target is likely so for its other targets (the bare
-    /// model id and a profile are served by the same regional endpoint).
+    /// stalled, reset, was down or throttled for one target is likely so for its other targets
+    /// (the bare model id and a profile are served by the same regional endpoint).
     pub fn defer_region(&mut self, region: &str) {
         self.attempts[self.next..].sort_by_key(|a| a.target.region() == region);
     }
@@ -340,13 +347,16 @@ impl<'a> Run<'a> {
 
     /// The error once nothing more will be tried.
     ///
-    /// When every failure came from one target (tried, perhaps retried), that target's last
-    /// error is returned as is; otherwise [`Error::AllTargetsFailed`] lists every attempt.
+    /// When the plan had one target (tried, perhaps retried), that target's last error is
+    /// returned as is; otherwise [`Error::AllTargetsFailed`] lists every attempt.
     pub fn exhausted(&mut self) -> Error {
         let mut failed = std::mem::take(&mut self.failed);
-        let one_target = failed
-            .windows(2)
-            .all(|w| (&w[0].0.target, &w[0].0.region) == (&w[1].0.target, &w[1].0.region));
+        // Only a plan of one target (retried, perhaps) keeps that target's own error; where
+        // others were planned but skipped (open breakers, no budget), the call lists them all.
+        let one_target = self.attempts.len() <= 1
+            && failed
+                .windows(2)
+                .all(|w| (&w[0].0.target, &w[0].0.region) == (&w[1].0.target, &w[1].0.region));
         if !failed.is_empty() && one_target && !self.budget_exhausted {
             return failed.pop().expect("not empty").1;
         }
@@ -475,11 +485,13 @@ fn time_limit_of(code: &str) -> Option<TimeLimit> {
     .find(|l| l.code() == code)
 }
 
-/// Failures that say more about the region's endpoint than about one model's quota.
+/// Failures after which the call's other targets in the same region go last: a stall, reset or
+/// outage is usually the regional endpoint's, and a region whose quota is throttling one target
+/// is a worse bet than a region with its own, untouched capacity.
 fn region_is_suspect(kind: crate::ErrorKind) -> bool {
     use crate::ErrorKind as K;
     matches!(
         kind,
-        K::Timeout | K::Transport | K::Unavailable | K::Internal
+        K::Timeout | K::Transport | K::Unavailable | K::Internal | K::Throttled
     )
 }

@@ -269,7 +269,22 @@ fn continuation(request: &GenerateRequest, delivered: &str) -> GenerateRequest {
     next
 }
 
-pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> ResponseStream {
+/// How the events reach the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Delivery {
+    /// Every event as it comes ([`Router::stream`](crate::Router::stream)).
+    Events,
+    /// Only the completed answer ([`Router::generate`](crate::Router::generate) sent as a
+    /// stream): a broken attempt fails over invisibly, since the caller has seen nothing.
+    Whole,
+}
+
+pub(super) fn run(
+    exec: Arc<Executor>,
+    request: GenerateRequest,
+    plan: Plan,
+    delivery: Delivery,
+) -> ResponseStream {
     let events = async_stream::stream! {
         let exec = &*exec;
         let hedges = exec.hedges(&request, &plan);
@@ -293,11 +308,10 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
-                    Either::Right(((), primary)) => match {
+                    Either::Right(((), primary)) => {
                         // A late first token may be the region's fault: hedge elsewhere first.
                         run.defer_region(&primary_region);
-                        run.next_attempt().await
-                    } {
+                        match run.next_attempt().await {
                         None => primary.await,
                         Some(second) => {
                             let hedge_target = second.attempt.target.id().to_string();
@@ -320,7 +334,7 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                             run.hedge = Some(HedgeReport { delay, hedge_target, hedge_won });
                             done
                         }
-                    },
+                    }},
                 }
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
@@ -331,6 +345,12 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                 Ok(parts) => parts,
                 Err(e) => {
                     if let Err(stop) = run.after_failure(inflight, e).await {
+                        // A continuation that cannot open still broke a delivered stream.
+                        let stop = if assembly.yielded > 0 {
+                            Error::StreamInterrupted { delivered: assembly.delivered(), cause: Box::new(stop) }
+                        } else {
+                            stop
+                        };
                         yield Err(run.failed_with(stop));
                         return;
                     }
@@ -349,27 +369,23 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                     }
                 };
                 let failure = match next {
+                    Some(Ok(ev)) if delivery == Delivery::Whole => {
+                        if assembly.apply(ev).is_some_and(|out| out.is_delta()) {
+                            run.clock.delta();
+                        }
+                        continue;
+                    }
                     Some(Ok(ev)) => {
                         if let Some(out) = assembly.take(ev) {
-                            if matches!(out, StreamEvent::TextDelta { .. } | StreamEvent::ToolUseDelta { .. }) {
+                            if out.is_delta() {
                                 run.clock.delta();
                             }
                             yield Ok(out);
                         }
                         continue;
                     }
-                    Some(Err(e)) => e,
-                    None if assembly.is_complete() => {
-                        let mut done = std::mem::take(&mut assembly).into_completion();
-                        done.usage.output_tokens = done.usage.output_tokens.saturating_add(carried.output_tokens);
-                        done.usage.input_tokens = done.usage.input_tokens.saturating_add(carried.input_tokens);
-                        let timings = run.clock.finish(done.usage.output_tokens);
-                        let response = run.respond(&inflight.attempt, done, timings);
-                        inflight.succeed(&response.usage, &response.timings, run.clock.started());
-                        yield Ok(StreamEvent::Completed(Box::new(response)));
-                        return;
-                    }
-                    None => Error::from(ServiceError {
+                    Some(Err(e)) if !assembly.is_complete() => e,
+                    None if !assembly.is_complete() => Error::from(ServiceError {
                         kind: ErrorKind::Transport,
                         code: String::new(),
                         message: "the stream ended before the model's stop event".into(),
@@ -379,19 +395,37 @@ pub(super) fn run(exec: Arc<Executor>, request: GenerateRequest, plan: Plan) -> 
                         request_id: None,
                         retry_after: None,
                     }),
+                    // The model's stop event came: the answer is whole, and an error after it
+                    // (a connection dropped before the usage event) interrupts nothing.
+                    _ => {
+                        let mut done = std::mem::take(&mut assembly).into_completion();
+                        done.usage.output_tokens = done.usage.output_tokens.saturating_add(carried.output_tokens);
+                        done.usage.input_tokens = done.usage.input_tokens.saturating_add(carried.input_tokens);
+                        let timings = run.clock.finish(done.usage.output_tokens);
+                        let response = run.respond(&inflight.attempt, done, timings);
+                        inflight.succeed(&response.usage, &response.timings, run.clock.started());
+                        yield Ok(StreamEvent::Completed(Box::new(response)));
+                        return;
+                    }
                 };
                 if assembly.yielded == 0 {
                     // Nothing reached the caller: another target may still serve it whole.
+                    assembly = Assembly::default();
                     run.clock.restart_attempt();
                     if let Err(stop) = run.after_failure(inflight, failure).await {
                         yield Err(run.failed_with(stop));
                         return;
                     }
-                } else if request.continue_on_interrupt && failure.fails_over() && run.has_more() {
+                } else if request.continue_on_interrupt && failure.fails_over() {
+                    // Another attempt (the next target, or a new round) continues from the
+                    // delivered text, if the deadline and the budget allow one.
                     let delivered = assembly.delivered();
                     let failed_target = inflight.attempt.target.id().to_string();
                     let kind = failure.kind();
-                    run.record_failed(inflight, failure);
+                    if let Err(stop) = run.after_failure(inflight, failure).await {
+                        yield Err(run.failed_with(Error::StreamInterrupted { delivered, cause: Box::new(stop) }));
+                        return;
+                    }
                     carried.output_tokens = delivered.output_tokens;
                     carried.input_tokens = carried.input_tokens.saturating_add(crate::token_count(request.estimated_input_tokens()));
                     resumed = Some(continuation(&request, &assembly.text()));

@@ -95,7 +95,40 @@ pub fn enumerate(
     if !keyed.is_empty() {
         reasons.push(Reason::TargetsOrderedBy { objective });
     }
-    keyed.into_iter().map(|(_, _, _, t)| t).collect()
+    spread_across_regions(
+        keyed
+            .into_iter()
+            .map(|(health, _, _, t)| (health, t))
+            .collect(),
+    )
+}
+
+/// Within each health rank, a region's second target comes after every region's first: the
+/// attempts that `routing.max_attempts` keeps then reach as many regions (separate capacity,
+/// separate failures) as they can, instead of spending two on one region that is down.
+fn spread_across_regions(ordered: Vec<(u8, Target)>) -> Vec<Target> {
+    let mut seen: Vec<(u8, &str, usize)> = Vec::new();
+    let mut ranks = Vec::with_capacity(ordered.len());
+    for (health, t) in &ordered {
+        let rank = match seen
+            .iter_mut()
+            .find(|(h, r, _)| h == health && *r == t.region())
+        {
+            Some((_, _, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                seen.push((*health, t.region(), 0));
+                0
+            }
+        };
+        ranks.push((*health, rank));
+    }
+    let mut keyed: Vec<_> = ranks.into_iter().zip(ordered).collect();
+    // Stable: the objective's order holds among targets of equal health and rank.
+    keyed.sort_by_key(|((health, rank), _)| (*health, *rank));
+    keyed.into_iter().map(|(_, (_, t))| t).collect()
 }
 
 /// Moves the target holding the request's longest cached prefix to the front while it is
@@ -281,10 +314,29 @@ mod tests {
             &c,
         );
         assert_eq!(n[0], ("amazon.nova-lite-v1:0".into(), "us-east-1".into()));
-        assert_eq!(
-            n[1],
-            ("us.amazon.nova-lite-v1:0".into(), "us-east-1".into())
-        );
+        // Every region's in-region id before any profile, one region after another.
+        let first_profile = n.iter().position(|(id, _)| id.contains(".amazon")).unwrap();
+        assert!(n[..first_profile]
+            .iter()
+            .all(|(id, _)| id == "amazon.nova-lite-v1:0"));
+        assert!(n[first_profile..]
+            .iter()
+            .all(|(id, _)| id != "amazon.nova-lite-v1:0"));
+        assert_eq!(n[1], ("amazon.nova-lite-v1:0".into(), "us-west-2".into()));
+    }
+
+    #[test]
+    fn the_attempts_kept_reach_as_many_regions_as_they_can() {
+        let c = Config::default(); // max_attempts = 3
+        let plan = crate::plan(
+            &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
+            &c,
+            &crate::state::Fresh(std::time::Instant::now()),
+        )
+        .unwrap();
+        let regions: std::collections::BTreeSet<_> =
+            plan.attempts.iter().map(|a| a.target.region()).collect();
+        assert_eq!(regions.len(), 3, "{:?}", plan.attempts);
     }
 
     #[test]

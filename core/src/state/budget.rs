@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 pub struct BudgetConfig {
     /// Extra attempts allowed per call, on average over the window (0.2 = 20% more load).
     pub ratio: f64,
-    /// Extra attempts always allowed per second, so that low traffic can still fail over.
+    /// Extra attempts allowed per second however low the traffic, so that a quiet service can
+    /// still fail over and retry (a minimum over the window, not added to `ratio`).
     pub min_per_second: f64,
     /// The window over which calls and extra attempts are counted.
     #[serde(with = "crate::serde_millis")]
@@ -80,8 +81,10 @@ impl RetryBudget {
     /// Takes one extra attempt from the budget if it has one.
     pub fn try_spend(&mut self, now: Instant) -> bool {
         let (calls, extras) = self.totals(now);
-        let allowed = self.config.ratio * calls as f64
-            + self.config.min_per_second * self.config.window.as_secs_f64();
+        // The floor is a minimum, not an addition (as Envoy's retry budgets): at steady
+        // traffic extra load stays within `ratio`.
+        let allowed = (self.config.ratio * calls as f64)
+            .max(self.config.min_per_second * self.config.window.as_secs_f64());
         if (extras as f64) < allowed {
             self.slot(now).2 += 1;
             true
@@ -106,7 +109,7 @@ mod tests {
                 b.record_call(now);
             }
             let granted = (0..wants).filter(|_| b.try_spend(now)).count();
-            let bound = (ratio * calls as f64 + floor * 10.0).ceil() as usize;
+            let bound = (ratio * calls as f64).max(floor * 10.0).ceil() as usize;
             prop_assert!(granted <= bound, "{granted} > {bound}");
             prop_assert!(granted == wants.min(bound), "the budget grants what it has: {granted} of {wants}, bound {bound}");
         }

@@ -533,7 +533,7 @@ impl State {
     }
 
     /// An attempt ended without a verdict on the target (cancelled): a probe slot is freed.
-    pub fn record_cancelled(&self, region: &str, id: &str, tier: Option<ServiceTier>) {
+    pub fn release_probe(&self, region: &str, id: &str, tier: Option<ServiceTier>) {
         self.with_target(region, id, tier, |t| t.breaker.release_probe());
     }
 

@@ -84,6 +84,7 @@ struct Health {
     fallback_admissions: AtomicU64,
     admissions: AtomicU64,
     waited_admissions: AtomicU64,
+    malformed_values: AtomicU64,
 }
 
 /// Now, in unix milliseconds (the clock shared entries are stamped with).
@@ -107,6 +108,8 @@ pub struct SharedStatus {
     /// round trip (the rest came from this replica's lease).
     pub admissions: u64,
     pub waited_admissions: u64,
+    /// Values read from Redis that were not what Laneway writes (skipped, not trusted).
+    pub malformed_values: u64,
 }
 
 /// The Redis side of the router's state.
@@ -123,6 +126,21 @@ pub struct Shared {
     /// Targets whose breaker another replica (or this one) published as open: until when
     /// (unix ms), and when this replica published it (0 when read from Redis).
     remote_open: RwLock<HashMap<String, (u64, u64)>>,
+}
+
+/// The published breakers whose open-until is a number; the others are counted and skipped.
+fn parse_breakers(raw: HashMap<String, String>, malformed: &AtomicU64) -> HashMap<String, u64> {
+    raw.into_iter()
+        .filter_map(|(target, until)| match until.trim().parse::<u64>() {
+            Ok(until) => Some((target, until)),
+            Err(_) => {
+                if malformed.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(target = %target, "skipping a malformed breaker entry in Redis");
+                }
+                None
+            }
+        })
+        .collect()
 }
 
 /// The key naming one target in Redis.
@@ -203,6 +221,7 @@ impl Shared {
             fallback_admissions: self.health.fallback_admissions.load(Ordering::Relaxed),
             admissions: self.health.admissions.load(Ordering::Relaxed),
             waited_admissions: self.health.waited_admissions.load(Ordering::Relaxed),
+            malformed_values: self.health.malformed_values.load(Ordering::Relaxed),
         }
     }
 
@@ -516,8 +535,8 @@ impl Shared {
     pub async fn sync_breakers(&self, stale_after: Duration) {
         let key = self.key("breakers");
         let mut conn = self.conn.clone();
-        let Some(all) = self
-            .run::<HashMap<String, u64>>(
+        let Some(raw) = self
+            .run::<HashMap<String, String>>(
                 "read breakers",
                 redis::cmd("HGETALL").arg(&key).query_async(&mut conn),
             )
@@ -525,6 +544,8 @@ impl Shared {
         else {
             return;
         };
+        // One foreign or corrupt entry must not stop the fleet's breakers from syncing.
+        let all = parse_breakers(raw, &self.health.malformed_values);
         let now = unix_ms();
         let stale: Vec<&String> = all
             .iter()
@@ -659,6 +680,25 @@ mod tests {
             sync_interval: Duration::from_millis(200),
         })
         .unwrap()
+    }
+
+    #[test]
+    fn malformed_breaker_entries_are_skipped_and_counted() {
+        let counter = AtomicU64::new(0);
+        let raw: HashMap<String, String> = [
+            ("us-east-1|a|", "1700000000000"),
+            ("us-west-2|b|", "not-a-number"),
+            ("eu-west-1|c|", "-5"),
+            ("eu-west-1|d|", " 42 "),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let parsed = parse_breakers(raw, &counter);
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed["us-east-1|a|"], 1_700_000_000_000);
+        assert_eq!(parsed["eu-west-1|d|"], 42);
+        assert_eq!(counter.load(Ordering::Relaxed), 2);
     }
 
     #[tokio::test]

@@ -23,7 +23,7 @@ pub use http::serve_prometheus;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -93,6 +93,9 @@ pub struct SloAttainment {
 pub struct TaskCosts {
     pub tasks: u64,
     pub successful: u64,
+    /// Tasks never finished, closed after `telemetry.task_idle` without a call (counted in
+    /// `tasks`, never as successful).
+    pub abandoned: u64,
     pub cost_usd: f64,
 }
 
@@ -161,6 +164,25 @@ fn percentiles(h: &Histogram<u64>, scale: f64) -> Percentiles {
 struct OpenTask {
     cost_usd: f64,
     class: SloClass,
+    /// When a call last named it.
+    seen: Instant,
+}
+
+/// Tasks not finished yet, and when they were last swept for abandoned ones.
+struct OpenTasks {
+    tasks: HashMap<String, OpenTask>,
+    idle: Duration,
+    swept: Instant,
+}
+
+impl Default for OpenTasks {
+    fn default() -> Self {
+        Self {
+            tasks: HashMap::new(),
+            idle: crate::config::TelemetryConfig::default().task_idle,
+            swept: Instant::now(),
+        }
+    }
 }
 
 /// The router's measurements.
@@ -168,7 +190,7 @@ struct OpenTask {
 pub struct Telemetry {
     lanes: Mutex<HashMap<LaneKey, Lane>>,
     slo: Mutex<BTreeMap<SloClass, SloAttainment>>,
-    open_tasks: Mutex<HashMap<String, OpenTask>>,
+    open_tasks: Mutex<OpenTasks>,
     finished: Mutex<(TaskCosts, BTreeMap<SloClass, TaskCosts>)>,
     in_flight: AtomicI64,
     otel: Option<otel::OtelInstruments>,
@@ -261,14 +283,67 @@ impl Telemetry {
     /// Adds a call's cost to its task; the task's class is the most urgent of its calls'.
     fn add_to_task(&self, slo: CallSlo<'_>, cost_usd: f64) {
         if let Some(task) = slo.task_id {
+            let now = Instant::now();
             let mut open = lock(&self.open_tasks);
-            let t = open.entry(task.to_string()).or_insert_with(|| OpenTask {
-                cost_usd: 0.0,
-                class: slo.class,
-            });
+            let t = open
+                .tasks
+                .entry(task.to_string())
+                .or_insert_with(|| OpenTask {
+                    cost_usd: 0.0,
+                    class: slo.class,
+                    seen: now,
+                });
             t.cost_usd += cost_usd;
             t.class = t.class.min(slo.class);
+            t.seen = now;
+            self.sweep_abandoned(&mut open, now);
         }
+    }
+
+    /// How long a task may go without a call before it is closed as abandoned.
+    pub fn set_task_idle(&self, idle: Duration) {
+        lock(&self.open_tasks).idle = idle;
+    }
+
+    /// Closes the tasks idle for longer than the limit, as abandoned; at most once per eighth
+    /// of the limit, so that the sweep's cost spreads thin over calls.
+    fn sweep_abandoned(&self, open: &mut OpenTasks, now: Instant) {
+        if now.saturating_duration_since(open.swept) < open.idle / 8 {
+            return;
+        }
+        open.swept = now;
+        let idle = open.idle;
+        let mut abandoned = Vec::new();
+        open.tasks.retain(|_, t| {
+            let keep = now.saturating_duration_since(t.seen) < idle;
+            if !keep {
+                abandoned.push((t.class, t.cost_usd));
+            }
+            keep
+        });
+        if abandoned.is_empty() {
+            return;
+        }
+        let mut finished = lock(&self.finished);
+        let (all, by_class) = &mut *finished;
+        for (class, cost_usd) in abandoned {
+            for t in [&mut *all, by_class.entry(class).or_default()] {
+                t.tasks += 1;
+                t.abandoned += 1;
+                t.cost_usd += cost_usd;
+            }
+        }
+    }
+
+    /// Closes, as of `now`, the tasks idle for longer than the limit.
+    pub(crate) fn expire_tasks(&self, now: Instant) {
+        let mut open = lock(&self.open_tasks);
+        self.sweep_abandoned(&mut open, now);
+    }
+
+    /// Tasks open now (named by a call, neither finished nor abandoned yet).
+    pub fn open_tasks(&self) -> usize {
+        lock(&self.open_tasks).tasks.len()
     }
 
     /// A call failed after trying `lane` first (its plan's first target, of `provider`).
@@ -318,7 +393,7 @@ impl Telemetry {
 
     /// Closes a task: its calls' cost joins the per-task figures. `false` if no call named it.
     pub fn finish_task(&self, task_id: &str, success: bool) -> bool {
-        let Some(task) = lock(&self.open_tasks).remove(task_id) else {
+        let Some(task) = lock(&self.open_tasks).tasks.remove(task_id) else {
             return false;
         };
         let mut finished = lock(&self.finished);
@@ -333,6 +408,7 @@ impl Telemetry {
 
     /// Everything measured so far.
     pub fn snapshot(&self) -> MetricsSnapshot {
+        self.expire_tasks(Instant::now());
         let mut lanes: Vec<(LaneKey, LaneSnapshot)> = lock(&self.lanes)
             .iter()
             .map(|(k, l)| {
@@ -428,6 +504,31 @@ mod tests {
     }
 
     #[test]
+    fn tasks_never_finished_are_closed_as_abandoned_after_the_idle_limit() {
+        let t = Telemetry::default();
+        t.set_task_idle(Duration::from_secs(60));
+        t.add_to_task(call(SloClass::Standard, "left-open"), 0.5);
+        t.add_to_task(call(SloClass::Interactive, "finished"), 0.25);
+        assert!(t.finish_task("finished", true));
+        assert_eq!(t.open_tasks(), 1);
+        t.expire_tasks(Instant::now() + Duration::from_secs(30));
+        assert_eq!(t.open_tasks(), 1, "not idle long enough yet");
+        t.expire_tasks(Instant::now() + Duration::from_secs(61));
+        assert_eq!(t.open_tasks(), 0);
+        let m = t.snapshot();
+        assert_eq!(
+            (m.tasks.tasks, m.tasks.successful, m.tasks.abandoned),
+            (2, 1, 1)
+        );
+        assert_eq!(m.tasks.cost_usd, 0.75);
+        assert_eq!(m.tasks_by_class[&SloClass::Standard].abandoned, 1);
+        assert!(
+            !t.finish_task("left-open", true),
+            "an abandoned task is closed already"
+        );
+    }
+
+    #[test]
     fn task_costs_sum_exactly_and_keep_the_most_urgent_class() {
         let t = Telemetry::default();
         // Binary fractions: the sums are exact.
@@ -451,6 +552,7 @@ mod tests {
             Duration::from_millis(5),
         );
         assert!(t.finish_task("a", true) && t.finish_task("b", true) && t.finish_task("c", false));
+        assert_eq!(t.open_tasks(), 0);
         assert!(!t.finish_task("a", true), "a task closes once");
         let m = t.snapshot();
         assert_eq!((m.tasks.tasks, m.tasks.successful), (3, 2));

@@ -172,6 +172,10 @@ impl MetricsSnapshot {
                 "slo_class=\"all\",outcome=\"successful\"".to_string(),
                 self.tasks.successful as f64,
             ),
+            (
+                "slo_class=\"all\",outcome=\"abandoned\"".to_string(),
+                self.tasks.abandoned as f64,
+            ),
         ];
         for (class, t) in &self.tasks_by_class {
             tasks.push((
@@ -182,11 +186,15 @@ impl MetricsSnapshot {
                 format!("slo_class=\"{class}\",outcome=\"successful\""),
                 t.successful as f64,
             ));
+            tasks.push((
+                format!("slo_class=\"{class}\",outcome=\"abandoned\""),
+                t.abandoned as f64,
+            ));
         }
         counter(
             &mut out,
             "laneway_tasks_total",
-            "Tasks closed with finish_task.",
+            "Tasks closed with finish_task (finished, of them successful), or closed as abandoned after telemetry.task_idle.",
             &tasks,
         );
         let mut task_cost = vec![("slo_class=\"all\"".to_string(), self.tasks.cost_usd)];

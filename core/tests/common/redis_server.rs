@@ -1,6 +1,8 @@
 //! A real redis-server on a free loopback port, for the shared-state tests. `scripts/test.sh`
 //! installs Debian's `redis-server`; `LANEWAY_REDIS_SERVER` names another binary.
 
+#![allow(dead_code)] // shared by test binaries and a bench, each using part of it
+
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,6 +61,25 @@ impl RedisServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+impl RedisServer {
+    /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as a hung
+    /// server or a network partition looks to its clients.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a frozen server run again (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
     }
 }
 

@@ -228,10 +228,10 @@ fn read_converse(
         .to_string();
     let prompt = json!([v.get("system"), v.get("messages"), v.get("toolConfig")]);
     let cache_points = crate::cache::cache_points(&v);
-    let digest = text::digest64(&[v
-        .get("messages")
-        .map(Value::to_string)
-        .unwrap_or_default()
+    // A final assistant message is a prefill: the answer is that of the prompt before it.
+    let (prompt_messages, prefill) = split_prefill(messages);
+    let digest = text::digest64(&[Value::Array(prompt_messages.to_vec())
+        .to_string()
         .as_bytes()]);
     Ok(Request {
         ask: Ask {
@@ -244,9 +244,28 @@ fn read_converse(
             max_tokens,
             prompt_digest: digest,
             cache_points,
+            prefill,
         },
         tool_call: forced_tool_call(&v, digest),
     })
+}
+
+/// Splits a Converse conversation that ends with an assistant message into the messages
+/// before it and the text of that prefill.
+fn split_prefill(messages: &[Value]) -> (&[Value], Option<String>) {
+    match messages.split_last() {
+        Some((last, before)) if last.get("role").and_then(Value::as_str) == Some("assistant") => {
+            let text = last
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (before, Some(text))
+        }
+        _ => (messages, None),
+    }
 }
 
 /// `toolChoice: {any: {}}` or `{tool: {name}}` forces a call; `auto` gets a text answer.
@@ -485,6 +504,7 @@ pub fn native_ask(
             max_tokens,
             prompt_digest: text::digest64(&[prompt.to_string().as_bytes()]),
             cache_points: Vec::new(),
+            prefill: None,
         },
         native,
     )

@@ -217,6 +217,9 @@ fn stream_line(format: PayloadFormat, a: &Answer, i: usize, token: &str, last: b
     format!("{sep}{value}\n\n")
 }
 
+/// Where the TGI prompt Laneway renders hands the turn to the model.
+const ASSISTANT_TURN: &str = "\n\nAssistant:";
+
 fn read(
     engine: &Arc<Engine>,
     operation: &'static str,
@@ -266,24 +269,47 @@ fn read(
             format!("Received client error (400) from primary with message \"{m}\"."),
         )
     };
-    let (prompt_chars, max, digest_source) = match endpoint.format {
+    let (prompt_chars, max, digest_source, prefill) = match endpoint.format {
         PayloadFormat::Tgi => {
             let inputs = v
                 .get("inputs")
                 .and_then(Value::as_str)
                 .ok_or_else(|| model_error("missing field `inputs`"))?;
             let max = v.pointer("/parameters/max_new_tokens");
-            (inputs.chars().count(), max, inputs.to_string())
+            // A prompt that ends inside the assistant's turn continues its text.
+            let (prompt, prefill) = match inputs.rfind(ASSISTANT_TURN) {
+                Some(at) if at + ASSISTANT_TURN.len() < inputs.len() => {
+                    let end = at + ASSISTANT_TURN.len();
+                    (&inputs[..end], Some(inputs[end..].to_string()))
+                }
+                _ => (inputs, None),
+            };
+            (inputs.chars().count(), max, prompt.to_string(), prefill)
         }
         PayloadFormat::OpenaiChat => {
             let messages = v
                 .get("messages")
-                .filter(|m| m.is_array())
+                .and_then(Value::as_array)
                 .ok_or_else(|| model_error("missing field `messages`"))?;
+            let continues = v.get("continue_final_message").and_then(Value::as_bool) == Some(true);
+            let (prompt, prefill) = match messages.split_last() {
+                Some((last, before))
+                    if continues
+                        && last.get("role").and_then(Value::as_str) == Some("assistant") =>
+                {
+                    let text = last
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    (before, Some(text.to_string()))
+                }
+                _ => (messages.as_slice(), None),
+            };
             (
-                text::json_text_chars(messages),
+                text::json_text_chars(&Value::Array(messages.clone())),
                 v.get("max_tokens"),
-                messages.to_string(),
+                Value::Array(prompt.to_vec()).to_string(),
+                prefill,
             )
         }
     };
@@ -309,6 +335,7 @@ fn read(
             max_tokens,
             prompt_digest: text::digest64(&[digest_source.as_bytes()]),
             cache_points: Vec::new(),
+            prefill,
         },
         endpoint.format,
     ))

@@ -29,9 +29,13 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
         out.push_str(&system);
         out.push_str("\n\n");
     }
+    let prefill = ends_with_prefill(req);
     for (i, m) in req.messages.iter().enumerate() {
+        let open_turn = prefill && i + 1 == req.messages.len();
         out.push_str(match m.role {
             Role::User => "User: ",
+            // A prefill continues the answer's own text, which brings its leading space.
+            Role::Assistant if open_turn => "Assistant:",
             Role::Assistant => "Assistant: ",
         });
         for (j, b) in m.content.iter().enumerate() {
@@ -50,10 +54,22 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                 }
             }
         }
+        if open_turn {
+            // The prompt ends inside the assistant's turn: the model goes on from its text.
+            return Ok(out);
+        }
         out.push_str("\n\n");
     }
     out.push_str("Assistant:");
     Ok(out)
+}
+
+/// Whether the request ends with an assistant message: a prefill the model continues (a
+/// broken stream's delivered text, or the caller's own), never a finished turn.
+pub fn ends_with_prefill(req: &GenerateRequest) -> bool {
+    req.messages
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant)
 }
 
 fn tgi_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
@@ -123,6 +139,11 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
         }
     }
     let mut body = json!({ "messages": messages, "stream": stream });
+    if ends_with_prefill(req) {
+        // vLLM's (and LMI's) chat API: continue the final assistant message, do not close it.
+        body["continue_final_message"] = json!(true);
+        body["add_generation_prompt"] = json!(false);
+    }
     if let Some(n) = req.inference.max_tokens {
         body["max_tokens"] = json!(n);
     }
@@ -470,6 +491,65 @@ pub(crate) fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// JSON in the shapes containers send (TGI token lines, OpenAI chunks, whole answers),
+    /// with hostile values where the parser reads numbers, strings and arrays.
+    fn container_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            Just(json!(u64::MAX)),
+            Just(json!(1e300)),
+            Just(json!(-1.5)),
+            "\\PC{0,12}".prop_map(Value::String),
+        ];
+        let value = leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,6}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        (value.clone(), value.clone(), value.clone(), value).prop_map(|(a, b, c, d)| {
+            json!({
+                "token": {"id": a, "text": b, "special": c},
+                "generated_text": d,
+                "details": {"finish_reason": b, "generated_tokens": a},
+                "choices": [{"index": a, "delta": {"content": b, "tool_calls": [{"index": a, "id": b, "function": {"name": c, "arguments": d}}]}, "finish_reason": c}],
+                "usage": {"prompt_tokens": a, "completion_tokens": d},
+                "error": c, "error_type": b,
+            })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn stream_lines_parse_or_fail_typed_never_panic(v in container_json(), prefix in prop_oneof![Just("data:"), Just("data: "), Just(""), Just("event: ")], cut in 0usize..400) {
+            let line = format!("{prefix}{v}");
+            let cut = line.floor_char_boundary(cut.min(line.len()));
+            for format in [PayloadFormat::Tgi, PayloadFormat::OpenaiChat] {
+                for l in [line.as_str(), &line[..cut]] {
+                    if let Err(e) = parse_stream_line(format, l, 7, "e", "r") {
+                        prop_assert!(!e.to_string().is_empty());
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn whole_answers_parse_or_fail_typed_never_panic(v in container_json(), wrap in any::<bool>(), cut in 0usize..400) {
+            let body = if wrap { json!([v]).to_string() } else { v.to_string() };
+            for format in [PayloadFormat::Tgi, PayloadFormat::OpenaiChat] {
+                for b in [body.as_bytes(), &body.as_bytes()[..cut.min(body.len())]] {
+                    let _ = parse_response(format, b, 7, "e", "r");
+                }
+            }
+        }
+    }
 
     #[test]
     fn tgi_prompt_renders_turns() {

@@ -1,0 +1,544 @@
+//! The fault matrix: every fault the emulator knows, on one of three regions, through the
+//! router and the official SDKs, 32 calls in flight, the emulator on its accelerated clock.
+//! Each row reports calls, successes, failures by kind, attempts per call, latency against the
+//! fault-free row, and text duplicated in streams; the table is printed (`--nocapture`) and
+//! recorded in RELIABILITY.md.
+//!
+//! Sizes: `LANEWAY_FAULT_MATRIX_CALLS` calls per row (default 96) and
+//! `LANEWAY_FAULT_MATRIX_STALL_CALLS` for the long stall row (default 320; RELIABILITY.md's run
+//! uses 10,000).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use laneway::{Error, GenerateRequest, Router, StreamEvent};
+use laneway_emulator::{Emulator, Fault, FaultKind, Scenario};
+
+const IN_FLIGHT: usize = 32;
+
+/// First-token and idle limits of the matrix's routers: the emulator's answers start within
+/// about 10 ms on its accelerated clock, so a stall costs this much before failover.
+const FIRST_TOKEN_MS: u64 = 1000;
+
+fn calls_per_row() -> usize {
+    env_usize("LANEWAY_FAULT_MATRIX_CALLS", 96)
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The `fast` scenario, with the TGI and OpenAI-chat endpoints served in all three regions.
+async fn emulator() -> Emulator {
+    let mut scenario = Scenario::builtin("fast").unwrap();
+    for e in &mut scenario.endpoints {
+        // Room for the matrix's 32 calls in flight: the rows measure faults, not capacity.
+        e.performance.max_concurrency = e.performance.max_concurrency.max(IN_FLIGHT as u32);
+    }
+    let extra: Vec<_> = scenario
+        .endpoints
+        .iter()
+        .filter(|e| e.name == "laneway-demo-llm-large" || e.name == "laneway-demo-chat")
+        .flat_map(|e| {
+            ["us-west-2", "eu-west-1"].map(|region| {
+                let mut e = e.clone();
+                e.region = region.into();
+                e
+            })
+        })
+        .collect();
+    scenario.endpoints.extend(extra);
+    Emulator::start(scenario).await.unwrap()
+}
+
+/// The startup configuration with time limits scaled to the emulator's clock and two
+/// self-hosted models served in three regions.
+fn config(extra: &str) -> laneway::Config {
+    common::config(&format!(
+        r#"
+[routing.timeouts]
+connect = 1000.0
+[routing.timeouts.standard]
+first_token = {FIRST_TOKEN_MS}.0
+idle = {FIRST_TOKEN_MS}.0
+deadline = 20000.0
+
+[models."matrix-tgi"]
+provider = "sagemaker"
+endpoints = [
+  {{ name = "laneway-demo-llm-large", region = "us-east-1", format = "tgi" }},
+  {{ name = "laneway-demo-llm-large", region = "us-west-2", format = "tgi" }},
+  {{ name = "laneway-demo-llm-large", region = "eu-west-1", format = "tgi" }},
+]
+price = {{ input_per_1k = 0.0002, output_per_1k = 0.0006 }}
+
+[models."matrix-chat"]
+provider = "sagemaker"
+endpoints = [
+  {{ name = "laneway-demo-chat", region = "us-east-1", format = "openai_chat", inference_component = "llama-3-8b-ic" }},
+  {{ name = "laneway-demo-chat", region = "us-west-2", format = "openai_chat", inference_component = "llama-3-8b-ic" }},
+  {{ name = "laneway-demo-chat", region = "eu-west-1", format = "openai_chat", inference_component = "llama-3-8b-ic" }},
+]
+price = {{ input_per_1k = 0.0002, output_per_1k = 0.0006 }}
+{extra}
+"#
+    ))
+}
+
+/// Which lane a row's calls take.
+#[derive(Debug, Clone, Copy)]
+enum Lane {
+    Bedrock,
+    Tgi,
+    Chat,
+}
+
+fn request(lane: Lane, i: usize) -> GenerateRequest {
+    let model = match lane {
+        Lane::Bedrock => "amazon.nova-lite-v1:0",
+        Lane::Tgi => "matrix-tgi",
+        Lane::Chat => "matrix-chat",
+    };
+    // Answers of 40 to 300 tokens: streams of hundreds of events, not a handful.
+    GenerateRequest::user(format!(
+        "Request {i}: write a short paragraph about reliable systems."
+    ))
+    .model(model)
+    .max_tokens(300)
+    // A stream broken after delivering text goes on from that text.
+    .continue_on_interrupt(true)
+}
+
+/// What one row measured.
+#[derive(Debug, Default)]
+struct Row {
+    name: String,
+    calls: usize,
+    succeeded: usize,
+    failed: BTreeMap<String, usize>,
+    attempts: u64,
+    latencies: Vec<Duration>,
+    duplicated_chars: usize,
+    requests_seen: u64,
+    /// Continuations the emulator served, and those whose prefill was not the delivered
+    /// start of its answer.
+    continued: u64,
+    continuation_mismatches: u64,
+}
+
+impl Row {
+    fn quantile(&self, q: f64) -> Duration {
+        let mut l = self.latencies.clone();
+        l.sort_unstable();
+        if l.is_empty() {
+            return Duration::ZERO;
+        }
+        l[((l.len() as f64 * q).ceil() as usize).clamp(1, l.len()) - 1]
+    }
+
+    fn failed_total(&self) -> usize {
+        self.failed.values().sum()
+    }
+
+    fn markdown(&self, base: Option<&Row>) -> String {
+        let ms = |d: Duration| format!("{:.0}", d.as_secs_f64() * 1000.0);
+        let vs = |q: f64| match base {
+            Some(b) => format!("{} ({})", ms(self.quantile(q)), ms(b.quantile(q))),
+            None => ms(self.quantile(q)),
+        };
+        let failed = if self.failed.is_empty() {
+            "0".to_string()
+        } else {
+            self.failed
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "| {} | {} | {} | {} | {:.2} | {} | {} | {} ({}) | {} |",
+            self.name,
+            self.calls,
+            self.succeeded,
+            failed,
+            self.attempts as f64 / self.calls.max(1) as f64,
+            vs(0.5),
+            vs(0.99),
+            self.continued,
+            self.continuation_mismatches,
+            self.duplicated_chars
+        )
+    }
+}
+
+/// One call: streamed (odd `i`) or not; its latency, attempts and duplicated characters.
+async fn one_call(
+    router: &Router,
+    req: GenerateRequest,
+    streamed: bool,
+) -> (Result<u32, Error>, Duration, usize) {
+    let started = Instant::now();
+    if !streamed {
+        let r = router.generate(req).await;
+        return (r.map(|r| r.decision.attempts_sent), started.elapsed(), 0);
+    }
+    let mut s = match router.stream(req).await {
+        Ok(s) => s,
+        Err(e) => return (Err(e), started.elapsed(), 0),
+    };
+    let mut delivered = String::new();
+    while let Some(ev) = s.next().await {
+        match ev {
+            Ok(StreamEvent::TextDelta { text, .. }) => delivered.push_str(&text),
+            Ok(StreamEvent::Completed(done)) => {
+                let text = done.text();
+                // Whatever the caller saw beyond the final answer was delivered twice.
+                let duplicated = delivered.len().saturating_sub(text.len())
+                    + usize::from(!text.starts_with(&delivered)) * delivered.len();
+                return (
+                    Ok(done.decision.attempts_sent),
+                    started.elapsed(),
+                    duplicated,
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return (Err(e), started.elapsed(), 0),
+        }
+    }
+    panic!("a stream ended without Completed or an error")
+}
+
+fn attempts_of(e: &Error) -> u32 {
+    match e {
+        Error::AllTargetsFailed { attempts, .. } => attempts.len() as u32,
+        _ => 1,
+    }
+}
+
+async fn run_row(name: &str, router: &Router, emu: &Emulator, lane: Lane, calls: usize) -> Row {
+    run_requests(name, router, emu, calls, move |i| {
+        (request(lane, i), i % 2 == 1)
+    })
+    .await
+}
+
+async fn run_requests(
+    name: &str,
+    router: &Router,
+    emu: &Emulator,
+    calls: usize,
+    make: impl Fn(usize) -> (GenerateRequest, bool),
+) -> Row {
+    let before = common::requests_seen(emu);
+    let (continued_before, mismatched_before) = continuations(emu);
+    let results: Vec<_> = futures::stream::iter(0..calls)
+        .map(|i| {
+            let (req, streamed) = make(i);
+            one_call(router, req, streamed)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect()
+        .await;
+    let mut row = Row {
+        name: name.to_string(),
+        calls,
+        ..Row::default()
+    };
+    for (result, latency, duplicated) in results {
+        row.latencies.push(latency);
+        row.duplicated_chars += duplicated;
+        match result {
+            Ok(attempts) => {
+                row.succeeded += 1;
+                row.attempts += u64::from(attempts);
+            }
+            Err(e) => {
+                row.attempts += u64::from(attempts_of(&e));
+                *row.failed.entry(e.kind().to_string()).or_default() += 1;
+            }
+        }
+    }
+    row.requests_seen = common::requests_seen(emu) - before;
+    let (continued, mismatched) = continuations(emu);
+    row.continued = continued - continued_before;
+    row.continuation_mismatches = mismatched - mismatched_before;
+    row
+}
+
+fn continuations(emu: &Emulator) -> (u64, u64) {
+    emu.counters().iter().fold((0, 0), |(c, m), r| {
+        (
+            c + r.counter.continued,
+            m + r.counter.continuation_mismatches,
+        )
+    })
+}
+
+async fn router(emu: &Emulator, extra: &str) -> Router {
+    common::router_with(emu, config(extra)).await
+}
+
+fn print_table(title: &str, rows: &[(&Row, Option<&Row>)]) {
+    println!("\n{title}\n");
+    println!("| row | calls | succeeded | failed | attempts/call | p50 ms (fault-free) | p99 ms (fault-free) | continued (prefill mismatched) | chars duplicated |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (row, base) in rows {
+        println!("{}", row.markdown(*base));
+    }
+}
+
+/// Every wire fault and refusal on us-east-1, the first-ranked region, for each lane.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_on_one_of_three_regions_loses_no_call() {
+    let emu = emulator().await;
+    let calls = calls_per_row();
+    let retry_after = |v: &str| {
+        let mut f = Fault::new(FaultKind::RetryAfter);
+        f.retry_after = Some(v.into());
+        f
+    };
+    let mid = |kind| Fault::new(kind).after(20);
+    let bedrock_faults: Vec<(&str, Fault)> = vec![
+        ("stall", Fault::new(FaultKind::Stall)),
+        (
+            "stall_after_headers",
+            Fault::new(FaultKind::StallAfterHeaders),
+        ),
+        (
+            "stall_mid_stream (20 tokens)",
+            mid(FaultKind::StallMidStream),
+        ),
+        ("reset (after headers)", Fault::new(FaultKind::Reset)),
+        ("reset (20 tokens)", mid(FaultKind::Reset)),
+        ("truncate", mid(FaultKind::Truncate)),
+        ("malformed_json", mid(FaultKind::MalformedJson)),
+        ("bad_frame", mid(FaultKind::BadFrame)),
+        ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
+        ("retry_after 3600", retry_after("3600")),
+        ("retry_after 1e20", retry_after("1e20")),
+        ("retry_after garbage", retry_after("soon")),
+        ("internal_error", Fault::new(FaultKind::InternalError)),
+        ("outage", Fault::new(FaultKind::Outage)),
+    ];
+    let mut sagemaker_faults: Vec<(&str, Lane, Fault)> = vec![
+        ("container_overloaded 429", Lane::Tgi, {
+            let mut f = Fault::new(FaultKind::ContainerOverloaded);
+            f.status = Some(429);
+            f
+        }),
+        (
+            "container_overloaded 503",
+            Lane::Chat,
+            Fault::new(FaultKind::ContainerOverloaded),
+        ),
+        (
+            "plain_json_lines (TGI)",
+            Lane::Tgi,
+            Fault::new(FaultKind::PlainJsonLines),
+        ),
+        (
+            "plain_json_lines (chat)",
+            Lane::Chat,
+            Fault::new(FaultKind::PlainJsonLines),
+        ),
+    ];
+    for (name, f) in [
+        ("stall", Fault::new(FaultKind::Stall)),
+        ("reset (20 tokens)", mid(FaultKind::Reset)),
+        ("truncate", mid(FaultKind::Truncate)),
+        ("malformed_json", mid(FaultKind::MalformedJson)),
+    ] {
+        sagemaker_faults.push((name, Lane::Tgi, f.clone()));
+        sagemaker_faults.push((name, Lane::Chat, f));
+    }
+
+    let mut baselines = BTreeMap::new();
+    for (label, lane) in [
+        ("bedrock", Lane::Bedrock),
+        ("tgi", Lane::Tgi),
+        ("chat", Lane::Chat),
+    ] {
+        let r = router(&emu, "").await;
+        baselines.insert(
+            label,
+            run_row(&format!("{label}: fault-free"), &r, &emu, lane, calls).await,
+        );
+    }
+    let mut rows = Vec::new();
+    for (name, fault) in bedrock_faults {
+        let id = emu.add_fault(fault.for_region("us-east-1"));
+        let r = router(&emu, "").await;
+        rows.push((
+            "bedrock",
+            run_row(&format!("bedrock: {name}"), &r, &emu, Lane::Bedrock, calls).await,
+        ));
+        emu.remove_fault(id);
+    }
+    for (name, lane, fault) in sagemaker_faults {
+        let (label, endpoint) = match lane {
+            Lane::Tgi => ("tgi", "laneway-demo-llm-large"),
+            _ => ("chat", "laneway-demo-chat"),
+        };
+        let id = emu.add_fault(fault.for_region("us-east-1").for_model(endpoint));
+        let r = router(&emu, "").await;
+        rows.push((
+            label,
+            run_row(&format!("{label}: {name}"), &r, &emu, lane, calls).await,
+        ));
+        emu.remove_fault(id);
+    }
+    let mut failures = Vec::new();
+    let mut table: Vec<(Row, Option<&Row>)> = Vec::new();
+    for (label, row) in rows {
+        if row.failed_total() > 0 || row.duplicated_chars > 0 || row.continuation_mismatches > 0 {
+            failures.push(format!(
+                "{}: {:?}, {} chars duplicated",
+                row.name, row.failed, row.duplicated_chars
+            ));
+        }
+        table.push((row, baselines.get(label)));
+    }
+    let mut printed: Vec<(&Row, Option<&Row>)> = baselines.values().map(|b| (b, None)).collect();
+    printed.extend(table.iter().map(|(r, b)| (r, *b)));
+    print_table(
+        &format!("Fault on us-east-1 of three regions, {calls} calls per row (half streamed), {IN_FLIGHT} in flight"),
+        &printed,
+    );
+    assert!(
+        failures.is_empty(),
+        "rows with lost calls:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// One region stalling for a long run: every call succeeds, and each pays at most one
+/// first-token limit (breakers then keep calls away from the region).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_stalling_for_a_whole_run_loses_nothing() {
+    let emu = emulator().await;
+    let calls = env_usize("LANEWAY_FAULT_MATRIX_STALL_CALLS", 320);
+    let base = run_row(
+        "fault-free",
+        &router(&emu, "").await,
+        &emu,
+        Lane::Bedrock,
+        calls,
+    )
+    .await;
+    emu.add_fault(Fault::new(FaultKind::Stall).for_region("us-east-1"));
+    let row = run_row(
+        "us-east-1 stalls",
+        &router(&emu, "").await,
+        &emu,
+        Lane::Bedrock,
+        calls,
+    )
+    .await;
+    let bound = Duration::from_millis(FIRST_TOKEN_MS) + base.quantile(0.99);
+    println!(
+        "\nstall run: p99 {:?} against first_token {FIRST_TOKEN_MS} ms + fault-free p99 {:?} = {bound:?}",
+        row.quantile(0.99),
+        base.quantile(0.99)
+    );
+    print_table(
+        "One region stalling for the whole run",
+        &[(&base, None), (&row, Some(&base))],
+    );
+    assert_eq!(row.failed_total(), 0, "{:?}", row.failed);
+    assert_eq!(row.succeeded, calls);
+}
+
+/// A throttle storm on two regions of three, and a total outage: the storm costs attempts,
+/// not calls; the outage ends every call with a clear error before its deadline, and retries
+/// stay within the budget (at most 1.2 attempts per call at steady traffic).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttle_storms_and_total_outages_stay_within_the_budget() {
+    let emu = emulator().await;
+    let calls = calls_per_row().max(96);
+    let storm_ids = [
+        emu.add_fault(Fault::new(FaultKind::Throttle).for_region("us-east-1")),
+        emu.add_fault(Fault::new(FaultKind::Throttle).for_region("us-west-2")),
+    ];
+    let storm = run_row(
+        "throttle storm (2 of 3 regions)",
+        &router(&emu, "").await,
+        &emu,
+        Lane::Bedrock,
+        calls,
+    )
+    .await;
+    for id in storm_ids {
+        emu.remove_fault(id);
+    }
+    assert_eq!(storm.failed_total(), 0, "{:?}", storm.failed);
+
+    emu.add_fault(Fault::new(FaultKind::Outage));
+    let outage_calls = calls * 10;
+    let deadline = Duration::from_secs(5);
+    let r = router(&emu, "").await;
+    let outage = run_requests("total outage", &r, &emu, outage_calls, |i| {
+        (request(Lane::Bedrock, i).deadline(deadline), i % 2 == 1)
+    })
+    .await;
+    let amplification = outage.requests_seen as f64 / outage_calls as f64;
+    println!(
+        "\ntotal outage: {} requests for {outage_calls} calls: {amplification:.3}x",
+        outage.requests_seen
+    );
+    print_table("Storm and outage", &[(&storm, None), (&outage, None)]);
+    assert_eq!(outage.succeeded, 0);
+    assert_eq!(
+        outage.failed.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["all_targets_failed"],
+        "a clear AllTargetsFailed for every call"
+    );
+    assert!(
+        outage.latencies.iter().all(|l| *l < deadline),
+        "every call ended before its deadline"
+    );
+    assert!(
+        amplification <= 1.2 + 1e-9,
+        "attempt amplification {amplification}"
+    );
+}
+
+/// Redis hung (SIGSTOP, not killed) in the middle of a run of reserved-tier calls sharing
+/// state through it: calls stop waiting for it and lose nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_hung_mid_run_loses_nothing() {
+    let emu = emulator().await;
+    let redis = common::redis_server::RedisServer::start();
+    let calls = calls_per_row();
+    let extra = format!(
+        "[shared]\nredis_url = \"{}\"\nkey_prefix = \"matrix\"\n\
+         [models.\"anthropic.claude-sonnet-4-5-20250929-v1:0\"]\n\
+         reserved = {{ input_tokens_per_minute = 2000000, output_tokens_per_minute = 200000 }}\n",
+        redis.url()
+    );
+    let r = router(&emu, &extra).await;
+    let make = |i: usize| {
+        let req = GenerateRequest::user(format!("Request {i}: summarise the incident report."))
+            .model("anthropic.claude-sonnet-4-5-20250929-v1:0")
+            .tier(laneway::ServiceTier::Reserved)
+            .max_tokens(200)
+            .continue_on_interrupt(true);
+        (req, i % 2 == 1)
+    };
+    let before = run_requests("Redis answering", &r, &emu, calls, make).await;
+    redis.freeze();
+    let frozen = run_requests("Redis hung (SIGSTOP)", &r, &emu, calls, make).await;
+    let status = r.metrics().shared.expect("shared state configured");
+    redis.thaw();
+    print_table(
+        "Shared state through Redis, then Redis hung mid-run",
+        &[(&before, None), (&frozen, Some(&before))],
+    );
+    assert_eq!(before.failed_total() + frozen.failed_total(), 0);
+    assert!(status.degraded, "the router noticed Redis hung: {status:?}");
+}
