@@ -67,14 +67,15 @@ test('bad configuration and requests are typed errors', async () => {
 
 test('service errors map to their classes', async () => {
   await emu.addFault({ kind: 'outage', model: 'amazon.nova-pro-v1:0' })
-  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4 }), e => {
+  // The outage outlasts the calls: their retry rounds end at the deadline.
+  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, deadlineMs: 300 }), e => {
     assert.ok(e instanceof laneway.AllTargetsFailedError)
     assert.equal(e.code, 'all_targets_failed')
     assert.ok(e.attempts.length >= 2 && e.attempts[0].kind === 'unavailable')
     assert.ok(e.cause instanceof Error)
     return true
   })
-  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['eu-west-1'] } }), e => e instanceof laneway.UnavailableError && e.code === 'unavailable' && e.awsCode === 'ServiceUnavailableException' && e.region === 'eu-west-1')
+  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['eu-west-1'] }, deadlineMs: 300 }), e => e instanceof laneway.UnavailableError && e.code === 'unavailable' && e.awsCode === 'ServiceUnavailableException' && e.region === 'eu-west-1')
 })
 
 test('a broken stream says how much was delivered', async () => {
@@ -147,7 +148,8 @@ for (const [fault, Class] of [['throttle', 'ThrottledError'], ['model_not_ready'
       await own.addFault({ kind: fault, model: 'amazon.nova-micro-v1:0', region: 'us-west-2' })
       const r = new laneway.Router(own.routerOptions())
       // One target only (a region list allows no profile): its own error comes back.
-      await assert.rejects(r.generate('Hi', { model: 'amazon.nova-micro-v1:0', residency: { regions: ['us-west-2'] }, maxTokens: 4 }),
+      // The fault outlasts the call: its retry rounds end at this deadline.
+      await assert.rejects(r.generate('Hi', { model: 'amazon.nova-micro-v1:0', residency: { regions: ['us-west-2'] }, maxTokens: 4, deadlineMs: 300 }),
         e => e instanceof laneway[Class] && e instanceof laneway.LanewayError && e.region === 'us-west-2' && e.target === 'amazon.nova-micro-v1:0')
     } finally { await own.stop() }
   })

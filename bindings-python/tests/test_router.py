@@ -80,12 +80,13 @@ def test_bad_configuration_and_requests_are_typed_errors(emulator):
 async def test_service_errors_map_to_their_classes(emulator, router):
     emulator.add_fault({"kind": "outage", "model": "amazon.nova-pro-v1:0"})
     with pytest.raises(laneway.AllTargetsFailedError) as e:
-        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4)
+        # The outage outlasts the call: its retry rounds end at this deadline.
+        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4, deadline_ms=300)
     assert e.value.kind == "all_targets_failed"
     assert len(e.value.attempts) >= 2 and e.value.attempts[0]["kind"] == "unavailable"
     # One target only, retried: the service's own error class.
     with pytest.raises(laneway.UnavailableError) as e:
-        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4, residency={"regions": ["eu-west-1"]})
+        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4, residency={"regions": ["eu-west-1"]}, deadline_ms=300)
     assert e.value.code == "ServiceUnavailableException" and e.value.region == "eu-west-1"
 
 
@@ -165,7 +166,7 @@ def test_each_service_failure_has_its_class(fault, error):
         router = laneway.Router(**emu.router_kwargs())
         with pytest.raises(error) as e:
             # One target only (a region list allows no profile): its own error comes back.
-            router.generate_sync("Hi", model="amazon.nova-micro-v1:0", residency={"regions": ["us-west-2"]}, max_tokens=4)
+            router.generate_sync("Hi", model="amazon.nova-micro-v1:0", residency={"regions": ["us-west-2"]}, max_tokens=4, deadline_ms=300)
         assert isinstance(e.value, laneway.LanewayError)
         assert e.value.region == "us-west-2" and e.value.target == "amazon.nova-micro-v1:0"
 

@@ -424,3 +424,48 @@ async fn a_prefix_cached_by_one_replica_draws_the_others_to_its_region() {
     assert!(second.usage.cache_read_tokens > 0, "{:?}", second.usage);
     emu.shutdown().await;
 }
+
+/// A replica whose own breaker is open keeps to its own probe when Redis comes back empty: a
+/// missing entry is not another replica's successful probe, so it must not close the breaker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
+    let mut redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let config = format!(
+        "[routing.breaker]\nfailure_threshold = 3\nopen_for = 300.0\nhalf_open_probes = 1\n\
+         [shared]\nredis_url = \"{}\"\nkey_prefix = \"restart\"\ntimeout = 50.0\nsync_interval = 50.0\n",
+        redis.url()
+    );
+    let router = common::router_with(&emu, common::config(&config)).await;
+    let east = |emu: &Emulator| -> u64 {
+        emu.counters()
+            .iter()
+            .filter(|r| r.region == "us-east-1")
+            .map(|r| r.counter.requests)
+            .sum()
+    };
+    let req = || {
+        GenerateRequest::user("hi")
+            .model(LITE)
+            .max_tokens(4)
+            .deadline(Duration::from_secs(10))
+    };
+    emu.add_fault(Fault::new(FaultKind::Outage).for_region("us-east-1"));
+    // Three failures on us-east-1 open its breaker (each call is served elsewhere).
+    for _ in 0..3 {
+        router.generate(req()).await.unwrap();
+    }
+    assert_eq!(east(&emu), 3);
+    redis.kill();
+    redis.restart();
+    // Past the breaker's open period, and after several syncs with the empty Redis.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(!router.metrics().shared.unwrap().degraded, "back on Redis");
+    for _ in 0..3 {
+        router.generate(req()).await.unwrap();
+    }
+    // One probe, which failed and re-opened the breaker; not three calls through a breaker
+    // closed because its Redis entry was gone.
+    assert_eq!(east(&emu) - 3, 1);
+    emu.shutdown().await;
+}

@@ -448,11 +448,15 @@ impl State {
                         .with_target(region, id, tier, |t| t.breaker.admit(now, &config))
                         .map(|_| true)
                 }
-                // The fleet has no open breaker here: if this replica's own breaker is
-                // probing, another replica's probe has already closed the target.
+                // The fleet has no open breaker here. If this replica's own breaker is probing
+                // and another replica's probe closed the target, it closes too; if the entry is
+                // just missing (Redis restarted empty), it keeps to its own probe.
                 None if sh.usable() => {
+                    let closed = sh.take_closed_by_fleet(&shared::target_key(region, id, tier));
                     return self.with_target(region, id, tier, |t| {
-                        if matches!(t.breaker.view(now, &config), BreakerView::HalfOpen { .. }) {
+                        if closed
+                            && matches!(t.breaker.view(now, &config), BreakerView::HalfOpen { .. })
+                        {
                             t.breaker.on_success();
                         }
                         t.breaker.admit(now, &config)

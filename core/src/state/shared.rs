@@ -126,6 +126,13 @@ pub struct Shared {
     /// Targets whose breaker another replica (or this one) published as open: until when
     /// (unix ms), and when this replica published it (0 when read from Redis).
     remote_open: RwLock<HashMap<String, (u64, u64)>>,
+    /// Targets whose published breaker another replica removed (its probe succeeded), with
+    /// when this replica noticed (unix ms): only these close a local half-open breaker. An
+    /// entry missing because Redis restarted empty closes nothing.
+    closed_by_fleet: Mutex<HashMap<String, u64>>,
+    /// The value of the epoch key when last read: it changes (or vanishes) when Redis lost its
+    /// data, and then absent entries say nothing.
+    epoch: Mutex<Option<String>>,
 }
 
 /// The published breakers whose open-until is a number; the others are counted and skipped.
@@ -142,6 +149,9 @@ fn parse_breakers(raw: HashMap<String, String>, malformed: &AtomicU64) -> HashMa
         })
         .collect()
 }
+
+/// How long a fleet closure is remembered for a local half-open breaker to notice it.
+const CLOSED_MEMORY_MS: u64 = 60_000;
 
 /// The key naming one target in Redis.
 pub fn target_key(region: &str, id: &str, tier: Option<crate::request::ServiceTier>) -> String {
@@ -178,6 +188,8 @@ impl Shared {
             leases: Mutex::default(),
             refilling: Mutex::default(),
             remote_open: RwLock::default(),
+            closed_by_fleet: Mutex::default(),
+            epoch: Mutex::default(),
         })
     }
 
@@ -478,6 +490,45 @@ impl Shared {
         }
     }
 
+    /// Whether Redis still holds the data it held at the last read: the epoch key is there and
+    /// unchanged. When it is missing (a restart, a flush) a new one is written and absent
+    /// breaker entries are not taken as closed this time.
+    async fn same_epoch(&self, read: Option<String>, epoch_key: &str) -> bool {
+        let read = match read {
+            Some(e) => e,
+            None => {
+                let fresh = format!("{:x}", rand::random::<u64>());
+                let mut conn = self.conn.clone();
+                let _ = self
+                    .run::<Option<String>>(
+                        "write epoch",
+                        redis::cmd("SET")
+                            .arg(epoch_key)
+                            .arg(&fresh)
+                            .arg("NX")
+                            .query_async(&mut conn),
+                    )
+                    .await;
+                *self.epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                return false;
+            }
+        };
+        let mut known = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+        let same = known.as_deref() == Some(read.as_str());
+        *known = Some(read);
+        same
+    }
+
+    /// Whether another replica's successful probe closed this target lately (consumed: it
+    /// closes one local half-open breaker once).
+    pub fn take_closed_by_fleet(&self, target: &str) -> bool {
+        self.closed_by_fleet
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(target)
+            .is_some()
+    }
+
     /// The remote breaker of a target, if the fleet has one open or probing.
     pub fn remote_breaker(&self, target: &str) -> Option<RemoteBreaker> {
         let map = self.remote_open.read().unwrap_or_else(|p| p.into_inner());
@@ -535,15 +586,22 @@ impl Shared {
     pub async fn sync_breakers(&self, stale_after: Duration) {
         let key = self.key("breakers");
         let mut conn = self.conn.clone();
-        let Some(raw) = self
-            .run::<HashMap<String, String>>(
+        let epoch_key = self.key("epoch");
+        let Some((raw, epoch)) = self
+            .run::<(HashMap<String, String>, Option<String>)>(
                 "read breakers",
-                redis::cmd("HGETALL").arg(&key).query_async(&mut conn),
+                redis::pipe()
+                    .cmd("HGETALL")
+                    .arg(&key)
+                    .cmd("GET")
+                    .arg(&epoch_key)
+                    .query_async(&mut conn),
             )
             .await
         else {
             return;
         };
+        let continuous = self.same_epoch(epoch, &epoch_key).await;
         // One foreign or corrupt entry must not stop the fleet's breakers from syncing.
         let all = parse_breakers(raw, &self.health.malformed_values);
         let now = unix_ms();
@@ -569,6 +627,26 @@ impl Shared {
             .map(|(k, v)| (k.clone(), (*v, 0)))
             .collect();
         let mut map = self.remote_open.write().unwrap_or_else(|p| p.into_inner());
+        {
+            // Entries read from Redis last time and gone now (not by our own expiry): another
+            // replica's probe closed them. Only while Redis kept its data.
+            let mut closed = self
+                .closed_by_fleet
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            closed.retain(|_, noticed| now.saturating_sub(*noticed) < CLOSED_MEMORY_MS);
+            if continuous {
+                for (k, (until, published)) in map.iter() {
+                    let expired = *until + stale_after.as_millis() as u64 <= now;
+                    if *published == 0 && !fresh.contains_key(k) && !expired {
+                        closed.insert(k.clone(), now);
+                    }
+                }
+            }
+            for k in fresh.keys() {
+                closed.remove(k);
+            }
+        }
         // What this replica published a moment ago may not have reached Redis yet.
         let recent = now.saturating_sub(2 * self.sync_interval.as_millis() as u64);
         for (k, (until, published)) in map.iter() {
