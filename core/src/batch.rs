@@ -107,9 +107,25 @@ pub struct BatchJob {
 pub struct BatchHandle {
     pub id: String,
     pub total: usize,
+    /// Every job that was created, even when a later one could not be.
     pub jobs: Vec<BatchJob>,
     /// Requests answered at submission on flex, by index.
     pub immediate: BTreeMap<usize, BatchItem>,
+    /// Requests that could not be submitted (their upload or job creation failed after its
+    /// retries), and why; `batch_results` reports them as `not_submitted` errors.
+    #[serde(default)]
+    pub not_submitted: Vec<NotSubmitted>,
+}
+
+/// Requests of one would-be job that were never submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotSubmitted {
+    pub model: String,
+    /// Their indices in the submission.
+    pub indices: Vec<usize>,
+    /// The error kind (`throttled`, `validation`, ...) and the message.
+    pub kind: crate::ErrorKind,
+    pub message: String,
 }
 
 impl BatchHandle {
@@ -369,8 +385,17 @@ mod tests {
                     message: "x".into(),
                 }),
             )]),
+            not_submitted: vec![NotSubmitted {
+                model: "m".into(),
+                indices: vec![2],
+                kind: crate::ErrorKind::Throttled,
+                message: "throttled".into(),
+            }],
         };
         assert_eq!(BatchHandle::from_json(&h.to_json()).unwrap(), h);
+        // A handle written before `not_submitted` existed still reads.
+        let old = r#"{"id":"b0","total":0,"jobs":[],"immediate":{}}"#;
+        assert!(BatchHandle::from_json(old).unwrap().not_submitted.is_empty());
         assert!(BatchHandle::from_json("{").is_err());
     }
 }

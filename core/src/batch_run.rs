@@ -13,7 +13,7 @@ use crate::backend::errors::from_operation;
 use crate::batch::{
     divert_reason, native_body, parse_output, record_id, BatchConfig, BatchCostComparison,
     BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError, BatchStatus,
-    JobStatus, DIVERTED_TIER,
+    JobStatus, NotSubmitted, DIVERTED_TIER,
 };
 use crate::config::Provider;
 use crate::error::{Error, Result};
@@ -23,6 +23,9 @@ use crate::Router;
 
 /// Requests on flex at once, when a batch is diverted.
 const DIVERTED_CONCURRENCY: usize = 16;
+
+/// Most tries of one S3 or control-plane call (each retry also needs the retry budget).
+const CONTROL_TRIES: u32 = 5;
 
 fn s3_parts(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix("s3://")?;
@@ -221,6 +224,7 @@ impl Router {
             }
         }
         let mut jobs = Vec::new();
+        let mut not_submitted = Vec::new();
         for (model, (region, records)) in &groups {
             let region = region.clone();
             let s3 = self.s3(&region);
@@ -242,44 +246,26 @@ impl Router {
                 let base = format!("{}/{id}/{slug}-{n}", config.prefix.trim_end_matches('/'));
                 let input_key = format!("{base}/input.jsonl");
                 let body: String = chunk.iter().map(|(_, l)| format!("{l}\n")).collect();
-                s3.put_object()
-                    .bucket(&config.bucket)
-                    .key(&input_key)
-                    .content_type("application/jsonl")
-                    .body(body.into_bytes().into())
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        from_operation(
-                            e,
-                            &control_target(&region, &format!("s3://{}", config.bucket)),
-                        )
-                    })?;
-                let input_uri = format!("s3://{}/{input_key}", config.bucket);
-                let output_uri = format!("s3://{}/{base}/out/", config.bucket);
-                let arn = control
-                    .create_model_invocation_job()
-                    .job_name(format!("{id}-{slug}-{n}"))
-                    .role_arn(&config.role_arn)
-                    .model_id(model)
-                    .input_data_config(ModelInvocationJobInputDataConfig::S3InputDataConfig(
-                        ModelInvocationJobS3InputDataConfig::builder()
-                            .s3_uri(&input_uri)
-                            .build()
-                            .map_err(|e| Error::config("batch.bucket", e.to_string()))?,
-                    ))
-                    .output_data_config(ModelInvocationJobOutputDataConfig::S3OutputDataConfig(
-                        ModelInvocationJobS3OutputDataConfig::builder()
-                            .s3_uri(&output_uri)
-                            .build()
-                            .map_err(|e| Error::config("batch.bucket", e.to_string()))?,
-                    ))
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        from_operation(e, &control_target(&region, "CreateModelInvocationJob"))
-                    })?
-                    .job_arn;
+                let job_name = format!("{id}-{slug}-{n}");
+                let created = self
+                    .create_job(
+                        &s3, &control, &config, &region, model, &job_name, &input_key, &base, body,
+                    )
+                    .await;
+                let (input_uri, output_uri, arn) = match created {
+                    Ok(parts) => parts,
+                    Err(e) => {
+                        // The jobs created so far keep running: the handle covers them, and
+                        // says which requests were not submitted and why.
+                        not_submitted.push(NotSubmitted {
+                            model: model.clone(),
+                            indices: chunk.iter().map(|(i, _)| *i).collect(),
+                            kind: e.kind(),
+                            message: e.to_string(),
+                        });
+                        continue;
+                    }
+                };
                 jobs.push(BatchJob {
                     arn,
                     model: model.clone(),
@@ -290,12 +276,130 @@ impl Router {
             }
         }
         let immediate = self.run_diverted(&requests, divert).await;
+        if jobs.is_empty() && immediate.is_empty() {
+            if let Some(first) = not_submitted.first() {
+                // Nothing was created: no handle to cover, the error itself.
+                return Err(Error::from(crate::error::ServiceError {
+                    kind: first.kind,
+                    code: String::new(),
+                    message: first.message.clone(),
+                    target: "CreateModelInvocationJob".into(),
+                    region: String::new(),
+                    http_status: None,
+                    request_id: None,
+                    retry_after: None,
+                }));
+            }
+        }
         Ok(BatchHandle {
             id,
             total,
             jobs,
             immediate,
+            not_submitted,
         })
+    }
+
+    /// Uploads one job's records and creates the job, each call retried; the input and output
+    /// URIs and the job's ARN.
+    #[allow(clippy::too_many_arguments)]
+    async fn create_job(
+        &self,
+        s3: &aws_sdk_s3::Client,
+        control: &aws_sdk_bedrock::Client,
+        config: &BatchConfig,
+        region: &str,
+        model: &str,
+        job_name: &str,
+        input_key: &str,
+        base: &str,
+        body: String,
+    ) -> Result<(String, String, String)> {
+        self.retried(|| async {
+            s3.put_object()
+                .bucket(&config.bucket)
+                .key(input_key)
+                .content_type("application/jsonl")
+                .body(body.clone().into_bytes().into())
+                .send()
+                .await
+                .map_err(|e| {
+                    from_operation(
+                        e,
+                        &control_target(region, &format!("s3://{}", config.bucket)),
+                    )
+                })
+        })
+        .await?;
+        let input_uri = format!("s3://{}/{input_key}", config.bucket);
+        let output_uri = format!("s3://{}/{base}/out/", config.bucket);
+        let input = ModelInvocationJobS3InputDataConfig::builder()
+            .s3_uri(&input_uri)
+            .build()
+            .map_err(|e| Error::config("batch.bucket", e.to_string()))?;
+        let output = ModelInvocationJobS3OutputDataConfig::builder()
+            .s3_uri(&output_uri)
+            .build()
+            .map_err(|e| Error::config("batch.bucket", e.to_string()))?;
+        // The same job name on every try: a create that reached Bedrock before its answer was
+        // lost is refused as a duplicate rather than run twice.
+        let arn = self
+            .retried(|| async {
+                control
+                    .create_model_invocation_job()
+                    .job_name(job_name)
+                    .role_arn(&config.role_arn)
+                    .model_id(model)
+                    .input_data_config(ModelInvocationJobInputDataConfig::S3InputDataConfig(
+                        input.clone(),
+                    ))
+                    .output_data_config(ModelInvocationJobOutputDataConfig::S3OutputDataConfig(
+                        output.clone(),
+                    ))
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        from_operation(e, &control_target(region, "CreateModelInvocationJob"))
+                    })
+            })
+            .await?
+            .job_arn;
+        Ok((input_uri, output_uri, arn))
+    }
+
+    /// Runs an S3 or control-plane call, retrying what may succeed later (throttles, outages,
+    /// transport failures) with jittered back-off, at most `CONTROL_TRIES` times and only
+    /// while the router's retry budget allows, as calls do.
+    async fn retried<T, F, Fut>(&self, mut call: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let exec = self.executor();
+        let retry = exec.config.routing.retry;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match call().await {
+                Ok(v) => return Ok(v),
+                Err(e)
+                    if e.fails_over()
+                        && tries < CONTROL_TRIES
+                        && exec.state.spend_extra_attempt(std::time::Instant::now()) =>
+                {
+                    let wait = match &e {
+                        Error::Service(s) => s.retry_after,
+                        _ => None,
+                    }
+                    .filter(|d| *d <= retry.max_retry_after)
+                    .unwrap_or_else(|| {
+                        crate::execute::backoff(retry.backoff, retry.max_backoff, tries - 1)
+                    });
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Answers diverted requests on the flex tier now.
@@ -335,13 +439,17 @@ impl Router {
         let mut jobs = Vec::with_capacity(handle.jobs.len());
         for j in &handle.jobs {
             let region = job_region(&j.arn);
+            let control = self.bedrock_control(region);
             let out = self
-                .bedrock_control(region)
-                .get_model_invocation_job()
-                .job_identifier(&j.arn)
-                .send()
-                .await
-                .map_err(|e| from_operation(e, &control_target(region, &j.arn)))?;
+                .retried(|| async {
+                    control
+                        .get_model_invocation_job()
+                        .job_identifier(&j.arn)
+                        .send()
+                        .await
+                        .map_err(|e| from_operation(e, &control_target(region, &j.arn)))
+                })
+                .await?;
             jobs.push(JobStatus {
                 arn: j.arn.clone(),
                 status: out
@@ -361,12 +469,16 @@ impl Router {
         let mut stopped = 0;
         for j in status.jobs.iter().filter(|j| !j.finished()) {
             let region = job_region(&j.arn);
-            self.bedrock_control(region)
-                .stop_model_invocation_job()
-                .job_identifier(&j.arn)
-                .send()
-                .await
-                .map_err(|e| from_operation(e, &control_target(region, &j.arn)))?;
+            let control = self.bedrock_control(region);
+            self.retried(|| async {
+                control
+                    .stop_model_invocation_job()
+                    .job_identifier(&j.arn)
+                    .send()
+                    .await
+                    .map_err(|e| from_operation(e, &control_target(region, &j.arn)))
+            })
+            .await?;
             stopped += 1;
         }
         Ok(stopped)
@@ -416,6 +528,17 @@ impl Router {
             ));
         }
         let mut items: BTreeMap<usize, BatchItem> = handle.immediate.clone();
+        for ns in &handle.not_submitted {
+            for &i in &ns.indices {
+                items.insert(
+                    i,
+                    Err(BatchRecordError {
+                        code: "not_submitted".into(),
+                        message: ns.message.clone(),
+                    }),
+                );
+            }
+        }
         for (job, st) in handle.jobs.iter().zip(&status.jobs) {
             let region = job_region(&job.arn);
             let s3 = self.s3(region);
@@ -423,41 +546,70 @@ impl Router {
                 Error::invalid("batch", format!("{} is not an s3:// URI", job.output_uri))
             })?;
             let mut found: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+            // Output lines that are not JSON records with a recordId.
+            let mut unreadable = 0usize;
             let mut token: Option<String> = None;
             loop {
-                let page = s3
-                    .list_objects_v2()
-                    .bucket(bucket)
-                    .prefix(prefix)
-                    .set_continuation_token(token.clone())
-                    .send()
-                    .await
-                    .map_err(|e| from_operation(e, &control_target(region, &job.output_uri)))?;
+                let page = self
+                    .retried(|| async {
+                        s3.list_objects_v2()
+                            .bucket(bucket)
+                            .prefix(prefix)
+                            .set_continuation_token(token.clone())
+                            .send()
+                            .await
+                            .map_err(|e| {
+                                from_operation(e, &control_target(region, &job.output_uri))
+                            })
+                    })
+                    .await?;
                 for obj in page.contents() {
                     let Some(key) = obj.key() else { continue };
                     if !key.ends_with(".jsonl.out") {
                         continue;
                     }
-                    let body = s3
-                        .get_object()
-                        .bucket(bucket)
-                        .key(key)
-                        .send()
-                        .await
-                        .map_err(|e| from_operation(e, &control_target(region, key)))?
-                        .body
-                        .collect()
-                        .await
-                        .map_err(|e| Error::invalid("batch output", e.to_string()))?
-                        .into_bytes();
+                    let body = self
+                        .retried(|| async {
+                            let out = s3
+                                .get_object()
+                                .bucket(bucket)
+                                .key(key)
+                                .send()
+                                .await
+                                .map_err(|e| from_operation(e, &control_target(region, key)))?;
+                            // A body cut off on the way is a transport failure: retried.
+                            out.body
+                                .collect()
+                                .await
+                                .map(|b| b.into_bytes())
+                                .map_err(|e| {
+                                    Error::from(crate::error::ServiceError {
+                                        kind: crate::ErrorKind::Transport,
+                                        code: String::new(),
+                                        message: format!("reading {key}: {e}"),
+                                        target: key.to_string(),
+                                        region: region.to_string(),
+                                        http_status: None,
+                                        request_id: None,
+                                        retry_after: None,
+                                    })
+                                })
+                        })
+                        .await?;
                     for line in String::from_utf8_lossy(&body)
                         .lines()
                         .filter(|l| !l.trim().is_empty())
                     {
-                        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-                            if let Some(id) = v.get("recordId").and_then(|r| r.as_str()) {
-                                found.insert(id.to_string(), v);
+                        match serde_json::from_str::<serde_json::Value>(line)
+                            .ok()
+                            .and_then(|v| {
+                                let id = v.get("recordId")?.as_str()?.to_string();
+                                Some((id, v))
+                            }) {
+                            Some((id, v)) => {
+                                found.insert(id, v);
                             }
+                            None => unreadable += 1,
                         }
                     }
                 }
@@ -469,6 +621,15 @@ impl Router {
             let m = &exec.config.models[&job.model];
             for &i in &job.indices {
                 let item = match found.get(&record_id(i)) {
+                    // Its line may be among those that could not be read.
+                    None if unreadable > 0 => Err(BatchRecordError {
+                        code: "unreadable_output".into(),
+                        message: format!(
+                            "record {} was not found in the output of job {}, where {unreadable} line(s) could not be read",
+                            record_id(i),
+                            job.arn
+                        ),
+                    }),
                     None => Err(BatchRecordError {
                         code: "missing".into(),
                         message: format!(

@@ -310,3 +310,137 @@ async fn a_batch_session_collects_batch_class_requests() {
         .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Batch)));
     emu.shutdown().await;
 }
+
+/// Control-plane throttles are retried: the submission and the waits go through.
+#[tokio::test]
+async fn throttled_control_plane_calls_are_retried() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    emu.add_fault(Fault::new(FaultKind::Throttle).for_tier("control").times(3));
+    let handle = router
+        .submit_batch((0..150).map(request).collect())
+        .await
+        .unwrap();
+    assert_eq!(handle.jobs.len(), 1);
+    assert!(handle.not_submitted.is_empty());
+    // Status reads throttled too: a throttle no longer aborts the wait.
+    emu.add_fault(
+        Fault::new(FaultKind::Throttle)
+            .for_tier("control")
+            .for_model("GetModelInvocationJob")
+            .times(2),
+    );
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+    let items = router.batch_results(&handle).await.unwrap();
+    assert!(items.iter().all(|i| i.is_ok()));
+}
+
+/// A job that cannot be created does not lose the ones that were: the handle covers them and
+/// names the requests not submitted, which come back as typed errors in their places.
+#[tokio::test]
+async fn a_failed_job_creation_keeps_the_jobs_already_created() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    // Two models: Lite's job is created; Micro's creation fails every time.
+    emu.add_fault(
+        Fault::new(FaultKind::InternalError)
+            .for_tier("control")
+            .for_model("amazon.nova-micro-v1:0"),
+    );
+    let requests: Vec<GenerateRequest> = (0..300)
+        .map(|i| {
+            let r = request(i);
+            if i % 2 == 0 {
+                r.model("amazon.nova-micro-v1:0")
+            } else {
+                r
+            }
+        })
+        .collect();
+    let handle = router.submit_batch(requests).await.unwrap();
+    assert_eq!(handle.jobs.len(), 1, "{handle:?}");
+    assert_eq!(handle.not_submitted.len(), 1);
+    let ns = &handle.not_submitted[0];
+    assert_eq!(ns.model, "amazon.nova-micro-v1:0");
+    assert_eq!(ns.indices.len(), 150);
+    assert_eq!(ns.kind, laneway::ErrorKind::Internal);
+    // The handle survives a round trip with its not-submitted requests.
+    let handle = BatchHandle::from_json(&handle.to_json()).unwrap();
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+    let items = router.batch_results(&handle).await.unwrap();
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Ok(out) => assert!(i % 2 == 1 && out.model == LITE),
+            Err(e) => assert!(i % 2 == 0 && e.code == "not_submitted", "{i}: {e:?}"),
+        }
+    }
+}
+
+/// An output line that is not a JSON record (a damaged file) makes the record it held a typed
+/// `unreadable_output` error, not a silent "missing".
+#[tokio::test]
+async fn unreadable_output_lines_are_typed_errors() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    let handle = router
+        .submit_batch((0..120).map(request).collect())
+        .await
+        .unwrap();
+    router.wait_batch(&handle, |_| {}).await.unwrap();
+
+    // Damage the first line of the job's output, with the official S3 client.
+    let s3 = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::new()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .endpoint_url(emu.url())
+            .force_path_style(true)
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                laneway_emulator::TEST_ACCESS_KEY_ID,
+                laneway_emulator::TEST_SECRET_ACCESS_KEY,
+                None,
+                None,
+                "test",
+            ))
+            .build(),
+    );
+    let rest = handle.jobs[0].output_uri.strip_prefix("s3://").unwrap();
+    let (bucket, prefix) = rest.split_once('/').unwrap();
+    let listed = s3
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .send()
+        .await
+        .unwrap();
+    let key = listed
+        .contents()
+        .iter()
+        .filter_map(|o| o.key())
+        .find(|k| k.ends_with(".jsonl.out"))
+        .unwrap()
+        .to_string();
+    let body = s3
+        .get_object()
+        .bucket(bucket)
+        .key(&key)
+        .send()
+        .await
+        .unwrap();
+    let text = String::from_utf8(body.body.collect().await.unwrap().to_vec()).unwrap();
+    let (_, rest) = text.split_once('\n').unwrap();
+    let damaged = format!("{{\"recordId\": \"000000000\", \"modelOutput\": {{\"content\n{rest}");
+    s3.put_object()
+        .bucket(bucket)
+        .key(&key)
+        .body(damaged.into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+
+    let items = router.batch_results(&handle).await.unwrap();
+    let errors: Vec<_> = items.iter().filter_map(|i| i.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].code, "unreadable_output");
+    assert!(errors[0].message.contains("1 line(s) could not be read"));
+}

@@ -262,6 +262,21 @@ impl Engine {
         result
     }
 
+    /// A fault on a control-plane call (the batch jobs' Create/Get/Stop): faults with
+    /// `tier = "control"` match them, filtered by region and by model or operation name.
+    pub fn control_refusal(&self, region: &str, operation: &str, model: &str) -> Option<ApiError> {
+        let hits = self.faults.take_matching(
+            &Subject {
+                region,
+                model,
+                target: operation,
+                tier: "control",
+            },
+            self.started.elapsed(),
+        );
+        hits.iter().find_map(|f| refusal(Service::Bedrock, f))
+    }
+
     /// Records that a stream was broken by a fault after it was admitted.
     pub fn record_broken_stream(&self, ask: &Ask) {
         self.update_counter(ask, |c| c.streams_broken += 1);

@@ -124,6 +124,9 @@ async fn create(
         )));
     }
     let model_id = field("/modelId").ok_or_else(|| invalid("modelId is required"))?;
+    if let Some(refused) = engine.control_refusal(&region, "CreateModelInvocationJob", &model_id) {
+        return Err(refused);
+    }
     if !engine.scenario.models.iter().any(|m| m.id == model_id) {
         return Err(invalid(format!(
             "The provided model identifier is invalid: {model_id}"
@@ -171,7 +174,10 @@ async fn describe(
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authenticate(&engine, "bedrock", &method, &uri, &headers, &Bytes::new())?;
+    let region = authenticate(&engine, "bedrock", &method, &uri, &headers, &Bytes::new())?;
+    if let Some(refused) = engine.control_refusal(&region, "GetModelInvocationJob", "") {
+        return Err(refused);
+    }
     let j = engine.jobs.get(&job_id(&job)).ok_or_else(|| {
         ApiError::new(
             404,
