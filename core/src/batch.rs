@@ -395,7 +395,10 @@ mod tests {
         assert_eq!(BatchHandle::from_json(&h.to_json()).unwrap(), h);
         // A handle written before `not_submitted` existed still reads.
         let old = r#"{"id":"b0","total":0,"jobs":[],"immediate":{}}"#;
-        assert!(BatchHandle::from_json(old).unwrap().not_submitted.is_empty());
+        assert!(BatchHandle::from_json(old)
+            .unwrap()
+            .not_submitted
+            .is_empty());
         assert!(BatchHandle::from_json("{").is_err());
     }
 }

@@ -760,6 +760,26 @@ mod tests {
         .unwrap()
     }
 
+    proptest::proptest! {
+        /// Whatever another writer left in the breakers hash: numbers are read, the rest
+        /// skipped and counted, never a failed sync.
+        #[test]
+        fn any_breaker_hash_is_read_without_failing(
+            entries in proptest::collection::hash_map("\\PC{0,12}", proptest::prop_oneof![
+                "[0-9]{1,19}",
+                "\\PC{0,12}",
+                proptest::strategy::Just("18446744073709551616".to_string()),
+                proptest::strategy::Just("-1".to_string()),
+            ], 0..16)
+        ) {
+            let counter = AtomicU64::new(0);
+            let numeric = entries.values().filter(|v| v.trim().parse::<u64>().is_ok()).count();
+            let parsed = parse_breakers(entries.clone(), &counter);
+            proptest::prop_assert_eq!(parsed.len(), numeric);
+            proptest::prop_assert_eq!(counter.load(Ordering::Relaxed) as usize, entries.len() - numeric);
+        }
+    }
+
     #[test]
     fn malformed_breaker_entries_are_skipped_and_counted() {
         let counter = AtomicU64::new(0);
