@@ -16,7 +16,8 @@ const SEQUENTIAL = Number(process.env.LANEWAY_BENCH_SEQUENTIAL || 1500)
 const CONCURRENT = Number(process.env.LANEWAY_BENCH_CONCURRENT || 4000)
 const ROUNDS = Number(process.env.LANEWAY_BENCH_ROUNDS || 3)
 const PROMPT = i => `Summarise ticket ${i}: the invoice was charged twice and the customer wants a refund.`
-const config = { families: { nova: { variants: ['amazon.nova-micro-v1:0', 'amazon.nova-lite-v1:0', 'amazon.nova-pro-v1:0'], router: { max_strong_share: 0.3 } } } }
+// Converse against Converse: Laneway's generate sends a stream by default (routing.stream_generate).
+const config = { families: { nova: { variants: ['amazon.nova-micro-v1:0', 'amazon.nova-lite-v1:0', 'amazon.nova-pro-v1:0'], router: { max_strong_share: 0.3 } } }, routing: { stream_generate: false } }
 
 async function measured (n, run) {
   const cpu = process.cpuUsage()

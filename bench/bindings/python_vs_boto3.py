@@ -25,7 +25,11 @@ import laneway
 from laneway.testing import ACCESS_KEY_ID, SECRET_ACCESS_KEY, Emulator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAMILY = {"families": {"nova": {"variants": ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"], "router": {"max_strong_share": 0.3}}}}
+# Converse against Converse: Laneway's generate sends a stream by default (routing.stream_generate).
+FAMILY = {
+    "families": {"nova": {"variants": ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"], "router": {"max_strong_share": 0.3}}},
+    "routing": {"stream_generate": False},
+}
 PROMPT = "Summarise ticket {i}: the invoice was charged twice and the customer wants a refund."
 SEQUENTIAL = int(os.environ.get("LANEWAY_BENCH_SEQUENTIAL", "1500"))
 CONCURRENT = int(os.environ.get("LANEWAY_BENCH_CONCURRENT", "4000"))

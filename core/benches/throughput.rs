@@ -100,7 +100,12 @@ fn main() {
             .load()
             .await;
         let raw = bedrock::Client::new(&conf);
+        // Converse against Converse (and streams against streams below): Laneway's generate
+        // sends a stream by default (routing.stream_generate).
+        let mut config = laneway::Config::default();
+        config.routing.stream_generate = false;
         let router = Router::builder()
+            .config(config)
             .endpoint_url(emulator.url())
             .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
             .build()
