@@ -109,12 +109,55 @@ pub struct BatchHandle {
     pub total: usize,
     /// Every job that was created, even when a later one could not be.
     pub jobs: Vec<BatchJob>,
-    /// Requests answered at submission on flex, by index.
+    /// Answers already known at submission, by index (handles written before diverted
+    /// requests ran in the background carry them here).
     pub immediate: BTreeMap<usize, BatchItem>,
+    /// Requests diverted to flex (too few for a job, a deadline sooner than the turnaround),
+    /// answered in the background by the submitting router; `batch_results` collects them.
+    #[serde(default)]
+    pub pending_flex: Vec<usize>,
     /// Requests that could not be submitted (their upload or job creation failed after its
     /// retries), and why; `batch_results` reports them as `not_submitted` errors.
     #[serde(default)]
     pub not_submitted: Vec<NotSubmitted>,
+}
+
+/// The answers of diverted requests, by batch id, as the submitting router produces them in
+/// the background. The most recent batches are kept (their answers are small), so that results
+/// can be read more than once without the map growing with every batch ever submitted.
+#[derive(Default)]
+pub(crate) struct DivertedAnswers {
+    inner: std::sync::Mutex<(
+        std::collections::HashMap<String, DivertedFuture>,
+        std::collections::VecDeque<String>,
+    )>,
+}
+
+pub(crate) type DivertedFuture = futures::future::Shared<
+    futures::future::BoxFuture<'static, std::sync::Arc<BTreeMap<usize, BatchItem>>>,
+>;
+
+/// Batches whose diverted answers a router keeps.
+const DIVERTED_KEPT: usize = 256;
+
+impl DivertedAnswers {
+    pub(crate) fn insert(&self, batch: String, answers: DivertedFuture) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (map, order) = &mut *g;
+        if map.insert(batch.clone(), answers).is_none() {
+            order.push_back(batch);
+        }
+        while order.len() > DIVERTED_KEPT {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, batch: &str) -> Option<DivertedFuture> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.get(batch).cloned()
+    }
 }
 
 /// Requests of one would-be job that were never submitted.
@@ -385,6 +428,7 @@ mod tests {
                     message: "x".into(),
                 }),
             )]),
+            pending_flex: vec![3],
             not_submitted: vec![NotSubmitted {
                 model: "m".into(),
                 indices: vec![2],

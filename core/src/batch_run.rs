@@ -7,7 +7,7 @@ use aws_sdk_bedrock::types::{
     ModelInvocationJobInputDataConfig, ModelInvocationJobOutputDataConfig,
     ModelInvocationJobS3InputDataConfig, ModelInvocationJobS3OutputDataConfig,
 };
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 
 use crate::backend::errors::from_operation;
 use crate::batch::{
@@ -275,8 +275,21 @@ impl Router {
                 });
             }
         }
-        let immediate = self.run_diverted(&requests, divert).await;
-        if jobs.is_empty() && immediate.is_empty() {
+        // Diverted requests run in the background: they never delay the handle.
+        let pending_flex: Vec<usize> = divert.keys().copied().collect();
+        if !divert.is_empty() {
+            let router = self.clone();
+            let diverted: Vec<(usize, GenerateRequest, String)> = divert
+                .into_iter()
+                .map(|(i, why)| (i, requests[i].clone(), why))
+                .collect();
+            let task = tokio::spawn(async move { router.run_diverted(diverted).await });
+            let answers = async move { std::sync::Arc::new(task.await.unwrap_or_default()) }
+                .boxed()
+                .shared();
+            self.executor().diverted.insert(id.clone(), answers);
+        }
+        if jobs.is_empty() && pending_flex.is_empty() {
             if let Some(first) = not_submitted.first() {
                 // Nothing was created: no handle to cover, the error itself.
                 return Err(Error::from(crate::error::ServiceError {
@@ -295,7 +308,8 @@ impl Router {
             id,
             total,
             jobs,
-            immediate,
+            immediate: BTreeMap::new(),
+            pending_flex,
             not_submitted,
         })
     }
@@ -405,12 +419,11 @@ impl Router {
     /// Answers diverted requests on the flex tier now.
     async fn run_diverted(
         &self,
-        requests: &[GenerateRequest],
-        divert: BTreeMap<usize, String>,
+        diverted: Vec<(usize, GenerateRequest, String)>,
     ) -> BTreeMap<usize, BatchItem> {
-        futures::stream::iter(divert)
-            .map(|(i, why)| {
-                let request = requests[i].clone().tier(DIVERTED_TIER);
+        futures::stream::iter(diverted)
+            .map(|(i, request, why)| {
+                let request = request.tier(DIVERTED_TIER);
                 async move {
                     let item = match self.generate(request).await {
                         Ok(r) => Ok(BatchOutput {
@@ -463,23 +476,35 @@ impl Router {
     }
 
     /// Stops the batch's jobs that have not ended (StopModelInvocationJob); records already
-    /// answered stay in the outputs. Returns how many jobs were asked to stop.
+    /// answered stay in the outputs. Returns how many jobs were stopped (a job that ends on its
+    /// own meanwhile is not counted, and is no error).
     pub async fn cancel_batch(&self, handle: &BatchHandle) -> Result<usize> {
         let status = self.batch_status(handle).await?;
         let mut stopped = 0;
         for j in status.jobs.iter().filter(|j| !j.finished()) {
             let region = job_region(&j.arn);
             let control = self.bedrock_control(region);
-            self.retried(|| async {
-                control
-                    .stop_model_invocation_job()
-                    .job_identifier(&j.arn)
-                    .send()
-                    .await
-                    .map_err(|e| from_operation(e, &control_target(region, &j.arn)))
-            })
-            .await?;
-            stopped += 1;
+            let stop = self
+                .retried(|| async {
+                    control
+                        .stop_model_invocation_job()
+                        .job_identifier(&j.arn)
+                        .send()
+                        .await
+                        .map_err(|e| from_operation(e, &control_target(region, &j.arn)))
+                })
+                .await;
+            match stop {
+                Ok(_) => stopped += 1,
+                // It ended between the status read and the stop: nothing to stop.
+                Err(e) if e.kind() == crate::ErrorKind::Validation => {
+                    let now = self.batch_status(handle).await?;
+                    if !now.jobs.iter().any(|s| s.arn == j.arn && s.finished()) {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(stopped)
     }
@@ -502,8 +527,10 @@ impl Router {
     }
 
     /// One item per submitted request, in submission order: its answer with usage and cost at
-    /// the batch price, or its error (a record the job failed, or one missing from the output).
-    /// Fails if a job has not ended yet.
+    /// the batch price, or its error (a record the job failed, one missing or unreadable in the
+    /// output, one not submitted). Requests diverted to flex are awaited here: the submitting
+    /// router answers them in the background (another router resuming the handle reports them
+    /// as `diverted_elsewhere`). Fails if a job has not ended yet.
     pub async fn batch_results(&self, handle: &BatchHandle) -> Result<Vec<BatchItem>> {
         let exec = self.executor();
         let status = self.batch_status(handle).await?;
@@ -528,6 +555,30 @@ impl Router {
             ));
         }
         let mut items: BTreeMap<usize, BatchItem> = handle.immediate.clone();
+        if !handle.pending_flex.is_empty() {
+            match exec.diverted.get(&handle.id) {
+                Some(answers) => {
+                    for (i, item) in answers.await.iter() {
+                        items.insert(*i, item.clone());
+                    }
+                }
+                // A handle resumed by another router: the submitting one answered these.
+                None => {
+                    for &i in &handle.pending_flex {
+                        items.insert(
+                            i,
+                            Err(BatchRecordError {
+                                code: "diverted_elsewhere".into(),
+                                message: format!(
+                                    "request {i} was answered on flex by the router that submitted batch {}; its answer is not in this handle",
+                                    handle.id
+                                ),
+                            }),
+                        );
+                    }
+                }
+            }
+        }
         for ns in &handle.not_submitted {
             for &i in &ns.indices {
                 items.insert(

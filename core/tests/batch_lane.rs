@@ -180,7 +180,12 @@ async fn a_handle_is_resumed_after_the_submitting_process_exits() {
 
 #[tokio::test]
 async fn a_batch_can_be_stopped() {
-    let emu = common::emulator().await;
+    // Real time: the job's stages take 200 ms, so the stop lands while it runs (at the fast
+    // scale they take 2 ms and the job may end first).
+    let emu =
+        laneway_emulator::Emulator::start(laneway_emulator::Scenario::builtin("startup").unwrap())
+            .await
+            .unwrap();
     let router = common::router_with(&emu, common::config(BATCH)).await;
     let handle = router
         .submit_batch((0..110).map(request).collect())
@@ -443,4 +448,40 @@ async fn unreadable_output_lines_are_typed_errors() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].code, "unreadable_output");
     assert!(errors[0].message.contains("1 line(s) could not be read"));
+}
+
+/// Requests diverted to flex are answered in the background: the handle comes back before
+/// their (slow) answers, which `batch_results` then collects.
+#[tokio::test]
+async fn diverted_requests_never_delay_the_handle() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config(BATCH)).await;
+    emu.add_fault(Fault {
+        delay_ms: Some(3_000),
+        ..Fault::new(FaultKind::SlowFirstToken).for_tier("flex")
+    });
+    // Ten requests: too few for a job, all diverted. Were the handle to wait for them, it
+    // would take their three-second first tokens.
+    let handle = tokio::time::timeout(
+        Duration::from_millis(1_500),
+        router.submit_batch((0..10).map(request).collect()),
+    )
+    .await
+    .expect("the handle does not wait for diverted answers")
+    .unwrap();
+    assert!(handle.jobs.is_empty());
+    assert_eq!(handle.pending_flex, (0..10).collect::<Vec<_>>());
+    let items = router.batch_results(&handle).await.unwrap();
+    assert!(items
+        .iter()
+        .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Flex)));
+    // Read twice: the answers are kept.
+    assert_eq!(router.batch_results(&handle).await.unwrap().len(), 10);
+    // Another router resuming the handle cannot have them, and says so.
+    let other = common::router_with(&emu, common::config(BATCH)).await;
+    let resumed = BatchHandle::from_json(&handle.to_json()).unwrap();
+    let items = other.batch_results(&resumed).await.unwrap();
+    assert!(items
+        .iter()
+        .all(|i| i.as_ref().is_err_and(|e| e.code == "diverted_elsewhere")));
 }

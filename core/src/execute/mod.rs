@@ -37,6 +37,8 @@ pub struct Executor {
     pub telemetry: crate::telemetry::Telemetry,
     /// The AWS settings the clients were built from (the batch lane builds its own from them).
     pub sdk: Option<aws_config::SdkConfig>,
+    /// Answers of requests diverted from batches to flex, as they come.
+    pub(crate) diverted: crate::batch::DivertedAnswers,
 }
 
 impl std::fmt::Debug for Executor {
@@ -60,6 +62,7 @@ impl Executor {
             state,
             telemetry,
             sdk: None,
+            diverted: Default::default(),
         }
     }
 
