@@ -408,3 +408,73 @@ fn stream_event(ev: wire::ConverseStreamOutput) -> Option<BackendEvent> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// ConverseStream events as the SDK decodes them from frames, with hostile numbers
+        /// (negative indexes and token counts) and arbitrary text: mapped, never a panic; no
+        /// count wraps.
+        #[test]
+        fn stream_events_with_hostile_values_map_without_panicking(
+            index in any::<i32>(),
+            tokens in any::<i32>(),
+            text in "\\PC{0,40}",
+            stop in "\\PC{0,12}",
+            tool in any::<bool>(),
+        ) {
+            let delta = if tool {
+                wire::ContentBlockDelta::ToolUse(
+                    wire::ToolUseBlockDelta::builder().input(text.clone()).build().unwrap(),
+                )
+            } else {
+                wire::ContentBlockDelta::Text(text.clone())
+            };
+            let ev = wire::ConverseStreamOutput::ContentBlockDelta(
+                wire::ContentBlockDeltaEvent::builder()
+                    .content_block_index(index)
+                    .delta(delta)
+                    .build()
+                    .unwrap(),
+            );
+            match stream_event(ev) {
+                Some(BackendEvent::TextDelta { index: i, text: t }) => {
+                    prop_assert_eq!(i, u32::try_from(index).unwrap_or(0));
+                    prop_assert_eq!(t, text.clone());
+                }
+                Some(BackendEvent::ToolUseDelta { input_json, .. }) => prop_assert_eq!(input_json, text.clone()),
+                other => prop_assert!(false, "{other:?}"),
+            }
+            let usage_ev = wire::ConverseStreamOutput::Metadata(
+                wire::ConverseStreamMetadataEvent::builder()
+                    .usage(
+                        wire::TokenUsage::builder()
+                            .input_tokens(tokens)
+                            .output_tokens(tokens)
+                            .total_tokens(tokens)
+                            .build()
+                            .unwrap(),
+                    )
+                    .build(),
+            );
+            match stream_event(usage_ev) {
+                Some(BackendEvent::Metadata { usage, .. }) => {
+                    prop_assert_eq!(usage.output_tokens, u32::try_from(tokens).unwrap_or(0));
+                }
+                other => prop_assert!(false, "{other:?}"),
+            }
+            let stop_ev = wire::ConverseStreamOutput::MessageStop(
+                wire::MessageStopEvent::builder()
+                    .stop_reason(wire::StopReason::from(stop.as_str()))
+                    .build()
+                    .unwrap(),
+            );
+            prop_assert!(matches!(stream_event(stop_ev), Some(BackendEvent::Stop(_))));
+        }
+    }
+}
