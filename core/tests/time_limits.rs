@@ -36,6 +36,8 @@ enum Behaviour {
     RetryAfter(Duration),
     /// Refuses as unavailable.
     Down,
+    /// Refuses as unavailable after this long.
+    DownAfter(Duration),
 }
 
 #[derive(Default)]
@@ -109,6 +111,10 @@ impl Backend for Scripted {
                 }
                 Behaviour::RetryAfter(d) => Err(refusal(&call, ErrorKind::Throttled, Some(d))),
                 Behaviour::Down => Err(refusal(&call, ErrorKind::Unavailable, None)),
+                Behaviour::DownAfter(d) => {
+                    tokio::time::sleep(d).await;
+                    Err(refusal(&call, ErrorKind::Unavailable, None))
+                }
             }
         })
     }
@@ -129,6 +135,10 @@ impl Backend for Scripted {
                 )),
                 Behaviour::RetryAfter(d) => Err(refusal(&call, ErrorKind::Throttled, Some(d))),
                 Behaviour::Down => Err(refusal(&call, ErrorKind::Unavailable, None)),
+                Behaviour::DownAfter(d) => {
+                    tokio::time::sleep(d).await;
+                    Err(refusal(&call, ErrorKind::Unavailable, None))
+                }
             }
         })
     }
@@ -473,4 +483,55 @@ async fn an_interactive_stream_hedges_away_from_a_stalled_region() {
     assert!(hedge.hedge_won);
     // The hedge left after half the TTFT target (no TTFT seen yet) and answered in 290 ms.
     assert_eq!(started.elapsed(), Duration::from_millis(250 + 100 + 190));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_single_target_cut_by_the_deadline_reports_what_it_answered() {
+    // The EU profile only; it is down, and its answers come late enough that the deadline
+    // falls during a try.
+    let (exec, _) = executor(
+        "",
+        [
+            ("us-east-1", FAST),
+            ("us-west-2", FAST),
+            ("eu-west-1", Behaviour::Stall),
+        ],
+    );
+    let eu = GenerateRequest::user("hello")
+        .model("eu.amazon.nova-lite-v1:0")
+        .residency(laneway::Residency::Geography(laneway::Geography::Eu));
+    // Nothing but stalls: the deadline's own error is all there is.
+    let err = generate(&exec, eu.clone().deadline(Duration::from_millis(500)))
+        .await
+        .unwrap_err();
+    let Error::Service(e) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, "DeadlineExceeded");
+
+    // Down, answering 503 after 100 ms, with a 250 ms deadline: tries follow one another until
+    // the deadline, which falls during a try or leaves no time for another. Either way the
+    // error is the target's own 503, and it says the deadline ended the call.
+    for _ in 0..20 {
+        let (exec, backend) = executor(
+            "",
+            [
+                ("us-east-1", FAST),
+                ("us-west-2", FAST),
+                (
+                    "eu-west-1",
+                    Behaviour::DownAfter(Duration::from_millis(100)),
+                ),
+            ],
+        );
+        let err = generate(&exec, eu.clone().deadline(Duration::from_millis(250)))
+            .await
+            .unwrap_err();
+        assert!(backend.sent.load(Ordering::Relaxed) >= 2);
+        let Error::Service(e) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(e.kind, ErrorKind::Unavailable, "{err}");
+        assert!(e.message.contains("deadline"), "{err:?}");
+    }
 }

@@ -137,6 +137,7 @@ impl<'a> Run<'a> {
     /// has passed.
     pub async fn next_attempt(&mut self) -> Option<InFlight<'a>> {
         if self.limits.remaining(tokio::time::Instant::now()).is_zero() {
+            self.note_on_last_failure("the call's deadline passed before another try");
             return None;
         }
         let state = &self.exec.state;
@@ -296,7 +297,9 @@ impl<'a> Run<'a> {
             }
             wait = wait.max(asked);
         }
-        if wait >= left {
+        // The timer rounds a sleep up to its next millisecond: a wait that close to the deadline
+        // would leave no time to send anything.
+        if wait + TIMER_TICK >= left {
             let why = format!(
                 "no time for another round before the call's deadline ({} ms left)",
                 left.as_millis()
@@ -358,7 +361,23 @@ impl<'a> Run<'a> {
                 .windows(2)
                 .all(|w| (&w[0].0.target, &w[0].0.region) == (&w[1].0.target, &w[1].0.region));
         if !failed.is_empty() && one_target && !self.budget_exhausted {
-            return failed.pop().expect("not empty").1;
+            // The deadline cutting the last try short says less than what the target answered
+            // before it: that answer is the error, and the deadline goes into its message.
+            let deadline = TimeLimit::Deadline.code();
+            let last_answer = failed.iter().rposition(|(f, _)| f.code != deadline);
+            return match last_answer {
+                Some(i) if i + 1 < failed.len() => {
+                    let mut err = failed.swap_remove(i).1;
+                    if let Error::Service(e) = &mut err {
+                        e.message = format!(
+                            "{} (then the call's deadline passed during another try)",
+                            e.message
+                        );
+                    }
+                    err
+                }
+                _ => failed.pop().expect("not empty").1,
+            };
         }
         Error::AllTargetsFailed {
             attempts: failed.into_iter().map(|(f, _)| f).collect(),
@@ -468,6 +487,9 @@ impl<'a> Run<'a> {
         response
     }
 }
+
+/// The timer's resolution.
+const TIMER_TICK: std::time::Duration = std::time::Duration::from_millis(1);
 
 fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
