@@ -1,5 +1,5 @@
 //! The retry budget: retries, failovers and hedges together may add at most a configured share
-//! of recent traffic (plus a small floor), so a retry storm cannot happen.
+//! of recent traffic (never less than a small floor), so a retry storm cannot happen.
 
 use std::time::{Duration, Instant};
 
