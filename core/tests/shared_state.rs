@@ -460,9 +460,27 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
     assert_eq!(east(&emu), 3);
     redis.kill();
     redis.restart();
-    // Past the breaker's open period, and after several syncs with the empty Redis.
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    assert!(!router.metrics().shared.unwrap().degraded, "back on Redis");
+    // Wait (bounded) for what the check needs, not for a fixed time: two reads of the empty
+    // Redis's breakers, and the breaker's open period over (the plan no longer demotes the
+    // target as open). Redis is a real server here, so only its events can be waited on.
+    let synced = router.metrics().shared.unwrap().breaker_syncs;
+    let ready = || {
+        let status = router.metrics().shared.unwrap();
+        let open = router.plan(&req()).unwrap().reasons.iter().any(|r| {
+            matches!(r, laneway::Reason::TargetDemoted { target, region, health: laneway::state::BreakerView::Open, .. }
+                if target == LITE && region == "us-east-1")
+        });
+        !status.degraded && status.breaker_syncs >= synced + 2 && !open
+    };
+    let mut waited = 0;
+    while !ready() {
+        waited += 1;
+        assert!(
+            waited < 500,
+            "the router never caught up with the restarted Redis"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     for _ in 0..3 {
         router.generate(req()).await.unwrap();
     }

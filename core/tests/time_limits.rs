@@ -150,6 +150,20 @@ const FAST: Behaviour = Behaviour::Answer {
     tokens: 20,
 };
 
+/// us-east-1 accepts and never answers; the other regions answer fast.
+const EAST_STALLS: [(&str, Behaviour); 3] = [
+    ("us-east-1", Behaviour::Stall),
+    ("us-west-2", FAST),
+    ("eu-west-1", FAST),
+];
+
+/// One target only: the EU profile under EU residency.
+fn eu_only() -> GenerateRequest {
+    GenerateRequest::user("hello")
+        .model("eu.amazon.nova-lite-v1:0")
+        .residency(laneway::Residency::Geography(laneway::Geography::Eu))
+}
+
 /// An executor over the startup configuration whose three nova regions behave as given.
 fn executor(
     extra: &str,
@@ -222,14 +236,7 @@ fn limits_hit(reasons: &[Reason]) -> Vec<(TimeLimit, String)> {
 
 #[tokio::test(start_paused = true)]
 async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
-    let (exec, _) = executor(
-        "",
-        [
-            ("us-east-1", Behaviour::Stall),
-            ("us-west-2", FAST),
-            ("eu-west-1", FAST),
-        ],
-    );
+    let (exec, _) = executor("", EAST_STALLS);
     let first_token = exec.config.routing.timeouts.standard.first_token;
     let started = Instant::now();
     let (_, done) = stream(&exec, request()).await;
@@ -262,11 +269,7 @@ async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
     // Sent as Converse (`stream_generate = false`): only the whole-answer limit can fire.
     let (exec, _) = executor(
         "[routing]\nmax_attempts = 3\nstream_generate = false\n",
-        [
-            ("us-east-1", Behaviour::Stall),
-            ("us-west-2", FAST),
-            ("eu-west-1", FAST),
-        ],
+        EAST_STALLS,
     );
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
@@ -286,11 +289,7 @@ async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
 async fn a_ttft_target_derives_the_first_token_limit() {
     let (exec, _) = executor(
         "[routing.hedge]\nenabled = false\nquantile = 0.9\nmin_delay = 50.0\n",
-        [
-            ("us-east-1", Behaviour::Stall),
-            ("us-west-2", FAST),
-            ("eu-west-1", FAST),
-        ],
+        EAST_STALLS,
     );
     let started = Instant::now();
     let req = request()
@@ -398,11 +397,7 @@ async fn retry_after_is_honoured_up_to_its_cap_and_never_past_the_deadline() {
             ("eu-west-1", Behaviour::RetryAfter(Duration::from_secs(3))),
         ],
     );
-    let eu = || {
-        GenerateRequest::user("hello")
-            .model("eu.amazon.nova-lite-v1:0")
-            .residency(laneway::Residency::Geography(laneway::Geography::Eu))
-    };
+    let eu = eu_only;
     let started = Instant::now();
     let err = generate(&exec, eu().deadline(Duration::from_secs(10)))
         .await
@@ -443,14 +438,7 @@ async fn the_retry_budget_is_checked_before_the_back_off() {
         ],
     );
     let started = Instant::now();
-    let err = generate(
-        &exec,
-        GenerateRequest::user("hello")
-            .model("eu.amazon.nova-lite-v1:0")
-            .residency(laneway::Residency::Geography(laneway::Geography::Eu)),
-    )
-    .await
-    .unwrap_err();
+    let err = generate(&exec, eu_only()).await.unwrap_err();
     // No budget: one attempt, and no back-off slept before failing.
     assert_eq!(started.elapsed(), Duration::ZERO);
     let Error::AllTargetsFailed {
@@ -466,11 +454,7 @@ async fn the_retry_budget_is_checked_before_the_back_off() {
 async fn an_interactive_stream_hedges_away_from_a_stalled_region() {
     let (exec, _) = executor(
         "[routing.hedge]\nenabled = true\nquantile = 0.9\nmin_delay = 50.0\n",
-        [
-            ("us-east-1", Behaviour::Stall),
-            ("us-west-2", FAST),
-            ("eu-west-1", FAST),
-        ],
+        EAST_STALLS,
     );
     let started = Instant::now();
     let req = request()
@@ -497,9 +481,7 @@ async fn a_single_target_cut_by_the_deadline_reports_what_it_answered() {
             ("eu-west-1", Behaviour::Stall),
         ],
     );
-    let eu = GenerateRequest::user("hello")
-        .model("eu.amazon.nova-lite-v1:0")
-        .residency(laneway::Residency::Geography(laneway::Geography::Eu));
+    let eu = eu_only();
     // Nothing but stalls: the deadline's own error is all there is.
     let err = generate(&exec, eu.clone().deadline(Duration::from_millis(500)))
         .await

@@ -167,22 +167,28 @@ impl Drop for InFlight<'_> {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
-        let config = crate::Config::default();
-        let state = State::new(&config);
+    /// The first attempt of a plain request's plan, and its (region, target id, tier).
+    fn first_attempt(config: &crate::Config) -> (Attempt, (String, String, Option<ServiceTier>)) {
         let plan = crate::plan(
             &crate::GenerateRequest::user("hi"),
-            &config,
+            config,
             &crate::state::Fresh(Instant::now()),
         )
         .unwrap();
         let attempt = plan.attempts[0].clone();
-        let (region, id, tier) = (
+        let key = (
             attempt.target.region().to_string(),
             attempt.target.id().to_string(),
             attempt.tier,
         );
+        (attempt, key)
+    }
+
+    #[tokio::test]
+    async fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
+        let config = crate::Config::default();
+        let state = State::new(&config);
+        let (attempt, (region, id, tier)) = first_attempt(&config);
         let (inflight, _) = InFlight::admit(&state, attempt, (10, 10), false)
             .await
             .unwrap();
@@ -205,18 +211,7 @@ mod tests {
         config.routing.breaker.open_for = Duration::ZERO;
         config.routing.breaker.half_open_probes = 1;
         let state = State::new(&config);
-        let plan = crate::plan(
-            &crate::GenerateRequest::user("hi"),
-            &config,
-            &crate::state::Fresh(Instant::now()),
-        )
-        .unwrap();
-        let attempt = plan.attempts[0].clone();
-        let (region, id, tier) = (
-            attempt.target.region().to_string(),
-            attempt.target.id().to_string(),
-            attempt.tier,
-        );
+        let (attempt, (region, id, tier)) = first_attempt(&config);
         let probe_free = || {
             use crate::state::Observations;
             state.at(Instant::now()).target(&region, &id, tier).breaker

@@ -85,6 +85,7 @@ struct Health {
     admissions: AtomicU64,
     waited_admissions: AtomicU64,
     malformed_values: AtomicU64,
+    breaker_syncs: AtomicU64,
 }
 
 /// Now, in unix milliseconds (the clock shared entries are stamped with).
@@ -110,6 +111,8 @@ pub struct SharedStatus {
     pub waited_admissions: u64,
     /// Values read from Redis that were not what Laneway writes (skipped, not trusted).
     pub malformed_values: u64,
+    /// Completed reads of the fleet's breakers.
+    pub breaker_syncs: u64,
 }
 
 /// The Redis side of the router's state.
@@ -234,6 +237,7 @@ impl Shared {
             admissions: self.health.admissions.load(Ordering::Relaxed),
             waited_admissions: self.health.waited_admissions.load(Ordering::Relaxed),
             malformed_values: self.health.malformed_values.load(Ordering::Relaxed),
+            breaker_syncs: self.health.breaker_syncs.load(Ordering::Relaxed),
         }
     }
 
@@ -655,6 +659,7 @@ impl Shared {
             }
         }
         *map = fresh;
+        self.health.breaker_syncs.fetch_add(1, Ordering::Relaxed);
     }
 }
 
