@@ -80,12 +80,72 @@ pub struct BatchOutput {
     pub diverted: Option<String>,
 }
 
-/// A request that failed: its record failed in the job, or its diverted call failed.
+/// Why a request of a batch has no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BatchErrorKind {
+    /// The job failed its record (the record's `errorCode` is in `code`).
+    RecordFailed,
+    /// Diverted to flex, the call failed (its [`ErrorKind`](crate::ErrorKind) is in
+    /// `error_kind`, the service's code in `code`).
+    CallFailed,
+    /// Its record is not in the job's output.
+    Missing,
+    /// Its record is not in the job's output, where some lines could not be read.
+    UnreadableOutput,
+    /// Its output line has neither `modelOutput` nor `error`.
+    Malformed,
+    /// Its job could not be created (`error_kind` says why).
+    NotSubmitted,
+    /// Diverted to flex by the router that submitted the batch, which holds the answer.
+    DivertedElsewhere,
+}
+
+impl BatchErrorKind {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchErrorKind::RecordFailed => "record_failed",
+            BatchErrorKind::CallFailed => "call_failed",
+            BatchErrorKind::Missing => "missing",
+            BatchErrorKind::UnreadableOutput => "unreadable_output",
+            BatchErrorKind::Malformed => "malformed",
+            BatchErrorKind::NotSubmitted => "not_submitted",
+            BatchErrorKind::DivertedElsewhere => "diverted_elsewhere",
+        }
+    }
+}
+
+/// A request of a batch that has no answer, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[error("{code}: {message}")]
+#[error("{}{}: {message}", kind.as_str(), code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
 pub struct BatchRecordError {
-    pub code: String,
+    pub kind: BatchErrorKind,
+    /// For a call or job that failed: the [`ErrorKind`](crate::ErrorKind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<crate::ErrorKind>,
+    /// The service's own code: a record's `errorCode` (an HTTP status, as Bedrock writes it),
+    /// or a failed call's AWS error code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     pub message: String,
+}
+
+impl BatchRecordError {
+    /// The error of a diverted call that failed.
+    pub(crate) fn of_call(e: &crate::Error) -> Self {
+        let code = match e {
+            crate::Error::Service(s) if !s.code.is_empty() => Some(s.code.clone()),
+            _ => None,
+        };
+        Self {
+            kind: BatchErrorKind::CallFailed,
+            error_kind: Some(e.kind()),
+            code,
+            message: e.to_string(),
+        }
+    }
 }
 
 /// One request's outcome.
@@ -424,7 +484,9 @@ mod tests {
             immediate: BTreeMap::from([(
                 0,
                 Err(BatchRecordError {
-                    code: "throttled".into(),
+                    kind: BatchErrorKind::CallFailed,
+                    error_kind: Some(crate::ErrorKind::Throttled),
+                    code: Some("ThrottlingException".into()),
                     message: "x".into(),
                 }),
             )]),

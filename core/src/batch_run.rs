@@ -1,23 +1,19 @@
-//! The batch lane's calls to AWS: records to S3, jobs through the Bedrock control plane, and
-//! outputs read back (aws-sdk-s3, aws-sdk-bedrock).
+//! The batch lane's orchestration: requests grouped into jobs, diverted to flex when they
+//! cannot wait, retried control calls, and outputs matched back to requests. Every call to AWS
+//! goes through [`BedrockBatch`](crate::backend::BedrockBatch).
 
 use std::collections::BTreeMap;
 
-use aws_sdk_bedrock::types::{
-    ModelInvocationJobInputDataConfig, ModelInvocationJobOutputDataConfig,
-    ModelInvocationJobS3InputDataConfig, ModelInvocationJobS3OutputDataConfig,
-};
 use futures::{FutureExt, StreamExt};
 
-use crate::backend::errors::from_operation;
+use crate::backend::{BatchJobSpec, BedrockBatch};
 use crate::batch::{
     divert_reason, native_body, parse_output, record_id, BatchConfig, BatchCostComparison,
-    BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError, BatchStatus,
-    JobStatus, NotSubmitted, DIVERTED_TIER,
+    BatchErrorKind, BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError,
+    BatchStatus, JobStatus, NotSubmitted, DIVERTED_TIER,
 };
 use crate::config::Provider;
 use crate::error::{Error, Result};
-use crate::plan::Target;
 use crate::request::GenerateRequest;
 use crate::Router;
 
@@ -30,19 +26,6 @@ const CONTROL_TRIES: u32 = 5;
 fn s3_parts(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix("s3://")?;
     Some(rest.split_once('/').unwrap_or((rest, "")))
-}
-
-/// A label for control-plane errors (they have no model target).
-fn control_target(region: &str, what: &str) -> Target {
-    Target::Bedrock {
-        region: region.to_string(),
-        model_id: what.to_string(),
-        profile: None,
-    }
-}
-
-fn job_region(arn: &str) -> &str {
-    arn.split(':').nth(3).unwrap_or("")
 }
 
 /// Collects requests of SLO class `batch` for one submission: `router.batch_session()`.
@@ -113,20 +96,13 @@ impl Router {
         })
     }
 
-    fn s3(&self, region: &str) -> aws_sdk_s3::Client {
-        let sdk = self.sdk_config();
-        let mut b = aws_sdk_s3::config::Builder::from(sdk)
-            .region(aws_config::Region::new(region.to_string()));
-        if sdk.endpoint_url().is_some() {
-            b = b.force_path_style(true);
-        }
-        aws_sdk_s3::Client::from_conf(b.build())
-    }
-
-    fn bedrock_control(&self, region: &str) -> aws_sdk_bedrock::Client {
-        let b = aws_sdk_bedrock::config::Builder::from(self.sdk_config())
-            .region(aws_config::Region::new(region.to_string()));
-        aws_sdk_bedrock::Client::from_conf(b.build())
+    fn aws_batch(&self) -> Result<&BedrockBatch> {
+        self.executor().batch.as_ref().ok_or_else(|| {
+            Error::config(
+                "batch",
+                "the batch lane needs AWS settings: this router was built without them",
+            )
+        })
     }
 
     /// Submits requests to the batch lane: one Bedrock batch job per model and per
@@ -176,10 +152,11 @@ impl Router {
                 ));
             };
             if m.provider != Provider::Bedrock {
-                divert.insert(
-                    i,
-                    format!("{model} is self-hosted: SageMaker has no batch lane here"),
-                );
+                let hosting = match &m.provider {
+                    Provider::Sagemaker => "self-hosted: SageMaker".to_string(),
+                    other => format!("served by {other}, which"),
+                };
+                divert.insert(i, format!("{model} is {hosting} has no batch lane here"));
                 continue;
             }
             let Some(region) = exec
@@ -225,10 +202,8 @@ impl Router {
         }
         let mut jobs = Vec::new();
         let mut not_submitted = Vec::new();
+        let mut first_error: Option<Error> = None;
         for (model, (region, records)) in &groups {
-            let region = region.clone();
-            let s3 = self.s3(&region);
-            let control = self.bedrock_control(&region);
             let slug: String = model
                 .chars()
                 .map(|c| {
@@ -248,15 +223,14 @@ impl Router {
                 let body: String = chunk.iter().map(|(_, l)| format!("{l}\n")).collect();
                 let job_name = format!("{id}-{slug}-{n}");
                 let created = self
-                    .create_job(
-                        &s3, &control, &config, &region, model, &job_name, &input_key, &base, body,
-                    )
+                    .create_job(&config, region, model, &job_name, &input_key, &base, body)
                     .await;
                 let (input_uri, output_uri, arn) = match created {
                     Ok(parts) => parts,
                     Err(e) => {
                         // The jobs created so far keep running: the handle covers them, and
                         // says which requests were not submitted and why.
+                        first_error.get_or_insert_with(|| e.clone());
                         not_submitted.push(NotSubmitted {
                             model: model.clone(),
                             indices: chunk.iter().map(|(i, _)| *i).collect(),
@@ -290,18 +264,9 @@ impl Router {
             self.executor().diverted.insert(id.clone(), answers);
         }
         if jobs.is_empty() && pending_flex.is_empty() {
-            if let Some(first) = not_submitted.first() {
+            if let Some(error) = first_error {
                 // Nothing was created: no handle to cover, the error itself.
-                return Err(Error::from(crate::error::ServiceError {
-                    kind: first.kind,
-                    code: String::new(),
-                    message: first.message.clone(),
-                    target: "CreateModelInvocationJob".into(),
-                    region: String::new(),
-                    http_status: None,
-                    request_id: None,
-                    retry_after: None,
-                }));
+                return Err(error);
             }
         }
         Ok(BatchHandle {
@@ -319,8 +284,6 @@ impl Router {
     #[allow(clippy::too_many_arguments)]
     async fn create_job(
         &self,
-        s3: &aws_sdk_s3::Client,
-        control: &aws_sdk_bedrock::Client,
         config: &BatchConfig,
         region: &str,
         model: &str,
@@ -329,55 +292,22 @@ impl Router {
         base: &str,
         body: String,
     ) -> Result<(String, String, String)> {
-        self.retried(|| async {
-            s3.put_object()
-                .bucket(&config.bucket)
-                .key(input_key)
-                .content_type("application/jsonl")
-                .body(body.clone().into_bytes().into())
-                .send()
-                .await
-                .map_err(|e| {
-                    from_operation(
-                        e,
-                        &control_target(region, &format!("s3://{}", config.bucket)),
-                    )
-                })
-        })
-        .await?;
+        let aws = self.aws_batch()?;
+        let body = body.into_bytes();
+        self.retried(|| aws.put_records(region, &config.bucket, input_key, body.clone()))
+            .await?;
         let input_uri = format!("s3://{}/{input_key}", config.bucket);
         let output_uri = format!("s3://{}/{base}/out/", config.bucket);
-        let input = ModelInvocationJobS3InputDataConfig::builder()
-            .s3_uri(&input_uri)
-            .build()
-            .map_err(|e| Error::config("batch.bucket", e.to_string()))?;
-        let output = ModelInvocationJobS3OutputDataConfig::builder()
-            .s3_uri(&output_uri)
-            .build()
-            .map_err(|e| Error::config("batch.bucket", e.to_string()))?;
         // The same job name on every try: a create that reached Bedrock before its answer was
         // lost is refused as a duplicate rather than run twice.
-        let arn = self
-            .retried(|| async {
-                control
-                    .create_model_invocation_job()
-                    .job_name(job_name)
-                    .role_arn(&config.role_arn)
-                    .model_id(model)
-                    .input_data_config(ModelInvocationJobInputDataConfig::S3InputDataConfig(
-                        input.clone(),
-                    ))
-                    .output_data_config(ModelInvocationJobOutputDataConfig::S3OutputDataConfig(
-                        output.clone(),
-                    ))
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        from_operation(e, &control_target(region, "CreateModelInvocationJob"))
-                    })
-            })
-            .await?
-            .job_arn;
+        let spec = BatchJobSpec {
+            job_name,
+            role_arn: &config.role_arn,
+            model_id: model,
+            input_uri: &input_uri,
+            output_uri: &output_uri,
+        };
+        let arn = self.retried(|| aws.create_job(region, spec)).await?;
         Ok((input_uri, output_uri, arn))
     }
 
@@ -434,10 +364,7 @@ impl Router {
                             lane: BatchLane::Flex,
                             diverted: Some(why),
                         }),
-                        Err(e) => Err(BatchRecordError {
-                            code: e.kind().to_string(),
-                            message: e.to_string(),
-                        }),
+                        Err(e) => Err(BatchRecordError::of_call(&e)),
                     };
                     (i, item)
                 }
@@ -449,27 +376,14 @@ impl Router {
 
     /// Every job's status.
     pub async fn batch_status(&self, handle: &BatchHandle) -> Result<BatchStatus> {
+        let aws = self.aws_batch()?;
         let mut jobs = Vec::with_capacity(handle.jobs.len());
         for j in &handle.jobs {
-            let region = job_region(&j.arn);
-            let control = self.bedrock_control(region);
-            let out = self
-                .retried(|| async {
-                    control
-                        .get_model_invocation_job()
-                        .job_identifier(&j.arn)
-                        .send()
-                        .await
-                        .map_err(|e| from_operation(e, &control_target(region, &j.arn)))
-                })
-                .await?;
+            let state = self.retried(|| aws.job_state(&j.arn)).await?;
             jobs.push(JobStatus {
                 arn: j.arn.clone(),
-                status: out
-                    .status
-                    .map(|s| s.as_str().to_string())
-                    .unwrap_or_default(),
-                message: out.message,
+                status: state.status,
+                message: state.message,
             });
         }
         Ok(BatchStatus { jobs })
@@ -479,23 +393,12 @@ impl Router {
     /// answered stay in the outputs. Returns how many jobs were stopped (a job that ends on its
     /// own meanwhile is not counted, and is no error).
     pub async fn cancel_batch(&self, handle: &BatchHandle) -> Result<usize> {
+        let aws = self.aws_batch()?;
         let status = self.batch_status(handle).await?;
         let mut stopped = 0;
         for j in status.jobs.iter().filter(|j| !j.finished()) {
-            let region = job_region(&j.arn);
-            let control = self.bedrock_control(region);
-            let stop = self
-                .retried(|| async {
-                    control
-                        .stop_model_invocation_job()
-                        .job_identifier(&j.arn)
-                        .send()
-                        .await
-                        .map_err(|e| from_operation(e, &control_target(region, &j.arn)))
-                })
-                .await;
-            match stop {
-                Ok(_) => stopped += 1,
+            match self.retried(|| aws.stop_job(&j.arn)).await {
+                Ok(()) => stopped += 1,
                 // It ended between the status read and the stop: nothing to stop.
                 Err(e) if e.kind() == crate::ErrorKind::Validation => {
                     let now = self.batch_status(handle).await?;
@@ -568,7 +471,9 @@ impl Router {
                         items.insert(
                             i,
                             Err(BatchRecordError {
-                                code: "diverted_elsewhere".into(),
+                                kind: BatchErrorKind::DivertedElsewhere,
+                                error_kind: None,
+                                code: None,
                                 message: format!(
                                     "request {i} was answered on flex by the router that submitted batch {}; its answer is not in this handle",
                                     handle.id
@@ -584,15 +489,17 @@ impl Router {
                 items.insert(
                     i,
                     Err(BatchRecordError {
-                        code: "not_submitted".into(),
+                        kind: BatchErrorKind::NotSubmitted,
+                        error_kind: Some(ns.kind),
+                        code: None,
                         message: ns.message.clone(),
                     }),
                 );
             }
         }
+        let aws = self.aws_batch()?;
         for (job, st) in handle.jobs.iter().zip(&status.jobs) {
-            let region = job_region(&job.arn);
-            let s3 = self.s3(region);
+            let region = crate::backend::bedrock_batch::job_region(&job.arn);
             let (bucket, prefix) = s3_parts(&job.output_uri).ok_or_else(|| {
                 Error::invalid("batch", format!("{} is not an s3:// URI", job.output_uri))
             })?;
@@ -602,50 +509,11 @@ impl Router {
             let mut token: Option<String> = None;
             loop {
                 let page = self
-                    .retried(|| async {
-                        s3.list_objects_v2()
-                            .bucket(bucket)
-                            .prefix(prefix)
-                            .set_continuation_token(token.clone())
-                            .send()
-                            .await
-                            .map_err(|e| {
-                                from_operation(e, &control_target(region, &job.output_uri))
-                            })
-                    })
+                    .retried(|| aws.list_keys(region, bucket, prefix, token.clone()))
                     .await?;
-                for obj in page.contents() {
-                    let Some(key) = obj.key() else { continue };
-                    if !key.ends_with(".jsonl.out") {
-                        continue;
-                    }
+                for key in page.keys.iter().filter(|k| k.ends_with(".jsonl.out")) {
                     let body = self
-                        .retried(|| async {
-                            let out = s3
-                                .get_object()
-                                .bucket(bucket)
-                                .key(key)
-                                .send()
-                                .await
-                                .map_err(|e| from_operation(e, &control_target(region, key)))?;
-                            // A body cut off on the way is a transport failure: retried.
-                            out.body
-                                .collect()
-                                .await
-                                .map(|b| b.into_bytes())
-                                .map_err(|e| {
-                                    Error::from(crate::error::ServiceError {
-                                        kind: crate::ErrorKind::Transport,
-                                        code: String::new(),
-                                        message: format!("reading {key}: {e}"),
-                                        target: key.to_string(),
-                                        region: region.to_string(),
-                                        http_status: None,
-                                        request_id: None,
-                                        retry_after: None,
-                                    })
-                                })
-                        })
+                        .retried(|| aws.read_object(region, bucket, key))
                         .await?;
                     for line in String::from_utf8_lossy(&body)
                         .lines()
@@ -664,7 +532,7 @@ impl Router {
                         }
                     }
                 }
-                token = page.next_continuation_token().map(str::to_string);
+                token = page.next;
                 if token.is_none() {
                     break;
                 }
@@ -674,7 +542,9 @@ impl Router {
                 let item = match found.get(&record_id(i)) {
                     // Its line may be among those that could not be read.
                     None if unreadable > 0 => Err(BatchRecordError {
-                        code: "unreadable_output".into(),
+                        kind: BatchErrorKind::UnreadableOutput,
+                        error_kind: None,
+                        code: None,
                         message: format!(
                             "record {} was not found in the output of job {}, where {unreadable} line(s) could not be read",
                             record_id(i),
@@ -682,7 +552,9 @@ impl Router {
                         ),
                     }),
                     None => Err(BatchRecordError {
-                        code: "missing".into(),
+                        kind: BatchErrorKind::Missing,
+                        error_kind: None,
+                        code: None,
                         message: format!(
                             "record {} is not in the output of job {} ({})",
                             record_id(i),
@@ -707,10 +579,11 @@ impl Router {
                                 diverted: None,
                             }),
                             (None, Some(err)) => Err(BatchRecordError {
+                                kind: BatchErrorKind::RecordFailed,
+                                error_kind: None,
                                 code: err
                                     .get("errorCode")
-                                    .map(|c| c.to_string().trim_matches('"').to_string())
-                                    .unwrap_or_default(),
+                                    .map(|c| c.to_string().trim_matches('"').to_string()),
                                 message: err
                                     .get("errorMessage")
                                     .and_then(|m| m.as_str())
@@ -718,7 +591,9 @@ impl Router {
                                     .to_string(),
                             }),
                             (None, None) => Err(BatchRecordError {
-                                code: "malformed".into(),
+                                kind: BatchErrorKind::Malformed,
+                                error_kind: None,
+                                code: None,
                                 message: format!(
                                     "record {} has neither modelOutput nor error",
                                     record_id(i)
@@ -734,7 +609,9 @@ impl Router {
             .map(|i| {
                 items.remove(&i).unwrap_or_else(|| {
                     Err(BatchRecordError {
-                        code: "missing".into(),
+                        kind: BatchErrorKind::Missing,
+                        error_kind: None,
+                        code: None,
                         message: format!("request {i} is in no job of this handle"),
                     })
                 })

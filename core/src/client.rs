@@ -7,8 +7,8 @@ use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_credential_types::Credentials;
 
-use crate::backend::{BedrockBackend, SagemakerBackend};
-use crate::config::Config;
+use crate::backend::{Backend, Backends, BedrockBackend, SagemakerBackend};
+use crate::config::{Config, Provider};
 use crate::error::Result;
 use crate::execute::{Executor, ResponseStream};
 use crate::plan::Plan;
@@ -67,11 +67,6 @@ impl Router {
     /// `router.metrics().prometheus()` gives the Prometheus text exposition.
     pub(crate) fn executor(&self) -> &Executor {
         &self.exec
-    }
-
-    /// The AWS settings the router's clients use.
-    pub(crate) fn sdk_config(&self) -> &SdkConfig {
-        self.exec.sdk.as_ref().expect("set at build")
     }
 
     pub fn metrics(&self) -> crate::telemetry::MetricsSnapshot {
@@ -153,6 +148,7 @@ pub struct RouterBuilder {
     endpoint_url: Option<String>,
     credentials: Option<(String, String)>,
     sdk_config: Option<SdkConfig>,
+    backends: Backends,
     token_counter: Option<std::sync::Arc<dyn crate::TokenCounter>>,
     meter: Option<opentelemetry::metrics::Meter>,
 }
@@ -190,6 +186,39 @@ impl RouterBuilder {
     /// the router is the only retry loop.
     pub fn sdk_config(mut self, sdk_config: SdkConfig) -> Self {
         self.sdk_config = Some(sdk_config);
+        self
+    }
+
+    /// Sends calls to models of `provider` through `backend`: a provider of your own (a
+    /// model's `provider = "name"` in the configuration), or a replacement for the built-in
+    /// Bedrock or SageMaker backend. Every model's provider needs a backend when the router is
+    /// built.
+    ///
+    /// ```
+    /// # async fn f() -> laneway::Result<()> {
+    /// use std::sync::Arc;
+    /// use laneway::backend::MemoryBackend;
+    /// use laneway::{Config, GenerateRequest, Provider, Router};
+    /// let config = Config::from_toml_str(r#"
+    ///     builtin_models = false
+    ///     default_model = "echo-1"
+    ///     [models.echo-1]
+    ///     provider = "echo"
+    ///     regions = ["local"]
+    ///     price = { input_per_1k = 0.0, output_per_1k = 0.001 }
+    /// "#)?;
+    /// let router = Router::builder()
+    ///     .config(config)
+    ///     .backend(Provider::named("echo"), Arc::new(MemoryBackend::echo()))
+    ///     .build()
+    ///     .await?;
+    /// let answer = router.generate(GenerateRequest::user("hello there")).await?;
+    /// assert_eq!(answer.text(), "hello there");
+    /// # Ok(()) }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(f()).unwrap();
+    /// ```
+    pub fn backend(mut self, provider: Provider, backend: Arc<dyn Backend>) -> Self {
+        self.backends.insert(provider, backend);
         self
     }
 
@@ -260,15 +289,37 @@ impl RouterBuilder {
         }
         let base = base.build();
         let regions: Vec<&str> = config.regions.iter().map(|r| r.name.as_str()).collect();
-        let mut exec = Executor::new(
-            config.clone(),
-            Box::new(BedrockBackend::new(&base, regions.iter().copied())),
-            Box::new(SagemakerBackend::new(&base, regions.iter().copied())),
-        );
+        let mut backends = self.backends;
+        if !backends.contains(&Provider::Bedrock) {
+            backends.insert(
+                Provider::Bedrock,
+                Arc::new(BedrockBackend::new(&base, regions.iter().copied())),
+            );
+        }
+        if !backends.contains(&Provider::Sagemaker) {
+            backends.insert(
+                Provider::Sagemaker,
+                Arc::new(SagemakerBackend::new(&base, regions.iter().copied())),
+            );
+        }
+        if let Some((id, m)) = config
+            .models
+            .iter()
+            .find(|(_, m)| !backends.contains(&m.provider))
+        {
+            return Err(crate::error::Error::config(
+                format!("models.\"{id}\".provider"),
+                format!(
+                    "no backend is registered for provider {:?}: register one with RouterBuilder::backend",
+                    m.provider.as_str()
+                ),
+            ));
+        }
+        let mut exec = Executor::new(config.clone(), backends);
         if let Some(counter) = self.token_counter {
             exec.state.set_token_counter(counter);
         }
-        exec.sdk = Some(base.clone());
+        exec.batch = Some(crate::backend::BedrockBatch::new(&base));
         if let Some(meter) = &self.meter {
             exec.telemetry.set_meter(meter);
         }

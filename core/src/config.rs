@@ -3,6 +3,7 @@
 //! and validated on load, with errors that name the field and the bad value.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -560,12 +561,82 @@ impl FamilyConfig {
     }
 }
 
-/// Who serves a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Who serves a model: Bedrock, SageMaker, or a provider of your own whose
+/// [`Backend`](crate::backend::Backend) you register with
+/// [`RouterBuilder::backend`](crate::RouterBuilder::backend).
+///
+/// In configuration it is the provider's name: `provider = "bedrock"`, `"sagemaker"`, or any
+/// other name for your own.
+///
+/// ```
+/// use laneway::Provider;
+/// assert_eq!(Provider::named("bedrock"), Provider::Bedrock);
+/// assert_eq!(Provider::named("echo").as_str(), "echo");
+/// assert_eq!(Provider::Sagemaker.system(), "aws.sagemaker");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Provider {
+    /// Amazon Bedrock Runtime (Converse, ConverseStream).
     Bedrock,
+    /// Amazon SageMaker real-time endpoints (InvokeEndpoint, InvokeEndpointWithResponseStream).
     Sagemaker,
+    /// A provider of your own, by name.
+    Other(std::sync::Arc<str>),
+}
+
+impl Provider {
+    /// The provider of this name (`"bedrock"` and `"sagemaker"` are the built-in ones).
+    pub fn named(name: &str) -> Self {
+        match name {
+            "bedrock" => Provider::Bedrock,
+            "sagemaker" => Provider::Sagemaker,
+            other => Provider::Other(other.into()),
+        }
+    }
+
+    /// Its name, as in configuration.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Provider::Bedrock => "bedrock",
+            Provider::Sagemaker => "sagemaker",
+            Provider::Other(name) => name,
+        }
+    }
+
+    /// Its name in telemetry (`gen_ai.provider.name` of the OpenTelemetry GenAI conventions):
+    /// `aws.bedrock`, `aws.sagemaker`, else its own name.
+    pub fn system(&self) -> &str {
+        match self {
+            Provider::Bedrock => "aws.bedrock",
+            Provider::Sagemaker => "aws.sagemaker",
+            Provider::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Provider {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Provider {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        if name.is_empty() {
+            return Err(serde::de::Error::custom(
+                "a provider name must not be empty",
+            ));
+        }
+        Ok(Provider::named(&name))
+    }
 }
 
 /// A cross-region inference profile's scope.
@@ -615,7 +686,11 @@ impl ProfileScope {
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     pub provider: Provider,
-    /// Bedrock: regions that serve it (in-region, and as sources of its profiles).
+    /// Your own providers: the id sent to the provider, when it is not the model's key.
+    #[serde(default)]
+    pub model_id: Option<String>,
+    /// Bedrock: regions that serve it (in-region, and as sources of its profiles); your own
+    /// providers: the regions (or any names) that serve it, one target each, in order.
     #[serde(default)]
     pub regions: Vec<String>,
     /// Bedrock: inference profiles that exist for it.
@@ -1061,7 +1136,13 @@ impl Config {
                 }
             }
         }
-        match m.provider {
+        if m.model_id.is_some() && matches!(m.provider, Provider::Bedrock | Provider::Sagemaker) {
+            return Err(Error::config(
+                field("model_id"),
+                "only models of your own providers have a model_id: a Bedrock model's key is its id",
+            ));
+        }
+        match &m.provider {
             Provider::Bedrock => {
                 if m.regions.is_empty() {
                     return Err(Error::config(
@@ -1191,6 +1272,31 @@ impl Config {
                             format!("{f:?} is not a configured family of Bedrock models"),
                         ));
                     }
+                }
+            }
+            Provider::Other(name) => {
+                if m.regions.is_empty() {
+                    return Err(Error::config(
+                        field("regions"),
+                        format!(
+                            "a model of provider {name:?} needs at least one region (any name)"
+                        ),
+                    ));
+                }
+                let bedrock_only = [
+                    ("profiles", !m.profiles.is_empty() || m.requires_profile),
+                    ("tiers", m.tiers != standard_only()),
+                    ("latency_optimized", m.latency_optimized),
+                    ("prompt_cache", m.prompt_cache.is_some()),
+                    ("reserved", m.reserved.is_some()),
+                    ("endpoints", !m.endpoints.is_empty()),
+                    ("fallback_family", m.fallback_family.is_some()),
+                ];
+                if let Some((key, _)) = bedrock_only.iter().find(|(_, set)| *set) {
+                    return Err(Error::config(
+                        field(key),
+                        format!("is a Bedrock or SageMaker setting; provider {name:?} has none"),
+                    ));
                 }
             }
         }

@@ -132,7 +132,10 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// A failure reported by Bedrock or SageMaker (or the connection to them) for one target.
+/// A failure reported by a provider (or the connection to it) for one target.
+///
+/// Its [`source`](std::error::Error::source) is the underlying error (the AWS SDK's, with its
+/// own chain) when there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceError {
     pub kind: ErrorKind,
@@ -148,7 +151,91 @@ pub struct ServiceError {
     pub request_id: Option<String>,
     /// How long the service asked to wait (`Retry-After`), if it did.
     pub retry_after: Option<std::time::Duration>,
+    /// The underlying error, if any.
+    pub source: Option<Cause>,
 }
+
+impl ServiceError {
+    /// An error of `kind` from `target` in `region`, with no code, status or source yet.
+    ///
+    /// ```
+    /// use laneway::{ErrorKind, ServiceError};
+    /// let e = ServiceError::new(ErrorKind::Throttled, "slow down", "my-model", "eu-west-1");
+    /// assert!(laneway::Error::from(e).fails_over());
+    /// ```
+    pub fn new(
+        kind: ErrorKind,
+        message: impl Into<String>,
+        target: impl Into<String>,
+        region: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind,
+            code: String::new(),
+            message: message.into(),
+            target: target.into(),
+            region: region.into(),
+            http_status: None,
+            request_id: None,
+            retry_after: None,
+            source: None,
+        }
+    }
+
+    /// The same error with this service error code.
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = code.into();
+        self
+    }
+}
+
+impl fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} from {} in {}: ", self.kind, self.target, self.region)?;
+        if !self.code.is_empty() {
+            write!(f, "{}: ", self.code)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ServiceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|c| c.0.as_ref() as _)
+    }
+}
+
+/// The underlying error of a [`ServiceError`], shared so that errors stay `Clone`.
+///
+/// Two causes compare equal: the chain is not part of an error's identity.
+#[derive(Clone)]
+pub struct Cause(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// Wraps an error.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(e))
+    }
+
+    /// The error itself.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.0.as_ref()
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Cause {}
 
 /// Which of a call's time limits fired (see `[routing.timeouts]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -210,14 +297,26 @@ pub struct Delivered {
     pub output_tokens: u32,
 }
 
-/// One failed attempt of a call, as listed by [`Error::AllTargetsFailed`].
+/// One failed attempt of a call, as listed by [`Error::AllTargetsFailed`] and
+/// [`RouteDecision::failed_attempts`](crate::RouteDecision).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FailedAttempt {
+    /// The model, profile or endpoint id sent to.
     pub target: String,
     pub region: String,
+    /// The configured model the attempt was for.
+    pub model: String,
+    pub provider: crate::config::Provider,
+    /// The service tier asked for (Bedrock), if any.
+    pub tier: Option<crate::request::ServiceTier>,
     pub kind: ErrorKind,
+    /// The service's error code, e.g. `ThrottlingException`; empty when none came.
     pub code: String,
     pub message: String,
+    /// The HTTP status of the answer, when one came.
+    pub http_status: Option<u16>,
+    /// The service's request id (`x-amzn-RequestId`), for its support.
+    pub request_id: Option<String>,
 }
 
 /// The error of every Laneway operation.
@@ -232,12 +331,13 @@ pub enum Error {
     #[error("invalid configuration: {field}: {reason}")]
     Config { field: String, reason: String },
     /// The service or the connection failed for one target.
-    #[error("{} from {} in {}: {}{}", .0.kind, .0.target, .0.region, if .0.code.is_empty() { String::new() } else { format!("{}: ", .0.code) }, .0.message)]
+    #[error(transparent)]
     Service(Box<ServiceError>),
     /// A stream failed after part of the answer was delivered; `delivered` says how much.
     #[error("stream interrupted after {} delivered output tokens ({} characters): {cause}", .delivered.output_tokens, .delivered.text_chars)]
     StreamInterrupted {
         delivered: Delivered,
+        #[source]
         cause: Box<Error>,
     },
     /// Every planned target failed with an error that allowed failover, or the retry budget
@@ -304,29 +404,32 @@ impl Error {
             }
             TimeLimit::Deadline => format!("the call's deadline of {after:?} passed"),
         };
-        Error::from(ServiceError {
-            kind: ErrorKind::Timeout,
-            code: limit.code().to_string(),
-            message,
-            target: target.to_string(),
-            region: region.to_string(),
-            http_status: None,
-            request_id: None,
-            retry_after: None,
-        })
+        Error::from(
+            ServiceError::new(ErrorKind::Timeout, message, target, region).with_code(limit.code()),
+        )
     }
 
-    pub(crate) fn as_failed_attempt(&self, target: &str, region: &str) -> FailedAttempt {
-        let (code, message) = match self {
-            Error::Service(e) => (e.code.clone(), e.message.clone()),
-            other => (String::new(), other.to_string()),
+    pub(crate) fn as_failed_attempt(&self, attempt: &crate::plan::Attempt) -> FailedAttempt {
+        let (code, message, http_status, request_id) = match self {
+            Error::Service(e) => (
+                e.code.clone(),
+                e.message.clone(),
+                e.http_status,
+                e.request_id.clone(),
+            ),
+            other => (String::new(), other.to_string(), None, None),
         };
         FailedAttempt {
-            target: target.into(),
-            region: region.into(),
+            target: attempt.target.id().into(),
+            region: attempt.target.region().into(),
+            model: attempt.model.clone(),
+            provider: attempt.target.provider.clone(),
+            tier: attempt.tier,
             kind: self.kind(),
             code,
             message,
+            http_status,
+            request_id,
         }
     }
 }

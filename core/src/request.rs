@@ -369,12 +369,20 @@ impl ServiceTier {
     }
 }
 
-impl std::fmt::Display for ServiceTier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl ServiceTier {
+    /// The snake_case name, as in configuration and metrics (`standard`, not the wire's
+    /// `default`).
+    pub fn as_str(self) -> &'static str {
+        match self {
             ServiceTier::Standard => "standard",
             other => other.wire_name(),
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for ServiceTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

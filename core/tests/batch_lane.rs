@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use laneway::batch::{BatchHandle, BatchLane};
+use laneway::batch::{BatchErrorKind, BatchHandle, BatchLane};
 use laneway::{GenerateRequest, Slo, SloClass};
 use laneway_emulator::{Fault, FaultKind};
 
@@ -105,7 +105,8 @@ async fn failed_records_come_back_as_typed_errors_in_their_place() {
     let failed: Vec<usize> = (0..150).filter(|i| items[*i].is_err()).collect();
     assert_eq!(failed.len(), 4, "no record dropped, none invented");
     let e = items[failed[0]].as_ref().unwrap_err();
-    assert_eq!(e.code, "500");
+    assert_eq!(e.kind, BatchErrorKind::RecordFailed);
+    assert_eq!(e.code.as_deref(), Some("500"));
     assert!(e.message.contains("InternalServerException"), "{e}");
     emu.shutdown().await;
 }
@@ -199,7 +200,7 @@ async fn a_batch_can_be_stopped() {
     assert_eq!(items.len(), 110);
     assert!(items.iter().all(|i| match i {
         Ok(_) => true,
-        Err(e) => e.code == "missing" && e.message.contains("Stopped"),
+        Err(e) => e.kind == BatchErrorKind::Missing && e.message.contains("Stopped"),
     }));
     assert_eq!(
         router.cancel_batch(&handle).await.unwrap(),
@@ -376,7 +377,10 @@ async fn a_failed_job_creation_keeps_the_jobs_already_created() {
     for (i, item) in items.iter().enumerate() {
         match item {
             Ok(out) => assert!(i % 2 == 1 && out.model == LITE),
-            Err(e) => assert!(i % 2 == 0 && e.code == "not_submitted", "{i}: {e:?}"),
+            Err(e) => assert!(
+                i % 2 == 0 && e.kind == BatchErrorKind::NotSubmitted,
+                "{i}: {e:?}"
+            ),
         }
     }
 }
@@ -446,7 +450,7 @@ async fn unreadable_output_lines_are_typed_errors() {
     let items = router.batch_results(&handle).await.unwrap();
     let errors: Vec<_> = items.iter().filter_map(|i| i.as_ref().err()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(errors[0].code, "unreadable_output");
+    assert_eq!(errors[0].kind, BatchErrorKind::UnreadableOutput);
     assert!(errors[0].message.contains("1 line(s) could not be read"));
 }
 
@@ -481,7 +485,7 @@ async fn diverted_requests_never_delay_the_handle() {
     let other = common::router_with(&emu, common::config(BATCH)).await;
     let resumed = BatchHandle::from_json(&handle.to_json()).unwrap();
     let items = other.batch_results(&resumed).await.unwrap();
-    assert!(items
-        .iter()
-        .all(|i| i.as_ref().is_err_and(|e| e.code == "diverted_elsewhere")));
+    assert!(items.iter().all(|i| i
+        .as_ref()
+        .is_err_and(|e| e.kind == BatchErrorKind::DivertedElsewhere)));
 }

@@ -30,7 +30,7 @@ async fn generate_on_bedrock_fills_usage_timings_decision_and_cost() {
     assert!(r.timings.ttft.is_some_and(|t| t <= r.timings.total));
     let d = &r.decision;
     assert_eq!(
-        (d.provider, d.model.as_str(), d.region.as_str()),
+        (d.provider.clone(), d.model.as_str(), d.region.as_str()),
         (Provider::Bedrock, "amazon.nova-lite-v1:0", "us-east-1")
     );
     assert_eq!(d.family.as_deref(), Some("nova"));

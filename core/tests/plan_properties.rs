@@ -144,12 +144,11 @@ proptest! {
             if let Some(r) = &req.residency {
                 prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
             }
-            match model.provider {
-                Provider::Bedrock => {
-                    let t = a.tier.expect("Bedrock attempts carry a tier");
-                    prop_assert!(model.tiers.contains(&t), "{t:?} not offered by {}", p.model);
-                }
-                Provider::Sagemaker => prop_assert!(a.tier.is_none()),
+            if model.provider == Provider::Bedrock {
+                let t = a.tier.expect("Bedrock attempts carry a tier");
+                prop_assert!(model.tiers.contains(&t), "{t:?} not offered by {}", p.model);
+            } else {
+                prop_assert!(a.tier.is_none());
             }
             if model.requires_profile {
                 prop_assert!(a.target.profile().is_some());

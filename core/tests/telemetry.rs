@@ -92,7 +92,7 @@ async fn lanes_slo_attainment_tasks_and_prometheus_text() {
     for name in [
         "gen_ai_client_operation_duration_seconds",
         "gen_ai_server_time_to_first_token_seconds",
-        "gen_ai_client_token_usage_total",
+        "gen_ai_client_token_usage_sum",
         "laneway_cost_usd_total",
         "laneway_errors_total",
         "laneway_slo_calls_total",
@@ -244,35 +244,39 @@ async fn opentelemetry_export_is_received_by_an_in_memory_exporter() {
     else {
         panic!("duration is not an f64 histogram")
     };
-    let (mut ok, mut failed) = (0, 0);
+    let mut ok = 0;
     for p in duration.data_points() {
         let attrs: Vec<_> = p.attributes().collect();
         assert_eq!(
             attr(attrs.clone(), "gen_ai.provider.name").as_deref(),
             Some("aws.bedrock")
         );
-        assert!(attr(attrs.clone(), "gen_ai.request.model").is_some());
-        match attr(attrs, "error.type") {
-            Some(kind) => {
-                assert!(
-                    kind == "unavailable" || kind == "all_targets_failed",
-                    "{kind}"
-                );
-                failed += p.count();
-            }
-            None => ok += p.count(),
-        }
+        assert!(attr(attrs, "gen_ai.request.model").is_some());
+        ok += p.count();
     }
-    assert_eq!((ok, failed), (4, 1));
+    assert_eq!(ok, 4);
+    let AggregatedMetrics::F64(MetricData::Sum(errors)) = find("laneway.errors") else {
+        panic!("errors is not an f64 sum")
+    };
+    let mut failed = 0.0;
+    for p in errors.data_points() {
+        let kind = attr(p.attributes().collect(), "error.type").unwrap();
+        assert!(
+            kind == "unavailable" || kind == "all_targets_failed",
+            "{kind}"
+        );
+        failed += p.value();
+    }
+    assert_eq!(failed, 1.0);
 
-    let AggregatedMetrics::U64(MetricData::Histogram(tokens)) = find("gen_ai.client.token.usage")
+    let AggregatedMetrics::F64(MetricData::Histogram(tokens)) = find("gen_ai.client.token.usage")
     else {
-        panic!("token usage is not a u64 histogram")
+        panic!("token usage is not an f64 histogram")
     };
     let mut by_type = std::collections::BTreeMap::new();
     for p in tokens.data_points() {
         let t = attr(p.attributes().collect(), "gen_ai.token.type").unwrap();
-        *by_type.entry(t).or_insert(0u64) += p.sum();
+        *by_type.entry(t).or_insert(0u64) += p.sum() as u64;
     }
     let m = router.metrics();
     let output: u64 = m.lanes.iter().map(|(_, l)| l.output_tokens).sum();
@@ -302,11 +306,169 @@ async fn opentelemetry_export_is_received_by_an_in_memory_exporter() {
     };
     assert_eq!(in_flight.data_points().map(|p| p.value()).sum::<i64>(), 0);
 
-    let AggregatedMetrics::U64(MetricData::Sum(slo)) = find("laneway.slo.calls") else {
-        panic!("slo calls is not a u64 sum")
+    let AggregatedMetrics::F64(MetricData::Sum(slo)) = find("laneway.slo.calls") else {
+        panic!("slo calls is not an f64 sum")
     };
     // Four calls with a TTFT target, and the failed call with its deadline.
-    assert_eq!(slo.data_points().map(|p| p.value()).sum::<u64>(), 5);
+    assert_eq!(slo.data_points().map(|p| p.value()).sum::<f64>(), 5.0);
+    provider.shutdown().unwrap();
+    emu.shutdown().await;
+}
+
+/// Every series of one export: (Prometheus metric name, sorted Prometheus `key=value` labels).
+type Series = std::collections::BTreeSet<(String, Vec<String>)>;
+
+/// What the OpenTelemetry export holds, named as Prometheus would name it (from the catalog).
+fn otel_series(exported: &[opentelemetry_sdk::metrics::data::ResourceMetrics]) -> Series {
+    use laneway::telemetry::catalog::{prometheus_label, CATALOG};
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+    let last = exported.last().expect("an export");
+    let mut out = Series::new();
+    for m in last.scope_metrics().flat_map(|s| s.metrics()) {
+        let entry = CATALOG
+            .iter()
+            .find(|c| c.name == m.name())
+            .unwrap_or_else(|| panic!("{} is not in the catalog", m.name()));
+        let keys = |attrs: Vec<&opentelemetry::KeyValue>| {
+            let mut k: Vec<String> = attrs
+                .iter()
+                .map(|kv| format!("{}={}", prometheus_label(kv.key.as_str()), kv.value))
+                .collect();
+            k.sort();
+            k
+        };
+        let mut add = |attrs: Vec<&opentelemetry::KeyValue>, nonzero: bool| {
+            if nonzero {
+                out.insert((entry.prometheus_name(), keys(attrs)));
+            }
+        };
+        match m.data() {
+            AggregatedMetrics::F64(MetricData::Histogram(h)) => {
+                for p in h.data_points() {
+                    add(p.attributes().collect(), p.count() > 0);
+                }
+            }
+            AggregatedMetrics::F64(MetricData::Sum(s)) => {
+                for p in s.data_points() {
+                    add(p.attributes().collect(), p.value() != 0.0);
+                }
+            }
+            AggregatedMetrics::I64(MetricData::Sum(s)) => {
+                for p in s.data_points() {
+                    // A gauge: present whatever its value.
+                    add(p.attributes().collect(), true);
+                }
+            }
+            other => panic!("{}: unexpected instrument {other:?}", m.name()),
+        }
+    }
+    out
+}
+
+/// What the Prometheus text holds, zero-valued counters left out (OpenTelemetry never sees
+/// an add of zero).
+fn prometheus_series(text: &str) -> Series {
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let mut out = Series::new();
+    for s in &scrape.samples {
+        let (name, nonzero) = match &s.value {
+            prometheus_parse::Value::Summary(_) => (s.metric.clone(), true),
+            prometheus_parse::Value::Counter(v) => (s.metric.clone(), *v != 0.0),
+            prometheus_parse::Value::Gauge(_) => (s.metric.clone(), true),
+            // The `_sum` / `_count` lines of a summary without quantiles.
+            prometheus_parse::Value::Untyped(_) => match s.metric.strip_suffix("_count") {
+                Some(base) => (base.to_string(), true),
+                None => continue,
+            },
+            other => panic!("{}: {other:?}", s.metric),
+        };
+        if !nonzero || s.metric.ends_with("_count") && name == s.metric {
+            continue;
+        }
+        let mut keys: Vec<String> = s
+            .labels
+            .iter()
+            .filter(|(k, _)| k.as_str() != "quantile")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        keys.sort();
+        out.insert((name, keys));
+    }
+    out
+}
+
+/// Both exports come from one catalog: for a Bedrock lane (with family and tier), a SageMaker
+/// lane and a lane of a provider of one's own, they name the same metrics with the same labels.
+#[tokio::test]
+async fn prometheus_and_opentelemetry_agree_for_every_lane_kind() {
+    use opentelemetry::metrics::MeterProvider;
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let emu = common::emulator().await;
+    let config = common::config(
+        "[models.echo-1]\nprovider = \"echo\"\nregions = [\"local\"]\nprice = { input_per_1k = 0.001, output_per_1k = 0.002 }\n",
+    );
+    let router = laneway::Router::builder()
+        .config(config)
+        .endpoint_url(emu.url())
+        .static_credentials(
+            laneway_emulator::TEST_ACCESS_KEY_ID,
+            laneway_emulator::TEST_SECRET_ACCESS_KEY,
+        )
+        .backend(
+            laneway::Provider::named("echo"),
+            std::sync::Arc::new(laneway::backend::MemoryBackend::echo()),
+        )
+        .opentelemetry_meter(provider.meter("laneway"))
+        .build()
+        .await
+        .unwrap();
+    traffic(&router, &emu, 3).await;
+    for model in ["laneway-demo-llm", "echo-1"] {
+        let req = GenerateRequest::user("a few words to answer")
+            .model(model)
+            .max_tokens(8)
+            .task("t");
+        router.generate(req.clone()).await.unwrap();
+        let mut s = router.stream(req).await.unwrap();
+        while let Some(ev) = s.next().await {
+            ev.unwrap();
+        }
+    }
+    assert!(router.finish_task("t", true));
+    provider.force_flush().unwrap();
+    let otel = otel_series(&exporter.get_finished_metrics().unwrap());
+    let prom = prometheus_series(&router.metrics().prometheus());
+    let systems: std::collections::BTreeSet<String> = router
+        .metrics()
+        .lanes
+        .iter()
+        .map(|(k, _)| k.provider.system().to_string())
+        .collect();
+    assert_eq!(
+        systems.into_iter().collect::<Vec<_>>(),
+        ["aws.bedrock", "aws.sagemaker", "echo"]
+    );
+    let only_otel: Vec<_> = otel.difference(&prom).collect();
+    let only_prom: Vec<_> = prom.difference(&otel).collect();
+    assert!(
+        only_otel.is_empty() && only_prom.is_empty(),
+        "only in OpenTelemetry: {only_otel:#?}\nonly in Prometheus: {only_prom:#?}"
+    );
+    for provider in ["aws.bedrock", "aws.sagemaker", "echo"] {
+        let label = format!("gen_ai_provider_name={provider}");
+        let metrics: std::collections::BTreeSet<&str> = prom
+            .iter()
+            .filter(|(_, labels)| labels.contains(&label))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        // Duration, TTFT, inter-token gap, rate, requests, tokens, cost at least.
+        assert!(metrics.len() >= 7, "{provider}: {metrics:?}");
+    }
     provider.shutdown().unwrap();
     emu.shutdown().await;
 }

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
-use laneway::backend::{Backend, BackendEvent, Call, Completion, EventStream};
+use laneway::backend::{Backend, BackendEvent, Backends, Call, Completion, EventStream};
 use laneway::execute::Executor;
 use laneway::{
-    Error, ErrorKind, GenerateRequest, Reason, ServiceError, SloClass, StopReason, StreamEvent,
-    TimeLimit, Usage,
+    Error, ErrorKind, GenerateRequest, Provider, Reason, ServiceError, SloClass, StopReason,
+    StreamEvent, TimeLimit, Usage,
 };
 use tokio::time::Instant;
 
@@ -47,16 +47,16 @@ struct Scripted {
 }
 
 fn refusal(call: &Call<'_>, kind: ErrorKind, retry_after: Option<Duration>) -> Error {
-    Error::from(ServiceError {
+    let mut e = ServiceError::new(
         kind,
-        code: "Scripted".into(),
-        message: "scripted refusal".into(),
-        target: call.attempt.target.id().into(),
-        region: call.attempt.target.region().into(),
-        http_status: Some(429),
-        request_id: None,
-        retry_after,
-    })
+        "scripted refusal",
+        call.attempt.target.id(),
+        call.attempt.target.region(),
+    )
+    .with_code("Scripted");
+    e.http_status = Some(429);
+    e.retry_after = retry_after;
+    Error::from(e)
 }
 
 impl Scripted {
@@ -173,21 +173,10 @@ fn executor(
         regions: regions.into_iter().collect(),
         sent: AtomicU32::new(0),
     });
-    struct Shared(Arc<Scripted>);
-    impl Backend for Shared {
-        fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, laneway::Result<Completion>> {
-            self.0.generate(call)
-        }
-        fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, laneway::Result<EventStream>> {
-            self.0.stream(call)
-        }
-    }
     let config = common::config(extra);
-    let exec = Executor::new(
-        config,
-        Box::new(Shared(Arc::clone(&backend))),
-        Box::new(Shared(Arc::clone(&backend))),
-    );
+    let mut backends = Backends::default();
+    backends.insert(Provider::Bedrock, Arc::clone(&backend) as Arc<dyn Backend>);
+    let exec = Executor::new(config, backends);
     (Arc::new(exec), backend)
 }
 

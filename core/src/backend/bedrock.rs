@@ -9,6 +9,7 @@ use sdk::types as wire;
 
 use super::document::{to_document, to_json};
 use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
+use crate::config::Provider;
 use crate::error::{Error, Result};
 use crate::plan::prompt_cache::Boundary;
 use crate::plan::Target;
@@ -63,11 +64,14 @@ macro_rules! with_parts {
 
 /// The model or profile id of a Bedrock target.
 fn model_id(target: &Target) -> Result<&str> {
-    match target {
-        Target::Bedrock { model_id, .. } => Ok(model_id),
-        Target::Sagemaker { .. } => Err(Error::config(
+    match target.provider {
+        Provider::Bedrock => Ok(&target.id),
+        _ => Err(Error::config(
             "models",
-            "a SageMaker target was sent to the Bedrock backend",
+            format!(
+                "a {} target was sent to the Bedrock backend",
+                target.provider
+            ),
         )),
     }
 }

@@ -6,13 +6,30 @@ use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::error::{Error, ErrorKind, ServiceError};
-use crate::plan::Target;
+
+/// What a call was sent to: a target's id (model, profile, endpoint) or, for the batch lane's
+/// calls, the bucket, object or job; and its region.
+#[derive(Debug, Clone, Copy)]
+pub struct Site<'a> {
+    pub target: &'a str,
+    pub region: &'a str,
+}
+
+impl<'a> From<&'a crate::plan::Target> for Site<'a> {
+    fn from(t: &'a crate::plan::Target) -> Self {
+        Site {
+            target: t.id(),
+            region: t.region(),
+        }
+    }
+}
 
 /// Maps the error of an operation call (an HTTP answer, or none).
-pub fn from_operation<E>(err: SdkError<E, HttpResponse>, target: &Target) -> Error
+pub fn from_operation<'s, E>(err: SdkError<E, HttpResponse>, site: impl Into<Site<'s>>) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
+    let site = site.into();
     match &err {
         SdkError::ServiceError(ctx) => {
             let status = ctx.raw().status().as_u16();
@@ -22,15 +39,29 @@ where
                 .get("retry-after")
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .and_then(crate::clamped_secs);
-            let mut e = service(ctx.err(), Some(status), request_id, retry_after, target);
+            let mut e = service(ctx.err(), Some(status), request_id, retry_after, site);
             if let Error::Service(s) = &mut e {
                 if let Some(kind) = overloaded_container(s.http_status, ctx.raw().body().bytes()) {
                     s.kind = kind;
                 }
             }
-            e
+            attach(e, err)
         }
-        _ => non_service(&err, target),
+        _ => non_service(err, site),
+    }
+}
+
+/// Keeps the SDK's error as the source of a service error, so its chain is not lost.
+fn attach<E>(e: Error, cause: E) -> Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match e {
+        Error::Service(mut s) => {
+            s.source = Some(crate::error::Cause::new(cause));
+            Error::Service(s)
+        }
+        other => other,
     }
 }
 
@@ -51,14 +82,18 @@ fn overloaded_container(status: Option<u16>, body: Option<&[u8]>) -> Option<Erro
 }
 
 /// Maps an error from an event stream: an exception inside it, or a broken connection.
-pub fn from_stream<E, R>(err: SdkError<E, R>, target: &Target) -> Error
+pub fn from_stream<'s, E, R>(err: SdkError<E, R>, site: impl Into<Site<'s>>) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + Send + Sync + 'static,
 {
+    let site = site.into();
     match &err {
-        SdkError::ServiceError(ctx) => service(ctx.err(), None, None, None, target),
-        _ => non_service(&err, target),
+        SdkError::ServiceError(ctx) => {
+            let e = service(ctx.err(), None, None, None, site);
+            attach(e, err)
+        }
+        _ => non_service(err, site),
     }
 }
 
@@ -67,27 +102,28 @@ fn service<E: ProvideErrorMetadata>(
     status: Option<u16>,
     request_id: Option<String>,
     retry_after: Option<std::time::Duration>,
-    target: &Target,
+    site: Site<'_>,
 ) -> Error {
     let code = e.code().unwrap_or_default().to_string();
     Error::from(ServiceError {
         kind: ErrorKind::from_aws_code(&code, status.unwrap_or(0)),
         code,
         message: e.message().unwrap_or_default().to_string(),
-        target: target.id().to_string(),
-        region: target.region().to_string(),
+        target: site.target.to_string(),
+        region: site.region.to_string(),
         http_status: status,
         request_id,
         retry_after,
+        source: None,
     })
 }
 
-fn non_service<E, R>(err: &SdkError<E, R>, target: &Target) -> Error
+fn non_service<E, R>(err: SdkError<E, R>, site: Site<'_>) -> Error
 where
     E: std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let kind = match err {
+    let kind = match &err {
         SdkError::TimeoutError(_) => ErrorKind::Timeout,
         SdkError::DispatchFailure(d) if d.is_timeout() => ErrorKind::Timeout,
         SdkError::ConstructionFailure(_) => {
@@ -95,7 +131,7 @@ where
                 "request",
                 format!(
                     "the AWS SDK could not build the request: {}",
-                    DisplayErrorContext(err)
+                    DisplayErrorContext(&err)
                 ),
             );
         }
@@ -104,11 +140,12 @@ where
     Error::from(ServiceError {
         kind,
         code: String::new(),
-        message: DisplayErrorContext(err).to_string(),
-        target: target.id().to_string(),
-        region: target.region().to_string(),
+        message: DisplayErrorContext(&err).to_string(),
+        target: site.target.to_string(),
+        region: site.region.to_string(),
         http_status: None,
         request_id: None,
         retry_after: None,
+        source: Some(crate::error::Cause::new(err)),
     })
 }

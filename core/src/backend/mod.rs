@@ -1,13 +1,27 @@
-//! Backends: the only code that talks to AWS, one per service, behind one narrow trait.
+//! Backends: the only code that talks to a provider, one per provider, behind one narrow trait.
+//!
+//! The router holds one [`Backend`] per [`Provider`] in its [`Backends`]; the built-in ones
+//! are [`BedrockBackend`] and [`SagemakerBackend`] (and the batch lane's [`BedrockBatch`]),
+//! and [`RouterBuilder::backend`](crate::RouterBuilder::backend) adds or replaces one. Each
+//! backend maps its own service's errors to [`Error`](crate::Error)s; [`MemoryBackend`]
+//! answers in memory, for tests and as the pattern for a provider of your own.
 
 pub mod bedrock;
+pub(crate) mod bedrock_batch;
 mod document;
 pub(crate) mod errors;
+mod memory;
 pub mod sagemaker;
+
+pub use bedrock_batch::{BatchJobSpec, BedrockBatch, JobState, KeyPage};
+pub use memory::MemoryBackend;
+
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
+use crate::config::{ModelConfig, Provider};
 use crate::error::Result;
 use crate::plan::prompt_cache::Checkpoint;
 use crate::plan::Attempt;
@@ -22,6 +36,8 @@ pub use sagemaker::SagemakerBackend;
 pub struct Call<'a> {
     pub request: &'a GenerateRequest,
     pub attempt: &'a Attempt,
+    /// The configuration of the attempt's model (`attempt.model`).
+    pub model: &'a ModelConfig,
     /// Prompt-cache checkpoints to send (they replace any in the request).
     pub checkpoints: &'a [Checkpoint],
 }
@@ -73,6 +89,64 @@ pub trait Backend: Send + Sync {
     fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Completion>>;
     /// Sends the request and returns its event stream once the service has accepted it.
     fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<EventStream>>;
+}
+
+/// The backends a router sends to, one per provider.
+///
+/// ```
+/// use std::sync::Arc;
+/// use laneway::backend::{Backends, MemoryBackend};
+/// use laneway::Provider;
+/// let mut backends = Backends::default();
+/// backends.insert(Provider::named("echo"), Arc::new(MemoryBackend::echo()));
+/// assert!(backends.get(&Provider::named("echo")).is_some());
+/// assert!(backends.get(&Provider::Bedrock).is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct Backends {
+    // A handful of providers at most: a scan beats hashing.
+    by_provider: Vec<(Provider, Arc<dyn Backend>)>,
+}
+
+impl Backends {
+    /// Registers `backend` for `provider`, returning the one it replaces.
+    pub fn insert(
+        &mut self,
+        provider: Provider,
+        backend: Arc<dyn Backend>,
+    ) -> Option<Arc<dyn Backend>> {
+        match self.by_provider.iter_mut().find(|(p, _)| *p == provider) {
+            Some((_, slot)) => Some(std::mem::replace(slot, backend)),
+            None => {
+                self.by_provider.push((provider, backend));
+                None
+            }
+        }
+    }
+
+    /// The backend of `provider`, if one is registered.
+    pub fn get(&self, provider: &Provider) -> Option<&dyn Backend> {
+        self.by_provider
+            .iter()
+            .find(|(p, _)| p == provider)
+            .map(|(_, b)| b.as_ref())
+    }
+
+    /// Whether `provider` has a backend.
+    pub fn contains(&self, provider: &Provider) -> bool {
+        self.get(provider).is_some()
+    }
+
+    /// The providers registered, in registration order.
+    pub fn providers(&self) -> impl Iterator<Item = &Provider> {
+        self.by_provider.iter().map(|(p, _)| p)
+    }
+}
+
+impl std::fmt::Debug for Backends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.providers()).finish()
+    }
 }
 
 /// One SDK client per region, each made by `make` for its region.

@@ -14,10 +14,11 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
-use crate::backend::{Backend, Call};
+use crate::backend::{Backend, Backends, Call};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result, ServiceError, TimeLimit};
-use crate::plan::{plan, Plan, Target};
+use crate::plan::prompt_cache::Checkpoint;
+use crate::plan::{plan, Attempt, Plan};
 use crate::request::{GenerateRequest, SloClass};
 use crate::response::{GenerateResponse, StreamEvent};
 use crate::state::State;
@@ -31,12 +32,12 @@ pub use stream::ResponseStream;
 /// The configuration, the backends and the live state: everything a call needs.
 pub struct Executor {
     pub config: Config,
-    pub bedrock: Box<dyn Backend>,
-    pub sagemaker: Box<dyn Backend>,
+    /// The backend of each provider.
+    pub backends: Backends,
     pub state: State,
     pub telemetry: crate::telemetry::Telemetry,
-    /// The AWS settings the clients were built from (the batch lane builds its own from them).
-    pub sdk: Option<aws_config::SdkConfig>,
+    /// The batch lane's calls to AWS, when the router has AWS settings.
+    pub batch: Option<crate::backend::BedrockBatch>,
     /// Answers of requests diverted from batches to flex, as they come.
     pub(crate) diverted: crate::batch::DivertedAnswers,
 }
@@ -51,17 +52,16 @@ impl std::fmt::Debug for Executor {
 
 impl Executor {
     /// An executor with fresh state.
-    pub fn new(config: Config, bedrock: Box<dyn Backend>, sagemaker: Box<dyn Backend>) -> Self {
+    pub fn new(config: Config, backends: Backends) -> Self {
         let state = State::new(&config);
         let telemetry = crate::telemetry::Telemetry::default();
         telemetry.set_task_idle(config.telemetry.task_idle);
         Self {
             config,
-            bedrock,
-            sagemaker,
+            backends,
             state,
             telemetry,
-            sdk: None,
+            batch: None,
             diverted: Default::default(),
         }
     }
@@ -88,11 +88,35 @@ impl Executor {
         Ok(plan)
     }
 
-    fn backend(&self, target: &Target) -> &dyn Backend {
-        match target {
-            Target::Bedrock { .. } => self.bedrock.as_ref(),
-            Target::Sagemaker { .. } => self.sagemaker.as_ref(),
-        }
+    /// The backend for an attempt, and the call to send it.
+    fn call<'a>(
+        &'a self,
+        request: &'a GenerateRequest,
+        attempt: &'a Attempt,
+        checkpoints: &'a [Checkpoint],
+    ) -> Result<(&'a dyn Backend, Call<'a>)> {
+        let provider = &attempt.target.provider;
+        let backend = self.backends.get(provider).ok_or_else(|| {
+            Error::config(
+                "backends",
+                format!("no backend is registered for provider {provider:?}"),
+            )
+        })?;
+        let model = self.config.models.get(&attempt.model).ok_or_else(|| {
+            Error::config(
+                "models",
+                format!("{:?} is not a configured model", attempt.model),
+            )
+        })?;
+        Ok((
+            backend,
+            Call {
+                request,
+                attempt,
+                model,
+                checkpoints,
+            },
+        ))
     }
 
     /// Whether a call is hedged: interactive, with a TTFT target, and somewhere to hedge to.
@@ -110,6 +134,11 @@ impl Executor {
         plan: Plan,
     ) -> Result<GenerateResponse> {
         if self.config.routing.stream_generate || self.hedges(request, &plan) {
+            let (target, region) = plan
+                .attempts
+                .first()
+                .map(|a| (a.target.id.clone(), a.target.region.clone()))
+                .unwrap_or_default();
             // First tokens and gaps between events show a stalled attempt long before a whole
             // answer would be due (and a hedge races first tokens, which only a stream shows).
             let mut events = stream::run(
@@ -123,16 +152,12 @@ impl Executor {
                     return Ok(*done);
                 }
             }
-            return Err(Error::from(ServiceError {
-                kind: ErrorKind::Transport,
-                code: String::new(),
-                message: "the stream ended without a response".into(),
-                target: String::new(),
-                region: String::new(),
-                http_status: None,
-                request_id: None,
-                retry_after: None,
-            }));
+            return Err(Error::from(ServiceError::new(
+                ErrorKind::Transport,
+                "the stream ended without a response",
+                target,
+                region,
+            )));
         }
         let mut run = Run::new(self, request, plan);
         loop {
@@ -142,17 +167,16 @@ impl Executor {
             };
             let checkpoints = run.checkpoints_for(&inflight.attempt);
             let bound = run.bound(TimeLimit::Answer, run.limits.answer);
-            let result = bound
-                .run(tracing::Instrument::instrument(
-                    self.backend(&inflight.attempt.target).generate(Call {
-                        request,
-                        attempt: &inflight.attempt,
-                        checkpoints: &checkpoints,
-                    }),
-                    attempt::span(&inflight.attempt),
-                ))
-                .await
-                .unwrap_or_else(|fired| Err(run.timed_out(&inflight.attempt, fired)));
+            let result = match self.call(request, &inflight.attempt, &checkpoints) {
+                Ok((backend, call)) => bound
+                    .run(tracing::Instrument::instrument(
+                        backend.generate(call),
+                        attempt::span(&inflight.attempt),
+                    ))
+                    .await
+                    .unwrap_or_else(|fired| Err(run.timed_out(&inflight.attempt, fired))),
+                Err(e) => Err(e),
+            };
             match result {
                 Ok(done) => {
                     let timings = run.clock.finish(done.usage.output_tokens);

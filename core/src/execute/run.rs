@@ -38,7 +38,7 @@ pub struct Run<'a> {
     pub reasons: Vec<Reason>,
     pub hedge: Option<HedgeReport>,
     /// The lane of the plan's first target: where a failed call is counted.
-    first_lane: Option<(crate::telemetry::LaneKey, crate::config::Provider)>,
+    first_lane: Option<crate::telemetry::LaneKey>,
     _in_flight: crate::telemetry::InFlightGuard<'a>,
 }
 
@@ -47,6 +47,7 @@ impl<'a> Run<'a> {
         exec.state.record_call(Instant::now());
         let first_lane = plan.attempts.first().map(|a| {
             let lane = crate::telemetry::LaneKey {
+                provider: a.target.provider.clone(),
                 family: plan.family.clone(),
                 model: a.model.clone(),
                 target: a.target.id().to_string(),
@@ -54,7 +55,7 @@ impl<'a> Run<'a> {
                 tier: a.tier,
                 slo_class: request.slo.class,
             };
-            (lane, a.target.provider())
+            lane
         });
         let attempts = std::mem::take(&mut plan.attempts);
         Self {
@@ -92,14 +93,10 @@ impl<'a> Run<'a> {
 
     /// Counts the call's final error in the telemetry; returns it.
     pub fn failed_with(&self, e: Error) -> Error {
-        if let Some((lane, provider)) = &self.first_lane {
-            self.exec.telemetry.record_failure(
-                self.call_slo(),
-                lane.clone(),
-                *provider,
-                e.kind(),
-                self.clock.elapsed(),
-            );
+        if let Some(lane) = &self.first_lane {
+            self.exec
+                .telemetry
+                .record_failure(self.call_slo(), lane.clone(), e.kind());
         }
         e
     }
@@ -209,8 +206,7 @@ impl<'a> Run<'a> {
             }
         }
         inflight.fail(&err);
-        self.failed
-            .push((err.as_failed_attempt(a.target.id(), a.target.region()), err));
+        self.failed.push((err.as_failed_attempt(&a), err));
     }
 
     /// The error of an attempt that `bound` ended.
@@ -458,15 +454,13 @@ impl<'a> Run<'a> {
             usage: done.usage,
             timings,
             decision: RouteDecision {
-                provider: model.provider,
+                provider: model.provider.clone(),
                 model: priced_id.to_string(),
                 family,
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
-                endpoint: match &attempt.target {
-                    crate::plan::Target::Sagemaker { endpoint, .. } => Some(endpoint.name.clone()),
-                    crate::plan::Target::Bedrock { .. } => None,
-                },
+                endpoint: (attempt.target.provider == crate::config::Provider::Sagemaker)
+                    .then(|| attempt.target.id.clone()),
                 tier: attempt.tier,
                 served_tier: done.served_tier,
                 invoked_model: done.invoked_model,

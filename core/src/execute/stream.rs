@@ -15,7 +15,7 @@ use futures::future::Either;
 use super::attempt::InFlight;
 use super::limits::Bound;
 use super::{Executor, Run};
-use crate::backend::{BackendEvent, Call, Completion, EventStream};
+use crate::backend::{BackendEvent, Completion, EventStream};
 use crate::error::{Delivered, Error, ErrorKind, Result, ServiceError, TimeLimit};
 use crate::plan::prompt_cache::Checkpoint;
 use crate::plan::{Attempt, Plan};
@@ -198,18 +198,10 @@ async fn open<'a>(
     bound: Bound,
 ) -> (InFlight<'a>, Opened) {
     let result = {
-        let call = Call {
-            request,
-            attempt: &inflight.attempt,
-            checkpoints: &checkpoints,
-        };
         let span = super::attempt::span(&inflight.attempt);
         let first = async {
-            let mut events = tracing::Instrument::instrument(
-                exec.backend(&inflight.attempt.target).stream(call),
-                span,
-            )
-            .await?;
+            let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
+            let mut events = tracing::Instrument::instrument(backend.stream(call), span).await?;
             let first = events.next().await;
             Ok((events, first))
         };
@@ -385,16 +377,12 @@ pub(super) fn run(
                         continue;
                     }
                     Some(Err(e)) if !assembly.is_complete() => e,
-                    None if !assembly.is_complete() => Error::from(ServiceError {
-                        kind: ErrorKind::Transport,
-                        code: String::new(),
-                        message: "the stream ended before the model's stop event".into(),
-                        target: inflight.attempt.target.id().to_string(),
-                        region: inflight.attempt.target.region().to_string(),
-                        http_status: None,
-                        request_id: None,
-                        retry_after: None,
-                    }),
+                    None if !assembly.is_complete() => Error::from(ServiceError::new(
+                        ErrorKind::Transport,
+                        "the stream ended before the model's stop event",
+                        inflight.attempt.target.id(),
+                        inflight.attempt.target.region(),
+                    )),
                     // The model's stop event came: the answer is whole, and an error after it
                     // (a connection dropped before the usage event) interrupts nothing.
                     _ => {

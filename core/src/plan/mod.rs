@@ -17,7 +17,7 @@ use serde::Serialize;
 
 pub use reason::{Exclusion, OverflowCause, Reason};
 
-use crate::config::{Config, EndpointConfig, ModelConfig, ProfileScope, Provider};
+use crate::config::{Config, ModelConfig, ProfileScope, Provider};
 use crate::error::{Error, Result};
 use crate::request::{GenerateRequest, ServiceTier};
 use crate::state::Observations;
@@ -51,51 +51,72 @@ pub struct Attempt {
     pub latency_optimized: bool,
 }
 
-/// Where an attempt goes.
+/// Where an attempt goes: a provider, a region, and the id sent there.
+///
+/// ```
+/// use laneway::{config::ProfileScope, Provider, Target};
+/// let t = Target::bedrock("us-east-1", "us.amazon.nova-lite-v1:0", Some(ProfileScope::Us));
+/// assert_eq!((t.id(), t.region(), t.provider()), ("us.amazon.nova-lite-v1:0", "us-east-1", &Provider::Bedrock));
+/// let e = Target::sagemaker("us-west-2", "llama-tgi");
+/// assert_eq!(e.profile(), None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Target {
-    Bedrock {
-        region: String,
-        /// The id sent: the bare model id or an inference-profile id.
-        model_id: String,
-        /// The profile, when `model_id` is a profile id.
-        profile: Option<ProfileScope>,
-    },
-    Sagemaker {
-        region: String,
-        endpoint: EndpointConfig,
-    },
+pub struct Target {
+    /// The service that serves it.
+    pub provider: Provider,
+    /// The region the request is signed for (for your own providers, any name you give).
+    pub region: String,
+    /// The id sent: a Bedrock model or inference-profile id, a SageMaker endpoint name, or your
+    /// provider's model id.
+    pub id: String,
+    /// The Bedrock inference profile, when `id` is a profile id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileScope>,
 }
 
 impl Target {
-    /// The id sent: model id, profile id or endpoint name.
-    pub fn id(&self) -> &str {
-        match self {
-            Target::Bedrock { model_id, .. } => model_id,
-            Target::Sagemaker { endpoint, .. } => &endpoint.name,
-        }
-    }
-    /// The region the request is signed for.
-    /// The service that serves this target.
-    pub fn provider(&self) -> crate::config::Provider {
-        match self {
-            Target::Bedrock { .. } => crate::config::Provider::Bedrock,
-            Target::Sagemaker { .. } => crate::config::Provider::Sagemaker,
+    /// A Bedrock model or inference profile in a region.
+    pub fn bedrock(
+        region: impl Into<String>,
+        model_id: impl Into<String>,
+        profile: Option<ProfileScope>,
+    ) -> Self {
+        Self {
+            provider: Provider::Bedrock,
+            region: region.into(),
+            id: model_id.into(),
+            profile,
         }
     }
 
-    pub fn region(&self) -> &str {
-        match self {
-            Target::Bedrock { region, .. } | Target::Sagemaker { region, .. } => region,
+    /// A SageMaker endpoint, by name, in its region.
+    pub fn sagemaker(region: impl Into<String>, endpoint: impl Into<String>) -> Self {
+        Self {
+            provider: Provider::Sagemaker,
+            region: region.into(),
+            id: endpoint.into(),
+            profile: None,
         }
     }
+
+    /// The id sent: model id, profile id or endpoint name.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The service that serves this target.
+    pub fn provider(&self) -> &Provider {
+        &self.provider
+    }
+
+    /// The region the request is signed for.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
     /// The inference profile, for Bedrock profile targets.
     pub fn profile(&self) -> Option<ProfileScope> {
-        match self {
-            Target::Bedrock { profile, .. } => *profile,
-            Target::Sagemaker { .. } => None,
-        }
+        self.profile
     }
 }
 
@@ -248,7 +269,7 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
         &mut reasons,
     );
     Ok(Plan {
-        provider: model.provider,
+        provider: model.provider.clone(),
         attempts,
         model: chosen.model,
         family: chosen.family,
@@ -269,11 +290,7 @@ fn prompt_router_attempt(
     reasons: &mut Vec<Reason>,
 ) -> Option<Attempt> {
     let (region, _) = prompt_router::parse_arn(arn)?;
-    let target = Target::Bedrock {
-        region: region.to_string(),
-        model_id: arn.to_string(),
-        profile: None,
-    };
+    let target = Target::bedrock(region, arn, None);
     let allowed = match &request.residency {
         None => true,
         Some(r @ crate::request::Residency::Geography(_)) => targets::allowed(&target, r, config),

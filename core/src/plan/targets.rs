@@ -44,16 +44,26 @@ pub fn enumerate(
     obs: &impl Observations,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Target> {
-    let mut candidates = match model.provider {
+    let mut candidates = match &model.provider {
         Provider::Bedrock => {
             bedrock_candidates(&chosen.model, model, chosen.pinned_profile, config, reasons)
         }
         Provider::Sagemaker => model
             .endpoints
             .iter()
-            .map(|e| Target::Sagemaker {
-                region: e.region.clone(),
-                endpoint: e.clone(),
+            .map(|e| Target::sagemaker(&e.region, &e.name))
+            .collect(),
+        other => model
+            .regions
+            .iter()
+            .map(|r| Target {
+                provider: other.clone(),
+                region: r.clone(),
+                id: model
+                    .model_id
+                    .clone()
+                    .unwrap_or_else(|| chosen.model.clone()),
+                profile: None,
             })
             .collect(),
     };
@@ -203,16 +213,14 @@ fn bedrock_candidates(
     let mut local = Vec::new();
     let mut global = Vec::new();
     for region in regions {
-        let profile_target = |scope: ProfileScope| Target::Bedrock {
-            region: region.name.clone(),
-            model_id: format!("{}.{model_id}", scope.prefix()),
-            profile: Some(scope),
+        let profile_target = |scope: ProfileScope| {
+            Target::bedrock(
+                &region.name,
+                format!("{}.{model_id}", scope.prefix()),
+                Some(scope),
+            )
         };
-        let bare = Target::Bedrock {
-            region: region.name.clone(),
-            model_id: model_id.to_string(),
-            profile: None,
-        };
+        let bare = Target::bedrock(&region.name, model_id, None);
         match (pinned, model.requires_profile) {
             (None, false) => local.push(bare),
             (None, true) => exclude(reasons, &bare, Exclusion::ProfileRequired),

@@ -113,11 +113,15 @@ fn choose_capable(
     config: &Config,
     reasons: &mut Vec<Reason>,
 ) -> Result<Option<ServiceTier>> {
-    if model.provider == Provider::Sagemaker {
+    if model.provider != Provider::Bedrock {
         if let Some(t) = request.tier {
+            let whose = match &model.provider {
+                Provider::Sagemaker => "a SageMaker model".to_string(),
+                other => format!("served by {other}"),
+            };
             return Err(Error::invalid(
                 "tier",
-                format!("{model_id} is a SageMaker model, which has no service tier {t}"),
+                format!("{model_id} is {whose}, which has no service tier {t}"),
             ));
         }
         return Ok(None);

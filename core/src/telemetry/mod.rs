@@ -12,6 +12,7 @@
 //! every call is also recorded into OpenTelemetry instruments (see [`otel`]); with the
 //! `metrics-http` feature, [`serve_prometheus`] answers scrapes.
 
+pub mod catalog;
 #[cfg(feature = "metrics-http")]
 mod http;
 pub mod otel;
@@ -35,6 +36,7 @@ use crate::response::GenerateResponse;
 /// The labels of one lane of traffic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct LaneKey {
+    pub provider: crate::config::Provider,
     pub family: Option<String>,
     pub model: String,
     /// The model id, profile id or endpoint name sent to.
@@ -228,6 +230,7 @@ impl Telemetry {
     pub fn record_success(&self, slo: CallSlo<'_>, r: &GenerateResponse) {
         let d = &r.decision;
         let key = LaneKey {
+            provider: d.provider.clone(),
             family: d.family.clone(),
             model: d.model.clone(),
             target: d.target.clone(),
@@ -235,8 +238,12 @@ impl Telemetry {
             tier: d.served_tier.or(d.tier),
             slo_class: slo.class,
         };
+        let escalated = d
+            .reasons
+            .iter()
+            .any(|x| matches!(x, crate::plan::Reason::DeadlineEscalation { .. }));
         if let Some(o) = &self.otel {
-            o.success(&key, r);
+            o.success(&key, r, escalated);
         }
         {
             let mut lanes = lock(&self.lanes);
@@ -259,11 +266,7 @@ impl Telemetry {
             c.requests += 1;
             c.failovers += d.failed_attempts.len() as u64;
             c.hedges += u64::from(d.hedge.is_some());
-            c.escalations += d
-                .reasons
-                .iter()
-                .filter(|x| matches!(x, crate::plan::Reason::DeadlineEscalation { .. }))
-                .count() as u64;
+            c.escalations += u64::from(escalated);
             c.input_tokens += u64::from(r.usage.input_tokens);
             c.cache_read_tokens += u64::from(r.usage.cache_read_tokens);
             c.cache_write_tokens += u64::from(r.usage.cache_write_tokens);
@@ -327,6 +330,9 @@ impl Telemetry {
         let mut finished = lock(&self.finished);
         let (all, by_class) = &mut *finished;
         for (class, cost_usd) in abandoned {
+            if let Some(o) = &self.otel {
+                o.task(class, "abandoned", cost_usd);
+            }
             for t in [&mut *all, by_class.entry(class).or_default()] {
                 t.tasks += 1;
                 t.abandoned += 1;
@@ -346,17 +352,10 @@ impl Telemetry {
         lock(&self.open_tasks).tasks.len()
     }
 
-    /// A call failed after trying `lane` first (its plan's first target, of `provider`).
-    pub fn record_failure(
-        &self,
-        slo: CallSlo<'_>,
-        lane: LaneKey,
-        provider: crate::config::Provider,
-        kind: ErrorKind,
-        elapsed: Duration,
-    ) {
+    /// A call failed after trying `lane` first (its plan's first target).
+    pub fn record_failure(&self, slo: CallSlo<'_>, lane: LaneKey, kind: ErrorKind) {
         if let Some(o) = &self.otel {
-            o.failure(provider, &lane, kind, elapsed);
+            o.failure(&lane, kind);
         }
         *lock(&self.lanes)
             .entry(lane)
@@ -396,6 +395,10 @@ impl Telemetry {
         let Some(task) = lock(&self.open_tasks).tasks.remove(task_id) else {
             return false;
         };
+        if let Some(o) = &self.otel {
+            let outcome = if success { "successful" } else { "failed" };
+            o.task(task.class, outcome, task.cost_usd);
+        }
         let mut finished = lock(&self.finished);
         let (all, by_class) = &mut *finished;
         for t in [all, by_class.entry(task.class).or_default()] {
@@ -537,6 +540,7 @@ mod tests {
         t.add_to_task(call(SloClass::Interactive, "b"), 0.5);
         t.add_to_task(call(SloClass::Background, "b"), 0.0625);
         let lane = LaneKey {
+            provider: crate::config::Provider::Bedrock,
             family: None,
             model: "m".into(),
             target: "m".into(),
@@ -544,13 +548,7 @@ mod tests {
             tier: None,
             slo_class: SloClass::Standard,
         };
-        t.record_failure(
-            call(SloClass::Standard, "c"),
-            lane,
-            crate::config::Provider::Bedrock,
-            ErrorKind::Throttled,
-            Duration::from_millis(5),
-        );
+        t.record_failure(call(SloClass::Standard, "c"), lane, ErrorKind::Throttled);
         assert!(t.finish_task("a", true) && t.finish_task("b", true) && t.finish_task("c", false));
         assert_eq!(t.open_tasks(), 0);
         assert!(!t.finish_task("a", true), "a task closes once");

@@ -1,8 +1,8 @@
-//! OpenTelemetry metrics: each call recorded into instruments named after the GenAI semantic
-//! conventions (`gen_ai.client.operation.duration`, `gen_ai.client.token.usage`,
-//! `gen_ai.server.time_to_first_token`, `gen_ai.server.time_per_output_token`), plus
-//! `laneway.*` instruments for what the conventions do not name (cost, failovers, hedges,
-//! cache tokens, SLO attainment, requests in flight).
+//! OpenTelemetry metrics: each call recorded into instruments made from the
+//! [`catalog`](super::catalog), named after the GenAI semantic conventions where they name the
+//! measure (`gen_ai.client.operation.duration`, `gen_ai.client.token.usage`,
+//! `gen_ai.server.time_to_first_token`, `gen_ai.server.time_per_output_token`) and `laneway.*`
+//! otherwise. The Prometheus text has the same metrics and labels.
 //!
 //! Laneway depends on the OpenTelemetry API only; the application installs the SDK and its
 //! exporter (OTLP, Prometheus, stdout) and hands Laneway a [`Meter`] with
@@ -11,9 +11,10 @@
 use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 use opentelemetry::KeyValue;
 
+use super::catalog::{self, Kind, MetricId, Scope, Unit, CATALOG};
 use super::{CallSlo, LaneKey};
-use crate::config::Provider;
 use crate::error::ErrorKind;
+use crate::request::SloClass;
 use crate::response::GenerateResponse;
 
 /// Bucket boundaries of the GenAI conventions for durations, in seconds.
@@ -29,186 +30,180 @@ const TOKEN_BUCKETS: &[f64] = &[
     1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
     16777216.0, 67108864.0,
 ];
+/// Output tokens per second.
+const RATE_BUCKETS: &[f64] = &[
+    1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0,
+];
 
-/// The instruments one router records into.
+enum Instrument {
+    Histogram(Histogram<f64>),
+    Counter(Counter<f64>),
+    UpDown(UpDownCounter<i64>),
+}
+
+/// The instruments one router records into, one per catalog metric (shared-state ones
+/// excepted: they live in the snapshot).
 pub(crate) struct OtelInstruments {
-    duration: Histogram<f64>,
-    tokens: Histogram<u64>,
-    ttft: Histogram<f64>,
-    per_token: Histogram<f64>,
-    cost: Counter<f64>,
-    failovers: Counter<u64>,
-    hedges: Counter<u64>,
-    cache_tokens: Counter<u64>,
-    slo: Counter<u64>,
-    in_flight: UpDownCounter<i64>,
+    by_id: Vec<(MetricId, Instrument)>,
 }
 
-fn provider_name(p: Provider) -> &'static str {
-    match p {
-        Provider::Bedrock => "aws.bedrock",
-        Provider::Sagemaker => "aws.sagemaker",
-    }
+fn lane_attributes(lane: &LaneKey) -> Vec<KeyValue> {
+    lane.labels()
+        .map(|(k, v)| KeyValue::new(k, v.to_string()))
+        .collect()
 }
 
-fn lane_attributes(provider: &'static str, lane: &LaneKey) -> Vec<KeyValue> {
-    let mut a = vec![
-        KeyValue::new("gen_ai.operation.name", "chat"),
-        KeyValue::new("gen_ai.provider.name", provider),
-        KeyValue::new("gen_ai.request.model", lane.model.clone()),
-        KeyValue::new("cloud.region", lane.region.clone()),
-        KeyValue::new("laneway.target", lane.target.clone()),
-        KeyValue::new("laneway.slo_class", lane.slo_class.as_str()),
-    ];
-    if let Some(f) = &lane.family {
-        a.push(KeyValue::new("laneway.family", f.clone()));
-    }
-    if let Some(t) = lane.tier {
-        a.push(KeyValue::new("laneway.tier", t.to_string()));
-    }
-    a
-}
-
-fn with(base: &[KeyValue], extra: KeyValue) -> Vec<KeyValue> {
+fn with(
+    base: &[KeyValue],
+    key: &'static str,
+    value: impl Into<opentelemetry::Value>,
+) -> Vec<KeyValue> {
     let mut v = Vec::with_capacity(base.len() + 1);
     v.extend_from_slice(base);
-    v.push(extra);
+    v.push(KeyValue::new(key, value));
     v
 }
 
 impl OtelInstruments {
     pub(crate) fn new(meter: &Meter) -> Self {
-        Self {
-            duration: meter
-                .f64_histogram("gen_ai.client.operation.duration")
-                .with_unit("s")
-                .with_description("GenAI operation duration, failovers included.")
-                .with_boundaries(DURATION_BUCKETS.to_vec())
-                .build(),
-            tokens: meter
-                .u64_histogram("gen_ai.client.token.usage")
-                .with_unit("{token}")
-                .with_description("Input and output tokens used per call.")
-                .with_boundaries(TOKEN_BUCKETS.to_vec())
-                .build(),
-            ttft: meter
-                .f64_histogram("gen_ai.server.time_to_first_token")
-                .with_unit("s")
-                .with_description("Time to the first output token of streamed calls.")
-                .with_boundaries(DURATION_BUCKETS.to_vec())
-                .build(),
-            per_token: meter
-                .f64_histogram("gen_ai.server.time_per_output_token")
-                .with_unit("s")
-                .with_description("Mean time between output tokens after the first.")
-                .with_boundaries(PER_TOKEN_BUCKETS.to_vec())
-                .build(),
-            cost: meter
-                .f64_counter("laneway.cost")
-                .with_unit("USD")
-                .with_description("Cost of successful calls at the configured prices.")
-                .build(),
-            failovers: meter
-                .u64_counter("laneway.failovers")
-                .with_description("Failed attempts before a call succeeded.")
-                .build(),
-            hedges: meter
-                .u64_counter("laneway.hedges")
-                .with_description("Calls that sent a hedge.")
-                .build(),
-            cache_tokens: meter
-                .u64_counter("laneway.cache.tokens")
-                .with_unit("{token}")
-                .with_description("Prompt-cache tokens read and written.")
-                .build(),
-            slo: meter
-                .u64_counter("laneway.slo.calls")
-                .with_description("Calls with a TTFT target or deadline, by whether they met it.")
-                .build(),
-            in_flight: meter
-                .i64_up_down_counter("laneway.requests.in_flight")
-                .with_description("Calls running now (the client-side queue).")
-                .build(),
+        let by_id = CATALOG
+            .iter()
+            .filter(|m| m.scope != Scope::Shared)
+            .map(|m| {
+                let instrument = match m.kind {
+                    Kind::Distribution => {
+                        let buckets = match (m.id, m.unit) {
+                            (MetricId::TimePerOutputToken, _) => PER_TOKEN_BUCKETS,
+                            (_, Unit::Seconds) => DURATION_BUCKETS,
+                            (_, Unit::TokensPerSecond) => RATE_BUCKETS,
+                            _ => TOKEN_BUCKETS,
+                        };
+                        Instrument::Histogram(
+                            meter
+                                .f64_histogram(m.name)
+                                .with_unit(m.unit.otel())
+                                .with_description(m.help)
+                                .with_boundaries(buckets.to_vec())
+                                .build(),
+                        )
+                    }
+                    Kind::Counter => Instrument::Counter(
+                        meter
+                            .f64_counter(m.name)
+                            .with_unit(m.unit.otel())
+                            .with_description(m.help)
+                            .build(),
+                    ),
+                    Kind::Gauge => Instrument::UpDown(
+                        meter
+                            .i64_up_down_counter(m.name)
+                            .with_unit(m.unit.otel())
+                            .with_description(m.help)
+                            .build(),
+                    ),
+                };
+                (m.id, instrument)
+            })
+            .collect();
+        Self { by_id }
+    }
+
+    fn record(&self, id: MetricId, value: f64, attrs: &[KeyValue]) {
+        match self.by_id.iter().find(|(i, _)| *i == id).map(|(_, x)| x) {
+            Some(Instrument::Histogram(h)) => h.record(value, attrs),
+            Some(Instrument::Counter(c)) => c.add(value, attrs),
+            Some(Instrument::UpDown(c)) => c.add(value as i64, attrs),
+            None => {}
         }
     }
 
     pub(crate) fn call_started(&self) {
-        self.in_flight.add(1, &[]);
+        self.record(MetricId::InFlight, 1.0, &[]);
     }
 
     pub(crate) fn call_ended(&self) {
-        self.in_flight.add(-1, &[]);
+        self.record(MetricId::InFlight, -1.0, &[]);
     }
 
-    pub(crate) fn success(&self, lane: &LaneKey, r: &GenerateResponse) {
-        let attrs = lane_attributes(provider_name(r.decision.provider), lane);
+    pub(crate) fn success(&self, lane: &LaneKey, r: &GenerateResponse, escalated: bool) {
+        let attrs = lane_attributes(lane);
         let t = &r.timings;
-        self.duration.record(t.total.as_secs_f64(), &attrs);
+        self.record(MetricId::Duration, t.total.as_secs_f64(), &attrs);
         if let Some(ttft) = t.ttft {
-            self.ttft.record(ttft.as_secs_f64(), &attrs);
+            self.record(MetricId::TimeToFirstToken, ttft.as_secs_f64(), &attrs);
         }
         if let Some(itl) = t.inter_token {
-            self.per_token.record(itl.mean.as_secs_f64(), &attrs);
+            self.record(MetricId::TimePerOutputToken, itl.mean.as_secs_f64(), &attrs);
         }
-        let input = u64::from(r.usage.input_tokens)
-            + u64::from(r.usage.cache_read_tokens)
-            + u64::from(r.usage.cache_write_tokens);
-        self.tokens.record(
-            input,
-            &with(&attrs, KeyValue::new("gen_ai.token.type", "input")),
-        );
-        self.tokens.record(
-            u64::from(r.usage.output_tokens),
-            &with(&attrs, KeyValue::new("gen_ai.token.type", "output")),
-        );
-        for (kind, n) in [
-            ("read", r.usage.cache_read_tokens),
-            ("write", r.usage.cache_write_tokens),
+        if let Some(rate) = t.output_tokens_per_second.filter(|v| v.is_finite()) {
+            self.record(MetricId::OutputRate, rate, &attrs);
+        }
+        self.record(MetricId::Requests, 1.0, &attrs);
+        let u = &r.usage;
+        for (ty, n) in [
+            ("input", u.total_input_tokens()),
+            ("output", u.output_tokens),
+        ] {
+            self.record(
+                MetricId::TokenUsage,
+                f64::from(n),
+                &with(&attrs, catalog::TOKEN_TYPE, ty),
+            );
+        }
+        for (op, n) in [
+            ("read", u.cache_read_tokens),
+            ("write", u.cache_write_tokens),
         ] {
             if n > 0 {
-                self.cache_tokens.add(
-                    u64::from(n),
-                    &with(&attrs, KeyValue::new("laneway.cache.operation", kind)),
+                self.record(
+                    MetricId::CacheTokens,
+                    f64::from(n),
+                    &with(&attrs, catalog::CACHE_OPERATION, op),
                 );
             }
         }
-        self.cost.add(r.cost_usd, &attrs);
-        let failed = r.decision.failed_attempts.len() as u64;
+        self.record(MetricId::Cost, r.cost_usd, &attrs);
+        let failed = r.decision.failed_attempts.len();
         if failed > 0 {
-            self.failovers.add(failed, &attrs);
+            self.record(MetricId::Failovers, failed as f64, &attrs);
         }
         if r.decision.hedge.is_some() {
-            self.hedges.add(1, &attrs);
+            self.record(MetricId::Hedges, 1.0, &attrs);
+        }
+        if escalated {
+            self.record(MetricId::Escalations, 1.0, &attrs);
         }
     }
 
-    pub(crate) fn failure(
-        &self,
-        provider: Provider,
-        lane: &LaneKey,
-        kind: ErrorKind,
-        elapsed: std::time::Duration,
-    ) {
-        // The conventions record failed operations in the same histogram, with `error.type`.
-        let attrs = with(
-            &lane_attributes(provider_name(provider), lane),
-            KeyValue::new("error.type", kind.as_str()),
-        );
-        self.duration.record(elapsed.as_secs_f64(), &attrs);
+    pub(crate) fn failure(&self, lane: &LaneKey, kind: ErrorKind) {
+        let attrs = with(&lane_attributes(lane), catalog::ERROR_TYPE, kind.as_str());
+        self.record(MetricId::Errors, 1.0, &attrs);
     }
 
     pub(crate) fn slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
         for (target, met) in [("ttft", ttft_met), ("deadline", deadline_met)] {
             if let Some(met) = met {
-                self.slo.add(
-                    1,
+                self.record(
+                    MetricId::SloCalls,
+                    1.0,
                     &[
-                        KeyValue::new("laneway.slo_class", slo.class.as_str()),
-                        KeyValue::new("laneway.slo.target", target),
-                        KeyValue::new("laneway.slo.met", met),
+                        KeyValue::new(catalog::SLO_CLASS, slo.class.as_str()),
+                        KeyValue::new(catalog::SLO_TARGET, target),
+                        KeyValue::new(catalog::SLO_MET, if met { "true" } else { "false" }),
                     ],
                 );
             }
         }
+    }
+
+    /// A task closed: `outcome` is `successful`, `failed` or `abandoned`.
+    pub(crate) fn task(&self, class: SloClass, outcome: &'static str, cost_usd: f64) {
+        let class = KeyValue::new(catalog::SLO_CLASS, class.as_str());
+        self.record(
+            MetricId::Tasks,
+            1.0,
+            &[class.clone(), KeyValue::new(catalog::TASK_OUTCOME, outcome)],
+        );
+        self.record(MetricId::TaskCost, cost_usd, &[class]);
     }
 }

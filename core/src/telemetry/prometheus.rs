@@ -1,9 +1,10 @@
-//! The Prometheus text exposition of a [`MetricsSnapshot`], with OpenTelemetry GenAI semantic
-//! convention names where they exist (dots become underscores).
+//! The Prometheus text exposition of a [`MetricsSnapshot`], metric by metric from the
+//! [`catalog`](super::catalog).
 
 use std::fmt::Write;
 
-use super::{LaneKey, MetricsSnapshot, Percentiles};
+use super::catalog::{self, prometheus_label, Kind, Metric, MetricId, Scope, CATALOG};
+use super::{LaneKey, LaneSnapshot, MetricsSnapshot, Percentiles};
 
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -11,247 +12,209 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn labels(k: &LaneKey) -> String {
-    format!(
-        "gen_ai_system=\"aws.bedrock\",family=\"{}\",gen_ai_request_model=\"{}\",target=\"{}\",region=\"{}\",tier=\"{}\",slo_class=\"{}\"",
-        escape(k.family.as_deref().unwrap_or("")),
-        escape(&k.model),
-        escape(&k.target),
-        escape(&k.region),
-        k.tier.map(|t| t.to_string()).unwrap_or_default(),
-        k.slo_class
-    )
+/// Label pairs as Prometheus writes them, keys converted from the catalog's.
+fn label_text<'k, 'v>(pairs: impl IntoIterator<Item = (&'k str, &'v str)>) -> String {
+    let mut out = String::new();
+    for (k, v) in pairs {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        let _ = write!(out, "{}=\"{}\"", prometheus_label(k), escape(v));
+    }
+    out
 }
 
-fn summary(out: &mut String, name: &str, help: &str, rows: &[(String, Percentiles)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} summary");
-    for (l, p) in rows.iter().filter(|(_, p)| p.count > 0) {
-        for (q, v) in [("0.5", p.p50), ("0.9", p.p90), ("0.99", p.p99)] {
-            let _ = writeln!(out, "{name}{{{l},quantile=\"{q}\"}} {v}");
+fn lane_labels(k: &LaneKey, extra: Option<(&'static str, &str)>) -> String {
+    label_text(k.labels().chain(extra))
+}
+
+/// One series' value.
+enum Value {
+    Summary(Percentiles),
+    /// A summary without quantiles.
+    Totals {
+        sum: f64,
+        count: u64,
+    },
+    Number(f64),
+}
+
+/// A metric's series in the snapshot, as (labels, value).
+fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(String, Value)> {
+    let lanes = |f: &dyn Fn(&LaneSnapshot) -> Value| -> Vec<(String, Value)> {
+        s.lanes
+            .iter()
+            .map(|(k, l)| (lane_labels(k, None), f(l)))
+            .collect()
+    };
+    let lanes_by = |key: &'static str, f: &dyn Fn(&LaneSnapshot) -> Vec<(String, f64)>| {
+        let mut out = Vec::new();
+        for (k, l) in &s.lanes {
+            for (value, n) in f(l) {
+                out.push((lane_labels(k, Some((key, &value))), Value::Number(n)));
+            }
         }
-        let _ = writeln!(out, "{name}_sum{{{l}}} {}", p.mean * p.count as f64);
-        let _ = writeln!(out, "{name}_count{{{l}}} {}", p.count);
+        out
+    };
+    let number = |n: u64| Value::Number(n as f64);
+    match id {
+        MetricId::Duration => lanes(&|l| Value::Summary(l.latency_s)),
+        MetricId::TimeToFirstToken => lanes(&|l| Value::Summary(l.ttft_s)),
+        MetricId::TimePerOutputToken => lanes(&|l| Value::Summary(l.inter_token_s)),
+        MetricId::OutputRate => lanes(&|l| Value::Summary(l.output_tokens_per_second)),
+        MetricId::Requests => lanes(&|l| number(l.requests)),
+        MetricId::TokenUsage => {
+            let mut out = Vec::new();
+            for (k, l) in &s.lanes {
+                let input = l.input_tokens + l.cache_read_tokens + l.cache_write_tokens;
+                for (ty, sum) in [("input", input), ("output", l.output_tokens)] {
+                    out.push((
+                        lane_labels(k, Some((catalog::TOKEN_TYPE, ty))),
+                        Value::Totals {
+                            sum: sum as f64,
+                            count: l.requests,
+                        },
+                    ));
+                }
+            }
+            out
+        }
+        MetricId::CacheTokens => lanes_by(catalog::CACHE_OPERATION, &|l| {
+            vec![
+                ("read".into(), l.cache_read_tokens as f64),
+                ("write".into(), l.cache_write_tokens as f64),
+            ]
+        }),
+        MetricId::Cost => lanes(&|l| Value::Number(l.cost_usd)),
+        MetricId::Errors => lanes_by(catalog::ERROR_TYPE, &|l| {
+            l.errors
+                .iter()
+                .map(|(kind, n)| (kind.as_str().to_string(), *n as f64))
+                .collect()
+        }),
+        MetricId::Failovers => lanes(&|l| number(l.failovers)),
+        MetricId::Hedges => lanes(&|l| number(l.hedges)),
+        MetricId::Escalations => lanes(&|l| number(l.escalations)),
+        MetricId::SloCalls => {
+            let mut out = Vec::new();
+            for (class, a) in &s.slo {
+                for (target, targeted, met) in [
+                    ("ttft", a.ttft_targeted, a.ttft_met),
+                    ("deadline", a.deadline_targeted, a.deadline_met),
+                ] {
+                    for (was_met, n) in [("true", met), ("false", targeted - met)] {
+                        if targeted > 0 {
+                            out.push((
+                                label_text([
+                                    (catalog::SLO_CLASS, class.as_str()),
+                                    (catalog::SLO_TARGET, target),
+                                    (catalog::SLO_MET, was_met),
+                                ]),
+                                number(n),
+                            ));
+                        }
+                    }
+                }
+            }
+            out
+        }
+        MetricId::Tasks => {
+            let mut out = Vec::new();
+            for (class, t) in &s.tasks_by_class {
+                for (outcome, n) in [
+                    ("successful", t.successful),
+                    ("failed", t.tasks - t.successful - t.abandoned),
+                    ("abandoned", t.abandoned),
+                ] {
+                    out.push((
+                        label_text([
+                            (catalog::SLO_CLASS, class.as_str()),
+                            (catalog::TASK_OUTCOME, outcome),
+                        ]),
+                        number(n),
+                    ));
+                }
+            }
+            out
+        }
+        MetricId::TaskCost => s
+            .tasks_by_class
+            .iter()
+            .map(|(class, t)| {
+                (
+                    label_text([(catalog::SLO_CLASS, class.as_str())]),
+                    Value::Number(t.cost_usd),
+                )
+            })
+            .collect(),
+        MetricId::InFlight => vec![(String::new(), Value::Number(s.in_flight as f64))],
+        MetricId::SharedDegraded => s
+            .shared
+            .iter()
+            .map(|sh| (String::new(), number(u64::from(sh.degraded))))
+            .collect(),
+        MetricId::SharedDegradedEpisodes => s
+            .shared
+            .iter()
+            .map(|sh| (String::new(), number(sh.degraded_episodes)))
+            .collect(),
+        MetricId::SharedFallbackAdmissions => s
+            .shared
+            .iter()
+            .map(|sh| (String::new(), number(sh.fallback_admissions)))
+            .collect(),
     }
 }
 
-fn counter(out: &mut String, name: &str, help: &str, rows: &[(String, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} counter");
+fn write_metric(out: &mut String, m: &Metric, rows: &[(String, Value)]) {
+    let name = m.prometheus_name();
+    let ty = match m.kind {
+        Kind::Distribution => "summary",
+        Kind::Counter => "counter",
+        Kind::Gauge => "gauge",
+    };
+    let _ = writeln!(out, "# HELP {name} {}", m.help);
+    let _ = writeln!(out, "# TYPE {name} {ty}");
+    let braces = |l: &str| {
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!("{{{l}}}")
+        }
+    };
     for (l, v) in rows {
-        let _ = writeln!(out, "{name}{{{l}}} {v}");
+        match v {
+            Value::Summary(p) if p.count == 0 => {}
+            Value::Summary(p) => {
+                let sep = if l.is_empty() { "" } else { "," };
+                for (q, v) in [("0.5", p.p50), ("0.9", p.p90), ("0.99", p.p99)] {
+                    let _ = writeln!(out, "{name}{{{l}{sep}quantile=\"{q}\"}} {v}");
+                }
+                let _ = writeln!(out, "{name}_sum{} {}", braces(l), p.mean * p.count as f64);
+                let _ = writeln!(out, "{name}_count{} {}", braces(l), p.count);
+            }
+            Value::Totals { count: 0, .. } => {}
+            Value::Totals { sum, count } => {
+                let _ = writeln!(out, "{name}_sum{} {sum}", braces(l));
+                let _ = writeln!(out, "{name}_count{} {count}", braces(l));
+            }
+            Value::Number(n) => {
+                let _ = writeln!(out, "{name}{} {n}", braces(l));
+            }
+        }
     }
 }
 
 impl MetricsSnapshot {
-    /// The snapshot in the Prometheus text format (version 0.0.4).
+    /// The snapshot in the Prometheus text format (version 0.0.4): every metric of the
+    /// [`catalog`](super::catalog) (shared-state ones with `[shared]` only).
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
-        let lane = |f: &dyn Fn(&super::LaneSnapshot) -> Percentiles| -> Vec<(String, Percentiles)> {
-            self.lanes.iter().map(|(k, s)| (labels(k), f(s))).collect()
-        };
-        summary(
-            &mut out,
-            "gen_ai_client_operation_duration_seconds",
-            "End-to-end duration of calls, failovers included.",
-            &lane(&|s| s.latency_s),
-        );
-        summary(
-            &mut out,
-            "gen_ai_server_time_to_first_token_seconds",
-            "Time to first token of streamed calls.",
-            &lane(&|s| s.ttft_s),
-        );
-        summary(
-            &mut out,
-            "gen_ai_server_time_per_output_token_seconds",
-            "Mean gap between content deltas, per stream.",
-            &lane(&|s| s.inter_token_s),
-        );
-        summary(
-            &mut out,
-            "laneway_output_tokens_per_second",
-            "Output tokens per second after the first token.",
-            &lane(&|s| s.output_tokens_per_second),
-        );
-        let counts = |f: &dyn Fn(&super::LaneSnapshot) -> f64| -> Vec<(String, f64)> {
-            self.lanes.iter().map(|(k, s)| (labels(k), f(s))).collect()
-        };
-        counter(
-            &mut out,
-            "laneway_requests_total",
-            "Calls that succeeded.",
-            &counts(&|s| s.requests as f64),
-        );
-        let mut tokens = Vec::new();
-        for (k, s) in &self.lanes {
-            for (ty, v) in [
-                ("input", s.input_tokens),
-                ("cache_read", s.cache_read_tokens),
-                ("cache_write", s.cache_write_tokens),
-                ("output", s.output_tokens),
-            ] {
-                tokens.push((
-                    format!("{},gen_ai_token_type=\"{ty}\"", labels(k)),
-                    v as f64,
-                ));
+        for m in CATALOG {
+            if m.scope == Scope::Shared && self.shared.is_none() {
+                continue;
             }
-        }
-        counter(
-            &mut out,
-            "gen_ai_client_token_usage_total",
-            "Tokens by type (input new, cache read, cache write, output).",
-            &tokens,
-        );
-        counter(
-            &mut out,
-            "laneway_cost_usd_total",
-            "Cost in US dollars at the price book's rates.",
-            &counts(&|s| s.cost_usd),
-        );
-        counter(
-            &mut out,
-            "laneway_failovers_total",
-            "Failed attempts before a success.",
-            &counts(&|s| s.failovers as f64),
-        );
-        counter(
-            &mut out,
-            "laneway_hedges_total",
-            "Hedged calls.",
-            &counts(&|s| s.hedges as f64),
-        );
-        counter(
-            &mut out,
-            "laneway_escalations_total",
-            "Calls escalated to a faster tier for their deadline.",
-            &counts(&|s| s.escalations as f64),
-        );
-        let mut errors = Vec::new();
-        for (k, s) in &self.lanes {
-            for (kind, n) in &s.errors {
-                errors.push((
-                    format!("{},error_type=\"{}\"", labels(k), kind.as_str()),
-                    *n as f64,
-                ));
-            }
-        }
-        counter(
-            &mut out,
-            "laneway_errors_total",
-            "Calls that failed, by error kind.",
-            &errors,
-        );
-        let mut slo = Vec::new();
-        for (class, a) in &self.slo {
-            for (what, n) in [
-                ("calls", a.calls),
-                ("ttft_targeted", a.ttft_targeted),
-                ("ttft_met", a.ttft_met),
-                ("deadline_targeted", a.deadline_targeted),
-                ("deadline_met", a.deadline_met),
-            ] {
-                slo.push((
-                    format!("slo_class=\"{class}\",outcome=\"{what}\""),
-                    n as f64,
-                ));
-            }
-        }
-        counter(
-            &mut out,
-            "laneway_slo_calls_total",
-            "Calls per SLO class, with and meeting a TTFT target or deadline.",
-            &slo,
-        );
-        let mut tasks = vec![
-            (
-                "slo_class=\"all\",outcome=\"finished\"".to_string(),
-                self.tasks.tasks as f64,
-            ),
-            (
-                "slo_class=\"all\",outcome=\"successful\"".to_string(),
-                self.tasks.successful as f64,
-            ),
-            (
-                "slo_class=\"all\",outcome=\"abandoned\"".to_string(),
-                self.tasks.abandoned as f64,
-            ),
-        ];
-        for (class, t) in &self.tasks_by_class {
-            tasks.push((
-                format!("slo_class=\"{class}\",outcome=\"finished\""),
-                t.tasks as f64,
-            ));
-            tasks.push((
-                format!("slo_class=\"{class}\",outcome=\"successful\""),
-                t.successful as f64,
-            ));
-            tasks.push((
-                format!("slo_class=\"{class}\",outcome=\"abandoned\""),
-                t.abandoned as f64,
-            ));
-        }
-        counter(
-            &mut out,
-            "laneway_tasks_total",
-            "Tasks closed with finish_task (finished, of them successful), or closed as abandoned after telemetry.task_idle.",
-            &tasks,
-        );
-        let mut task_cost = vec![("slo_class=\"all\"".to_string(), self.tasks.cost_usd)];
-        task_cost.extend(
-            self.tasks_by_class
-                .iter()
-                .map(|(c, t)| (format!("slo_class=\"{c}\""), t.cost_usd)),
-        );
-        counter(
-            &mut out,
-            "laneway_task_cost_usd_total",
-            "Cost of closed tasks.",
-            &task_cost,
-        );
-        let _ = writeln!(
-            out,
-            "# HELP laneway_requests_in_flight Calls running now (the client-side queue)."
-        );
-        let _ = writeln!(out, "# TYPE laneway_requests_in_flight gauge");
-        let _ = writeln!(out, "laneway_requests_in_flight {}", self.in_flight);
-        if let Some(sh) = &self.shared {
-            let _ = writeln!(
-                out,
-                "# HELP laneway_shared_state_degraded 1 while Redis is unreachable and local state decides."
-            );
-            let _ = writeln!(out, "# TYPE laneway_shared_state_degraded gauge");
-            let _ = writeln!(
-                out,
-                "laneway_shared_state_degraded {}",
-                u8::from(sh.degraded)
-            );
-            let _ = writeln!(
-                out,
-                "# HELP laneway_shared_state_degraded_episodes_total Times Redis became unreachable."
-            );
-            let _ = writeln!(
-                out,
-                "# TYPE laneway_shared_state_degraded_episodes_total counter"
-            );
-            let _ = writeln!(
-                out,
-                "laneway_shared_state_degraded_episodes_total {}",
-                sh.degraded_episodes
-            );
-            let _ = writeln!(
-                out,
-                "# HELP laneway_shared_state_fallback_admissions_total Reserved admissions decided locally while degraded."
-            );
-            let _ = writeln!(
-                out,
-                "# TYPE laneway_shared_state_fallback_admissions_total counter"
-            );
-            let _ = writeln!(
-                out,
-                "laneway_shared_state_fallback_admissions_total {}",
-                sh.fallback_admissions
-            );
+            write_metric(&mut out, m, &series(m.id, self));
         }
         out
     }

@@ -12,6 +12,7 @@ use futures::StreamExt;
 
 use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
 use crate::config::EndpointConfig;
+use crate::config::Provider;
 use crate::error::{Error, Result};
 use crate::plan::Target;
 
@@ -37,12 +38,32 @@ impl SagemakerBackend {
     }
 
     fn endpoint<'c>(&self, call: &Call<'c>) -> Result<(&sdk::Client, &'c EndpointConfig)> {
-        let Target::Sagemaker { endpoint, region } = &call.attempt.target else {
+        let Target {
+            provider: Provider::Sagemaker,
+            region,
+            id,
+            ..
+        } = &call.attempt.target
+        else {
             return Err(Error::config(
                 "models",
-                "a Bedrock target was sent to the SageMaker backend",
+                format!(
+                    "a {} target was sent to the SageMaker backend",
+                    call.attempt.target.provider
+                ),
             ));
         };
+        let endpoint = call
+            .model
+            .endpoints
+            .iter()
+            .find(|e| &e.name == id && &e.region == region)
+            .ok_or_else(|| {
+                Error::config(
+                    format!("models.\"{}\".endpoints", call.attempt.model),
+                    format!("no endpoint {id:?} in {region}"),
+                )
+            })?;
         let client = self.clients.get(region).ok_or_else(|| {
             Error::config(
                 "regions",
@@ -150,19 +171,15 @@ impl Backend for SagemakerBackend {
 
 /// The stream ended inside a line.
 fn truncated(target: &Target, line: &str) -> Error {
-    Error::from(crate::error::ServiceError {
-        kind: crate::ErrorKind::Transport,
-        code: String::new(),
-        message: format!(
+    Error::from(crate::error::ServiceError::new(
+        crate::ErrorKind::Transport,
+        format!(
             "the stream ended inside a line ({} bytes without a line end)",
             line.len()
         ),
-        target: target.id().to_string(),
-        region: target.region().to_string(),
-        http_status: None,
-        request_id: None,
-        retry_after: None,
-    })
+        target.id(),
+        target.region(),
+    ))
 }
 
 /// Input tokens estimated from the rendered prompt, for containers that report no input count.

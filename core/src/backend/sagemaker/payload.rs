@@ -352,16 +352,10 @@ pub fn parse_stream_line(
         .map_err(|e| malformed(endpoint, region, &format!("stream line is not JSON: {e}")))?;
     if let Some(err) = v.get("error").and_then(Value::as_str) {
         let error_type = v.get("error_type").and_then(Value::as_str);
-        return Err(Error::from(ServiceError {
-            kind: in_stream_error_kind(error_type),
-            code: error_type.unwrap_or("ModelError").to_string(),
-            message: err.to_string(),
-            target: endpoint.to_string(),
-            region: region.to_string(),
-            http_status: None,
-            request_id: None,
-            retry_after: None,
-        }));
+        return Err(Error::from(
+            ServiceError::new(in_stream_error_kind(error_type), err, endpoint, region)
+                .with_code(error_type.unwrap_or("ModelError")),
+        ));
     }
     let mut out = LineEvents::default();
     match format {
@@ -476,16 +470,15 @@ fn in_stream_error_kind(error_type: Option<&str>) -> ErrorKind {
 /// An answer that cannot be read: garbage from the container or on the way, not the caller's
 /// input, so it fails over.
 pub(crate) fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
-    Error::from(ServiceError {
-        kind: ErrorKind::Internal,
-        code: "MalformedContainerResponse".into(),
-        message: format!("the container's answer could not be read: {what}"),
-        target: endpoint.to_string(),
-        region: region.to_string(),
-        http_status: None,
-        request_id: None,
-        retry_after: None,
-    })
+    Error::from(
+        ServiceError::new(
+            ErrorKind::Internal,
+            format!("the container's answer could not be read: {what}"),
+            endpoint,
+            region,
+        )
+        .with_code("MalformedContainerResponse"),
+    )
 }
 
 #[cfg(test)]

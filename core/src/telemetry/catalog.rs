@@ -1,0 +1,290 @@
+//! The one catalog of what Laneway measures: each metric's name, unit, instrument, labels and
+//! help. The Prometheus text and the OpenTelemetry instruments are both made from it, so they
+//! cannot drift: a Prometheus name is the OpenTelemetry name with dots as underscores, its unit
+//! as a suffix (`_seconds`, `_usd`) and `_total` on counters, as the OpenTelemetry-to-Prometheus
+//! compatibility rules have it; a Prometheus label is the attribute key with dots as
+//! underscores.
+//!
+//! ```
+//! use laneway::telemetry::catalog::{metric, MetricId};
+//! let m = metric(MetricId::Duration);
+//! assert_eq!(m.name, "gen_ai.client.operation.duration");
+//! assert_eq!(m.prometheus_name(), "gen_ai_client_operation_duration_seconds");
+//! assert_eq!(metric(MetricId::Cost).prometheus_name(), "laneway_cost_usd_total");
+//! ```
+
+use std::borrow::Cow;
+
+use super::LaneKey;
+
+/// Every metric, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum MetricId {
+    Duration,
+    TimeToFirstToken,
+    TimePerOutputToken,
+    OutputRate,
+    Requests,
+    TokenUsage,
+    CacheTokens,
+    Cost,
+    Errors,
+    Failovers,
+    Hedges,
+    Escalations,
+    SloCalls,
+    Tasks,
+    TaskCost,
+    InFlight,
+    SharedDegraded,
+    SharedDegradedEpisodes,
+    SharedFallbackAdmissions,
+}
+
+/// What a metric's values measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Usd,
+    /// A count, in the UCUM annotation form the GenAI conventions use (`{token}`).
+    Count(&'static str),
+    /// Tokens per second.
+    TokensPerSecond,
+}
+
+impl Unit {
+    /// The unit as OpenTelemetry writes it.
+    pub fn otel(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Usd => "USD",
+            Unit::Count(c) => c,
+            Unit::TokensPerSecond => "{token}/s",
+        }
+    }
+
+    fn prometheus_suffix(self) -> &'static str {
+        match self {
+            Unit::Seconds => "_seconds",
+            Unit::Usd => "_usd",
+            Unit::Count(_) | Unit::TokensPerSecond => "",
+        }
+    }
+}
+
+/// How a metric is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A distribution: an OpenTelemetry histogram, a Prometheus summary (p50 / p90 / p99 of the
+    /// router's own histograms where it keeps one, else only the sum and count).
+    Distribution,
+    /// A monotonic count or sum.
+    Counter,
+    /// A value now.
+    Gauge,
+}
+
+/// Which series a metric has, and so which labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// One per lane: [`LANE_LABELS`] plus the metric's own.
+    Lane,
+    /// One per SLO class: `laneway.slo_class` plus the metric's own.
+    SloClass,
+    /// One series.
+    Router,
+    /// One series, with shared state only; read from the snapshot
+    /// ([`Router::metrics`](crate::Router::metrics)), so Prometheus text only.
+    Shared,
+}
+
+/// One metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    pub id: MetricId,
+    /// The OpenTelemetry name.
+    pub name: &'static str,
+    pub unit: Unit,
+    pub kind: Kind,
+    pub scope: Scope,
+    /// Labels beyond the scope's.
+    pub labels: &'static [&'static str],
+    pub help: &'static str,
+}
+
+impl Metric {
+    /// The Prometheus name.
+    pub fn prometheus_name(&self) -> String {
+        let mut n = self.name.replace('.', "_");
+        n.push_str(self.unit.prometheus_suffix());
+        if self.kind == Kind::Counter {
+            n.push_str("_total");
+        }
+        n
+    }
+
+    /// Every label key the metric's series have (some only when set, as a lane's family).
+    pub fn label_keys(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let scope: &[&str] = match self.scope {
+            Scope::Lane => LANE_LABELS,
+            Scope::SloClass => &[SLO_CLASS],
+            Scope::Router | Scope::Shared => &[],
+        };
+        scope.iter().chain(self.labels).copied()
+    }
+}
+
+/// A label key as Prometheus spells it.
+pub fn prometheus_label(key: &str) -> Cow<'_, str> {
+    if key.contains('.') {
+        Cow::Owned(key.replace('.', "_"))
+    } else {
+        Cow::Borrowed(key)
+    }
+}
+
+pub const SLO_CLASS: &str = "laneway.slo_class";
+pub const TOKEN_TYPE: &str = "gen_ai.token.type";
+pub const CACHE_OPERATION: &str = "laneway.cache.operation";
+pub const ERROR_TYPE: &str = "error.type";
+pub const SLO_TARGET: &str = "laneway.slo.target";
+pub const SLO_MET: &str = "laneway.slo.met";
+pub const TASK_OUTCOME: &str = "laneway.task.outcome";
+
+/// The labels of a lane; `laneway.family` and `laneway.tier` only when the lane has one.
+pub const LANE_LABELS: &[&str] = &[
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "cloud.region",
+    "laneway.target",
+    SLO_CLASS,
+    "laneway.family",
+    "laneway.tier",
+];
+
+impl LaneKey {
+    /// The lane's labels, keyed as [`LANE_LABELS`], without those it has no value for.
+    pub fn labels(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("gen_ai.operation.name", Some("chat")),
+            ("gen_ai.provider.name", Some(self.provider.system())),
+            ("gen_ai.request.model", Some(self.model.as_str())),
+            ("cloud.region", Some(self.region.as_str())),
+            ("laneway.target", Some(self.target.as_str())),
+            (SLO_CLASS, Some(self.slo_class.as_str())),
+            ("laneway.family", self.family.as_deref()),
+            ("laneway.tier", self.tier.map(|t| t.as_str())),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+    }
+}
+
+const fn m(
+    id: MetricId,
+    name: &'static str,
+    unit: Unit,
+    kind: Kind,
+    scope: Scope,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Metric {
+    Metric {
+        id,
+        name,
+        unit,
+        kind,
+        scope,
+        labels,
+        help,
+    }
+}
+
+use Kind::{Counter, Distribution, Gauge};
+use MetricId as M;
+use Scope::{Lane, Router, Shared, SloClass};
+
+/// Every metric, in exposition order.
+#[rustfmt::skip]
+pub const CATALOG: &[Metric] = &[
+    m(M::Duration, "gen_ai.client.operation.duration", Unit::Seconds, Distribution, Lane, &[],
+        "End-to-end duration of successful calls, failovers included."),
+    m(M::TimeToFirstToken, "gen_ai.server.time_to_first_token", Unit::Seconds, Distribution, Lane, &[],
+        "Time to the first output token of streamed calls."),
+    m(M::TimePerOutputToken, "gen_ai.server.time_per_output_token", Unit::Seconds, Distribution, Lane, &[],
+        "Mean gap between content deltas, per stream."),
+    m(M::OutputRate, "laneway.output_tokens_per_second", Unit::TokensPerSecond, Distribution, Lane, &[],
+        "Output tokens per second after the first token."),
+    m(M::Requests, "laneway.requests", Unit::Count("{request}"), Counter, Lane, &[],
+        "Calls that succeeded."),
+    m(M::TokenUsage, "gen_ai.client.token.usage", Unit::Count("{token}"), Distribution, Lane, &[TOKEN_TYPE],
+        "Tokens per successful call: input (all of it, cached or not) and output."),
+    m(M::CacheTokens, "laneway.cache.tokens", Unit::Count("{token}"), Counter, Lane, &[CACHE_OPERATION],
+        "Input tokens read from and written to the prompt cache."),
+    m(M::Cost, "laneway.cost", Unit::Usd, Counter, Lane, &[],
+        "Cost of successful calls at the configured prices."),
+    m(M::Errors, "laneway.errors", Unit::Count("{request}"), Counter, Lane, &[ERROR_TYPE],
+        "Calls that failed, by error kind, in the lane of their first planned target."),
+    m(M::Failovers, "laneway.failovers", Unit::Count("{attempt}"), Counter, Lane, &[],
+        "Failed attempts before a call succeeded."),
+    m(M::Hedges, "laneway.hedges", Unit::Count("{request}"), Counter, Lane, &[],
+        "Successful calls that sent a hedge."),
+    m(M::Escalations, "laneway.escalations", Unit::Count("{request}"), Counter, Lane, &[],
+        "Successful calls escalated to a faster tier for their deadline."),
+    m(M::SloCalls, "laneway.slo.calls", Unit::Count("{request}"), Counter, SloClass, &[SLO_TARGET, SLO_MET],
+        "Calls with a TTFT target or deadline, by whether they met it."),
+    m(M::Tasks, "laneway.tasks", Unit::Count("{task}"), Counter, SloClass, &[TASK_OUTCOME],
+        "Tasks closed: successful or failed by finish_task, abandoned after telemetry.task_idle."),
+    m(M::TaskCost, "laneway.task.cost", Unit::Usd, Counter, SloClass, &[],
+        "Cost of closed tasks."),
+    m(M::InFlight, "laneway.requests.in_flight", Unit::Count("{request}"), Gauge, Router, &[],
+        "Calls running now (the client-side queue)."),
+    m(M::SharedDegraded, "laneway.shared_state.degraded", Unit::Count("1"), Gauge, Shared, &[],
+        "1 while Redis is unreachable and local state decides."),
+    m(M::SharedDegradedEpisodes, "laneway.shared_state.degraded_episodes", Unit::Count("{episode}"), Counter, Shared, &[],
+        "Times Redis became unreachable."),
+    m(M::SharedFallbackAdmissions, "laneway.shared_state.fallback_admissions", Unit::Count("{request}"), Counter, Shared, &[],
+        "Reserved admissions decided locally while degraded."),
+];
+
+/// The catalog entry of a metric.
+pub fn metric(id: MetricId) -> &'static Metric {
+    CATALOG
+        .iter()
+        .find(|m| m.id == id)
+        .expect("every MetricId is in the catalog")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ids_are_unique() {
+        for (i, a) in CATALOG.iter().enumerate() {
+            for b in &CATALOG[i + 1..] {
+                assert_ne!(a.id, b.id);
+                assert_ne!(a.prometheus_name(), b.prometheus_name());
+            }
+        }
+    }
+
+    #[test]
+    fn prometheus_names_follow_the_compatibility_rules() {
+        assert_eq!(
+            metric(M::TimeToFirstToken).prometheus_name(),
+            "gen_ai_server_time_to_first_token_seconds"
+        );
+        assert_eq!(
+            metric(M::TokenUsage).prometheus_name(),
+            "gen_ai_client_token_usage"
+        );
+        assert_eq!(
+            metric(M::InFlight).prometheus_name(),
+            "laneway_requests_in_flight"
+        );
+        assert_eq!(prometheus_label("cloud.region"), "cloud_region");
+    }
+}
