@@ -15,6 +15,13 @@ before(async () => {
 })
 after(async () => { await emu.stop() })
 
+// Asks `condition` (a round trip to the emulator each time) until it holds; bounded by tries,
+// not by a clock.
+async function until (what, condition, tries = 5000) {
+  for (let i = 0; i < tries; i++) if (await condition()) return
+  assert.fail(`${what}: never happened`)
+}
+
 test('generate returns a typed response', async () => {
   const r = await router.generate('Summarise the refund policy', { family: 'nova', slo: 'background', maxTokens: 24 })
   assert.ok(r instanceof laneway.Response)
@@ -93,11 +100,14 @@ test('an AbortSignal cancels the request', async () => {
     const ctl = new AbortController()
     // Interactive with a TTFT target: runs as a stream, which the emulator watches.
     const call = r.generate('Write an essay', { model: 'amazon.nova-pro-v1:0', maxTokens: 400, slo: 'interactive', ttftTargetMs: 5000, signal: ctl.signal })
-    setTimeout(() => ctl.abort(), 500)
-    await assert.rejects(call, e => e instanceof laneway.AbortError && e.name === 'AbortError')
-    await new Promise(resolve => setTimeout(resolve, 500))
-    let rows = await slow.counters()
+    let rows = []
     const sum = k => rows.reduce((s, x) => s + x[k], 0)
+    // Aborted once the emulator has the request (a 400-token answer at a third of real speed
+    // takes seconds); then asked until it has seen the stream cancelled. No timers.
+    await until('the request reached the emulator', async () => { rows = await slow.counters(); return sum('requests') >= 1 })
+    ctl.abort()
+    await assert.rejects(call, e => e instanceof laneway.AbortError && e.name === 'AbortError')
+    await until('the emulator saw the stream cancelled', async () => { rows = await slow.counters(); return sum('cancelled') >= 1 })
     assert.ok(sum('requests') >= 1 && sum('cancelled') === sum('requests'))
 
     const ctl2 = new AbortController()
@@ -106,8 +116,7 @@ test('an AbortSignal cancels the request', async () => {
         if (ev.type === 'text_delta') ctl2.abort()
       }
     }, laneway.AbortError)
-    await new Promise(resolve => setTimeout(resolve, 500))
-    rows = await slow.counters()
+    await until('the emulator saw the second stream cancelled', async () => { rows = await slow.counters(); return sum('cancelled') >= 2 })
     assert.ok(sum('requests') >= 2 && sum('cancelled') === sum('requests'))
     await assert.rejects(r.generate('x', { signal: AbortSignal.abort() }), laneway.AbortError)
   } finally { await slow.stop() }
@@ -129,13 +138,18 @@ test('aborting while an event is pending cancels the stream at once', async () =
   try {
     const r = new laneway.Router(slow.routerOptions())
     const ctl = new AbortController()
-    setTimeout(() => ctl.abort(), 300) // long before the first token
-    await assert.rejects(async () => {
-      for await (const ev of r.stream('An essay', { model: 'amazon.nova-pro-v1:0', maxTokens: 400, signal: ctl.signal })) assert.fail(`no event expected, got ${ev.type}`)
-    }, laneway.AbortError)
-    await new Promise(resolve => setTimeout(resolve, 300))
-    const rows = await slow.counters()
+    let rows = []
     const sum = k => rows.reduce((s, x) => s + x[k], 0)
+    // The first token is slow at this time scale: the abort comes while the first event is
+    // still pending, as soon as the emulator has the request.
+    const stream = r.stream('An essay', { model: 'amazon.nova-pro-v1:0', maxTokens: 400, signal: ctl.signal })
+    const reading = assert.rejects(async () => {
+      for await (const ev of stream) assert.fail(`no event expected, got ${ev.type}`)
+    }, laneway.AbortError)
+    await until('the request reached the emulator', async () => { rows = await slow.counters(); return sum('requests') >= 1 })
+    ctl.abort()
+    await reading
+    await until('the emulator saw the stream cancelled', async () => { rows = await slow.counters(); return sum('cancelled') >= 1 })
     assert.equal(sum('requests'), 1)
     assert.equal(sum('cancelled'), 1)
   } finally { await slow.stop() }

@@ -98,27 +98,40 @@ async def test_a_broken_stream_says_how_much_was_delivered(emulator, router):
     assert e.value.delivered["deltas"] == len([g for g in got if g.type == "text_delta"]) == 3
 
 
+async def until(what, condition, tries=5000):
+    """Asks `condition` (a round trip to the emulator each time) until it holds; bounded by
+    tries, not by a clock."""
+    for _ in range(tries):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{what}: never happened")
+
+
 async def test_cancelling_the_task_cancels_the_request():
     with Emulator(scenario="startup", time_scale=3.0) as slow:
         router = laneway.Router(**slow.router_kwargs())
+
+        def total(key):
+            return sum(r[key] for r in slow.counters())
+
         # An interactive call with a TTFT target runs as a stream (it may hedge), which the
-        # emulator watches: it counts a stream whose client went away as cancelled.
+        # emulator watches: it counts a stream whose client went away as cancelled. Cancelled
+        # once the emulator has it (a 400-token answer at a third of real speed takes seconds).
         task = asyncio.create_task(router.generate("Write an essay", model="amazon.nova-pro-v1:0", max_tokens=400, slo="interactive", ttft_target_ms=5000))
-        await asyncio.sleep(0.5)
+        await until("the request reached the emulator", lambda: total("requests") >= 1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await asyncio.sleep(0.5)
-        rows = slow.counters()
-        assert sum(r["cancelled"] for r in rows) == sum(r["requests"] for r in rows) >= 1
+        await until("the emulator saw the stream cancelled", lambda: total("cancelled") >= 1)
+        assert total("cancelled") == total("requests") >= 1
 
         # Leaving an `async for` early cancels the stream too.
         async for ev in router.stream("Another essay", model="amazon.nova-lite-v1:0", max_tokens=400):
             if ev.type == "text_delta":
                 break
-        await asyncio.sleep(0.5)
-        rows = slow.counters()
-        assert sum(r["cancelled"] for r in rows) == sum(r["requests"] for r in rows) >= 2
+        await until("the emulator saw the second stream cancelled", lambda: total("cancelled") >= 2)
+        assert total("cancelled") == total("requests") >= 2
 
 
 async def test_a_thousand_concurrent_requests():

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use laneway::plan::targets::allowed;
-use laneway::state::Fresh;
+use laneway::state::{BreakerView, Fresh, Observations, TargetView};
 use laneway::{
     plan, CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef,
     Provider, Residency, ServiceTier, SloClass, SystemBlock, Tool,
@@ -177,10 +177,147 @@ proptest! {
     }
 
     #[test]
-    fn planning_never_panics_on_arbitrary_json_requests(json in "\\PC{0,200}") {
-        if let Ok(req) = serde_json::from_str::<GenerateRequest>(&json) {
-            let _ = plan(&req, &base(), &Fresh(Instant::now()));
+    fn planning_never_panics_on_structured_json_requests(
+        (req, path, value) in (request(), prop::collection::vec(0usize..16, 1..4), json_value()),
+    ) {
+        // A valid request's JSON with one value somewhere replaced: the shape a client gets
+        // almost right. It either deserialises and plans (or is refused), or names the field.
+        let mut json = serde_json::to_value(&req).unwrap();
+        replace_at(&mut json, &path, value);
+        let text = json.to_string();
+        match serde_json::from_str::<GenerateRequest>(&text) {
+            Ok(req) => {
+                let _ = plan(&req, &base(), &Fresh(Instant::now()));
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
+    }
+
+    #[test]
+    fn plans_hold_their_invariants_in_any_live_state(
+        config in config(),
+        req in request(),
+        state in live_state(),
+    ) {
+        let Ok(p) = plan(&req, &config, &state) else { return Ok(()) };
+        prop_assert!(!p.attempts.is_empty());
+        prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
+        for a in &p.attempts {
+            if let Some(r) = &req.residency {
+                prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
+            }
+        }
+        // Healthy targets come before open ones.
+        let ranks: Vec<u8> = p.attempts.iter().map(|a| {
+            match state.target(a.target.region(), a.target.id(), a.tier).breaker {
+                BreakerView::Open => 2,
+                BreakerView::HalfOpen { probe_available: false } => 1,
+                _ => 0,
+            }
+        }).collect();
+        // Among the attempts on the plan's model at its first tier (a fallback or an overflow
+        // tier starts an order of its own).
+        let first = &p.attempts[0];
+        let same_lane: Vec<u8> = p.attempts.iter().zip(&ranks)
+            .filter(|(a, _)| a.model == first.model && a.tier == first.tier)
+            .map(|(_, r)| *r)
+            .collect();
+        prop_assert!(same_lane.windows(2).all(|w| w[0] <= w[1]), "open targets before healthy ones: {same_lane:?}");
+    }
+}
+
+/// Any JSON value, nested a little.
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("JSON has no NaN", |f| f.is_finite())
+            .prop_map(Value::from),
+        "\\PC{0,12}".prop_map(Value::String),
+        prop::sample::select(vec![
+            "user",
+            "assistant",
+            "interactive",
+            "flex",
+            "text",
+            "us",
+            "nova"
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 8, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,10}", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Replaces the value reached by following `path` (each step picks a child by index, modulo
+/// the number of children) with `value`.
+fn replace_at(json: &mut serde_json::Value, path: &[usize], value: serde_json::Value) {
+    let child = match json {
+        serde_json::Value::Object(m) if !m.is_empty() => {
+            let n = path[0] % m.len();
+            m.values_mut().nth(n)
+        }
+        serde_json::Value::Array(a) if !a.is_empty() => {
+            let n = path[0] % a.len();
+            a.get_mut(n)
+        }
+        _ => None,
+    };
+    match (child, path.len()) {
+        (Some(c), n) if n > 1 => replace_at(c, &path[1..], value),
+        (Some(c), _) => *c = value,
+        (None, _) => *json = value,
+    }
+}
+
+/// Live state as the planner may see it: each target's breaker, latency estimate and throttle
+/// score drawn at random (by a hash of the target, so a plan sees one state), reservations full
+/// or not, prefixes never seen.
+#[derive(Debug, Clone)]
+struct LiveState {
+    seed: u64,
+    reserved_room: Option<bool>,
+}
+
+fn live_state() -> impl Strategy<Value = LiveState> {
+    (any::<u64>(), prop::option::of(any::<bool>())).prop_map(|(seed, reserved_room)| LiveState {
+        seed,
+        reserved_room,
+    })
+}
+
+impl Observations for LiveState {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.seed, region, id, tier).hash(&mut h);
+        let x = h.finish();
+        TargetView {
+            breaker: match x % 5 {
+                0 => BreakerView::Open,
+                1 => BreakerView::HalfOpen {
+                    probe_available: x & 0x100 == 0,
+                },
+                _ => BreakerView::Closed,
+            },
+            ttft: (x & 0x200 == 0).then(|| std::time::Duration::from_millis((x >> 16) % 5000)),
+            tokens_per_second: (x & 0x400 == 0).then(|| ((x >> 32) % 300) as f64),
+            throttle_score: ((x >> 40) % 300) as f64 / 100.0,
+        }
+    }
+    fn reserved_room(&self, _: &str, _: u64, _: u64) -> Option<bool> {
+        self.reserved_room
     }
 }
 

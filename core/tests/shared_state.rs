@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::redis_server::RedisServer;
 use futures::StreamExt;
@@ -176,6 +176,24 @@ async fn replica_process() {
                 let m = router.metrics();
                 say(serde_json::to_value(m.shared).unwrap());
             }
+            // How this replica's plan sees Nova Lite's targets now: region -> breaker view of
+            // those it demotes (a healthy target, or one with a free probe, is not listed).
+            "health" => {
+                let req =
+                    GenerateRequest::user("h")
+                        .model(LITE)
+                        .residency(laneway::Residency::Regions(vec![
+                            "us-east-1".into(),
+                            "us-west-2".into(),
+                        ]));
+                let mut demoted = BTreeMap::<String, String>::new();
+                for r in router.plan(&req).unwrap().reasons {
+                    if let laneway::Reason::TargetDemoted { region, health, .. } = r {
+                        demoted.insert(region, format!("{health:?}"));
+                    }
+                }
+                say(json!(demoted));
+            }
             "quit" => return,
             other => panic!("unknown command {other}"),
         }
@@ -249,24 +267,27 @@ async fn a_breaker_opened_in_one_process_is_honoured_by_the_others() {
         out["failed_attempts"], 2,
         "two failures open the breaker: {out}"
     );
-    let opened = Instant::now();
-    // us-east-1 is healthy again: only the shared breaker keeps B and C away from it.
+    // us-east-1 is healthy again: only the shared breaker keeps B and C away from it. They
+    // learn of it at their next read of the fleet's breakers.
     emu.remove_fault(outage);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let east = |r: &mut Replica| r.call(json!({"cmd": "health"}))["us-east-1"].clone();
+    for r in [&mut b, &mut c] {
+        common::wait_until("A's open breaker reached B and C", || east(r) == "Open").await;
+    }
     for r in [&mut b, &mut c] {
         let out = r.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 3, "concurrency": 1}));
         assert_eq!(out["ok"], 3, "{out}");
         assert!(out["regions"].get("us-east-1").is_none(), "{out}");
         assert_eq!(out["failed_attempts"], 0, "{out}");
     }
-    assert!(
-        opened.elapsed() < Duration::from_millis(3500),
-        "still inside the open period"
-    );
+    // The premise held: the open period had not ended while B and C ran.
+    assert_eq!(east(&mut c), "Open");
 
     // Once the open period is over, one probe goes for the whole fleet: B and C ask at once,
     // one of them holds the lease and probes us-east-1, the other goes elsewhere.
-    tokio::time::sleep(Duration::from_millis(4300).saturating_sub(opened.elapsed())).await;
+    for r in [&mut b, &mut c] {
+        common::wait_until("the open period ended", || east(r).is_null()).await;
+    }
     b.send(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
     c.send(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
     let (ob, oc) = (b.read(), c.read());
@@ -275,8 +296,13 @@ async fn a_breaker_opened_in_one_process_is_honoured_by_the_others() {
         .filter(|o| o["regions"].get("us-east-1").is_some())
         .count();
     assert_eq!(probes, 1, "{ob}\n{oc}");
-    // The probe succeeded: everyone is back on us-east-1 within a sync interval.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The probe succeeded: everyone is back on us-east-1 at their next sync.
+    for r in [&mut a, &mut b, &mut c] {
+        common::wait_until("the probe's success reached every replica", || {
+            east(r).is_null()
+        })
+        .await;
+    }
     for r in [&mut a, &mut b, &mut c] {
         let out = r.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 2, "concurrency": 1}));
         assert_eq!(out["regions"]["us-east-1"], 2, "{out}");
@@ -295,7 +321,11 @@ async fn killing_redis_mid_run_loses_no_request() {
     for r in &mut replicas {
         r.send(json!({"cmd": "run", "model": SONNET, "requests": 60, "concurrency": 2}));
     }
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Mid-run: once the fleet has sent a sixth of its calls.
+    common::wait_until("the replicas' calls started", || {
+        common::requests_seen(&emu) >= 30
+    })
+    .await;
     redis.kill();
     for r in &mut replicas {
         let out = r.read();
@@ -310,9 +340,14 @@ async fn killing_redis_mid_run_loses_no_request() {
             "logged and counted once: {status}"
         );
     }
-    // Redis returns: the replicas use it again.
+    // Redis returns: the replicas use it again once their health check has seen it.
     redis.restart();
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    for r in &mut replicas {
+        common::wait_until("the replica saw Redis back", || {
+            r.call(json!({"cmd": "status"}))["degraded"] == false
+        })
+        .await;
+    }
     for r in &mut replicas {
         let out = r.call(json!({"cmd": "run", "model": SONNET, "requests": 3, "concurrency": 1}));
         assert_eq!(out["ok"], 3, "{out}");
@@ -404,7 +439,11 @@ async fn a_prefix_cached_by_one_replica_draws_the_others_to_its_region() {
     let first = first_router.generate(req("a")).await.unwrap();
     assert_ne!(first.decision.region, usual.region());
     assert!(first.usage.cache_write_tokens > 0, "{:?}", first.usage);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Published off the call's path: wait for the write to complete.
+    common::wait_until("the first replica published its prefix", || {
+        first_router.metrics().shared.unwrap().prefixes_published >= 1
+    })
+    .await;
 
     // The second replica has never seen the prefix; the fleet's index sends it there.
     assert_eq!(
@@ -472,15 +511,7 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
         });
         !status.degraded && status.breaker_syncs >= synced + 2 && !open
     };
-    let mut waited = 0;
-    while !ready() {
-        waited += 1;
-        assert!(
-            waited < 500,
-            "the router never caught up with the restarted Redis"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::wait_until("the router caught up with the restarted Redis", ready).await;
     for _ in 0..3 {
         router.generate(req()).await.unwrap();
     }

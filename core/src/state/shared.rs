@@ -86,6 +86,7 @@ struct Health {
     waited_admissions: AtomicU64,
     malformed_values: AtomicU64,
     breaker_syncs: AtomicU64,
+    prefixes_published: AtomicU64,
 }
 
 /// Now, in unix milliseconds (the clock shared entries are stamped with).
@@ -113,6 +114,8 @@ pub struct SharedStatus {
     pub malformed_values: u64,
     /// Completed reads of the fleet's breakers.
     pub breaker_syncs: u64,
+    /// Completed writes of where prompt prefixes were cached.
+    pub prefixes_published: u64,
 }
 
 /// The Redis side of the router's state.
@@ -238,6 +241,7 @@ impl Shared {
             waited_admissions: self.health.waited_admissions.load(Ordering::Relaxed),
             malformed_values: self.health.malformed_values.load(Ordering::Relaxed),
             breaker_syncs: self.health.breaker_syncs.load(Ordering::Relaxed),
+            prefixes_published: self.health.prefixes_published.load(Ordering::Relaxed),
         }
     }
 
@@ -698,8 +702,13 @@ impl Shared {
                     .ignore();
             }
             let mut conn = me.conn.clone();
-            me.run::<()>("publish prefixes", pipe.query_async(&mut conn))
-                .await;
+            if me
+                .run::<()>("publish prefixes", pipe.query_async(&mut conn))
+                .await
+                .is_some()
+            {
+                me.health.prefixes_published.fetch_add(1, Ordering::Relaxed);
+            }
         });
     }
 

@@ -37,3 +37,30 @@ pub async fn router(emu: &Emulator) -> Router {
 pub fn requests_seen(emu: &Emulator) -> u64 {
     emu.counters().iter().map(|r| r.counter.requests).sum()
 }
+
+/// Waits until `condition` holds, checking every few milliseconds; panics naming `what` if it
+/// has not held after 3,000 checks. Tests wait on events this way, never for a fixed time: the
+/// bound only stops a broken test from hanging.
+pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    for _ in 0..3000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{what}: never happened");
+}
+
+/// Whether the router's plan for `request` demotes a target in `region` (this one, if named)
+/// as open: its breaker's open period has not ended.
+pub fn breaker_open(
+    router: &Router,
+    request: &laneway::GenerateRequest,
+    region: &str,
+    target: Option<&str>,
+) -> bool {
+    router.plan(request).unwrap().reasons.iter().any(|r| {
+        matches!(r, laneway::Reason::TargetDemoted { region: reg, target: t, health: laneway::state::BreakerView::Open, .. }
+            if reg == region && target.is_none_or(|want| want == t))
+    })
+}
