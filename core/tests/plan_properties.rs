@@ -312,7 +312,7 @@ impl Observations for LiveState {
                 _ => BreakerView::Closed,
             },
             ttft: (x & 0x200 == 0).then(|| std::time::Duration::from_millis((x >> 16) % 5000)),
-            tokens_per_second: (x & 0x400 == 0).then(|| ((x >> 32) % 300) as f64),
+            tokens_per_second: (x & 0x400 == 0).then_some(((x >> 32) % 300) as f64),
             throttle_score: ((x >> 40) % 300) as f64 / 100.0,
         }
     }
