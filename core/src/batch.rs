@@ -8,56 +8,15 @@
 //! one [`BatchItem`] per request in submission order. Too few requests for a job, or a deadline
 //! sooner than the batch turnaround, go to the flex tier at once instead; the item says why.
 
+pub use crate::config::BatchConfig;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
-use crate::request::{ContentBlock, GenerateRequest, Role, ServiceTier, SystemBlock};
-use crate::response::Usage;
-
-/// `[batch]`: where and how batch jobs run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BatchConfig {
-    /// The S3 bucket for job inputs and outputs.
-    pub bucket: String,
-    /// Key prefix under the bucket.
-    #[serde(default = "default_prefix")]
-    pub prefix: String,
-    /// The IAM service role the jobs run under.
-    pub role_arn: String,
-    /// Most records in one job; larger submissions are split.
-    #[serde(default = "default_max_records")]
-    pub max_records_per_job: usize,
-    /// Fewest records a job may have (the service's minimum).
-    #[serde(default = "default_min_records")]
-    pub min_records: usize,
-    /// How often `wait_batch` asks for the jobs' status (ms).
-    #[serde(default = "default_poll", with = "crate::serde_millis")]
-    pub poll_interval: Duration,
-    /// How long a batch may take; a request with a sooner deadline goes to flex (ms).
-    #[serde(default = "default_turnaround", with = "crate::serde_millis")]
-    pub turnaround: Duration,
-}
-
-fn default_prefix() -> String {
-    "laneway-batch".into()
-}
-fn default_max_records() -> usize {
-    50_000
-}
-fn default_min_records() -> usize {
-    100
-}
-fn default_poll() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_turnaround() -> Duration {
-    Duration::from_secs(24 * 3600)
-}
+use crate::types::Usage;
+use crate::types::{ContentBlock, GenerateRequest, Role, ServiceTier, SystemBlock};
+use crate::types::{Error, Result};
 
 /// Which lane served an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -363,7 +322,10 @@ pub(crate) fn native_body(
 
 /// Text and usage of a native response body.
 pub(crate) fn parse_output(output: &Value) -> Option<(String, Usage)> {
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).map(crate::token_count);
+    let n = |v: Option<&Value>| {
+        v.and_then(Value::as_u64)
+            .map(crate::types::units::token_count)
+    };
     if let Some(content) = output.get("content").and_then(Value::as_array) {
         let text = content
             .iter()

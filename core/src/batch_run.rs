@@ -2,19 +2,20 @@
 //! cannot wait, retried control calls, and outputs matched back to requests. Every call to AWS
 //! goes through [`BedrockBatch`](crate::backend::BedrockBatch).
 
+use crate::config::BatchConfig;
 use std::collections::BTreeMap;
 
 use futures::{FutureExt, StreamExt};
 
 use crate::backend::{BatchJobSpec, BedrockBatch};
 use crate::batch::{
-    divert_reason, native_body, parse_output, record_id, BatchConfig, BatchCostComparison,
-    BatchErrorKind, BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError,
-    BatchStatus, JobStatus, NotSubmitted, DIVERTED_TIER,
+    divert_reason, native_body, parse_output, record_id, BatchCostComparison, BatchErrorKind,
+    BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError, BatchStatus,
+    JobStatus, NotSubmitted, DIVERTED_TIER,
 };
-use crate::config::Provider;
-use crate::error::{Error, Result};
-use crate::request::GenerateRequest;
+use crate::types::Provider;
+use crate::types::{Error, Result};
+use crate::types::{GenerateRequest, ServiceTier};
 use crate::Router;
 
 /// Requests on flex at once, when a batch is diverted.
@@ -49,7 +50,7 @@ pub struct BatchSession<'a> {
 impl BatchSession<'_> {
     /// Adds a request; its index is its place in the results. Only SLO class `batch` is taken.
     pub fn push(&mut self, request: GenerateRequest) -> Result<usize> {
-        if request.slo.class != crate::request::SloClass::Batch {
+        if request.slo.class != crate::types::SloClass::Batch {
             return Err(Error::invalid(
                 "slo.class",
                 format!(
@@ -634,8 +635,8 @@ impl Router {
             };
             let on_demand = crate::cost::call_cost(&m.price, pricing, &out.usage, None, None);
             c.batch_usd += out.cost_usd;
-            c.standard_usd += on_demand * pricing.standard;
-            c.flex_usd += on_demand * pricing.flex;
+            c.standard_usd += on_demand * pricing.tier_multiplier(ServiceTier::Standard);
+            c.flex_usd += on_demand * pricing.tier_multiplier(ServiceTier::Flex);
         }
         c
     }

@@ -8,12 +8,13 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_credential_types::Credentials;
 
 use crate::backend::{Backend, Backends, BedrockBackend, SagemakerBackend};
-use crate::config::{Config, Provider};
-use crate::error::Result;
+use crate::config::Config;
 use crate::execute::{Executor, ResponseStream};
 use crate::plan::Plan;
-use crate::request::GenerateRequest;
-use crate::response::GenerateResponse;
+use crate::types::GenerateRequest;
+use crate::types::GenerateResponse;
+use crate::types::Provider;
+use crate::types::Result;
 
 /// Routes each call to the model variant, tier and target that meet its SLO at the lowest cost.
 ///
@@ -149,6 +150,8 @@ pub struct RouterBuilder {
     credentials: Option<(String, String)>,
     sdk_config: Option<SdkConfig>,
     backends: Backends,
+    /// Policies to add (`None`) or to replace the one of that name.
+    policies: Vec<(Option<String>, Arc<dyn crate::plan::Policy>)>,
     token_counter: Option<std::sync::Arc<dyn crate::TokenCounter>>,
     meter: Option<opentelemetry::metrics::Meter>,
 }
@@ -219,6 +222,25 @@ impl RouterBuilder {
     /// ```
     pub fn backend(mut self, provider: Provider, backend: Arc<dyn Backend>) -> Self {
         self.backends.insert(provider, backend);
+        self
+    }
+
+    /// Adds a routing policy after the built-in ones (variant, tier, checkpoints, targets):
+    /// it sees every plan and may reorder, remove or add attempts, or change what earlier
+    /// policies decided. `cargo run -p laneway --example custom_policy` shows one.
+    pub fn policy(mut self, policy: Arc<dyn crate::plan::Policy>) -> Self {
+        self.policies.push((None, policy));
+        self
+    }
+
+    /// Replaces the routing policy of this name (`variant`, `tier`, `checkpoints`, `targets`)
+    /// with yours; building fails if there is none of that name.
+    pub fn replace_policy(
+        mut self,
+        name: impl Into<String>,
+        policy: Arc<dyn crate::plan::Policy>,
+    ) -> Self {
+        self.policies.push((Some(name.into()), policy));
         self
     }
 
@@ -307,7 +329,7 @@ impl RouterBuilder {
             .iter()
             .find(|(_, m)| !backends.contains(&m.provider))
         {
-            return Err(crate::error::Error::config(
+            return Err(crate::types::Error::config(
                 format!("models.\"{id}\".provider"),
                 format!(
                     "no backend is registered for provider {:?}: register one with RouterBuilder::backend",
@@ -315,7 +337,14 @@ impl RouterBuilder {
                 ),
             ));
         }
-        let mut exec = Executor::new(config.clone(), backends);
+        let mut planner = crate::plan::Planner::new(&config)?;
+        for (replaces, policy) in self.policies {
+            planner = match replaces {
+                Some(name) => planner.replace_policy(&name, policy)?,
+                None => planner.with_policy(policy),
+            };
+        }
+        let mut exec = Executor::with_planner(config.clone(), planner, backends);
         if let Some(counter) = self.token_counter {
             exec.state.set_token_counter(counter);
         }
@@ -330,7 +359,7 @@ impl RouterBuilder {
                     &shared.redis_url,
                     &crate::config::redact_url(&shared.redis_url),
                 );
-                crate::error::Error::config("shared.redis_url", message)
+                crate::types::Error::config("shared.redis_url", message)
             })?;
             exec.state.set_shared(Arc::new(shared), &config);
         }

@@ -1,28 +1,10 @@
 //! The price book: what one call costs from its usage, tier and target.
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::{PricingConfig, ProfileScope};
-use crate::request::{CacheTtl, ServiceTier};
-use crate::response::Usage;
-
-/// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_1k: f64,
-    pub output_per_1k: f64,
-    /// Reading cached input; defaults to the input price (no discount) when not configured.
-    #[serde(default)]
-    pub cache_read_per_1k: Option<f64>,
-    /// Writing input to the cache with the default 5-minute TTL; defaults to the input price
-    /// (no premium).
-    #[serde(default)]
-    pub cache_write_per_1k: Option<f64>,
-    /// Writing input to the cache with the 1-hour TTL; defaults to twice the input price.
-    #[serde(default)]
-    pub cache_write_1h_per_1k: Option<f64>,
-}
+pub use crate::config::Price;
+use crate::config::PricingConfig;
+use crate::types::ProfileScope;
+use crate::types::Usage;
+use crate::types::{CacheTtl, ServiceTier};
 
 impl Price {
     /// The cost of `usage` at these prices, before tier and profile multipliers.
@@ -104,7 +86,7 @@ mod tests {
         let base = call_cost(&price, &pricing, &usage, Some(ServiceTier::Standard), None);
         assert!((base - 4.35).abs() < 1e-9);
         let flex = call_cost(&price, &pricing, &usage, Some(ServiceTier::Flex), None);
-        assert!((flex - 4.35 * pricing.flex).abs() < 1e-9);
+        assert!((flex - 4.35 * pricing.tier_multiplier(ServiceTier::Flex)).abs() < 1e-9);
         let global = call_cost(
             &price,
             &pricing,

@@ -299,7 +299,7 @@ async fn malformed_and_contradictory_config_files_are_named() {
             "[families.nova]\nvariants = [\"amazon.nova-lite-v1:0\", \"nova-ultra\"]\n",
             "families.nova.variants",
         ),
-        ("[pricing]\nflex = -0.5\n", "pricing.flex"),
+        ("[pricing.tiers]\nflex = -0.5\n", "pricing.tiers.flex"),
     ];
     for (i, (text, needle)) in cases.iter().enumerate() {
         let path = dir.join(if i == 0 {

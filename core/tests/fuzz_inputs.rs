@@ -272,7 +272,7 @@ fn config_toml() -> impl Strategy<Value = String> {
         Just("routing.timeouts.background.idle"),
         Just("telemetry.task_idle"),
         Just("prompt_cache.margin"),
-        Just("pricing.flex"),
+        Just("pricing.tiers.flex"),
     ];
     prop::collection::vec((key, num), 1..6).prop_map(|pairs| {
         // One table per key (dotted keys in TOML), so that any combination parses as TOML.

@@ -86,7 +86,16 @@ async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
     let standard = (f64::from(done.usage.input_tokens) * expected_price.input_per_1k
         + 30.0 * expected_price.output_per_1k)
         / 1000.0;
-    assert!((done.cost_usd - standard * router.config().pricing.priority).abs() < 1e-12);
+    assert!(
+        (done.cost_usd
+            - standard
+                * router
+                    .config()
+                    .pricing
+                    .tier_multiplier(laneway::ServiceTier::Priority))
+        .abs()
+            < 1e-12
+    );
 }
 
 #[tokio::test]

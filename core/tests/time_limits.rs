@@ -176,7 +176,7 @@ fn executor(
     let config = common::config(extra);
     let mut backends = Backends::default();
     backends.insert(Provider::Bedrock, Arc::clone(&backend) as Arc<dyn Backend>);
-    let exec = Executor::new(config, backends);
+    let exec = Executor::new(config, backends).unwrap();
     (Arc::new(exec), backend)
 }
 

@@ -9,15 +9,15 @@ use sdk::types as wire;
 
 use super::document::{to_document, to_json};
 use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
-use crate::config::Provider;
-use crate::error::{Error, Result};
-use crate::plan::prompt_cache::Boundary;
-use crate::plan::Target;
-use crate::request::{
+use crate::types::Boundary;
+use crate::types::Provider;
+use crate::types::Target;
+use crate::types::{
     CachePoint, CacheTtl, ContentBlock, GenerateRequest, ImageFormat, Role, ServiceTier,
     SystemBlock, Tool, ToolChoice, ToolResultContent,
 };
-use crate::response::{OutputBlock, StopReason, Usage};
+use crate::types::{Error, Result};
+use crate::types::{OutputBlock, StopReason, Usage};
 
 /// Sends Converse and ConverseStream requests, with one SDK client per region.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use aws_sdk_bedrock::types::{
 };
 
 use super::errors::{from_operation, Site};
-use crate::error::{Error, ErrorKind, Result, ServiceError};
+use crate::types::{Error, ErrorKind, Result, ServiceError};
 
 /// What to create a batch inference job from.
 #[derive(Debug, Clone, Copy)]
@@ -248,7 +248,7 @@ impl BedrockBatch {
                     &uri,
                     region,
                 );
-                s.source = Some(crate::error::Cause::new(e));
+                s.source = Some(crate::types::Cause::new(e));
                 Err(Error::from(s))
             }
         }

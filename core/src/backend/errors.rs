@@ -5,7 +5,7 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
-use crate::error::{Error, ErrorKind, ServiceError};
+use crate::types::{Error, ErrorKind, ServiceError};
 
 /// What a call was sent to: a target's id (model, profile, endpoint) or, for the batch lane's
 /// calls, the bucket, object or job; and its region.
@@ -15,8 +15,8 @@ pub struct Site<'a> {
     pub region: &'a str,
 }
 
-impl<'a> From<&'a crate::plan::Target> for Site<'a> {
-    fn from(t: &'a crate::plan::Target) -> Self {
+impl<'a> From<&'a crate::types::Target> for Site<'a> {
+    fn from(t: &'a crate::types::Target) -> Self {
         Site {
             target: t.id(),
             region: t.region(),
@@ -38,7 +38,7 @@ where
             let retry_after = headers
                 .get("retry-after")
                 .and_then(|v| v.trim().parse::<f64>().ok())
-                .and_then(crate::clamped_secs);
+                .and_then(crate::types::units::clamped_secs);
             let mut e = service(ctx.err(), Some(status), request_id, retry_after, site);
             if let Error::Service(s) = &mut e {
                 if let Some(kind) = overloaded_container(s.http_status, ctx.raw().body().bytes()) {
@@ -58,7 +58,7 @@ where
 {
     match e {
         Error::Service(mut s) => {
-            s.source = Some(crate::error::Cause::new(cause));
+            s.source = Some(crate::types::Cause::new(cause));
             Error::Service(s)
         }
         other => other,
@@ -146,6 +146,6 @@ where
         http_status: None,
         request_id: None,
         retry_after: None,
-        source: Some(crate::error::Cause::new(err)),
+        source: Some(crate::types::Cause::new(err)),
     })
 }

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 
 use super::{Backend, BackendEvent, Call, Completion, EventStream};
-use crate::error::Result;
-use crate::request::{ContentBlock, Role};
-use crate::response::{OutputBlock, StopReason, Usage};
+use crate::types::Result;
+use crate::types::{ContentBlock, Role};
+use crate::types::{OutputBlock, StopReason, Usage};
 
 type Answer = dyn Fn(&Call<'_>) -> Result<Completion> + Send + Sync;
 
@@ -97,7 +97,7 @@ impl Completion {
             content: vec![OutputBlock::Text(text)],
             stop_reason: StopReason::EndTurn,
             usage: Usage {
-                output_tokens: crate::token_count(words as u64),
+                output_tokens: crate::types::units::token_count(words as u64),
                 ..Usage::default()
             },
             served_tier: None,
@@ -110,7 +110,7 @@ impl Completion {
 fn events_of(done: Completion) -> Vec<BackendEvent> {
     let mut events = Vec::new();
     for (i, block) in done.content.into_iter().enumerate() {
-        let index = crate::token_count(i as u64);
+        let index = crate::types::units::token_count(i as u64);
         match block {
             OutputBlock::Text(text) => {
                 events.extend(text.split_inclusive(char::is_whitespace).map(|word| {

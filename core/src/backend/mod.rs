@@ -21,12 +21,13 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use crate::config::{ModelConfig, Provider};
-use crate::error::Result;
-use crate::plan::prompt_cache::Checkpoint;
-use crate::plan::Attempt;
-use crate::request::{GenerateRequest, ServiceTier};
-use crate::response::{OutputBlock, StopReason, Usage};
+use crate::config::ModelConfig;
+use crate::types::Attempt;
+use crate::types::Checkpoint;
+use crate::types::Provider;
+use crate::types::Result;
+use crate::types::{GenerateRequest, ServiceTier};
+use crate::types::{OutputBlock, StopReason, Usage};
 
 pub use bedrock::BedrockBackend;
 pub use sagemaker::SagemakerBackend;

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, ErrorKind};
-use crate::plan::Attempt;
-use crate::request::ServiceTier;
-use crate::response::{Timings, Usage};
 use crate::state::{ReservationTicket, State};
+use crate::types::Attempt;
+use crate::types::ServiceTier;
+use crate::types::{Error, ErrorKind};
+use crate::types::{Timings, Usage};
 
 /// The `tracing` span of one attempt: its model, target, region and tier.
 pub fn span(attempt: &Attempt) -> tracing::Span {
@@ -215,7 +215,7 @@ mod tests {
         let probe_free = || {
             use crate::state::Observations;
             state.at(Instant::now()).target(&region, &id, tier).breaker
-                == crate::state::BreakerView::HalfOpen {
+                == crate::types::BreakerView::HalfOpen {
                     probe_available: true,
                 }
         };

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::response::{InterTokenSummary, Timings};
+use crate::types::{InterTokenSummary, Timings};
 
 /// Records when a call started and when each content delta arrived.
 #[derive(Debug, Clone)]

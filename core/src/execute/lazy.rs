@@ -5,9 +5,9 @@
 use futures::StreamExt;
 
 use super::ResponseStream;
-use crate::error::Result;
-use crate::request::GenerateRequest;
-use crate::response::StreamEvent;
+use crate::types::GenerateRequest;
+use crate::types::Result;
+use crate::types::StreamEvent;
 use crate::Router;
 
 enum State {

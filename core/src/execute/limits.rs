@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::config::RoutingConfig;
-use crate::error::TimeLimit;
-use crate::request::GenerateRequest;
+use crate::types::GenerateRequest;
+use crate::types::TimeLimit;
 
 /// The limits of one call, fixed when it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct Limits {
 
 /// Seconds as a duration, saturating at [`crate::MAX_DURATION`].
 fn saturating_secs(secs: f64) -> Duration {
-    crate::clamped_secs(secs).unwrap_or(crate::MAX_DURATION)
+    crate::types::units::clamped_secs(secs).unwrap_or(crate::MAX_DURATION)
 }
 
 impl Limits {
@@ -120,7 +120,7 @@ impl Bound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::{GenerateRequest, SloClass};
+    use crate::types::{GenerateRequest, SloClass};
 
     fn routing() -> RoutingConfig {
         crate::Config::default().routing

@@ -16,12 +16,13 @@ use futures::StreamExt;
 
 use crate::backend::{Backend, Backends, Call};
 use crate::config::Config;
-use crate::error::{Error, ErrorKind, Result, ServiceError, TimeLimit};
-use crate::plan::prompt_cache::Checkpoint;
-use crate::plan::{plan, Attempt, Plan};
-use crate::request::{GenerateRequest, SloClass};
-use crate::response::{GenerateResponse, StreamEvent};
+use crate::plan::{Plan, Planner};
 use crate::state::State;
+use crate::types::Attempt;
+use crate::types::Checkpoint;
+use crate::types::{Error, ErrorKind, Result, ServiceError, TimeLimit};
+use crate::types::{GenerateRequest, SloClass};
+use crate::types::{GenerateResponse, StreamEvent};
 
 pub use attempt::backoff;
 pub use clock::Clock;
@@ -32,6 +33,8 @@ pub use stream::ResponseStream;
 /// The configuration, the backends and the live state: everything a call needs.
 pub struct Executor {
     pub config: Config,
+    /// The routing policies, with the configuration's model files loaded.
+    pub planner: Planner,
     /// The backend of each provider.
     pub backends: Backends,
     pub state: State,
@@ -51,13 +54,21 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    /// An executor with fresh state.
-    pub fn new(config: Config, backends: Backends) -> Self {
+    /// An executor with fresh state and the built-in policies; fails if a family router's
+    /// model file cannot be loaded.
+    pub fn new(config: Config, backends: Backends) -> Result<Self> {
+        let planner = Planner::new(&config)?;
+        Ok(Self::with_planner(config, planner, backends))
+    }
+
+    /// An executor with fresh state and these policies.
+    pub fn with_planner(config: Config, planner: Planner, backends: Backends) -> Self {
         let state = State::new(&config);
         let telemetry = crate::telemetry::Telemetry::default();
         telemetry.set_task_idle(config.telemetry.task_idle);
         Self {
             config,
+            planner,
             backends,
             state,
             telemetry,
@@ -68,7 +79,8 @@ impl Executor {
 
     /// Plans a call against the live state now.
     pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
-        plan(request, &self.config, &self.state.at(Instant::now()))
+        self.planner
+            .plan(request, &self.config, &self.state.at(Instant::now()))
     }
 
     /// Plans a call; with shared state, first learns where other replicas cached its prompt

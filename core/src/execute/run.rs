@@ -6,11 +6,12 @@ use super::attempt::InFlight;
 use super::limits::{Bound, Limits};
 use super::{Clock, Executor};
 use crate::backend::Completion;
-use crate::error::{Error, FailedAttempt, TimeLimit};
-use crate::plan::{tier, Attempt, OverflowCause, Plan, Reason};
-use crate::request::{GenerateRequest, ServiceTier};
-use crate::response::{GenerateResponse, HedgeReport, RouteDecision, Timings};
+use crate::plan::{tier, Plan};
 use crate::state::Observations;
+use crate::types::{Attempt, OverflowCause, Reason};
+use crate::types::{Error, FailedAttempt, TimeLimit};
+use crate::types::{GenerateRequest, ServiceTier};
+use crate::types::{GenerateResponse, HedgeReport, RouteDecision, Timings};
 
 /// One call's walk through its plan.
 pub struct Run<'a> {
@@ -114,7 +115,7 @@ impl<'a> Run<'a> {
 
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
     /// may differ: it gets none).
-    pub fn checkpoints_for(&self, attempt: &Attempt) -> Vec<crate::plan::prompt_cache::Checkpoint> {
+    pub fn checkpoints_for(&self, attempt: &Attempt) -> Vec<crate::types::Checkpoint> {
         // A prompt router's choice may not cache: it gets none.
         let routed = crate::plan::prompt_router::parse_arn(attempt.target.id()).is_some();
         if attempt.model == self.plan.model && !routed {
@@ -150,7 +151,7 @@ impl<'a> Run<'a> {
             let now = Instant::now();
             let peek = state.at(now);
             let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
-            if !force && view.breaker == crate::state::BreakerView::Open {
+            if !force && view.breaker == crate::types::BreakerView::Open {
                 if self.round == 0 {
                     self.reasons.push(Reason::TargetDemoted {
                         target: attempt.target.id().to_string(),
@@ -407,7 +408,7 @@ impl<'a> Run<'a> {
             served,
             priced_profile,
         );
-        let uncached = crate::response::Usage {
+        let uncached = crate::types::Usage {
             input_tokens: done.usage.total_input_tokens(),
             cache_read_tokens: 0,
             cache_write_tokens: 0,
@@ -459,7 +460,7 @@ impl<'a> Run<'a> {
                 family,
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
-                endpoint: (attempt.target.provider == crate::config::Provider::Sagemaker)
+                endpoint: (attempt.target.provider == crate::types::Provider::Sagemaker)
                     .then(|| attempt.target.id.clone()),
                 tier: attempt.tier,
                 served_tier: done.served_tier,

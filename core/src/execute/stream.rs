@@ -16,11 +16,12 @@ use super::attempt::InFlight;
 use super::limits::Bound;
 use super::{Executor, Run};
 use crate::backend::{BackendEvent, Completion, EventStream};
-use crate::error::{Delivered, Error, ErrorKind, Result, ServiceError, TimeLimit};
-use crate::plan::prompt_cache::Checkpoint;
-use crate::plan::{Attempt, Plan};
-use crate::request::{GenerateRequest, Message};
-use crate::response::{HedgeReport, OutputBlock, StopReason, StreamEvent, Usage};
+use crate::plan::Plan;
+use crate::types::Attempt;
+use crate::types::Checkpoint;
+use crate::types::{Delivered, Error, ErrorKind, Result, ServiceError, TimeLimit};
+use crate::types::{GenerateRequest, Message};
+use crate::types::{HedgeReport, OutputBlock, StopReason, StreamEvent, Usage};
 
 /// The events of one streamed call: deltas, then [`StreamEvent::Completed`]; or an error,
 /// after which it ends. Dropping it cancels the call.
@@ -58,7 +59,7 @@ struct Assembly {
     blocks: BTreeMap<u32, Block>,
     stop: Option<StopReason>,
     usage: Option<Usage>,
-    served_tier: Option<crate::request::ServiceTier>,
+    served_tier: Option<crate::types::ServiceTier>,
     invoked_model: Option<String>,
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
@@ -415,7 +416,7 @@ pub(super) fn run(
                         return;
                     }
                     carried.output_tokens = delivered.output_tokens;
-                    carried.input_tokens = carried.input_tokens.saturating_add(crate::token_count(request.estimated_input_tokens()));
+                    carried.input_tokens = carried.input_tokens.saturating_add(crate::types::units::token_count(request.estimated_input_tokens()));
                     resumed = Some(continuation(&request, &assembly.text()));
                     yield Ok(StreamEvent::Continued { delivered, failed_target, kind });
                 } else {

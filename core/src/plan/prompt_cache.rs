@@ -13,17 +13,19 @@
 //! A request may opt out (`CacheMode::Off`) or pin its own checkpoints: those are kept where
 //! they are and only changed where a rule demands, each change reported.
 
+pub use crate::config::CachePolicy;
+pub use crate::types::{Boundary, Checkpoint};
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::config::{Config, ModelConfig, PromptCacheConfig};
-use crate::plan::Reason;
-use crate::request::{
+use crate::plan::observe::Observations;
+use crate::types::{CacheChange, Reason};
+use crate::types::{
     CacheMode, CacheTtl, ContentBlock, GenerateRequest, SystemBlock, Tool, ToolResultContent,
 };
-use crate::state::Observations;
 
 /// Bedrock accepts at most this many checkpoints in one request.
 pub const MAX_CHECKPOINTS: usize = 4;
@@ -68,55 +70,12 @@ impl Serialize for PrefixDigest {
     }
 }
 
-/// A point in the prompt a checkpoint can follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Boundary {
-    /// After the tool list.
-    Tools,
-    /// After system block `i`.
-    System(usize),
-    /// After block `block` of message `index`.
-    Message { index: usize, block: usize },
-}
-
 /// A prefix of the prompt: where it ends, its digest, its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Prefix {
     pub at: Boundary,
     pub digest: PrefixDigest,
     pub tokens: u32,
-}
-
-/// A checkpoint to send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Checkpoint {
-    pub at: Boundary,
-    pub ttl: CacheTtl,
-    /// Estimated tokens before it.
-    pub tokens_before: u32,
-}
-
-/// How placement behaves; `[prompt_cache]` in configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CachePolicy {
-    /// Automatic placement on (requests may still opt out, or pin their own).
-    pub enabled: bool,
-    /// Share above a model's minimum that an estimated prefix must reach.
-    pub margin: f64,
-    /// Reads expected of a prefix not seen yet when the call has a `task_id`.
-    pub task_reuse_prior: f64,
-}
-
-impl Default for CachePolicy {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            margin: 0.25,
-            task_reuse_prior: 2.0,
-        }
-    }
 }
 
 /// What was seen of a prefix before.
@@ -400,7 +359,7 @@ pub fn survey(
     request: &GenerateRequest,
     model: &ModelConfig,
     counter: &dyn TokenCounter,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
 ) -> CachePlan {
     let has_pins = !pinned(request).is_empty();
     let Some(rules) = &model.prompt_cache else {
@@ -463,10 +422,9 @@ fn too_short(
 /// Places the checkpoints of a surveyed request.
 pub fn place(
     request: &GenerateRequest,
-    model_id: &str,
     model: &ModelConfig,
     config: &Config,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     mut plan: CachePlan,
     reasons: &mut Vec<Reason>,
 ) -> CachePlan {
@@ -475,7 +433,7 @@ pub fn place(
         if !pins.is_empty() {
             reasons.push(Reason::CachePointsChanged {
                 removed: pins.len(),
-                why: format!("{model_id} does not support prompt caching"),
+                why: CacheChange::NoCache,
             });
         }
         return plan;
@@ -498,14 +456,14 @@ pub fn place(
             } else {
                 reasons.push(Reason::CachePointsChanged {
                     removed: 0,
-                    why: format!("{model_id} has no {ttl:?} TTL: 5 minutes instead"),
+                    why: CacheChange::TtlUnsupported { ttl },
                 });
                 CacheTtl::FiveMinutes
             };
             if at == Boundary::Tools && !rules.tools {
                 reasons.push(Reason::CachePointsChanged {
                     removed: 1,
-                    why: format!("{model_id} does not cache tool definitions"),
+                    why: CacheChange::NoToolCache,
                 });
                 continue;
             }
@@ -513,10 +471,10 @@ pub fn place(
             if rules.max_tokens.is_some_and(|max| tokens_before > max) {
                 reasons.push(Reason::CachePointsChanged {
                     removed: 1,
-                    why: format!(
-                        "prefix of {tokens_before} tokens exceeds the {} cacheable",
-                        rules.max_tokens.unwrap_or(0)
-                    ),
+                    why: CacheChange::PrefixTooLong {
+                        tokens: tokens_before,
+                        max_tokens: rules.max_tokens.unwrap_or(0),
+                    },
                 });
                 continue;
             }
@@ -531,7 +489,7 @@ pub fn place(
         if kept.len() < before {
             reasons.push(Reason::CachePointsChanged {
                 removed: before - kept.len(),
-                why: "several checkpoints at one place".into(),
+                why: CacheChange::Duplicate,
             });
         }
         reasons.push(Reason::CachePointsPinned { count: kept.len() });
@@ -554,7 +512,9 @@ pub fn place(
         chosen.drain(..extra);
         reasons.push(Reason::CachePointsChanged {
             removed: extra,
-            why: format!("at most {MAX_CHECKPOINTS} checkpoints"),
+            why: CacheChange::TooMany {
+                max: MAX_CHECKPOINTS,
+            },
         });
     }
     // TTLs must not increase in prompt order: a longer TTL after a shorter one is shortened.
@@ -580,7 +540,7 @@ fn auto_place(
     model: &ModelConfig,
     rules: &PromptCacheConfig,
     policy: &CachePolicy,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     prefixes: &[Prefix],
 ) -> Vec<Checkpoint> {
     let price = &model.price;
@@ -631,8 +591,8 @@ fn auto_place(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::{CachePoint, Message};
-    use crate::state::Fresh;
+    use crate::plan::observe::Fresh;
+    use crate::types::{CachePoint, Message};
 
     fn long(n: usize) -> String {
         "word ".repeat(n)
@@ -650,7 +610,7 @@ mod tests {
         let m = &config.models[model];
         let survey = survey(req, m, &CharEstimate, &obs);
         let mut reasons = Vec::new();
-        let plan = place(req, model, m, config, &obs, survey, &mut reasons);
+        let plan = place(req, m, config, &obs, survey, &mut reasons);
         (plan, reasons)
     }
 

@@ -1,26 +1,10 @@
 //! Bedrock Intelligent Prompt Routing as a family's target: the request goes to the router's
 //! ARN, Bedrock picks one of two models of the family, and the response names it.
 
-use crate::config::{Config, ProfileScope};
+use crate::config::Config;
+use crate::types::ProfileScope;
 
-/// The region and router name of a prompt-router ARN
-/// (`arn:aws:bedrock:{region}:{account}:default-prompt-router/{name}` or `.../prompt-router/{id}`).
-///
-/// ```
-/// use laneway::plan::prompt_router::parse_arn;
-/// let arn = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/anthropic.claude:1";
-/// assert_eq!(parse_arn(arn), Some(("us-east-1", "anthropic.claude:1")));
-/// assert_eq!(parse_arn("amazon.nova-lite-v1:0"), None);
-/// ```
-pub fn parse_arn(arn: &str) -> Option<(&str, &str)> {
-    let rest = arn.strip_prefix("arn:aws:bedrock:")?;
-    let mut parts = rest.splitn(3, ':');
-    let (region, _account, resource) = (parts.next()?, parts.next()?, parts.next()?);
-    let name = resource
-        .strip_prefix("default-prompt-router/")
-        .or_else(|| resource.strip_prefix("prompt-router/"))?;
-    (!region.is_empty() && !name.is_empty()).then_some((region, name))
-}
+pub use crate::config::parse_prompt_router_arn as parse_arn;
 
 /// The configured model (and its inference profile, if any) behind an invoked model id as
 /// Bedrock reports it: a model or inference-profile ARN, or a bare id.

@@ -1,32 +1,14 @@
 //! Which targets, in which order: in-region model ids, geographic and global inference profiles,
 //! or SageMaker endpoints, restricted by residency and capped by `routing.max_attempts`.
 
-use crate::config::{Config, ModelConfig, ProfileScope, Provider};
+use crate::config::{Config, ModelConfig};
+use crate::plan::observe::{Observations, TargetView};
 use crate::plan::variant::ChosenModel;
-use crate::plan::{Exclusion, Reason, Target};
-use crate::request::{GenerateRequest, Residency, ServiceTier, SloClass};
-use crate::state::{BreakerView, Observations, TargetView};
-
-/// What a call's targets are ordered by, after health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Objective {
-    /// Lowest expected time to first token (interactive calls).
-    Latency,
-    /// Lowest price, then configured order (everything else).
-    Cost,
-}
-
-impl Objective {
-    /// The objective of a request's SLO class.
-    pub fn of(request: &GenerateRequest) -> Self {
-        if request.slo.class == SloClass::Interactive {
-            Objective::Latency
-        } else {
-            Objective::Cost
-        }
-    }
-}
+pub use crate::types::Objective;
+use crate::types::{
+    AffinityOutcome, BreakerView, Exclusion, ProfileScope, Provider, Reason, Target,
+};
+use crate::types::{GenerateRequest, Residency, ServiceTier};
 
 /// The candidate targets of one model, allowed by the residency, best first.
 ///
@@ -41,7 +23,7 @@ pub fn enumerate(
     model: &ModelConfig,
     tier: Option<ServiceTier>,
     config: &Config,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> Vec<Target> {
     let mut candidates = match &model.provider {
@@ -150,7 +132,7 @@ pub fn prefer_cached(
     request: &GenerateRequest,
     tier: Option<ServiceTier>,
     config: &Config,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) {
     let (region, id) = cached_at;
@@ -167,9 +149,9 @@ pub fn prefer_cached(
             .ttft_target
             .is_some_and(|target| view.ttft.unwrap_or(config.routing.prior_ttft) > target);
     let (won, why) = match (health_rank(&view), too_slow) {
-        (0, false) => (true, "healthy and within the SLO"),
-        (0, true) => (false, "its expected TTFT misses the TTFT target"),
-        _ => (false, "unhealthy"),
+        (0, false) => (true, AffinityOutcome::Preferred),
+        (0, true) => (false, AffinityOutcome::TooSlow),
+        _ => (false, AffinityOutcome::Unhealthy),
     };
     if won {
         let t = ordered.remove(pos);
@@ -179,7 +161,7 @@ pub fn prefer_cached(
         target: id.clone(),
         region: region.clone(),
         won,
-        why: why.into(),
+        why,
     });
 }
 
@@ -279,13 +261,13 @@ pub fn allowed(target: &Target, residency: &Residency, config: &Config) -> bool 
 mod tests {
     use super::*;
     use crate::plan::plan;
-    use crate::request::Geography;
+    use crate::types::{Geography, SloClass};
 
     fn ids(req: GenerateRequest, config: &Config) -> Vec<(String, String)> {
         plan(
             &req,
             config,
-            &crate::state::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(std::time::Instant::now()),
         )
         .unwrap()
         .attempts
@@ -339,7 +321,7 @@ mod tests {
         let plan = crate::plan(
             &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
             &c,
-            &crate::state::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(std::time::Instant::now()),
         )
         .unwrap();
         let regions: std::collections::BTreeSet<_> =
@@ -448,7 +430,7 @@ mod tests {
                 .family("claude")
                 .residency(Residency::Regions(vec!["eu-west-1".into()])),
             &c,
-            &crate::state::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(std::time::Instant::now()),
         )
         .unwrap_err();
         assert!(e.to_string().contains("residency"), "{e}");

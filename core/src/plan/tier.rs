@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use crate::config::{Config, ModelConfig, Provider};
-use crate::error::{Error, Result};
-use crate::plan::{Attempt, OverflowCause, Reason};
-use crate::request::{GenerateRequest, ServiceTier, SloClass};
-use crate::state::Observations;
+use crate::config::{Config, ModelConfig};
+use crate::plan::observe::Observations;
+use crate::types::{Attempt, OverflowCause, Provider, Reason};
+use crate::types::{Error, Result};
+use crate::types::{GenerateRequest, ServiceTier, SloClass};
 
 /// The tier for this request on this model; `None` for SageMaker, which has no tiers.
 ///
@@ -18,7 +18,7 @@ pub fn choose(
     model_id: &str,
     model: &ModelConfig,
     config: &Config,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> Result<Option<ServiceTier>> {
     let tier = choose_capable(request, model_id, model, config, reasons)?;
@@ -32,7 +32,7 @@ fn reserve_if_room(
     model_id: &str,
     model: &ModelConfig,
     config: &Config,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> ServiceTier {
     if request.tier.is_some()
@@ -78,7 +78,7 @@ pub fn escalate_for_deadline(
     model: &ModelConfig,
     first: &Attempt,
     config: &Config,
-    obs: &impl Observations,
+    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> Option<ServiceTier> {
     let deadline = request.slo.deadline?;
@@ -204,7 +204,7 @@ mod tests {
             model,
             &c.models[model],
             &c,
-            &crate::state::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(std::time::Instant::now()),
             &mut Vec::new(),
         )
     }
@@ -229,7 +229,7 @@ mod tests {
             micro,
             &c.models[micro],
             &c,
-            &crate::state::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(std::time::Instant::now()),
             &mut reasons,
         )
         .unwrap();

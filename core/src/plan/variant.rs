@@ -1,10 +1,13 @@
 //! Which model serves the request: a concrete model, a pinned profile, or a family's variant.
 
 use crate::classifier::Classifier;
-use crate::config::{Config, ProfileScope};
-use crate::error::{Error, Result};
-use crate::plan::Reason;
-use crate::request::{GenerateRequest, ModelRef};
+use std::sync::Arc;
+
+use crate::config::{Config, VariantRouterConfig};
+use crate::types::ProfileScope;
+use crate::types::Reason;
+use crate::types::{Error, Result};
+use crate::types::{GenerateRequest, ModelRef};
 
 /// The model chosen, with the family and pinned profile it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,10 +22,97 @@ pub struct ChosenModel {
     pub prompt_router: Option<String>,
 }
 
+/// The variant routers of a configuration's families, loaded: each routed family's classifier
+/// and its thresholds. Built once per router (model files are read here, relative to
+/// [`Config::base_dir`]), so that calls only score.
+#[derive(Clone, Default)]
+pub struct VariantRouters {
+    by_family: std::collections::HashMap<String, LoadedRouter>,
+}
+
+#[derive(Clone)]
+struct LoadedRouter {
+    classifier: Arc<Classifier>,
+    thresholds: Vec<f32>,
+}
+
+impl std::fmt::Debug for VariantRouters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.by_family.keys()).finish()
+    }
+}
+
+impl VariantRouters {
+    /// Loads every family router's model (`builtin`, or a file) and sets its thresholds; a
+    /// missing or corrupt file is a configuration error naming the family.
+    ///
+    /// ```
+    /// let config = laneway::Config::from_toml_str(
+    ///     "[families.nova]\nrouter = { max_strong_share = 0.3 }\n",
+    /// ).unwrap();
+    /// let routers = laneway::plan::variant::VariantRouters::load(&config).unwrap();
+    /// assert_eq!(routers.thresholds("nova").map(<[f32]>::len), Some(2));
+    /// ```
+    pub fn load(config: &Config) -> Result<Self> {
+        let mut by_family = std::collections::HashMap::new();
+        for (name, family) in &config.families {
+            let Some(router) = &family.router else {
+                continue;
+            };
+            let classifier = if router.model == "builtin" {
+                Classifier::builtin()
+            } else {
+                let path = std::path::Path::new(&router.model);
+                let path = match &config.base_dir {
+                    Some(base) if path.is_relative() => base.join(path),
+                    _ => path.to_path_buf(),
+                };
+                Arc::new(Classifier::load(&path).map_err(|e| {
+                    Error::config(format!("families.{name}.router.model"), e.to_string())
+                })?)
+            };
+            let thresholds = thresholds(router, family.variants.len(), &classifier);
+            by_family.insert(
+                name.clone(),
+                LoadedRouter {
+                    classifier,
+                    thresholds,
+                },
+            );
+        }
+        Ok(Self { by_family })
+    }
+
+    /// The loss thresholds of a routed family's cheaper variants, cheapest first.
+    pub fn thresholds(&self, family: &str) -> Option<&[f32]> {
+        self.by_family.get(family).map(|r| r.thresholds.as_slice())
+    }
+}
+
+/// The loss threshold of each cheaper variant of a family of `variants` variants.
+fn thresholds(router: &VariantRouterConfig, variants: usize, classifier: &Classifier) -> Vec<f32> {
+    let cheaper = variants.saturating_sub(1);
+    if let Some(t) = &router.thresholds {
+        return t.clone();
+    }
+    if let Some(t) = router.threshold {
+        return vec![t; cheaper];
+    }
+    let share = router.max_strong_share.unwrap_or(0.5);
+    // Variant i (cheapest first) takes its slice of the (1 - share) below the strongest.
+    (0..cheaper)
+        .map(|i| {
+            let above = share + (1.0 - share) * (cheaper - 1 - i) as f64 / cheaper as f64;
+            classifier.threshold_for_strong_share(above)
+        })
+        .collect()
+}
+
 /// Resolves the request's model reference against the configuration.
 pub fn choose(
     request: &GenerateRequest,
     config: &Config,
+    routers: &VariantRouters,
     reasons: &mut Vec<Reason>,
 ) -> Result<ChosenModel> {
     let name = match &request.model {
@@ -65,7 +155,7 @@ pub fn choose(
                 )
             })?,
         };
-        let Some(router) = &family.router else {
+        if family.router.is_none() {
             let default = family.default_variant();
             let at = family
                 .variants
@@ -89,14 +179,19 @@ pub fn choose(
                 step_up: None,
                 prompt_router,
             });
-        };
-        let classifier = router.classifier()?;
+        }
+        let loaded = routers.by_family.get(name).ok_or_else(|| {
+            Error::config(
+                format!("families.{name}.router"),
+                "the family's router was not loaded: build a Planner (or a Router) from this configuration",
+            )
+        })?;
         let scores = score_variants(
             &family.variants,
             &request.classification_text(),
-            &classifier,
+            &loaded.classifier,
         );
-        let thresholds = router.thresholds(family.variants.len(), &classifier);
+        let thresholds = &loaded.thresholds;
         let strongest = family.variants.len() - 1;
         let at = (min..strongest)
             .find(|&i| scores[i] <= thresholds[i])
@@ -191,7 +286,12 @@ mod tests {
     use super::*;
 
     fn choose_for(req: GenerateRequest) -> Result<ChosenModel> {
-        choose(&req, &Config::default(), &mut Vec::new())
+        let config = Config::default();
+        choose(&req, &config, &routers(&config), &mut Vec::new())
+    }
+
+    fn routers(config: &Config) -> VariantRouters {
+        VariantRouters::load(config).unwrap()
     }
 
     #[test]
@@ -238,7 +338,7 @@ mod tests {
             let mut req = GenerateRequest::user(text).family("nova");
             req.min_variant = min.map(String::from);
             let mut reasons = Vec::new();
-            let c = choose(&req, &config, &mut reasons).unwrap();
+            let c = choose(&req, &config, &routers(&config), &mut reasons).unwrap();
             (c, reasons)
         };
         let (easy, reasons) = pick(EASY, None);
@@ -279,6 +379,7 @@ mod tests {
                 .family("nova")
                 .min_variant("gpt-5"),
             &config,
+            &routers(&config),
             &mut Vec::new(),
         )
         .unwrap_err()
@@ -292,9 +393,21 @@ mod tests {
         let nothing_cheap = routed("{ thresholds = [-1.0, -1.0] }");
         for text in [EASY, HARD] {
             let req = GenerateRequest::user(text).family("nova");
-            let cheap = choose(&req, &everything_cheap, &mut Vec::new()).unwrap();
+            let cheap = choose(
+                &req,
+                &everything_cheap,
+                &routers(&everything_cheap),
+                &mut Vec::new(),
+            )
+            .unwrap();
             assert_eq!(cheap.model, "amazon.nova-micro-v1:0");
-            let strong = choose(&req, &nothing_cheap, &mut Vec::new()).unwrap();
+            let strong = choose(
+                &req,
+                &nothing_cheap,
+                &routers(&nothing_cheap),
+                &mut Vec::new(),
+            )
+            .unwrap();
             assert_eq!(strong.model, "amazon.nova-pro-v1:0");
         }
     }
@@ -307,10 +420,6 @@ mod tests {
             ("{ thresholds = [0.1, 0.2] }", "2 thresholds for 1"),
             ("{ threshold = 3.0 }", "outside -1..=1"),
             ("{ max_strong_share = 1.5 }", "outside 0..=1"),
-            (
-                "{ model = \"/nonexistent/model.lwc\", threshold = 0.1 }",
-                "/nonexistent/model.lwc",
-            ),
         ] {
             let e = Config::from_toml_str(&format!(
                 "[families.nova]\nvariants = [\"amazon.nova-micro-v1:0\", \"amazon.nova-pro-v1:0\"]\ndefault_variant = \"amazon.nova-pro-v1:0\"\nrouter = {router}\n"
@@ -322,6 +431,19 @@ mod tests {
                 "{router}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_missing_model_file_fails_when_the_routers_load_naming_the_family() {
+        let config = Config::from_toml_str(
+            "[families.nova]\nvariants = [\"amazon.nova-micro-v1:0\", \"amazon.nova-pro-v1:0\"]\ndefault_variant = \"amazon.nova-pro-v1:0\"\nrouter = { model = \"/nonexistent/model.lwc\", threshold = 0.1 }\n",
+        )
+        .expect("configuration is data: the file is read when a router is built");
+        let e = VariantRouters::load(&config).unwrap_err().to_string();
+        assert!(
+            e.contains("families.nova.router.model") && e.contains("/nonexistent/model.lwc"),
+            "{e}"
+        );
     }
 
     #[test]

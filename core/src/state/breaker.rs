@@ -1,45 +1,9 @@
 //! A circuit breaker per target: failures accrue, the breaker opens, and after a while a few
 //! half-open probes decide whether it closes again.
 
-use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
-
-/// When a breaker opens and how it recovers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BreakerConfig {
-    /// Consecutive failures (of kinds that fail over) that open the breaker.
-    pub failure_threshold: u32,
-    /// How long an open breaker keeps traffic away before probing.
-    #[serde(with = "crate::serde_millis")]
-    pub open_for: Duration,
-    /// Requests let through at once while half-open.
-    pub half_open_probes: u32,
-}
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        Self {
-            failure_threshold: 3,
-            open_for: Duration::from_secs(2),
-            half_open_probes: 1,
-        }
-    }
-}
-
-/// What the planner sees of a breaker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BreakerView {
-    Closed,
-    /// Open until its timer runs out: traffic goes elsewhere.
-    Open,
-    /// Probing: a request may go if a probe slot is free.
-    HalfOpen {
-        probe_available: bool,
-    },
-}
+use crate::config::BreakerConfig;
+use crate::types::BreakerView;
+use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -128,6 +92,7 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn opens_after_threshold_probes_then_closes() {

@@ -1,33 +1,8 @@
 //! The retry budget: retries, failovers and hedges together may add at most a configured share
 //! of recent traffic (never less than a small floor), so a retry storm cannot happen.
 
-use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
-
-/// How much extra load retries, failovers and hedges may add.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetConfig {
-    /// Extra attempts allowed per call, on average over the window (0.2 = 20% more load).
-    pub ratio: f64,
-    /// Extra attempts allowed per second however low the traffic, so that a quiet service can
-    /// still fail over and retry (a minimum over the window, not added to `ratio`).
-    pub min_per_second: f64,
-    /// The window over which calls and extra attempts are counted.
-    #[serde(with = "crate::serde_millis")]
-    pub window: Duration,
-}
-
-impl Default for BudgetConfig {
-    fn default() -> Self {
-        Self {
-            ratio: 0.2,
-            min_per_second: 10.0,
-            window: Duration::from_secs(10),
-        }
-    }
-}
+use crate::config::BudgetConfig;
+use std::time::Instant;
 
 /// Counts calls and extra attempts in a sliding window of one-tenth-window buckets.
 #[derive(Debug)]
@@ -98,6 +73,7 @@ impl RetryBudget {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::time::Duration;
 
     proptest! {
         #[test]

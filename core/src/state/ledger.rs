@@ -1,20 +1,9 @@
 //! The reserved-capacity ledger: input and output tokens admitted against a reservation over a
 //! sliding window, estimated before a call and corrected by its actual usage.
 
+use crate::config::ReservationConfig;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
-
-/// A model's reservation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReservationConfig {
-    /// Reserved input tokens per minute (cache writes count toward it).
-    pub input_tokens_per_minute: u64,
-    /// Reserved output tokens per minute.
-    pub output_tokens_per_minute: u64,
-}
 
 /// A ticket for one admitted call, to correct or release later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,78 +16,20 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use breaker::{Breaker, BreakerConfig, BreakerView};
-pub use budget::{BudgetConfig, RetryBudget};
+pub use crate::config::{BreakerConfig, BudgetConfig, ReservationConfig};
+pub use crate::plan::observe::{Fresh, Observations, TargetView};
+pub use crate::types::BreakerView;
+pub use breaker::Breaker;
+pub use budget::RetryBudget;
 pub use latency::LatencyTrack;
-pub use ledger::{Ledger, ReservationConfig, Ticket};
+pub use ledger::{Ledger, Ticket};
 
 use crate::config::Config;
 use crate::plan::prompt_cache::{
-    CharEstimate, Checkpoint, DigestMemo, Digested, NoMemo, Prefix, PrefixDigest, PrefixStats,
-    TokenCounter,
+    CharEstimate, DigestMemo, Digested, Prefix, PrefixDigest, PrefixStats, TokenCounter,
 };
-use crate::request::{CacheTtl, ServiceTier};
-
-/// What the planner may know about one (region, target id, tier).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct TargetView {
-    pub breaker: BreakerView,
-    /// Moving average of time to first token.
-    pub ttft: Option<Duration>,
-    /// Moving average of output tokens per second.
-    pub tokens_per_second: Option<f64>,
-    /// Throttles lately (decayed).
-    pub throttle_score: f64,
-}
-
-impl TargetView {
-    /// A target nothing is known about yet.
-    pub const UNKNOWN: TargetView = TargetView {
-        breaker: BreakerView::Closed,
-        ttft: None,
-        tokens_per_second: None,
-        throttle_score: 0.0,
-    };
-}
-
-/// The live state as the planner reads it.
-pub trait Observations {
-    /// The time planning happens at.
-    fn now(&self) -> Instant;
-    /// What is known about a target at a tier (`None` for SageMaker).
-    fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView;
-    /// Whether a model's reservation has room for a call of this size; `None` when the model
-    /// has no reservation.
-    fn reserved_room(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Option<bool>;
-    /// What was seen of a prompt prefix before, if anything.
-    fn prefix(&self, _digest: &PrefixDigest) -> Option<PrefixStats> {
-        None
-    }
-    /// How tokens are counted for cache placement.
-    fn token_counter(&self) -> &dyn TokenCounter {
-        &CharEstimate
-    }
-    /// Digests of prompt prefixes computed before.
-    fn digest_memo(&self) -> &dyn DigestMemo {
-        &NoMemo
-    }
-}
-
-/// Observations of a router that has seen nothing: every target unknown, no reservations.
-#[derive(Debug, Clone, Copy)]
-pub struct Fresh(pub Instant);
-
-impl Observations for Fresh {
-    fn now(&self) -> Instant {
-        self.0
-    }
-    fn target(&self, _: &str, _: &str, _: Option<ServiceTier>) -> TargetView {
-        TargetView::UNKNOWN
-    }
-    fn reserved_room(&self, _: &str, _: u64, _: u64) -> Option<bool> {
-        None
-    }
-}
+use crate::types::Checkpoint;
+use crate::types::{CacheTtl, ServiceTier};
 
 #[derive(Debug, Default)]
 struct TargetState {
@@ -375,7 +317,7 @@ impl State {
     }
 
     /// Adds a completed call to its family's cache totals.
-    pub fn record_cache_use(&self, family: &str, usage: &crate::response::Usage, savings_usd: f64) {
+    pub fn record_cache_use(&self, family: &str, usage: &crate::types::Usage, savings_usd: f64) {
         let mut totals = self.cache_totals.lock().unwrap_or_else(|p| p.into_inner());
         if !totals.contains_key(family) {
             totals.insert(family.to_string(), CacheTotals::default());

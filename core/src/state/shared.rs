@@ -97,26 +97,7 @@ pub fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// How the shared state is doing, for metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct SharedStatus {
-    /// Redis is unreachable now: local state with a per-replica share of reservations.
-    pub degraded: bool,
-    /// Times Redis became unreachable since start.
-    pub degraded_episodes: u64,
-    /// Reserved admissions decided locally while degraded.
-    pub fallback_admissions: u64,
-    /// Reserved admissions against the fleet's ledger, and how many of them waited for a Redis
-    /// round trip (the rest came from this replica's lease).
-    pub admissions: u64,
-    pub waited_admissions: u64,
-    /// Values read from Redis that were not what Laneway writes (skipped, not trusted).
-    pub malformed_values: u64,
-    /// Completed reads of the fleet's breakers.
-    pub breaker_syncs: u64,
-    /// Completed writes of where prompt prefixes were cached.
-    pub prefixes_published: u64,
-}
+pub use crate::telemetry::SharedStatus;
 
 /// The Redis side of the router's state.
 pub struct Shared {
@@ -160,7 +141,7 @@ fn parse_breakers(raw: HashMap<String, String>, malformed: &AtomicU64) -> HashMa
 const CLOSED_MEMORY_MS: u64 = 60_000;
 
 /// The key naming one target in Redis.
-pub fn target_key(region: &str, id: &str, tier: Option<crate::request::ServiceTier>) -> String {
+pub fn target_key(region: &str, id: &str, tier: Option<crate::types::ServiceTier>) -> String {
     match tier {
         Some(t) => format!("{region}|{id}|{t}"),
         None => format!("{region}|{id}|"),
@@ -850,7 +831,7 @@ mod tests {
     #[test]
     fn target_keys_name_region_id_and_tier() {
         assert_eq!(
-            target_key("us-east-1", "m", Some(crate::request::ServiceTier::Flex)),
+            target_key("us-east-1", "m", Some(crate::types::ServiceTier::Flex)),
             "us-east-1|m|flex"
         );
         assert_eq!(target_key("us-east-1", "m", None), "us-east-1|m|");

@@ -29,14 +29,14 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::error::ErrorKind;
-use crate::request::{ServiceTier, SloClass};
-use crate::response::GenerateResponse;
+use crate::types::ErrorKind;
+use crate::types::GenerateResponse;
+use crate::types::{ServiceTier, SloClass};
 
 /// The labels of one lane of traffic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct LaneKey {
-    pub provider: crate::config::Provider,
+    pub provider: crate::types::Provider,
     pub family: Option<String>,
     pub model: String,
     /// The model id, profile id or endpoint name sent to.
@@ -122,7 +122,28 @@ pub struct MetricsSnapshot {
     /// Calls running now (the client-side queue).
     pub in_flight: i64,
     /// The state shared through Redis, when configured: whether it is degraded to local state.
-    pub shared: Option<crate::state::shared::SharedStatus>,
+    pub shared: Option<SharedStatus>,
+}
+
+/// How the shared state is doing, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SharedStatus {
+    /// Redis is unreachable now: local state with a per-replica share of reservations.
+    pub degraded: bool,
+    /// Times Redis became unreachable since start.
+    pub degraded_episodes: u64,
+    /// Reserved admissions decided locally while degraded.
+    pub fallback_admissions: u64,
+    /// Reserved admissions against the fleet's ledger, and how many of them waited for a Redis
+    /// round trip (the rest came from this replica's lease).
+    pub admissions: u64,
+    pub waited_admissions: u64,
+    /// Values read from Redis that were not what Laneway writes (skipped, not trusted).
+    pub malformed_values: u64,
+    /// Completed reads of the fleet's breakers.
+    pub breaker_syncs: u64,
+    /// Completed writes of where prompt prefixes were cached.
+    pub prefixes_published: u64,
 }
 
 struct Lane {
@@ -241,7 +262,7 @@ impl Telemetry {
         let escalated = d
             .reasons
             .iter()
-            .any(|x| matches!(x, crate::plan::Reason::DeadlineEscalation { .. }));
+            .any(|x| matches!(x, crate::types::Reason::DeadlineEscalation { .. }));
         if let Some(o) = &self.otel {
             o.success(&key, r, escalated);
         }
@@ -540,7 +561,7 @@ mod tests {
         t.add_to_task(call(SloClass::Interactive, "b"), 0.5);
         t.add_to_task(call(SloClass::Background, "b"), 0.0625);
         let lane = LaneKey {
-            provider: crate::config::Provider::Bedrock,
+            provider: crate::types::Provider::Bedrock,
             family: None,
             model: "m".into(),
             target: "m".into(),

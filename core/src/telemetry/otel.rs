@@ -13,9 +13,9 @@ use opentelemetry::KeyValue;
 
 use super::catalog::{self, Kind, MetricId, Scope, Unit, CATALOG};
 use super::{CallSlo, LaneKey};
-use crate::error::ErrorKind;
-use crate::request::SloClass;
-use crate::response::GenerateResponse;
+use crate::types::ErrorKind;
+use crate::types::GenerateResponse;
+use crate::types::SloClass;
 
 /// Bucket boundaries of the GenAI conventions for durations, in seconds.
 const DURATION_BUCKETS: &[f64] = &[

@@ -12,9 +12,9 @@ use futures::StreamExt;
 
 use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
 use crate::config::EndpointConfig;
-use crate::config::Provider;
-use crate::error::{Error, Result};
-use crate::plan::Target;
+use crate::types::Provider;
+use crate::types::Target;
+use crate::types::{Error, Result};
 
 pub use lines::LineBuffer;
 pub use payload::tgi_prompt;
@@ -171,7 +171,7 @@ impl Backend for SagemakerBackend {
 
 /// The stream ended inside a line.
 fn truncated(target: &Target, line: &str) -> Error {
-    Error::from(crate::error::ServiceError::new(
+    Error::from(crate::types::ServiceError::new(
         crate::ErrorKind::Transport,
         format!(
             "the stream ended inside a line ({} bytes without a line end)",

@@ -4,11 +4,11 @@ use serde_json::{json, Map, Value};
 
 use crate::backend::BackendEvent;
 use crate::config::PayloadFormat;
-use crate::error::{Error, ErrorKind, Result, ServiceError};
-use crate::request::{
+use crate::types::{
     ContentBlock, GenerateRequest, Role, SystemBlock, Tool, ToolChoice, ToolResultContent,
 };
-use crate::response::{OutputBlock, StopReason, Usage};
+use crate::types::{Error, ErrorKind, Result, ServiceError};
+use crate::types::{OutputBlock, StopReason, Usage};
 
 /// The request body for a container.
 pub fn request_body(format: PayloadFormat, req: &GenerateRequest, stream: bool) -> Result<Vec<u8>> {
@@ -241,7 +241,7 @@ pub fn parse_response(
             let output = details
                 .and_then(|d| d.get("generated_tokens"))
                 .and_then(Value::as_u64)
-                .map_or_else(|| estimate_tokens(text), crate::token_count);
+                .map_or_else(|| estimate_tokens(text), crate::types::units::token_count);
             let stop = details
                 .and_then(|d| d.get("finish_reason"))
                 .and_then(Value::as_str)
@@ -308,7 +308,7 @@ fn openai_usage(u: Option<&Value>, prompt_tokens_estimate: u32) -> Usage {
     let get = |k: &str| {
         u.and_then(|u| u.get(k))
             .and_then(Value::as_u64)
-            .map(crate::token_count)
+            .map(crate::types::units::token_count)
     };
     let input = get("prompt_tokens");
     Usage {
@@ -380,7 +380,7 @@ pub fn parse_stream_line(
                 let output = details
                     .get("generated_tokens")
                     .and_then(Value::as_u64)
-                    .map_or(0, crate::token_count);
+                    .map_or(0, crate::types::units::token_count);
                 out.events.push(BackendEvent::Stop(stop));
                 out.events.push(BackendEvent::Metadata {
                     usage: Usage {

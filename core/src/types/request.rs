@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use super::error::{Error, Result};
 
 /// One model call: the conversation, the model or family, and the SLO it must meet.
 ///
@@ -348,6 +348,14 @@ pub enum ServiceTier {
 }
 
 impl ServiceTier {
+    /// Every tier, fastest first.
+    pub const ALL: [ServiceTier; 4] = [
+        ServiceTier::Priority,
+        ServiceTier::Standard,
+        ServiceTier::Flex,
+        ServiceTier::Reserved,
+    ];
+
     /// The value of `serviceTier.type` on the wire.
     pub fn wire_name(self) -> &'static str {
         match self {
@@ -650,12 +658,12 @@ impl GenerateRequest {
             ("slo.ttft_target", self.slo.ttft_target),
             ("slo.deadline", self.slo.deadline),
         ] {
-            if value.is_some_and(|d| d > crate::MAX_DURATION) {
+            if value.is_some_and(|d| d > super::units::MAX_DURATION) {
                 return Err(Error::invalid(
                     field,
                     format!(
                         "must be at most {} ms (a year), got {:?}",
-                        crate::MAX_DURATION.as_millis(),
+                        super::units::MAX_DURATION.as_millis(),
                         value.unwrap_or_default()
                     ),
                 ));
@@ -759,7 +767,7 @@ mod opt_millis {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let ms: Option<f64> = Option::deserialize(d)?;
-        ms.map(crate::duration_from_millis)
+        ms.map(crate::types::units::duration_from_millis)
             .transpose()
             .map_err(serde::de::Error::custom)
     }

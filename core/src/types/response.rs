@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::Provider;
-use crate::error::FailedAttempt;
-use crate::plan::Reason;
-use crate::request::ServiceTier;
+use super::error::FailedAttempt;
+use super::reason::Reason;
+use super::request::ServiceTier;
+use super::target::Provider;
 
 /// The answer to [`Router::generate`](crate::Router::generate), and the last event of a stream.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -215,10 +215,10 @@ pub enum StreamEvent {
     /// sent the delivered text as the start of its answer. What follows continues that text.
     Continued {
         /// What had been delivered when it broke.
-        delivered: crate::error::Delivered,
+        delivered: super::error::Delivered,
         /// The target that failed, and how.
         failed_target: String,
-        kind: crate::error::ErrorKind,
+        kind: super::error::ErrorKind,
     },
     /// The stream completed: the whole response, with usage, timings, decision and cost.
     Completed(Box<GenerateResponse>),

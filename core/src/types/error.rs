@@ -306,9 +306,9 @@ pub struct FailedAttempt {
     pub region: String,
     /// The configured model the attempt was for.
     pub model: String,
-    pub provider: crate::config::Provider,
+    pub provider: super::target::Provider,
     /// The service tier asked for (Bedrock), if any.
-    pub tier: Option<crate::request::ServiceTier>,
+    pub tier: Option<super::request::ServiceTier>,
     pub kind: ErrorKind,
     /// The service's error code, e.g. `ThrottlingException`; empty when none came.
     pub code: String,
@@ -409,7 +409,7 @@ impl Error {
         )
     }
 
-    pub(crate) fn as_failed_attempt(&self, attempt: &crate::plan::Attempt) -> FailedAttempt {
+    pub(crate) fn as_failed_attempt(&self, attempt: &super::target::Attempt) -> FailedAttempt {
         let (code, message, http_status, request_id) = match self {
             Error::Service(e) => (
                 e.code.clone(),

@@ -3,19 +3,22 @@
 //! and validated on load, with errors that name the field and the bad value.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::Path;
+
+mod sections;
+pub use sections::{
+    BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, ReservationConfig,
+};
 
 use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
-use crate::cost::Price;
-use crate::error::{Error, Result};
-use crate::request::{CacheTtl, Geography, ServiceTier, SloClass};
-use crate::state::{BreakerConfig, BudgetConfig, ReservationConfig};
+use crate::types::{CacheTtl, Geography, ServiceTier, SloClass};
+use crate::types::{Error, Result};
+pub use crate::types::{ProfileScope, Provider};
 
-const DEFAULTS: &str = include_str!("../defaults.toml");
+const DEFAULTS: &str = include_str!("../../defaults.toml");
 
 /// The whole configuration of a router.
 ///
@@ -31,6 +34,10 @@ const DEFAULTS: &str = include_str!("../defaults.toml");
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The directory of the file the configuration was read from: relative paths in it (a
+    /// family router's model file) are resolved from here when the router is built.
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
     /// Whether the built-in models and families are included (only meaningful in a file).
     #[serde(default = "yes")]
     pub builtin_models: bool,
@@ -50,14 +57,14 @@ pub struct Config {
     pub aws: AwsConfig,
     /// Automatic prompt-cache placement.
     #[serde(default)]
-    pub prompt_cache: crate::plan::prompt_cache::CachePolicy,
+    pub prompt_cache: CachePolicy,
     /// State shared by every replica through Redis (reservations, breakers, prefix index);
     /// without it each process keeps its own.
     #[serde(default)]
     pub shared: Option<SharedConfig>,
     /// The batch lane: where jobs put their inputs and outputs, and under which role they run.
     #[serde(default)]
-    pub batch: Option<crate::batch::BatchConfig>,
+    pub batch: Option<BatchConfig>,
     /// Measurements.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
@@ -69,7 +76,10 @@ pub struct Config {
 pub struct TelemetryConfig {
     /// A task (`task_id`) none of whose calls was seen for this long is closed as abandoned,
     /// so that tasks never finished do not pile up (milliseconds; default 10 minutes).
-    #[serde(default = "default_task_idle", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_task_idle",
+        with = "crate::types::units::serde_millis"
+    )]
     pub task_idle: Duration,
 }
 
@@ -100,10 +110,16 @@ pub struct SharedConfig {
     #[serde(default = "one")]
     pub replicas: u32,
     /// Longest wait for Redis on a call's path before falling back to local state (ms).
-    #[serde(default = "default_shared_timeout", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_shared_timeout",
+        with = "crate::types::units::serde_millis"
+    )]
     pub timeout: Duration,
     /// How often breaker states are read from Redis (ms).
-    #[serde(default = "default_sync_interval", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_sync_interval",
+        with = "crate::types::units::serde_millis"
+    )]
     pub sync_interval: Duration,
 }
 
@@ -189,10 +205,9 @@ impl SloTiers {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PricingConfig {
-    pub priority: f64,
-    pub standard: f64,
-    pub flex: f64,
-    pub reserved: f64,
+    /// Each service tier's price as a multiple of the standard price (`[pricing.tiers]`); every
+    /// tier needs one.
+    pub tiers: BTreeMap<ServiceTier, f64>,
     /// Global cross-region profiles cost this fraction of geographic ones.
     pub global_profile_multiplier: f64,
     /// US dollars per hour of each SageMaker instance type: what a self-hosted model costs
@@ -211,10 +226,12 @@ fn half() -> f64 {
 impl Default for PricingConfig {
     fn default() -> Self {
         Self {
-            priority: 1.75,
-            standard: 1.0,
-            flex: 0.5,
-            reserved: 1.0,
+            tiers: BTreeMap::from([
+                (ServiceTier::Priority, 1.75),
+                (ServiceTier::Standard, 1.0),
+                (ServiceTier::Flex, 0.5),
+                (ServiceTier::Reserved, 1.0),
+            ]),
             global_profile_multiplier: 0.9,
             instance_hourly: BTreeMap::new(),
             batch: 0.5,
@@ -225,12 +242,8 @@ impl Default for PricingConfig {
 impl PricingConfig {
     /// The multiplier of a tier.
     pub fn tier_multiplier(&self, tier: ServiceTier) -> f64 {
-        match tier {
-            ServiceTier::Priority => self.priority,
-            ServiceTier::Standard => self.standard,
-            ServiceTier::Flex => self.flex,
-            ServiceTier::Reserved => self.reserved,
-        }
+        // Validation guarantees every tier a multiplier.
+        self.tiers.get(&tier).copied().unwrap_or(1.0)
     }
 }
 
@@ -262,13 +275,16 @@ pub struct RoutingConfig {
     #[serde(default = "yes")]
     pub stream_generate: bool,
     /// TTFT assumed for a target not measured yet, when ordering by latency (milliseconds).
-    #[serde(default = "default_prior_ttft", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_prior_ttft",
+        with = "crate::types::units::serde_millis"
+    )]
     pub prior_ttft: Duration,
     /// Output tokens assumed for a call without `max_tokens`, for reservations and deadlines.
     #[serde(default = "default_output_estimate")]
     pub default_output_tokens: u32,
     /// The sliding window of reserved-capacity ledgers (a minute; shorter only in tests).
-    #[serde(default = "one_minute", with = "crate::serde_millis")]
+    #[serde(default = "one_minute", with = "crate::types::units::serde_millis")]
     pub reserved_window: Duration,
 }
 
@@ -279,14 +295,23 @@ pub struct RoutingConfig {
 pub struct RetryConfig {
     /// The base of the exponential back-off between rounds (milliseconds): round `n` waits a
     /// random time in `[0, min(backoff * 2^n, max_backoff)]` ("full jitter").
-    #[serde(default = "default_backoff", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_backoff",
+        with = "crate::types::units::serde_millis"
+    )]
     pub backoff: Duration,
     /// The cap of one back-off (milliseconds).
-    #[serde(default = "default_max_backoff", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_max_backoff",
+        with = "crate::types::units::serde_millis"
+    )]
     pub max_backoff: Duration,
     /// The longest `Retry-After` honoured (milliseconds). A service asking for longer is not
     /// waited for: the call fails over, or fails at once saying so.
-    #[serde(default = "default_max_retry_after", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_max_retry_after",
+        with = "crate::types::units::serde_millis"
+    )]
     pub max_retry_after: Duration,
 }
 
@@ -318,14 +343,20 @@ impl Default for RetryConfig {
 #[serde(deny_unknown_fields)]
 pub struct TimeoutsConfig {
     /// Opening a connection to a service (milliseconds).
-    #[serde(default = "default_connect", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_connect",
+        with = "crate::types::units::serde_millis"
+    )]
     pub connect: Duration,
     /// With a request's `ttft_target`, an attempt's first-token limit is this multiple of it
     /// (at least `min_first_token`) instead of its class's `first_token`.
     #[serde(default = "default_ttft_multiple")]
     pub ttft_target_multiple: f64,
     /// The shortest first-token limit derived from a `ttft_target` (milliseconds).
-    #[serde(default = "default_min_first_token", with = "crate::serde_millis")]
+    #[serde(
+        default = "default_min_first_token",
+        with = "crate::types::units::serde_millis"
+    )]
     pub min_first_token: Duration,
     /// The slowest generation a non-streamed answer is allowed: its limit is the first-token
     /// limit plus its output tokens (`max_tokens`, or `routing.default_output_tokens`) at this
@@ -349,14 +380,14 @@ pub struct TimeoutsConfig {
 pub struct ClassTimeouts {
     /// An attempt's first token (a streamed attempt) or first byte (milliseconds), when the
     /// request has no `ttft_target`.
-    #[serde(with = "crate::serde_millis")]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub first_token: Duration,
     /// The longest gap between two events of a stream (milliseconds).
-    #[serde(with = "crate::serde_millis")]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub idle: Duration,
     /// The whole call, every attempt and wait included, when the request has no
     /// `slo.deadline` (milliseconds).
-    #[serde(with = "crate::serde_millis")]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub deadline: Duration,
 }
 
@@ -430,7 +461,7 @@ pub struct HedgeConfig {
     /// The quantile of the first target's recent TTFTs after which the hedge is sent.
     pub quantile: f64,
     /// Never hedge sooner than this (milliseconds).
-    #[serde(with = "crate::serde_millis")]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub min_delay: Duration,
 }
 
@@ -500,55 +531,10 @@ pub struct VariantRouterConfig {
     /// to the strongest variant, and the rest split evenly between the cheaper ones.
     #[serde(default)]
     pub max_strong_share: Option<f64>,
-    /// The loaded model (set when the configuration is read).
-    #[serde(skip)]
-    pub loaded: Option<std::sync::Arc<crate::classifier::Classifier>>,
 }
 
 fn builtin_classifier() -> String {
     "builtin".into()
-}
-
-impl VariantRouterConfig {
-    /// The classifier: the loaded file, or the built-in model.
-    pub fn classifier(&self) -> Result<std::sync::Arc<crate::classifier::Classifier>> {
-        if let Some(c) = &self.loaded {
-            return Ok(c.clone());
-        }
-        if self.model == "builtin" {
-            return Ok(crate::classifier::Classifier::builtin());
-        }
-        Err(Error::config(
-            "router.model",
-            format!(
-                "model {:?} is not loaded: build the configuration with Config::from_file or from_toml_str",
-                self.model
-            ),
-        ))
-    }
-
-    /// The loss threshold of each cheaper variant of a family of `variants` variants.
-    pub fn thresholds(
-        &self,
-        variants: usize,
-        classifier: &crate::classifier::Classifier,
-    ) -> Vec<f32> {
-        let cheaper = variants.saturating_sub(1);
-        if let Some(t) = &self.thresholds {
-            return t.clone();
-        }
-        if let Some(t) = self.threshold {
-            return vec![t; cheaper];
-        }
-        let share = self.max_strong_share.unwrap_or(0.5);
-        // Variant i (cheapest first) takes its slice of the (1 - share) below the strongest.
-        (0..cheaper)
-            .map(|i| {
-                let above = share + (1.0 - share) * (cheaper - 1 - i) as f64 / cheaper as f64;
-                classifier.threshold_for_strong_share(above)
-            })
-            .collect()
-    }
 }
 
 impl FamilyConfig {
@@ -558,126 +544,6 @@ impl FamilyConfig {
             .as_deref()
             .or(self.variants.last().map(String::as_str))
             .unwrap_or_default()
-    }
-}
-
-/// Who serves a model: Bedrock, SageMaker, or a provider of your own whose
-/// [`Backend`](crate::backend::Backend) you register with
-/// [`RouterBuilder::backend`](crate::RouterBuilder::backend).
-///
-/// In configuration it is the provider's name: `provider = "bedrock"`, `"sagemaker"`, or any
-/// other name for your own.
-///
-/// ```
-/// use laneway::Provider;
-/// assert_eq!(Provider::named("bedrock"), Provider::Bedrock);
-/// assert_eq!(Provider::named("echo").as_str(), "echo");
-/// assert_eq!(Provider::Sagemaker.system(), "aws.sagemaker");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Provider {
-    /// Amazon Bedrock Runtime (Converse, ConverseStream).
-    Bedrock,
-    /// Amazon SageMaker real-time endpoints (InvokeEndpoint, InvokeEndpointWithResponseStream).
-    Sagemaker,
-    /// A provider of your own, by name.
-    Other(std::sync::Arc<str>),
-}
-
-impl Provider {
-    /// The provider of this name (`"bedrock"` and `"sagemaker"` are the built-in ones).
-    pub fn named(name: &str) -> Self {
-        match name {
-            "bedrock" => Provider::Bedrock,
-            "sagemaker" => Provider::Sagemaker,
-            other => Provider::Other(other.into()),
-        }
-    }
-
-    /// Its name, as in configuration.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Provider::Bedrock => "bedrock",
-            Provider::Sagemaker => "sagemaker",
-            Provider::Other(name) => name,
-        }
-    }
-
-    /// Its name in telemetry (`gen_ai.provider.name` of the OpenTelemetry GenAI conventions):
-    /// `aws.bedrock`, `aws.sagemaker`, else its own name.
-    pub fn system(&self) -> &str {
-        match self {
-            Provider::Bedrock => "aws.bedrock",
-            Provider::Sagemaker => "aws.sagemaker",
-            Provider::Other(name) => name,
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Provider {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Provider {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        if name.is_empty() {
-            return Err(serde::de::Error::custom(
-                "a provider name must not be empty",
-            ));
-        }
-        Ok(Provider::named(&name))
-    }
-}
-
-/// A cross-region inference profile's scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProfileScope {
-    Us,
-    Eu,
-    Apac,
-    /// Any commercial region.
-    Global,
-}
-
-impl ProfileScope {
-    /// The id prefix, e.g. `us`.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            ProfileScope::Us => "us",
-            ProfileScope::Eu => "eu",
-            ProfileScope::Apac => "apac",
-            ProfileScope::Global => "global",
-        }
-    }
-    /// The profile of an id prefix.
-    pub fn from_prefix(p: &str) -> Option<Self> {
-        match p {
-            "us" => Some(ProfileScope::Us),
-            "eu" => Some(ProfileScope::Eu),
-            "apac" => Some(ProfileScope::Apac),
-            "global" => Some(ProfileScope::Global),
-            _ => None,
-        }
-    }
-    /// The geography a geographic profile keeps requests in; `None` for global.
-    pub fn geography(self) -> Option<Geography> {
-        match self {
-            ProfileScope::Us => Some(Geography::Us),
-            ProfileScope::Eu => Some(Geography::Eu),
-            ProfileScope::Apac => Some(Geography::Apac),
-            ProfileScope::Global => None,
-        }
     }
 }
 
@@ -793,9 +659,7 @@ impl Config {
     /// Parses TOML over the built-in defaults: tables merge key by key, other values replace.
     /// With `builtin_models = false` the built-in models and families are left out.
     pub fn from_toml_str(text: &str) -> Result<Self> {
-        let mut config = Self::from_toml_str_unloaded(text)?;
-        config.load_classifiers(None)?;
-        Ok(config)
+        Self::from_toml_str_unloaded(text)
     }
 
     fn from_toml_str_unloaded(text: &str) -> Result<Self> {
@@ -824,27 +688,6 @@ impl Config {
         Ok(config)
     }
 
-    /// Loads each family router's model file (paths relative to `base`, or the working
-    /// directory), so that a missing or corrupt file fails here and not at the first call.
-    fn load_classifiers(&mut self, base: Option<&Path>) -> Result<()> {
-        for (name, f) in &mut self.families {
-            let Some(r) = &mut f.router else { continue };
-            if r.model == "builtin" {
-                r.loaded = Some(crate::classifier::Classifier::builtin());
-                continue;
-            }
-            let path = match base {
-                Some(b) if Path::new(&r.model).is_relative() => b.join(&r.model),
-                _ => Path::new(&r.model).to_path_buf(),
-            };
-            let model = crate::classifier::Classifier::load(&path).map_err(|e| {
-                Error::config(format!("families.{name}.router.model"), e.to_string())
-            })?;
-            r.loaded = Some(std::sync::Arc::new(model));
-        }
-        Ok(())
-    }
-
     /// Reads a TOML file (see [`Config::from_toml_str`]).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
@@ -856,7 +699,7 @@ impl Config {
             }
             other => other,
         })?;
-        config.load_classifiers(path.parent())?;
+        config.base_dir = path.parent().map(Path::to_path_buf);
         Ok(config)
     }
 
@@ -914,14 +757,20 @@ impl Config {
             }
         }
         let p = &self.pricing;
-        for (name, v) in [
-            ("priority", p.priority),
-            ("standard", p.standard),
-            ("flex", p.flex),
-            ("reserved", p.reserved),
-            ("global_profile_multiplier", p.global_profile_multiplier),
-            ("batch", p.batch),
-        ] {
+        if let Some(t) = ServiceTier::ALL.iter().find(|t| !p.tiers.contains_key(t)) {
+            return Err(Error::config(
+                format!("pricing.tiers.{t}"),
+                "every service tier needs a price multiplier",
+            ));
+        }
+        let tiers = p.tiers.iter().map(|(t, v)| (format!("tiers.{t}"), *v));
+        for (name, v) in tiers.chain([
+            (
+                "global_profile_multiplier".to_string(),
+                p.global_profile_multiplier,
+            ),
+            ("batch".to_string(), p.batch),
+        ]) {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::config(
                     format!("pricing.{name}"),
@@ -974,7 +823,7 @@ impl Config {
                 validate_router(r, f.variants.len(), &field("router"))?;
             }
             if let Some(arn) = &f.prompt_router {
-                let Some((region, _)) = crate::plan::prompt_router::parse_arn(arn) else {
+                let Some((region, _)) = parse_prompt_router_arn(arn) else {
                     return Err(Error::config(
                         field("prompt_router"),
                         format!("{arn:?} is not a prompt router ARN (arn:aws:bedrock:REGION:ACCOUNT:default-prompt-router/NAME)"),
@@ -1402,6 +1251,25 @@ fn yes() -> bool {
 
 fn standard_only() -> BTreeSet<ServiceTier> {
     [ServiceTier::Standard].into()
+}
+
+/// The region and router name of a prompt-router ARN
+/// (`arn:aws:bedrock:{region}:{account}:default-prompt-router/{name}` or `.../prompt-router/{id}`).
+///
+/// ```
+/// use laneway::config::parse_prompt_router_arn as parse_arn;
+/// let arn = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/anthropic.claude:1";
+/// assert_eq!(parse_arn(arn), Some(("us-east-1", "anthropic.claude:1")));
+/// assert_eq!(parse_arn("amazon.nova-lite-v1:0"), None);
+/// ```
+pub fn parse_prompt_router_arn(arn: &str) -> Option<(&str, &str)> {
+    let rest = arn.strip_prefix("arn:aws:bedrock:")?;
+    let mut parts = rest.splitn(3, ':');
+    let (region, _account, resource) = (parts.next()?, parts.next()?, parts.next()?);
+    let name = resource
+        .strip_prefix("default-prompt-router/")
+        .or_else(|| resource.strip_prefix("prompt-router/"))?;
+    (!region.is_empty() && !name.is_empty()).then_some((region, name))
 }
 
 #[cfg(test)]

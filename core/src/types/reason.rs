@@ -4,15 +4,14 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::config::ProfileScope;
-use crate::error::TimeLimit;
-use crate::plan::targets::Objective;
-use crate::request::{ServiceTier, SloClass};
-use crate::state::BreakerView;
+use super::error::TimeLimit;
+use super::request::{GenerateRequest, ServiceTier, SloClass};
+use super::target::ProfileScope;
 
 /// One decision of a plan, or one alternative it rejected.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Reason {
     /// The request named this model.
     ModelRequested { model: String },
@@ -87,7 +86,7 @@ pub enum Reason {
     /// Checkpoints placed where expected reuse pays; `tokens` before the last one.
     CachePointsPlaced { count: usize, tokens: u32 },
     /// The request's own checkpoints were changed to fit the model's rules.
-    CachePointsChanged { removed: usize, why: String },
+    CachePointsChanged { removed: usize, why: CacheChange },
     /// The request opted out of automatic checkpoints.
     CacheOptOut,
     /// The target holding the cached prefix was preferred (`won`), or not, and why.
@@ -95,7 +94,7 @@ pub enum Reason {
         target: String,
         region: String,
         won: bool,
-        why: String,
+        why: AffinityOutcome,
     },
     /// A time limit ended an attempt (it was cancelled on the wire and counted against its
     /// target's breaker), or the call.
@@ -124,6 +123,68 @@ pub enum Reason {
     },
 }
 
+/// Why the request's own cache checkpoints were changed to fit the model's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CacheChange {
+    /// The model has no prompt cache: every checkpoint was removed.
+    NoCache,
+    /// The model has no such TTL: the checkpoint got the 5-minute TTL instead.
+    TtlUnsupported { ttl: super::request::CacheTtl },
+    /// The model does not cache tool definitions.
+    NoToolCache,
+    /// The prefix before the checkpoint is longer than the model caches.
+    PrefixTooLong { tokens: u32, max_tokens: u32 },
+    /// Several checkpoints at one place.
+    Duplicate,
+    /// More checkpoints than a request may carry.
+    TooMany { max: usize },
+}
+
+impl fmt::Display for CacheChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheChange::NoCache => f.write_str("the model does not support prompt caching"),
+            CacheChange::TtlUnsupported { ttl } => {
+                write!(f, "the model has no {ttl:?} TTL: 5 minutes instead")
+            }
+            CacheChange::NoToolCache => f.write_str("the model does not cache tool definitions"),
+            CacheChange::PrefixTooLong { tokens, max_tokens } => {
+                write!(
+                    f,
+                    "prefix of {tokens} tokens exceeds the {max_tokens} cacheable"
+                )
+            }
+            CacheChange::Duplicate => f.write_str("several checkpoints at one place"),
+            CacheChange::TooMany { max } => write!(f, "at most {max} checkpoints"),
+        }
+    }
+}
+
+/// Whether the target holding a cached prefix went first, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AffinityOutcome {
+    /// Healthy and expected within the SLO: it went first.
+    Preferred,
+    /// Its expected TTFT misses the request's TTFT target.
+    TooSlow,
+    /// Its breaker or throttle score demoted it.
+    Unhealthy,
+}
+
+impl fmt::Display for AffinityOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AffinityOutcome::Preferred => "healthy and within the SLO",
+            AffinityOutcome::TooSlow => "its expected TTFT misses the TTFT target",
+            AffinityOutcome::Unhealthy => "unhealthy",
+        })
+    }
+}
+
 /// Why a call overflowed from reserved capacity to standard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -137,6 +198,7 @@ pub enum OverflowCause {
 /// Why a candidate target was left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Exclusion {
     /// It could process the request outside the allowed residency.
     Residency,
@@ -242,6 +304,40 @@ impl fmt::Display for Reason {
                 f,
                 "{target} in {region} asked to retry after {retry_after_ms} ms, more than the {allowed_ms} ms allowed: not waited for"
             ),
+        }
+    }
+}
+
+/// What the planner sees of a breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerView {
+    Closed,
+    /// Open until its timer runs out: traffic goes elsewhere.
+    Open,
+    /// Probing: a request may go if a probe slot is free.
+    HalfOpen {
+        probe_available: bool,
+    },
+}
+
+/// What a call's targets are ordered by, after health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Lowest expected time to first token (interactive calls).
+    Latency,
+    /// Lowest price, then configured order (everything else).
+    Cost,
+}
+
+impl Objective {
+    /// The objective of a request's SLO class.
+    pub fn of(request: &GenerateRequest) -> Self {
+        if request.slo.class == SloClass::Interactive {
+            Objective::Latency
+        } else {
+            Objective::Cost
         }
     }
 }

@@ -1,0 +1,148 @@
+//! The sections of the configuration that the live state, the planner and the batch lane act
+//! on: breakers, the retry budget, reservations, prompt-cache placement and the batch lane.
+//! Data only: the modules that act on them import them from here.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// When a breaker opens and how it recovers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Consecutive failures (of kinds that fail over) that open the breaker.
+    pub failure_threshold: u32,
+    /// How long an open breaker keeps traffic away before probing.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub open_for: Duration,
+    /// Requests let through at once while half-open.
+    pub half_open_probes: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 3,
+            open_for: Duration::from_secs(2),
+            half_open_probes: 1,
+        }
+    }
+}
+
+/// How much extra load retries, failovers and hedges may add.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Extra attempts allowed per call, on average over the window (0.2 = 20% more load).
+    pub ratio: f64,
+    /// Extra attempts allowed per second however low the traffic, so that a quiet service can
+    /// still fail over and retry (a minimum over the window, not added to `ratio`).
+    pub min_per_second: f64,
+    /// The window over which calls and extra attempts are counted.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub window: Duration,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            ratio: 0.2,
+            min_per_second: 10.0,
+            window: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A model's reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationConfig {
+    /// Reserved input tokens per minute (cache writes count toward it).
+    pub input_tokens_per_minute: u64,
+    /// Reserved output tokens per minute.
+    pub output_tokens_per_minute: u64,
+}
+
+/// How placement behaves; `[prompt_cache]` in configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePolicy {
+    /// Automatic placement on (requests may still opt out, or pin their own).
+    pub enabled: bool,
+    /// Share above a model's minimum that an estimated prefix must reach.
+    pub margin: f64,
+    /// Reads expected of a prefix not seen yet when the call has a `task_id`.
+    pub task_reuse_prior: f64,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            margin: 0.25,
+            task_reuse_prior: 2.0,
+        }
+    }
+}
+
+/// `[batch]`: where and how batch jobs run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchConfig {
+    /// The S3 bucket for job inputs and outputs.
+    pub bucket: String,
+    /// Key prefix under the bucket.
+    #[serde(default = "default_prefix")]
+    pub prefix: String,
+    /// The IAM service role the jobs run under.
+    pub role_arn: String,
+    /// Most records in one job; larger submissions are split.
+    #[serde(default = "default_max_records")]
+    pub max_records_per_job: usize,
+    /// Fewest records a job may have (the service's minimum).
+    #[serde(default = "default_min_records")]
+    pub min_records: usize,
+    /// How often `wait_batch` asks for the jobs' status (ms).
+    #[serde(default = "default_poll", with = "crate::types::units::serde_millis")]
+    pub poll_interval: Duration,
+    /// How long a batch may take; a request with a sooner deadline goes to flex (ms).
+    #[serde(
+        default = "default_turnaround",
+        with = "crate::types::units::serde_millis"
+    )]
+    pub turnaround: Duration,
+}
+
+fn default_prefix() -> String {
+    "laneway-batch".into()
+}
+fn default_max_records() -> usize {
+    50_000
+}
+fn default_min_records() -> usize {
+    100
+}
+fn default_poll() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_turnaround() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+/// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_1k: f64,
+    pub output_per_1k: f64,
+    /// Reading cached input; defaults to the input price (no discount) when not configured.
+    #[serde(default)]
+    pub cache_read_per_1k: Option<f64>,
+    /// Writing input to the cache with the default 5-minute TTL; defaults to the input price
+    /// (no premium).
+    #[serde(default)]
+    pub cache_write_per_1k: Option<f64>,
+    /// Writing input to the cache with the 1-hour TTL; defaults to twice the input price.
+    #[serde(default)]
+    pub cache_write_1h_per_1k: Option<f64>,
+}

@@ -1,0 +1,433 @@
+//! Routing policies: each one small step of a plan behind one trait, run in order by a
+//! [`Planner`] over a [`Draft`]. The built-in ones are the variant, tier, checkpoint and target
+//! policies; a policy of your own is added after them or replaces one by name.
+
+use std::sync::Arc;
+
+use super::observe::Observations;
+use super::variant::{ChosenModel, VariantRouters};
+use super::{attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant, Plan};
+use crate::config::{Config, ModelConfig};
+use crate::types::{Attempt, Error, Exclusion, GenerateRequest, Reason, Result, ServiceTier};
+
+/// A plan under construction: what the policies so far decided, and why.
+pub struct Draft<'a> {
+    pub request: &'a GenerateRequest,
+    pub config: &'a Config,
+    /// The live state, at the instant planning happens.
+    pub observations: &'a dyn Observations,
+    /// The model chosen (the variant policy sets it; later policies need it).
+    pub chosen: Option<ChosenModel>,
+    /// The chosen model's service tier (`None` for providers without tiers), and whether to ask
+    /// for latency-optimized inference (the tier policy sets them).
+    pub tier: Option<ServiceTier>,
+    pub latency_optimized: bool,
+    /// Prompt-cache checkpoints and the request's prefixes (the checkpoint policy sets them).
+    pub cache: prompt_cache::CachePlan,
+    /// Targets to try, best first (the target policy fills them; later policies may reorder,
+    /// remove or add).
+    pub attempts: Vec<Attempt>,
+    /// Every decision so far, in order.
+    pub reasons: Vec<Reason>,
+}
+
+impl Draft<'_> {
+    /// The chosen model and its configuration, or an error naming the policy that needs it.
+    pub fn model(&self, needed_by: &str) -> Result<(&ChosenModel, &ModelConfig)> {
+        chosen_model(&self.chosen, self.config, needed_by)
+    }
+}
+
+fn chosen_model<'c>(
+    chosen: &'c Option<ChosenModel>,
+    config: &'c Config,
+    needed_by: &str,
+) -> Result<(&'c ChosenModel, &'c ModelConfig)> {
+    let chosen = chosen.as_ref().ok_or_else(|| {
+        Error::config(
+            "policies",
+            format!("policy {needed_by:?} runs before any policy chose a model"),
+        )
+    })?;
+    let model = config
+        .models
+        .get(&chosen.model)
+        .ok_or_else(|| Error::invalid("model", format!("{:?} is not configured", chosen.model)))?;
+    Ok((chosen, model))
+}
+
+/// One step of planning. Policies run in order over one [`Draft`]; an error ends planning
+/// (for a malformed request, an [`Error::InvalidRequest`] naming the field).
+///
+/// ```
+/// use laneway::plan::{Draft, Policy};
+/// use laneway::Result;
+///
+/// /// Sends nothing to us-west-2 while it is under maintenance (the last target stays, so
+/// /// that a call pinned there still goes).
+/// struct Drain(&'static str);
+///
+/// impl Policy for Drain {
+///     fn name(&self) -> &str {
+///         "drain"
+///     }
+///     fn apply(&self, draft: &mut Draft<'_>) -> Result<()> {
+///         let region = self.0;
+///         draft.attempts.sort_by_key(|a| a.target.region() == region);
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Policy: Send + Sync {
+    /// Its name, unique in a planner: `variant`, `tier`, `checkpoints` and `targets` are the
+    /// built-in ones.
+    fn name(&self) -> &str;
+    /// Takes its decisions, recording each in `draft.reasons`.
+    fn apply(&self, draft: &mut Draft<'_>) -> Result<()>;
+}
+
+/// Which model serves: a configured model, a family's variant by the classifier, a pinned
+/// inference profile.
+#[derive(Debug, Clone)]
+pub struct VariantPolicy {
+    routers: VariantRouters,
+}
+
+impl VariantPolicy {
+    /// The policy, with the configuration's family routers loaded.
+    pub fn new(config: &Config) -> Result<Self> {
+        Ok(Self {
+            routers: VariantRouters::load(config)?,
+        })
+    }
+}
+
+impl Policy for VariantPolicy {
+    fn name(&self) -> &str {
+        "variant"
+    }
+    fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
+        d.chosen = Some(variant::choose(
+            d.request,
+            d.config,
+            &self.routers,
+            &mut d.reasons,
+        )?);
+        Ok(())
+    }
+}
+
+/// Which service tier: the SLO class's, a forced one, the reservation's while it has room.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TierPolicy;
+
+impl Policy for TierPolicy {
+    fn name(&self) -> &str {
+        "tier"
+    }
+    fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
+        let (chosen, model) = chosen_model(&d.chosen, d.config, self.name())?;
+        let reasons = &mut d.reasons;
+        d.tier = tier::choose(
+            d.request,
+            &chosen.model,
+            model,
+            d.config,
+            d.observations,
+            reasons,
+        )?;
+        d.latency_optimized = tier::latency_optimized(d.request, model, reasons);
+        Ok(())
+    }
+}
+
+/// Which prompt-cache checkpoints: the request's own, fitted to the model's rules, or placed
+/// where expected reuse pays; and which target holds the longest cached prefix.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckpointPolicy;
+
+impl Policy for CheckpointPolicy {
+    fn name(&self) -> &str {
+        "checkpoints"
+    }
+    fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
+        let (_, model) = chosen_model(&d.chosen, d.config, self.name())?;
+        let obs = d.observations;
+        let survey = prompt_cache::survey(d.request, model, obs.token_counter(), obs);
+        d.cache = prompt_cache::place(d.request, model, d.config, obs, survey, &mut d.reasons);
+        Ok(())
+    }
+}
+
+/// Which targets, in which order: healthy before unhealthy, by the class's objective, the cached
+/// prefix's target first while it is healthy and fast enough; the prompt router first; a
+/// deadline escalation; a stronger variant and a fallback family after; at most
+/// `routing.max_attempts`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TargetPolicy;
+
+impl Policy for TargetPolicy {
+    fn name(&self) -> &str {
+        "targets"
+    }
+    fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
+        let (chosen, model) = chosen_model(&d.chosen, d.config, self.name())?;
+        let (request, config, obs) = (d.request, d.config, d.observations);
+        let reasons = &mut d.reasons;
+        let mut attempts = attempts_at(
+            request,
+            chosen,
+            model,
+            (d.tier, d.latency_optimized),
+            config,
+            obs,
+            d.cache.affinity.as_ref(),
+            reasons,
+        );
+        if let Some(first) = attempts.first() {
+            if let Some(tier) =
+                tier::escalate_for_deadline(request, model, first, config, obs, reasons)
+            {
+                for a in &mut attempts {
+                    a.tier = Some(tier);
+                }
+            }
+        }
+        if let Some(arn) = &chosen.prompt_router {
+            if let Some(router) =
+                prompt_router_attempt(arn, request, &chosen.model, config, &attempts, reasons)
+            {
+                attempts.insert(0, router);
+            }
+        }
+        let step_up = step_up_attempts(chosen, config, request, obs, reasons);
+        let fallback = fallback_attempts(model, config, request, obs, reasons);
+        let limit = config.routing.max_attempts as usize;
+        // Keep room for one step-up attempt and one fallback attempt within the limit.
+        let kept = usize::from(!step_up.is_empty()) + usize::from(!fallback.is_empty());
+        let primary_limit = limit.saturating_sub(kept).max(1);
+        for a in attempts.iter().skip(primary_limit) {
+            reasons.push(Reason::TargetExcluded {
+                target: a.target.id().to_string(),
+                region: a.target.region().to_string(),
+                why: Exclusion::AttemptLimit,
+            });
+        }
+        attempts.truncate(primary_limit);
+        let room = limit.saturating_sub(attempts.len());
+        let step_up_room = if fallback.is_empty() {
+            room
+        } else {
+            room.saturating_sub(1).max(1)
+        };
+        attempts.extend(step_up.into_iter().take(step_up_room));
+        let room = limit.saturating_sub(attempts.len());
+        attempts.extend(fallback.into_iter().take(room));
+        if attempts.is_empty() {
+            return Err(Error::invalid(
+                "residency",
+                format!(
+                    "no target of {} satisfies the request's residency {:?}",
+                    chosen.model, request.residency
+                ),
+            ));
+        }
+        reasons.push(Reason::TargetsOrdered {
+            first: attempts[0].target.id().to_string(),
+            region: attempts[0].target.region().to_string(),
+            fallbacks: attempts.len() - 1,
+        });
+        d.attempts = attempts;
+        Ok(())
+    }
+}
+
+/// A stronger variant of the family, if the chosen one cannot serve: never a weaker one.
+fn step_up_attempts(
+    chosen: &ChosenModel,
+    config: &Config,
+    request: &GenerateRequest,
+    obs: &dyn Observations,
+    reasons: &mut Vec<Reason>,
+) -> Vec<Attempt> {
+    let Some(stronger) = &chosen.step_up else {
+        return Vec::new();
+    };
+    let stronger_model = ChosenModel {
+        model: stronger.clone(),
+        family: chosen.family.clone(),
+        pinned_profile: None,
+        step_up: None,
+        prompt_router: None,
+    };
+    let mut no_reasons = Vec::new();
+    let attempts = attempts_for(
+        request,
+        &stronger_model,
+        &config.models[stronger],
+        config,
+        obs,
+        None,
+        &mut no_reasons,
+    )
+    .unwrap_or_default();
+    if !attempts.is_empty() {
+        reasons.push(Reason::VariantStepUp {
+            from: chosen.model.clone(),
+            to: stronger.clone(),
+        });
+    }
+    attempts
+}
+
+/// A SageMaker model's Bedrock fallback family, at its default variant.
+fn fallback_attempts(
+    model: &ModelConfig,
+    config: &Config,
+    request: &GenerateRequest,
+    obs: &dyn Observations,
+    reasons: &mut Vec<Reason>,
+) -> Vec<Attempt> {
+    let Some(family) = &model.fallback_family else {
+        return Vec::new();
+    };
+    let variant = config.families[family].default_variant().to_string();
+    reasons.push(Reason::FallbackFamily {
+        family: family.clone(),
+        variant: variant.clone(),
+    });
+    let fallback_model = ChosenModel {
+        model: variant,
+        family: Some(family.clone()),
+        pinned_profile: None,
+        step_up: None,
+        prompt_router: None,
+    };
+    let fb = &config.models[&fallback_model.model];
+    // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
+    let mut no_reasons = Vec::new();
+    attempts_for(
+        request,
+        &fallback_model,
+        fb,
+        config,
+        obs,
+        None,
+        &mut no_reasons,
+    )
+    .unwrap_or_default()
+}
+
+/// Runs policies in order over a draft: the built-in ones, and yours.
+///
+/// ```
+/// use std::sync::Arc;
+/// use laneway::plan::{Draft, Planner, Policy};
+/// use laneway::{state::Fresh, Config, GenerateRequest};
+///
+/// struct LastRegion(&'static str);
+/// impl Policy for LastRegion {
+///     fn name(&self) -> &str { "last-region" }
+///     fn apply(&self, d: &mut Draft<'_>) -> laneway::Result<()> {
+///         d.attempts.sort_by_key(|a| a.target.region() == self.0);
+///         Ok(())
+///     }
+/// }
+///
+/// let config = Config::default();
+/// let planner = Planner::new(&config).unwrap().with_policy(Arc::new(LastRegion("us-east-1")));
+/// let now = std::time::Instant::now();
+/// let p = planner.plan(&GenerateRequest::user("hi").model("amazon.nova-lite-v1:0"), &config, &Fresh(now)).unwrap();
+/// assert_ne!(p.attempts[0].target.region(), "us-east-1");
+/// ```
+#[derive(Clone)]
+pub struct Planner {
+    policies: Vec<Arc<dyn Policy>>,
+}
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.policies.iter().map(|p| p.name()))
+            .finish()
+    }
+}
+
+impl Planner {
+    /// The built-in policies, in order: variant, tier, checkpoints, targets. Loads the family
+    /// routers' model files (relative to [`Config::base_dir`]).
+    pub fn new(config: &Config) -> Result<Self> {
+        Ok(Self {
+            policies: vec![
+                Arc::new(VariantPolicy::new(config)?),
+                Arc::new(TierPolicy),
+                Arc::new(CheckpointPolicy),
+                Arc::new(TargetPolicy),
+            ],
+        })
+    }
+
+    /// Adds a policy after the others.
+    pub fn with_policy(mut self, policy: Arc<dyn Policy>) -> Self {
+        self.policies.push(policy);
+        self
+    }
+
+    /// Replaces the policy of this name (`variant`, `tier`, `checkpoints`, `targets`, or one of
+    /// yours); an error when there is none.
+    pub fn replace_policy(mut self, name: &str, policy: Arc<dyn Policy>) -> Result<Self> {
+        let slot = self
+            .policies
+            .iter_mut()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                Error::config("policies", format!("no policy named {name:?} to replace"))
+            })?;
+        *slot = policy;
+        Ok(self)
+    }
+
+    /// The policies' names, in order.
+    pub fn policy_names(&self) -> impl Iterator<Item = &str> {
+        self.policies.iter().map(|p| p.name())
+    }
+
+    /// Plans one call from the request, the configuration and the live state at one instant.
+    pub fn plan(
+        &self,
+        request: &GenerateRequest,
+        config: &Config,
+        observations: &dyn Observations,
+    ) -> Result<Plan> {
+        request.validate()?;
+        let mut draft = Draft {
+            request,
+            config,
+            observations,
+            chosen: None,
+            tier: None,
+            latency_optimized: false,
+            cache: prompt_cache::CachePlan::default(),
+            attempts: Vec::new(),
+            reasons: Vec::new(),
+        };
+        for policy in &self.policies {
+            policy.apply(&mut draft)?;
+        }
+        let (chosen, model) = draft.model("the planner")?;
+        if draft.attempts.is_empty() {
+            return Err(Error::invalid(
+                "model",
+                format!("the policies left no target for {}", chosen.model),
+            ));
+        }
+        Ok(Plan {
+            provider: model.provider.clone(),
+            model: chosen.model.clone(),
+            family: chosen.family.clone(),
+            attempts: draft.attempts,
+            reasons: draft.reasons,
+            cache: draft.cache,
+        })
+    }
+}

@@ -1,0 +1,26 @@
+//! Prompt-cache checkpoints: where in the prompt one goes, and with which TTL.
+
+use serde::Serialize;
+
+use super::request::CacheTtl;
+
+/// A point in the prompt a checkpoint can follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundary {
+    /// After the tool list.
+    Tools,
+    /// After system block `i`.
+    System(usize),
+    /// After block `block` of message `index`.
+    Message { index: usize, block: usize },
+}
+
+/// A checkpoint to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Checkpoint {
+    pub at: Boundary,
+    pub ttl: CacheTtl,
+    /// Estimated tokens before it.
+    pub tokens_before: u32,
+}

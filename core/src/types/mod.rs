@@ -1,0 +1,19 @@
+//! The types every layer shares, and nothing else: requests, responses, errors, targets,
+//! attempts, checkpoints, the reasons of a plan, service tiers and providers. A leaf: this
+//! module imports nothing else of the crate, so every other module may use it.
+
+mod checkpoint;
+mod error;
+mod reason;
+mod request;
+mod response;
+mod target;
+pub mod units;
+
+pub use checkpoint::{Boundary, Checkpoint};
+pub use error::*;
+pub use reason::*;
+pub use request::*;
+pub use response::*;
+pub use target::*;
+pub use units::MAX_DURATION;

@@ -1,0 +1,210 @@
+//! Where an attempt goes ([`Target`]) and how ([`Attempt`]), and who serves it
+//! ([`Provider`], [`ProfileScope`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::request::{Geography, ServiceTier};
+
+/// Who serves a model: Bedrock, SageMaker, or a provider of your own whose
+/// [`Backend`](crate::backend::Backend) you register with
+/// [`RouterBuilder::backend`](crate::RouterBuilder::backend).
+///
+/// In configuration it is the provider's name: `provider = "bedrock"`, `"sagemaker"`, or any
+/// other name for your own.
+///
+/// ```
+/// use laneway::Provider;
+/// assert_eq!(Provider::named("bedrock"), Provider::Bedrock);
+/// assert_eq!(Provider::named("echo").as_str(), "echo");
+/// assert_eq!(Provider::Sagemaker.system(), "aws.sagemaker");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Provider {
+    /// Amazon Bedrock Runtime (Converse, ConverseStream).
+    Bedrock,
+    /// Amazon SageMaker real-time endpoints (InvokeEndpoint, InvokeEndpointWithResponseStream).
+    Sagemaker,
+    /// A provider of your own, by name.
+    Other(std::sync::Arc<str>),
+}
+
+impl Provider {
+    /// The provider of this name (`"bedrock"` and `"sagemaker"` are the built-in ones).
+    pub fn named(name: &str) -> Self {
+        match name {
+            "bedrock" => Provider::Bedrock,
+            "sagemaker" => Provider::Sagemaker,
+            other => Provider::Other(other.into()),
+        }
+    }
+
+    /// Its name, as in configuration.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Provider::Bedrock => "bedrock",
+            Provider::Sagemaker => "sagemaker",
+            Provider::Other(name) => name,
+        }
+    }
+
+    /// Its name in telemetry (`gen_ai.provider.name` of the OpenTelemetry GenAI conventions):
+    /// `aws.bedrock`, `aws.sagemaker`, else its own name.
+    pub fn system(&self) -> &str {
+        match self {
+            Provider::Bedrock => "aws.bedrock",
+            Provider::Sagemaker => "aws.sagemaker",
+            Provider::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Provider {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Provider {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        if name.is_empty() {
+            return Err(serde::de::Error::custom(
+                "a provider name must not be empty",
+            ));
+        }
+        Ok(Provider::named(&name))
+    }
+}
+
+/// A cross-region inference profile's scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileScope {
+    Us,
+    Eu,
+    Apac,
+    /// Any commercial region.
+    Global,
+}
+
+impl ProfileScope {
+    /// The id prefix, e.g. `us`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            ProfileScope::Us => "us",
+            ProfileScope::Eu => "eu",
+            ProfileScope::Apac => "apac",
+            ProfileScope::Global => "global",
+        }
+    }
+    /// The profile of an id prefix.
+    pub fn from_prefix(p: &str) -> Option<Self> {
+        match p {
+            "us" => Some(ProfileScope::Us),
+            "eu" => Some(ProfileScope::Eu),
+            "apac" => Some(ProfileScope::Apac),
+            "global" => Some(ProfileScope::Global),
+            _ => None,
+        }
+    }
+    /// The geography a geographic profile keeps requests in; `None` for global.
+    pub fn geography(self) -> Option<Geography> {
+        match self {
+            ProfileScope::Us => Some(Geography::Us),
+            ProfileScope::Eu => Some(Geography::Eu),
+            ProfileScope::Apac => Some(Geography::Apac),
+            ProfileScope::Global => None,
+        }
+    }
+}
+
+/// One target to try, and how.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    /// The configured model this attempt sends to (a fallback family's variant may differ from
+    /// the plan's model).
+    pub model: String,
+    pub target: Target,
+    /// The Bedrock service tier; `None` for SageMaker.
+    pub tier: Option<ServiceTier>,
+    /// Ask for latency-optimized inference (`performanceConfig.latency = optimized`).
+    pub latency_optimized: bool,
+}
+
+/// Where an attempt goes: a provider, a region, and the id sent there.
+///
+/// ```
+/// use laneway::{config::ProfileScope, Provider, Target};
+/// let t = Target::bedrock("us-east-1", "us.amazon.nova-lite-v1:0", Some(ProfileScope::Us));
+/// assert_eq!((t.id(), t.region(), t.provider()), ("us.amazon.nova-lite-v1:0", "us-east-1", &Provider::Bedrock));
+/// let e = Target::sagemaker("us-west-2", "llama-tgi");
+/// assert_eq!(e.profile(), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// The service that serves it.
+    pub provider: Provider,
+    /// The region the request is signed for (for your own providers, any name you give).
+    pub region: String,
+    /// The id sent: a Bedrock model or inference-profile id, a SageMaker endpoint name, or your
+    /// provider's model id.
+    pub id: String,
+    /// The Bedrock inference profile, when `id` is a profile id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileScope>,
+}
+
+impl Target {
+    /// A Bedrock model or inference profile in a region.
+    pub fn bedrock(
+        region: impl Into<String>,
+        model_id: impl Into<String>,
+        profile: Option<ProfileScope>,
+    ) -> Self {
+        Self {
+            provider: Provider::Bedrock,
+            region: region.into(),
+            id: model_id.into(),
+            profile,
+        }
+    }
+
+    /// A SageMaker endpoint, by name, in its region.
+    pub fn sagemaker(region: impl Into<String>, endpoint: impl Into<String>) -> Self {
+        Self {
+            provider: Provider::Sagemaker,
+            region: region.into(),
+            id: endpoint.into(),
+            profile: None,
+        }
+    }
+
+    /// The id sent: model id, profile id or endpoint name.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The service that serves this target.
+    pub fn provider(&self) -> &Provider {
+        &self.provider
+    }
+
+    /// The region the request is signed for.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// The inference profile, for Bedrock profile targets.
+    pub fn profile(&self) -> Option<ProfileScope> {
+        self.profile
+    }
+}
