@@ -67,7 +67,7 @@ async fn streamed(router: &Router, req: GenerateRequest) -> GenerateResponse {
 }
 
 fn input_cost(router: &Router, r: &GenerateResponse) -> f64 {
-    let price = router.config().models[&r.decision.model].price;
+    let price = router.config().models[&r.decision.model].price();
     let input_only = laneway::Usage {
         output_tokens: 0,
         ..r.usage

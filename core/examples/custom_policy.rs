@@ -42,7 +42,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }))
         .build()
         .await?;
-    let request = GenerateRequest::user("Summarise our refund policy").model("amazon.nova-lite-v1:0");
+    let request =
+        GenerateRequest::user("Summarise our refund policy").model("amazon.nova-lite-v1:0");
     let plan = router.plan(&request)?;
     println!(
         "planned: {}",

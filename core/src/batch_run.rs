@@ -152,8 +152,8 @@ impl Router {
                     format!("{model} is not configured"),
                 ));
             };
-            if m.provider != Provider::Bedrock {
-                let hosting = match &m.provider {
+            if m.provider() != Provider::Bedrock {
+                let hosting = match &m.provider() {
                     Provider::Sagemaker => "self-hosted: SageMaker".to_string(),
                     other => format!("served by {other}, which"),
                 };
@@ -164,7 +164,7 @@ impl Router {
                 .config
                 .regions
                 .iter()
-                .find(|r| m.regions.contains(&r.name))
+                .find(|r| m.regions().contains(&r.name))
                 .map(|r| r.name.clone())
             else {
                 divert.insert(
@@ -567,7 +567,7 @@ impl Router {
                         match (v.get("modelOutput").and_then(parse_output), v.get("error")) {
                             (Some((text, usage)), _) => Ok(BatchOutput {
                                 cost_usd: crate::cost::call_cost(
-                                    &m.price,
+                                    m.price(),
                                     &exec.config.pricing,
                                     &usage,
                                     None,
@@ -633,7 +633,7 @@ impl Router {
             let Some(m) = exec.config.models.get(&out.model) else {
                 continue;
             };
-            let on_demand = crate::cost::call_cost(&m.price, pricing, &out.usage, None, None);
+            let on_demand = crate::cost::call_cost(m.price(), pricing, &out.usage, None, None);
             c.batch_usd += out.cost_usd;
             c.standard_usd += on_demand * pricing.tier_multiplier(ServiceTier::Standard);
             c.flex_usd += on_demand * pricing.tier_multiplier(ServiceTier::Flex);

@@ -327,13 +327,13 @@ impl RouterBuilder {
         if let Some((id, m)) = config
             .models
             .iter()
-            .find(|(_, m)| !backends.contains(&m.provider))
+            .find(|(_, m)| !backends.contains(&m.provider()))
         {
             return Err(crate::types::Error::config(
                 format!("models.\"{id}\".provider"),
                 format!(
                     "no backend is registered for provider {:?}: register one with RouterBuilder::backend",
-                    m.provider.as_str()
+                    m.provider().as_str()
                 ),
             ));
         }

@@ -42,7 +42,7 @@ async fn generate_on_bedrock_fills_usage_timings_decision_and_cost() {
         .reasons
         .iter()
         .any(|x| matches!(x, Reason::FamilyDefaultVariant { .. })));
-    let price = &router.config().models["amazon.nova-lite-v1:0"].price;
+    let price = &router.config().models["amazon.nova-lite-v1:0"].price();
     let expected = (f64::from(r.usage.input_tokens) * price.input_per_1k
         + 16.0 * price.output_per_1k)
         / 1000.0;
@@ -82,7 +82,8 @@ async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
         done.decision.target,
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     );
-    let expected_price = &router.config().models["anthropic.claude-sonnet-4-5-20250929-v1:0"].price;
+    let expected_price =
+        &router.config().models["anthropic.claude-sonnet-4-5-20250929-v1:0"].price();
     let standard = (f64::from(done.usage.input_tokens) * expected_price.input_per_1k
         + 30.0 * expected_price.output_per_1k)
         / 1000.0;

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use laneway::config::ModelConfig;
 use laneway::plan::targets::allowed;
 use laneway::state::{BreakerView, Fresh, Observations, TargetView};
 use laneway::{
@@ -23,7 +24,7 @@ fn model_names() -> Vec<String> {
     let mut names: Vec<String> = c.families.keys().cloned().collect();
     for (id, m) in &c.models {
         names.push(id.clone());
-        for p in &m.profiles {
+        for p in m.profiles() {
             names.push(format!("{}.{id}", p.prefix()));
         }
     }
@@ -69,8 +70,8 @@ fn config() -> impl Strategy<Value = Config> {
         .prop_map(|(tier_sets, slo, max_attempts)| {
             let mut c = base();
             for ((_, m), tiers) in c.models.iter_mut().zip(tier_sets) {
-                if m.provider == Provider::Bedrock {
-                    m.tiers = tiers;
+                if let ModelConfig::Bedrock(b) = m {
+                    b.tiers = tiers;
                 }
             }
             c.slo_tiers.interactive = slo[0];
@@ -144,19 +145,19 @@ proptest! {
             if let Some(r) = &req.residency {
                 prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
             }
-            if model.provider == Provider::Bedrock {
+            if model.provider() == Provider::Bedrock {
                 let t = a.tier.expect("Bedrock attempts carry a tier");
-                prop_assert!(model.tiers.contains(&t), "{t:?} not offered by {}", p.model);
+                prop_assert!(model.tiers().contains(&t), "{t:?} not offered by {}", p.model);
             } else {
                 prop_assert!(a.tier.is_none());
             }
-            if model.requires_profile {
+            if model.requires_profile() {
                 prop_assert!(a.target.profile().is_some());
             }
         }
         let checkpoints = &p.cache.checkpoints;
         prop_assert!(checkpoints.len() <= 4, "{} checkpoints", checkpoints.len());
-        match &model.prompt_cache {
+        match &model.prompt_cache() {
             None => prop_assert!(checkpoints.is_empty(), "checkpoints for {}, which has no cache", p.model),
             Some(rules) => {
                 for c in checkpoints {
@@ -167,7 +168,7 @@ proptest! {
             }
         }
         prop_assert!(checkpoints.windows(2).all(|w| w[0].ttl >= w[1].ttl), "TTLs increase: {checkpoints:?}");
-        if let (Some(rules), true) = (&model.prompt_cache, req.pinned_cache_points().is_empty()) {
+        if let (Some(rules), true) = (&model.prompt_cache(), req.pinned_cache_points().is_empty()) {
             let floor = (f64::from(rules.min_tokens) * (1.0 + config.prompt_cache.margin)).ceil() as u32;
             prop_assert!(checkpoints.iter().all(|c| c.tokens_before >= floor), "automatic checkpoint below the minimum with its margin");
         }

@@ -84,10 +84,7 @@ async fn a_built_in_policy_can_be_replaced_by_name() {
         .build()
         .await
         .unwrap();
-    let eu = router
-        .generate(lite().task("eu-tenant-7"))
-        .await
-        .unwrap();
+    let eu = router.generate(lite().task("eu-tenant-7")).await.unwrap();
     assert_eq!(eu.text(), "eu-west-1");
     let plan = router.plan(&lite().task("us-tenant-1")).unwrap();
     assert_eq!(plan.attempts.len(), 1);

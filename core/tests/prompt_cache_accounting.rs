@@ -24,7 +24,7 @@ async fn a_twelve_step_agent_writes_once_then_reads() {
         ];
         let r = router.generate(req).await.unwrap();
         let u = r.usage;
-        let price = router.config().models[&r.decision.model].price;
+        let price = router.config().models[&r.decision.model].price();
         if step == 0 {
             assert!(
                 u.cache_write_tokens >= 1024,

@@ -205,7 +205,7 @@ pub async fn run(
             config
                 .models
                 .get(&d.model)?
-                .endpoints
+                .endpoints()
                 .iter()
                 .find(|c| &c.name == e)
         }) {

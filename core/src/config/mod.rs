@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+mod model;
 mod sections;
+pub use model::{BedrockModel, ModelConfig, OtherModel, SagemakerModel};
 pub use sections::{
     BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, ReservationConfig,
 };
@@ -547,46 +549,6 @@ impl FamilyConfig {
     }
 }
 
-/// A model: where it is served, what it supports, what it costs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    pub provider: Provider,
-    /// Your own providers: the id sent to the provider, when it is not the model's key.
-    #[serde(default)]
-    pub model_id: Option<String>,
-    /// Bedrock: regions that serve it (in-region, and as sources of its profiles); your own
-    /// providers: the regions (or any names) that serve it, one target each, in order.
-    #[serde(default)]
-    pub regions: Vec<String>,
-    /// Bedrock: inference profiles that exist for it.
-    #[serde(default)]
-    pub profiles: Vec<ProfileScope>,
-    /// Bedrock: only profile ids are accepted on demand (newer Claude models).
-    #[serde(default)]
-    pub requires_profile: bool,
-    /// Bedrock: the service tiers it supports; a tier not listed is never sent.
-    #[serde(default = "standard_only")]
-    pub tiers: BTreeSet<ServiceTier>,
-    /// Bedrock: whether latency-optimized inference (`performanceConfig`) exists for it.
-    #[serde(default)]
-    pub latency_optimized: bool,
-    /// Bedrock: prompt-caching rules; absent means no caching (checkpoints are never sent).
-    #[serde(default)]
-    pub prompt_cache: Option<PromptCacheConfig>,
-    /// Bedrock: reserved capacity; calls whose SLO maps to standard (or reserved) use it while
-    /// it has room and overflow to standard after.
-    #[serde(default)]
-    pub reserved: Option<ReservationConfig>,
-    /// SageMaker: endpoints serving it, in order of preference.
-    #[serde(default)]
-    pub endpoints: Vec<EndpointConfig>,
-    /// SageMaker: a Bedrock family to fall back to when every endpoint fails.
-    #[serde(default)]
-    pub fallback_family: Option<String>,
-    pub price: Price,
-}
-
 /// A model's prompt-caching rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -970,11 +932,12 @@ impl Config {
 
     fn validate_model(&self, id: &str, m: &ModelConfig) -> Result<()> {
         let field = |k: &str| format!("models.\"{id}\".{k}");
+        let price = m.price();
         for (k, v) in [
-            ("input_per_1k", Some(m.price.input_per_1k)),
-            ("output_per_1k", Some(m.price.output_per_1k)),
-            ("cache_read_per_1k", m.price.cache_read_per_1k),
-            ("cache_write_per_1k", m.price.cache_write_per_1k),
+            ("input_per_1k", Some(price.input_per_1k)),
+            ("output_per_1k", Some(price.output_per_1k)),
+            ("cache_read_per_1k", price.cache_read_per_1k),
+            ("cache_write_per_1k", price.cache_write_per_1k),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v >= 0.0) {
@@ -985,168 +948,105 @@ impl Config {
                 }
             }
         }
-        if m.model_id.is_some() && matches!(m.provider, Provider::Bedrock | Provider::Sagemaker) {
-            return Err(Error::config(
-                field("model_id"),
-                "only models of your own providers have a model_id: a Bedrock model's key is its id",
-            ));
-        }
-        match &m.provider {
-            Provider::Bedrock => {
-                if m.regions.is_empty() {
-                    return Err(Error::config(
-                        field("regions"),
-                        "a Bedrock model needs at least one region",
-                    ));
-                }
-                for r in &m.regions {
-                    if self.geography_of(r).is_none() {
-                        return Err(Error::config(
-                            field("regions"),
-                            format!("region {r:?} is not among the configured regions"),
-                        ));
-                    }
-                }
-                if m.tiers.is_empty() {
-                    return Err(Error::config(
-                        field("tiers"),
-                        "must list at least one service tier",
-                    ));
-                }
-                if m.requires_profile && m.profiles.is_empty() {
-                    return Err(Error::config(
-                        field("requires_profile"),
-                        "is true but the model lists no profiles",
-                    ));
-                }
-                if !m.endpoints.is_empty() {
-                    return Err(Error::config(
-                        field("endpoints"),
-                        "only SageMaker models have endpoints",
-                    ));
-                }
-                if m.reserved.is_some() && !m.tiers.contains(&ServiceTier::Reserved) {
-                    return Err(Error::config(
-                        field("reserved"),
-                        "the model has a reservation but `reserved` is not among its tiers",
-                    ));
-                }
-                if m.fallback_family.is_some() {
-                    return Err(Error::config(
-                        field("fallback_family"),
-                        "only SageMaker models fall back to a Bedrock family",
-                    ));
-                }
-                if let Some(c) = &m.prompt_cache {
-                    if c.ttls.is_empty() {
-                        return Err(Error::config(
-                            field("prompt_cache.ttls"),
-                            "must list at least one TTL",
-                        ));
-                    }
-                }
-            }
-            Provider::Sagemaker => {
-                if m.endpoints.is_empty() {
-                    return Err(Error::config(
-                        field("endpoints"),
-                        "a SageMaker model needs at least one endpoint",
-                    ));
-                }
-                for (i, e) in m.endpoints.iter().enumerate() {
-                    if e.name.is_empty() {
-                        return Err(Error::config(
-                            field(&format!("endpoints[{i}].name")),
-                            "must not be empty",
-                        ));
-                    }
-                    if self.geography_of(&e.region).is_none() {
-                        return Err(Error::config(
-                            field(&format!("endpoints[{i}].region")),
-                            format!("region {:?} is not among the configured regions", e.region),
-                        ));
-                    }
-                    if e.instance_count == 0 {
-                        return Err(Error::config(
-                            field(&format!("endpoints[{i}].instance_count")),
-                            "must be at least 1",
-                        ));
-                    }
-                    if let Some(t) = &e.instance_type {
-                        if !self.pricing.instance_hourly.contains_key(t) {
-                            return Err(Error::config(
-                                field(&format!("endpoints[{i}].instance_type")),
-                                format!(
-                                    "{t:?} has no price: add it under [pricing.instance_hourly]"
-                                ),
-                            ));
-                        }
-                    }
-                }
-                if !m.regions.is_empty() || !m.profiles.is_empty() || m.requires_profile {
-                    return Err(Error::config(
-                        field("regions"),
-                        "a SageMaker model is placed by its endpoints, not by regions or profiles",
-                    ));
-                }
-                if m.tiers != standard_only() {
-                    return Err(Error::config(
-                        field("tiers"),
-                        "SageMaker endpoints have no service tiers",
-                    ));
-                }
-                if m.prompt_cache.is_some() {
-                    return Err(Error::config(
-                        field("prompt_cache"),
-                        "SageMaker endpoints have no Bedrock prompt cache",
-                    ));
-                }
-                if m.reserved.is_some() {
-                    return Err(Error::config(
-                        field("reserved"),
-                        "SageMaker endpoints have no Bedrock reservation",
-                    ));
-                }
-                if let Some(f) = &m.fallback_family {
-                    let bedrock_family = self.families.get(f).is_some_and(|fam| {
-                        fam.variants.iter().all(|v| {
-                            self.models
-                                .get(v)
-                                .is_some_and(|m| m.provider == Provider::Bedrock)
-                        })
-                    });
-                    if !bedrock_family {
-                        return Err(Error::config(
-                            field("fallback_family"),
-                            format!("{f:?} is not a configured family of Bedrock models"),
-                        ));
-                    }
-                }
-            }
-            Provider::Other(name) => {
-                if m.regions.is_empty() {
+        match m {
+            ModelConfig::Bedrock(b) => self.validate_bedrock(b, &field),
+            ModelConfig::Sagemaker(s) => self.validate_sagemaker(s, &field),
+            ModelConfig::Other(o) => {
+                if o.regions.is_empty() {
                     return Err(Error::config(
                         field("regions"),
                         format!(
-                            "a model of provider {name:?} needs at least one region (any name)"
+                            "a model of provider {:?} needs at least one region (any name)",
+                            o.provider.as_str()
                         ),
                     ));
                 }
-                let bedrock_only = [
-                    ("profiles", !m.profiles.is_empty() || m.requires_profile),
-                    ("tiers", m.tiers != standard_only()),
-                    ("latency_optimized", m.latency_optimized),
-                    ("prompt_cache", m.prompt_cache.is_some()),
-                    ("reserved", m.reserved.is_some()),
-                    ("endpoints", !m.endpoints.is_empty()),
-                    ("fallback_family", m.fallback_family.is_some()),
-                ];
-                if let Some((key, _)) = bedrock_only.iter().find(|(_, set)| *set) {
+                Ok(())
+            }
+        }
+    }
+
+    fn validate_bedrock(&self, m: &BedrockModel, field: &dyn Fn(&str) -> String) -> Result<()> {
+        if m.regions.is_empty() {
+            return Err(Error::config(
+                field("regions"),
+                "a Bedrock model needs at least one region",
+            ));
+        }
+        if let Some(r) = m.regions.iter().find(|r| self.geography_of(r).is_none()) {
+            return Err(Error::config(
+                field("regions"),
+                format!("region {r:?} is not among the configured regions"),
+            ));
+        }
+        if m.tiers.is_empty() {
+            return Err(Error::config(
+                field("tiers"),
+                "must list at least one service tier",
+            ));
+        }
+        if m.requires_profile && m.profiles.is_empty() {
+            return Err(Error::config(
+                field("requires_profile"),
+                "is true but the model lists no profiles",
+            ));
+        }
+        if m.reserved.is_some() && !m.tiers.contains(&ServiceTier::Reserved) {
+            return Err(Error::config(
+                field("reserved"),
+                "the model has a reservation but `reserved` is not among its tiers",
+            ));
+        }
+        if m.prompt_cache.as_ref().is_some_and(|c| c.ttls.is_empty()) {
+            return Err(Error::config(
+                field("prompt_cache.ttls"),
+                "must list at least one TTL",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_sagemaker(&self, m: &SagemakerModel, field: &dyn Fn(&str) -> String) -> Result<()> {
+        if m.endpoints.is_empty() {
+            return Err(Error::config(
+                field("endpoints"),
+                "a SageMaker model needs at least one endpoint",
+            ));
+        }
+        for (i, e) in m.endpoints.iter().enumerate() {
+            let at = |k: &str| field(&format!("endpoints[{i}].{k}"));
+            if e.name.is_empty() {
+                return Err(Error::config(at("name"), "must not be empty"));
+            }
+            if self.geography_of(&e.region).is_none() {
+                return Err(Error::config(
+                    at("region"),
+                    format!("region {:?} is not among the configured regions", e.region),
+                ));
+            }
+            if e.instance_count == 0 {
+                return Err(Error::config(at("instance_count"), "must be at least 1"));
+            }
+            if let Some(t) = &e.instance_type {
+                if !self.pricing.instance_hourly.contains_key(t) {
                     return Err(Error::config(
-                        field(key),
-                        format!("is a Bedrock or SageMaker setting; provider {name:?} has none"),
+                        at("instance_type"),
+                        format!("{t:?} has no price: add it under [pricing.instance_hourly]"),
                     ));
                 }
+            }
+        }
+        if let Some(f) = &m.fallback_family {
+            let bedrock_family = self.families.get(f).is_some_and(|fam| {
+                fam.variants
+                    .iter()
+                    .all(|v| matches!(self.models.get(v), Some(ModelConfig::Bedrock(_))))
+            });
+            if !bedrock_family {
+                return Err(Error::config(
+                    field("fallback_family"),
+                    format!("{f:?} is not a configured family of Bedrock models"),
+                ));
             }
         }
         Ok(())
@@ -1249,10 +1149,6 @@ fn yes() -> bool {
     true
 }
 
-fn standard_only() -> BTreeSet<ServiceTier> {
-    [ServiceTier::Standard].into()
-}
-
 /// The region and router name of a prompt-router ARN
 /// (`arn:aws:bedrock:{region}:{account}:default-prompt-router/{name}` or `.../prompt-router/{id}`).
 ///
@@ -1288,7 +1184,7 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.families["nova"].variants.len(), 3);
         assert_eq!(c.slo_tiers.interactive, ServiceTier::Priority);
-        assert!(c.models["anthropic.claude-sonnet-4-5-20250929-v1:0"].requires_profile);
+        assert!(c.models["anthropic.claude-sonnet-4-5-20250929-v1:0"].requires_profile());
     }
 
     #[test]
@@ -1371,7 +1267,7 @@ mod tests {
             ", instance_type = \"ml.g5.12xlarge\", instance_count = 2",
         ))
         .unwrap();
-        let e = &c.models["m"].endpoints[0];
+        let e = &c.models["m"].endpoints()[0];
         assert_eq!(e.hourly_usd(&c.pricing), Some(2.0 * 7.09));
         let (field, reason) = config_error(&endpoint(", instance_type = \"ml.x9.huge\""));
         assert_eq!(field, "models.\"m\".endpoints[0].instance_type");

@@ -402,7 +402,7 @@ impl<'a> Run<'a> {
         let model = &config.models[priced_id];
         let served = done.served_tier.or(attempt.tier);
         let cost_usd = crate::cost::call_cost(
-            &model.price,
+            model.price(),
             &config.pricing,
             &done.usage,
             served,
@@ -415,7 +415,7 @@ impl<'a> Run<'a> {
             ..done.usage
         };
         let uncached_cost = crate::cost::call_cost(
-            &model.price,
+            model.price(),
             &config.pricing,
             &uncached,
             served,
@@ -455,7 +455,7 @@ impl<'a> Run<'a> {
             usage: done.usage,
             timings,
             decision: RouteDecision {
-                provider: model.provider.clone(),
+                provider: model.provider().clone(),
                 model: priced_id.to_string(),
                 family,
                 target: attempt.target.id().to_string(),

@@ -288,17 +288,19 @@ fn fallback_attempts(
     obs: &dyn Observations,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Attempt> {
-    let Some(family) = &model.fallback_family else {
+    let Some(family) = &model.fallback_family() else {
         return Vec::new();
     };
-    let variant = config.families[family].default_variant().to_string();
+    let variant = config.families[family.as_str()]
+        .default_variant()
+        .to_string();
     reasons.push(Reason::FallbackFamily {
-        family: family.clone(),
+        family: family.to_string(),
         variant: variant.clone(),
     });
     let fallback_model = ChosenModel {
         model: variant,
-        family: Some(family.clone()),
+        family: Some(family.to_string()),
         pinned_profile: None,
         step_up: None,
         prompt_router: None,
@@ -422,7 +424,7 @@ impl Planner {
             ));
         }
         Ok(Plan {
-            provider: model.provider.clone(),
+            provider: model.provider().clone(),
             model: chosen.model.clone(),
             family: chosen.family.clone(),
             attempts: draft.attempts,

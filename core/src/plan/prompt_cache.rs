@@ -362,7 +362,7 @@ pub fn survey(
     obs: &(impl Observations + ?Sized),
 ) -> CachePlan {
     let has_pins = !pinned(request).is_empty();
-    let Some(rules) = &model.prompt_cache else {
+    let Some(rules) = &model.prompt_cache() else {
         return CachePlan::default();
     };
     if !has_pins && (request.cache == CacheMode::Off || too_short(request, rules, counter)) {
@@ -429,7 +429,7 @@ pub fn place(
     reasons: &mut Vec<Reason>,
 ) -> CachePlan {
     let pins = pinned(request);
-    let Some(rules) = &model.prompt_cache else {
+    let Some(rules) = &model.prompt_cache() else {
         if !pins.is_empty() {
             reasons.push(Reason::CachePointsChanged {
                 removed: pins.len(),
@@ -543,7 +543,7 @@ fn auto_place(
     obs: &(impl Observations + ?Sized),
     prefixes: &[Prefix],
 ) -> Vec<Checkpoint> {
-    let price = &model.price;
+    let price = &model.price();
     let min = (f64::from(rules.min_tokens) * (1.0 + policy.margin)).ceil() as u32;
     let saving_per_read = price.input_per_1k - price.read_price();
     let mut paying: Vec<(Checkpoint, f64)> = Vec::new();
@@ -680,7 +680,9 @@ mod tests {
         let req = GenerateRequest::user("q").system("short").task("t");
         assert!(run(&req, model, &config).0.checkpoints.is_empty());
         let mut c = Config::default();
-        c.models.get_mut(model).unwrap().prompt_cache = None;
+        if let Some(crate::config::ModelConfig::Bedrock(b)) = c.models.get_mut(model) {
+            b.prompt_cache = None;
+        }
         let mut pinned = GenerateRequest::user("q").system(long(2000));
         pinned
             .system

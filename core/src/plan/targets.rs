@@ -26,25 +26,22 @@ pub fn enumerate(
     obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> Vec<Target> {
-    let mut candidates = match &model.provider {
+    let mut candidates = match &model.provider() {
         Provider::Bedrock => {
             bedrock_candidates(&chosen.model, model, chosen.pinned_profile, config, reasons)
         }
         Provider::Sagemaker => model
-            .endpoints
+            .endpoints()
             .iter()
             .map(|e| Target::sagemaker(&e.region, &e.name))
             .collect(),
         other => model
-            .regions
+            .regions()
             .iter()
             .map(|r| Target {
                 provider: other.clone(),
                 region: r.clone(),
-                id: model
-                    .model_id
-                    .clone()
-                    .unwrap_or_else(|| chosen.model.clone()),
+                id: model.model_id().unwrap_or(&chosen.model).to_string(),
                 profile: None,
             })
             .collect(),
@@ -191,7 +188,7 @@ fn bedrock_candidates(
     let regions = config
         .regions
         .iter()
-        .filter(|r| model.regions.contains(&r.name));
+        .filter(|r| model.regions().contains(&r.name));
     let mut local = Vec::new();
     let mut global = Vec::new();
     for region in regions {
@@ -203,19 +200,19 @@ fn bedrock_candidates(
             )
         };
         let bare = Target::bedrock(&region.name, model_id, None);
-        match (pinned, model.requires_profile) {
+        match (pinned, model.requires_profile()) {
             (None, false) => local.push(bare),
             (None, true) => exclude(reasons, &bare, Exclusion::ProfileRequired),
             (Some(_), _) => exclude(reasons, &bare, Exclusion::OtherProfilePinned),
         }
         let geographic = model
-            .profiles
+            .profiles()
             .iter()
             .copied()
             .find(|p| p.geography() == Some(region.geography));
         for scope in geographic.into_iter().chain(
             model
-                .profiles
+                .profiles()
                 .contains(&ProfileScope::Global)
                 .then_some(ProfileScope::Global),
         ) {

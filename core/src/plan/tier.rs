@@ -37,7 +37,7 @@ fn reserve_if_room(
 ) -> ServiceTier {
     if request.tier.is_some()
         || !matches!(tier, ServiceTier::Standard | ServiceTier::Reserved)
-        || model.reserved.is_none()
+        || model.reserved().is_none()
     {
         return tier;
     }
@@ -82,7 +82,7 @@ pub fn escalate_for_deadline(
     reasons: &mut Vec<Reason>,
 ) -> Option<ServiceTier> {
     let deadline = request.slo.deadline?;
-    if first.tier != Some(ServiceTier::Flex) || !model.tiers.contains(&ServiceTier::Standard) {
+    if first.tier != Some(ServiceTier::Flex) || !model.tiers().contains(&ServiceTier::Standard) {
         return None;
     }
     let view = obs.target(first.target.region(), first.target.id(), first.tier);
@@ -113,9 +113,9 @@ fn choose_capable(
     config: &Config,
     reasons: &mut Vec<Reason>,
 ) -> Result<Option<ServiceTier>> {
-    if model.provider != Provider::Bedrock {
+    if model.provider() != Provider::Bedrock {
         if let Some(t) = request.tier {
-            let whose = match &model.provider {
+            let whose = match &model.provider() {
                 Provider::Sagemaker => "a SageMaker model".to_string(),
                 other => format!("served by {other}"),
             };
@@ -148,7 +148,7 @@ fn choose_capable(
         return Ok(Some(wanted));
     }
     let chosen = std::iter::once(ServiceTier::Standard)
-        .chain(model.tiers.iter().copied())
+        .chain(model.tiers().iter().copied())
         .find(|t| offers(model, *t))
         .ok_or_else(|| {
             Error::config(
@@ -170,8 +170,8 @@ pub fn latency_optimized(
     model: &ModelConfig,
     reasons: &mut Vec<Reason>,
 ) -> bool {
-    let on = model.provider == Provider::Bedrock
-        && model.latency_optimized
+    let on = model.provider() == Provider::Bedrock
+        && model.latency_optimized()
         && request.slo.class == SloClass::Interactive;
     if on {
         reasons.push(Reason::LatencyOptimized);
@@ -181,12 +181,12 @@ pub fn latency_optimized(
 
 /// Whether the model takes this tier: listed, and for `reserved` backed by a reservation.
 fn offers(model: &ModelConfig, tier: ServiceTier) -> bool {
-    model.tiers.contains(&tier) && (tier != ServiceTier::Reserved || model.reserved.is_some())
+    model.tiers().contains(&tier) && (tier != ServiceTier::Reserved || model.reserved().is_some())
 }
 
 fn list(model: &ModelConfig) -> String {
     model
-        .tiers
+        .tiers()
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()

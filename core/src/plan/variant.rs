@@ -229,7 +229,7 @@ pub fn choose(
         if let (Some(profile), Some(model)) =
             (ProfileScope::from_prefix(prefix), config.models.get(bare))
         {
-            if !model.profiles.contains(&profile) {
+            if !model.profiles().contains(&profile) {
                 return Err(Error::invalid(
                     "model",
                     format!("{name:?}: the configuration lists no {prefix} inference profile for {bare}"),

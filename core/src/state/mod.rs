@@ -152,8 +152,8 @@ impl State {
             .models
             .iter()
             .filter_map(|(id, m)| {
-                m.reserved
-                    .map(|r| (id.clone(), Ledger::new(r, config.routing.reserved_window)))
+                m.reserved()
+                    .map(|r| (id.clone(), Ledger::new(*r, config.routing.reserved_window)))
             })
             .collect();
         Self {
@@ -248,7 +248,7 @@ impl State {
             .models
             .iter()
             .filter_map(|(id, m)| {
-                let r = m.reserved?;
+                let r = m.reserved()?;
                 let share = ReservationConfig {
                     input_tokens_per_minute: r.input_tokens_per_minute / replicas,
                     output_tokens_per_minute: r.output_tokens_per_minute / replicas,

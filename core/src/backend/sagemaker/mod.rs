@@ -55,7 +55,7 @@ impl SagemakerBackend {
         };
         let endpoint = call
             .model
-            .endpoints
+            .endpoints()
             .iter()
             .find(|e| &e.name == id && &e.region == region)
             .ok_or_else(|| {

@@ -1,0 +1,338 @@
+//! A configured model, by provider: a Bedrock model (regions, profiles, tiers, prompt cache,
+//! reservation), a SageMaker model (endpoints, a fallback family) or one of your own providers
+//! (regions), each with its price.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::{EndpointConfig, Price, PromptCacheConfig, ReservationConfig};
+use crate::types::{ProfileScope, Provider, ServiceTier};
+
+/// A model as written in configuration: every provider's keys, checked against its provider
+/// when it becomes a [`ModelConfig`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelSpec {
+    provider: Provider,
+    /// Your own providers: the id sent to the provider, when it is not the model's key.
+    #[serde(default)]
+    model_id: Option<String>,
+    /// Bedrock: regions that serve it (in-region, and as sources of its profiles); your own
+    /// providers: the regions (or any names) that serve it, one target each, in order.
+    #[serde(default)]
+    regions: Vec<String>,
+    /// Bedrock: inference profiles that exist for it.
+    #[serde(default)]
+    profiles: Vec<ProfileScope>,
+    /// Bedrock: only profile ids are accepted on demand (newer Claude models).
+    #[serde(default)]
+    requires_profile: bool,
+    /// Bedrock: the service tiers it supports; a tier not listed is never sent.
+    #[serde(default = "standard_only")]
+    tiers: BTreeSet<ServiceTier>,
+    /// Bedrock: whether latency-optimized inference (`performanceConfig`) exists for it.
+    #[serde(default)]
+    latency_optimized: bool,
+    /// Bedrock: prompt-caching rules; absent means no caching (checkpoints are never sent).
+    #[serde(default)]
+    prompt_cache: Option<PromptCacheConfig>,
+    /// Bedrock: reserved capacity; calls whose SLO maps to standard (or reserved) use it while
+    /// it has room and overflow to standard after.
+    #[serde(default)]
+    reserved: Option<ReservationConfig>,
+    /// SageMaker: endpoints serving it, in order of preference.
+    #[serde(default)]
+    endpoints: Vec<EndpointConfig>,
+    /// SageMaker: a Bedrock family to fall back to when every endpoint fails.
+    #[serde(default)]
+    fallback_family: Option<String>,
+    price: Price,
+}
+
+fn standard_only() -> BTreeSet<ServiceTier> {
+    [ServiceTier::Standard].into()
+}
+
+static STANDARD_ONLY: LazyLock<BTreeSet<ServiceTier>> = LazyLock::new(standard_only);
+
+/// A model: who serves it, how, and what it costs. In configuration, a table with `provider =`
+/// and that provider's keys:
+///
+/// ```
+/// use laneway::config::ModelConfig;
+/// let c = laneway::Config::from_toml_str(r#"
+///     [models.house]
+///     provider = "house"
+///     regions = ["dc-1"]
+///     price = { input_per_1k = 0.1, output_per_1k = 0.2 }
+/// "#).unwrap();
+/// assert!(matches!(c.models["house"], ModelConfig::Other(_)));
+/// assert!(matches!(c.models["amazon.nova-lite-v1:0"], ModelConfig::Bedrock(_)));
+/// assert!(laneway::Config::from_toml_str(
+///     "[models.x]\nprovider = \"sagemaker\"\nregions = [\"us-east-1\"]\nprice = { input_per_1k = 0.1, output_per_1k = 0.2 }\n"
+/// ).unwrap_err().to_string().contains("regions"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ModelSpec", into = "ModelSpec")]
+pub enum ModelConfig {
+    Bedrock(BedrockModel),
+    Sagemaker(SagemakerModel),
+    Other(OtherModel),
+}
+
+/// A Bedrock model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BedrockModel {
+    /// Regions that serve it (in-region, and as sources of its profiles).
+    pub regions: Vec<String>,
+    /// Inference profiles that exist for it.
+    pub profiles: Vec<ProfileScope>,
+    /// Only profile ids are accepted on demand (newer Claude models).
+    pub requires_profile: bool,
+    /// The service tiers it supports; a tier not listed is never sent.
+    pub tiers: BTreeSet<ServiceTier>,
+    /// Whether latency-optimized inference (`performanceConfig`) exists for it.
+    pub latency_optimized: bool,
+    /// Prompt-caching rules; absent means no caching (checkpoints are never sent).
+    pub prompt_cache: Option<PromptCacheConfig>,
+    /// Reserved capacity: calls whose SLO maps to standard (or reserved) use it while it has
+    /// room and overflow to standard after.
+    pub reserved: Option<ReservationConfig>,
+    pub price: Price,
+}
+
+/// A model on SageMaker real-time endpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SagemakerModel {
+    /// Endpoints serving it, in order of preference.
+    pub endpoints: Vec<EndpointConfig>,
+    /// A Bedrock family to fall back to when every endpoint fails.
+    pub fallback_family: Option<String>,
+    pub price: Price,
+}
+
+/// A model of a provider of your own (its backend registered with
+/// [`RouterBuilder::backend`](crate::RouterBuilder::backend)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherModel {
+    pub provider: Provider,
+    /// The id sent to the provider, when it is not the model's key.
+    pub model_id: Option<String>,
+    /// The regions (or any names) that serve it, one target each, in order.
+    pub regions: Vec<String>,
+    pub price: Price,
+}
+
+impl TryFrom<ModelSpec> for ModelConfig {
+    type Error = String;
+
+    fn try_from(s: ModelSpec) -> Result<Self, String> {
+        // Keys another provider's models have, set on this one.
+        let foreign = |keys: &[(&str, bool)], whose: &str| -> Result<(), String> {
+            match keys.iter().find(|(_, set)| *set) {
+                Some((key, _)) => Err(format!("`{key}` is not a setting of {whose}")),
+                None => Ok(()),
+            }
+        };
+        match s.provider {
+            Provider::Bedrock => {
+                foreign(
+                    &[
+                        ("model_id", s.model_id.is_some()),
+                        ("endpoints", !s.endpoints.is_empty()),
+                        ("fallback_family", s.fallback_family.is_some()),
+                    ],
+                    "a Bedrock model (its key is its model id; only SageMaker models have endpoints and a fallback family)",
+                )?;
+                Ok(ModelConfig::Bedrock(BedrockModel {
+                    regions: s.regions,
+                    profiles: s.profiles,
+                    requires_profile: s.requires_profile,
+                    tiers: s.tiers,
+                    latency_optimized: s.latency_optimized,
+                    prompt_cache: s.prompt_cache,
+                    reserved: s.reserved,
+                    price: s.price,
+                }))
+            }
+            Provider::Sagemaker => {
+                foreign(
+                    &[
+                        ("model_id", s.model_id.is_some()),
+                        ("regions", !s.regions.is_empty()),
+                        ("profiles", !s.profiles.is_empty() || s.requires_profile),
+                        ("tiers", s.tiers != standard_only()),
+                        ("latency_optimized", s.latency_optimized),
+                        ("prompt_cache", s.prompt_cache.is_some()),
+                        ("reserved", s.reserved.is_some()),
+                    ],
+                    "a SageMaker model (it is placed by its endpoints, which have no service tiers, prompt cache or reservation)",
+                )?;
+                Ok(ModelConfig::Sagemaker(SagemakerModel {
+                    endpoints: s.endpoints,
+                    fallback_family: s.fallback_family,
+                    price: s.price,
+                }))
+            }
+            provider => {
+                foreign(
+                    &[
+                        ("profiles", !s.profiles.is_empty() || s.requires_profile),
+                        ("tiers", s.tiers != standard_only()),
+                        ("latency_optimized", s.latency_optimized),
+                        ("prompt_cache", s.prompt_cache.is_some()),
+                        ("reserved", s.reserved.is_some()),
+                        ("endpoints", !s.endpoints.is_empty()),
+                        ("fallback_family", s.fallback_family.is_some()),
+                    ],
+                    &format!(
+                        "provider {:?}: those are Bedrock and SageMaker settings",
+                        provider.as_str()
+                    ),
+                )?;
+                Ok(ModelConfig::Other(OtherModel {
+                    provider,
+                    model_id: s.model_id,
+                    regions: s.regions,
+                    price: s.price,
+                }))
+            }
+        }
+    }
+}
+
+impl From<ModelConfig> for ModelSpec {
+    fn from(m: ModelConfig) -> Self {
+        let mut s = ModelSpec {
+            provider: m.provider(),
+            model_id: None,
+            regions: Vec::new(),
+            profiles: Vec::new(),
+            requires_profile: false,
+            tiers: standard_only(),
+            latency_optimized: false,
+            prompt_cache: None,
+            reserved: None,
+            endpoints: Vec::new(),
+            fallback_family: None,
+            price: *m.price(),
+        };
+        match m {
+            ModelConfig::Bedrock(b) => {
+                s.regions = b.regions;
+                s.profiles = b.profiles;
+                s.requires_profile = b.requires_profile;
+                s.tiers = b.tiers;
+                s.latency_optimized = b.latency_optimized;
+                s.prompt_cache = b.prompt_cache;
+                s.reserved = b.reserved;
+            }
+            ModelConfig::Sagemaker(sm) => {
+                s.endpoints = sm.endpoints;
+                s.fallback_family = sm.fallback_family;
+            }
+            ModelConfig::Other(o) => {
+                s.model_id = o.model_id;
+                s.regions = o.regions;
+            }
+        }
+        s
+    }
+}
+
+impl ModelConfig {
+    /// Who serves it.
+    pub fn provider(&self) -> Provider {
+        match self {
+            ModelConfig::Bedrock(_) => Provider::Bedrock,
+            ModelConfig::Sagemaker(_) => Provider::Sagemaker,
+            ModelConfig::Other(o) => o.provider.clone(),
+        }
+    }
+
+    /// What it costs per 1,000 tokens.
+    pub fn price(&self) -> &Price {
+        match self {
+            ModelConfig::Bedrock(b) => &b.price,
+            ModelConfig::Sagemaker(s) => &s.price,
+            ModelConfig::Other(o) => &o.price,
+        }
+    }
+
+    /// The regions that serve it (none for SageMaker, placed by its endpoints).
+    pub fn regions(&self) -> &[String] {
+        match self {
+            ModelConfig::Bedrock(b) => &b.regions,
+            ModelConfig::Other(o) => &o.regions,
+            ModelConfig::Sagemaker(_) => &[],
+        }
+    }
+
+    /// Its Bedrock inference profiles.
+    pub fn profiles(&self) -> &[ProfileScope] {
+        match self {
+            ModelConfig::Bedrock(b) => &b.profiles,
+            _ => &[],
+        }
+    }
+
+    /// Whether Bedrock accepts only profile ids for it on demand.
+    pub fn requires_profile(&self) -> bool {
+        matches!(self, ModelConfig::Bedrock(b) if b.requires_profile)
+    }
+
+    /// The service tiers it supports (standard only, for providers without tiers).
+    pub fn tiers(&self) -> &BTreeSet<ServiceTier> {
+        match self {
+            ModelConfig::Bedrock(b) => &b.tiers,
+            _ => &STANDARD_ONLY,
+        }
+    }
+
+    /// Whether latency-optimized inference exists for it.
+    pub fn latency_optimized(&self) -> bool {
+        matches!(self, ModelConfig::Bedrock(b) if b.latency_optimized)
+    }
+
+    /// Its prompt-caching rules, if it caches.
+    pub fn prompt_cache(&self) -> Option<&PromptCacheConfig> {
+        match self {
+            ModelConfig::Bedrock(b) => b.prompt_cache.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Its reservation, if any.
+    pub fn reserved(&self) -> Option<&ReservationConfig> {
+        match self {
+            ModelConfig::Bedrock(b) => b.reserved.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Its SageMaker endpoints, in order of preference.
+    pub fn endpoints(&self) -> &[EndpointConfig] {
+        match self {
+            ModelConfig::Sagemaker(s) => &s.endpoints,
+            _ => &[],
+        }
+    }
+
+    /// The Bedrock family a SageMaker model falls back to.
+    pub fn fallback_family(&self) -> Option<&String> {
+        match self {
+            ModelConfig::Sagemaker(s) => s.fallback_family.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The id sent to a provider of your own, when it is not the model's key.
+    pub fn model_id(&self) -> Option<&str> {
+        match self {
+            ModelConfig::Other(o) => o.model_id.as_deref(),
+            _ => None,
+        }
+    }
+}
