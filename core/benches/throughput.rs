@@ -1,13 +1,14 @@
 //! Laneway's full path against the raw aws-sdk-bedrockruntime client, both calling the same
-//! in-process emulator, 64 requests in flight: `cargo bench -p laneway --bench throughput`.
+//! emulator, 64 requests in flight: `cargo bench -p laneway --bench throughput`.
 //!
 //! The emulator's simulated delays are scaled to nearly nothing, so the figures measure client
-//! and server overhead, not the simulation. The contenders alternate within one run, several
-//! rounds each; the report gives the median requests per second of each and their ratio, for
-//! non-streaming and streaming calls. Process CPU time per call is shown too; it includes the
-//! emulator's share, the same for both contenders.
+//! and server overhead, not the simulation. The emulator runs on a runtime of its own, whose
+//! threads are left out of the CPU count: CPU time per call is the client's work alone (the
+//! client runtime's threads, from /proc/self/task). The contenders alternate within one run,
+//! round pairs in alternating order; the report gives medians of the per-pair ratios of
+//! requests per second and of client CPU per call, for non-streaming and streaming calls.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, Region};
@@ -30,23 +31,46 @@ fn setting(name: &str, default: usize) -> usize {
 }
 const MAX_TOKENS: i32 = 16;
 
-/// CPU seconds this process has used (user + system), from /proc/self/stat.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
+/// CPU seconds used by this process's threads whose name starts with `prefix`: (user, user +
+/// system), from /proc/self/task/*/stat.
+fn cpu_seconds(prefix: &str) -> (f64, f64) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0.0, 0.0);
     };
-    // Fields 14 and 15 of the file (utime, stime) are 12 and 13 after the command name.
-    (ticks(11) + ticks(12)) / 100.0
+    let (mut user, mut total) = (0.0, 0.0);
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let Some((head, after)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let name = head.split_once('(').map_or("", |(_, n)| n);
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        // Fields 14 and 15 of the file (utime, stime) are 12 and 13 after the command name.
+        user += ticks(11) / 100.0;
+        total += (ticks(11) + ticks(12)) / 100.0;
+    }
+    (user, total)
 }
+
+/// The client runtime's thread names (the emulator's are `emulator`).
+const CLIENT_THREADS: &str = "client";
 
 struct Sample {
     per_second: f64,
+    /// User-mode CPU of the client's threads per call: its own work (the SDK's and Laneway's
+    /// code), without the kernel's loopback delivery, whose cost depends on whether the
+    /// emulator was asleep when a request arrived.
+    user_us_per_call: f64,
+    /// User and system CPU of the client's threads per call.
     cpu_us_per_call: f64,
 }
 
@@ -55,7 +79,7 @@ where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let cpu = cpu_seconds();
+    let (user, cpu) = cpu_seconds(CLIENT_THREADS);
     let start = Instant::now();
     futures::stream::iter(0..per_round)
         .map(&call)
@@ -65,7 +89,8 @@ where
     let wall = start.elapsed();
     Sample {
         per_second: per_round as f64 / wall.as_secs_f64(),
-        cpu_us_per_call: (cpu_seconds() - cpu) * 1e6 / per_round as f64,
+        user_us_per_call: (cpu_seconds(CLIENT_THREADS).0 - user) * 1e6 / per_round as f64,
+        cpu_us_per_call: (cpu_seconds(CLIENT_THREADS).1 - cpu) * 1e6 / per_round as f64,
     }
 }
 
@@ -77,13 +102,16 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let (per_round, rounds) = (
         setting("LANEWAY_BENCH_PER_ROUND", 2_000),
-        setting("LANEWAY_BENCH_ROUNDS", 6),
+        setting("LANEWAY_BENCH_ROUNDS", 20),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // The emulator on a runtime of its own, so that its CPU is not counted as the client's.
+    let emulator_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("emulator")
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
+    let emulator = emulator_rt.block_on(async {
         let mut scenario = Scenario::builtin("fast").unwrap();
         scenario.time_scale = 1e-5;
         for m in &mut scenario.models {
@@ -91,10 +119,20 @@ fn main() {
             m.performance.tokens_per_minute = u64::MAX / 4;
             m.overrides.clear();
         }
-        let emulator = Emulator::start(scenario).await.unwrap();
+        Emulator::start(scenario).await.unwrap()
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(CLIENT_THREADS)
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = emulator.url();
+    // Spawned, so that the client's work runs on the client runtime's named worker.
+    rt.block_on(async move { tokio::spawn(async move {
         let conf = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
-            .endpoint_url(emulator.url())
+            .endpoint_url(url.clone())
             .credentials_provider(Credentials::new(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, None, None, "bench"))
             .retry_config(RetryConfig::disabled())
             .load()
@@ -106,7 +144,7 @@ fn main() {
         config.routing.stream_generate = false;
         let router = Router::builder()
             .config(config)
-            .endpoint_url(emulator.url())
+            .endpoint_url(url.clone())
             .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
             .build()
             .await
@@ -160,9 +198,8 @@ fn main() {
                     "laneway-stream" => measure(per_round, laneway_stream).await,
                     other => panic!("LANEWAY_BENCH_ONLY={other}: expected raw, raw-stream, laneway or laneway-stream"),
                 };
-                println!("  {only:<14} {:>8.0} req/s ({:>5.0} us CPU/call)", s.per_second, s.cpu_us_per_call);
+                println!("  {only:<14} {:>8.0} req/s ({:>5.0} us user CPU/call, {:>5.0} us with system)", s.per_second, s.user_us_per_call, s.cpu_us_per_call);
             }
-            emulator.shutdown().await;
             return;
         }
 
@@ -170,9 +207,10 @@ fn main() {
         measure(per_round, raw_generate).await;
         measure(per_round, laneway_generate).await;
 
-        println!("{IN_FLIGHT} in flight, {per_round} calls per round, {rounds} alternating rounds, {MAX_TOKENS} output tokens per call");
+        println!("{IN_FLIGHT} in flight, {per_round} calls per round, {rounds} round pairs in alternating order, {MAX_TOKENS} output tokens per call; CPU is the client's threads only");
         for mode in ["non-streaming", "streaming"] {
             let (mut raw_rps, mut lw_rps, mut raw_cpu, mut lw_cpu) = (vec![], vec![], vec![], vec![]);
+            let (mut raw_user, mut lw_user) = (vec![], vec![]);
             for round in 0..rounds {
                 // Who goes first alternates too, so that neither always follows the other.
                 let (r, l) = match (mode == "streaming", round % 2 == 0) {
@@ -191,20 +229,24 @@ fn main() {
                 lw_rps.push(l.per_second);
                 raw_cpu.push(r.cpu_us_per_call);
                 lw_cpu.push(l.cpu_us_per_call);
+                raw_user.push(r.user_us_per_call);
+                lw_user.push(l.user_us_per_call);
             }
-            // Each round's two contenders ran back to back on the same machine state: the median of
-            // the per-round ratios is steadier than the ratio of medians on a noisy machine.
-            let paired = median(lw_rps.iter().zip(&raw_rps).map(|(l, r)| l / r).collect());
-            let (r, l) = (median(raw_rps), median(lw_rps));
+            // Each pair's two contenders ran back to back on the same machine state: the median
+            // of the per-pair ratios is steadier than the ratio of medians on a noisy machine.
+            let rps_ratio = median(lw_rps.iter().zip(&raw_rps).map(|(l, r)| l / r).collect());
+            let cpu_ratio = median(lw_cpu.iter().zip(&raw_cpu).map(|(l, r)| l / r).collect());
+            let user_ratio = median(lw_user.iter().zip(&raw_user).map(|(l, r)| l / r).collect());
             println!(
-                "  {mode:<14} raw SDK {r:>8.0} req/s ({:>5.0} us CPU/call)   Laneway {l:>8.0} req/s ({:>5.0} us CPU/call)   Laneway/raw {:.3} (median of round ratios {paired:.3})",
+                "  {mode:<14} raw SDK {:>6.0} req/s, {:>5.1} us user CPU/call ({:>5.1} with system) | Laneway {:>6.0} req/s, {:>5.1} us ({:>5.1}) | Laneway/raw: req/s {rps_ratio:.3}, user CPU/call {user_ratio:.3}, with system {cpu_ratio:.3} (medians of {rounds} pair ratios)",
+                median(raw_rps),
+                median(raw_user),
                 median(raw_cpu),
+                median(lw_rps),
+                median(lw_user),
                 median(lw_cpu),
-                l / r
             );
         }
-        emulator.shutdown().await;
-    });
-    // Give the runtime's blocking threads a moment before exit.
-    std::thread::sleep(Duration::from_millis(10));
+    }).await.unwrap() });
+    emulator_rt.block_on(emulator.shutdown());
 }
