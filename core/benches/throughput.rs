@@ -19,6 +19,29 @@ use futures::StreamExt;
 use laneway::{GenerateRequest, Router, StreamEvent};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 
+/// Counts allocations, to report allocations per call of each contender.
+struct CountingAllocator;
+static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+// SAFETY: forwards to the system allocator, only counting.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+#[global_allocator]
+static COUNT_ALLOCS: CountingAllocator = CountingAllocator;
+
 const MODEL: &str = "amazon.nova-lite-v1:0";
 const IN_FLIGHT: usize = 64;
 /// Calls per round and rounds: `LANEWAY_BENCH_PER_ROUND` and `LANEWAY_BENCH_ROUNDS` override.
@@ -66,6 +89,8 @@ const CLIENT_THREADS: &str = "client";
 
 struct Sample {
     per_second: f64,
+    /// Allocations per call, the emulator's included (the same for both contenders).
+    allocations_per_call: f64,
     /// User-mode CPU of the client's threads per call: its own work (the SDK's and Laneway's
     /// code), without the kernel's loopback delivery, whose cost depends on whether the
     /// emulator was asleep when a request arrived.
@@ -80,6 +105,7 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let (user, cpu) = cpu_seconds(CLIENT_THREADS);
+    let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
     let start = Instant::now();
     futures::stream::iter(0..per_round)
         .map(&call)
@@ -89,6 +115,9 @@ where
     let wall = start.elapsed();
     Sample {
         per_second: per_round as f64 / wall.as_secs_f64(),
+        allocations_per_call: (ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations)
+            as f64
+            / per_round as f64,
         user_us_per_call: (cpu_seconds(CLIENT_THREADS).0 - user) * 1e6 / per_round as f64,
         cpu_us_per_call: (cpu_seconds(CLIENT_THREADS).1 - cpu) * 1e6 / per_round as f64,
     }
@@ -198,7 +227,7 @@ fn main() {
                     "laneway-stream" => measure(per_round, laneway_stream).await,
                     other => panic!("LANEWAY_BENCH_ONLY={other}: expected raw, raw-stream, laneway or laneway-stream"),
                 };
-                println!("  {only:<14} {:>8.0} req/s ({:>5.0} us user CPU/call, {:>5.0} us with system)", s.per_second, s.user_us_per_call, s.cpu_us_per_call);
+                println!("  {only:<14} {:>8.0} req/s ({:>5.0} us user CPU/call, {:>5.0} us with system, {:.0} allocations/call with the emulator's)", s.per_second, s.user_us_per_call, s.cpu_us_per_call, s.allocations_per_call);
             }
             return;
         }
