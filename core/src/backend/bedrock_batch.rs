@@ -90,15 +90,7 @@ impl BedrockBatch {
             .body(body.into())
             .send()
             .await
-            .map_err(|e| {
-                from_operation(
-                    e,
-                    Site {
-                        target: &uri,
-                        region,
-                    },
-                )
-            })?;
+            .map_err(|e| from_operation(e, Site::new(&uri, region)))?;
         Ok(())
     }
 
@@ -124,15 +116,7 @@ impl BedrockBatch {
             ))
             .send()
             .await
-            .map_err(|e| {
-                from_operation(
-                    e,
-                    Site {
-                        target: spec.job_name,
-                        region,
-                    },
-                )
-            })?;
+            .map_err(|e| from_operation(e, Site::new(spec.job_name, region)))?;
         Ok(out.job_arn)
     }
 
@@ -145,15 +129,7 @@ impl BedrockBatch {
             .job_identifier(arn)
             .send()
             .await
-            .map_err(|e| {
-                from_operation(
-                    e,
-                    Site {
-                        target: arn,
-                        region,
-                    },
-                )
-            })?;
+            .map_err(|e| from_operation(e, Site::new(arn, region)))?;
         Ok(JobState {
             status: out
                 .status
@@ -171,15 +147,7 @@ impl BedrockBatch {
             .job_identifier(arn)
             .send()
             .await
-            .map_err(|e| {
-                from_operation(
-                    e,
-                    Site {
-                        target: arn,
-                        region,
-                    },
-                )
-            })?;
+            .map_err(|e| from_operation(e, Site::new(arn, region)))?;
         Ok(())
     }
 
@@ -200,15 +168,7 @@ impl BedrockBatch {
             .set_continuation_token(token)
             .send()
             .await
-            .map_err(|e| {
-                from_operation(
-                    e,
-                    Site {
-                        target: &uri,
-                        region,
-                    },
-                )
-            })?;
+            .map_err(|e| from_operation(e, Site::new(&uri, region)))?;
         Ok(KeyPage {
             keys: page
                 .contents()
@@ -230,15 +190,7 @@ impl BedrockBatch {
             .key(key)
             .send()
             .await
-            .map_err(|e| {
-                from_operation(
-                    e,
-                    Site {
-                        target: &uri,
-                        region,
-                    },
-                )
-            })?;
+            .map_err(|e| from_operation(e, Site::new(&uri, region)))?;
         match out.body.collect().await {
             Ok(b) => Ok(b.into_bytes().to_vec()),
             Err(e) => {

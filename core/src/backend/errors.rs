@@ -15,6 +15,13 @@ pub struct Site<'a> {
     pub region: &'a str,
 }
 
+impl<'a> Site<'a> {
+    /// The site of a call to `target` in `region`.
+    pub fn new(target: &'a str, region: &'a str) -> Self {
+        Self { target, region }
+    }
+}
+
 impl<'a> From<&'a crate::types::Target> for Site<'a> {
     fn from(t: &'a crate::types::Target) -> Self {
         Site {
