@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use aws_config::retry::RetryConfig;
-use aws_config::{BehaviorVersion, SdkConfig};
-use aws_credential_types::Credentials;
+use aws_config::SdkConfig;
 
 use crate::backend::{Backend, Backends, BedrockBackend, SagemakerBackend};
 use crate::config::Config;
@@ -278,38 +276,14 @@ impl RouterBuilder {
         let endpoint_url = self
             .endpoint_url
             .or_else(|| config.aws.endpoint_url.clone());
-        let base = match self.sdk_config {
-            Some(sdk) => sdk,
-            None => {
-                let mut loader = aws_config::defaults(BehaviorVersion::latest());
-                if let Some((ak, sk)) = self.credentials {
-                    loader = loader.credentials_provider(Credentials::new(
-                        ak,
-                        sk,
-                        None,
-                        None,
-                        "laneway-static",
-                    ));
-                }
-                // A region for the loader only; every client gets its own region below.
-                loader = loader.region(aws_config::Region::new(config.regions[0].name.clone()));
-                loader.load().await
-            }
-        };
-        // The router is the only retry loop and owns every time limit past the connection.
-        let connect = config.routing.timeouts.connect;
-        let mut base = base
-            .into_builder()
-            .retry_config(RetryConfig::disabled())
-            .timeout_config(
-                aws_config::timeout::TimeoutConfig::builder()
-                    .connect_timeout(connect)
-                    .build(),
-            );
-        if let Some(url) = endpoint_url {
-            base = base.endpoint_url(url);
-        }
-        let base = base.build();
+        let base = crate::backend::aws::sdk_config(
+            self.sdk_config,
+            self.credentials,
+            &config.regions[0].name,
+            config.routing.timeouts.connect,
+            endpoint_url,
+        )
+        .await;
         let regions: Vec<&str> = config.regions.iter().map(|r| r.name.as_str()).collect();
         let mut backends = self.backends;
         if !backends.contains(&Provider::Bedrock) {

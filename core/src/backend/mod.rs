@@ -6,6 +6,7 @@
 //! backend maps its own service's errors to [`Error`](crate::Error)s; [`MemoryBackend`]
 //! answers in memory, for tests and as the pattern for a provider of your own.
 
+pub(crate) mod aws;
 pub mod bedrock;
 pub(crate) mod bedrock_batch;
 mod document;
