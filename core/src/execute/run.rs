@@ -38,26 +38,16 @@ pub struct Run<'a> {
     /// Decisions made while executing (overflows, skipped targets), after the plan's.
     pub reasons: Vec<Reason>,
     pub hedge: Option<HedgeReport>,
-    /// The lane of the plan's first target: where a failed call is counted.
-    first_lane: Option<crate::telemetry::LaneKey>,
+    /// The tier the plan gave its first target (whose lane counts a failed call; built only
+    /// when a call fails).
+    first_tier: Option<crate::types::ServiceTier>,
     _in_flight: crate::telemetry::InFlightGuard<'a>,
 }
 
 impl<'a> Run<'a> {
     pub fn new(exec: &'a Executor, request: &'a GenerateRequest, mut plan: Plan) -> Self {
         exec.state.record_call(Instant::now());
-        let first_lane = plan.attempts.first().map(|a| {
-            let lane = crate::telemetry::LaneKey {
-                provider: a.target.provider.clone(),
-                family: plan.family.clone(),
-                model: a.model.clone(),
-                target: a.target.id().to_string(),
-                region: a.target.region().to_string(),
-                tier: a.tier,
-                slo_class: request.slo.class,
-            };
-            lane
-        });
+        let first_tier = plan.attempts.first().and_then(|a| a.tier);
         let attempts = std::mem::take(&mut plan.attempts);
         Self {
             exec,
@@ -77,7 +67,7 @@ impl<'a> Run<'a> {
             failed: Vec::new(),
             reasons: Vec::new(),
             hedge: None,
-            first_lane,
+            first_tier,
             _in_flight: exec.telemetry.start(),
         }
     }
@@ -94,10 +84,19 @@ impl<'a> Run<'a> {
 
     /// Counts the call's final error in the telemetry; returns it.
     pub fn failed_with(&self, e: Error) -> Error {
-        if let Some(lane) = &self.first_lane {
+        if let Some(a) = self.attempts.first() {
+            let lane = crate::telemetry::LaneRef {
+                provider: &a.target.provider,
+                family: self.plan.family.as_deref(),
+                model: &a.model,
+                target: a.target.id(),
+                region: a.target.region(),
+                tier: self.first_tier,
+                slo_class: self.request.slo.class,
+            };
             self.exec
                 .telemetry
-                .record_failure(self.call_slo(), lane.clone(), e.kind());
+                .record_failure(self.call_slo(), lane, e.kind());
         }
         e
     }

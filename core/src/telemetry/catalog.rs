@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use super::LaneKey;
+use super::{LaneKey, LaneRef};
 
 /// Every metric, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -167,14 +167,21 @@ pub const LANE_LABELS: &[&str] = &[
 impl LaneKey {
     /// The lane's labels, keyed as [`LANE_LABELS`], without those it has no value for.
     pub fn labels(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.as_lane_ref().labels()
+    }
+}
+
+impl<'a> LaneRef<'a> {
+    /// The lane's labels, keyed as [`LANE_LABELS`], without those it has no value for.
+    pub fn labels(self) -> impl Iterator<Item = (&'static str, &'a str)> {
         [
             ("gen_ai.operation.name", Some("chat")),
             ("gen_ai.provider.name", Some(self.provider.system())),
-            ("gen_ai.request.model", Some(self.model.as_str())),
-            ("cloud.region", Some(self.region.as_str())),
-            ("laneway.target", Some(self.target.as_str())),
+            ("gen_ai.request.model", Some(self.model)),
+            ("cloud.region", Some(self.region)),
+            ("laneway.target", Some(self.target)),
             (SLO_CLASS, Some(self.slo_class.as_str())),
-            ("laneway.family", self.family.as_deref()),
+            ("laneway.family", self.family),
             ("laneway.tier", self.tier.map(|t| t.as_str())),
         ]
         .into_iter()

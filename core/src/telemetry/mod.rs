@@ -46,6 +46,78 @@ pub struct LaneKey {
     pub slo_class: SloClass,
 }
 
+/// A lane's labels, borrowed: how a call finds its lane without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaneRef<'a> {
+    pub provider: &'a crate::types::Provider,
+    pub family: Option<&'a str>,
+    pub model: &'a str,
+    pub target: &'a str,
+    pub region: &'a str,
+    pub tier: Option<ServiceTier>,
+    pub slo_class: SloClass,
+}
+
+impl LaneKey {
+    /// The same labels, borrowed.
+    pub fn as_lane_ref(&self) -> LaneRef<'_> {
+        LaneRef {
+            provider: &self.provider,
+            family: self.family.as_deref(),
+            model: &self.model,
+            target: &self.target,
+            region: &self.region,
+            tier: self.tier,
+            slo_class: self.slo_class,
+        }
+    }
+}
+
+impl LaneRef<'_> {
+    /// The same labels, owned.
+    pub fn to_key(&self) -> LaneKey {
+        LaneKey {
+            provider: self.provider.clone(),
+            family: self.family.map(str::to_string),
+            model: self.model.to_string(),
+            target: self.target.to_string(),
+            region: self.region.to_string(),
+            tier: self.tier,
+            slo_class: self.slo_class,
+        }
+    }
+}
+
+/// Lanes by the hash of their labels: a call finds its lane from borrowed labels, and allocates
+/// a key only for a lane never seen before.
+#[derive(Default)]
+struct Lanes {
+    by_hash: HashMap<u64, Vec<(LaneKey, Lane)>>,
+}
+
+impl Lanes {
+    fn hash(lane: &LaneRef<'_>) -> u64 {
+        use std::hash::BuildHasher;
+        foldhash::fast::FixedState::with_seed(0x6c61_6e65).hash_one(lane)
+    }
+
+    fn get_or_insert(&mut self, lane: LaneRef<'_>) -> &mut Lane {
+        let bucket = self.by_hash.entry(Self::hash(&lane)).or_default();
+        let at = match bucket.iter().position(|(k, _)| k.as_lane_ref() == lane) {
+            Some(at) => at,
+            None => {
+                bucket.push((lane.to_key(), Lane::new()));
+                bucket.len() - 1
+            }
+        };
+        &mut bucket[at].1
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(LaneKey, Lane)> {
+        self.by_hash.values().flatten()
+    }
+}
+
 /// Percentiles of one measure, in seconds (or tokens/s).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Percentiles {
@@ -211,7 +283,7 @@ impl Default for OpenTasks {
 /// The router's measurements.
 #[derive(Default)]
 pub struct Telemetry {
-    lanes: Mutex<HashMap<LaneKey, Lane>>,
+    lanes: Mutex<Lanes>,
     slo: Mutex<BTreeMap<SloClass, SloAttainment>>,
     open_tasks: Mutex<OpenTasks>,
     finished: Mutex<(TaskCosts, BTreeMap<SloClass, TaskCosts>)>,
@@ -250,12 +322,12 @@ impl Telemetry {
     /// A call succeeded.
     pub fn record_success(&self, slo: CallSlo<'_>, r: &GenerateResponse) {
         let d = &r.decision;
-        let key = LaneKey {
-            provider: d.provider.clone(),
-            family: d.family.clone(),
-            model: d.model.clone(),
-            target: d.target.clone(),
-            region: d.region.clone(),
+        let key = LaneRef {
+            provider: &d.provider,
+            family: d.family.as_deref(),
+            model: &d.model,
+            target: &d.target,
+            region: &d.region,
             tier: d.served_tier.or(d.tier),
             slo_class: slo.class,
         };
@@ -264,11 +336,11 @@ impl Telemetry {
             .iter()
             .any(|x| matches!(x, crate::types::Reason::DeadlineEscalation { .. }));
         if let Some(o) = &self.otel {
-            o.success(&key, r, escalated);
+            o.success(key, r, escalated);
         }
         {
             let mut lanes = lock(&self.lanes);
-            let lane = lanes.entry(key).or_insert_with(Lane::new);
+            let lane = lanes.get_or_insert(key);
             let t = &r.timings;
             if let Some(ttft) = t.ttft {
                 let _ = lane.ttft_us.record(us(ttft));
@@ -374,13 +446,12 @@ impl Telemetry {
     }
 
     /// A call failed after trying `lane` first (its plan's first target).
-    pub fn record_failure(&self, slo: CallSlo<'_>, lane: LaneKey, kind: ErrorKind) {
+    pub fn record_failure(&self, slo: CallSlo<'_>, lane: LaneRef<'_>, kind: ErrorKind) {
         if let Some(o) = &self.otel {
-            o.failure(&lane, kind);
+            o.failure(lane, kind);
         }
         *lock(&self.lanes)
-            .entry(lane)
-            .or_insert_with(Lane::new)
+            .get_or_insert(lane)
             .counts
             .errors
             .entry(kind)
@@ -569,7 +640,11 @@ mod tests {
             tier: None,
             slo_class: SloClass::Standard,
         };
-        t.record_failure(call(SloClass::Standard, "c"), lane, ErrorKind::Throttled);
+        t.record_failure(
+            call(SloClass::Standard, "c"),
+            lane.as_lane_ref(),
+            ErrorKind::Throttled,
+        );
         assert!(t.finish_task("a", true) && t.finish_task("b", true) && t.finish_task("c", false));
         assert_eq!(t.open_tasks(), 0);
         assert!(!t.finish_task("a", true), "a task closes once");

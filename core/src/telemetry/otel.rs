@@ -12,7 +12,7 @@ use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 use opentelemetry::KeyValue;
 
 use super::catalog::{self, Kind, MetricId, Scope, Unit, CATALOG};
-use super::{CallSlo, LaneKey};
+use super::{CallSlo, LaneRef};
 use crate::types::ErrorKind;
 use crate::types::GenerateResponse;
 use crate::types::SloClass;
@@ -47,7 +47,7 @@ pub(crate) struct OtelInstruments {
     by_id: Vec<(MetricId, Instrument)>,
 }
 
-fn lane_attributes(lane: &LaneKey) -> Vec<KeyValue> {
+fn lane_attributes(lane: LaneRef<'_>) -> Vec<KeyValue> {
     lane.labels()
         .map(|(k, v)| KeyValue::new(k, v.to_string()))
         .collect()
@@ -125,7 +125,7 @@ impl OtelInstruments {
         self.record(MetricId::InFlight, -1.0, &[]);
     }
 
-    pub(crate) fn success(&self, lane: &LaneKey, r: &GenerateResponse, escalated: bool) {
+    pub(crate) fn success(&self, lane: LaneRef<'_>, r: &GenerateResponse, escalated: bool) {
         let attrs = lane_attributes(lane);
         let t = &r.timings;
         self.record(MetricId::Duration, t.total.as_secs_f64(), &attrs);
@@ -175,7 +175,7 @@ impl OtelInstruments {
         }
     }
 
-    pub(crate) fn failure(&self, lane: &LaneKey, kind: ErrorKind) {
+    pub(crate) fn failure(&self, lane: LaneRef<'_>, kind: ErrorKind) {
         let attrs = with(&lane_attributes(lane), catalog::ERROR_TYPE, kind.as_str());
         self.record(MetricId::Errors, 1.0, &attrs);
     }
