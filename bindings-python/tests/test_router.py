@@ -99,13 +99,13 @@ async def test_a_broken_stream_says_how_much_was_delivered(emulator, router):
 
 
 async def until(what, condition, tries=5000):
-    """Asks `condition` (a round trip to the emulator each time) until it holds; bounded by
-    tries, not by a clock."""
-    for _ in range(tries):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"{what}: never happened")
+    """Asks `condition` (a round trip to the emulator each time) until it holds, bounded by
+    tries, not by a clock; from a thread, so that the event loop runs the calls meanwhile."""
+
+    def ask():
+        return any(condition() for _ in range(tries))
+
+    assert await asyncio.to_thread(ask), f"{what}: never happened"
 
 
 async def test_cancelling_the_task_cancels_the_request():

@@ -146,11 +146,6 @@ impl Executor {
         plan: Plan,
     ) -> Result<GenerateResponse> {
         if self.config.routing.stream_generate || self.hedges(request, &plan) {
-            let (target, region) = plan
-                .attempts
-                .first()
-                .map(|a| (a.target.id.clone(), a.target.region.clone()))
-                .unwrap_or_default();
             // First tokens and gaps between events show a stalled attempt long before a whole
             // answer would be due (and a hedge races first tokens, which only a stream shows).
             let mut events = stream::run(
@@ -164,6 +159,14 @@ impl Executor {
                     return Ok(*done);
                 }
             }
+            // The stream ends with its answer or an error; should it not, name the target the
+            // plan would try first (planned again here, off the path every call takes).
+            let (target, region) = self
+                .plan(request)
+                .ok()
+                .and_then(|p| p.attempts.into_iter().next())
+                .map(|a| (a.target.id, a.target.region))
+                .unwrap_or_default();
             return Err(Error::from(ServiceError::new(
                 ErrorKind::Transport,
                 "the stream ended without a response",

@@ -38,17 +38,19 @@ pub fn requests_seen(emu: &Emulator) -> u64 {
     emu.counters().iter().map(|r| r.counter.requests).sum()
 }
 
-/// Waits until `condition` holds, checking every few milliseconds; panics naming `what` if it
-/// has not held after 3,000 checks. Tests wait on events this way, never for a fixed time: the
-/// bound only stops a broken test from hanging.
+/// Waits until `condition` holds, asking it again after every yield to the runtime (so that the
+/// tasks it waits on, the emulator's included, run in between); panics naming `what` if it
+/// has not held within a minute. No timer: the wait ends at the event, and the minute only
+/// stops a broken test from hanging.
 pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    for _ in 0..3000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "{what}: never happened"
+        );
+        tokio::task::yield_now().await;
     }
-    panic!("{what}: never happened");
 }
 
 /// Whether the router's plan for `request` demotes a target in `region` (this one, if named)
