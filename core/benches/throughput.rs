@@ -1,14 +1,21 @@
 //! Laneway's full path against the raw aws-sdk-bedrockruntime client, both calling the same
-//! emulator, 64 requests in flight: `cargo bench -p laneway --bench throughput`.
+//! emulator: `cargo bench -p laneway --bench throughput`.
 //!
 //! The emulator's simulated delays are scaled to nearly nothing, so the figures measure client
 //! and server overhead, not the simulation. The emulator runs on a runtime of its own, whose
-//! threads are left out of the CPU count: CPU time per call is the client's work alone (the
-//! client runtime's threads, from /proc/self/task). The contenders alternate within one run,
-//! round pairs in alternating order; the report gives medians of the per-pair ratios of
-//! requests per second and of client CPU per call, for non-streaming and streaming calls.
+//! threads are left out of the CPU count: CPU time per call is the client runtime's threads'
+//! alone, read in nanoseconds from /proc/self/task/*/schedstat. The contenders alternate within
+//! one run, round pairs in alternating order; the report gives medians of the per-pair ratios.
+//!
+//! Two loads, each for non-streaming and streaming calls:
+//! - *paced*: calls start at a fixed rate (`LANEWAY_BENCH_RATE`, 2,000/s), the same for both
+//!   contenders, as a service meets them. Both run at the same load, so the client CPU per call
+//!   compares the two clients' work and nothing else.
+//! - *saturated*: 64 calls in flight as fast as they go, for requests per second. Its CPU per
+//!   call also moves with how the client and the emulator happen to batch each other's wake-ups
+//!   at different speeds, so it overstates per-call differences.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, Region};
@@ -43,8 +50,8 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
 static COUNT_ALLOCS: CountingAllocator = CountingAllocator;
 
 const MODEL: &str = "amazon.nova-lite-v1:0";
-const IN_FLIGHT: usize = 64;
-/// Calls per round and rounds: `LANEWAY_BENCH_PER_ROUND` and `LANEWAY_BENCH_ROUNDS` override.
+/// Calls per round, rounds and the paced rate: `LANEWAY_BENCH_PER_ROUND`, `LANEWAY_BENCH_ROUNDS`
+/// and `LANEWAY_BENCH_RATE` override.
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -54,34 +61,27 @@ fn setting(name: &str, default: usize) -> usize {
 }
 const MAX_TOKENS: i32 = 16;
 
-/// CPU seconds used by this process's threads whose name starts with `prefix`: (user, user +
-/// system), from /proc/self/task/*/stat.
-fn cpu_seconds(prefix: &str) -> (f64, f64) {
+/// CPU seconds (user and system) used by this process's threads whose name starts with
+/// `prefix`, from /proc/self/task/*/schedstat (nanoseconds, where `stat` counts 10 ms ticks).
+fn cpu_seconds(prefix: &str) -> f64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return (0.0, 0.0);
+        return 0.0;
     };
-    let (mut user, mut total) = (0.0, 0.0);
+    let mut total = 0.0;
     for task in tasks.flatten() {
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        let Some((head, after)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let name = head.split_once('(').map_or("", |(_, n)| n);
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
         if !name.starts_with(prefix) {
             continue;
         }
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        // Fields 14 and 15 of the file (utime, stime) are 12 and 13 after the command name.
-        user += ticks(11) / 100.0;
-        total += (ticks(11) + ticks(12)) / 100.0;
+        let schedstat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        let on_cpu_ns = schedstat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        total += on_cpu_ns / 1e9;
     }
-    (user, total)
+    total
 }
 
 /// The client runtime's thread names (the emulator's are `emulator`).
@@ -91,23 +91,31 @@ struct Sample {
     per_second: f64,
     /// Allocations per call, the emulator's included (the same for both contenders).
     allocations_per_call: f64,
-    /// User-mode CPU of the client's threads per call: its own work (the SDK's and Laneway's
-    /// code), without the kernel's loopback delivery, whose cost depends on whether the
-    /// emulator was asleep when a request arrived.
-    user_us_per_call: f64,
-    /// User and system CPU of the client's threads per call.
+    /// CPU of the client's threads per call, user and system.
     cpu_us_per_call: f64,
 }
 
-async fn measure<F, Fut>(per_round: usize, call: F) -> Sample
+/// Calls in flight at most: the saturated load's concurrency, the paced load's cap.
+const IN_FLIGHT: usize = 64;
+
+/// Runs `per_round` calls, 64 at a time; paced, call `i` starts `i / rate` seconds in (or as
+/// soon as one of the 64 is free, should calls fall behind).
+async fn measure<F, Fut>(per_round: usize, pace: Option<f64>, call: F) -> Sample
 where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let (user, cpu) = cpu_seconds(CLIENT_THREADS);
+    let cpu = cpu_seconds(CLIENT_THREADS);
     let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
     let start = Instant::now();
+    let starts = tokio::time::Instant::now();
     futures::stream::iter(0..per_round)
+        .then(|i| async move {
+            if let Some(rate) = pace {
+                tokio::time::sleep_until(starts + Duration::from_secs_f64(i as f64 / rate)).await;
+            }
+            i
+        })
         .map(&call)
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<()>>()
@@ -118,8 +126,7 @@ where
         allocations_per_call: (ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations)
             as f64
             / per_round as f64,
-        user_us_per_call: (cpu_seconds(CLIENT_THREADS).0 - user) * 1e6 / per_round as f64,
-        cpu_us_per_call: (cpu_seconds(CLIENT_THREADS).1 - cpu) * 1e6 / per_round as f64,
+        cpu_us_per_call: (cpu_seconds(CLIENT_THREADS) - cpu) * 1e6 / per_round as f64,
     }
 }
 
@@ -129,9 +136,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let (per_round, rounds) = (
+    let (per_round, rounds, rate) = (
         setting("LANEWAY_BENCH_PER_ROUND", 2_000),
         setting("LANEWAY_BENCH_ROUNDS", 20),
+        setting("LANEWAY_BENCH_RATE", 2_000) as f64,
     );
     // The emulator on a runtime of its own, so that its CPU is not counted as the client's.
     let emulator_rt = tokio::runtime::Builder::new_multi_thread()
@@ -217,64 +225,77 @@ fn main() {
             }
         };
 
-        // One contender alone, for profiling: `LANEWAY_BENCH_ONLY=raw|laneway[-stream]`.
+        // One contender alone, for profiling: `LANEWAY_BENCH_ONLY=raw|laneway[-stream]`
+        // (saturated, or paced when `LANEWAY_BENCH_RATE` is set).
         if let Ok(only) = std::env::var("LANEWAY_BENCH_ONLY") {
+            let pace = std::env::var("LANEWAY_BENCH_RATE").is_ok().then_some(rate);
             for _ in 0..rounds {
                 let s = match only.as_str() {
-                    "raw" => measure(per_round, raw_generate).await,
-                    "raw-stream" => measure(per_round, raw_stream).await,
-                    "laneway" => measure(per_round, laneway_generate).await,
-                    "laneway-stream" => measure(per_round, laneway_stream).await,
+                    "raw" => measure(per_round, pace, raw_generate).await,
+                    "raw-stream" => measure(per_round, pace, raw_stream).await,
+                    "laneway" => measure(per_round, pace, laneway_generate).await,
+                    "laneway-stream" => measure(per_round, pace, laneway_stream).await,
                     other => panic!("LANEWAY_BENCH_ONLY={other}: expected raw, raw-stream, laneway or laneway-stream"),
                 };
-                println!("  {only:<14} {:>8.0} req/s ({:>5.0} us user CPU/call, {:>5.0} us with system, {:.0} allocations/call with the emulator's)", s.per_second, s.user_us_per_call, s.cpu_us_per_call, s.allocations_per_call);
+                println!("  {only:<14} {:>8.0} req/s ({:>6.1} us CPU/call, {:.0} allocations/call with the emulator's)", s.per_second, s.cpu_us_per_call, s.allocations_per_call);
             }
             return;
         }
 
         // Warm-up: connections, allocators, the router's state.
-        measure(per_round, raw_generate).await;
-        measure(per_round, laneway_generate).await;
+        measure(per_round, None, raw_generate).await;
+        measure(per_round, None, laneway_generate).await;
 
-        println!("{IN_FLIGHT} in flight, {per_round} calls per round, {rounds} round pairs in alternating order, {MAX_TOKENS} output tokens per call; CPU is the client's threads only");
-        for mode in ["non-streaming", "streaming"] {
-            let (mut raw_rps, mut lw_rps, mut raw_cpu, mut lw_cpu) = (vec![], vec![], vec![], vec![]);
-            let (mut raw_user, mut lw_user) = (vec![], vec![]);
-            for round in 0..rounds {
-                // Who goes first alternates too, so that neither always follows the other.
-                let (r, l) = match (mode == "streaming", round % 2 == 0) {
-                    (true, true) => (measure(per_round, raw_stream).await, measure(per_round, laneway_stream).await),
-                    (true, false) => {
-                        let l = measure(per_round, laneway_stream).await;
-                        (measure(per_round, raw_stream).await, l)
-                    }
-                    (false, true) => (measure(per_round, raw_generate).await, measure(per_round, laneway_generate).await),
-                    (false, false) => {
-                        let l = measure(per_round, laneway_generate).await;
-                        (measure(per_round, raw_generate).await, l)
-                    }
-                };
-                raw_rps.push(r.per_second);
-                lw_rps.push(l.per_second);
-                raw_cpu.push(r.cpu_us_per_call);
-                lw_cpu.push(l.cpu_us_per_call);
-                raw_user.push(r.user_us_per_call);
-                lw_user.push(l.user_us_per_call);
+        println!("{per_round} calls per round, {rounds} round pairs in alternating order, {MAX_TOKENS} output tokens per call; CPU is the client's threads only (user and system)");
+        for (load, pace) in [("paced", Some(rate)), ("saturated", None)] {
+            match pace {
+                Some(rate) => println!("{load}: calls start at {rate:.0}/s (at most {IN_FLIGHT} in flight)"),
+                None => println!("{load}: {IN_FLIGHT} in flight"),
             }
-            // Each pair's two contenders ran back to back on the same machine state: the median
-            // of the per-pair ratios is steadier than the ratio of medians on a noisy machine.
-            let rps_ratio = median(lw_rps.iter().zip(&raw_rps).map(|(l, r)| l / r).collect());
-            let cpu_ratio = median(lw_cpu.iter().zip(&raw_cpu).map(|(l, r)| l / r).collect());
-            let user_ratio = median(lw_user.iter().zip(&raw_user).map(|(l, r)| l / r).collect());
-            println!(
-                "  {mode:<14} raw SDK {:>6.0} req/s, {:>5.1} us user CPU/call ({:>5.1} with system) | Laneway {:>6.0} req/s, {:>5.1} us ({:>5.1}) | Laneway/raw: req/s {rps_ratio:.3}, user CPU/call {user_ratio:.3}, with system {cpu_ratio:.3} (medians of {rounds} pair ratios)",
-                median(raw_rps),
-                median(raw_user),
-                median(raw_cpu),
-                median(lw_rps),
-                median(lw_user),
-                median(lw_cpu),
-            );
+            for streaming in [false, true] {
+                let (mut raw_rps, mut lw_rps, mut raw_cpu, mut lw_cpu) = (vec![], vec![], vec![], vec![]);
+                for round in 0..rounds {
+                    let raw = || async {
+                        if streaming {
+                            measure(per_round, pace, raw_stream).await
+                        } else {
+                            measure(per_round, pace, raw_generate).await
+                        }
+                    };
+                    let laneway = || async {
+                        if streaming {
+                            measure(per_round, pace, laneway_stream).await
+                        } else {
+                            measure(per_round, pace, laneway_generate).await
+                        }
+                    };
+                    // Who goes first alternates too, so that neither always follows the other.
+                    let (r, l) = if round % 2 == 0 {
+                        let r = raw().await;
+                        (r, laneway().await)
+                    } else {
+                        let l = laneway().await;
+                        (raw().await, l)
+                    };
+                    raw_rps.push(r.per_second);
+                    lw_rps.push(l.per_second);
+                    raw_cpu.push(r.cpu_us_per_call);
+                    lw_cpu.push(l.cpu_us_per_call);
+                }
+                // Each pair's two contenders ran back to back on the same machine state: the
+                // median of the per-pair ratios is steadier than the ratio of medians on a noisy
+                // machine.
+                let rps_ratio = median(lw_rps.iter().zip(&raw_rps).map(|(l, r)| l / r).collect());
+                let cpu_ratio = median(lw_cpu.iter().zip(&raw_cpu).map(|(l, r)| l / r).collect());
+                let mode = if streaming { "streaming" } else { "non-streaming" };
+                println!(
+                    "  {mode:<14} raw SDK {:>6.0} req/s, {:>6.1} us CPU/call | Laneway {:>6.0} req/s, {:>6.1} us CPU/call | Laneway/raw: req/s {rps_ratio:.3}, CPU/call {cpu_ratio:.3} (medians of {rounds} pair ratios)",
+                    median(raw_rps),
+                    median(raw_cpu),
+                    median(lw_rps),
+                    median(lw_cpu),
+                );
+            }
         }
     }).await.unwrap() });
     emulator_rt.block_on(emulator.shutdown());

@@ -27,12 +27,12 @@ async fn main() -> laneway::Result<()> {
     // Your client would call your service here; this one answers from memory.
     let house = MemoryBackend::new(|call| {
         let target = &call.attempt.target;
-        if target.region == "dc-east" {
+        if target.region() == "dc-east" {
             return Err(ServiceError::new(
                 ErrorKind::Throttled,
                 "dc-east is at capacity",
-                &target.id,
-                &target.region,
+                target.id(),
+                target.region(),
             )
             .into());
         }

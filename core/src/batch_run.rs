@@ -146,7 +146,7 @@ impl Router {
             }
             let plan = self.plan(request)?;
             let model = plan.model.clone();
-            let Some(m) = exec.config.models.get(&model) else {
+            let Some(m) = exec.config.models.get(&*model) else {
                 return Err(Error::invalid(
                     "model",
                     format!("{model} is not configured"),
@@ -179,7 +179,7 @@ impl Router {
                 "modelInput": native_body(&model, request, output)?,
             });
             groups
-                .entry(model)
+                .entry(model.to_string())
                 .or_insert_with(|| (region, Vec::new()))
                 .1
                 .push((i, line.to_string()));

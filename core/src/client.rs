@@ -94,7 +94,7 @@ impl Router {
         crate::failpoint::check("generate");
         let plan = self.exec.plan_shared(&request).await?;
         let span = call_span("generate", &request, &plan);
-        tracing::Instrument::instrument(self.exec.generate(&request, plan), span).await
+        crate::telemetry::span::within(span, self.exec.generate(&request, plan)).await
     }
 
     /// Sends a request and streams the answer.

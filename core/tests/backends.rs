@@ -27,10 +27,10 @@ price = { input_per_1k = 0.001, output_per_1k = 0.002 }
 fn house() -> MemoryBackend {
     MemoryBackend::new(|call| {
         let t = &call.attempt.target;
-        assert_eq!(t.id, "small-v3", "the model_id is what is sent");
-        if t.region == "a" {
-            let mut e =
-                ServiceError::new(ErrorKind::Throttled, "busy", &t.id, &t.region).with_code("Busy");
+        assert_eq!(t.id(), "small-v3", "the model_id is what is sent");
+        if t.region() == "a" {
+            let mut e = ServiceError::new(ErrorKind::Throttled, "busy", t.id(), t.region())
+                .with_code("Busy");
             e.http_status = Some(429);
             e.request_id = Some("req-a-1".into());
             return Err(e.into());

@@ -138,7 +138,7 @@ proptest! {
     #[test]
     fn plans_respect_residency_tiers_and_limits(config in config(), req in request()) {
         let Ok(p) = plan(&req, &config, &Fresh(Instant::now())) else { return Ok(()) };
-        let model = &config.models[&p.model];
+        let model = &config.models[&*p.model];
         prop_assert!(!p.attempts.is_empty());
         prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
         for a in &p.attempts {

@@ -43,7 +43,7 @@ impl Policy for TenantRegion {
         };
         d.attempts = vec![Attempt {
             model: chosen.model.clone(),
-            target: Target::bedrock(region, &chosen.model, None),
+            target: Target::bedrock(region, chosen.model.clone(), None),
             tier: d.tier,
             latency_optimized: false,
         }];

@@ -189,7 +189,7 @@ async fn replica_process() {
                 let mut demoted = BTreeMap::<String, String>::new();
                 for r in router.plan(&req).unwrap().reasons {
                     if let laneway::Reason::TargetDemoted { region, health, .. } = r {
-                        demoted.insert(region, format!("{health:?}"));
+                        demoted.insert(region.to_string(), format!("{health:?}"));
                     }
                 }
                 say(json!(demoted));
@@ -509,7 +509,7 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
         let status = router.metrics().shared.unwrap();
         let open = router.plan(&req()).unwrap().reasons.iter().any(|r| {
             matches!(r, laneway::Reason::TargetDemoted { target, region, health: laneway::state::BreakerView::Open, .. }
-                if target == LITE && region == "us-east-1")
+                if &**target == LITE && &**region == "us-east-1")
         });
         !status.degraded && status.breaker_syncs >= synced + 2 && !open
     };

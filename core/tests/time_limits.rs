@@ -217,7 +217,7 @@ fn limits_hit(reasons: &[Reason]) -> Vec<(TimeLimit, String)> {
     reasons
         .iter()
         .filter_map(|r| match r {
-            Reason::TimeLimitHit { limit, region, .. } => Some((*limit, region.clone())),
+            Reason::TimeLimitHit { limit, region, .. } => Some((*limit, region.to_string())),
             _ => None,
         })
         .collect()

@@ -51,13 +51,51 @@ impl<'a> InFlight<'a> {
     /// the second value says so).
     pub async fn admit(
         state: &'a State,
-        mut attempt: Attempt,
+        attempt: Attempt,
         estimate: (u64, u64),
         force: bool,
     ) -> Option<(Self, bool)> {
         let now = Instant::now();
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
         let verdict = state.admit(now, region, id, tier);
+        if verdict == Some(false) && tier != Some(ServiceTier::Reserved) {
+            // The common case, without a wait: a closed breaker, no reservation.
+            return Some((Self::admitted(state, attempt, None, false, now), false));
+        }
+        // A probe (which, with shared state, needs the fleet's lease) or the reserved tier may
+        // wait on Redis: boxed, so that every call's future does not carry that size.
+        Box::pin(Self::admit_waiting(
+            state, attempt, estimate, force, verdict, now,
+        ))
+        .await
+    }
+
+    fn admitted(
+        state: &'a State,
+        attempt: Attempt,
+        ticket: Option<ReservationTicket>,
+        probe: bool,
+        now: Instant,
+    ) -> Self {
+        Self {
+            state,
+            attempt,
+            ticket,
+            probe,
+            settled: false,
+            started: now,
+        }
+    }
+
+    async fn admit_waiting(
+        state: &'a State,
+        mut attempt: Attempt,
+        estimate: (u64, u64),
+        force: bool,
+        verdict: Option<bool>,
+        now: Instant,
+    ) -> Option<(Self, bool)> {
+        let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
         let probe = verdict == Some(true);
         let admitted = match verdict {
             // A probe: with shared state, only the replica holding the fleet's lease sends it.
@@ -85,16 +123,10 @@ impl<'a> InFlight<'a> {
                 overflowed = true;
             }
         }
+        // A forced attempt through an open breaker holds no probe slot.
+        let probe = probe && admitted;
         Some((
-            Self {
-                state,
-                attempt,
-                ticket,
-                // A forced attempt through an open breaker holds no probe slot.
-                probe: probe && admitted,
-                settled: false,
-                started: now,
-            },
+            Self::admitted(state, attempt, ticket, probe, now),
             overflowed,
         ))
     }

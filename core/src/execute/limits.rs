@@ -5,7 +5,11 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use tokio::time::{Instant, Sleep};
 
 use crate::config::RoutingConfig;
 use crate::types::GenerateRequest;
@@ -109,12 +113,53 @@ pub struct Bound {
 
 impl Bound {
     /// Runs `fut` until this bound; `Err(self)` if the bound fired first (`fut` is dropped,
-    /// which cancels its request on the wire).
+    /// which cancels its request on the wire). For a stream's successive waits, see
+    /// [`wait_on`].
     pub async fn run<F: std::future::Future>(self, fut: F) -> Result<F::Output, Bound> {
         tokio::time::timeout_at(self.at, fut)
             .await
             .map_err(|_| self)
     }
+}
+
+/// Runs `fut` until the bound `bound` gives, on `timer`, a timer that serves one wait after
+/// another (a stream's events). The timer is moved only when it would fire after the bound, or
+/// fires before it: arming a timer per event costs a fast stream more than handling the event
+/// does, and this way a stream's waits share one timer that moves about once per idle limit.
+/// `bound` is asked only if `fut` is not ready at once: an event already received costs no
+/// clock read.
+pub async fn wait_on<F: Future>(
+    mut timer: Pin<&mut Sleep>,
+    bound: impl FnOnce() -> Bound,
+    fut: F,
+) -> Result<F::Output, Bound> {
+    let mut fut = std::pin::pin!(fut);
+    let mut bound = Some(bound);
+    let mut limit: Option<Bound> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        let at = match limit {
+            Some(b) => b,
+            None => {
+                let b = bound.take().expect("asked once")();
+                if timer.deadline() > b.at {
+                    timer.as_mut().reset(b.at);
+                }
+                *limit.insert(b)
+            }
+        };
+        loop {
+            match timer.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(()) if timer.deadline() >= at.at => return Poll::Ready(Err(at)),
+                // Armed for an earlier wait: this one ends later.
+                Poll::Ready(()) => timer.as_mut().reset(at.at),
+            }
+        }
+    })
+    .await
 }
 
 #[cfg(test)]
@@ -160,6 +205,61 @@ mod tests {
         // A limit too long to add to an instant is the deadline, not an overflow.
         let b = l.bound(now, TimeLimit::Idle, Duration::MAX);
         assert_eq!(b.limit, TimeLimit::Deadline);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_timer_serves_a_streams_waits_and_fires_at_the_last_bound() {
+        let start = Instant::now();
+        let limits = Limits {
+            started: start,
+            deadline: start + Duration::from_secs(5),
+            first_token: Duration::from_secs(1),
+            idle: Duration::from_secs(1),
+            answer: Duration::from_secs(5),
+        };
+        let timer = tokio::time::sleep_until(limits.deadline());
+        tokio::pin!(timer);
+        let gap = Duration::from_millis(600);
+        // Events 600 ms apart under a 1 s idle limit: the timer, armed for the first wait,
+        // fires early during the second and moves; no wait fails.
+        for _ in 0..4 {
+            let bound = limits.bound(Instant::now(), TimeLimit::Idle, limits.idle);
+            let waited = wait_on(timer.as_mut(), || bound, tokio::time::sleep(gap)).await;
+            assert!(
+                waited.is_ok(),
+                "an event inside the idle limit ended the wait"
+            );
+        }
+        // An event already received asks for no bound (no clock read).
+        let ready = wait_on(
+            timer.as_mut(),
+            || unreachable!("asked"),
+            std::future::ready(7),
+        )
+        .await;
+        assert_eq!(ready.ok(), Some(7));
+        // Then silence: the wait ends at its own bound, a second after it began.
+        let began = Instant::now();
+        let bound = limits.bound(began, TimeLimit::Idle, limits.idle);
+        let fired = wait_on(timer.as_mut(), || bound, std::future::pending::<()>())
+            .await
+            .unwrap_err();
+        assert_eq!(fired.limit, TimeLimit::Idle);
+        assert_eq!(Instant::now() - began, limits.idle);
+        // Past the idle limit's reach, the deadline ends the wait: the timer moves earlier.
+        let far = Limits {
+            idle: Duration::from_secs(60),
+            ..limits
+        };
+        let bound = far.bound(Instant::now(), TimeLimit::Idle, far.idle);
+        timer
+            .as_mut()
+            .reset(Instant::now() + Duration::from_secs(30));
+        let fired = wait_on(timer.as_mut(), || bound, std::future::pending::<()>())
+            .await
+            .unwrap_err();
+        assert_eq!(fired.limit, TimeLimit::Deadline);
+        assert_eq!(Instant::now(), far.deadline());
     }
 
     #[test]

@@ -114,7 +114,7 @@ impl Executor {
                 format!("no backend is registered for provider {provider:?}"),
             )
         })?;
-        let model = self.config.models.get(&attempt.model).ok_or_else(|| {
+        let model = self.config.models.get(&*attempt.model).ok_or_else(|| {
             Error::config(
                 "models",
                 format!("{:?} is not a configured model", attempt.model),
@@ -165,7 +165,7 @@ impl Executor {
                 .plan(request)
                 .ok()
                 .and_then(|p| p.attempts.into_iter().next())
-                .map(|a| (a.target.id, a.target.region))
+                .map(|a| (a.target.id.to_string(), a.target.region.to_string()))
                 .unwrap_or_default();
             return Err(Error::from(ServiceError::new(
                 ErrorKind::Transport,
@@ -184,9 +184,9 @@ impl Executor {
             let bound = run.bound(TimeLimit::Answer, run.limits.answer);
             let result = match self.call(request, &inflight.attempt, &checkpoints) {
                 Ok((backend, call)) => bound
-                    .run(tracing::Instrument::instrument(
-                        backend.generate(call),
+                    .run(crate::telemetry::span::within(
                         attempt::span(&inflight.attempt),
+                        backend.generate(call),
                     ))
                     .await
                     .unwrap_or_else(|fired| Err(run.timed_out(&inflight.attempt, fired))),
@@ -200,7 +200,8 @@ impl Executor {
                     return Ok(response);
                 }
                 Err(e) => {
-                    if let Err(stop) = run.after_failure(inflight, e).await {
+                    // Boxed: failures are rare, and every call's future would carry its size.
+                    if let Err(stop) = Box::pin(run.after_failure(inflight, e)).await {
                         return Err(run.failed_with(stop));
                     }
                 }

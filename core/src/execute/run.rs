@@ -153,8 +153,8 @@ impl<'a> Run<'a> {
             if !force && view.breaker == crate::types::BreakerView::Open {
                 if self.round == 0 {
                     self.reasons.push(Reason::TargetDemoted {
-                        target: attempt.target.id().to_string(),
-                        region: attempt.target.region().to_string(),
+                        target: attempt.target.id.clone(),
+                        region: attempt.target.region.clone(),
                         health: view.breaker,
                         throttle_score: (view.throttle_score * 100.0).round() / 100.0,
                     });
@@ -199,8 +199,8 @@ impl<'a> Run<'a> {
             if let Some(limit) = time_limit_of(&e.code) {
                 self.reasons.push(Reason::TimeLimitHit {
                     limit,
-                    target: a.target.id().to_string(),
-                    region: a.target.region().to_string(),
+                    target: a.target.id.clone(),
+                    region: a.target.region.clone(),
                     after_ms: u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX),
                 });
             }
@@ -270,8 +270,8 @@ impl<'a> Run<'a> {
             let allowed = retry.max_retry_after.min(left);
             if asked > allowed {
                 self.reasons.push(Reason::RetryAfterRefused {
-                    target: last.target.id().to_string(),
-                    region: last.target.region().to_string(),
+                    target: last.target.id.clone(),
+                    region: last.target.region.clone(),
                     retry_after_ms: millis(asked),
                     allowed_ms: millis(allowed),
                 });
@@ -396,7 +396,7 @@ impl<'a> Run<'a> {
             .and_then(|id| crate::plan::prompt_router::configured_model(config, id));
         let (priced_id, priced_profile) = match invoked {
             Some((id, profile)) => (id, profile),
-            None => (attempt.model.as_str(), attempt.target.profile()),
+            None => (&*attempt.model, attempt.target.profile()),
         };
         let model = &config.models[priced_id];
         let served = done.served_tier.or(attempt.tier);
@@ -433,12 +433,12 @@ impl<'a> Run<'a> {
             state.remember_digests(std::mem::take(&mut cache.learned));
         }
         let family = if attempt.model == self.plan.model {
-            self.plan.family.clone()
+            self.plan.family.as_deref().map(String::from)
         } else {
             config
                 .families
                 .iter()
-                .find(|(_, f)| f.variants.contains(&attempt.model))
+                .find(|(_, f)| f.variants.iter().any(|v| **v == *attempt.model))
                 .map(|(n, _)| n.clone())
         };
         self.exec.state.record_cache_use(
@@ -460,7 +460,7 @@ impl<'a> Run<'a> {
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
                 endpoint: (attempt.target.provider == crate::types::Provider::Sagemaker)
-                    .then(|| attempt.target.id.clone()),
+                    .then(|| attempt.target.id.to_string()),
                 tier: attempt.tier,
                 served_tier: done.served_tier,
                 invoked_model: done.invoked_model,

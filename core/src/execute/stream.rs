@@ -48,6 +48,11 @@ impl Stream for ResponseStream {
     type Item = Result<StreamEvent>;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        // No subscriber wants the span: entering it would only cost (tracing's `log` fallback
+        // formats nothing but still checks, twice per event).
+        if this.span.is_disabled() {
+            return this.inner.as_mut().poll_next(cx);
+        }
         let _entered = this.span.enter();
         this.inner.as_mut().poll_next(cx)
     }
@@ -202,7 +207,7 @@ async fn open<'a>(
         let span = super::attempt::span(&inflight.attempt);
         let first = async {
             let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
-            let mut events = tracing::Instrument::instrument(backend.stream(call), span).await?;
+            let mut events = crate::telemetry::span::within(span, backend.stream(call)).await?;
             let first = events.next().await;
             Ok((events, first))
         };
@@ -286,6 +291,9 @@ pub(super) fn run(
         // Output already delivered by attempts that broke, when continuing.
         let mut carried = Usage::default();
         let mut resumed: Option<GenerateRequest> = None;
+        // The idle limit's one timer, for every wait between events.
+        let idle_timer = tokio::time::sleep_until(run.limits.deadline());
+        futures::pin_mut!(idle_timer);
         loop {
             let Some(first) = run.next_attempt().await else {
                 let e = run.exhausted();
@@ -337,7 +345,7 @@ pub(super) fn run(
             let (mut events, mut pending) = match into_parts(opened) {
                 Ok(parts) => parts,
                 Err(e) => {
-                    if let Err(stop) = run.after_failure(inflight, e).await {
+                    if let Err(stop) = Box::pin(run.after_failure(inflight, e)).await {
                         // A continuation that cannot open still broke a delivered stream.
                         let stop = if assembly.yielded > 0 {
                             Error::StreamInterrupted { delivered: assembly.delivered(), cause: Box::new(stop) }
@@ -354,8 +362,8 @@ pub(super) fn run(
                 let next = match pending.take() {
                     Some(ev) => Some(ev),
                     None => {
-                        let bound = run.bound(TimeLimit::Idle, run.limits.idle);
-                        match bound.run(events.next()).await {
+                        let idle = || run.bound(TimeLimit::Idle, run.limits.idle);
+                        match super::limits::wait_on(idle_timer.as_mut(), idle, events.next()).await {
                             Ok(next) => next,
                             Err(fired) => Some(Err(run.timed_out(&inflight.attempt, fired))),
                         }
@@ -401,7 +409,7 @@ pub(super) fn run(
                     // Nothing reached the caller: another target may still serve it whole.
                     assembly = Assembly::default();
                     run.clock.restart_attempt();
-                    if let Err(stop) = run.after_failure(inflight, failure).await {
+                    if let Err(stop) = Box::pin(run.after_failure(inflight, failure)).await {
                         yield Err(run.failed_with(stop));
                         return;
                     }
@@ -411,7 +419,7 @@ pub(super) fn run(
                     let delivered = assembly.delivered();
                     let failed_target = inflight.attempt.target.id().to_string();
                     let kind = failure.kind();
-                    if let Err(stop) = run.after_failure(inflight, failure).await {
+                    if let Err(stop) = Box::pin(run.after_failure(inflight, failure)).await {
                         yield Err(run.failed_with(Error::StreamInterrupted { delivered, cause: Box::new(stop) }));
                         return;
                     }

@@ -8,6 +8,7 @@
 //! (which regions, profiles or endpoints, in which order, with step-ups and fallbacks). Add
 //! your own after them, or replace one by name, as tower stacks layers.
 
+pub mod catalog;
 pub mod observe;
 pub mod policy;
 pub mod prompt_cache;
@@ -16,9 +17,12 @@ pub mod targets;
 pub mod tier;
 pub mod variant;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 pub use crate::types::{Attempt, Exclusion, OverflowCause, Reason, Target};
+pub use catalog::Catalog;
 pub use policy::{Draft, Planner, Policy};
 
 use crate::config::{Config, ModelConfig};
@@ -31,9 +35,9 @@ use crate::types::Result;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
     /// The configured model chosen (the variant, for a family).
-    pub model: String,
+    pub model: Arc<str>,
     /// The family the request named, if any.
-    pub family: Option<String>,
+    pub family: Option<Arc<str>>,
     pub provider: Provider,
     /// Targets to try, best first; a failure that allows failover moves to the next.
     pub attempts: Vec<Attempt>,
@@ -52,7 +56,7 @@ pub struct Plan {
 /// let config = Config::default();
 /// let now = std::time::Instant::now();
 /// let p = plan(&GenerateRequest::user("hi").family("nova").slo_class(SloClass::Interactive), &config, &Fresh(now)).unwrap();
-/// assert_eq!(p.model, "amazon.nova-lite-v1:0");
+/// assert_eq!(&*p.model, "amazon.nova-lite-v1:0");
 /// assert_eq!(p.attempts[0].tier, Some(ServiceTier::Priority));
 /// assert_eq!(p.attempts[0].target.region(), "us-east-1");
 /// ```
@@ -66,7 +70,7 @@ pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations)
 fn prompt_router_attempt(
     arn: &str,
     request: &GenerateRequest,
-    model: &str,
+    model: &Arc<str>,
     config: &Config,
     model_attempts: &[Attempt],
     reasons: &mut Vec<Reason>,
@@ -80,14 +84,14 @@ fn prompt_router_attempt(
     };
     if !allowed {
         reasons.push(Reason::TargetExcluded {
-            target: arn.to_string(),
-            region: region.to_string(),
+            target: target.id,
+            region: target.region,
             why: Exclusion::Residency,
         });
         return None;
     }
     Some(Attempt {
-        model: model.to_string(),
+        model: Arc::clone(model),
         target,
         // The tier the plan chose for the model, as its own attempts carry it.
         tier: model_attempts.first().and_then(|a| a.tier),
@@ -96,11 +100,13 @@ fn prompt_router_attempt(
 }
 
 /// The ordered attempts on one model: its tier, then its targets.
+#[allow(clippy::too_many_arguments)]
 fn attempts_for(
     request: &GenerateRequest,
     chosen: &variant::ChosenModel,
     model: &ModelConfig,
     config: &Config,
+    catalog: &Catalog,
     obs: &(impl Observations + ?Sized),
     affinity: Option<&(String, String)>,
     reasons: &mut Vec<Reason>,
@@ -113,6 +119,7 @@ fn attempts_for(
         model,
         (tier, latency_optimized),
         config,
+        catalog,
         obs,
         affinity,
         reasons,
@@ -127,18 +134,20 @@ fn attempts_at(
     model: &ModelConfig,
     (tier, latency_optimized): (Option<crate::types::ServiceTier>, bool),
     config: &Config,
+    catalog: &Catalog,
     obs: &(impl Observations + ?Sized),
     affinity: Option<&(String, String)>,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Attempt> {
-    let mut ordered = targets::enumerate(request, chosen, model, tier, config, obs, reasons);
+    let mut ordered =
+        targets::enumerate(request, chosen, model, tier, config, catalog, obs, reasons);
     if let Some(cached_at) = affinity {
         targets::prefer_cached(&mut ordered, cached_at, request, tier, config, obs, reasons);
     }
     ordered
         .into_iter()
         .map(|target| Attempt {
-            model: chosen.model.clone(),
+            model: Arc::clone(&chosen.model),
             target,
             tier,
             latency_optimized,

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::catalog::Catalog;
 use super::observe::Observations;
 use super::variant::{ChosenModel, VariantRouters};
 use super::{attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant, Plan};
@@ -14,6 +15,8 @@ use crate::types::{Attempt, Error, Exclusion, GenerateRequest, Reason, Result, S
 pub struct Draft<'a> {
     pub request: &'a GenerateRequest,
     pub config: &'a Config,
+    /// The configuration's model names and candidate targets, made when the planner was built.
+    pub catalog: &'a Catalog,
     /// The live state, at the instant planning happens.
     pub observations: &'a dyn Observations,
     /// The model chosen (the variant policy sets it; later policies need it).
@@ -51,7 +54,7 @@ fn chosen_model<'c>(
     })?;
     let model = config
         .models
-        .get(&chosen.model)
+        .get(&*chosen.model)
         .ok_or_else(|| Error::invalid("model", format!("{:?} is not configured", chosen.model)))?;
     Ok((chosen, model))
 }
@@ -110,6 +113,7 @@ impl Policy for VariantPolicy {
         d.chosen = Some(variant::choose(
             d.request,
             d.config,
+            d.catalog,
             &self.routers,
             &mut d.reasons,
         )?);
@@ -172,7 +176,7 @@ impl Policy for TargetPolicy {
     }
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
         let (chosen, model) = chosen_model(&d.chosen, d.config, self.name())?;
-        let (request, config, obs) = (d.request, d.config, d.observations);
+        let (request, config, catalog, obs) = (d.request, d.config, d.catalog, d.observations);
         let reasons = &mut d.reasons;
         let mut attempts = attempts_at(
             request,
@@ -180,6 +184,7 @@ impl Policy for TargetPolicy {
             model,
             (d.tier, d.latency_optimized),
             config,
+            catalog,
             obs,
             d.cache.affinity.as_ref(),
             reasons,
@@ -200,16 +205,16 @@ impl Policy for TargetPolicy {
                 attempts.insert(0, router);
             }
         }
-        let step_up = step_up_attempts(chosen, config, request, obs, reasons);
-        let fallback = fallback_attempts(model, config, request, obs, reasons);
+        let step_up = step_up_attempts(chosen, config, catalog, request, obs, reasons);
+        let fallback = fallback_attempts(model, config, catalog, request, obs, reasons);
         let limit = config.routing.max_attempts as usize;
         // Keep room for one step-up attempt and one fallback attempt within the limit.
         let kept = usize::from(!step_up.is_empty()) + usize::from(!fallback.is_empty());
         let primary_limit = limit.saturating_sub(kept).max(1);
         for a in attempts.iter().skip(primary_limit) {
             reasons.push(Reason::TargetExcluded {
-                target: a.target.id().to_string(),
-                region: a.target.region().to_string(),
+                target: a.target.id.clone(),
+                region: a.target.region.clone(),
                 why: Exclusion::AttemptLimit,
             });
         }
@@ -233,8 +238,8 @@ impl Policy for TargetPolicy {
             ));
         }
         reasons.push(Reason::TargetsOrdered {
-            first: attempts[0].target.id().to_string(),
-            region: attempts[0].target.region().to_string(),
+            first: attempts[0].target.id.clone(),
+            region: attempts[0].target.region.clone(),
             fallbacks: attempts.len() - 1,
         });
         d.attempts = attempts;
@@ -246,6 +251,7 @@ impl Policy for TargetPolicy {
 fn step_up_attempts(
     chosen: &ChosenModel,
     config: &Config,
+    catalog: &Catalog,
     request: &GenerateRequest,
     obs: &dyn Observations,
     reasons: &mut Vec<Reason>,
@@ -264,8 +270,9 @@ fn step_up_attempts(
     let attempts = attempts_for(
         request,
         &stronger_model,
-        &config.models[stronger],
+        &config.models[&**stronger],
         config,
+        catalog,
         obs,
         None,
         &mut no_reasons,
@@ -273,8 +280,8 @@ fn step_up_attempts(
     .unwrap_or_default();
     if !attempts.is_empty() {
         reasons.push(Reason::VariantStepUp {
-            from: chosen.model.clone(),
-            to: stronger.clone(),
+            from: chosen.model.to_string(),
+            to: stronger.to_string(),
         });
     }
     attempts
@@ -284,6 +291,7 @@ fn step_up_attempts(
 fn fallback_attempts(
     model: &ModelConfig,
     config: &Config,
+    catalog: &Catalog,
     request: &GenerateRequest,
     obs: &dyn Observations,
     reasons: &mut Vec<Reason>,
@@ -299,13 +307,13 @@ fn fallback_attempts(
         variant: variant.clone(),
     });
     let fallback_model = ChosenModel {
-        model: variant,
-        family: Some(family.to_string()),
+        model: catalog.model_name(&variant),
+        family: Some(catalog.family_name(family)),
         pinned_profile: None,
         step_up: None,
         prompt_router: None,
     };
-    let fb = &config.models[&fallback_model.model];
+    let fb = &config.models[&*fallback_model.model];
     // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
     let mut no_reasons = Vec::new();
     attempts_for(
@@ -313,6 +321,7 @@ fn fallback_attempts(
         &fallback_model,
         fb,
         config,
+        catalog,
         obs,
         None,
         &mut no_reasons,
@@ -345,6 +354,7 @@ fn fallback_attempts(
 #[derive(Clone)]
 pub struct Planner {
     policies: Vec<Arc<dyn Policy>>,
+    catalog: Arc<Catalog>,
 }
 
 impl std::fmt::Debug for Planner {
@@ -357,9 +367,11 @@ impl std::fmt::Debug for Planner {
 
 impl Planner {
     /// The built-in policies, in order: variant, tier, checkpoints, targets. Loads the family
-    /// routers' model files (relative to [`Config::base_dir`]).
+    /// routers' model files (relative to [`Config::base_dir`]) and makes the configuration's
+    /// [`Catalog`]: plan with this configuration.
     pub fn new(config: &Config) -> Result<Self> {
         Ok(Self {
+            catalog: Arc::new(Catalog::new(config)),
             policies: vec![
                 Arc::new(VariantPolicy::new(config)?),
                 Arc::new(TierPolicy),
@@ -405,13 +417,15 @@ impl Planner {
         let mut draft = Draft {
             request,
             config,
+            catalog: &self.catalog,
             observations,
             chosen: None,
             tier: None,
             latency_optimized: false,
             cache: prompt_cache::CachePlan::default(),
             attempts: Vec::new(),
-            reasons: Vec::new(),
+            // A plan gives about this many reasons: one allocation instead of growing.
+            reasons: Vec::with_capacity(8),
         };
         for policy in &self.policies {
             policy.apply(&mut draft)?;

@@ -2,6 +2,7 @@
 //! or SageMaker endpoints, restricted by residency and capped by `routing.max_attempts`.
 
 use crate::config::{Config, ModelConfig};
+use crate::plan::catalog::{self, Catalog};
 use crate::plan::observe::{Observations, TargetView};
 use crate::plan::variant::ChosenModel;
 pub use crate::types::Objective;
@@ -17,107 +18,127 @@ use crate::types::{GenerateRequest, Residency, ServiceTier};
 /// Order: healthy targets (closed breaker, or half-open with a probe slot free) before recently
 /// throttled ones, before those waiting on a probe, before open ones; then by the objective;
 /// then by configured order.
+#[allow(clippy::too_many_arguments)]
 pub fn enumerate(
     request: &GenerateRequest,
     chosen: &ChosenModel,
     model: &ModelConfig,
     tier: Option<ServiceTier>,
     config: &Config,
+    catalog: &Catalog,
     obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> Vec<Target> {
-    let mut candidates = match &model.provider() {
-        Provider::Bedrock => {
-            bedrock_candidates(&chosen.model, model, chosen.pinned_profile, config, reasons)
+    // A planner plans with the configuration it was built from; a model it does not know (a
+    // configuration changed since) gets its candidates made here.
+    let made;
+    let all = match catalog.candidates(&chosen.model) {
+        Some(c) => c,
+        None => {
+            made = catalog::candidates(&chosen.model, model, config);
+            &made
         }
-        Provider::Sagemaker => model
-            .endpoints()
-            .iter()
-            .map(|e| Target::sagemaker(&e.region, &e.name))
-            .collect(),
-        other => model
-            .regions()
-            .iter()
-            .map(|r| Target {
-                provider: other.clone(),
-                region: r.clone(),
-                id: model.model_id().unwrap_or(&chosen.model).to_string(),
-                profile: None,
-            })
-            .collect(),
     };
-    if let Some(residency) = &request.residency {
-        candidates.retain(|t| {
-            let ok = allowed(t, residency, config);
-            if !ok {
-                exclude(reasons, t, Exclusion::Residency);
-            }
-            ok
+    let bedrock = model.provider() == Provider::Bedrock;
+    let objective = Objective::of(request);
+    let mut ranked: Vec<Ranked> = Vec::with_capacity(all.len());
+    for (index, c) in all.iter().enumerate() {
+        let t = &c.target;
+        let excluded = if bedrock {
+            profile_rule(c.scope, chosen.pinned_profile, model.requires_profile())
+        } else {
+            None
+        };
+        let excluded = excluded.or_else(|| {
+            request
+                .residency
+                .as_ref()
+                .filter(|r| !allowed(t, r, config))
+                .map(|_| Exclusion::Residency)
+        });
+        if let Some(why) = excluded {
+            exclude(reasons, t, why);
+            continue;
+        }
+        let view = obs.target(t.region(), t.id(), tier);
+        let health = health_rank(&view);
+        let metric = match objective {
+            Objective::Latency => view.ttft.unwrap_or(config.routing.prior_ttft).as_secs_f64(),
+            Objective::Cost => match t.profile() {
+                Some(ProfileScope::Global) => config.pricing.global_profile_multiplier,
+                _ => 1.0,
+            },
+        };
+        if health > 0 {
+            reasons.push(Reason::TargetDemoted {
+                target: t.id.clone(),
+                region: t.region.clone(),
+                health: view.breaker,
+                throttle_score: (view.throttle_score * 100.0).round() / 100.0,
+            });
+        }
+        ranked.push(Ranked {
+            health,
+            metric,
+            index,
+            spread: 0,
+            target: t.clone(),
         });
     }
-    let objective = Objective::of(request);
-    let mut keyed: Vec<(u8, f64, usize, Target)> = candidates
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let view = obs.target(t.region(), t.id(), tier);
-            let health = health_rank(&view);
-            let metric = match objective {
-                Objective::Latency => view.ttft.unwrap_or(config.routing.prior_ttft).as_secs_f64(),
-                Objective::Cost => match t.profile() {
-                    Some(ProfileScope::Global) => config.pricing.global_profile_multiplier,
-                    _ => 1.0,
-                },
-            };
-            if health > 0 {
-                reasons.push(Reason::TargetDemoted {
-                    target: t.id().to_string(),
-                    region: t.region().to_string(),
-                    health: view.breaker,
-                    throttle_score: (view.throttle_score * 100.0).round() / 100.0,
-                });
-            }
-            (health, metric, i, t)
-        })
-        .collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
-    if !keyed.is_empty() {
+    ranked.sort_by(|a, b| {
+        (a.health.cmp(&b.health))
+            .then(a.metric.total_cmp(&b.metric))
+            .then(a.index.cmp(&b.index))
+    });
+    if !ranked.is_empty() {
         reasons.push(Reason::TargetsOrderedBy { objective });
     }
-    spread_across_regions(
-        keyed
-            .into_iter()
-            .map(|(health, _, _, t)| (health, t))
-            .collect(),
-    )
+    spread_across_regions(&mut ranked);
+    ranked.into_iter().map(|r| r.target).collect()
+}
+
+/// A candidate with what orders it.
+struct Ranked {
+    /// From [`health_rank`].
+    health: u8,
+    /// The objective's measure: lower is better.
+    metric: f64,
+    /// Its place in the catalog: the configured order breaks ties.
+    index: usize,
+    /// How many targets of its region and health come before it.
+    spread: usize,
+    target: Target,
 }
 
 /// Within each health rank, a region's second target comes after every region's first: the
 /// attempts that `routing.max_attempts` keeps then reach as many regions (separate capacity,
 /// separate failures) as they can, instead of spending two on one region that is down.
-fn spread_across_regions(ordered: Vec<(u8, Target)>) -> Vec<Target> {
-    let mut seen: Vec<(u8, &str, usize)> = Vec::new();
-    let mut ranks = Vec::with_capacity(ordered.len());
-    for (health, t) in &ordered {
-        let rank = match seen
-            .iter_mut()
-            .find(|(h, r, _)| h == health && *r == t.region())
-        {
-            Some((_, _, n)) => {
-                *n += 1;
-                *n
-            }
-            None => {
-                seen.push((*health, t.region(), 0));
-                0
-            }
-        };
-        ranks.push((*health, rank));
+fn spread_across_regions(ranked: &mut [Ranked]) {
+    for i in 1..ranked.len() {
+        let (before, rest) = ranked.split_at_mut(i);
+        let r = &mut rest[0];
+        r.spread = before
+            .iter()
+            .filter(|b| b.health == r.health && b.target.region == r.target.region)
+            .count();
     }
-    let mut keyed: Vec<_> = ranks.into_iter().zip(ordered).collect();
-    // Stable: the objective's order holds among targets of equal health and rank.
-    keyed.sort_by_key(|((health, rank), _)| (*health, *rank));
-    keyed.into_iter().map(|(_, (_, t))| t).collect()
+    // Stable: the objective's order holds among targets of equal health and spread.
+    ranked.sort_by_key(|r| (r.health, r.spread));
+}
+
+/// Why a Bedrock candidate is left out under the request's pinned profile or the model's need
+/// for one: the bare id unless neither applies, a profile other than the pinned one.
+fn profile_rule(
+    scope: Option<ProfileScope>,
+    pinned: Option<ProfileScope>,
+    requires_profile: bool,
+) -> Option<Exclusion> {
+    match (scope, pinned) {
+        (None, Some(_)) => Some(Exclusion::OtherProfilePinned),
+        (None, None) if requires_profile => Some(Exclusion::ProfileRequired),
+        (Some(scope), Some(p)) if scope != p => Some(Exclusion::OtherProfilePinned),
+        _ => None,
+    }
 }
 
 /// Moves the target holding the request's longest cached prefix to the front while it is
@@ -150,13 +171,16 @@ pub fn prefer_cached(
         (0, true) => (false, AffinityOutcome::TooSlow),
         _ => (false, AffinityOutcome::Unhealthy),
     };
-    if won {
+    let holder = if won {
         let t = ordered.remove(pos);
         ordered.insert(0, t);
-    }
+        &ordered[0]
+    } else {
+        &ordered[pos]
+    };
     reasons.push(Reason::CacheAffinity {
-        target: id.clone(),
-        region: region.clone(),
+        target: holder.id.clone(),
+        region: holder.region.clone(),
         won,
         why,
     });
@@ -178,62 +202,10 @@ fn health_rank(view: &TargetView) -> u8 {
     }
 }
 
-fn bedrock_candidates(
-    model_id: &str,
-    model: &ModelConfig,
-    pinned: Option<ProfileScope>,
-    config: &Config,
-    reasons: &mut Vec<Reason>,
-) -> Vec<Target> {
-    let regions = config
-        .regions
-        .iter()
-        .filter(|r| model.regions().contains(&r.name));
-    let mut local = Vec::new();
-    let mut global = Vec::new();
-    for region in regions {
-        let profile_target = |scope: ProfileScope| {
-            Target::bedrock(
-                &region.name,
-                format!("{}.{model_id}", scope.prefix()),
-                Some(scope),
-            )
-        };
-        let bare = Target::bedrock(&region.name, model_id, None);
-        match (pinned, model.requires_profile()) {
-            (None, false) => local.push(bare),
-            (None, true) => exclude(reasons, &bare, Exclusion::ProfileRequired),
-            (Some(_), _) => exclude(reasons, &bare, Exclusion::OtherProfilePinned),
-        }
-        let geographic = model
-            .profiles()
-            .iter()
-            .copied()
-            .find(|p| p.geography() == Some(region.geography));
-        for scope in geographic.into_iter().chain(
-            model
-                .profiles()
-                .contains(&ProfileScope::Global)
-                .then_some(ProfileScope::Global),
-        ) {
-            let t = profile_target(scope);
-            if pinned.is_some_and(|p| p != scope) {
-                exclude(reasons, &t, Exclusion::OtherProfilePinned);
-            } else if scope == ProfileScope::Global {
-                global.push(t);
-            } else {
-                local.push(t);
-            }
-        }
-    }
-    local.extend(global);
-    local
-}
-
 fn exclude(reasons: &mut Vec<Reason>, t: &Target, why: Exclusion) {
     reasons.push(Reason::TargetExcluded {
-        target: t.id().to_string(),
-        region: t.region().to_string(),
+        target: t.id.clone(),
+        region: t.region.clone(),
         why,
     });
 }

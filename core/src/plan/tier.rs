@@ -45,13 +45,13 @@ fn reserve_if_room(
     match obs.reserved_room(model_id, input, output) {
         Some(true) => {
             reasons.push(Reason::ReservedRoom {
-                model: model_id.to_string(),
+                model: model_id.into(),
             });
             ServiceTier::Reserved
         }
         _ => {
             reasons.push(Reason::ReservedOverflow {
-                model: model_id.to_string(),
+                model: model_id.into(),
                 cause: OverflowCause::Full,
             });
             ServiceTier::Standard
@@ -159,7 +159,7 @@ fn choose_capable(
     reasons.push(Reason::TierUnsupported {
         wanted,
         chosen,
-        model: model_id.to_string(),
+        model: model_id.into(),
     });
     Ok(Some(chosen))
 }

@@ -3,6 +3,7 @@
 use crate::classifier::Classifier;
 use std::sync::Arc;
 
+use super::catalog::Catalog;
 use crate::config::{Config, VariantRouterConfig};
 use crate::types::ProfileScope;
 use crate::types::Reason;
@@ -12,12 +13,12 @@ use crate::types::{GenerateRequest, ModelRef};
 /// The model chosen, with the family and pinned profile it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChosenModel {
-    pub model: String,
-    pub family: Option<String>,
+    pub model: Arc<str>,
+    pub family: Option<Arc<str>>,
     pub pinned_profile: Option<ProfileScope>,
     /// The next stronger variant, when the family's router chose a variant below the strongest:
     /// failover may step up to it (never down).
-    pub step_up: Option<String>,
+    pub step_up: Option<Arc<str>>,
     /// A Bedrock prompt router ARN to try first.
     pub prompt_router: Option<String>,
 }
@@ -112,6 +113,7 @@ fn thresholds(router: &VariantRouterConfig, variants: usize, classifier: &Classi
 pub fn choose(
     request: &GenerateRequest,
     config: &Config,
+    catalog: &Catalog,
     routers: &VariantRouters,
     reasons: &mut Vec<Reason>,
 ) -> Result<ChosenModel> {
@@ -173,8 +175,8 @@ pub fn choose(
                 reasons.push(Reason::PromptRouter { arn: arn.clone() });
             }
             return Ok(ChosenModel {
-                model: variant,
-                family: Some(name.to_string()),
+                model: catalog.model_name(&variant),
+                family: Some(catalog.family_name(name)),
                 pinned_profile: None,
                 step_up: None,
                 prompt_router,
@@ -206,19 +208,20 @@ pub fn choose(
             min_variant: request.min_variant.clone(),
         });
         return Ok(ChosenModel {
-            model: variant,
-            family: Some(name.to_string()),
+            model: catalog.model_name(&variant),
+            family: Some(catalog.family_name(name)),
             pinned_profile: None,
-            step_up: family.variants.get(at + 1).cloned(),
+            step_up: family.variants.get(at + 1).map(|v| catalog.model_name(v)),
             prompt_router: None,
         });
     }
     if config.models.contains_key(name) {
+        let model = catalog.model_name(name);
         reasons.push(Reason::ModelRequested {
-            model: name.to_string(),
+            model: Arc::clone(&model),
         });
         return Ok(ChosenModel {
-            model: name.to_string(),
+            model,
             family: None,
             pinned_profile: None,
             step_up: None,
@@ -235,12 +238,13 @@ pub fn choose(
                     format!("{name:?}: the configuration lists no {prefix} inference profile for {bare}"),
                 ));
             }
+            let model = catalog.model_name(bare);
             reasons.push(Reason::ModelRequested {
-                model: bare.to_string(),
+                model: Arc::clone(&model),
             });
             reasons.push(Reason::ProfilePinned { profile });
             return Ok(ChosenModel {
-                model: bare.to_string(),
+                model,
                 family: None,
                 pinned_profile: Some(profile),
                 step_up: None,
@@ -287,7 +291,13 @@ mod tests {
 
     fn choose_for(req: GenerateRequest) -> Result<ChosenModel> {
         let config = Config::default();
-        choose(&req, &config, &routers(&config), &mut Vec::new())
+        choose(
+            &req,
+            &config,
+            &Catalog::new(&config),
+            &routers(&config),
+            &mut Vec::new(),
+        )
     }
 
     fn routers(config: &Config) -> VariantRouters {
@@ -297,7 +307,7 @@ mod tests {
     #[test]
     fn families_models_profiles_and_default() {
         assert_eq!(
-            choose_for(GenerateRequest::user("x")).unwrap().model,
+            &*choose_for(GenerateRequest::user("x")).unwrap().model,
             "amazon.nova-lite-v1:0"
         );
         assert_eq!(
@@ -316,7 +326,7 @@ mod tests {
         );
         let pinned =
             choose_for(GenerateRequest::user("x").model("eu.amazon.nova-pro-v1:0")).unwrap();
-        assert_eq!(pinned.model, "amazon.nova-pro-v1:0");
+        assert_eq!(&*pinned.model, "amazon.nova-pro-v1:0");
         assert_eq!(pinned.pinned_profile, Some(ProfileScope::Eu));
     }
 
@@ -338,7 +348,14 @@ mod tests {
             let mut req = GenerateRequest::user(text).family("nova");
             req.min_variant = min.map(String::from);
             let mut reasons = Vec::new();
-            let c = choose(&req, &config, &routers(&config), &mut reasons).unwrap();
+            let c = choose(
+                &req,
+                &config,
+                &Catalog::new(&config),
+                &routers(&config),
+                &mut reasons,
+            )
+            .unwrap();
             (c, reasons)
         };
         let (easy, reasons) = pick(EASY, None);
@@ -359,7 +376,7 @@ mod tests {
         match &reasons[0] {
             Reason::VariantScored { scores, chosen, .. } => {
                 assert_eq!(scores.len(), 2);
-                assert_eq!(chosen, &easy.model);
+                assert_eq!(**chosen, *easy.model);
             }
             other => panic!("{other:?}"),
         }
@@ -372,13 +389,14 @@ mod tests {
         );
         // A minimum is never undercut.
         let (floor, _) = pick(EASY, Some("amazon.nova-pro-v1:0"));
-        assert_eq!(floor.model, "amazon.nova-pro-v1:0");
+        assert_eq!(&*floor.model, "amazon.nova-pro-v1:0");
         assert_eq!(floor.step_up, None);
         let e = choose(
             &GenerateRequest::user(EASY)
                 .family("nova")
                 .min_variant("gpt-5"),
             &config,
+            &Catalog::new(&config),
             &routers(&config),
             &mut Vec::new(),
         )
@@ -396,19 +414,21 @@ mod tests {
             let cheap = choose(
                 &req,
                 &everything_cheap,
+                &Catalog::new(&everything_cheap),
                 &routers(&everything_cheap),
                 &mut Vec::new(),
             )
             .unwrap();
-            assert_eq!(cheap.model, "amazon.nova-micro-v1:0");
+            assert_eq!(&*cheap.model, "amazon.nova-micro-v1:0");
             let strong = choose(
                 &req,
                 &nothing_cheap,
+                &Catalog::new(&nothing_cheap),
                 &routers(&nothing_cheap),
                 &mut Vec::new(),
             )
             .unwrap();
-            assert_eq!(strong.model, "amazon.nova-pro-v1:0");
+            assert_eq!(&*strong.model, "amazon.nova-pro-v1:0");
         }
     }
 

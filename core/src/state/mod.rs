@@ -217,7 +217,9 @@ impl State {
             self.prefix_lookups.insert(*d, ());
         }
         let digests: Vec<[u8; 32]> = unknown.iter().map(|d| d.0).collect();
-        let Some(found) = sh.lookup_prefixes(&digests).await else {
+        // Boxed: a Redis round trip's future is large, and only calls with shared state
+        // should carry it.
+        let Some(found) = Box::pin(sh.lookup_prefixes(&digests)).await else {
             return false;
         };
         let now_ms = shared::unix_ms();
@@ -420,8 +422,14 @@ impl State {
     ) -> bool {
         match &self.shared {
             Some(sh) => {
-                sh.take_probe_lease(&shared::target_key(region, id, tier), self.breaker.open_for)
-                    .await
+                // Boxed, as every Redis call on a call's path: only shared state pays its size.
+                Box::pin(
+                    sh.take_probe_lease(
+                        &shared::target_key(region, id, tier),
+                        self.breaker.open_for,
+                    ),
+                )
+                .await
             }
             None => true,
         }
@@ -504,10 +512,7 @@ impl State {
             .get(model)?
             .capacity();
         if sh.usable() {
-            match sh
-                .reserve(model, self.reserved_window, capacity, input, output)
-                .await
-            {
+            match Box::pin(sh.reserve(model, self.reserved_window, capacity, input, output)).await {
                 Some(Some(t)) => return Some(ReservationTicket::Shared(t)),
                 Some(None) => {
                     self.full_until

@@ -17,6 +17,7 @@ pub mod catalog;
 mod http;
 pub mod otel;
 mod prometheus;
+pub mod span;
 
 #[cfg(feature = "metrics-http")]
 pub use http::serve_prometheus;

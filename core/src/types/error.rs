@@ -422,7 +422,7 @@ impl Error {
         FailedAttempt {
             target: attempt.target.id().into(),
             region: attempt.target.region().into(),
-            model: attempt.model.clone(),
+            model: attempt.model.to_string(),
             provider: attempt.target.provider.clone(),
             tier: attempt.tier,
             kind: self.kind(),

@@ -1,6 +1,7 @@
 //! Why the plan chose what it chose: one [`Reason`] per decision or rejected alternative.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -14,7 +15,7 @@ use super::target::ProfileScope;
 #[non_exhaustive]
 pub enum Reason {
     /// The request named this model.
-    ModelRequested { model: String },
+    ModelRequested { model: Arc<str> },
     /// The request named an inference-profile id, which pins that profile.
     ProfilePinned { profile: ProfileScope },
     /// The request named no model; the configuration's default applied.
@@ -43,32 +44,35 @@ pub enum Reason {
     TierUnsupported {
         wanted: ServiceTier,
         chosen: ServiceTier,
-        model: String,
+        model: Arc<str>,
     },
     /// Latency-optimized inference was asked for, for an interactive call.
     LatencyOptimized,
     /// A candidate target was left out.
     TargetExcluded {
-        target: String,
-        region: String,
+        target: Arc<str>,
+        region: Arc<str>,
         why: Exclusion,
     },
     /// The first target, and how many others follow it for failover.
     TargetsOrdered {
-        first: String,
-        region: String,
+        first: Arc<str>,
+        region: Arc<str>,
         fallbacks: usize,
     },
     /// The request carries its own cache checkpoints, which fit the model's rules.
     CachePointsPinned { count: usize },
     /// The reservation has room for this call: it goes to the reserved tier.
-    ReservedRoom { model: String },
+    ReservedRoom { model: Arc<str> },
     /// The call overflowed from the reservation to standard.
-    ReservedOverflow { model: String, cause: OverflowCause },
+    ReservedOverflow {
+        model: Arc<str>,
+        cause: OverflowCause,
+    },
     /// A target was moved back for its health.
     TargetDemoted {
-        target: String,
-        region: String,
+        target: Arc<str>,
+        region: Arc<str>,
         health: BreakerView,
         throttle_score: f64,
     },
@@ -91,8 +95,8 @@ pub enum Reason {
     CacheOptOut,
     /// The target holding the cached prefix was preferred (`won`), or not, and why.
     CacheAffinity {
-        target: String,
-        region: String,
+        target: Arc<str>,
+        region: Arc<str>,
         won: bool,
         why: AffinityOutcome,
     },
@@ -100,8 +104,8 @@ pub enum Reason {
     /// target's breaker), or the call.
     TimeLimitHit {
         limit: TimeLimit,
-        target: String,
-        region: String,
+        target: Arc<str>,
+        region: Arc<str>,
         /// How long the attempt had run, in milliseconds.
         after_ms: u64,
     },
@@ -115,8 +119,8 @@ pub enum Reason {
     /// A service asked to wait longer than Laneway waits (`routing.retry.max_retry_after`) or
     /// than the call's deadline allows: it was not waited for.
     RetryAfterRefused {
-        target: String,
-        region: String,
+        target: Arc<str>,
+        region: Arc<str>,
         retry_after_ms: u64,
         /// The most that could be waited: the cap, or the time left before the deadline.
         allowed_ms: u64,

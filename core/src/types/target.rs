@@ -2,6 +2,7 @@
 //! ([`Provider`], [`ProfileScope`]).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +29,7 @@ pub enum Provider {
     /// Amazon SageMaker real-time endpoints (InvokeEndpoint, InvokeEndpointWithResponseStream).
     Sagemaker,
     /// A provider of your own, by name.
-    Other(std::sync::Arc<str>),
+    Other(Arc<str>),
 }
 
 impl Provider {
@@ -132,7 +133,7 @@ impl ProfileScope {
 pub struct Attempt {
     /// The configured model this attempt sends to (a fallback family's variant may differ from
     /// the plan's model).
-    pub model: String,
+    pub model: Arc<str>,
     pub target: Target,
     /// The Bedrock service tier; `None` for SageMaker.
     pub tier: Option<ServiceTier>,
@@ -154,10 +155,10 @@ pub struct Target {
     /// The service that serves it.
     pub provider: Provider,
     /// The region the request is signed for (for your own providers, any name you give).
-    pub region: String,
+    pub region: Arc<str>,
     /// The id sent: a Bedrock model or inference-profile id, a SageMaker endpoint name, or your
     /// provider's model id.
-    pub id: String,
+    pub id: Arc<str>,
     /// The Bedrock inference profile, when `id` is a profile id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileScope>,
@@ -166,8 +167,8 @@ pub struct Target {
 impl Target {
     /// A Bedrock model or inference profile in a region.
     pub fn bedrock(
-        region: impl Into<String>,
-        model_id: impl Into<String>,
+        region: impl Into<Arc<str>>,
+        model_id: impl Into<Arc<str>>,
         profile: Option<ProfileScope>,
     ) -> Self {
         Self {
@@ -179,7 +180,7 @@ impl Target {
     }
 
     /// A SageMaker endpoint, by name, in its region.
-    pub fn sagemaker(region: impl Into<String>, endpoint: impl Into<String>) -> Self {
+    pub fn sagemaker(region: impl Into<Arc<str>>, endpoint: impl Into<Arc<str>>) -> Self {
         Self {
             provider: Provider::Sagemaker,
             region: region.into(),

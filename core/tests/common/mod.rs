@@ -63,6 +63,6 @@ pub fn breaker_open(
 ) -> bool {
     router.plan(request).unwrap().reasons.iter().any(|r| {
         matches!(r, laneway::Reason::TargetDemoted { region: reg, target: t, health: laneway::state::BreakerView::Open, .. }
-            if reg == region && target.is_none_or(|want| want == t))
+            if **reg == *region && target.is_none_or(|want| *want == **t))
     })
 }

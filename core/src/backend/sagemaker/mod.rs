@@ -57,14 +57,14 @@ impl SagemakerBackend {
             .model
             .endpoints()
             .iter()
-            .find(|e| &e.name == id && &e.region == region)
+            .find(|e| *e.name == **id && *e.region == **region)
             .ok_or_else(|| {
                 Error::config(
                     format!("models.\"{}\".endpoints", call.attempt.model),
                     format!("no endpoint {id:?} in {region}"),
                 )
             })?;
-        let client = self.clients.get(region).ok_or_else(|| {
+        let client = self.clients.get(&**region).ok_or_else(|| {
             Error::config(
                 "regions",
                 format!("no SageMaker client for region {region:?}"),

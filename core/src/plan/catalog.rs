@@ -1,0 +1,250 @@
+//! Every configured model's name and candidate targets, made once when a [`Planner`] is built,
+//! so that a plan shares them (reference counts) instead of formatting profile ids and copying
+//! names on every call.
+//!
+//! [`Planner`]: super::Planner
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::config::{Config, ModelConfig};
+use crate::types::{ProfileScope, Provider, Target};
+
+/// The models of one configuration: their names and candidate targets, shared.
+///
+/// ```
+/// use laneway::plan::Catalog;
+/// let config = laneway::Config::default();
+/// let catalog = Catalog::new(&config);
+/// let ids: Vec<&str> = catalog
+///     .candidates("amazon.nova-lite-v1:0")
+///     .unwrap()
+///     .iter()
+///     .map(|c| c.target.id())
+///     .collect();
+/// assert_eq!(ids[..2], ["amazon.nova-lite-v1:0", "us.amazon.nova-lite-v1:0"]);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    models: HashMap<Box<str>, Entry>,
+    families: HashMap<Box<str>, Arc<str>>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    name: Arc<str>,
+    candidates: Vec<Candidate>,
+}
+
+/// One target a model may be sent to, before the request's residency, pinned profile and the
+/// live state choose among them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub target: Target,
+    /// For a Bedrock target: the inference profile its id names (`None` for the bare model id).
+    pub scope: Option<ProfileScope>,
+}
+
+impl Catalog {
+    /// The catalog of `config`'s models and families.
+    pub fn new(config: &Config) -> Self {
+        let models = config
+            .models
+            .iter()
+            .map(|(name, model)| {
+                let entry = Entry {
+                    name: Arc::from(name.as_str()),
+                    candidates: candidates(name, model, config),
+                };
+                (Box::from(name.as_str()), entry)
+            })
+            .collect();
+        let families = config
+            .families
+            .keys()
+            .map(|f| (Box::from(f.as_str()), Arc::from(f.as_str())))
+            .collect();
+        Self { models, families }
+    }
+
+    /// A model's name, shared when it is configured (a new string otherwise).
+    pub fn model_name(&self, model: &str) -> Arc<str> {
+        self.models
+            .get(model)
+            .map_or_else(|| Arc::from(model), |e| Arc::clone(&e.name))
+    }
+
+    /// A family's name, shared when it is configured (a new string otherwise).
+    pub fn family_name(&self, family: &str) -> Arc<str> {
+        self.families
+            .get(family)
+            .map_or_else(|| Arc::from(family), Arc::clone)
+    }
+
+    /// A configured model's candidate targets: for Bedrock, each configured region's bare id
+    /// and geographic profile in the configuration's region order, then the global profiles;
+    /// SageMaker endpoints and other providers' regions in configured order.
+    pub fn candidates(&self, model: &str) -> Option<&[Candidate]> {
+        self.models.get(model).map(|e| e.candidates.as_slice())
+    }
+}
+
+/// The candidates of one model in `config`.
+pub(crate) fn candidates(name: &str, model: &ModelConfig, config: &Config) -> Vec<Candidate> {
+    let unscoped = |target| Candidate {
+        target,
+        scope: None,
+    };
+    match model.provider() {
+        Provider::Bedrock => bedrock(name, model, config),
+        Provider::Sagemaker => model
+            .endpoints()
+            .iter()
+            .map(|e| unscoped(Target::sagemaker(e.region.as_str(), e.name.as_str())))
+            .collect(),
+        other => {
+            let id: Arc<str> = Arc::from(model.model_id().unwrap_or(name));
+            model
+                .regions()
+                .iter()
+                .map(|r| {
+                    unscoped(Target {
+                        provider: other.clone(),
+                        region: Arc::from(r.as_str()),
+                        id: Arc::clone(&id),
+                        profile: None,
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidate> {
+    let bare_id: Arc<str> = Arc::from(model_id);
+    let profile_ids: Vec<(ProfileScope, Arc<str>)> = model
+        .profiles()
+        .iter()
+        .map(|&scope| (scope, Arc::from(format!("{}.{model_id}", scope.prefix()))))
+        .collect();
+    let profile_id = |scope: ProfileScope| {
+        profile_ids
+            .iter()
+            .find(|(s, _)| *s == scope)
+            .map(|(_, id)| Arc::clone(id))
+    };
+    let mut local = Vec::new();
+    let mut global = Vec::new();
+    for region in config
+        .regions
+        .iter()
+        .filter(|r| model.regions().contains(&r.name))
+    {
+        let name: Arc<str> = Arc::from(region.name.as_str());
+        let at = |id: Arc<str>, scope: Option<ProfileScope>| Candidate {
+            target: Target::bedrock(Arc::clone(&name), id, scope),
+            scope,
+        };
+        local.push(at(Arc::clone(&bare_id), None));
+        let geographic = model
+            .profiles()
+            .iter()
+            .copied()
+            .find(|p| p.geography() == Some(region.geography));
+        if let Some(scope) = geographic {
+            local.extend(profile_id(scope).map(|id| at(id, Some(scope))));
+        }
+        if let Some(id) = profile_id(ProfileScope::Global) {
+            global.push(at(id, Some(ProfileScope::Global)));
+        }
+    }
+    local.extend(global);
+    local
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::observe::Fresh;
+    use crate::plan::Planner;
+    use crate::GenerateRequest;
+
+    fn ids(c: &[Candidate]) -> Vec<(&str, &str)> {
+        c.iter()
+            .map(|c| (c.target.id(), c.target.region()))
+            .collect()
+    }
+
+    #[test]
+    fn candidates_follow_the_configuration_for_every_provider() {
+        let config = Config::from_toml_str(
+            "[models.tgi]\nprovider = \"sagemaker\"\n\
+             endpoints = [{ name = \"b\", region = \"us-west-2\", format = \"tgi\" }, { name = \"a\", region = \"us-east-1\", format = \"tgi\" }]\n\
+             price = { input_per_1k = 0.1, output_per_1k = 0.2 }\n\
+             [models.small]\nprovider = \"house\"\nmodel_id = \"small-v3\"\nregions = [\"a\", \"b\"]\n\
+             price = { input_per_1k = 0.1, output_per_1k = 0.2 }\n",
+        )
+        .unwrap();
+        let catalog = Catalog::new(&config);
+        // Bedrock: region by region (the configuration's order), the bare id then the region's
+        // geographic profile; global profiles last.
+        let haiku = catalog
+            .candidates("anthropic.claude-haiku-4-5-20251001-v1:0")
+            .unwrap();
+        let h = ids(haiku);
+        assert_eq!(
+            h[0],
+            ("anthropic.claude-haiku-4-5-20251001-v1:0", "us-east-1")
+        );
+        assert_eq!(
+            h[1],
+            ("us.anthropic.claude-haiku-4-5-20251001-v1:0", "us-east-1")
+        );
+        assert_eq!(
+            h[5],
+            ("eu.anthropic.claude-haiku-4-5-20251001-v1:0", "eu-west-1")
+        );
+        assert!(h[6..].iter().all(|(id, _)| id.starts_with("global.")));
+        assert_eq!(h.len(), 9);
+        assert_eq!(haiku[1].scope, Some(ProfileScope::Us));
+        assert_eq!(haiku[0].scope, None);
+        // One profile id per scope, shared by every region's target.
+        assert!(Arc::ptr_eq(&haiku[6].target.id, &haiku[7].target.id));
+        assert_eq!(
+            ids(catalog.candidates("tgi").unwrap()),
+            [("b", "us-west-2"), ("a", "us-east-1")]
+        );
+        assert_eq!(
+            ids(catalog.candidates("small").unwrap()),
+            [("small-v3", "a"), ("small-v3", "b")]
+        );
+        assert!(catalog.candidates("gpt-5").is_none());
+        assert!(Arc::ptr_eq(
+            &catalog.model_name("small"),
+            &catalog.model_name("small")
+        ));
+        assert_eq!(&*catalog.model_name("gpt-5"), "gpt-5");
+        assert_eq!(&*catalog.family_name("nova"), "nova");
+    }
+
+    #[test]
+    fn a_model_the_catalog_lacks_is_still_planned_from_the_configuration() {
+        let config = Config::default();
+        let planner = Planner::new(&config).unwrap();
+        let mut later = config.clone();
+        let mut copy = later.models["amazon.nova-lite-v1:0"].clone();
+        if let ModelConfig::Bedrock(spec) = &mut copy {
+            spec.regions = vec!["eu-west-1".into()];
+        }
+        later.models.insert("nova-lite-eu".into(), copy);
+        let p = planner
+            .plan(
+                &GenerateRequest::user("x").model("nova-lite-eu"),
+                &later,
+                &Fresh(std::time::Instant::now()),
+            )
+            .unwrap();
+        assert_eq!(p.attempts[0].target.id(), "nova-lite-eu");
+        assert!(p.attempts.iter().all(|a| a.target.region() == "eu-west-1"));
+    }
+}
