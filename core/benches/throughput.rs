@@ -175,6 +175,17 @@ fn main() {
             .load()
             .await;
         let raw = bedrock::Client::new(&conf);
+        // The raw client as a user who bounds every call in time would configure it (Laneway
+        // always does): for profiling only, `LANEWAY_BENCH_ONLY=raw-bounded`.
+        let bounded = bedrock::Client::from_conf(
+            bedrock::config::Builder::from(&conf)
+                .timeout_config(
+                    aws_config::timeout::TimeoutConfig::builder()
+                        .operation_attempt_timeout(Duration::from_secs(60))
+                        .build(),
+                )
+                .build(),
+        );
         // Converse against Converse (and streams against streams below): Laneway's generate
         // sends a stream by default (routing.stream_generate).
         let mut config = laneway::Config::default();
@@ -208,6 +219,12 @@ fn main() {
                 router.generate(req).await.unwrap();
             }
         };
+        let raw_bounded = |i: usize| {
+            let (raw, msg, inf) = (bounded.clone(), message(i), inference.clone());
+            async move {
+                raw.converse().model_id(MODEL).messages(msg).inference_config(inf).send().await.unwrap();
+            }
+        };
         let raw_stream = |i: usize| {
             let (raw, msg, inf) = (raw.clone(), message(i), inference.clone());
             async move {
@@ -233,9 +250,10 @@ fn main() {
                 let s = match only.as_str() {
                     "raw" => measure(per_round, pace, raw_generate).await,
                     "raw-stream" => measure(per_round, pace, raw_stream).await,
+                    "raw-bounded" => measure(per_round, pace, raw_bounded).await,
                     "laneway" => measure(per_round, pace, laneway_generate).await,
                     "laneway-stream" => measure(per_round, pace, laneway_stream).await,
-                    other => panic!("LANEWAY_BENCH_ONLY={other}: expected raw, raw-stream, laneway or laneway-stream"),
+                    other => panic!("LANEWAY_BENCH_ONLY={other}: expected raw, raw-bounded, raw-stream, laneway or laneway-stream"),
                 };
                 println!("  {only:<14} {:>8.0} req/s ({:>6.1} us CPU/call, {:.0} allocations/call with the emulator's)", s.per_second, s.cpu_us_per_call, s.allocations_per_call);
             }
