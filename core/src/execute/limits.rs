@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
 use tokio::time::{Instant, Sleep};
 
@@ -114,7 +114,7 @@ pub struct Bound {
 impl Bound {
     /// Runs `fut` until this bound; `Err(self)` if the bound fired first (`fut` is dropped,
     /// which cancels its request on the wire). For a stream's successive waits, see
-    /// [`wait_on`].
+    /// [`IdleTimer`].
     pub async fn run<F: std::future::Future>(self, fut: F) -> Result<F::Output, Bound> {
         tokio::time::timeout_at(self.at, fut)
             .await
@@ -122,44 +122,81 @@ impl Bound {
     }
 }
 
-/// Runs `fut` until the bound `bound` gives, on `timer`, a timer that serves one wait after
-/// another (a stream's events). The timer is moved only when it would fire after the bound, or
-/// fires before it: arming a timer per event costs a fast stream more than handling the event
-/// does, and this way a stream's waits share one timer that moves about once per idle limit.
-/// `bound` is asked only if `fut` is not ready at once: an event already received costs no
-/// clock read.
-pub async fn wait_on<F: Future>(
-    mut timer: Pin<&mut Sleep>,
-    bound: impl FnOnce() -> Bound,
-    fut: F,
-) -> Result<F::Output, Bound> {
-    let mut fut = std::pin::pin!(fut);
-    let mut bound = Some(bound);
-    let mut limit: Option<Bound> = None;
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(out));
+/// A timer that serves one wait after another (a stream's events), each until its own
+/// [`Bound`]. Arming a timer per event costs a fast stream more than handling the event does:
+/// this one is moved only when it would fire after the current bound or fires before it (about
+/// once per idle limit), and it is polled (its waker registered) only when it was moved, fired,
+/// or another task polls the stream.
+#[derive(Debug)]
+pub struct IdleTimer {
+    sleep: Pin<Box<Sleep>>,
+    /// The waker the timer last registered, while it holds it.
+    registered: Option<Waker>,
+}
+
+impl IdleTimer {
+    /// A timer armed at `at` (the call's deadline: no wait outlasts it).
+    pub fn new(at: Instant) -> Self {
+        Self {
+            sleep: Box::pin(tokio::time::sleep_until(at)),
+            registered: None,
         }
-        let at = match limit {
-            Some(b) => b,
-            None => {
-                let b = bound.take().expect("asked once")();
-                if timer.deadline() > b.at {
-                    timer.as_mut().reset(b.at);
+    }
+
+    /// Runs `fut` until the bound `bound` gives; `Err` with that bound if it passes first.
+    /// `bound` is asked only if `fut` is not ready at once: an event already received costs no
+    /// clock read.
+    pub async fn wait<F: Future>(
+        &mut self,
+        bound: impl FnOnce() -> Bound,
+        fut: F,
+    ) -> Result<F::Output, Bound> {
+        let mut fut = std::pin::pin!(fut);
+        let mut bound = Some(bound);
+        let mut limit: Option<Bound> = None;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Ok(out));
+            }
+            let limit = match limit {
+                Some(b) => b,
+                None => {
+                    let b = bound.take().expect("asked once")();
+                    if self.sleep.deadline() > b.at {
+                        self.move_to(b.at);
+                    }
+                    *limit.insert(b)
                 }
-                *limit.insert(b)
+            };
+            loop {
+                let holds_waker = self
+                    .registered
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()));
+                if holds_waker && !self.sleep.is_elapsed() {
+                    return Poll::Pending;
+                }
+                match self.sleep.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        self.registered = Some(cx.waker().clone());
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(()) if self.sleep.deadline() >= limit.at => {
+                        self.registered = None;
+                        return Poll::Ready(Err(limit));
+                    }
+                    // Armed for an earlier wait: this one ends later.
+                    Poll::Ready(()) => self.move_to(limit.at),
+                }
             }
-        };
-        loop {
-            match timer.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(()) if timer.deadline() >= at.at => return Poll::Ready(Err(at)),
-                // Armed for an earlier wait: this one ends later.
-                Poll::Ready(()) => timer.as_mut().reset(at.at),
-            }
-        }
-    })
-    .await
+        })
+        .await
+    }
+
+    fn move_to(&mut self, at: Instant) {
+        self.sleep.as_mut().reset(at);
+        self.registered = None;
+    }
 }
 
 #[cfg(test)]
@@ -217,31 +254,28 @@ mod tests {
             idle: Duration::from_secs(1),
             answer: Duration::from_secs(5),
         };
-        let timer = tokio::time::sleep_until(limits.deadline());
-        tokio::pin!(timer);
+        let mut timer = IdleTimer::new(limits.deadline());
         let gap = Duration::from_millis(600);
         // Events 600 ms apart under a 1 s idle limit: the timer, armed for the first wait,
         // fires early during the second and moves; no wait fails.
         for _ in 0..4 {
             let bound = limits.bound(Instant::now(), TimeLimit::Idle, limits.idle);
-            let waited = wait_on(timer.as_mut(), || bound, tokio::time::sleep(gap)).await;
+            let waited = timer.wait(|| bound, tokio::time::sleep(gap)).await;
             assert!(
                 waited.is_ok(),
                 "an event inside the idle limit ended the wait"
             );
         }
         // An event already received asks for no bound (no clock read).
-        let ready = wait_on(
-            timer.as_mut(),
-            || unreachable!("asked"),
-            std::future::ready(7),
-        )
-        .await;
+        let ready = timer
+            .wait(|| unreachable!("asked"), std::future::ready(7))
+            .await;
         assert_eq!(ready.ok(), Some(7));
         // Then silence: the wait ends at its own bound, a second after it began.
         let began = Instant::now();
         let bound = limits.bound(began, TimeLimit::Idle, limits.idle);
-        let fired = wait_on(timer.as_mut(), || bound, std::future::pending::<()>())
+        let fired = timer
+            .wait(|| bound, std::future::pending::<()>())
             .await
             .unwrap_err();
         assert_eq!(fired.limit, TimeLimit::Idle);
@@ -252,10 +286,9 @@ mod tests {
             ..limits
         };
         let bound = far.bound(Instant::now(), TimeLimit::Idle, far.idle);
-        timer
-            .as_mut()
-            .reset(Instant::now() + Duration::from_secs(30));
-        let fired = wait_on(timer.as_mut(), || bound, std::future::pending::<()>())
+        timer.move_to(Instant::now() + Duration::from_secs(30));
+        let fired = timer
+            .wait(|| bound, std::future::pending::<()>())
             .await
             .unwrap_err();
         assert_eq!(fired.limit, TimeLimit::Deadline);

@@ -1,7 +1,6 @@
 //! Streaming execution: fails over while nothing has reached the caller, and after that reports
 //! how much was delivered when a stream breaks.
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -61,7 +60,7 @@ impl Stream for ResponseStream {
 /// Content blocks as they arrive, by index.
 #[derive(Default)]
 struct Assembly {
-    blocks: BTreeMap<u32, Block>,
+    blocks: Blocks,
     stop: Option<StopReason>,
     usage: Option<Usage>,
     served_tier: Option<crate::types::ServiceTier>,
@@ -69,6 +68,48 @@ struct Assembly {
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
     yielded: u32,
+}
+
+/// An answer's content blocks by index: a handful, nearly always arriving in index order, each
+/// delta for the block the last one went to (a vector with that fast path, not a tree).
+#[derive(Default)]
+struct Blocks(Vec<(u32, Block)>);
+
+impl Blocks {
+    fn get_mut(&mut self, index: u32) -> Option<&mut Block> {
+        let at = match self.0.last() {
+            Some((i, _)) if *i == index => self.0.len() - 1,
+            _ => self.0.iter().position(|(i, _)| *i == index)?,
+        };
+        Some(&mut self.0[at].1)
+    }
+
+    /// The block at `index`, a new text block if there is none.
+    fn get_or_text(&mut self, index: u32) -> &mut Block {
+        if self.get_mut(index).is_none() {
+            self.0.push((index, Block::Text(String::new())));
+        }
+        self.get_mut(index).expect("present")
+    }
+
+    /// Sets the block at `index`, replacing one there.
+    fn set(&mut self, index: u32, block: Block) {
+        match self.get_mut(index) {
+            Some(b) => *b = block,
+            None => self.0.push((index, block)),
+        }
+    }
+
+    fn in_order(&self) -> impl Iterator<Item = &Block> {
+        let mut refs: Vec<&(u32, Block)> = self.0.iter().collect();
+        refs.sort_by_key(|(i, _)| *i);
+        refs.into_iter().map(|(_, b)| b)
+    }
+
+    fn into_in_order(mut self) -> impl Iterator<Item = Block> {
+        self.0.sort_by_key(|(i, _)| *i);
+        self.0.into_iter().map(|(_, b)| b)
+    }
 }
 
 enum Block {
@@ -91,11 +132,7 @@ impl Assembly {
     fn apply(&mut self, ev: BackendEvent) -> Option<StreamEvent> {
         match ev {
             BackendEvent::TextDelta { index, text } => {
-                match self
-                    .blocks
-                    .entry(index)
-                    .or_insert_with(|| Block::Text(String::new()))
-                {
+                match self.blocks.get_or_text(index) {
                     Block::Text(t) => t.push_str(&text),
                     Block::Tool { json, .. } => json.push_str(&text),
                 }
@@ -104,7 +141,7 @@ impl Assembly {
                 Some(StreamEvent::TextDelta { index, text })
             }
             BackendEvent::ToolUseStart { index, id, name } => {
-                self.blocks.insert(
+                self.blocks.set(
                     index,
                     Block::Tool {
                         id: id.clone(),
@@ -115,7 +152,7 @@ impl Assembly {
                 Some(StreamEvent::ToolUseStart { index, id, name })
             }
             BackendEvent::ToolUseDelta { index, input_json } => {
-                if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(&index) {
+                if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(index) {
                     json.push_str(&input_json);
                 }
                 self.delivered.deltas += 1;
@@ -146,7 +183,7 @@ impl Assembly {
     /// The text of every text block so far.
     fn text(&self) -> String {
         self.blocks
-            .values()
+            .in_order()
             .filter_map(|b| match b {
                 Block::Text(t) => Some(t.as_str()),
                 Block::Tool { .. } => None,
@@ -164,7 +201,7 @@ impl Assembly {
     fn into_completion(self) -> Completion {
         let content = self
             .blocks
-            .into_values()
+            .into_in_order()
             .map(|b| match b {
                 Block::Text(t) => OutputBlock::Text(t),
                 Block::Tool { id, name, json } => OutputBlock::ToolUse {
@@ -292,8 +329,7 @@ pub(super) fn run(
         let mut carried = Usage::default();
         let mut resumed: Option<GenerateRequest> = None;
         // The idle limit's one timer, for every wait between events.
-        let idle_timer = tokio::time::sleep_until(run.limits.deadline());
-        futures::pin_mut!(idle_timer);
+        let mut idle_timer = super::limits::IdleTimer::new(run.limits.deadline());
         loop {
             let Some(first) = run.next_attempt().await else {
                 let e = run.exhausted();
@@ -363,7 +399,7 @@ pub(super) fn run(
                     Some(ev) => Some(ev),
                     None => {
                         let idle = || run.bound(TimeLimit::Idle, run.limits.idle);
-                        match super::limits::wait_on(idle_timer.as_mut(), idle, events.next()).await {
+                        match idle_timer.wait(idle, events.next()).await {
                             Ok(next) => next,
                             Err(fired) => Some(Err(run.timed_out(&inflight.attempt, fired))),
                         }
@@ -440,5 +476,62 @@ pub(super) fn run(
     ResponseStream {
         inner: Box::pin(events),
         span: tracing::Span::none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(index: u32, t: &str) -> BackendEvent {
+        BackendEvent::TextDelta {
+            index,
+            text: t.into(),
+        }
+    }
+
+    #[test]
+    fn blocks_interleaved_and_out_of_order_assemble_by_index() {
+        let mut a = Assembly::default();
+        for ev in [
+            text(2, "late "),
+            text(0, "Hello"),
+            BackendEvent::ToolUseStart {
+                index: 1,
+                id: "t1".into(),
+                name: "lookup".into(),
+            },
+            BackendEvent::ToolUseDelta {
+                index: 1,
+                input_json: "{\"q\":".into(),
+            },
+            text(0, ", world"),
+            BackendEvent::ToolUseDelta {
+                index: 1,
+                input_json: "1}".into(),
+            },
+            text(2, "text"),
+            BackendEvent::Stop(StopReason::ToolUse),
+        ] {
+            a.take(ev);
+        }
+        assert_eq!(a.text(), "Hello, worldlate text");
+        let d = a.delivered();
+        assert_eq!((d.deltas, d.text_chars), (6, 21));
+        assert!(a.is_complete());
+        let done = a.into_completion();
+        assert_eq!(
+            done.content,
+            [
+                OutputBlock::Text("Hello, world".into()),
+                OutputBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "lookup".into(),
+                    input: serde_json::json!({"q": 1}),
+                },
+                OutputBlock::Text("late text".into()),
+            ]
+        );
+        assert_eq!(done.stop_reason, StopReason::ToolUse);
     }
 }
