@@ -295,6 +295,27 @@ mod tests {
         assert_eq!(Instant::now(), far.deadline());
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_polled_from_another_task_still_ends_at_its_bound() {
+        let start = Instant::now();
+        let bound = Bound {
+            at: start + Duration::from_secs(1),
+            limit: TimeLimit::Idle,
+            length: Duration::from_secs(1),
+        };
+        let mut timer = IdleTimer::new(start + Duration::from_secs(5));
+        let mut wait = Box::pin(timer.wait(|| bound, std::future::pending::<()>()));
+        // First polled with a waker that will never run the wait again (another task's)...
+        let mut elsewhere = std::task::Context::from_waker(futures::task::noop_waker_ref());
+        assert!(wait.as_mut().poll(&mut elsewhere).is_pending());
+        // ...then awaited here: the timer must wake this task, not the first.
+        let fired = tokio::time::timeout(Duration::from_secs(60), wait)
+            .await
+            .expect("the timer woke the task that polled it first");
+        assert_eq!(fired.unwrap_err().limit, TimeLimit::Idle);
+        assert_eq!(Instant::now(), bound.at);
+    }
+
     #[test]
     fn extreme_settings_saturate_instead_of_panicking() {
         let mut r = routing();

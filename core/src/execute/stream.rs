@@ -70,44 +70,49 @@ struct Assembly {
     yielded: u32,
 }
 
-/// An answer's content blocks by index: a handful, nearly always arriving in index order, each
-/// delta for the block the last one went to (a vector with that fast path, not a tree).
+/// An answer's content blocks, kept in index order: a handful, nearly always arriving in that
+/// order, each delta for the block the last one went to (a vector with that fast path, not a
+/// tree).
 #[derive(Default)]
 struct Blocks(Vec<(u32, Block)>);
 
 impl Blocks {
+    /// Where the block at `index` is (`Ok`), or would go (`Err`).
+    fn position(&self, index: u32) -> Result<usize, usize> {
+        match self.0.last() {
+            Some((last, _)) if *last == index => Ok(self.0.len() - 1),
+            Some((last, _)) if *last < index => Err(self.0.len()),
+            _ => self.0.binary_search_by_key(&index, |(i, _)| *i),
+        }
+    }
+
     fn get_mut(&mut self, index: u32) -> Option<&mut Block> {
-        let at = match self.0.last() {
-            Some((i, _)) if *i == index => self.0.len() - 1,
-            _ => self.0.iter().position(|(i, _)| *i == index)?,
-        };
+        let at = self.position(index).ok()?;
         Some(&mut self.0[at].1)
     }
 
     /// The block at `index`, a new text block if there is none.
     fn get_or_text(&mut self, index: u32) -> &mut Block {
-        if self.get_mut(index).is_none() {
-            self.0.push((index, Block::Text(String::new())));
-        }
-        self.get_mut(index).expect("present")
+        let at = self.position(index).unwrap_or_else(|at| {
+            self.0.insert(at, (index, Block::Text(String::new())));
+            at
+        });
+        &mut self.0[at].1
     }
 
     /// Sets the block at `index`, replacing one there.
     fn set(&mut self, index: u32, block: Block) {
-        match self.get_mut(index) {
-            Some(b) => *b = block,
-            None => self.0.push((index, block)),
+        match self.position(index) {
+            Ok(at) => self.0[at].1 = block,
+            Err(at) => self.0.insert(at, (index, block)),
         }
     }
 
-    fn in_order(&self) -> impl Iterator<Item = &Block> {
-        let mut refs: Vec<&(u32, Block)> = self.0.iter().collect();
-        refs.sort_by_key(|(i, _)| *i);
-        refs.into_iter().map(|(_, b)| b)
+    fn iter(&self) -> impl Iterator<Item = &Block> {
+        self.0.iter().map(|(_, b)| b)
     }
 
-    fn into_in_order(mut self) -> impl Iterator<Item = Block> {
-        self.0.sort_by_key(|(i, _)| *i);
+    fn into_blocks(self) -> impl Iterator<Item = Block> {
         self.0.into_iter().map(|(_, b)| b)
     }
 }
@@ -183,7 +188,7 @@ impl Assembly {
     /// The text of every text block so far.
     fn text(&self) -> String {
         self.blocks
-            .in_order()
+            .iter()
             .filter_map(|b| match b {
                 Block::Text(t) => Some(t.as_str()),
                 Block::Tool { .. } => None,
@@ -201,7 +206,7 @@ impl Assembly {
     fn into_completion(self) -> Completion {
         let content = self
             .blocks
-            .into_in_order()
+            .into_blocks()
             .map(|b| match b {
                 Block::Text(t) => OutputBlock::Text(t),
                 Block::Tool { id, name, json } => OutputBlock::ToolUse {

@@ -4,7 +4,7 @@
 //!
 //! [`Planner`]: super::Planner
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::config::{Config, ModelConfig};
@@ -26,14 +26,9 @@ use crate::types::{ProfileScope, Provider, Target};
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    models: HashMap<Box<str>, Entry>,
-    families: HashMap<Box<str>, Arc<str>>,
-}
-
-#[derive(Debug, Clone)]
-struct Entry {
-    name: Arc<str>,
-    candidates: Vec<Candidate>,
+    /// Each model's candidates, keyed by its name (the key is the shared name).
+    models: HashMap<Arc<str>, Vec<Candidate>>,
+    families: HashSet<Arc<str>>,
 }
 
 /// One target a model may be sent to, before the request's residency, pinned profile and the
@@ -51,18 +46,12 @@ impl Catalog {
         let models = config
             .models
             .iter()
-            .map(|(name, model)| {
-                let entry = Entry {
-                    name: Arc::from(name.as_str()),
-                    candidates: candidates(name, model, config),
-                };
-                (Box::from(name.as_str()), entry)
-            })
+            .map(|(name, model)| (Arc::from(name.as_str()), candidates(name, model, config)))
             .collect();
         let families = config
             .families
             .keys()
-            .map(|f| (Box::from(f.as_str()), Arc::from(f.as_str())))
+            .map(|f| Arc::from(f.as_str()))
             .collect();
         Self { models, families }
     }
@@ -70,8 +59,8 @@ impl Catalog {
     /// A model's name, shared when it is configured (a new string otherwise).
     pub fn model_name(&self, model: &str) -> Arc<str> {
         self.models
-            .get(model)
-            .map_or_else(|| Arc::from(model), |e| Arc::clone(&e.name))
+            .get_key_value(model)
+            .map_or_else(|| Arc::from(model), |(name, _)| Arc::clone(name))
     }
 
     /// A family's name, shared when it is configured (a new string otherwise).
@@ -85,7 +74,7 @@ impl Catalog {
     /// and geographic profile in the configuration's region order, then the global profiles;
     /// SageMaker endpoints and other providers' regions in configured order.
     pub fn candidates(&self, model: &str) -> Option<&[Candidate]> {
-        self.models.get(model).map(|e| e.candidates.as_slice())
+        self.models.get(model).map(Vec::as_slice)
     }
 }
 

@@ -39,23 +39,22 @@ pub fn enumerate(
             &made
         }
     };
-    let bedrock = model.provider() == Provider::Bedrock;
+    // Profiles are Bedrock's: other providers' candidates pass this rule.
+    let profiles_ruled = (model.provider() == Provider::Bedrock)
+        .then(|| (chosen.pinned_profile, model.requires_profile()));
     let objective = Objective::of(request);
     let mut ranked: Vec<Ranked> = Vec::with_capacity(all.len());
     for (index, c) in all.iter().enumerate() {
         let t = &c.target;
-        let excluded = if bedrock {
-            profile_rule(c.scope, chosen.pinned_profile, model.requires_profile())
-        } else {
-            None
-        };
-        let excluded = excluded.or_else(|| {
-            request
-                .residency
-                .as_ref()
-                .filter(|r| !allowed(t, r, config))
-                .map(|_| Exclusion::Residency)
-        });
+        let excluded = profiles_ruled
+            .and_then(|(pinned, required)| profile_rule(c.scope, pinned, required))
+            .or_else(|| {
+                request
+                    .residency
+                    .as_ref()
+                    .filter(|r| !allowed(t, r, config))
+                    .map(|_| Exclusion::Residency)
+            });
         if let Some(why) = excluded {
             exclude(reasons, t, why);
             continue;

@@ -89,11 +89,11 @@ impl LaneRef<'_> {
     }
 }
 
-/// Lanes by the hash of their labels: a call finds its lane from borrowed labels, and allocates
-/// a key only for a lane never seen before.
+/// Lanes by their labels, found from borrowed labels: a key is allocated only for a lane never
+/// seen before.
 #[derive(Default)]
 struct Lanes {
-    by_hash: HashMap<u64, Vec<(LaneKey, Lane)>>,
+    table: hashbrown::HashTable<(LaneKey, Lane)>,
 }
 
 impl Lanes {
@@ -103,19 +103,19 @@ impl Lanes {
     }
 
     fn get_or_insert(&mut self, lane: LaneRef<'_>) -> &mut Lane {
-        let bucket = self.by_hash.entry(Self::hash(&lane)).or_default();
-        let at = match bucket.iter().position(|(k, _)| k.as_lane_ref() == lane) {
-            Some(at) => at,
-            None => {
-                bucket.push((lane.to_key(), Lane::new()));
-                bucket.len() - 1
-            }
-        };
-        &mut bucket[at].1
+        let entry = self.table.entry(
+            Self::hash(&lane),
+            |(k, _)| k.as_lane_ref() == lane,
+            |(k, _)| Self::hash(&k.as_lane_ref()),
+        );
+        &mut entry
+            .or_insert_with(|| (lane.to_key(), Lane::new()))
+            .into_mut()
+            .1
     }
 
     fn iter(&self) -> impl Iterator<Item = &(LaneKey, Lane)> {
-        self.by_hash.values().flatten()
+        self.table.iter()
     }
 }
 
