@@ -7,7 +7,9 @@
 //! alone, read in nanoseconds from /proc/self/task/*/schedstat. The contenders alternate within
 //! one run, round pairs in alternating order; the report gives medians of the per-pair ratios.
 //!
-//! Two loads, each for non-streaming and streaming calls:
+//! Each call runs in a task of its own, as a service's request handlers do
+//! (`LANEWAY_BENCH_ONE_TASK=1`: all in one task). Two loads, each for non-streaming and
+//! streaming calls:
 //! - *paced*: calls start at a fixed rate (`LANEWAY_BENCH_RATE`, 2,000/s), the same for both
 //!   contenders, as a service meets them. Both run at the same load, so the client CPU per call
 //!   compares the two clients' work and nothing else.
@@ -95,31 +97,47 @@ struct Sample {
     cpu_us_per_call: f64,
 }
 
+/// Each call runs in a task of its own, as a service's request handlers do; with
+/// `LANEWAY_BENCH_ONE_TASK` set, all of a round's calls are polled from one task instead (they
+/// then share one task's wake-ups and tokio's cooperative budget).
+static ONE_TASK: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("LANEWAY_BENCH_ONE_TASK").is_some());
+
 /// Calls in flight at most: the saturated load's concurrency, the paced load's cap.
 const IN_FLIGHT: usize = 64;
 
-/// Runs `per_round` calls, 64 at a time; paced, call `i` starts `i / rate` seconds in (or as
+/// Runs `per_round` calls, 64 at a time, each spawned (see [`ONE_TASK`]); paced, call `i` starts `i / rate` seconds in (or as
 /// soon as one of the 64 is free, should calls fall behind).
 async fn measure<F, Fut>(per_round: usize, pace: Option<f64>, call: F) -> Sample
 where
     F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = ()>,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let cpu = cpu_seconds(CLIENT_THREADS);
     let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
     let start = Instant::now();
     let starts = tokio::time::Instant::now();
-    futures::stream::iter(0..per_round)
-        .then(|i| async move {
-            if let Some(rate) = pace {
-                tokio::time::sleep_until(starts + Duration::from_secs_f64(i as f64 / rate)).await;
-            }
-            i
-        })
-        .map(&call)
-        .buffer_unordered(IN_FLIGHT)
-        .collect::<Vec<()>>()
-        .await;
+    let calls = futures::stream::iter(0..per_round).then(|i| async move {
+        if let Some(rate) = pace {
+            tokio::time::sleep_until(starts + Duration::from_secs_f64(i as f64 / rate)).await;
+        }
+        i
+    });
+    // Two separate pipelines rather than a branch per call: a wrapper future would move each
+    // call's future once more (the raw SDK's is several kilobytes).
+    if *ONE_TASK {
+        calls
+            .map(&call)
+            .buffer_unordered(IN_FLIGHT)
+            .collect::<Vec<()>>()
+            .await;
+    } else {
+        calls
+            .map(|i| tokio::spawn(call(i)))
+            .buffer_unordered(IN_FLIGHT)
+            .for_each(|done| async move { done.unwrap() })
+            .await;
+    }
     let wall = start.elapsed();
     Sample {
         per_second: per_round as f64 / wall.as_secs_f64(),
@@ -264,7 +282,8 @@ fn main() {
         measure(per_round, None, raw_generate).await;
         measure(per_round, None, laneway_generate).await;
 
-        println!("{per_round} calls per round, {rounds} round pairs in alternating order, {MAX_TOKENS} output tokens per call; CPU is the client's threads only (user and system)");
+        let tasks = if *ONE_TASK { "all calls in one task" } else { "each call in a task of its own" };
+        println!("{per_round} calls per round, {rounds} round pairs in alternating order, {MAX_TOKENS} output tokens per call, {tasks}; CPU is the client's threads only (user and system)");
         for (load, pace) in [("paced", Some(rate)), ("saturated", None)] {
             match pace {
                 Some(rate) => println!("{load}: calls start at {rate:.0}/s (at most {IN_FLIGHT} in flight)"),

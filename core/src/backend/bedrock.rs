@@ -1,6 +1,6 @@
 //! Bedrock Runtime through Converse and ConverseStream.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use aws_sdk_bedrockruntime as sdk;
 use futures::future::BoxFuture;
@@ -48,7 +48,9 @@ impl BedrockBackend {
 }
 
 /// Sets a request's [`Parts`] on a Converse or ConverseStream builder: the SDK gives the two
-/// builders the same setters but no common trait.
+/// builders the same setters but no common trait. The client's fluent builders, not the input
+/// builders' `send_with`: that one moves a whole sending future more per call (measured: 6,000
+/// more instructions in `memcpy`).
 macro_rules! with_parts {
     ($builder:expr, $parts:expr) => {{
         let p: Parts = $parts;

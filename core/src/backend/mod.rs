@@ -155,7 +155,7 @@ impl std::fmt::Debug for Backends {
 fn per_region<'a, C>(
     regions: impl IntoIterator<Item = &'a str>,
     make: impl Fn(aws_config::Region) -> C,
-) -> std::collections::HashMap<String, C> {
+) -> foldhash::HashMap<String, C> {
     regions
         .into_iter()
         .map(|r| (r.to_string(), make(aws_config::Region::new(r.to_string()))))

@@ -4,13 +4,16 @@
 //!
 //! [`Planner`]: super::Planner
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use foldhash::{HashMap, HashSet};
 
 use crate::config::{Config, ModelConfig};
 use crate::types::{ProfileScope, Provider, Target};
 
-/// The models of one configuration: their names and candidate targets, shared.
+/// The models of one configuration: their names and candidate targets, shared. Looked up
+/// several times per call by a name the caller chose: foldhash (seeded per process) rather
+/// than SipHash.
 ///
 /// ```
 /// use laneway::plan::Catalog;

@@ -2,6 +2,7 @@
 //! [`Planner`] over a [`Draft`]. The built-in ones are the variant, tier, checkpoint and target
 //! policies; a policy of your own is added after them or replaces one by name.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use super::catalog::Catalog;
@@ -32,30 +33,48 @@ pub struct Draft<'a> {
     pub attempts: Vec<Attempt>,
     /// Every decision so far, in order.
     pub reasons: Vec<Reason>,
+    /// The model last looked up by [`Draft::model`] and its configuration: every later policy
+    /// asks for the same model, and the configuration's map compares strings.
+    looked_up: Memo<'a>,
 }
 
-impl Draft<'_> {
+type Memo<'a> = Cell<Option<(Arc<str>, &'a ModelConfig)>>;
+
+impl<'a> Draft<'a> {
     /// The chosen model and its configuration, or an error naming the policy that needs it.
-    pub fn model(&self, needed_by: &str) -> Result<(&ChosenModel, &ModelConfig)> {
-        chosen_model(&self.chosen, self.config, needed_by)
+    pub fn model(&self, needed_by: &str) -> Result<(&ChosenModel, &'a ModelConfig)> {
+        chosen_model(&self.chosen, self.config, &self.looked_up, needed_by)
     }
 }
 
-fn chosen_model<'c>(
+fn chosen_model<'c, 'a>(
     chosen: &'c Option<ChosenModel>,
-    config: &'c Config,
+    config: &'a Config,
+    looked_up: &Memo<'a>,
     needed_by: &str,
-) -> Result<(&'c ChosenModel, &'c ModelConfig)> {
+) -> Result<(&'c ChosenModel, &'a ModelConfig)> {
     let chosen = chosen.as_ref().ok_or_else(|| {
         Error::config(
             "policies",
             format!("policy {needed_by:?} runs before any policy chose a model"),
         )
     })?;
-    let model = config
-        .models
-        .get(&*chosen.model)
-        .ok_or_else(|| Error::invalid("model", format!("{:?} is not configured", chosen.model)))?;
+    // The memo holds the name it was made for, so a policy that replaces the choice (a new
+    // `Arc`, at another address while the old one lives) misses it.
+    let memo = looked_up.take();
+    let model = match memo {
+        Some((name, model)) if Arc::ptr_eq(&name, &chosen.model) => {
+            looked_up.set(Some((name, model)));
+            model
+        }
+        _ => {
+            let model = config.models.get(&*chosen.model).ok_or_else(|| {
+                Error::invalid("model", format!("{:?} is not configured", chosen.model))
+            })?;
+            looked_up.set(Some((Arc::clone(&chosen.model), model)));
+            model
+        }
+    };
     Ok((chosen, model))
 }
 
@@ -130,7 +149,7 @@ impl Policy for TierPolicy {
         "tier"
     }
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
-        let (chosen, model) = chosen_model(&d.chosen, d.config, self.name())?;
+        let (chosen, model) = chosen_model(&d.chosen, d.config, &d.looked_up, self.name())?;
         let reasons = &mut d.reasons;
         d.tier = tier::choose(
             d.request,
@@ -155,7 +174,7 @@ impl Policy for CheckpointPolicy {
         "checkpoints"
     }
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
-        let (_, model) = chosen_model(&d.chosen, d.config, self.name())?;
+        let (_, model) = chosen_model(&d.chosen, d.config, &d.looked_up, self.name())?;
         let obs = d.observations;
         let survey = prompt_cache::survey(d.request, model, obs.token_counter(), obs);
         d.cache = prompt_cache::place(d.request, model, d.config, obs, survey, &mut d.reasons);
@@ -175,7 +194,7 @@ impl Policy for TargetPolicy {
         "targets"
     }
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
-        let (chosen, model) = chosen_model(&d.chosen, d.config, self.name())?;
+        let (chosen, model) = chosen_model(&d.chosen, d.config, &d.looked_up, self.name())?;
         let (request, config, catalog, obs) = (d.request, d.config, d.catalog, d.observations);
         let reasons = &mut d.reasons;
         let mut attempts = attempts_at(
@@ -426,6 +445,7 @@ impl Planner {
             attempts: Vec::new(),
             // A plan gives about this many reasons: one allocation instead of growing.
             reasons: Vec::with_capacity(8),
+            looked_up: Cell::new(None),
         };
         for policy in &self.policies {
             policy.apply(&mut draft)?;
@@ -445,5 +465,63 @@ impl Planner {
             reasons: draft.reasons,
             cache: draft.cache,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::observe::Fresh;
+    use crate::types::Provider;
+
+    /// Replaces the chosen model with `to`, under a name of its own (a new `Arc`).
+    struct Swap(&'static str);
+
+    impl Policy for Swap {
+        fn name(&self) -> &str {
+            "checkpoints"
+        }
+        fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
+            let chosen = d.chosen.as_mut().expect("the variant policy ran");
+            chosen.model = Arc::from(self.0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_policy_that_replaces_the_model_gets_the_new_models_configuration() {
+        let config = Config::from_toml_str(
+            "[models.small]\nprovider = \"house\"\nmodel_id = \"small-v3\"\nregions = [\"a\"]\n\
+             price = { input_per_1k = 0.1, output_per_1k = 0.2 }\n",
+        )
+        .unwrap();
+        // The tier policy looks up nova-lite before the swap; the target policy and the
+        // planner look up the replacement after it.
+        let planner = Planner::new(&config)
+            .unwrap()
+            .replace_policy("checkpoints", Arc::new(Swap("small")))
+            .unwrap();
+        let plan = planner
+            .plan(
+                &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
+                &config,
+                &Fresh(std::time::Instant::now()),
+            )
+            .unwrap();
+        assert_eq!(plan.provider, Provider::Other("house".into()));
+        assert_eq!(&*plan.model, "small");
+        assert_eq!(plan.attempts[0].target.id(), "small-v3");
+
+        let unknown = Planner::new(&config)
+            .unwrap()
+            .replace_policy("checkpoints", Arc::new(Swap("gpt-17")))
+            .unwrap()
+            .plan(
+                &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
+                &config,
+                &Fresh(std::time::Instant::now()),
+            )
+            .unwrap_err();
+        assert!(unknown.to_string().contains("gpt-17"), "{unknown}");
     }
 }

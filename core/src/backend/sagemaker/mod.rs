@@ -3,7 +3,7 @@
 mod lines;
 mod payload;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use aws_sdk_sagemakerruntime as sdk;
 use aws_smithy_types::Blob;
