@@ -1,11 +1,12 @@
-//! `laneway.LanewayError` and one subclass per `laneway::ErrorKind`, with the error's details
-//! as attributes: `kind`, and where they apply `code`, `target`, `region`, `http_status`,
-//! `retry_after_s`, `attempts`, `budget_exhausted`, `delivered`.
+//! `laneway.LanewayError` and one subclass per kind of the core's `ErrorDetails`, with the
+//! details as attributes.
 
-use laneway::{Error, ErrorKind};
+use laneway::surface::ErrorDetails;
+use laneway::Error;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use pythonize::pythonize;
 
 create_exception!(
@@ -112,124 +113,80 @@ create_exception!(
     "A bug inside Laneway (a panic, or a value it could not convert); the message says where. Please report it."
 );
 
-fn new_err(kind: ErrorKind, message: String) -> PyErr {
+fn new_err(kind: &str, message: String) -> PyErr {
     match kind {
-        ErrorKind::Throttled => ThrottledError::new_err(message),
-        ErrorKind::Unavailable => UnavailableError::new_err(message),
-        ErrorKind::ModelNotReady => ModelNotReadyError::new_err(message),
-        ErrorKind::Timeout => TargetTimeoutError::new_err(message),
-        ErrorKind::Internal => ServiceInternalError::new_err(message),
-        ErrorKind::Transport => TransportError::new_err(message),
-        ErrorKind::ModelError => ModelError::new_err(message),
-        ErrorKind::Validation => ValidationError::new_err(message),
-        ErrorKind::AccessDenied => AccessDeniedError::new_err(message),
-        ErrorKind::NotFound => NotFoundError::new_err(message),
-        ErrorKind::QuotaExceeded => QuotaExceededError::new_err(message),
-        ErrorKind::StreamInterrupted => StreamInterruptedError::new_err(message),
-        ErrorKind::AllTargetsFailed => AllTargetsFailedError::new_err(message),
-        ErrorKind::Config => ConfigError::new_err(message),
-        ErrorKind::InvalidRequest => InvalidRequestError::new_err(message),
+        "throttled" => ThrottledError::new_err(message),
+        "unavailable" => UnavailableError::new_err(message),
+        "model_not_ready" => ModelNotReadyError::new_err(message),
+        "timeout" => TargetTimeoutError::new_err(message),
+        "internal" => ServiceInternalError::new_err(message),
+        "transport" => TransportError::new_err(message),
+        "model_error" => ModelError::new_err(message),
+        "validation" => ValidationError::new_err(message),
+        "access_denied" => AccessDeniedError::new_err(message),
+        "not_found" => NotFoundError::new_err(message),
+        "quota_exceeded" => QuotaExceededError::new_err(message),
+        "stream_interrupted" => StreamInterruptedError::new_err(message),
+        "all_targets_failed" => AllTargetsFailedError::new_err(message),
+        "config" => ConfigError::new_err(message),
+        "invalid_request" => InvalidRequestError::new_err(message),
+        _ => LanewayInternalError::new_err(message),
     }
 }
 
-/// The Python exception for a core error, with its details as attributes.
-pub fn to_py_err(e: Error) -> PyErr {
-    let kind = e.kind();
-    let err = new_err(kind, e.to_string());
+/// The Python exception for error details: the class of its kind, every detail an attribute
+/// (`kind`, `code`, `field`, `http_status`, `retry_after_ms`, `attempts`, `delivered`, `cause`,
+/// ...; absent ones are `None`), and all of them as the dict `details`.
+pub fn raise(details: &ErrorDetails) -> PyErr {
+    let err = new_err(details.kind, details.message.clone());
     Python::attach(|py| {
         let value = err.value(py);
-        let set = |name: &str, v: Bound<'_, PyAny>| {
-            let _ = value.setattr(name, v);
-        };
-        set(
-            "kind",
-            kind.as_str().into_pyobject(py).expect("str").into_any(),
-        );
-        match &e {
-            Error::Service(s) => {
-                set(
-                    "code",
-                    s.code.as_str().into_pyobject(py).expect("str").into_any(),
-                );
-                set(
-                    "target",
-                    s.target.as_str().into_pyobject(py).expect("str").into_any(),
-                );
-                set(
-                    "region",
-                    s.region.as_str().into_pyobject(py).expect("str").into_any(),
-                );
-                set(
-                    "http_status",
-                    s.http_status.into_pyobject(py).expect("int").into_any(),
-                );
-                set(
-                    "retry_after_s",
-                    s.retry_after
-                        .map(|d| d.as_secs_f64())
-                        .into_pyobject(py)
-                        .expect("float")
-                        .into_any(),
-                );
-            }
-            Error::AllTargetsFailed {
-                attempts,
-                budget_exhausted,
-            } => {
-                if let Ok(a) = pythonize(py, attempts) {
-                    set("attempts", a);
+        for name in ATTRIBUTES {
+            let _ = value.setattr(*name, py.None());
+        }
+        if let Ok(dict) = pythonize(py, details) {
+            if let Ok(dict) = dict.cast_into::<PyDict>() {
+                for (k, v) in dict.iter() {
+                    if let Ok(k) = k.extract::<String>() {
+                        let _ = value.setattr(k.as_str(), v);
+                    }
                 }
-                set(
-                    "budget_exhausted",
-                    budget_exhausted
-                        .into_pyobject(py)
-                        .expect("bool")
-                        .to_owned()
-                        .into_any(),
-                );
+                let _ = value.setattr("details", dict);
             }
-            Error::StreamInterrupted { delivered, cause } => {
-                if let Ok(d) = pythonize(py, delivered) {
-                    set("delivered", d);
-                }
-                set(
-                    "cause_kind",
-                    cause
-                        .kind()
-                        .as_str()
-                        .into_pyobject(py)
-                        .expect("str")
-                        .into_any(),
-                );
-            }
-            _ => {}
         }
     });
     err
 }
 
-pub fn invalid_request(message: String) -> PyErr {
-    let err = InvalidRequestError::new_err(format!("invalid request: {message}"));
-    Python::attach(|py| {
-        let _ = err.value(py).setattr("kind", "invalid_request");
-    });
-    err
+/// Every attribute an error may carry (those its kind lacks are `None`).
+const ATTRIBUTES: &[&str] = &[
+    "field",
+    "code",
+    "target",
+    "region",
+    "http_status",
+    "request_id",
+    "retry_after_ms",
+    "attempts",
+    "budget_exhausted",
+    "delivered",
+    "cause",
+];
+
+/// The Python exception for a core error.
+pub fn to_py_err(e: Error) -> PyErr {
+    raise(&ErrorDetails::of(&e))
 }
 
-pub fn config(message: &str) -> PyErr {
-    let err = ConfigError::new_err(format!("invalid configuration: {message}"));
-    Python::attach(|py| {
-        let _ = err.value(py).setattr("kind", "config");
-    });
-    err
+pub fn invalid_request(message: String) -> PyErr {
+    to_py_err(Error::InvalidRequest {
+        field: "request".into(),
+        reason: message,
+    })
 }
 
 pub fn internal(message: String) -> PyErr {
-    let err = LanewayInternalError::new_err(message);
-    Python::attach(|py| {
-        let _ = err.value(py).setattr("kind", "internal_error");
-    });
-    err
+    raise(&ErrorDetails::internal(message))
 }
 
 /// The text of a caught panic, as the message of a [`LanewayInternalError`].

@@ -8,31 +8,23 @@ mod runtime;
 
 use std::sync::{Arc, Mutex};
 
-use laneway::{Config, GenerateRequest, Router};
+use laneway::surface::{converse, AnyValue, RouterOptions};
+use laneway::{GenerateRequest, Router};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pythonize::{depythonize, pythonize};
 
 use errors::to_py_err;
 
-/// How to build a router; kept so that a forked child can build its own.
+/// How to build a router (the core's binding-neutral options); kept so that a forked child can
+/// build its own.
 #[derive(Clone)]
-struct Params {
-    config: Config,
-    endpoint_url: Option<String>,
-    credentials: Option<(String, String)>,
-}
+struct Params(RouterOptions);
 
 impl Params {
     fn build(&self) -> PyResult<Router> {
-        let mut b = Router::builder().config(self.config.clone());
-        if let Some(url) = &self.endpoint_url {
-            b = b.endpoint_url(url.clone());
-        }
-        if let Some((id, secret)) = &self.credentials {
-            b = b.static_credentials(id.clone(), secret.clone());
-        }
-        bridge::block_on(b.build())?.map_err(to_py_err)
+        let builder = self.0.builder().map_err(to_py_err)?;
+        bridge::block_on(builder.build())?.map_err(to_py_err)
     }
 }
 
@@ -46,6 +38,11 @@ struct NativeRouter {
 
 fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
     depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))
+}
+
+fn converse_request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
+    let AnyValue(value) = depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))?;
+    converse::request(value).map_err(to_py_err)
 }
 
 fn to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
@@ -71,49 +68,53 @@ impl NativeRouter {
 
 #[pymethods]
 impl NativeRouter {
-    /// Builds a router from a configuration (TOML text or a file path), an endpoint override
-    /// (the emulator) and static credentials; without them, AWS's default chain applies.
+    /// Builds a router from the core's options (a dict: `config` as a dict, TOML text or a
+    /// path; `endpoint_url`; `access_key_id` and `secret_access_key`).
     #[new]
-    #[pyo3(signature = (config_toml=None, config_path=None, endpoint_url=None, access_key_id=None, secret_access_key=None))]
-    fn new(
-        py: Python<'_>,
-        config_toml: Option<String>,
-        config_path: Option<String>,
-        endpoint_url: Option<String>,
-        access_key_id: Option<String>,
-        secret_access_key: Option<String>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, options: &Bound<'_, PyAny>) -> PyResult<Self> {
         errors::guard(|| {
-            let config = match (config_toml, config_path) {
-                (Some(_), Some(_)) => {
-                    return Err(errors::config(
-                        "give a configuration or a path to one, not both",
-                    ))
-                }
-                (Some(text), None) => Config::from_toml_str(&text),
-                (None, Some(path)) => Config::from_file(path),
-                (None, None) => Ok(Config::default()),
-            }
-            .map_err(to_py_err)?;
-            let credentials = match (access_key_id, secret_access_key) {
-                (Some(id), Some(secret)) => Some((id, secret)),
-                (None, None) => None,
-                _ => {
-                    return Err(errors::config(
-                        "access_key_id and secret_access_key go together",
-                    ))
-                }
-            };
-            let params = Params {
-                config,
-                endpoint_url,
-                credentials,
-            };
+            let options: RouterOptions = depythonize(options).map_err(|e| {
+                to_py_err(laneway::Error::Config {
+                    field: "options".into(),
+                    reason: e.to_string(),
+                })
+            })?;
+            let params = Params(options);
             let router = py.detach(|| params.build())?;
             Ok(Self {
                 params,
                 inner: Mutex::new((std::process::id(), router)),
             })
+        })
+    }
+
+    /// Sends a request in the AWS Converse shape (boto3's `converse` keyword arguments, plus
+    /// `laneway` options); a future (of `dispatcher`'s event loop) of the response in
+    /// Converse's shape, Laneway's decision under `laneway`.
+    fn converse<'py>(
+        &self,
+        py: Python<'py>,
+        request: &Bound<'py, PyAny>,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        errors::guard(|| {
+            let req = converse_request_of(request)?;
+            let router = self.router(py)?;
+            bridge::Dispatcher::submit(
+                dispatcher,
+                async move { router.generate(req).await },
+                |py, r| to_py(py, &converse::response(&r)),
+            )
+        })
+    }
+
+    /// `converse`, blocking without the GIL.
+    fn converse_blocking(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let req = converse_request_of(request)?;
+            let router = self.router(py)?;
+            let out = py.detach(|| bridge::block_on(async move { router.generate(req).await }))?;
+            to_py(py, &converse::response(&out.map_err(to_py_err)?))
         })
     }
 

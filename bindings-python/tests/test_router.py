@@ -16,7 +16,7 @@ async def test_generate_returns_a_typed_response(router):
     assert r.cost_usd > 0
     assert r.decision.family == "nova"
     assert r.decision.tier == "flex"
-    assert r.timings.total_s > 0
+    assert r.timings.total_ms > 0
     d = r.to_dict()
     assert d["decision"]["model"] == r.decision.model
     assert any(reason["reason"] == "tier_from_slo" for reason in r.decision.reasons)
@@ -39,7 +39,7 @@ async def test_stream_yields_deltas_then_the_response(router):
             completed = ev.response
     assert len(deltas) > 1
     assert completed is not None and completed.text == "".join(deltas)
-    assert completed.timings.ttft_s is not None
+    assert completed.timings.ttft_ms is not None
 
 
 def test_sync_twins(router):
@@ -218,7 +218,7 @@ def test_a_panic_in_any_entry_point_is_a_typed_internal_error(router, failpoint)
     def internal(excinfo, where):
         assert isinstance(excinfo.value, laneway.LanewayInternalError)
         assert isinstance(excinfo.value, Exception)  # `except Exception` catches it
-        assert excinfo.value.kind == "internal_error"
+        assert excinfo.value.kind == "laneway_internal"
         assert f"failpoint {where}" in str(excinfo.value)
 
     failpoint("plan")
@@ -273,3 +273,56 @@ def test_a_stream_dropped_unfinished_releases_its_request():
             if cancelled() == 1:
                 break
         assert cancelled() == 1
+
+
+async def test_boto3_converse_arguments_work_unchanged(router):
+    """An app written for boto3 moves by changing the client: same keyword arguments, same
+    response shape, Laneway's decision beside it."""
+    kwargs = dict(
+        modelId="amazon.nova-lite-v1:0",
+        system=[{"text": "You book trips."}],
+        messages=[
+            {"role": "user", "content": [{"text": "Weather in Paris?"}, {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n"}}}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Paris"}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"json": {"celsius": 21}}], "status": "success"}}]},
+        ],
+        toolConfig={"tools": [{"toolSpec": {"name": "weather", "description": "Weather for a city", "inputSchema": {"json": {"type": "object", "properties": {"city": {"type": "string"}}}}}}]},
+        inferenceConfig={"maxTokens": 16, "temperature": 0.2},
+    )
+    out = await router.converse(**kwargs, laneway={"slo": {"class": "interactive"}})
+    assert out["output"]["message"]["role"] == "assistant"
+    assert out["output"]["message"]["content"][0]["text"]
+    assert out["stopReason"] in ("end_turn", "max_tokens", "tool_use")
+    assert out["usage"]["totalTokens"] == out["usage"]["inputTokens"] + out["usage"]["outputTokens"] + out["usage"]["cacheReadInputTokens"] + out["usage"]["cacheWriteInputTokens"]
+    assert out["metrics"]["latencyMs"] >= 0
+    assert out["laneway"]["decision"]["model"] == "amazon.nova-lite-v1:0"
+    assert out["laneway"]["cost_usd"] > 0
+    same = router.converse_sync(**kwargs)
+    assert same["output"]["message"]["content"][0]["text"]
+
+    with pytest.raises(laneway.InvalidRequestError) as e:
+        router.converse_sync(**kwargs, guardrailConfig={"guardrailIdentifier": "g", "guardrailVersion": "1"})
+    assert e.value.field == "guardrailConfig" and e.value.code is None
+
+
+async def test_the_whole_request_surface_as_a_dict(router):
+    r = await router.generate({
+        "model": {"model": "amazon.nova-lite-v1:0"},
+        "system": [{"text": "Be brief."}, {"cache_point": {}}],
+        "messages": [{"role": "user", "content": [{"text": "Which tool?"}, {"image": {"format": "png", "bytes": "iVBORw0KGgo="}}]}],
+        "tools": [{"spec": {"name": "lookup", "description": "Looks up", "input_schema": {"type": "object"}}}],
+        "tool_choice": "auto",
+        "inference": {"max_tokens": 8, "top_p": 0.9, "stop_sequences": ["END"]},
+        "slo": {"class": "interactive", "ttft_target": 2000},
+    })
+    assert r.text and r.decision.model == "amazon.nova-lite-v1:0"
+
+
+def test_a_config_path_that_does_not_exist_is_an_error(emulator, tmp_path):
+    with pytest.raises(laneway.ConfigError) as e:
+        laneway.Router(str(tmp_path / "laneway.tml"), **emulator.router_kwargs())
+    assert "laneway.tml" in str(e.value)
+    path = tmp_path / "laneway.toml"
+    path.write_text("[routing]\nmax_attempts = 2\n")
+    assert laneway.Router(path, **emulator.router_kwargs()).generate_sync("Hi", family="nova", max_tokens=4).text
+    assert laneway.Router({"routing": {"max_attempts": 2}}, **emulator.router_kwargs()).generate_sync("Hi", family="nova", max_tokens=4).text

@@ -35,6 +35,7 @@ pub mod execute;
 #[doc(hidden)]
 pub mod failpoint;
 pub mod plan;
+pub mod surface;
 pub mod telemetry;
 pub mod types;
 

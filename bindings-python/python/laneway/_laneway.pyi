@@ -3,19 +3,26 @@
 from typing import Any, Awaitable, Dict, List, Optional
 
 class LanewayError(Exception):
-    """Every error Laneway raises. `kind` is the stable snake_case error kind."""
+    """Every error Laneway raises. `kind` is the stable snake_case error kind (the core's
+    `ErrorDetails`); `code` the service's own code where one came; `details` all of them as a
+    dict. Attributes an error's kind lacks are None."""
 
     kind: str
+    details: Dict[str, Any]
+    field: Optional[str]
+    code: Optional[str]
+    target: Optional[str]
+    region: Optional[str]
+    http_status: Optional[int]
+    request_id: Optional[str]
+    retry_after_ms: Optional[float]
+    attempts: Optional[List[Dict[str, Any]]]
+    budget_exhausted: Optional[bool]
+    delivered: Optional[Dict[str, int]]
+    cause: Optional[Dict[str, Any]]
 
 class _ServiceErrorAttributes:
-    """Set when the error came from one target: its AWS code, target, region, HTTP status and
-    requested wait."""
-
-    code: str
-    target: str
-    region: str
-    http_status: Optional[int]
-    retry_after_s: Optional[float]
+    """Set when the error came from one target."""
 
 class ThrottledError(LanewayError, _ServiceErrorAttributes): ...
 class UnavailableError(LanewayError, _ServiceErrorAttributes): ...
@@ -30,12 +37,10 @@ class NotFoundError(LanewayError, _ServiceErrorAttributes): ...
 class QuotaExceededError(LanewayError, _ServiceErrorAttributes): ...
 
 class StreamInterruptedError(LanewayError):
-    delivered: Dict[str, int]
-    cause_kind: str
+    """`delivered` says how much was delivered; `cause` is the error that ended it (details)."""
 
 class AllTargetsFailedError(LanewayError):
-    attempts: List[Dict[str, Any]]
-    budget_exhausted: bool
+    """`attempts` lists every failed attempt; `budget_exhausted` whether the retry budget ended it."""
 
 class ConfigError(LanewayError): ...
 class InvalidRequestError(LanewayError): ...
@@ -45,14 +50,9 @@ class LanewayInternalError(LanewayError):
 def _arm_failpoint(name: Optional[str] = None) -> None: ...
 
 class NativeRouter:
-    def __init__(
-        self,
-        config_toml: Optional[str] = None,
-        config_path: Optional[str] = None,
-        endpoint_url: Optional[str] = None,
-        access_key_id: Optional[str] = None,
-        secret_access_key: Optional[str] = None,
-    ) -> None: ...
+    def __init__(self, options: Dict[str, Any]) -> None: ...
+    def converse(self, request: Dict[str, Any], dispatcher: "Dispatcher") -> Awaitable[Dict[str, Any]]: ...
+    def converse_blocking(self, request: Dict[str, Any]) -> Dict[str, Any]: ...
     def plan(self, request: Dict[str, Any]) -> Dict[str, Any]: ...
     def generate(self, request: Dict[str, Any], dispatcher: "Dispatcher") -> Awaitable[Dict[str, Any]]: ...
     def generate_blocking(self, request: Dict[str, Any]) -> Dict[str, Any]: ...

@@ -41,30 +41,11 @@ def _request(request: Optional[RequestLike], kwargs: Dict[str, Any]) -> Dict[str
     return dict(request)
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot put {type(value).__name__} in a configuration")
-
-
-def _dict_to_toml(config: Mapping[str, Any]) -> str:
-    """A configuration dict as TOML (tables as inline tables under their dotted keys)."""
-    return "\n".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in config.items()) + "\n"
-
-
 class Router:
     """Routes calls per their SLO. Build it with keyword arguments:
 
     - `config`: a dict of configuration (the TOML layout of README), TOML text, or a path to a
-      TOML file; omitted, the built-in configuration;
+      TOML file (a path that does not exist is a `ConfigError`); omitted, the built-in one;
     - `endpoint_url`: send every call there (the emulator) instead of AWS;
     - `access_key_id` / `secret_access_key`: static credentials; omitted, AWS's default chain.
 
@@ -82,14 +63,25 @@ class Router:
         access_key_id: Optional[str] = None,
         secret_access_key: Optional[str] = None,
     ):
-        config_toml = config_path = None
-        if isinstance(config, Mapping):
-            config_toml = _dict_to_toml(config)
-        elif isinstance(config, os.PathLike) or (isinstance(config, str) and os.path.isfile(config)):
-            config_path = os.fspath(config)
-        elif isinstance(config, str):
-            config_toml = config
-        self._native = _laneway.NativeRouter(config_toml, config_path, endpoint_url, access_key_id, secret_access_key)
+        options: Dict[str, Any] = {}
+        if config is not None:
+            options["config"] = dict(config) if isinstance(config, Mapping) else os.fspath(config)
+        for key, value in (("endpoint_url", endpoint_url), ("access_key_id", access_key_id), ("secret_access_key", secret_access_key)):
+            if value is not None:
+                options[key] = value
+        self._native = _laneway.NativeRouter(options)
+
+    async def converse(self, **kwargs: Any) -> Dict[str, Any]:
+        """boto3's `converse(**kwargs)`, routed: the same keyword arguments (`modelId`,
+        `messages`, `system`, `inferenceConfig`, `toolConfig`, `serviceTier`), plus `laneway=`
+        for Laneway's own options (`slo`, `task_id`, `residency`, `model={"family": ...}`, ...).
+        Returns boto3's response dict, with Laneway's decision, timings and cost under
+        `"laneway"`. Fields Laneway cannot honour (`guardrailConfig`, ...) are refused by name."""
+        return await self._native.converse(kwargs, _dispatcher())
+
+    def converse_sync(self, **kwargs: Any) -> Dict[str, Any]:
+        """`converse`, blocking: a drop-in for `boto3.client("bedrock-runtime").converse`."""
+        return self._native.converse_blocking(kwargs)
 
     async def generate(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
         """Sends a request and returns the whole answer. Cancelling the task cancels the call."""

@@ -6,13 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 
-def _seconds(d: Any) -> Optional[float]:
-    """A Rust `Duration` ({"secs", "nanos"}) as float seconds."""
-    if d is None:
-        return None
-    return d["secs"] + d["nanos"] / 1e9
-
-
 @dataclass(frozen=True)
 class Message:
     """A conversation turn: `role` is "user" or "assistant"."""
@@ -109,17 +102,18 @@ class Usage:
 
 @dataclass(frozen=True)
 class Timings:
-    """Time to first token (streams), end to end, and output tokens per second, in seconds."""
+    """Time to first token (streams), end to end, and output tokens per second; durations in
+    milliseconds, as everywhere in Laneway's schema."""
 
-    ttft_s: Optional[float]
-    total_s: float
+    ttft_ms: Optional[float]
+    total_ms: float
     output_tokens_per_second: Optional[float]
-    inter_token_p50_s: Optional[float]
+    inter_token_p50_ms: Optional[float]
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Timings":
         itl = d.get("inter_token")
-        return cls(_seconds(d.get("ttft")), _seconds(d["total"]) or 0.0, d.get("output_tokens_per_second"), _seconds(itl["p50"]) if itl else None)
+        return cls(d.get("ttft_ms"), d["total_ms"], d.get("output_tokens_per_second"), itl["p50_ms"] if itl else None)
 
 
 @dataclass(frozen=True)

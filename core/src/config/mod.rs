@@ -631,6 +631,27 @@ impl Config {
                 e.message().to_string() + &location(text, e.span()),
             )
         })?;
+        Self::over_defaults(user)
+    }
+
+    /// The configuration's TOML layout as a JSON object (what a Python dict or a JavaScript
+    /// object gives), over the built-in defaults as [`Config::from_toml_str`] does. JSON has no
+    /// dates and TOML no null: a null is an error naming its key.
+    ///
+    /// ```
+    /// let table = serde_json::json!({ "routing": { "max_attempts": 2 } });
+    /// let config = laneway::Config::from_json(table.as_object().unwrap()).unwrap();
+    /// assert_eq!(config.routing.max_attempts, 2);
+    /// ```
+    pub fn from_json(table: &serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        let user = table
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), toml_of(v, k)?)))
+            .collect::<Result<toml::Table>>()?;
+        Self::over_defaults(user)
+    }
+
+    fn over_defaults(user: toml::Table) -> Result<Self> {
         let mut merged: toml::Table = toml::from_str(DEFAULTS).expect("defaults.toml parses");
         if user.get("builtin_models").and_then(toml::Value::as_bool) == Some(false) {
             merged.remove("models");
@@ -1110,6 +1131,37 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
         }
     }
     Ok(())
+}
+
+/// A JSON value as TOML; `path` names it in the error for a null.
+fn toml_of(value: &serde_json::Value, path: &str) -> Result<toml::Value> {
+    use serde_json::Value as J;
+    Ok(match value {
+        J::Null => {
+            return Err(Error::config(
+                path,
+                "null is not a value (leave the key out for its default)",
+            ))
+        }
+        J::Bool(b) => toml::Value::Boolean(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => toml::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => toml::Value::String(s.clone()),
+        J::Array(items) => toml::Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| toml_of(v, &format!("{path}[{i}]")))
+                .collect::<Result<_>>()?,
+        ),
+        J::Object(map) => toml::Value::Table(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), toml_of(v, &format!("{path}.{k}"))?)))
+                .collect::<Result<_>>()?,
+        ),
+    })
 }
 
 fn merge(into: &mut toml::Table, from: toml::Table) {

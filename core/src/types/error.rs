@@ -42,6 +42,25 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 15] = [
+        ErrorKind::Throttled,
+        ErrorKind::Unavailable,
+        ErrorKind::ModelNotReady,
+        ErrorKind::Timeout,
+        ErrorKind::Internal,
+        ErrorKind::Transport,
+        ErrorKind::ModelError,
+        ErrorKind::Validation,
+        ErrorKind::AccessDenied,
+        ErrorKind::NotFound,
+        ErrorKind::QuotaExceeded,
+        ErrorKind::StreamInterrupted,
+        ErrorKind::AllTargetsFailed,
+        ErrorKind::Config,
+        ErrorKind::InvalidRequest,
+    ];
+
     /// Whether another target may succeed where this one failed: capacity, outages and
     /// transient faults fail over; the caller's own mistakes never do.
     pub fn fails_over(self) -> bool {

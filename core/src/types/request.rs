@@ -282,10 +282,10 @@ pub struct Slo {
     #[serde(default)]
     pub class: SloClass,
     /// Time to first token the caller wants.
-    #[serde(default, with = "opt_millis")]
+    #[serde(default, with = "super::units::serde_opt_millis")]
     pub ttft_target: Option<Duration>,
     /// When the whole answer must be complete, from the call's start.
-    #[serde(default, with = "opt_millis")]
+    #[serde(default, with = "super::units::serde_opt_millis")]
     pub deadline: Option<Duration>,
 }
 
@@ -750,26 +750,6 @@ impl GenerateRequest {
                 _ => None,
             });
         tools.chain(system).chain(messages).collect()
-    }
-}
-
-mod opt_millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&(d.as_secs_f64() * 1000.0)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let ms: Option<f64> = Option::deserialize(d)?;
-        ms.map(crate::types::units::duration_from_millis)
-            .transpose()
-            .map_err(serde::de::Error::custom)
     }
 }
 

@@ -116,14 +116,17 @@ impl Usage {
     }
 }
 
-/// How long the call took, as the caller saw it.
+/// How long the call took, as the caller saw it. Serialized in milliseconds (`ttft_ms`,
+/// `total_ms`, ...), as every duration of the bindings' schema.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Timings {
     /// Time to first token; measured on streams only (a whole answer arrives at once).
+    #[serde(rename = "ttft_ms", with = "super::units::serde_opt_millis")]
     pub ttft: Option<Duration>,
     /// Gaps between content deltas; measured on streams with two or more deltas.
     pub inter_token: Option<InterTokenSummary>,
     /// From the call to the last byte, failovers included.
+    #[serde(rename = "total_ms", with = "super::units::serde_millis")]
     pub total: Duration,
     /// Output tokens per second from the first token to the last (streams only).
     pub output_tokens_per_second: Option<f64>,
@@ -132,9 +135,13 @@ pub struct Timings {
 /// Inter-token latency of one stream.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct InterTokenSummary {
+    #[serde(rename = "mean_ms", with = "super::units::serde_millis")]
     pub mean: Duration,
+    #[serde(rename = "p50_ms", with = "super::units::serde_millis")]
     pub p50: Duration,
+    #[serde(rename = "p90_ms", with = "super::units::serde_millis")]
     pub p90: Duration,
+    #[serde(rename = "max_ms", with = "super::units::serde_millis")]
     pub max: Duration,
 }
 
@@ -190,6 +197,7 @@ pub struct RouteDecision {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HedgeReport {
     /// How long the first attempt had before the hedge went.
+    #[serde(rename = "delay_ms", with = "super::units::serde_millis")]
     pub delay: Duration,
     /// The target of the hedge.
     pub hedge_target: String,

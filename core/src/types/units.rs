@@ -38,7 +38,7 @@ pub fn token_count(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// Durations as milliseconds in configuration files.
+/// Durations as milliseconds (a float), in configuration files and the bindings' schema.
 pub mod serde_millis {
     use std::time::Duration;
 
@@ -51,5 +51,26 @@ pub mod serde_millis {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
         crate::types::units::duration_from_millis(ms).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Optional durations as milliseconds.
+pub mod serde_opt_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_secs_f64() * 1000.0)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let ms: Option<f64> = Option::deserialize(d)?;
+        ms.map(crate::types::units::duration_from_millis)
+            .transpose()
+            .map_err(serde::de::Error::custom)
     }
 }

@@ -1,0 +1,527 @@
+//! The AWS Converse request and response shapes, as boto3's `converse(**kwargs)` and the
+//! JavaScript SDK's `ConverseCommand` take and give them: an app moves to Laneway by changing
+//! the call, not its data.
+//!
+//! A request is Converse's input (`modelId`, `messages`, `system`, `inferenceConfig`,
+//! `toolConfig`, `serviceTier`, `performanceConfig`) plus an optional `laneway` object with the
+//! core request's own keys (`slo`, `task_id`, `residency`, `cache`, `min_variant`,
+//! `continue_on_interrupt`, or `model` to name a family instead of `modelId`). Converse fields
+//! that Laneway cannot honour (`guardrailConfig`, `promptVariables`,
+//! `additionalModelRequestFields`, ...) are refused by name, never dropped.
+//!
+//! ```
+//! use laneway::surface::converse;
+//! let request = converse::request(serde_json::json!({
+//!     "modelId": "amazon.nova-lite-v1:0",
+//!     "messages": [{ "role": "user", "content": [{ "text": "Hello" }] }],
+//!     "inferenceConfig": { "maxTokens": 64 },
+//!     "laneway": { "slo": { "class": "interactive" } },
+//! })).unwrap();
+//! assert_eq!(request.inference.max_tokens, Some(64));
+//! ```
+
+use base64::Engine as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, Result, StopReason};
+
+/// The Converse fields Laneway refuses, and why.
+const REFUSED: &[(&str, &str)] = &[
+    ("guardrailConfig", "guardrails are not sent by Laneway yet"),
+    (
+        "promptVariables",
+        "prompt-management prompts are not routed by Laneway",
+    ),
+    (
+        "additionalModelRequestFields",
+        "model-specific fields would not survive a failover to another model",
+    ),
+    (
+        "additionalModelResponseFieldPaths",
+        "model-specific fields are not returned",
+    ),
+    (
+        "requestMetadata",
+        "request metadata is not sent by Laneway yet",
+    ),
+];
+
+/// A Converse request (plus its `laneway` options) as a core request.
+pub fn request(value: Value) -> Result<GenerateRequest> {
+    let Value::Object(mut input) = value else {
+        return Err(Error::invalid("request", "a Converse request is an object"));
+    };
+    for (field, why) in REFUSED {
+        if input.contains_key(*field) {
+            return Err(Error::invalid(*field, *why));
+        }
+    }
+    let laneway = match input.remove("laneway") {
+        None => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(Error::invalid("laneway", "an object of Laneway's options")),
+    };
+    let wire: ConverseInput = serde_path_to_error::deserialize(Value::Object(input))
+        .map_err(|e| Error::invalid(path_of(&e), e.into_inner().to_string()))?;
+    let mut core = Map::new();
+    if let Some(id) = wire.model_id {
+        core.insert("model".into(), json!({ "model": id }));
+    }
+    core.insert(
+        "messages".into(),
+        wire.messages.iter().map(message).collect::<Result<_>>()?,
+    );
+    if !wire.system.is_empty() {
+        core.insert(
+            "system".into(),
+            wire.system
+                .iter()
+                .map(system_block)
+                .collect::<Result<_>>()?,
+        );
+    }
+    if let Some(inference) = wire.inference_config {
+        core.insert("inference".into(), inference);
+    }
+    if let Some(tools) = wire.tool_config {
+        core.insert(
+            "tools".into(),
+            tools.tools.iter().map(tool).collect::<Result<_>>()?,
+        );
+        if let Some(choice) = tools.tool_choice {
+            core.insert("tool_choice".into(), tool_choice(&choice)?);
+        }
+    }
+    if let Some(tier) = wire.service_tier {
+        core.insert("tier".into(), tier.kind);
+    }
+    if let Some(p) = wire.performance_config {
+        if p.latency != "standard" {
+            return Err(Error::invalid(
+                "performanceConfig.latency",
+                "Laneway asks for latency-optimized inference from the SLO: set laneway.slo.class to \"interactive\" instead",
+            ));
+        }
+    }
+    for (key, value) in laneway {
+        if core.contains_key(&key) || key == "messages" || key == "inference" {
+            return Err(Error::invalid(
+                format!("laneway.{key}"),
+                "set in the Converse request already",
+            ));
+        }
+        core.insert(key, value);
+    }
+    serde_path_to_error::deserialize(Value::Object(core))
+        .map_err(|e| Error::invalid(path_of(&e), e.into_inner().to_string()))
+}
+
+fn path_of<E>(e: &serde_path_to_error::Error<E>) -> String {
+    let path = e.path().to_string();
+    if path == "." {
+        "request".into()
+    } else {
+        path
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConverseInput {
+    #[serde(default)]
+    model_id: Option<String>,
+    messages: Vec<WireMessage>,
+    #[serde(default)]
+    system: Vec<Map<String, Value>>,
+    #[serde(default, deserialize_with = "inference_config")]
+    inference_config: Option<Value>,
+    #[serde(default)]
+    tool_config: Option<ToolConfig>,
+    #[serde(default)]
+    service_tier: Option<ServiceTierWire>,
+    #[serde(default)]
+    performance_config: Option<PerformanceConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireMessage {
+    role: String,
+    content: Vec<Map<String, Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ToolConfig {
+    tools: Vec<Map<String, Value>>,
+    #[serde(default)]
+    tool_choice: Option<Map<String, Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceTierWire {
+    #[serde(rename = "type")]
+    kind: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PerformanceConfig {
+    latency: String,
+}
+
+/// `inferenceConfig` with the core's key names.
+fn inference_config<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Value>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Wire {
+        #[serde(default)]
+        max_tokens: Option<i64>,
+        #[serde(default)]
+        temperature: Option<f32>,
+        #[serde(default)]
+        top_p: Option<f32>,
+        #[serde(default)]
+        stop_sequences: Vec<String>,
+    }
+    let w = Option::<Wire>::deserialize(d)?;
+    Ok(w.map(|w| {
+        json!({
+            "max_tokens": w.max_tokens,
+            "temperature": w.temperature,
+            "top_p": w.top_p,
+            "stop_sequences": w.stop_sequences,
+        })
+    }))
+}
+
+/// The one key of a Converse union (`{"text": ...}`), or an error naming `at`.
+fn only_key<'m>(block: &'m Map<String, Value>, at: &str) -> Result<(&'m str, &'m Value)> {
+    let mut keys = block.iter();
+    match (keys.next(), keys.next()) {
+        (Some((k, v)), None) => Ok((k.as_str(), v)),
+        _ => Err(Error::invalid(
+            at,
+            format!(
+                "a block has exactly one key (text, image, toolUse, ...); this one has {}",
+                block.len()
+            ),
+        )),
+    }
+}
+
+fn message(m: &WireMessage) -> Result<Value> {
+    let content = m
+        .content
+        .iter()
+        .map(|b| content_block(b, "messages.content"))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(json!({ "role": m.role, "content": content }))
+}
+
+fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
+    let (key, v) = only_key(block, at)?;
+    let field = |name: &str| {
+        v.get(name)
+            .cloned()
+            .ok_or_else(|| Error::invalid(format!("{at}.{key}.{name}"), "missing"))
+    };
+    Ok(match key {
+        "text" => json!({ "text": v }),
+        "cachePoint" => json!({ "cache_point": cache_point(v, at)? }),
+        "image" => json!({ "image": {
+            "format": field("format")?,
+            "bytes": bytes(&field("source")?, &format!("{at}.image.source"))?,
+        }}),
+        "toolUse" => json!({ "tool_use": {
+            "id": field("toolUseId")?,
+            "name": field("name")?,
+            "input": field("input")?,
+        }}),
+        "toolResult" => {
+            let content = field("content")?;
+            let parts = content
+                .as_array()
+                .ok_or_else(|| Error::invalid(format!("{at}.toolResult.content"), "a list"))?
+                .iter()
+                .map(|p| match p.as_object().map(|p| only_key(p, at)) {
+                    Some(Ok(("text", t))) => Ok(json!({ "text": t })),
+                    Some(Ok(("json", j))) => Ok(json!({ "json": j })),
+                    _ => Err(Error::invalid(
+                        format!("{at}.toolResult.content"),
+                        "Laneway sends text and json tool results",
+                    )),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let status = v.get("status").and_then(Value::as_str);
+            json!({ "tool_result": {
+                "tool_use_id": field("toolUseId")?,
+                "content": parts,
+                "is_error": status == Some("error"),
+            }})
+        }
+        other => {
+            return Err(Error::invalid(
+                format!("{at}.{other}"),
+                "Laneway sends text, image, toolUse, toolResult and cachePoint blocks",
+            ))
+        }
+    })
+}
+
+fn cache_point(v: &Value, at: &str) -> Result<Value> {
+    match v.get("type").and_then(Value::as_str) {
+        Some("default") | None => Ok(json!({ "ttl": v.get("ttl") })),
+        Some(other) => Err(Error::invalid(
+            format!("{at}.cachePoint.type"),
+            format!("{other:?}: the only type is \"default\""),
+        )),
+    }
+}
+
+/// An image or document source: `{"bytes": ...}` with base64 text, a list of byte values or
+/// raw bytes (what Python's `bytes` becomes), as base64 text for the core.
+fn bytes(source: &Value, at: &str) -> Result<Value> {
+    let raw = source
+        .get("bytes")
+        .ok_or_else(|| Error::invalid(at, "Laneway sends inline bytes (no s3Location)"))?;
+    match raw {
+        Value::String(_) => Ok(raw.clone()),
+        Value::Array(items) => {
+            let bytes = items
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| Error::invalid(format!("{at}.bytes"), "bytes are 0 to 255"))?;
+            Ok(Value::String(
+                base64::engine::general_purpose::STANDARD.encode(bytes),
+            ))
+        }
+        _ => Err(Error::invalid(
+            format!("{at}.bytes"),
+            "base64 text or a list of bytes",
+        )),
+    }
+}
+
+fn system_block(block: &Map<String, Value>) -> Result<Value> {
+    match only_key(block, "system")? {
+        ("text", t) => Ok(json!({ "text": t })),
+        ("cachePoint", c) => Ok(json!({ "cache_point": cache_point(c, "system")? })),
+        (other, _) => Err(Error::invalid(
+            format!("system.{other}"),
+            "Laneway sends text and cachePoint system blocks",
+        )),
+    }
+}
+
+fn tool(block: &Map<String, Value>) -> Result<Value> {
+    match only_key(block, "toolConfig.tools")? {
+        ("toolSpec", spec) => {
+            let schema = spec
+                .get("inputSchema")
+                .and_then(|s| s.get("json"))
+                .ok_or_else(|| {
+                    Error::invalid("toolConfig.tools.toolSpec.inputSchema.json", "missing")
+                })?;
+            Ok(json!({ "spec": {
+                "name": spec.get("name"),
+                "description": spec.get("description"),
+                "input_schema": schema,
+            }}))
+        }
+        ("cachePoint", c) => Ok(json!({ "cache_point": cache_point(c, "toolConfig.tools")? })),
+        (other, _) => Err(Error::invalid(
+            format!("toolConfig.tools.{other}"),
+            "a tool is a toolSpec or a cachePoint",
+        )),
+    }
+}
+
+fn tool_choice(choice: &Map<String, Value>) -> Result<Value> {
+    match only_key(choice, "toolConfig.toolChoice")? {
+        ("auto", _) => Ok(json!("auto")),
+        ("any", _) => Ok(json!("any")),
+        ("tool", t) => Ok(json!({ "tool": t.get("name") })),
+        (other, _) => Err(Error::invalid(
+            format!("toolConfig.toolChoice.{other}"),
+            "auto, any or tool",
+        )),
+    }
+}
+
+/// A response in Converse's output shape, with Laneway's decision, cost and timings beside it
+/// under `laneway` (the core's snake_case schema).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConverseOutput {
+    pub output: Value,
+    pub stop_reason: String,
+    pub usage: Value,
+    pub metrics: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<Value>,
+    pub laneway: Value,
+}
+
+/// A core response as Converse's output.
+pub fn response(r: &GenerateResponse) -> ConverseOutput {
+    let content: Vec<Value> = r
+        .content
+        .iter()
+        .map(|b| match b {
+            OutputBlock::Text(t) => json!({ "text": t }),
+            OutputBlock::ToolUse { id, name, input } => {
+                json!({ "toolUse": { "toolUseId": id, "name": name, "input": input } })
+            }
+        })
+        .collect();
+    let u = &r.usage;
+    ConverseOutput {
+        output: json!({ "message": { "role": "assistant", "content": content } }),
+        stop_reason: stop_reason(&r.stop_reason),
+        usage: json!({
+            "inputTokens": u.input_tokens,
+            "outputTokens": u.output_tokens,
+            "totalTokens": u.total_input_tokens().saturating_add(u.output_tokens),
+            "cacheReadInputTokens": u.cache_read_tokens,
+            "cacheWriteInputTokens": u.cache_write_tokens,
+        }),
+        metrics: json!({ "latencyMs": r.timings.total.as_millis() as u64 }),
+        service_tier: r
+            .decision
+            .served_tier
+            .map(|t| json!({ "type": t.wire_name() })),
+        laneway: json!({
+            "decision": r.decision,
+            "timings": r.timings,
+            "cost_usd": r.cost_usd,
+            "cache_savings_usd": r.cache_savings_usd,
+        }),
+    }
+}
+
+fn stop_reason(s: &StopReason) -> String {
+    match serde_json::to_value(s) {
+        Ok(Value::String(name)) => name,
+        Ok(Value::Object(o)) => o
+            .get("other")
+            .and_then(Value::as_str)
+            .unwrap_or("end_turn")
+            .to_string(),
+        _ => "end_turn".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{ContentBlock, ModelRef, SloClass, SystemBlock, Tool, ToolChoice};
+
+    fn agent_turn() -> Value {
+        json!({
+            "modelId": "anthropic.claude-haiku-4-5-20251001-v1:0",
+            "system": [{ "text": "You book trips." }, { "cachePoint": { "type": "default" } }],
+            "messages": [
+                { "role": "user", "content": [
+                    { "text": "Weather in Paris?" },
+                    { "image": { "format": "png", "source": { "bytes": [137, 80, 78, 71] } } },
+                ]},
+                { "role": "assistant", "content": [
+                    { "toolUse": { "toolUseId": "t1", "name": "weather", "input": { "city": "Paris" } } },
+                ]},
+                { "role": "user", "content": [
+                    { "toolResult": { "toolUseId": "t1", "content": [{ "json": { "c": 21 } }], "status": "success" } },
+                ]},
+            ],
+            "inferenceConfig": { "maxTokens": 256, "temperature": 0.2, "stopSequences": ["END"] },
+            "toolConfig": {
+                "tools": [
+                    { "toolSpec": { "name": "weather", "description": "Weather",
+                        "inputSchema": { "json": { "type": "object", "properties": { "city": { "type": "string" } } } } } },
+                    { "cachePoint": { "type": "default" } },
+                ],
+                "toolChoice": { "tool": { "name": "weather" } },
+            },
+            "serviceTier": { "type": "flex" },
+            "laneway": { "slo": { "class": "background" }, "task_id": "trip-7" },
+        })
+    }
+
+    #[test]
+    fn a_whole_agent_turn_converts() {
+        let r = request(agent_turn()).unwrap();
+        assert_eq!(
+            r.model,
+            ModelRef::Model("anthropic.claude-haiku-4-5-20251001-v1:0".into())
+        );
+        assert_eq!(r.system.len(), 2);
+        assert!(matches!(r.system[1], SystemBlock::CachePoint(_)));
+        match &r.messages[0].content[1] {
+            ContentBlock::Image(i) => assert_eq!(i.bytes, [137, 80, 78, 71]),
+            other => panic!("{other:?}"),
+        }
+        match &r.messages[1].content[0] {
+            ContentBlock::ToolUse(t) => assert_eq!(t.input["city"], "Paris"),
+            other => panic!("{other:?}"),
+        }
+        match &r.messages[2].content[0] {
+            ContentBlock::ToolResult(t) => assert!(!t.is_error),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.inference.max_tokens, Some(256));
+        assert_eq!(r.inference.stop_sequences, ["END"]);
+        assert!(matches!(r.tools[0], Tool::Spec(_)) && matches!(r.tools[1], Tool::CachePoint(_)));
+        assert_eq!(r.tool_choice, Some(ToolChoice::Tool("weather".into())));
+        assert_eq!(r.tier, Some(crate::ServiceTier::Flex));
+        assert_eq!(r.slo.class, SloClass::Background);
+        assert_eq!(r.task_id.as_deref(), Some("trip-7"));
+    }
+
+    #[test]
+    fn base64_bytes_and_a_family_instead_of_a_model_id() {
+        let r = request(json!({
+            "messages": [{ "role": "user", "content": [
+                { "image": { "format": "jpeg", "source": { "bytes": "iVBORw==" } } },
+            ]}],
+            "laneway": { "model": { "family": "nova" } },
+        }))
+        .unwrap();
+        assert_eq!(r.model, ModelRef::Family("nova".into()));
+    }
+
+    #[test]
+    fn what_laneway_cannot_honour_is_refused_by_name() {
+        let refuse = |v: Value, field: &str| {
+            let e = request(v).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidRequest);
+            assert!(e.to_string().contains(field), "{field}: {e}");
+        };
+        let mut guarded = agent_turn();
+        guarded["guardrailConfig"] = json!({ "guardrailIdentifier": "g" });
+        refuse(guarded, "guardrailConfig");
+        let mut typo = agent_turn();
+        typo["inferenceConfig"]["maxTokenz"] = json!(3);
+        refuse(typo, "maxTokenz");
+        let mut doc = agent_turn();
+        doc["messages"][0]["content"][0] = json!({ "video": {} });
+        refuse(doc, "video");
+        let mut twice = agent_turn();
+        twice["laneway"]["tier"] = json!("priority");
+        refuse(twice, "laneway.tier");
+        let mut byte = agent_turn();
+        byte["messages"][0]["content"][1]["image"]["source"]["bytes"] = json!([300]);
+        refuse(byte, "bytes");
+        let mut optimized = agent_turn();
+        optimized["performanceConfig"] = json!({ "latency": "optimized" });
+        refuse(optimized, "performanceConfig.latency");
+        refuse(
+            json!({ "messages": [{ "role": "robot", "content": [{ "text": "x" }] }] }),
+            "role",
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! An [`Error`] as data: what both bindings turn into their exception classes.
+
+use serde::Serialize;
+
+use crate::types::{Delivered, Error, ErrorKind, FailedAttempt};
+
+/// An error's kind, message and the details that apply to it, as the bindings expose them:
+/// `kind` is the stable error kind (`throttled`, `invalid_request`, ...; see
+/// [`ErrorKind::as_str`]) or `laneway_internal` for a defect caught at the binding's edge, and
+/// `code` is the service's own error code (`ThrottlingException`) where one came.
+///
+/// ```
+/// use laneway::surface::ErrorDetails;
+/// let e = laneway::Error::invalid("messages", "the conversation is empty");
+/// let d = ErrorDetails::of(&e);
+/// assert_eq!(d.kind, "invalid_request");
+/// assert_eq!(d.field.as_deref(), Some("messages"));
+/// assert!(d.code.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorDetails {
+    pub kind: &'static str,
+    /// The whole message, as `Display` gives it.
+    pub message: String,
+    /// The part of the request or configuration that is wrong (invalid requests and
+    /// configurations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The service's error code, e.g. `ThrottlingException`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The model, profile or endpoint id the failing request was sent to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// The service's request id (`x-amzn-RequestId`), for its support.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// How long the service asked to wait, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<f64>,
+    /// Every failed attempt (`all_targets_failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<FailedAttempt>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_exhausted: Option<bool>,
+    /// What had been delivered when a stream broke (`stream_interrupted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<Delivered>,
+    /// The error that ended the stream (`stream_interrupted`), itself as details.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Box<ErrorDetails>>,
+}
+
+/// The kind of a defect caught at a binding's edge (a panic, a result that did not convert):
+/// never produced by the router itself.
+pub const LANEWAY_INTERNAL: &str = "laneway_internal";
+
+impl ErrorDetails {
+    /// The details of `error`.
+    pub fn of(error: &Error) -> Self {
+        let mut d = Self::bare(error.kind().as_str(), error.to_string());
+        match error {
+            Error::InvalidRequest { field, .. } | Error::Config { field, .. } => {
+                d.field = Some(field.clone());
+            }
+            Error::Service(s) => {
+                d.code = Some(s.code.clone()).filter(|c| !c.is_empty());
+                d.target = Some(s.target.clone()).filter(|t| !t.is_empty());
+                d.region = Some(s.region.clone()).filter(|r| !r.is_empty());
+                d.http_status = s.http_status;
+                d.request_id = s.request_id.clone();
+                d.retry_after_ms = s.retry_after.map(|r| r.as_secs_f64() * 1e3);
+            }
+            Error::AllTargetsFailed {
+                attempts,
+                budget_exhausted,
+            } => {
+                d.attempts = Some(attempts.clone());
+                d.budget_exhausted = Some(*budget_exhausted);
+            }
+            Error::StreamInterrupted { delivered, cause } => {
+                d.delivered = Some(*delivered);
+                d.cause = Some(Box::new(Self::of(cause)));
+            }
+        }
+        d
+    }
+
+    /// A defect caught at a binding's edge: `kind` is [`LANEWAY_INTERNAL`].
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::bare(LANEWAY_INTERNAL, message.into())
+    }
+
+    /// Every kind the schema has, in a stable order: the core's [`ErrorKind`]s, then
+    /// [`LANEWAY_INTERNAL`] (for bindings to check their exception classes against).
+    pub fn kinds() -> Vec<&'static str> {
+        ErrorKind::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .chain([LANEWAY_INTERNAL])
+            .collect()
+    }
+
+    fn bare(kind: &'static str, message: String) -> Self {
+        Self {
+            kind,
+            message,
+            field: None,
+            code: None,
+            target: None,
+            region: None,
+            http_status: None,
+            request_id: None,
+            retry_after_ms: None,
+            attempts: None,
+            budget_exhausted: None,
+            delivered: None,
+            cause: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ServiceError;
+    use std::time::Duration;
+
+    fn throttled() -> Error {
+        let mut e = ServiceError::new(
+            ErrorKind::Throttled,
+            "slow down",
+            "us.amazon.nova-lite-v1:0",
+            "us-east-1",
+        );
+        e.code = "ThrottlingException".into();
+        e.http_status = Some(429);
+        e.request_id = Some("req-1".into());
+        e.retry_after = Some(Duration::from_millis(1500));
+        Error::from(e)
+    }
+
+    #[test]
+    fn service_errors_keep_the_services_code_beside_the_kind() {
+        let d = ErrorDetails::of(&throttled());
+        assert_eq!(d.kind, "throttled");
+        assert_eq!(d.code.as_deref(), Some("ThrottlingException"));
+        assert_eq!(d.http_status, Some(429));
+        assert_eq!(d.request_id.as_deref(), Some("req-1"));
+        assert_eq!(d.retry_after_ms, Some(1500.0));
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["retry_after_ms"], 1500.0);
+        assert!(
+            json.get("attempts").is_none(),
+            "absent details are left out: {json}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_streams_cause_is_details_too() {
+        let e = Error::StreamInterrupted {
+            delivered: Delivered {
+                deltas: 3,
+                text_chars: 12,
+                output_tokens: 3,
+            },
+            cause: Box::new(throttled()),
+        };
+        let d = ErrorDetails::of(&e);
+        assert_eq!(d.kind, "stream_interrupted");
+        assert_eq!(d.delivered.unwrap().deltas, 3);
+        assert_eq!(
+            d.cause.unwrap().code.as_deref(),
+            Some("ThrottlingException")
+        );
+    }
+
+    #[test]
+    fn every_kind_is_listed_once() {
+        let kinds = ErrorDetails::kinds();
+        let unique: std::collections::BTreeSet<_> = kinds.iter().collect();
+        assert_eq!(unique.len(), kinds.len());
+        assert!(kinds.contains(&"all_targets_failed"));
+        assert_eq!(kinds.last(), Some(&LANEWAY_INTERNAL));
+    }
+}
