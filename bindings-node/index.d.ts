@@ -3,7 +3,19 @@
 export type SloClass = 'interactive' | 'standard' | 'background' | 'batch'
 export type ServiceTier = 'priority' | 'standard' | 'flex' | 'reserved'
 
-export interface MessageInput { role: 'user' | 'assistant'; text: string }
+export type Bytes = Uint8Array | string
+export type CachePoint = { cache_point: { ttl?: '5m' | '1h' } }
+/** A content block in the core's shape. */
+export type ContentBlock =
+  | { text: string }
+  | { image: { format: 'png' | 'jpeg' | 'gif' | 'webp'; bytes: Bytes } }
+  | { tool_use: { id: string; name: string; input: unknown } }
+  | { tool_result: { tool_use_id: string; content: Array<{ text: string } | { json: unknown }>; is_error?: boolean } }
+  | CachePoint
+export type MessageInput = { role: 'user' | 'assistant'; text: string } | { role: 'user' | 'assistant'; content: ContentBlock[] }
+export type SystemBlock = { text: string } | CachePoint
+export type ToolInput = { name: string; description?: string; inputSchema: Record<string, unknown> } | { spec: { name: string; description?: string; input_schema: Record<string, unknown> } } | CachePoint
+export type ToolChoice = 'auto' | 'any' | { tool: string }
 
 /** A request: a prompt or messages, and where and how to send it. */
 export interface RequestOptions {
@@ -13,7 +25,9 @@ export interface RequestOptions {
   model?: string
   /** A configured family: the plan picks the variant. */
   family?: string
-  system?: string
+  system?: string | SystemBlock[]
+  tools?: ToolInput[]
+  toolChoice?: ToolChoice
   maxTokens?: number
   temperature?: number
   topP?: number
@@ -32,7 +46,8 @@ export interface RequestOptions {
 export interface CallOptions { signal?: AbortSignal }
 
 export interface Usage { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number }
-export interface Timings { ttftMs: number | null; totalMs: number; outputTokensPerSecond: number | null }
+/** Durations in milliseconds, as everywhere in Laneway's schema. */
+export interface Timings { ttftMs: number | null; totalMs: number; outputTokensPerSecond: number | null; interTokenP50Ms: number | null }
 export interface Decision {
   model: string
   family: string | null
@@ -66,8 +81,10 @@ export type StreamEvent =
   | { type: 'completed'; response: Response; data: Record<string, unknown> }
 
 export interface RouterOptions {
-  /** Configuration: an object in the TOML layout, or TOML text. */
+  /** Configuration: an object in the TOML layout, TOML text, or a path to a TOML file (one
+   * that does not exist is a `ConfigError`). */
   config?: Record<string, unknown> | string
+  /** A path to a TOML file, named as one (instead of `config`). */
   configPath?: string
   /** Send every call here (the emulator) instead of AWS. */
   endpointUrl?: string
@@ -78,6 +95,9 @@ export interface RouterOptions {
 export class Router {
   constructor (options?: RouterOptions)
   generate (request: string | RequestOptions, options?: RequestOptions & CallOptions): Promise<Response>
+  /** The JavaScript SDK's `ConverseCommand` input as it is (plus `laneway` options); resolves to
+   * its output shape with Laneway's decision, timings and cost under `laneway`. */
+  converse (input: ConverseInput, options?: CallOptions): Promise<ConverseOutput>
   stream (request: string | RequestOptions, options?: RequestOptions & CallOptions): AsyncGenerator<StreamEvent, void, void>
   plan (request: string | RequestOptions, options?: RequestOptions): Record<string, any>
   cacheTotals (): Record<string, any>
@@ -87,17 +107,47 @@ export class Router {
   finishTask (taskId: string, success: boolean): boolean
 }
 
-/** Every error Laneway throws. `code` is the stable error kind, e.g. `throttled`. */
+/** The JavaScript SDK's Converse input (`modelId`, `messages`, ...), plus Laneway's options. */
+export interface ConverseInput {
+  modelId?: string
+  messages: Array<{ role: 'user' | 'assistant'; content: Array<Record<string, unknown>> }>
+  system?: Array<Record<string, unknown>>
+  inferenceConfig?: { maxTokens?: number; temperature?: number; topP?: number; stopSequences?: string[] }
+  toolConfig?: { tools: Array<Record<string, unknown>>; toolChoice?: Record<string, unknown> }
+  serviceTier?: { type: 'priority' | 'default' | 'flex' | 'reserved' }
+  performanceConfig?: { latency: 'standard' }
+  /** Laneway's own options, in the core's keys: `slo`, `task_id`, `residency`, `model`, ... */
+  laneway?: Record<string, unknown>
+}
+
+/** The JavaScript SDK's Converse output, with Laneway's decision beside it. */
+export interface ConverseOutput {
+  output: { message: { role: 'assistant'; content: Array<Record<string, unknown>> } }
+  stopReason: string
+  usage: { inputTokens: number; outputTokens: number; totalTokens: number; cacheReadInputTokens: number; cacheWriteInputTokens: number }
+  metrics: { latencyMs: number }
+  serviceTier?: { type: string }
+  laneway: { decision: Record<string, unknown>; timings: Record<string, unknown>; cost_usd: number; cache_savings_usd: number }
+}
+
+/** Every error Laneway throws. `kind` is the stable error kind (e.g. `throttled`), `code` the
+ * service's own error code (e.g. `ThrottlingException`) or null. */
 export class LanewayError extends Error {
-  readonly code: string
+  readonly kind: string
+  readonly code: string | null
+  /** All details, as the core gives them (snake_case). */
+  readonly details: Record<string, unknown>
+  readonly field?: string
   readonly attempts?: Array<{ target: string; region: string; kind: string; code: string; message: string }>
+  readonly budgetExhausted?: boolean
   readonly delivered?: { deltas: number; text_chars: number; output_tokens: number }
-  /** The AWS error code (e.g. `ThrottlingException`), for an error from one target. */
-  readonly awsCode?: string
+  /** The details of the error that ended a stream. */
+  readonly causeDetails?: Record<string, unknown>
   readonly target?: string
   readonly region?: string
-  readonly httpStatus?: number | null
-  readonly retryAfterMs?: number | null
+  readonly httpStatus?: number
+  readonly requestId?: string
+  readonly retryAfterMs?: number
 }
 export class ThrottledError extends LanewayError {}
 export class UnavailableError extends LanewayError {}
@@ -116,7 +166,7 @@ export class ConfigError extends LanewayError {}
 export class InvalidRequestError extends LanewayError {}
 /** The call was cancelled through its `AbortSignal`. */
 export class AbortError extends LanewayError {}
-/** A bug inside Laneway (a panic, or a value it could not convert); `code` is 'internal_error'. */
+/** A bug inside Laneway (a panic, or a value it could not convert); `kind` is 'laneway_internal'. */
 export class LanewayInternalError extends LanewayError {}
 
 export function toRequest (request: string | RequestOptions, options?: RequestOptions): Record<string, unknown>

@@ -4,14 +4,25 @@
 
 const native = require('./laneway.node')
 
-/** Every error Laneway throws; `code` is the stable error kind (e.g. 'throttled'). */
+const camel = key => key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+
+/** Every error Laneway throws. `kind` is the stable error kind (e.g. 'throttled', the core's
+ * `ErrorDetails`), `code` the service's own error code where one came (e.g.
+ * 'ThrottlingException'), else null; the other details (`field`, `target`, `region`,
+ * `httpStatus`, `requestId`, `retryAfterMs`, `attempts`, `budgetExhausted`, `delivered`) are
+ * properties, and all of them, as the core gives them, are `details`. */
 class LanewayError extends Error {
   constructor (details, options) {
     super(details.message, options)
     this.name = this.constructor.name
-    this.code = details.kind
+    this.kind = details.kind
+    this.code = details.code ?? null
+    this.details = details
     for (const [k, v] of Object.entries(details)) {
-      if (k !== 'message' && k !== 'kind') this[k] = v
+      // `cause` is the standard property `options.cause` sets: the details of the error that
+      // ended a stream are `causeDetails`.
+      if (k === 'cause') this.causeDetails = v
+      else if (!['message', 'kind', 'code'].includes(k)) this[camel(k)] = v
     }
   }
 }
@@ -32,7 +43,7 @@ const KINDS = {
   all_targets_failed: 'AllTargetsFailedError',
   config: 'ConfigError',
   invalid_request: 'InvalidRequestError',
-  internal_error: 'LanewayInternalError',
+  laneway_internal: 'LanewayInternalError',
   aborted: 'AbortError'
 }
 const errors = { LanewayError }
@@ -48,25 +59,38 @@ function convertError (e) {
   return new Class(details, { cause: e })
 }
 
-function tomlValue (v) {
-  if (typeof v === 'boolean' || typeof v === 'number') return String(v)
-  if (typeof v === 'string') return JSON.stringify(v)
-  if (Array.isArray(v)) return '[' + v.map(tomlValue).join(', ') + ']'
-  if (v && typeof v === 'object') return '{ ' + Object.entries(v).map(([k, x]) => `${JSON.stringify(k)} = ${tomlValue(x)}`).join(', ') + ' }'
-  throw new TypeError(`cannot put ${typeof v} in a configuration`)
+/** JSON of a value whose binary parts (`Uint8Array`, `Buffer`) go as base64 text, the
+ * schema's form for bytes. */
+function toJson (value) {
+  return JSON.stringify(value, function (key, v) {
+    const original = this[key]
+    return original instanceof Uint8Array ? Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('base64') : v
+  })
 }
 
-/** A request in the core's shape, from a prompt string with options or a request object. */
+const REQUEST_KEYS = new Set(['prompt', 'messages', 'model', 'family', 'system', 'tools', 'toolChoice', 'maxTokens', 'temperature', 'topP', 'stopSequences', 'slo', 'ttftTargetMs', 'deadlineMs', 'taskId', 'tier', 'residency', 'minVariant', 'cache', 'continueOnInterrupt'])
+
+/** A tool: the core's `{ spec: {...} }` / `{ cache_point: {...} }`, or `{ name, description,
+ * inputSchema }`. */
+const toTool = t => (t.spec || t.cache_point ? t : { spec: { name: t.name, description: t.description, input_schema: t.inputSchema } })
+
+/** A request in the core's shape, from a prompt string with options or a request object:
+ * camelCase options (`REQUEST_KEYS`), messages and system blocks in the core's shape (or
+ * `{ role, text }` and a system string). An unknown key is an `InvalidRequestError`. */
 function toRequest (request, options = {}) {
   const r = typeof request === 'string' ? { ...options, prompt: request } : { ...request }
   if (r.model && typeof r.model === 'object') return r // already in the core's shape
-  if (r.model && r.family) throw new errors.InvalidRequestError({ kind: 'invalid_request', message: 'invalid request: model: give a model or a family, not both' })
+  const invalid = message => new errors.InvalidRequestError({ kind: 'invalid_request', message: `invalid request: ${message}` })
+  for (const key of Object.keys(r)) if (!REQUEST_KEYS.has(key)) throw invalid(`${key}: not a request option (known: ${[...REQUEST_KEYS].join(', ')})`)
+  if (r.model && r.family) throw invalid('model: give a model or a family, not both')
   const messages = (r.messages || []).map(m => (m.content ? m : { role: m.role, content: [{ text: m.text }] }))
   if (r.prompt !== undefined) messages.push({ role: 'user', content: [{ text: r.prompt }] })
   const out = { messages }
   if (r.model) out.model = { model: r.model }
   else if (r.family) out.model = { family: r.family }
-  if (r.system) out.system = [{ text: r.system }]
+  if (r.system !== undefined) out.system = typeof r.system === 'string' ? [{ text: r.system }] : r.system
+  if (r.tools) out.tools = r.tools.map(toTool)
+  if (r.toolChoice !== undefined) out.tool_choice = r.toolChoice
   const inference = {}
   if (r.maxTokens !== undefined) inference.max_tokens = r.maxTokens
   if (r.temperature !== undefined) inference.temperature = r.temperature
@@ -87,8 +111,6 @@ function toRequest (request, options = {}) {
   return out
 }
 
-const seconds = d => (d == null ? null : d.secs + d.nanos / 1e9)
-
 /** The answer to a call. */
 class Response {
   constructor (d) { this._d = d }
@@ -102,7 +124,7 @@ class Response {
   }
   get timings () {
     const t = this._d.timings
-    return { ttftMs: t.ttft ? seconds(t.ttft) * 1000 : null, totalMs: seconds(t.total) * 1000, outputTokensPerSecond: t.output_tokens_per_second }
+    return { ttftMs: t.ttft_ms ?? null, totalMs: t.total_ms, outputTokensPerSecond: t.output_tokens_per_second, interTokenP50Ms: t.inter_token ? t.inter_token.p50_ms : null }
   }
   get decision () {
     const d = this._d.decision
@@ -163,16 +185,18 @@ async function * streamEvents (native, id, signal) {
 /** Routes calls per their SLO. */
 class Router {
   /**
-   * @param {object} [options] `config` (an object in the TOML layout, TOML text, or `configPath`),
-   *   `endpointUrl` (the emulator), `accessKeyId` / `secretAccessKey`.
+   * @param {object} [options] `config` (an object in the TOML layout, TOML text, or a path to a
+   *   TOML file), or `configPath`; `endpointUrl` (the emulator), `accessKeyId` /
+   *   `secretAccessKey`. A path that does not exist is a `ConfigError`.
    */
   constructor (options = {}) {
     const o = {}
-    if (options.config !== undefined) o.configToml = typeof options.config === 'string' ? options.config : Object.entries(options.config).map(([k, v]) => `${JSON.stringify(k)} = ${tomlValue(v)}`).join('\n') + '\n'
-    if (options.configPath !== undefined) o.configPath = options.configPath
-    if (options.endpointUrl !== undefined) o.endpointUrl = options.endpointUrl
-    if (options.accessKeyId !== undefined) o.accessKeyId = options.accessKeyId
-    if (options.secretAccessKey !== undefined) o.secretAccessKey = options.secretAccessKey
+    for (const key of ['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey']) {
+      if (options[key] !== undefined) o[key.replace(/[A-Z]/g, c => '_' + c.toLowerCase())] = options[key]
+    }
+    for (const key of Object.keys(options)) {
+      if (!['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey'].includes(key)) o[key] = options[key] // named in the core's error
+    }
     try {
       this._n = new native.NativeRouter(JSON.stringify(o))
     } catch (e) { throw convertError(e) }
@@ -181,16 +205,32 @@ class Router {
   /** Sends a request; `{ signal }` cancels it. Resolves to a `Response`. */
   async generate (request, options = {}) {
     const { signal, ...rest } = options
-    const json = JSON.stringify(toRequest(request, rest))
+    const json = toJson(toRequest(request, rest))
+    return new Response(JSON.parse(await this._abortable(id => this._n.generate(json, id), signal)))
+  }
+
+  /**
+   * The JavaScript SDK's `ConverseCommand`, routed: its input as it is (`modelId`, `messages`,
+   * `system`, `inferenceConfig`, `toolConfig`, `serviceTier`; bytes as `Uint8Array`), plus
+   * `laneway` for Laneway's own options (`slo`, `task_id`, `residency`, `model: { family }`).
+   * Resolves to the SDK's output shape with Laneway's decision, timings and cost under
+   * `laneway`. Fields Laneway cannot honour (`guardrailConfig`, ...) are refused by name.
+   */
+  async converse (input, options = {}) {
+    const json = toJson(input)
+    return JSON.parse(await this._abortable(id => this._n.converse(json, id), options.signal))
+  }
+
+  async _abortable (start, signal) {
     if (signal && signal.aborted) throw abortError(signal)
     const id = nextCallId++
     const onAbort = () => this._n.cancel(id)
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
     try {
-      return new Response(JSON.parse(await this._n.generate(json, id)))
+      return await start(id)
     } catch (e) {
       const err = convertError(e)
-      if (err.code === 'aborted') throw abortError(signal)
+      if (err.kind === 'aborted') throw abortError(signal)
       throw err
     } finally {
       if (signal) signal.removeEventListener('abort', onAbort)

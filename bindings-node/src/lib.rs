@@ -1,70 +1,50 @@
-//! The native addon of the `laneway` npm package: JSON in, JSON out, calls on napi's tokio
+//! The native addon of the `laneway` npm package: JSON of the core's binding-neutral schema
+//! (`laneway::surface`) in and out, calls on napi's tokio
 //! runtime, cancellation by call id (the JavaScript facade wires `AbortSignal` to it). Every
 //! decision stays in the `laneway` crate.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use laneway::{Config, Error, GenerateRequest, Router};
+use laneway::surface::{converse, ErrorDetails, RouterOptions};
+use laneway::{Error, GenerateRequest, Router};
 use napi::bindgen_prelude::block_on;
 use napi_derive::napi;
-use serde::Deserialize;
 
-/// How to build a router (the facade's options, as JSON).
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Options {
-    config_toml: Option<String>,
-    config_path: Option<String>,
-    endpoint_url: Option<String>,
-    access_key_id: Option<String>,
-    secret_access_key: Option<String>,
-}
-
-/// A core error as the JSON the facade turns into an `Error` subclass with a stable `code`.
+/// An error as the JSON of the core's `ErrorDetails`, which the facade turns into an `Error`
+/// subclass.
 fn js_error(e: Error) -> napi::Error {
-    let mut details = serde_json::json!({ "kind": e.kind().as_str(), "message": e.to_string() });
-    match &e {
-        Error::Service(s) => {
-            details["awsCode"] = s.code.clone().into();
-            details["target"] = s.target.clone().into();
-            details["region"] = s.region.clone().into();
-            details["httpStatus"] = s.http_status.into();
-            details["retryAfterMs"] = s.retry_after.map(|d| d.as_millis() as u64).into();
-        }
-        Error::AllTargetsFailed {
-            attempts,
-            budget_exhausted,
-        } => {
-            details["attempts"] = serde_json::to_value(attempts).unwrap_or_default();
-            details["budgetExhausted"] = (*budget_exhausted).into();
-        }
-        Error::StreamInterrupted { delivered, cause } => {
-            details["delivered"] = serde_json::to_value(delivered).unwrap_or_default();
-            details["cause"] = cause.to_string().into();
-        }
-        _ => {}
-    }
-    napi::Error::from_reason(details.to_string())
+    details_error(&ErrorDetails::of(&e))
 }
 
-fn plain_error(kind: &str, message: impl std::fmt::Display) -> napi::Error {
+fn details_error(details: &ErrorDetails) -> napi::Error {
     napi::Error::from_reason(
-        serde_json::json!({ "kind": kind, "message": message.to_string() }).to_string(),
+        serde_json::to_string(details).unwrap_or_else(|_| details.message.clone()),
     )
 }
 
-/// The text of a caught panic, for an `internal_error` (`LanewayInternalError` in JavaScript).
+fn invalid_request(message: impl std::fmt::Display) -> napi::Error {
+    js_error(Error::InvalidRequest {
+        field: "request".into(),
+        reason: message.to_string(),
+    })
+}
+
+/// A cancelled call: not an error of the core, the facade throws the standard `AbortError`.
+fn aborted() -> napi::Error {
+    napi::Error::from_reason(r#"{"kind":"aborted","message":"the call was aborted"}"#)
+}
+
+/// The text of a caught panic, as `laneway_internal` details (`LanewayInternalError`).
 fn panic_error(panic: &(dyn std::any::Any + Send)) -> napi::Error {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown".into());
-    plain_error(
-        "internal_error",
-        format!("internal error in Laneway (please report it): {what}"),
-    )
+    details_error(&ErrorDetails::internal(format!(
+        "internal error in Laneway (please report it): {what}"
+    )))
 }
 
 /// Runs a synchronous entry point; a panic becomes a thrown `LanewayInternalError` instead of
@@ -84,13 +64,20 @@ async fn guard_async<T>(f: impl std::future::Future<Output = napi::Result<T>>) -
 }
 
 fn request_of(json: &str) -> napi::Result<GenerateRequest> {
-    serde_json::from_str(json)
-        .map_err(|e| plain_error("invalid_request", format!("invalid request: {e}")))
+    serde_json::from_str(json).map_err(invalid_request)
+}
+
+fn converse_request_of(json: &str) -> napi::Result<GenerateRequest> {
+    let value = serde_json::from_str(json).map_err(invalid_request)?;
+    converse::request(value).map_err(js_error)
 }
 
 fn to_json(value: &impl serde::Serialize) -> napi::Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| plain_error("internal_error", format!("converting the result: {e}")))
+    serde_json::to_string(value).map_err(|e| {
+        details_error(&ErrorDetails::internal(format!(
+            "converting the result: {e}"
+        )))
+    })
 }
 
 type SharedStream = Arc<laneway::LazyStream>;
@@ -112,40 +99,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[napi]
 impl NativeRouter {
-    /// Builds a router from options JSON: `configToml` or `configPath`, `endpointUrl`,
-    /// `accessKeyId` and `secretAccessKey`.
+    /// Builds a router from the core's options (JSON): `config` (an object, TOML text or a
+    /// path), `config_path`, `endpoint_url`, `access_key_id` and `secret_access_key`.
     #[napi(constructor)]
     pub fn new(options_json: String) -> napi::Result<Self> {
         guard(|| {
-            let o: Options = serde_json::from_str(&options_json).map_err(|e| {
-                plain_error("config", format!("invalid configuration: options: {e}"))
+            let options: RouterOptions = serde_json::from_str(&options_json).map_err(|e| {
+                js_error(Error::Config {
+                    field: "options".into(),
+                    reason: e.to_string(),
+                })
             })?;
-            let config =
-                match (o.config_toml, o.config_path) {
-                    (Some(_), Some(_)) => return Err(plain_error(
-                        "config",
-                        "invalid configuration: give a configuration or a path to one, not both",
-                    )),
-                    (Some(text), None) => Config::from_toml_str(&text),
-                    (None, Some(path)) => Config::from_file(path),
-                    (None, None) => Ok(Config::default()),
-                }
-                .map_err(js_error)?;
-            let mut b = Router::builder().config(config);
-            if let Some(url) = o.endpoint_url {
-                b = b.endpoint_url(url);
-            }
-            match (o.access_key_id, o.secret_access_key) {
-                (Some(id), Some(secret)) => b = b.static_credentials(id, secret),
-                (None, None) => {}
-                _ => {
-                    return Err(plain_error(
-                        "config",
-                        "invalid configuration: accessKeyId and secretAccessKey go together",
-                    ))
-                }
-            }
-            let router = block_on(b.build()).map_err(js_error)?;
+            let builder = options.builder().map_err(js_error)?;
+            let router = block_on(builder.build()).map_err(js_error)?;
             Ok(Self {
                 router,
                 calls: Arc::default(),
@@ -170,19 +136,21 @@ impl NativeRouter {
     pub async fn generate(&self, request_json: String, call_id: u32) -> napi::Result<String> {
         guard_async(async move {
             let req = request_of(&request_json)?;
-            // Already on napi's tokio runtime: abortable in place, no second task to hand off to.
-            let (handle, registration) = futures::future::AbortHandle::new_pair();
-            lock(&self.calls).insert(call_id, handle);
-            let out =
-                futures::future::Abortable::new(self.router.generate(req), registration).await;
-            lock(&self.calls).remove(&call_id);
-            match out {
-                Ok(Ok(r)) => to_json(&r),
-                Ok(Err(e)) => Err(js_error(e)),
-                Err(futures::future::Aborted) => {
-                    Err(plain_error("aborted", "the call was aborted"))
-                }
-            }
+            let r = self.abortable(call_id, req).await?;
+            to_json(&r)
+        })
+        .await
+    }
+
+    /// Sends a request in the AWS Converse shape (the JavaScript SDK's `ConverseCommand` input,
+    /// plus `laneway` options); resolves to the response JSON in Converse's output shape, with
+    /// Laneway's decision under `laneway`. `cancel(callId)` aborts it.
+    #[napi]
+    pub async fn converse(&self, request_json: String, call_id: u32) -> napi::Result<String> {
+        guard_async(async move {
+            let req = converse_request_of(&request_json)?;
+            let r = self.abortable(call_id, req).await?;
+            to_json(&converse::response(&r))
         })
         .await
     }
@@ -275,6 +243,25 @@ impl NativeRouter {
     #[napi]
     pub fn cache_totals(&self) -> napi::Result<String> {
         guard(|| to_json(&self.router.cache_totals()))
+    }
+}
+
+impl NativeRouter {
+    /// Runs a call that `cancel(call_id)` can abort. Already on napi's tokio runtime: abortable
+    /// in place, no second task to hand off to.
+    async fn abortable(
+        &self,
+        call_id: u32,
+        req: GenerateRequest,
+    ) -> napi::Result<laneway::GenerateResponse> {
+        let (handle, registration) = futures::future::AbortHandle::new_pair();
+        lock(&self.calls).insert(call_id, handle);
+        let out = futures::future::Abortable::new(self.router.generate(req), registration).await;
+        lock(&self.calls).remove(&call_id);
+        match out {
+            Ok(r) => r.map_err(js_error),
+            Err(futures::future::Aborted) => Err(aborted()),
+        }
     }
 }
 

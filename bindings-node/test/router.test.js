@@ -66,7 +66,7 @@ test('a router from an object and from a TOML file', async () => {
 })
 
 test('bad configuration and requests are typed errors', async () => {
-  assert.throws(() => new laneway.Router({ config: '[families.x]\nvariants = ["no-such-model"]\n', ...emu.routerOptions() }), e => e instanceof laneway.ConfigError && e.code === 'config' && e.message.includes('families.x.variants'))
+  assert.throws(() => new laneway.Router({ config: '[families.x]\nvariants = ["no-such-model"]\n', ...emu.routerOptions() }), e => e instanceof laneway.ConfigError && e.kind === 'config' && e.message.includes('families.x.variants'))
   await assert.rejects(router.generate('Hi', { family: 'no-such-family' }), e => e instanceof laneway.InvalidRequestError && e instanceof laneway.LanewayError && e.message.includes('no-such-family'))
   await assert.rejects(router.generate({ messages: [], model: { family: 'nova' } }), laneway.InvalidRequestError)
   await assert.rejects(router.generate({ messages: 'nope', model: { family: 'nova' } }), laneway.InvalidRequestError)
@@ -77,12 +77,12 @@ test('service errors map to their classes', async () => {
   // The outage outlasts the calls: their retry rounds end at the deadline.
   await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, deadlineMs: 300 }), e => {
     assert.ok(e instanceof laneway.AllTargetsFailedError)
-    assert.equal(e.code, 'all_targets_failed')
+    assert.equal(e.kind, 'all_targets_failed')
     assert.ok(e.attempts.length >= 2 && e.attempts[0].kind === 'unavailable')
     assert.ok(e.cause instanceof Error)
     return true
   })
-  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['eu-west-1'] }, deadlineMs: 300 }), e => e instanceof laneway.UnavailableError && e.code === 'unavailable' && e.awsCode === 'ServiceUnavailableException' && e.region === 'eu-west-1')
+  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['eu-west-1'] }, deadlineMs: 300 }), e => e instanceof laneway.UnavailableError && e.kind === 'unavailable' && e.code === 'ServiceUnavailableException' && e.region === 'eu-west-1')
 })
 
 test('a broken stream says how much was delivered', async () => {
@@ -171,10 +171,10 @@ for (const [fault, Class] of [['throttle', 'ThrottledError'], ['model_not_ready'
 
 test('refusals have their classes', async () => {
   await assert.rejects(new laneway.Router({ ...emu.routerOptions(), secretAccessKey: 'not-the-secret' }).generate('Hi', { model: 'amazon.nova-lite-v1:0', maxTokens: 4 }),
-    e => e instanceof laneway.AccessDeniedError && e.code === 'access_denied' && e.httpStatus === 403)
+    e => e instanceof laneway.AccessDeniedError && e.kind === 'access_denied' && e.httpStatus === 403)
   const config = '[models."amazon.titan-text-express-v1"]\nprovider = "bedrock"\nregions = ["us-east-1"]\nprice = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n'
   await assert.rejects(new laneway.Router({ config, ...emu.routerOptions() }).generate('Hi', { model: 'amazon.titan-text-express-v1', maxTokens: 4 }),
-    e => e instanceof laneway.ValidationError && e.code === 'validation' && e.awsCode === 'ValidationException')
+    e => e instanceof laneway.ValidationError && e.kind === 'validation' && e.code === 'ValidationException')
 })
 
 test('metrics and task costs', async () => {
@@ -191,7 +191,7 @@ test('metrics and task costs', async () => {
 })
 
 test('a panic in any entry point is a LanewayInternalError, never an abort', async () => {
-  const internal = where => e => e instanceof laneway.LanewayInternalError && e.code === 'internal_error' && e.message.includes(`failpoint ${where}`)
+  const internal = where => e => e instanceof laneway.LanewayInternalError && e.kind === 'laneway_internal' && e.message.includes(`failpoint ${where}`)
   try {
     laneway._armFailpoint('plan')
     assert.throws(() => router.plan('Hi', { family: 'nova' }), internal('plan'))
@@ -227,4 +227,50 @@ test('a stream dropped unfinished is closed when it is collected', async () => {
     }
     assert.equal(await cancelled(), 1)
   } finally { await slow.stop() }
+})
+
+test('the JavaScript SDK\'s Converse input works unchanged', async () => {
+  const input = {
+    modelId: 'amazon.nova-lite-v1:0',
+    system: [{ text: 'You book trips.' }],
+    messages: [
+      { role: 'user', content: [{ text: 'Weather in Paris?' }, { image: { format: 'png', source: { bytes: new Uint8Array([137, 80, 78, 71]) } } }] },
+      { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'weather', input: { city: 'Paris' } } }] },
+      { role: 'user', content: [{ toolResult: { toolUseId: 't1', content: [{ json: { celsius: 21 } }], status: 'success' } }] }
+    ],
+    toolConfig: { tools: [{ toolSpec: { name: 'weather', description: 'Weather for a city', inputSchema: { json: { type: 'object' } } } }] },
+    inferenceConfig: { maxTokens: 16 }
+  }
+  const out = await router.converse({ ...input, laneway: { slo: { class: 'interactive' } } })
+  assert.equal(out.output.message.role, 'assistant')
+  assert.ok(out.output.message.content[0].text.length > 0)
+  const u = out.usage
+  assert.equal(u.totalTokens, u.inputTokens + u.outputTokens + u.cacheReadInputTokens + u.cacheWriteInputTokens)
+  assert.equal(out.laneway.decision.model, 'amazon.nova-lite-v1:0')
+  assert.ok(out.laneway.cost_usd > 0)
+  await assert.rejects(router.converse({ ...input, guardrailConfig: { guardrailIdentifier: 'g' } }),
+    e => e instanceof laneway.InvalidRequestError && e.kind === 'invalid_request' && e.field === 'guardrailConfig' && e.code === null)
+})
+
+test('the whole request surface in camelCase: system blocks, tools, tool choice', async () => {
+  const r = await router.generate({
+    model: 'amazon.nova-lite-v1:0',
+    system: [{ text: 'Be brief.' }, { cache_point: {} }],
+    messages: [{ role: 'user', content: [{ text: 'Which tool?' }, { image: { format: 'png', bytes: new Uint8Array([137, 80, 78, 71]) } }] }],
+    tools: [{ name: 'lookup', description: 'Looks up', inputSchema: { type: 'object' } }],
+    toolChoice: 'auto',
+    maxTokens: 8
+  })
+  assert.equal(r.decision.model, 'amazon.nova-lite-v1:0')
+  assert.throws(() => laneway.toRequest('Hi', { maxTokenz: 8 }), e => e instanceof laneway.InvalidRequestError && e.message.includes('maxTokenz'))
+})
+
+test('a config path that does not exist is an error', () => {
+  assert.throws(() => new laneway.Router({ config: path.join(os.tmpdir(), 'no-such-laneway.toml'), ...emu.routerOptions() }),
+    e => e instanceof laneway.ConfigError && e.message.includes('no-such-laneway.toml'))
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'laneway-')), 'laneway.toml')
+  fs.writeFileSync(file, '[routing]\nmax_attempts = 2\n')
+  assert.ok(new laneway.Router({ config: file, ...emu.routerOptions() }))
+  assert.ok(new laneway.Router({ configPath: file, ...emu.routerOptions() }))
+  assert.throws(() => new laneway.Router({ endpoint: 'x' }), e => e instanceof laneway.ConfigError && e.message.includes('endpoint'))
 })

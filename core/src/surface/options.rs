@@ -28,6 +28,9 @@ pub struct RouterOptions {
     /// The configuration; omitted, the built-in one.
     #[serde(default)]
     pub config: Option<ConfigInput>,
+    /// A path to a TOML configuration file, named as one (instead of `config`).
+    #[serde(default)]
+    pub config_path: Option<String>,
     /// Send every call here (the emulator) instead of AWS.
     #[serde(default)]
     pub endpoint_url: Option<String>,
@@ -71,9 +74,15 @@ fn looks_like_path(text: &str) -> bool {
 impl RouterOptions {
     /// The configuration the options name.
     pub fn config(&self) -> Result<Config> {
-        self.config
-            .as_ref()
-            .map_or_else(|| Ok(Config::default()), ConfigInput::load)
+        match (&self.config, &self.config_path) {
+            (Some(_), Some(_)) => Err(Error::config(
+                "config_path",
+                "give a configuration or a path to one, not both",
+            )),
+            (Some(config), None) => config.load(),
+            (None, Some(path)) => Config::from_file(Path::new(path)),
+            (None, None) => Ok(Config::default()),
+        }
     }
 
     /// A router builder with these options applied.
@@ -117,6 +126,10 @@ mod tests {
         std::fs::write(&path, "[routing]\nmax_attempts = 4\n").unwrap();
         let file = options(json!({ "config": path.to_str().unwrap() }));
         assert_eq!(file.config().unwrap().routing.max_attempts, 4);
+        let named = options(json!({ "config_path": path.to_str().unwrap() }));
+        assert_eq!(named.config().unwrap().routing.max_attempts, 4);
+        let both = options(json!({ "config": "", "config_path": path.to_str().unwrap() }));
+        assert!(both.config().unwrap_err().to_string().contains("not both"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(
             options(json!({})).config().unwrap().routing.max_attempts,
