@@ -31,8 +31,6 @@ FAMILY = {
     "routing": {"stream_generate": False},
 }
 PROMPT = "Summarise ticket {i}: the invoice was charged twice and the customer wants a refund."
-SEQUENTIAL = int(os.environ.get("LANEWAY_BENCH_SEQUENTIAL", "1500"))
-CONCURRENT = int(os.environ.get("LANEWAY_BENCH_CONCURRENT", "4000"))
 ROUNDS = int(os.environ.get("LANEWAY_BENCH_ROUNDS", "3"))
 
 
@@ -71,41 +69,6 @@ def measured(n, run):
     return n / (time.perf_counter() - start), (time.process_time() - cpu) * 1e6 / n
 
 
-def boto_sequential(client):
-    def run():
-        for i in range(SEQUENTIAL):
-            boto_call(client, i)
-    return measured(SEQUENTIAL, run)
-
-
-def boto_concurrent(client):
-    def run():
-        with concurrent.futures.ThreadPoolExecutor(max_workers=64) as pool:
-            list(pool.map(lambda i: boto_call(client, i), range(CONCURRENT)))
-    return measured(CONCURRENT, run)
-
-
-def laneway_sequential(router):
-    def run():
-        for i in range(SEQUENTIAL):
-            assert router.generate_sync(PROMPT.format(i=i), family="nova", max_tokens=16).text
-    return measured(SEQUENTIAL, run)
-
-
-def laneway_concurrent(router):
-    async def all_of_them():
-        sem = asyncio.Semaphore(64)
-
-        async def one(i):
-            async with sem:
-                r = await router.generate(PROMPT.format(i=i), family="nova", max_tokens=16)
-                assert r.text
-
-        await asyncio.gather(*(one(i) for i in range(CONCURRENT)))
-
-    return measured(CONCURRENT, lambda: asyncio.run(all_of_them()))
-
-
 async def open_streams(router, n: int) -> float:
     """RSS growth (MB) with `n` streams open at once, each past its first event."""
     before = rss_mb()
@@ -122,6 +85,75 @@ def median(v):
     return sorted(v)[len(v) // 2]
 
 
+# The per-call rows of issue 16: generate and stream at 16, 64 and 512 output tokens, one call at
+# a time and 64 in flight. Calls per row shrink with the answer's length (same order of work).
+TOKENS = [int(t) for t in os.environ.get("LANEWAY_BENCH_TOKENS", "16,64,512").split(",")]
+CALLS_PER_ROW = int(os.environ.get("LANEWAY_BENCH_CALLS", "6400"))
+
+
+def calls_for(tokens: int) -> int:
+    return max(64, CALLS_PER_ROW // tokens)
+
+
+def boto_stream_call(client, i: int, tokens: int) -> None:
+    out = client.converse_stream(
+        modelId="amazon.nova-lite-v1:0",
+        messages=[{"role": "user", "content": [{"text": PROMPT.format(i=i)}]}],
+        inferenceConfig={"maxTokens": tokens},
+    )
+    deltas = sum(1 for ev in out["stream"] if "contentBlockDelta" in ev)
+    assert deltas > 0
+
+
+def boto_generate_call(client, i: int, tokens: int) -> None:
+    out = client.converse(
+        modelId="amazon.nova-lite-v1:0",
+        messages=[{"role": "user", "content": [{"text": PROMPT.format(i=i)}]}],
+        inferenceConfig={"maxTokens": tokens},
+    )
+    assert out["output"]["message"]["content"][0]["text"]
+
+
+def boto_row(client, call, n: int, width: int, tokens: int):
+    def run():
+        if width == 1:
+            for i in range(n):
+                call(client, i, tokens)
+        else:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=width) as pool:
+                list(pool.map(lambda i: call(client, i, tokens), range(n)))
+    return measured(n, run)
+
+
+def laneway_row(router, streaming: bool, n: int, width: int, tokens: int):
+    if width == 1:
+        def run():
+            for i in range(n):
+                if streaming:
+                    deltas = sum(1 for ev in router.stream_sync(PROMPT.format(i=i), family="nova", max_tokens=tokens) if ev.type == "text_delta")
+                    assert deltas > 0
+                else:
+                    assert router.generate_sync(PROMPT.format(i=i), family="nova", max_tokens=tokens).text
+        return measured(n, run)
+
+    async def all_of_them():
+        sem = asyncio.Semaphore(width)
+
+        async def one(i):
+            async with sem:
+                if streaming:
+                    deltas = 0
+                    async for ev in router.stream(PROMPT.format(i=i), family="nova", max_tokens=tokens):
+                        deltas += ev.type == "text_delta"
+                    assert deltas > 0
+                else:
+                    assert (await router.generate(PROMPT.format(i=i), family="nova", max_tokens=tokens)).text
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+
+    return measured(n, lambda: asyncio.run(all_of_them()))
+
+
 def main() -> None:
     os.sched_setaffinity(0, {0})
     # The release build of the emulator, so that the server is not what limits the clients.
@@ -132,24 +164,31 @@ def main() -> None:
         client = boto_client(emu.url)
         # Warm-up: connections, imports, the router's state.
         boto_call(client, 0)
+        boto_stream_call(client, 0, 16)
         router.generate_sync("warm up", family="nova", max_tokens=16)
-        results = {"boto3 sequential": [], "laneway sequential": [], "boto3 concurrent (64 threads)": [], "laneway concurrent (64 in flight)": []}
-        for _ in range(ROUNDS):
-            results["boto3 sequential"].append(boto_sequential(client))
-            results["laneway sequential"].append(laneway_sequential(router))
-            results["boto3 concurrent (64 threads)"].append(boto_concurrent(client))
-            results["laneway concurrent (64 in flight)"].append(laneway_concurrent(router))
+        list(router.stream_sync("warm up", family="nova", max_tokens=16))
+        rows = []
+        for streaming in (False, True):
+            for tokens in TOKENS:
+                for width in (1, 64):
+                    n = calls_for(tokens)
+                    theirs, ours = [], []
+                    for _ in range(ROUNDS):
+                        theirs.append(boto_row(client, boto_stream_call if streaming else boto_generate_call, n, width, tokens))
+                        ours.append(laneway_row(router, streaming, n, width, tokens))
+                    rows.append({
+                        "mode": "stream" if streaming else "generate", "tokens": tokens, "in_flight": width, "calls": n,
+                        "boto3_cpu_us": median([c for _, c in theirs]), "laneway_cpu_us": median([c for _, c in ours]),
+                        "boto3_req_s": median([r for r, _ in theirs]), "laneway_req_s": median([r for r, _ in ours]),
+                    })
         streams_mb = asyncio.run(open_streams(router, 1000))
-    out = {k: {"req_per_s": median([r for r, _ in v]), "cpu_us_per_req": median([c for _, c in v])} for k, v in results.items()}
-    print(f"Python {sys.version.split()[0]}, boto3 {boto3.__version__}, laneway {laneway.__version__}; client pinned to one core; medians of {ROUNDS} rounds")
-    for k, v in out.items():
-        print(f"  {k:<36} {v['req_per_s']:>8.0f} req/s   {v['cpu_us_per_req']:>7.0f} us client CPU/req   {1e6 / v['cpu_us_per_req']:>7.0f} req per CPU-second")
-    for mode, ours, theirs in [("sequential", "laneway sequential", "boto3 sequential"), ("concurrent", "laneway concurrent (64 in flight)", "boto3 concurrent (64 threads)")]:
-        wall = out[ours]["req_per_s"] / out[theirs]["req_per_s"]
-        per_cpu = out[theirs]["cpu_us_per_req"] / out[ours]["cpu_us_per_req"]
-        print(f"  {mode}: Laneway / boto3 = {wall:.1f}x requests per second, {per_cpu:.1f}x requests per CPU-second")
-    print(f"  1,000 open Laneway streams: +{streams_mb:.1f} MB RSS ({streams_mb * 1024 / 1000:.1f} KB per stream)")
-    print(json.dumps({"results": out, "streams_1000_mb": streams_mb}))
+    print(f"Python {sys.version.split()[0]}, boto3 {boto3.__version__}, laneway {laneway.__version__}; client pinned to one core; client CPU per call, medians of {ROUNDS} rounds")
+    print("| call | output tokens | in flight | boto3 CPU/call | Laneway CPU/call | boto3 / Laneway |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['mode']} | {r['tokens']} | {r['in_flight']} | {r['boto3_cpu_us']:,.0f} us | {r['laneway_cpu_us']:,.0f} us | **{r['boto3_cpu_us'] / r['laneway_cpu_us']:.1f}x** |")
+    print(f"1,000 open Laneway streams: +{streams_mb:.1f} MB RSS ({streams_mb * 1024 / 1000:.1f} KB per stream)")
+    print(json.dumps({"rows": rows, "streams_1000_mb": streams_mb}))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ use crate::types::{Delivered, Error, ErrorKind, FailedAttempt};
 ///
 /// ```
 /// use laneway::surface::ErrorDetails;
-/// let e = laneway::Error::invalid("messages", "the conversation is empty");
+/// let e = laneway::Error::InvalidRequest {
+///     field: "messages".into(),
+///     reason: "the conversation is empty".into(),
+/// };
 /// let d = ErrorDetails::of(&e);
 /// assert_eq!(d.kind, "invalid_request");
 /// assert_eq!(d.field.as_deref(), Some("messages"));
