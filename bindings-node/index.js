@@ -166,15 +166,16 @@ async function * streamEvents (native, id, signal) {
   try {
     while (true) {
       if (signal && signal.aborted) throw abortError(signal)
-      let ev
+      let batch
       try {
-        ev = await native.nextEvent(id)
+        // Every event already available comes in one batch: one hand-over and one parse.
+        batch = JSON.parse(await native.nextEvents(id))
       } catch (e) { throw convertError(e) }
-      if (ev == null) {
+      if (batch.length === 0) {
         if (signal && signal.aborted) throw abortError(signal)
         return
       }
-      yield event(JSON.parse(ev))
+      for (const ev of batch) yield event(ev)
     }
   } finally {
     if (signal) signal.removeEventListener('abort', onAbort)

@@ -6,14 +6,12 @@
 // Sequential: one call at a time; concurrent: 64 in flight. Then the memory of 1,000 open streams.
 const path = require('node:path')
 const { execFileSync } = require('node:child_process')
-const { BedrockRuntimeClient, ConverseCommand } = require('@aws-sdk/client-bedrock-runtime')
+const { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } = require('@aws-sdk/client-bedrock-runtime')
 const { NodeHttpHandler } = require('@smithy/node-http-handler')
 const http = require('node:http')
 const laneway = require('laneway')
 const { startEmulator, ACCESS_KEY_ID, SECRET_ACCESS_KEY } = require('laneway/testing')
 
-const SEQUENTIAL = Number(process.env.LANEWAY_BENCH_SEQUENTIAL || 1500)
-const CONCURRENT = Number(process.env.LANEWAY_BENCH_CONCURRENT || 4000)
 const ROUNDS = Number(process.env.LANEWAY_BENCH_ROUNDS || 3)
 const PROMPT = i => `Summarise ticket ${i}: the invoice was charged twice and the customer wants a refund.`
 // Converse against Converse: Laneway's generate sends a stream by default (routing.stream_generate).
@@ -35,6 +33,12 @@ async function pool (n, width, call) {
 
 const median = v => v.slice().sort((a, b) => a - b)[Math.floor(v.length / 2)]
 
+// The per-call rows of issue 16: generate and stream at 16, 64 and 512 output tokens, one call
+// at a time and 64 in flight; calls per row shrink with the answer's length.
+const TOKENS = (process.env.LANEWAY_BENCH_TOKENS || '16,64,512').split(',').map(Number)
+const CALLS_PER_ROW = Number(process.env.LANEWAY_BENCH_CALLS || 6400)
+const callsFor = tokens => Math.max(64, Math.floor(CALLS_PER_ROW / tokens))
+
 async function main () {
   const binary = process.env.LANEWAY_EMULATOR || path.join(__dirname, '..', '..', 'target', 'release', 'laneway-emulator')
   process.env.LANEWAY_EMULATOR = binary
@@ -49,21 +53,40 @@ async function main () {
       maxAttempts: 1,
       requestHandler: new NodeHttpHandler({ httpAgent: new http.Agent({ keepAlive: true, maxSockets: 64 }) })
     })
-    const sdkCall = async i => {
-      const out = await sdk.send(new ConverseCommand({ modelId: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: [{ text: PROMPT(i) }] }], inferenceConfig: { maxTokens: 16 } }))
+    const input = (i, tokens) => ({ modelId: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: [{ text: PROMPT(i) }] }], inferenceConfig: { maxTokens: tokens } })
+    const sdkGenerate = tokens => async i => {
+      const out = await sdk.send(new ConverseCommand(input(i, tokens)))
       if (!out.output.message.content[0].text) throw new Error('empty')
     }
-    const lanewayCall = async i => {
-      const r = await router.generate(PROMPT(i), { family: 'nova', maxTokens: 16 })
+    const sdkStream = tokens => async i => {
+      const out = await sdk.send(new ConverseStreamCommand(input(i, tokens)))
+      let deltas = 0
+      for await (const ev of out.stream) if (ev.contentBlockDelta) deltas++
+      if (!deltas) throw new Error('empty')
+    }
+    const lanewayGenerate = tokens => async i => {
+      const r = await router.generate(PROMPT(i), { family: 'nova', maxTokens: tokens })
       if (!r.text) throw new Error('empty')
     }
-    await sdkCall(0); await lanewayCall(0)
-    const results = { 'SDK sequential': [], 'laneway sequential': [], 'SDK concurrent (64 in flight)': [], 'laneway concurrent (64 in flight)': [] }
-    for (let round = 0; round < ROUNDS; round++) {
-      results['SDK sequential'].push(await measured(SEQUENTIAL, () => pool(SEQUENTIAL, 1, sdkCall)))
-      results['laneway sequential'].push(await measured(SEQUENTIAL, () => pool(SEQUENTIAL, 1, lanewayCall)))
-      results['SDK concurrent (64 in flight)'].push(await measured(CONCURRENT, () => pool(CONCURRENT, 64, sdkCall)))
-      results['laneway concurrent (64 in flight)'].push(await measured(CONCURRENT, () => pool(CONCURRENT, 64, lanewayCall)))
+    const lanewayStream = tokens => async i => {
+      let deltas = 0
+      for await (const ev of router.stream(PROMPT(i), { family: 'nova', maxTokens: tokens })) if (ev.type === 'text_delta') deltas++
+      if (!deltas) throw new Error('empty')
+    }
+    await sdkGenerate(16)(0); await sdkStream(16)(0); await lanewayGenerate(16)(0); await lanewayStream(16)(0)
+    const rows = []
+    for (const streaming of [false, true]) {
+      for (const tokens of TOKENS) {
+        for (const width of [1, 64]) {
+          const n = callsFor(tokens)
+          const theirs = []; const ours = []
+          for (let round = 0; round < ROUNDS; round++) {
+            theirs.push(await measured(n, () => pool(n, width, (streaming ? sdkStream : sdkGenerate)(tokens))))
+            ours.push(await measured(n, () => pool(n, width, (streaming ? lanewayStream : lanewayGenerate)(tokens))))
+          }
+          rows.push({ mode: streaming ? 'stream' : 'generate', tokens, inFlight: width, calls: n, sdkCpuUs: median(theirs.map(x => x[1])), lanewayCpuUs: median(ours.map(x => x[1])) })
+        }
+      }
     }
     // Memory of 1,000 streams held open at once, each past its first event.
     global.gc && global.gc()
@@ -73,15 +96,12 @@ async function main () {
     const grownMb = (process.memoryUsage().rss - before) / 1024 / 1024
     await Promise.all(streams.map(s => s.return()))
 
-    const out = {}
-    for (const [k, v] of Object.entries(results)) out[k] = { reqPerS: median(v.map(x => x[0])), cpuUsPerReq: median(v.map(x => x[1])) }
-    console.log(`Node ${process.version}, @aws-sdk/client-bedrock-runtime ${require('@aws-sdk/client-bedrock-runtime/package.json').version}, laneway ${laneway.version()}; client pinned to one core; medians of ${ROUNDS} rounds`)
-    for (const [k, v] of Object.entries(out)) console.log(`  ${k.padEnd(36)} ${v.reqPerS.toFixed(0).padStart(8)} req/s   ${v.cpuUsPerReq.toFixed(0).padStart(7)} us client CPU/req   ${(1e6 / v.cpuUsPerReq).toFixed(0).padStart(7)} req per CPU-second`)
-    for (const [mode, ours, theirs] of [['sequential', 'laneway sequential', 'SDK sequential'], ['concurrent', 'laneway concurrent (64 in flight)', 'SDK concurrent (64 in flight)']]) {
-      console.log(`  ${mode}: Laneway / SDK = ${(out[ours].reqPerS / out[theirs].reqPerS).toFixed(1)}x requests per second, ${(out[theirs].cpuUsPerReq / out[ours].cpuUsPerReq).toFixed(1)}x requests per CPU-second`)
-    }
-    console.log(`  1,000 open Laneway streams: +${grownMb.toFixed(1)} MB RSS (${(grownMb * 1024 / 1000).toFixed(1)} KB per stream)`)
-    console.log(JSON.stringify({ results: out, streams1000Mb: grownMb }))
+    console.log(`Node ${process.version}, @aws-sdk/client-bedrock-runtime ${require('@aws-sdk/client-bedrock-runtime/package.json').version}, laneway ${laneway.version()}; client pinned to one core; client CPU per call, medians of ${ROUNDS} rounds`)
+    console.log('| call | output tokens | in flight | SDK CPU/call | Laneway CPU/call | SDK / Laneway |')
+    console.log('|---|---|---|---|---|---|')
+    for (const r of rows) console.log(`| ${r.mode} | ${r.tokens} | ${r.inFlight} | ${Math.round(r.sdkCpuUs).toLocaleString('en')} us | ${Math.round(r.lanewayCpuUs).toLocaleString('en')} us | **${(r.sdkCpuUs / r.lanewayCpuUs).toFixed(1)}x** |`)
+    console.log(`1,000 open Laneway streams: +${grownMb.toFixed(1)} MB RSS (${(grownMb * 1024 / 1000).toFixed(1)} KB per stream)`)
+    console.log(JSON.stringify({ rows, streams1000Mb: grownMb }))
   } finally { await emu.stop() }
 }
 

@@ -82,6 +82,9 @@ fn to_json(value: &impl serde::Serialize) -> napi::Result<String> {
 
 type SharedStream = Arc<laneway::LazyStream>;
 
+/// Events delivered together at most (a long answer's burst is split, to bound a batch).
+const BATCH: usize = 256;
+
 /// A router of the Rust core.
 #[napi]
 pub struct NativeRouter {
@@ -198,6 +201,41 @@ impl NativeRouter {
                 Ok(None) => {
                     lock(&self.streams).remove(&stream_id);
                     Ok(None)
+                }
+                Err(e) => {
+                    lock(&self.streams).remove(&stream_id);
+                    Err(js_error(e))
+                }
+            }
+        })
+        .await
+    }
+
+    /// The next events of a stream, as one JSON array: the next event and every one already
+    /// available after it (one hand-over and one parse per burst); `[]` after the last.
+    #[napi]
+    pub async fn next_events(&self, stream_id: u32) -> napi::Result<String> {
+        guard_async(async move {
+            let Some(state) = lock(&self.streams).get(&stream_id).cloned() else {
+                return Ok("[]".into());
+            };
+            let (handle, registration) = futures::future::AbortHandle::new_pair();
+            lock(&self.waiting).insert(stream_id, handle);
+            let out = futures::future::Abortable::new(
+                async move { state.next_batch(BATCH).await },
+                registration,
+            )
+            .await;
+            lock(&self.waiting).remove(&stream_id);
+            let Ok(out) = out else {
+                return Ok("[]".into());
+            };
+            match out {
+                Ok(events) => {
+                    if events.is_empty() {
+                        lock(&self.streams).remove(&stream_id);
+                    }
+                    to_json(&events)
                 }
                 Err(e) => {
                     lock(&self.streams).remove(&stream_id);

@@ -229,6 +229,32 @@ impl NativeStream {
         })
     }
 
+    /// A future (of `dispatcher`'s event loop) of the next events: the next one and every one
+    /// already available after it, as a list (empty after the last). See [`events_to_py`].
+    fn next_batch<'py>(
+        &self,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        errors::guard(|| {
+            let stream = Arc::clone(&self.stream);
+            bridge::Dispatcher::submit(
+                dispatcher,
+                async move { stream.next_batch(BATCH).await },
+                |py, events| events_to_py(py, events),
+            )
+        })
+    }
+
+    /// `next_batch`, blocking without the GIL.
+    fn next_batch_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let stream = Arc::clone(&self.stream);
+            let events =
+                py.detach(|| bridge::block_on(async move { stream.next_batch(BATCH).await }))?;
+            events_to_py(py, events.map_err(to_py_err)?)
+        })
+    }
+
     /// Ends the stream now, cancelling its request.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         errors::guard(|| {
@@ -236,6 +262,29 @@ impl NativeStream {
             py.detach(|| bridge::block_on(async move { stream.close().await }))
         })
     }
+}
+
+/// Events delivered together at most (a long answer's burst is split, to bound a batch's memory).
+const BATCH: usize = 256;
+
+/// Stream events as Python values, cheap for the common case: a text delta is the tuple
+/// `(index, text)`; any other event the dict `{type: data}` of the core's schema.
+fn events_to_py(py: Python<'_>, events: Vec<laneway::StreamEvent>) -> PyResult<Py<PyAny>> {
+    let items = events
+        .into_iter()
+        .map(|ev| match ev {
+            laneway::StreamEvent::TextDelta { index, text } => Ok((index, text)
+                .into_pyobject(py)
+                .map_err(|e| errors::internal(format!("converting an event: {e}")))?
+                .into_any()
+                .unbind()),
+            other => to_py(py, &other),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(pyo3::types::PyList::new(py, items)
+        .map_err(|e| errors::internal(format!("converting events: {e}")))?
+        .into_any()
+        .unbind())
 }
 
 /// The scenario-free helpers the tests and examples use.

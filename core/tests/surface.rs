@@ -68,3 +68,88 @@ async fn a_converse_call_round_trips_with_the_decision_beside_it() {
     assert_eq!(d["kind"], "invalid_request");
     assert_eq!(d["field"], "model");
 }
+
+/// A backend whose streams deliver three deltas at once, then (optionally) break.
+struct Burst {
+    breaks: bool,
+}
+
+impl laneway::backend::Backend for Burst {
+    fn generate<'a>(
+        &'a self,
+        _call: laneway::backend::Call<'a>,
+    ) -> futures::future::BoxFuture<'a, laneway::Result<Completion>> {
+        Box::pin(async { Ok(Completion::text("unused")) })
+    }
+    fn stream<'a>(
+        &'a self,
+        call: laneway::backend::Call<'a>,
+    ) -> futures::future::BoxFuture<'a, laneway::Result<laneway::backend::EventStream>> {
+        use laneway::backend::BackendEvent;
+        let target = call.attempt.target.clone();
+        let breaks = self.breaks;
+        Box::pin(async move {
+            let mut events: Vec<laneway::Result<BackendEvent>> = ["one ", "two ", "three"]
+                .into_iter()
+                .map(|t| {
+                    Ok(BackendEvent::TextDelta {
+                        index: 0,
+                        text: t.into(),
+                    })
+                })
+                .collect();
+            if breaks {
+                events.push(Err(laneway::ServiceError::new(
+                    laneway::ErrorKind::Internal,
+                    "broke",
+                    target.id(),
+                    target.region(),
+                )
+                .into()));
+            } else {
+                events.push(Ok(BackendEvent::Stop(StopReason::EndTurn)));
+            }
+            let stream: laneway::backend::EventStream = Box::pin(futures::stream::iter(events));
+            Ok(stream)
+        })
+    }
+}
+
+async fn burst_router(breaks: bool) -> laneway::Router {
+    laneway::Router::builder()
+        .backend(Provider::Bedrock, Arc::new(Burst { breaks }))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_takes_every_event_already_there() {
+    let router = burst_router(false).await;
+    let stream =
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0"));
+    let first = stream.next_batch(256).await.unwrap();
+    // The three deltas and the completion were all ready: one batch.
+    assert_eq!(first.len(), 4, "{first:?}");
+    assert!(matches!(first[3], laneway::StreamEvent::Completed(_)));
+    assert!(stream.next_batch(256).await.unwrap().is_empty());
+
+    let capped =
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0"));
+    assert_eq!(capped.next_batch(2).await.unwrap().len(), 2);
+    assert_eq!(capped.next_batch(2).await.unwrap().len(), 2);
+    assert!(capped.next_batch(2).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_break_after_a_batch_comes_from_the_next_read() {
+    let router = burst_router(true).await;
+    let mut request = laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0");
+    request.inference.max_tokens = Some(16);
+    let stream = router.lazy_stream(request);
+    let delivered = stream.next_batch(256).await.unwrap();
+    assert_eq!(delivered.len(), 3, "{delivered:?}");
+    let e = stream.next_batch(256).await.unwrap_err();
+    assert_eq!(e.kind(), laneway::ErrorKind::StreamInterrupted, "{e}");
+    assert!(stream.next_batch(256).await.unwrap().is_empty());
+}

@@ -96,10 +96,12 @@ class Router:
         native = self._native.stream(_request(request, kwargs))
         try:
             while True:
-                event = await native.next(_dispatcher())
-                if event is None:
+                # Every event already available comes in one batch: one hand-over per burst.
+                batch = await native.next_batch(_dispatcher())
+                if not batch:
                     return
-                yield StreamEvent(event)
+                for raw in batch:
+                    yield StreamEvent._of(raw)
         finally:
             native.close()
 
@@ -108,10 +110,11 @@ class Router:
         native = self._native.stream(_request(request, kwargs))
         try:
             while True:
-                event = native.next_blocking()
-                if event is None:
+                batch = native.next_batch_blocking()
+                if not batch:
                     return
-                yield StreamEvent(event)
+                for raw in batch:
+                    yield StreamEvent._of(raw)
         finally:
             native.close()
 
