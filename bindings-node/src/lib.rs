@@ -91,7 +91,7 @@ pub struct NativeRouter {
     router: Router,
     calls: Arc<Mutex<HashMap<u32, futures::future::AbortHandle>>>,
     streams: Arc<Mutex<HashMap<u32, SharedStream>>>,
-    /// The pending `nextEvent` of each stream, to abort on `closeStream`.
+    /// The pending `nextEvents` of each stream, to abort on `closeStream`.
     waiting: Mutex<HashMap<u32, futures::future::AbortHandle>>,
     next_stream: Mutex<u32>,
 }
@@ -166,7 +166,7 @@ impl NativeRouter {
         }
     }
 
-    /// Opens a stream; nothing is sent until the first `nextEvent`.
+    /// Opens a stream; nothing is sent until the first `nextEvents`.
     #[napi]
     pub fn open_stream(&self, request_json: String) -> napi::Result<u32> {
         guard(|| {
@@ -177,38 +177,6 @@ impl NativeRouter {
             lock(&self.streams).insert(*next, state);
             Ok(*next)
         })
-    }
-
-    /// The next event JSON of a stream, or null after the last.
-    #[napi]
-    pub async fn next_event(&self, stream_id: u32) -> napi::Result<Option<String>> {
-        guard_async(async move {
-            let Some(state) = lock(&self.streams).get(&stream_id).cloned() else {
-                return Ok(None);
-            };
-            // `closeStream` aborts a pending event too, dropping the stream (and its request) now.
-            let (handle, registration) = futures::future::AbortHandle::new_pair();
-            lock(&self.waiting).insert(stream_id, handle);
-            let out =
-                futures::future::Abortable::new(async move { state.next().await }, registration)
-                    .await;
-            lock(&self.waiting).remove(&stream_id);
-            let Ok(out) = out else {
-                return Ok(None);
-            };
-            match out {
-                Ok(Some(ev)) => Ok(Some(to_json(&ev)?)),
-                Ok(None) => {
-                    lock(&self.streams).remove(&stream_id);
-                    Ok(None)
-                }
-                Err(e) => {
-                    lock(&self.streams).remove(&stream_id);
-                    Err(js_error(e))
-                }
-            }
-        })
-        .await
     }
 
     /// The next events of a stream, as one JSON array: the next event and every one already

@@ -193,7 +193,8 @@ impl NativeRouter {
     }
 }
 
-/// A stream of event dicts: `await s.next()` (None at the end) or `s.next_blocking()`.
+/// A stream's events in bursts: `await s.next_batch(dispatcher)` or `s.next_batch_blocking()`
+/// (an empty list at the end).
 #[pyclass(module = "laneway._laneway", frozen)]
 struct NativeStream {
     stream: Arc<laneway::LazyStream>,
@@ -201,34 +202,6 @@ struct NativeStream {
 
 #[pymethods]
 impl NativeStream {
-    /// A future (of `dispatcher`'s event loop) of the next event dict, or None after the last.
-    fn next<'py>(
-        &self,
-        dispatcher: &Bound<'py, bridge::Dispatcher>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        errors::guard(|| {
-            let stream = Arc::clone(&self.stream);
-            bridge::Dispatcher::submit(dispatcher, async move { stream.next().await }, |py, ev| {
-                match ev {
-                    Some(ev) => to_py(py, &ev),
-                    None => Ok(py.None()),
-                }
-            })
-        })
-    }
-
-    /// The next event dict, or None after the last, blocking without the GIL.
-    fn next_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        errors::guard(|| {
-            let stream = Arc::clone(&self.stream);
-            let ev = py.detach(|| bridge::block_on(async move { stream.next().await }))?;
-            match ev.map_err(to_py_err)? {
-                Some(ev) => to_py(py, &ev),
-                None => Ok(py.None()),
-            }
-        })
-    }
-
     /// A future (of `dispatcher`'s event loop) of the next events: the next one and every one
     /// already available after it, as a list (empty after the last). See [`events_to_py`].
     fn next_batch<'py>(
@@ -240,7 +213,7 @@ impl NativeStream {
             bridge::Dispatcher::submit(
                 dispatcher,
                 async move { stream.next_batch(BATCH).await },
-                |py, events| events_to_py(py, events),
+                events_to_py,
             )
         })
     }
