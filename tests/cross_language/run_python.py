@@ -1,0 +1,34 @@
+"""The cross-language scenario through the Python binding: prints one JSON line of outcomes.
+Usage: run_python.py SCENARIO ENDPOINT_URL ACCESS_KEY_ID SECRET_ACCESS_KEY"""
+
+import json
+import sys
+
+import laneway
+
+
+def outcome(case, router):
+    try:
+        if case.get("stream"):
+            response = None
+            for ev in router.stream_sync(case["request"]):
+                if ev.type == "completed":
+                    response = ev.response
+            d = response.to_dict()
+        else:
+            d = router.generate_sync(case["request"]).to_dict()
+        return {"response": d}
+    except laneway.LanewayError as e:
+        return {"error": e.details}
+
+
+def main():
+    scenario, url, key, secret = sys.argv[1:5]
+    with open(scenario) as f:
+        s = json.load(f)
+    router = laneway.Router(s["options"]["config"], endpoint_url=url, access_key_id=key, secret_access_key=secret)
+    print(json.dumps([outcome(c, router) for c in s["cases"]]))
+
+
+if __name__ == "__main__":
+    main()
