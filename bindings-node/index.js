@@ -2,7 +2,24 @@
 // The `laneway` package: converts JavaScript values to the Rust core's JSON shapes and back.
 // Every routing decision is made by the core (the native addon).
 
-const native = require('./laneway.node')
+const native = loadNative()
+
+/** The native addon: the prebuilt platform package (napi-rs layout, installed as an optional
+ * dependency), else a build from the checkout (`npm run build`) next to this file. */
+function loadNative () {
+  const libc = process.platform === 'linux' && process.report && process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'
+  const platform = process.platform === 'linux' ? `linux-${process.arch}-${libc}` : `${process.platform}-${process.arch}`
+  const tried = []
+  for (const candidate of [`laneway-${platform}`, './laneway.node']) {
+    try {
+      return require(candidate)
+    } catch (e) {
+      if (e.code !== 'MODULE_NOT_FOUND') throw e
+      tried.push(candidate)
+    }
+  }
+  throw new Error(`laneway: no native addon for ${platform} (tried ${tried.join(', ')}): install the prebuilt package, or build from source with \`npm run build\` in bindings-node (needs Rust)`)
+}
 
 const camel = key => key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
 

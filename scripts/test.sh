@@ -33,8 +33,12 @@ target/py/bin/pytest -q bindings-python/tests
 
 echo "== Node: the package built from the checkout (its install script runs cargo), node:test suite"
 node --version
-(cd bindings-node && npm install --no-audit --no-fund && npm test)
+(cd bindings-node && npm install --omit=optional --no-audit --no-fund && npm run build && npm test)
 
 echo "== Cross-language: the same scenario through Rust, Python and Node (tests/cross_language)"
 cargo build --locked -p laneway --example cross_language
 target/py/bin/python tests/cross_language/compare.py
+
+echo "== Packages: the abi3 wheel and the npm packages, installed and called without Rust"
+./scripts/package.sh
+tests/packages/install_without_rust.sh

@@ -8,5 +8,6 @@ cargo build --release --locked -p laneway-emulator
 python3 -m venv target/py
 target/py/bin/pip install --quiet "maturin>=1.5,<2" boto3 ./bindings-python
 target/py/bin/python bench/bindings/python_vs_boto3.py
-(cd bench/bindings && npm install --no-audit --no-fund --silent)
+(cd bindings-node && npm install --omit=optional --no-audit --no-fund --silent && npm run build)
+(cd bench/bindings && npm install --omit=optional --no-audit --no-fund --silent)
 taskset -c 0 node bench/bindings/node_vs_sdk.js

@@ -41,7 +41,7 @@ async def main() -> None:
             if event.type == "text_delta":
                 print(event.text, end="", flush=True)
             elif event.type == "completed":
-                print(f"\n  TTFT {event.response.timings.ttft_s * 1000:.0f} ms, {event.response.usage.output_tokens} tokens")
+                print(f"\n  TTFT {event.response.timings.ttft_ms:.0f} ms, {event.response.usage.output_tokens} tokens")
 
 
 if __name__ == "__main__":
