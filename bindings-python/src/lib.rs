@@ -64,6 +64,35 @@ impl NativeRouter {
         }
         Ok(inner.1.clone())
     }
+
+    /// Sends a request on the runtime; an asyncio future of `convert(response)`.
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        req: GenerateRequest,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
+        convert: impl FnOnce(Python<'_>, laneway::GenerateResponse) -> PyResult<Py<PyAny>>
+            + Send
+            + 'static,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let router = self.router(py)?;
+        bridge::Dispatcher::submit(
+            dispatcher,
+            async move { router.generate(req).await },
+            convert,
+        )
+    }
+
+    /// Sends a request, blocking without the GIL.
+    fn send_blocking(
+        &self,
+        py: Python<'_>,
+        req: GenerateRequest,
+    ) -> PyResult<laneway::GenerateResponse> {
+        let router = self.router(py)?;
+        py.detach(|| bridge::block_on(async move { router.generate(req).await }))?
+            .map_err(to_py_err)
+    }
 }
 
 #[pymethods]
@@ -98,23 +127,17 @@ impl NativeRouter {
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
         errors::guard(|| {
-            let req = converse_request_of(request)?;
-            let router = self.router(py)?;
-            bridge::Dispatcher::submit(
-                dispatcher,
-                async move { router.generate(req).await },
-                |py, r| to_py(py, &converse::response(&r)),
-            )
+            self.send(py, converse_request_of(request)?, dispatcher, |py, r| {
+                to_py(py, &converse::response(&r))
+            })
         })
     }
 
     /// `converse`, blocking without the GIL.
     fn converse_blocking(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         errors::guard(|| {
-            let req = converse_request_of(request)?;
-            let router = self.router(py)?;
-            let out = py.detach(|| bridge::block_on(async move { router.generate(req).await }))?;
-            to_py(py, &converse::response(&out.map_err(to_py_err)?))
+            let r = self.send_blocking(py, converse_request_of(request)?)?;
+            to_py(py, &converse::response(&r))
         })
     }
 
@@ -134,24 +157,14 @@ impl NativeRouter {
         request: &Bound<'py, PyAny>,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        errors::guard(|| {
-            let req = request_of(request)?;
-            let router = self.router(py)?;
-            bridge::Dispatcher::submit(
-                dispatcher,
-                async move { router.generate(req).await },
-                |py, r| to_py(py, &r),
-            )
-        })
+        errors::guard(|| self.send(py, request_of(request)?, dispatcher, |py, r| to_py(py, &r)))
     }
 
     /// Sends a request and blocks (without the GIL) until the response dict.
     fn generate_blocking(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         errors::guard(|| {
-            let req = request_of(request)?;
-            let router = self.router(py)?;
-            let out = py.detach(|| bridge::block_on(async move { router.generate(req).await }))?;
-            to_py(py, &out.map_err(to_py_err)?)
+            let r = self.send_blocking(py, request_of(request)?)?;
+            to_py(py, &r)
         })
     }
 
