@@ -326,3 +326,19 @@ def test_a_config_path_that_does_not_exist_is_an_error(emulator, tmp_path):
     path.write_text("[routing]\nmax_attempts = 2\n")
     assert laneway.Router(path, **emulator.router_kwargs()).generate_sync("Hi", family="nova", max_tokens=4).text
     assert laneway.Router({"routing": {"max_attempts": 2}}, **emulator.router_kwargs()).generate_sync("Hi", family="nova", max_tokens=4).text
+
+
+async def test_tools_and_system_blocks_as_keyword_arguments(router):
+    r = await router.generate(
+        "Which city is warmer?",
+        model="amazon.nova-lite-v1:0",
+        system=[{"text": "Be brief."}, {"cache_point": {}}],
+        tools=[{"name": "weather", "description": "Weather for a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+        tool_choice="weather",
+        max_tokens=8,
+    )
+    assert r.decision.model == "amazon.nova-lite-v1:0"
+    req = laneway.Request(prompt="x", tools=[{"name": "t", "input_schema": {"type": "object"}}], tool_choice="any").to_dict()
+    assert req["tools"] == [{"spec": {"name": "t", "input_schema": {"type": "object"}}}] and req["tool_choice"] == "any"
+    with pytest.raises(TypeError):
+        await router.generate("x", model="amazon.nova-lite-v1:0", toolz=[])

@@ -21,17 +21,23 @@ class Message:
 class Request:
     """A request, for those who prefer a class to keyword arguments or a dict.
 
-    `prompt` is the user's message; `messages` a whole conversation instead. `model` names a
-    model or inference-profile id, `family` a configured family (the plan picks the variant).
-    `slo` is "interactive", "standard", "background" or "batch"; `ttft_target_ms` and
-    `deadline_ms` refine it.
+    `prompt` is the user's message; `messages` a whole conversation instead (`Message`s, or dicts
+    in the core's shape with any block: text, image, tool_use, tool_result, cache_point).
+    `model` names a model or inference-profile id, `family` a configured family (the plan picks
+    the variant). `system` is text or a list of blocks (`{"text": ...}`, `{"cache_point": {}}`).
+    `tools` are dicts: `{"name", "description", "input_schema"}` or the core's `{"spec": ...}` /
+    `{"cache_point": ...}`; `tool_choice` is "auto", "any" or a tool's name. `slo` is
+    "interactive", "standard", "background" or "batch"; `ttft_target_ms` and `deadline_ms`
+    refine it.
     """
 
     prompt: Optional[str] = None
     messages: Sequence[Union[Message, Mapping[str, Any]]] = ()
     model: Optional[str] = None
     family: Optional[str] = None
-    system: Optional[str] = None
+    system: Union[None, str, Sequence[Mapping[str, Any]]] = None
+    tools: Sequence[Mapping[str, Any]] = ()
+    tool_choice: Optional[str] = None
     max_tokens: Optional[int] = None
     temperature: Optional[float] = None
     top_p: Optional[float] = None
@@ -61,7 +67,11 @@ class Request:
         elif self.family is not None:
             out["model"] = {"family": self.family}
         if self.system is not None:
-            out["system"] = [{"text": self.system}]
+            out["system"] = [{"text": self.system}] if isinstance(self.system, str) else [dict(b) for b in self.system]
+        if self.tools:
+            out["tools"] = [dict(t) if ("spec" in t or "cache_point" in t) else {"spec": dict(t)} for t in self.tools]
+        if self.tool_choice is not None:
+            out["tool_choice"] = self.tool_choice if self.tool_choice in ("auto", "any") else {"tool": self.tool_choice}
         inference = {
             k: v
             for k, v in (("max_tokens", self.max_tokens), ("temperature", self.temperature), ("top_p", self.top_p))
