@@ -200,6 +200,9 @@ async function * streamEvents (native, id, signal) {
   }
 }
 
+/** The router options' names in the core's schema. */
+const OPTION_KEYS = { config: 'config', configPath: 'config_path', endpointUrl: 'endpoint_url', accessKeyId: 'access_key_id', secretAccessKey: 'secret_access_key' }
+
 /** Routes calls per their SLO. */
 class Router {
   /**
@@ -209,12 +212,8 @@ class Router {
    */
   constructor (options = {}) {
     const o = {}
-    for (const key of ['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey']) {
-      if (options[key] !== undefined) o[key.replace(/[A-Z]/g, c => '_' + c.toLowerCase())] = options[key]
-    }
-    for (const key of Object.keys(options)) {
-      if (!['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey'].includes(key)) o[key] = options[key] // named in the core's error
-    }
+    // An unknown key goes as it is, so that the core's error names it.
+    for (const [key, value] of Object.entries(options)) if (value !== undefined) o[OPTION_KEYS[key] || key] = value
     try {
       this._n = new native.NativeRouter(JSON.stringify(o))
     } catch (e) { throw convertError(e) }

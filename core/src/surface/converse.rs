@@ -24,7 +24,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, Result, StopReason};
+use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, Result};
 
 /// The Converse fields Laneway refuses, and why.
 const REFUSED: &[(&str, &str)] = &[
@@ -383,7 +383,7 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
     let u = &r.usage;
     ConverseOutput {
         output: json!({ "message": { "role": "assistant", "content": content } }),
-        stop_reason: stop_reason(&r.stop_reason),
+        stop_reason: r.stop_reason.as_wire().to_string(),
         usage: json!({
             "inputTokens": u.input_tokens,
             "outputTokens": u.output_tokens,
@@ -402,18 +402,6 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
             "cost_usd": r.cost_usd,
             "cache_savings_usd": r.cache_savings_usd,
         }),
-    }
-}
-
-fn stop_reason(s: &StopReason) -> String {
-    match serde_json::to_value(s) {
-        Ok(Value::String(name)) => name,
-        Ok(Value::Object(o)) => o
-            .get("other")
-            .and_then(Value::as_str)
-            .unwrap_or("end_turn")
-            .to_string(),
-        _ => "end_turn".into(),
     }
 }
 

@@ -88,6 +88,26 @@ impl StopReason {
             other => StopReason::Other(other.to_string()),
         }
     }
+
+    /// Its Bedrock wire name (a reason this version does not know, as the service named it).
+    ///
+    /// ```
+    /// use laneway::StopReason;
+    /// assert_eq!(StopReason::from_wire("length").as_wire(), "max_tokens");
+    /// assert_eq!(StopReason::from_wire("weird").as_wire(), "weird");
+    /// ```
+    pub fn as_wire(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::GuardrailIntervened => "guardrail_intervened",
+            StopReason::ContentFiltered => "content_filtered",
+            StopReason::ModelContextWindowExceeded => "model_context_window_exceeded",
+            StopReason::Other(name) => name,
+        }
+    }
 }
 
 /// Tokens of one call.
