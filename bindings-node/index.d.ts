@@ -105,6 +105,54 @@ export class Router {
   metrics (): { lanes: Array<[Record<string, any>, Record<string, any>]>; slo: Record<string, any>; tasks: { tasks: number; successful: number; cost_usd: number }; in_flight: number }
   prometheus (): string
   finishTask (taskId: string, success: boolean): boolean
+  /** Collects requests of SLO class `batch` for one submission. */
+  batchSession (): BatchSession
+  submitBatch (requests: Iterable<string | RequestOptions>): Promise<BatchHandle>
+  batchStatus (handle: BatchHandle): Promise<BatchStatus>
+  /** Polls until every job has ended; a `progress` that throws ends the wait with its error. */
+  waitBatch (handle: BatchHandle, progress?: ((status: BatchStatus) => void) | null, options?: CallOptions): Promise<BatchStatus>
+  batchResults (handle: BatchHandle): Promise<BatchItem[]>
+  cancelBatch (handle: BatchHandle): Promise<number>
+}
+
+export interface BatchStatus {
+  jobs: Array<{ arn: string; status: string; message: string | null }>
+  done: number
+  total: number
+  finished: boolean
+}
+
+export interface BatchOutput {
+  text: string
+  usage: Usage
+  costUsd: number
+  model: string
+  lane: 'batch' | 'flex'
+  /** Why the request did not go to a batch job, when it did not. */
+  diverted: string | null
+}
+
+export interface BatchRecordError {
+  kind: 'record_failed' | 'call_failed' | 'missing' | 'unreadable_output' | 'malformed' | 'not_submitted' | 'diverted_elsewhere'
+  errorKind?: string
+  code?: string
+  message: string
+}
+
+export type BatchItem = { output: BatchOutput } | { error: BatchRecordError }
+
+/** A submitted batch; `JSON.stringify(handle)` keeps it, `BatchHandle.fromJSON(text)` resumes it. */
+export class BatchHandle {
+  readonly jobArns: string[]
+  toJSON (): Record<string, unknown>
+  static fromJSON (text: string | Record<string, unknown>): BatchHandle
+}
+
+export class BatchSession {
+  /** Adds a request; returns its index in the results. */
+  push (request: string | RequestOptions, options?: RequestOptions): number
+  readonly length: number
+  submit (): Promise<BatchHandle>
 }
 
 /** The JavaScript SDK's Converse input (`modelId`, `messages`, ...), plus Laneway's options. */

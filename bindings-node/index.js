@@ -185,8 +185,10 @@ async function * streamEvents (native, id, signal) {
       if (signal && signal.aborted) throw abortError(signal)
       let batch
       try {
-        // Every event already available comes in one batch: one hand-over and one parse.
-        batch = JSON.parse(await native.nextEvents(id))
+        // Every event already available comes in one batch: one parse, and no asynchronous
+        // hand-over at all when the stream has read ahead of us.
+        const ready = native.readyEvents(id)
+        batch = JSON.parse(ready === null ? await native.nextEvents(id) : ready)
       } catch (e) { throw convertError(e) }
       if (batch.length === 0) {
         if (signal && signal.aborted) throw abortError(signal)
@@ -289,6 +291,109 @@ class Router {
 
   /** Prompt-cache totals per family. */
   cacheTotals () { return JSON.parse(call(() => this._n.cacheTotals())) }
+
+  // The batch lane. A request here needs `slo: 'batch'`; the configuration a `[batch]` section
+  // (`bucket`, `role_arn`).
+
+  /** Collects batch requests for one submission: `session.push(request)`, then
+   * `await session.submit()`. */
+  batchSession () { return new BatchSession(call(() => this._n.batchSession())) }
+
+  /** Submits requests to the batch lane (Bedrock batch jobs at the batch price; requests that
+   * cannot wait, or too few for a job, go to flex now). Resolves to a `BatchHandle`. */
+  async submitBatch (requests) {
+    const json = toJson(Array.from(requests, r => toRequest(r)))
+    return new BatchHandle(await settle(() => this._n.submitBatch(json)))
+  }
+
+  /** Every job's state: `{ jobs, done, total, finished }`. */
+  async batchStatus (handle) {
+    return JSON.parse(await settle(() => this._n.batchStatus(nativeHandle(handle))))
+  }
+
+  /** Polls until every job has ended (every `[batch] poll_interval`), calling
+   * `progress(status)` after each poll; resolves to the last status. `{ signal }` cancels the
+   * wait (not the jobs); an exception thrown by `progress` ends the wait and rejects with it. */
+  async waitBatch (handle, progress, options = {}) {
+    let thrown
+    const report = progress && (json => {
+      if (thrown !== undefined) return
+      try { progress(JSON.parse(json)) } catch (e) {
+        thrown = { error: e }
+        this._n.cancel(id)
+      }
+    })
+    const signal = options.signal
+    if (signal && signal.aborted) throw abortError(signal)
+    const id = nextCallId++
+    const onAbort = () => this._n.cancel(id)
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      return JSON.parse(await this._n.waitBatch(nativeHandle(handle), report, id))
+    } catch (e) {
+      if (thrown) throw thrown.error
+      const err = convertError(e)
+      if (err.kind === 'aborted') throw abortError(signal)
+      throw err
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** One item per request, in submission order: `{ output: { text, usage, costUsd, model,
+   * lane, diverted } }` or `{ error: { kind, errorKind, code, message } }`. Rejects if a job
+   * has not ended. */
+  async batchResults (handle) {
+    return camelKeys(JSON.parse(await settle(() => this._n.batchResults(nativeHandle(handle)))))
+  }
+
+  /** Stops the jobs that have not ended; resolves to how many were stopped. */
+  async cancelBatch (handle) {
+    return settle(() => this._n.cancelBatch(nativeHandle(handle)))
+  }
 }
 
-module.exports = { Router, Response, toRequest, version: native.version, _armFailpoint: native.armFailpoint, ...errors }
+/** A submitted batch: `toJSON()` (also what `JSON.stringify` writes) keeps it;
+ * `BatchHandle.fromJSON(text)` resumes it, in this process or another. */
+class BatchHandle {
+  constructor (native) { this._n = native }
+  /** The ARNs of the batch's jobs. */
+  get jobArns () { return this._n.jobArns }
+  toJSON () { return JSON.parse(this._n.toJson()) }
+  static fromJSON (text) {
+    return new BatchHandle(call(() => native.NativeBatchHandle.fromJson(typeof text === 'string' ? text : JSON.stringify(text))))
+  }
+}
+
+function nativeHandle (handle) {
+  if (!(handle instanceof BatchHandle)) throw new TypeError('a BatchHandle (from submitBatch, a session, or BatchHandle.fromJSON) is needed')
+  return handle._n
+}
+
+/** Requests of SLO class batch collected for one submission (`router.batchSession()`). */
+class BatchSession {
+  constructor (native) { this._n = native }
+  /** Adds a request (as `generate` takes one); returns its index in the results. */
+  push (request, options = {}) { return call(() => this._n.push(toJson(toRequest(request, options)))) }
+  get length () { return this._n.length }
+  /** Submits everything collected; resolves to a `BatchHandle`. */
+  async submit () { return new BatchHandle(await settle(() => this._n.submit())) }
+}
+
+/** Awaits a native promise, its rejection as a Laneway error. */
+async function settle (start) {
+  try {
+    return await start()
+  } catch (e) { throw convertError(e) }
+}
+
+/** The schema's snake_case keys as camelCase, deeply. */
+function camelKeys (value) {
+  if (Array.isArray(value)) return value.map(camelKeys)
+  if (value === null || typeof value !== 'object') return value
+  const out = {}
+  for (const [k, v] of Object.entries(value)) out[camel(k)] = camelKeys(v)
+  return out
+}
+
+module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, version: native.version, _armFailpoint: native.armFailpoint, ...errors }

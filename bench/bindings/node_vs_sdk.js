@@ -37,6 +37,8 @@ const median = v => v.slice().sort((a, b) => a - b)[Math.floor(v.length / 2)]
 // at a time and 64 in flight; calls per row shrink with the answer's length.
 const TOKENS = (process.env.LANEWAY_BENCH_TOKENS || '16,64,512').split(',').map(Number)
 const CALLS_PER_ROW = Number(process.env.LANEWAY_BENCH_CALLS || 6400)
+// 'generate', 'stream' or both (the default).
+const CALLS = (process.env.LANEWAY_BENCH_ONLY || 'generate,stream').split(',')
 const callsFor = tokens => Math.max(64, Math.floor(CALLS_PER_ROW / tokens))
 
 async function main () {
@@ -75,7 +77,7 @@ async function main () {
     }
     await sdkGenerate(16)(0); await sdkStream(16)(0); await lanewayGenerate(16)(0); await lanewayStream(16)(0)
     const rows = []
-    for (const streaming of [false, true]) {
+    for (const streaming of CALLS.map(kind => kind === 'stream')) {
       for (const tokens of TOKENS) {
         for (const width of [1, 64]) {
           const n = callsFor(tokens)

@@ -89,6 +89,8 @@ def median(v):
 # a time and 64 in flight. Calls per row shrink with the answer's length (same order of work).
 TOKENS = [int(t) for t in os.environ.get("LANEWAY_BENCH_TOKENS", "16,64,512").split(",")]
 CALLS_PER_ROW = int(os.environ.get("LANEWAY_BENCH_CALLS", "6400"))
+# "generate", "stream" or both (the default).
+CALLS = os.environ.get("LANEWAY_BENCH_ONLY", "generate,stream").split(",")
 
 
 def calls_for(tokens: int) -> int:
@@ -168,7 +170,7 @@ def main() -> None:
         router.generate_sync("warm up", family="nova", max_tokens=16)
         list(router.stream_sync("warm up", family="nova", max_tokens=16))
         rows = []
-        for streaming in (False, True):
+        for streaming in [kind == "stream" for kind in CALLS]:
             for tokens in TOKENS:
                 for width in (1, 64):
                     n = calls_for(tokens)

@@ -3,6 +3,8 @@
 //! runtime, cancellation by call id (the JavaScript facade wires `AbortSignal` to it). Every
 //! decision stays in the `laneway` crate.
 
+mod batch;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -31,7 +33,7 @@ fn invalid_request(message: impl std::fmt::Display) -> napi::Error {
 }
 
 /// A cancelled call: not an error of the core, the facade throws the standard `AbortError`.
-fn aborted() -> napi::Error {
+pub(crate) fn aborted() -> napi::Error {
     napi::Error::from_reason(r#"{"kind":"aborted","message":"the call was aborted"}"#)
 }
 
@@ -179,6 +181,30 @@ impl NativeRouter {
         })
     }
 
+    /// The events of a stream already read ahead, as one JSON array, without waiting: `null`
+    /// when there are none yet (then `nextEvents` waits for them); `[]` after the last.
+    #[napi]
+    pub fn ready_events(&self, stream_id: u32) -> napi::Result<Option<String>> {
+        guard(|| {
+            let Some(state) = lock(&self.streams).get(&stream_id).cloned() else {
+                return Ok(Some("[]".into()));
+            };
+            match state.ready_batch(BATCH) {
+                None => Ok(None),
+                Some(Ok(events)) => {
+                    if events.is_empty() {
+                        lock(&self.streams).remove(&stream_id);
+                    }
+                    to_json(&events).map(Some)
+                }
+                Some(Err(e)) => {
+                    lock(&self.streams).remove(&stream_id);
+                    Err(js_error(e))
+                }
+            }
+        })
+    }
+
     /// The next events of a stream, as one JSON array: the next event and every one already
     /// available after it (one hand-over and one parse per burst); `[]` after the last.
     #[napi]
@@ -243,6 +269,81 @@ impl NativeRouter {
     #[napi]
     pub fn finish_task(&self, task_id: String, success: bool) -> napi::Result<bool> {
         guard(|| Ok(self.router.finish_task(&task_id, success)))
+    }
+
+    /// A session collecting requests of SLO class `batch` for one submission.
+    #[napi]
+    pub fn batch_session(&self) -> batch::NativeBatchSession {
+        batch::NativeBatchSession::new(self.router.batch_session())
+    }
+
+    /// Submits requests (a JSON array) to the batch lane; resolves to the handle.
+    #[napi]
+    pub fn submit_batch<'env>(
+        &self,
+        env: &'env napi::Env,
+        requests_json: String,
+    ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, batch::NativeBatchHandle>> {
+        guard(|| batch::submit(env, self.router.clone(), &requests_json))
+    }
+
+    /// Every job's status; resolves to JSON of `{jobs, done, total, finished}`.
+    #[napi]
+    pub fn batch_status<'env>(
+        &self,
+        env: &'env napi::Env,
+        handle: &batch::NativeBatchHandle,
+    ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, String>> {
+        guard(|| batch::status(env, self.router.clone(), Arc::clone(&handle.handle)))
+    }
+
+    /// Polls until every job has ended, calling `progress(statusJson)` after each poll;
+    /// resolves to the last status (JSON). `cancel(callId)` aborts the wait.
+    #[napi]
+    pub fn wait_batch<'env>(
+        &self,
+        env: &'env napi::Env,
+        handle: &batch::NativeBatchHandle,
+        progress: Option<batch::Progress>,
+        call_id: u32,
+    ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, String>> {
+        guard(|| {
+            let (abort, registration) = futures::future::AbortHandle::new_pair();
+            lock(&self.calls).insert(call_id, abort);
+            let calls = Arc::clone(&self.calls);
+            // The id is forgotten when the wait ends; a `cancel` after that finds nothing.
+            let forget = move || {
+                lock(&calls).remove(&call_id);
+            };
+            let handle = Arc::clone(&handle.handle);
+            batch::wait(
+                env,
+                self.router.clone(),
+                handle,
+                progress,
+                (registration, forget),
+            )
+        })
+    }
+
+    /// One item per request in submission order; resolves to JSON of `[{output} | {error}]`.
+    #[napi]
+    pub fn batch_results<'env>(
+        &self,
+        env: &'env napi::Env,
+        handle: &batch::NativeBatchHandle,
+    ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, String>> {
+        guard(|| batch::results(env, self.router.clone(), Arc::clone(&handle.handle)))
+    }
+
+    /// Stops the jobs that have not ended; resolves to how many were stopped.
+    #[napi]
+    pub fn cancel_batch<'env>(
+        &self,
+        env: &'env napi::Env,
+        handle: &batch::NativeBatchHandle,
+    ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, u32>> {
+        guard(|| batch::cancel(env, self.router.clone(), Arc::clone(&handle.handle)))
     }
 
     /// Prompt-cache totals per family, as JSON.

@@ -173,6 +173,28 @@ impl Dispatcher {
     }
 }
 
+/// Runs `work` for Python: with a dispatcher, an asyncio future of `convert(result)`; without
+/// one, blocks (without the GIL) and returns `convert(result)`.
+pub fn run<F, T, C>(
+    py: Python<'_>,
+    dispatcher: Option<&Bound<'_, Dispatcher>>,
+    work: F,
+    convert: C,
+) -> PyResult<Py<PyAny>>
+where
+    F: Future<Output = laneway::Result<T>> + Send + 'static,
+    T: Send + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    match dispatcher {
+        Some(dispatcher) => Ok(Dispatcher::submit(dispatcher, work, convert)?.unbind()),
+        None => {
+            let value = py.detach(|| block_on(work))?.map_err(errors::to_py_err)?;
+            convert(py, value)
+        }
+    }
+}
+
 /// Runs `work` on the runtime and waits for it; call without the GIL.
 pub fn block_on<F, T>(work: F) -> PyResult<T>
 where
@@ -181,8 +203,28 @@ where
 {
     let rt =
         runtime::get().map_err(|e| errors::internal(format!("cannot start the runtime: {e}")))?;
-    // Driven on the calling thread: no hand-off to a worker and back for each call.
-    rt.block_on(AssertUnwindSafe(work).catch_unwind())
+    // Run on a worker, beside the HTTP connection's task, and waited for once: driven here, the
+    // call would pass every read of the response between this thread and a worker.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rt.spawn(async move {
+        let _ = tx.send(AssertUnwindSafe(work).catch_unwind().await);
+    });
+    match rx.blocking_recv() {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(errors::internal(errors::panic_text(&*panic))),
+        Err(_) => Err(errors::internal("the runtime dropped a call".to_owned())),
+    }
+}
+
+/// Runs blocking work (a wait that parks this thread) without the GIL, with the runtime's handle
+/// for anything it starts there. A panic becomes a `LanewayError`.
+pub fn blocking<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&tokio::runtime::Handle) -> T + Send,
+) -> PyResult<T> {
+    let rt =
+        runtime::get().map_err(|e| errors::internal(format!("cannot start the runtime: {e}")))?;
+    py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| work(rt.handle()))))
         .map_err(|panic| errors::internal(errors::panic_text(&*panic)))
 }
 

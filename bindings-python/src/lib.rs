@@ -2,8 +2,10 @@
 //! types and back, runs calls on a tokio runtime without the GIL, and bridges their futures to
 //! asyncio. Every decision stays in the `laneway` crate.
 
+mod batch;
 mod bridge;
 mod errors;
+mod events;
 mod runtime;
 
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ use pyo3::types::PyDict;
 use pythonize::{depythonize, pythonize};
 
 use errors::to_py_err;
+use events::NativeStream;
 
 /// How to build a router (the core's binding-neutral options); kept so that a forked child can
 /// build its own.
@@ -36,7 +39,7 @@ struct NativeRouter {
     inner: Mutex<(u32, Router)>,
 }
 
-fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
+pub(crate) fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
     depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))
 }
 
@@ -45,7 +48,7 @@ fn converse_request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
     converse::request(value).map_err(to_py_err)
 }
 
-fn to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
+pub(crate) fn to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
     Ok(pythonize(py, value)
         .map_err(|e| errors::internal(format!("converting the result: {e}")))?
         .unbind())
@@ -168,14 +171,11 @@ impl NativeRouter {
         })
     }
 
-    /// Opens a stream of event dicts; nothing is sent until the first event is asked for.
+    /// Opens a stream of `StreamEvent`s; nothing is sent until the first event is asked for.
     fn stream(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<NativeStream> {
         errors::guard(|| {
             let req = request_of(request)?;
-            let router = self.router(py)?;
-            Ok(NativeStream {
-                stream: Arc::new(router.lazy_stream(req)),
-            })
+            Ok(NativeStream::new(self.router(py)?.lazy_stream(req)))
         })
     }
 
@@ -197,6 +197,77 @@ impl NativeRouter {
         errors::guard(|| Ok(self.router(py)?.finish_task(task_id, success)))
     }
 
+    /// A session collecting requests of SLO class `batch` for one submission.
+    fn batch_session(&self, py: Python<'_>) -> PyResult<batch::NativeBatchSession> {
+        errors::guard(|| {
+            Ok(batch::NativeBatchSession::new(
+                self.router(py)?.batch_session(),
+            ))
+        })
+    }
+
+    /// Submits requests (dicts) to the batch lane: a `BatchHandle`, or a future of one.
+    #[pyo3(signature = (requests, dispatcher=None))]
+    fn submit_batch(
+        &self,
+        py: Python<'_>,
+        requests: &Bound<'_, PyAny>,
+        dispatcher: Option<&Bound<'_, bridge::Dispatcher>>,
+    ) -> PyResult<Py<PyAny>> {
+        errors::guard(|| batch::submit(py, self.router(py)?, requests, dispatcher))
+    }
+
+    /// Every job's status: a dict (`jobs`, `done`, `total`, `finished`), or a future of one.
+    #[pyo3(signature = (handle, dispatcher=None))]
+    fn batch_status(
+        &self,
+        py: Python<'_>,
+        handle: &batch::BatchHandle,
+        dispatcher: Option<&Bound<'_, bridge::Dispatcher>>,
+    ) -> PyResult<Py<PyAny>> {
+        let h = Arc::clone(&handle.handle);
+        errors::guard(|| batch::status(py, self.router(py)?, h, dispatcher))
+    }
+
+    /// Polls until every job has ended, calling `progress(status)` after each poll; the last
+    /// status (or a future of it).
+    #[pyo3(signature = (handle, progress=None, dispatcher=None))]
+    fn wait_batch(
+        &self,
+        py: Python<'_>,
+        handle: &batch::BatchHandle,
+        progress: Option<Py<PyAny>>,
+        dispatcher: Option<&Bound<'_, bridge::Dispatcher>>,
+    ) -> PyResult<Py<PyAny>> {
+        let h = Arc::clone(&handle.handle);
+        errors::guard(|| batch::wait(py, self.router(py)?, h, progress, dispatcher))
+    }
+
+    /// One item per request in submission order, `{"output": ...}` or `{"error": ...}` (or a
+    /// future of the list).
+    #[pyo3(signature = (handle, dispatcher=None))]
+    fn batch_results(
+        &self,
+        py: Python<'_>,
+        handle: &batch::BatchHandle,
+        dispatcher: Option<&Bound<'_, bridge::Dispatcher>>,
+    ) -> PyResult<Py<PyAny>> {
+        let h = Arc::clone(&handle.handle);
+        errors::guard(|| batch::results(py, self.router(py)?, h, dispatcher))
+    }
+
+    /// Stops the jobs that have not ended: how many were stopped (or a future of it).
+    #[pyo3(signature = (handle, dispatcher=None))]
+    fn cancel_batch(
+        &self,
+        py: Python<'_>,
+        handle: &batch::BatchHandle,
+        dispatcher: Option<&Bound<'_, bridge::Dispatcher>>,
+    ) -> PyResult<Py<PyAny>> {
+        let h = Arc::clone(&handle.handle);
+        errors::guard(|| batch::cancel(py, self.router(py)?, h, dispatcher))
+    }
+
     /// Live prompt-cache totals per family, as a dict.
     fn cache_totals(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         errors::guard(|| {
@@ -204,73 +275,6 @@ impl NativeRouter {
             to_py(py, &totals)
         })
     }
-}
-
-/// A stream's events in bursts: `await s.next_batch(dispatcher)` or `s.next_batch_blocking()`
-/// (an empty list at the end).
-#[pyclass(module = "laneway._laneway", frozen)]
-struct NativeStream {
-    stream: Arc<laneway::LazyStream>,
-}
-
-#[pymethods]
-impl NativeStream {
-    /// A future (of `dispatcher`'s event loop) of the next events: the next one and every one
-    /// already available after it, as a list (empty after the last). See [`events_to_py`].
-    fn next_batch<'py>(
-        &self,
-        dispatcher: &Bound<'py, bridge::Dispatcher>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        errors::guard(|| {
-            let stream = Arc::clone(&self.stream);
-            bridge::Dispatcher::submit(
-                dispatcher,
-                async move { stream.next_batch(BATCH).await },
-                events_to_py,
-            )
-        })
-    }
-
-    /// `next_batch`, blocking without the GIL.
-    fn next_batch_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        errors::guard(|| {
-            let stream = Arc::clone(&self.stream);
-            let events =
-                py.detach(|| bridge::block_on(async move { stream.next_batch(BATCH).await }))?;
-            events_to_py(py, events.map_err(to_py_err)?)
-        })
-    }
-
-    /// Ends the stream now, cancelling its request.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        errors::guard(|| {
-            let stream = Arc::clone(&self.stream);
-            py.detach(|| bridge::block_on(async move { stream.close().await }))
-        })
-    }
-}
-
-/// Events delivered together at most (a long answer's burst is split, to bound a batch's memory).
-const BATCH: usize = 256;
-
-/// Stream events as Python values, cheap for the common case: a text delta is the tuple
-/// `(index, text)`; any other event the dict `{type: data}` of the core's schema.
-fn events_to_py(py: Python<'_>, events: Vec<laneway::StreamEvent>) -> PyResult<Py<PyAny>> {
-    let items = events
-        .into_iter()
-        .map(|ev| match ev {
-            laneway::StreamEvent::TextDelta { index, text } => Ok((index, text)
-                .into_pyobject(py)
-                .map_err(|e| errors::internal(format!("converting an event: {e}")))?
-                .into_any()
-                .unbind()),
-            other => to_py(py, &other),
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(pyo3::types::PyList::new(py, items)
-        .map_err(|e| errors::internal(format!("converting events: {e}")))?
-        .into_any()
-        .unbind())
 }
 
 /// The scenario-free helpers the tests and examples use.
@@ -291,6 +295,9 @@ fn _arm_failpoint(name: Option<&str>) {
 fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRouter>()?;
     m.add_class::<NativeStream>()?;
+    m.add_class::<events::StreamEvent>()?;
+    m.add_class::<batch::BatchHandle>()?;
+    m.add_class::<batch::NativeBatchSession>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_arm_failpoint, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;

@@ -42,12 +42,12 @@ fn s3_parts(uri: &str) -> Option<(&str, &str)> {
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
-pub struct BatchSession<'a> {
-    router: &'a Router,
+pub struct BatchSession {
+    router: Router,
     requests: Vec<GenerateRequest>,
 }
 
-impl BatchSession<'_> {
+impl BatchSession {
     /// Adds a request; its index is its place in the results. Only SLO class `batch` is taken.
     pub fn push(&mut self, request: GenerateRequest) -> Result<usize> {
         if request.slo.class != crate::types::SloClass::Batch {
@@ -81,9 +81,9 @@ impl BatchSession<'_> {
 
 impl Router {
     /// A session collecting requests of SLO class `batch` for one submission.
-    pub fn batch_session(&self) -> BatchSession<'_> {
+    pub fn batch_session(&self) -> BatchSession {
         BatchSession {
-            router: self,
+            router: self.clone(),
             requests: Vec::new(),
         }
     }
@@ -184,27 +184,29 @@ impl Router {
                 .1
                 .push((i, line.to_string()));
         }
-        // A model with too few records for a job goes to flex as well.
+        // Records per job within the service's bounds; what cannot make a job goes to flex.
+        let mut chunked: BTreeMap<String, (String, Vec<Vec<Record>>)> = BTreeMap::new();
         for (model, (region, records)) in std::mem::take(&mut groups) {
-            if records.len() < config.min_records {
-                for (i, _) in &records {
-                    divert.insert(
-                        *i,
-                        format!(
-                            "{} requests for {model}: fewer than the batch minimum of {}",
-                            records.len(),
-                            config.min_records
-                        ),
-                    );
-                }
-            } else {
-                groups.insert(model, (region, records));
+            let (chunks, left) =
+                job_chunks(records, config.min_records, config.max_records_per_job);
+            let n = left.len();
+            for (i, _) in left {
+                divert.insert(
+                    i,
+                    format!(
+                        "{n} requests for {model} left over: fewer than the batch minimum of {} records a job",
+                        config.min_records
+                    ),
+                );
+            }
+            if !chunks.is_empty() {
+                chunked.insert(model, (region, chunks));
             }
         }
         let mut jobs = Vec::new();
         let mut not_submitted = Vec::new();
         let mut first_error: Option<Error> = None;
-        for (model, (region, records)) in &groups {
+        for (model, (region, chunks)) in &chunked {
             let slug: String = model
                 .chars()
                 .map(|c| {
@@ -215,10 +217,7 @@ impl Router {
                     }
                 })
                 .collect();
-            for (n, chunk) in records
-                .chunks(config.max_records_per_job.max(1))
-                .enumerate()
-            {
+            for (n, chunk) in chunks.iter().enumerate() {
                 let base = format!("{}/{id}/{slug}-{n}", config.prefix.trim_end_matches('/'));
                 let input_key = format!("{base}/input.jsonl");
                 let body: String = chunk.iter().map(|(_, l)| format!("{l}\n")).collect();
@@ -639,5 +638,74 @@ impl Router {
             c.flex_usd += on_demand * pricing.tier_multiplier(ServiceTier::Flex);
         }
         c
+    }
+}
+
+/// A request's index in the submission and its job record line.
+type Record = (usize, String);
+
+/// Splits one model's records into jobs of `min..=max` records (the service refuses a job
+/// below its minimum), as evenly as the bounds allow; the records that cannot make a job come
+/// back second. Order is kept.
+fn job_chunks<T>(records: Vec<T>, min: usize, max: usize) -> (Vec<Vec<T>>, Vec<T>) {
+    let (min, max) = (min.max(1), max.max(min.max(1)));
+    let n = records.len();
+    if n < min {
+        return (Vec::new(), records);
+    }
+    let jobs = n.div_ceil(max);
+    // Even sizes differ by at most one; the smallest is n / jobs.
+    let (sizes, used) = if n / jobs >= min {
+        let sizes: Vec<usize> = (0..jobs)
+            .map(|j| n / jobs + usize::from(j < n % jobs))
+            .collect();
+        (sizes, n)
+    } else {
+        // max < 2 * min: full jobs, and a tail too small for one of its own.
+        let full = n / max;
+        (vec![max; full], full * max)
+    };
+    let mut rest = records.into_iter();
+    let chunks = sizes
+        .into_iter()
+        .map(|size| rest.by_ref().take(size).collect())
+        .collect();
+    debug_assert_eq!(rest.len(), n - used);
+    (chunks, rest.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_chunks;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_tail_below_the_minimum_is_spread_or_left_over() {
+        let sizes = |n: usize, min, max| {
+            let (chunks, left) = job_chunks((0..n).collect(), min, max);
+            (chunks.iter().map(Vec::len).collect::<Vec<_>>(), left.len())
+        };
+        assert_eq!(sizes(1000, 100, 400), (vec![334, 333, 333], 0));
+        assert_eq!(sizes(410, 100, 400), (vec![205, 205], 0));
+        assert_eq!(sizes(110, 100, 100), (vec![100], 10));
+        assert_eq!(sizes(99, 100, 400), (vec![], 99));
+    }
+
+    proptest! {
+        #[test]
+        fn every_job_is_within_bounds_and_no_record_is_lost(
+            n in 0usize..5000, min in 1usize..300, extra in 0usize..1000,
+        ) {
+            let max = min + extra;
+            let (chunks, left) = job_chunks((0..n).collect::<Vec<_>>(), min, max);
+            prop_assert!(chunks.iter().all(|c| (min..=max).contains(&c.len())));
+            // Nothing left over when the bounds allow a split (max >= 2 min, or n fits in one).
+            if n >= min && (max >= 2 * min || n <= max) {
+                prop_assert!(left.is_empty());
+            }
+            prop_assert!(left.len() < min);
+            let order: Vec<usize> = chunks.into_iter().flatten().chain(left).collect();
+            prop_assert_eq!(order, (0..n).collect::<Vec<_>>());
+        }
     }
 }

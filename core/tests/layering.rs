@@ -50,7 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "types", "config", "cost", "plan", "backend", "batch", "execute", "client",
         ],
     ),
-    ("surface", &["types", "config", "client"]),
+    ("surface", &["types", "config", "client", "batch"]),
 ];
 
 /// The `crate::<module>` paths in a file's code (comments left out).

@@ -153,3 +153,122 @@ async fn a_break_after_a_batch_comes_from_the_next_read() {
     assert_eq!(e.kind(), laneway::ErrorKind::StreamInterrupted, "{e}");
     assert!(stream.next_batch(256).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn ready_events_are_taken_without_waiting() {
+    let router = burst_router(false).await;
+    let stream =
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0"));
+    // Not opened yet: nothing ready, and asking does not open it.
+    assert!(stream.ready_batch(256).is_none());
+    let first = stream.next_batch(1).await.unwrap();
+    assert_eq!(first.len(), 1);
+    // The pump has read the rest ahead by the time it is asked for (one task at a time here).
+    tokio::task::yield_now().await;
+    let rest = stream.ready_batch(256).expect("read ahead").unwrap();
+    assert_eq!(rest.len(), 3, "{rest:?}");
+    assert!(stream
+        .ready_batch(256)
+        .expect("the end")
+        .unwrap()
+        .is_empty());
+    assert!(stream.next_batch(256).await.unwrap().is_empty());
+}
+
+#[test]
+fn a_blocking_reader_gets_the_events_and_then_the_end() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let router = runtime.block_on(burst_router(false));
+    let stream =
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0"));
+    let mut events = Vec::new();
+    loop {
+        let batch = stream.next_batch_blocking(runtime.handle(), 256).unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        events.extend(batch);
+    }
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert!(matches!(events[3], laneway::StreamEvent::Completed(_)));
+}
+
+#[tokio::test]
+async fn closing_a_stream_ends_it_for_every_reader() {
+    let router = burst_router(false).await;
+    let stream =
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0"));
+    assert_eq!(stream.next_batch(1).await.unwrap().len(), 1);
+    stream.close().await;
+    assert!(stream.next_batch(256).await.unwrap().is_empty());
+    assert!(stream.ready_batch(256).expect("closed").unwrap().is_empty());
+}
+
+/// A backend whose streams deliver one delta and then stall, telling `dropped` when the
+/// stream is dropped (the request cancelled).
+struct Stall {
+    dropped: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+struct DropSignal(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl laneway::backend::Backend for Stall {
+    fn generate<'a>(
+        &'a self,
+        _call: laneway::backend::Call<'a>,
+    ) -> futures::future::BoxFuture<'a, laneway::Result<Completion>> {
+        Box::pin(async { Ok(Completion::text("unused")) })
+    }
+    fn stream<'a>(
+        &'a self,
+        _call: laneway::backend::Call<'a>,
+    ) -> futures::future::BoxFuture<'a, laneway::Result<laneway::backend::EventStream>> {
+        use futures::StreamExt;
+        use laneway::backend::BackendEvent;
+        let signal = DropSignal(self.dropped.lock().unwrap().take());
+        Box::pin(async move {
+            let first = futures::stream::iter([Ok(BackendEvent::TextDelta {
+                index: 0,
+                text: "one".into(),
+            })]);
+            let stall = futures::stream::pending().map(move |e| {
+                let _held = &signal;
+                e
+            });
+            let stream: laneway::backend::EventStream = Box::pin(first.chain(stall));
+            Ok(stream)
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_stream_mid_stall_cancels_its_request() {
+    let (tx, dropped) = tokio::sync::oneshot::channel();
+    let router = laneway::Router::builder()
+        .backend(
+            Provider::Bedrock,
+            Arc::new(Stall {
+                dropped: std::sync::Mutex::new(Some(tx)),
+            }),
+        )
+        .build()
+        .await
+        .unwrap();
+    let stream =
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0"));
+    assert_eq!(stream.next_batch(256).await.unwrap().len(), 1);
+    drop(stream);
+    // Well before any idle limit of the call: the pump let go of the request at once.
+    tokio::time::timeout(std::time::Duration::from_millis(10), dropped)
+        .await
+        .expect("the request was not cancelled")
+        .unwrap();
+}

@@ -17,6 +17,7 @@ failover) is made by the Rust core; this package converts Python values and call
 from ._laneway import (
     AccessDeniedError,
     AllTargetsFailedError,
+    BatchHandle,
     ConfigError,
     InvalidRequestError,
     LanewayError,
@@ -26,6 +27,7 @@ from ._laneway import (
     NotFoundError,
     QuotaExceededError,
     ServiceInternalError,
+    StreamEvent,
     StreamInterruptedError,
     TargetTimeoutError,
     ThrottledError,
@@ -34,13 +36,12 @@ from ._laneway import (
     ValidationError,
 )
 from ._laneway import version as _version
-from ._router import Router
+from ._router import BatchSession, Router
 from ._types import (
     Decision,
     Message,
     Request,
     Response,
-    StreamEvent,
     Timings,
     Usage,
 )
@@ -48,6 +49,8 @@ from ._types import (
 __version__: str = _version()
 
 __all__ = [
+    "BatchHandle",
+    "BatchSession",
     "LanewayInternalError",
     "Router",
     "Request",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from typing import Any, AsyncIterator, Dict, Iterator, Mapping, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 from . import _laneway
-from ._types import Request, Response, StreamEvent
+from ._laneway import BatchHandle, StreamEvent
+from ._types import Request, Response
 
 RequestLike = Union[str, Request, Mapping[str, Any]]
 
@@ -100,23 +101,64 @@ class Router:
                 batch = await native.next_batch(_dispatcher())
                 if not batch:
                     return
-                for raw in batch:
-                    yield StreamEvent._of(raw)
+                for event in batch:
+                    yield event
         finally:
             native.close()
 
     def stream_sync(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Iterator[StreamEvent]:
-        """`stream`, blocking."""
-        native = self._native.stream(_request(request, kwargs))
-        try:
-            while True:
-                batch = native.next_batch_blocking()
-                if not batch:
-                    return
-                for raw in batch:
-                    yield StreamEvent._of(raw)
-        finally:
-            native.close()
+        """`stream`, blocking: an iterator of events (read ahead in bursts, without the GIL).
+        Dropping it, or calling its `close()`, cancels the call."""
+        return self._native.stream(_request(request, kwargs))
+
+    # The batch lane. A request here needs SLO class batch (`slo="batch"`); the router's
+    # configuration needs a `[batch]` section (bucket, role_arn).
+
+    def batch_session(self) -> "BatchSession":
+        """Collects batch requests for one submission: `session.push(...)`, then
+        `await session.submit()` (or `submit_sync()`)."""
+        return BatchSession(self._native.batch_session())
+
+    async def submit_batch(self, requests: Iterable[RequestLike]) -> BatchHandle:
+        """Submits requests to the batch lane (Bedrock batch jobs at the batch price; requests
+        that cannot wait, or too few for a job, go to flex now). `handle.to_json()` keeps it."""
+        return await self._native.submit_batch([_request(r, {}) for r in requests], _dispatcher())
+
+    def submit_batch_sync(self, requests: Iterable[RequestLike]) -> BatchHandle:
+        """`submit_batch`, blocking."""
+        return self._native.submit_batch([_request(r, {}) for r in requests])
+
+    async def batch_status(self, handle: BatchHandle) -> Dict[str, Any]:
+        """Every job's state: `{"jobs": [...], "done": n, "total": n, "finished": bool}`."""
+        return await self._native.batch_status(handle, _dispatcher())
+
+    def batch_status_sync(self, handle: BatchHandle) -> Dict[str, Any]:
+        return self._native.batch_status(handle)
+
+    async def wait_batch(self, handle: BatchHandle, progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+        """Polls until every job has ended (every `[batch] poll_interval`), calling
+        `progress(status)` after each poll; returns the last status. An exception raised by
+        `progress` ends the wait and propagates."""
+        return await self._native.wait_batch(handle, progress, _dispatcher())
+
+    def wait_batch_sync(self, handle: BatchHandle, progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+        return self._native.wait_batch(handle, progress)
+
+    async def batch_results(self, handle: BatchHandle) -> List[Dict[str, Any]]:
+        """One item per request, in submission order: `{"output": {"text", "usage",
+        "cost_usd", "model", "lane", "diverted"}}` or `{"error": {"kind", "error_kind", "code",
+        "message"}}`. Fails if a job has not ended."""
+        return await self._native.batch_results(handle, _dispatcher())
+
+    def batch_results_sync(self, handle: BatchHandle) -> List[Dict[str, Any]]:
+        return self._native.batch_results(handle)
+
+    async def cancel_batch(self, handle: BatchHandle) -> int:
+        """Stops the jobs that have not ended; how many were stopped."""
+        return await self._native.cancel_batch(handle, _dispatcher())
+
+    def cancel_batch_sync(self, handle: BatchHandle) -> int:
+        return self._native.cancel_batch(handle)
 
     def plan(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Dict[str, Any]:
         """The plan for a request (model, attempts, reasons, cache checkpoints) without sending it."""
@@ -139,3 +181,25 @@ class Router:
     def cache_totals(self) -> Dict[str, Any]:
         """Prompt-cache totals per family since the router started."""
         return self._native.cache_totals()
+
+
+class BatchSession:
+    """Requests of SLO class batch collected for one submission (`Router.batch_session()`)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: "_laneway.NativeBatchSession"):
+        self._native = native
+
+    def push(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> int:
+        """Adds a request (as `generate` takes one); its index is its place in the results."""
+        return self._native.push(_request(request, kwargs))
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    async def submit(self) -> BatchHandle:
+        return await self._native.submit(_dispatcher())
+
+    def submit_sync(self) -> BatchHandle:
+        return self._native.submit()

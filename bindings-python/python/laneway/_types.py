@@ -192,38 +192,3 @@ class Response:
         return f"Response(text={self.text[:40]!r}, model={self.decision.model!r}, cost_usd={self.cost_usd:.6f})"
 
 
-class StreamEvent:
-    """One event of a stream. `type` is "text_delta", "tool_use_start", "tool_use_delta",
-    "continued" or "completed"; `.text` holds a delta's text ("" for other events); `.response`
-    the completed `Response`; `.data` the event's fields as a dict."""
-
-    __slots__ = ("type", "text", "_data", "response")
-
-    def __init__(self, d: Dict[str, Any]):
-        ((self.type, self._data),) = d.items()
-        self.text = self._data.get("text", "") if self.type == "text_delta" else ""
-        self.response: Optional[Response] = Response(self._data) if self.type == "completed" else None
-
-    @classmethod
-    def _of(cls, raw: Any) -> "StreamEvent":
-        """From the native module: `(index, text)` for a text delta, else `{type: data}`."""
-        if raw.__class__ is tuple:
-            ev = cls.__new__(cls)
-            ev.type = "text_delta"
-            ev._data = raw
-            ev.text = raw[1]
-            ev.response = None
-            return ev
-        return cls(raw)
-
-    @property
-    def data(self) -> Dict[str, Any]:
-        if self._data.__class__ is tuple:
-            return {"index": self._data[0], "text": self._data[1]}
-        return self._data
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {self.type: self.data}
-
-    def __repr__(self) -> str:
-        return f"StreamEvent({self.type!r})"

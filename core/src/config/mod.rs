@@ -709,6 +709,17 @@ impl Config {
             }
         }
         self.validate_routing()?;
+        if let Some(b) = &self.batch {
+            if b.min_records == 0 || b.max_records_per_job < b.min_records {
+                return Err(Error::config(
+                    "batch.max_records_per_job",
+                    format!(
+                        "{} records at most a job, at least {} (min_records): a job must be able to hold its minimum, and a minimum of at least 1",
+                        b.max_records_per_job, b.min_records
+                    ),
+                ));
+            }
+        }
         if let Some(sh) = &self.shared {
             if !(sh.redis_url.starts_with("redis://")
                 || sh.redis_url.starts_with("rediss://")

@@ -1,25 +1,45 @@
-//! A stream that opens on its first read and can be read from any task through a shared
-//! reference: what the bindings hand to Python and JavaScript, whose iterators ask for one
-//! event at a time.
+//! A stream for the bindings: it opens on its first read, is read from any thread through a
+//! shared reference, and is read ahead by a task of its own.
+//!
+//! The task (the pump) runs beside the HTTP connection's task on the runtime's workers, so the
+//! body's chunks pass between tasks on one thread rather than between threads; the reader, on
+//! Python's or JavaScript's thread, wakes once per burst and takes every event queued by then.
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 
 use futures::{FutureExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
-use super::ResponseStream;
 use crate::types::GenerateRequest;
 use crate::types::Result;
 use crate::types::StreamEvent;
 use crate::Router;
 
+/// Events read ahead at most: the stream's back-pressure when the reader falls behind.
+const READ_AHEAD: usize = 512;
+
+/// What the pump forwards: an event, the stream's error, or its own panic (re-raised on the
+/// reader's thread, where the bindings turn panics into errors, rather than lost as an end).
+enum Item {
+    Next(Result<StreamEvent>),
+    Panicked(Box<dyn Any + Send>),
+}
+
 enum State {
     /// Not opened yet.
     Pending(Box<(Router, GenerateRequest)>),
-    Open(ResponseStream),
-    /// Ended by an error that a batch held back, to be returned by the next read.
-    Failed(crate::types::Error),
+    Open {
+        events: mpsc::Receiver<Item>,
+        pump: AbortHandle,
+    },
+    /// Ended by an error (or a panic) that a batch held back, for the next read.
+    HeldBack(Item),
     Done,
 }
 
-/// A call's stream, opened by the first [`LazyStream::next`]; see
+/// A call's stream, opened by the first read; see
 /// [`Router::lazy_stream`](crate::Router::lazy_stream).
 ///
 /// ```no_run
@@ -44,31 +64,7 @@ impl LazyStream {
     /// The next event, or `None` after the last; planning errors come from the first call.
     /// After an error the stream is over.
     pub async fn next(&self) -> Result<Option<StreamEvent>> {
-        crate::failpoint::check("stream_event");
-        let mut state = self.state.lock().await;
-        if matches!(*state, State::Pending(_)) {
-            let State::Pending(pending) = std::mem::replace(&mut *state, State::Done) else {
-                unreachable!("matched above")
-            };
-            let (router, request) = *pending;
-            *state = State::Open(router.stream(request).await?);
-        }
-        if let State::Failed(_) = &*state {
-            let State::Failed(e) = std::mem::replace(&mut *state, State::Done) else {
-                unreachable!("matched above")
-            };
-            return Err(e);
-        }
-        let State::Open(s) = &mut *state else {
-            return Ok(None);
-        };
-        match s.next().await {
-            Some(Ok(ev)) => Ok(Some(ev)),
-            other => {
-                *state = State::Done;
-                other.transpose()
-            }
-        }
+        Ok(self.next_batch(1).await?.pop())
     }
 
     /// The next event and every one after it that is already available, up to `max` in all:
@@ -89,28 +85,178 @@ impl LazyStream {
     /// # Ok(()) }
     /// ```
     pub async fn next_batch(&self, max: usize) -> Result<Vec<StreamEvent>> {
-        let Some(first) = self.next().await? else {
-            return Ok(Vec::new());
-        };
-        let mut events = vec![first];
+        crate::failpoint::check("stream_event");
         let mut state = self.state.lock().await;
-        while events.len() < max.max(1) {
-            let State::Open(s) = &mut *state else {
-                break;
-            };
-            // Only what is ready now: a pending read ends the batch.
-            match s.next().now_or_never() {
-                None => break,
-                Some(Some(Ok(ev))) => events.push(ev),
-                Some(Some(Err(e))) => *state = State::Failed(e),
-                Some(None) => *state = State::Done,
-            }
-        }
-        Ok(events)
+        open(&mut state, &tokio::runtime::Handle::current());
+        let first = match &mut *state {
+            State::Open { events, .. } => events.recv().await,
+            _ => None,
+        };
+        take_burst(&mut state, first, max)
     }
 
-    /// Ends the stream now, cancelling its request (waits for a pending `next` to finish).
-    pub async fn close(&self) {
-        *self.state.lock().await = State::Done;
+    /// [`next_batch`](Self::next_batch) for a thread outside the runtime (a binding's caller
+    /// blocking without its interpreter lock): it parks until the first event, then takes the
+    /// rest of the burst. The stream's work runs on `runtime`.
+    ///
+    /// # Panics
+    /// Called on one of a runtime's threads (as any blocking wait in tokio would).
+    ///
+    /// ```no_run
+    /// # fn run(router: laneway::Router, runtime: &tokio::runtime::Runtime) -> laneway::Result<()> {
+    /// let stream = router.lazy_stream(laneway::GenerateRequest::user("Tell me a story"));
+    /// while !stream.next_batch_blocking(runtime.handle(), 256)?.is_empty() {}
+    /// # Ok(()) }
+    /// ```
+    pub fn next_batch_blocking(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        max: usize,
+    ) -> Result<Vec<StreamEvent>> {
+        crate::failpoint::check("stream_event");
+        let mut state = self.state.blocking_lock();
+        open(&mut state, runtime);
+        let first = match &mut *state {
+            State::Open { events, .. } => events.blocking_recv(),
+            _ => None,
+        };
+        take_burst(&mut state, first, max)
     }
+
+    /// The events already read ahead, without waiting: `None` when there are none yet (or the
+    /// stream is not open, or another read holds it), so that a binding can skip its
+    /// asynchronous hand-over whenever the stream is ahead of the reader. Otherwise as
+    /// [`next_batch`](Self::next_batch): an empty batch after the last event, or the error.
+    ///
+    /// ```no_run
+    /// # async fn run(router: laneway::Router) -> laneway::Result<()> {
+    /// let stream = router.lazy_stream(laneway::GenerateRequest::user("Tell me a story"));
+    /// let mut events = stream.next_batch(256).await?;
+    /// while !events.is_empty() {
+    ///     events = match stream.ready_batch(256) {
+    ///         Some(ready) => ready?,
+    ///         None => stream.next_batch(256).await?,
+    ///     };
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn ready_batch(&self, max: usize) -> Option<Result<Vec<StreamEvent>>> {
+        let mut state = self.state.try_lock().ok()?;
+        let first = match &mut *state {
+            State::Pending(_) => return None,
+            State::Open { events, .. } => match events.try_recv() {
+                Ok(item) => Some(item),
+                Err(mpsc::error::TryRecvError::Empty) => return None,
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+            },
+            State::HeldBack(_) | State::Done => None,
+        };
+        Some(take_burst(&mut state, first, max))
+    }
+
+    /// Ends the stream now, cancelling its request (waits for a pending read to finish).
+    pub async fn close(&self) {
+        end(&mut *self.state.lock().await);
+    }
+
+    /// [`close`](Self::close) for a thread outside the runtime.
+    pub fn close_blocking(&self) {
+        end(&mut self.state.blocking_lock());
+    }
+}
+
+impl Drop for LazyStream {
+    fn drop(&mut self) {
+        end(self.state.get_mut());
+    }
+}
+
+fn end(state: &mut State) {
+    if let State::Open { pump, .. } = state {
+        pump.abort();
+    }
+    *state = State::Done;
+}
+
+/// Starts the pump on the first read.
+fn open(state: &mut State, runtime: &tokio::runtime::Handle) {
+    if !matches!(state, State::Pending(_)) {
+        return;
+    }
+    let State::Pending(pending) = std::mem::replace(state, State::Done) else {
+        unreachable!("matched above")
+    };
+    let (router, request) = *pending;
+    let (tx, events) = mpsc::channel(READ_AHEAD);
+    let pump = runtime
+        .spawn(async move {
+            let panic = AssertUnwindSafe(pump(router, request, tx.clone()))
+                .catch_unwind()
+                .await;
+            if let Err(payload) = panic {
+                let _ = tx.send(Item::Panicked(payload)).await;
+            }
+        })
+        .abort_handle();
+    *state = State::Open { events, pump };
+}
+
+/// Opens the stream and forwards its events until the last, an error, or the reader leaving.
+async fn pump(router: Router, request: GenerateRequest, tx: mpsc::Sender<Item>) {
+    let mut stream = match router.stream(request).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            let _ = tx.send(Item::Next(Err(e))).await;
+            return;
+        }
+    };
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            // A reader that left cancels the request at once, even mid-stall.
+            () = tx.closed() => return,
+        };
+        let Some(item) = item else { return };
+        let failed = item.is_err();
+        if tx.send(Item::Next(item)).await.is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// The batch that starts with `first` (`None`: nothing more from the pump, or the stream ended
+/// earlier): every event already queued after it, up to `max`. An error or panic after some
+/// events is held back for the next read.
+fn take_burst(state: &mut State, first: Option<Item>, max: usize) -> Result<Vec<StreamEvent>> {
+    let first = match first {
+        Some(item) => item,
+        None => match std::mem::replace(state, State::Done) {
+            State::HeldBack(item) => item,
+            _ => return Ok(Vec::new()),
+        },
+    };
+    let first = match first {
+        Item::Next(Ok(event)) => event,
+        Item::Next(Err(e)) => {
+            *state = State::Done;
+            return Err(e);
+        }
+        Item::Panicked(payload) => {
+            *state = State::Done;
+            std::panic::resume_unwind(payload)
+        }
+    };
+    let mut events = vec![first];
+    while events.len() < max.max(1) {
+        let State::Open { events: queue, .. } = state else {
+            break;
+        };
+        match queue.try_recv() {
+            Ok(Item::Next(Ok(event))) => events.push(event),
+            Ok(end) => *state = State::HeldBack(end),
+            Err(mpsc::error::TryRecvError::Empty) => break,
+            Err(mpsc::error::TryRecvError::Disconnected) => *state = State::Done,
+        }
+    }
+    Ok(events)
 }

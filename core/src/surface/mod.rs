@@ -5,7 +5,7 @@
 //! [`GenerateResponse`](crate::GenerateResponse), [`StreamEvent`](crate::StreamEvent)) plus the
 //! types of this module: [`RouterOptions`] (how to build a router, the configuration included),
 //! [`ErrorDetails`] (an error as data) and the AWS Converse request and response shapes
-//! ([`converse`]). One unit per quantity, named by the key's suffix:
+//! ([`converse`]), and the batch lane's items and progress ([`batch`]). One unit per quantity, named by the key's suffix:
 //!
 //! | quantity | unit | keys |
 //! |---|---|---|
@@ -17,6 +17,7 @@
 //! Keys are snake_case; the Converse shapes keep AWS's camelCase, so that an app written for
 //! boto3 or the JavaScript SDK passes its request as it is.
 
+pub mod batch;
 pub mod converse;
 mod details;
 mod options;
