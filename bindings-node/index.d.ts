@@ -9,6 +9,8 @@ export type CachePoint = { cache_point: { ttl?: '5m' | '1h' } }
 export type ContentBlock =
   | { text: string }
   | { image: { format: 'png' | 'jpeg' | 'gif' | 'webp'; bytes: Bytes } }
+  /** At most 5 a request, 4.5 MB each; `name`: letters, digits, single spaces, `-()[]`. */
+  | { document: { format: 'pdf' | 'csv' | 'doc' | 'docx' | 'xls' | 'xlsx' | 'html' | 'txt' | 'md'; name: string; bytes: Bytes } }
   | { tool_use: { id: string; name: string; input: unknown } }
   | { tool_result: { tool_use_id: string; content: Array<{ text: string } | { json: unknown }>; is_error?: boolean } }
   | CachePoint

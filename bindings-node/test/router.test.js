@@ -234,7 +234,7 @@ test('the JavaScript SDK\'s Converse input works unchanged', async () => {
     modelId: 'amazon.nova-lite-v1:0',
     system: [{ text: 'You book trips.' }],
     messages: [
-      { role: 'user', content: [{ text: 'Weather in Paris?' }, { image: { format: 'png', source: { bytes: new Uint8Array([137, 80, 78, 71]) } } }] },
+      { role: 'user', content: [{ text: 'Weather in Paris?' }, { image: { format: 'png', source: { bytes: new Uint8Array([137, 80, 78, 71]) } } }, { document: { format: 'pdf', name: 'Itinerary (draft)', source: { bytes: new TextEncoder().encode('%PDF-1.7 trip') } } }] },
       { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'weather', input: { city: 'Paris' } } }] },
       { role: 'user', content: [{ toolResult: { toolUseId: 't1', content: [{ json: { celsius: 21 } }], status: 'success' } }] }
     ],
@@ -250,13 +250,15 @@ test('the JavaScript SDK\'s Converse input works unchanged', async () => {
   assert.ok(out.laneway.cost_usd > 0)
   await assert.rejects(router.converse({ ...input, guardrailConfig: { guardrailIdentifier: 'g' } }),
     e => e instanceof laneway.InvalidRequestError && e.kind === 'invalid_request' && e.field === 'guardrailConfig' && e.code === null)
+  const named = { ...input, messages: [{ role: 'user', content: [{ document: { format: 'txt', name: 'notes.txt', source: { bytes: new Uint8Array([120]) } } }] }] }
+  await assert.rejects(router.converse(named), e => e instanceof laneway.InvalidRequestError && e.field === 'messages[0].content[0].document.name')
 })
 
 test('the whole request surface in camelCase: system blocks, tools, tool choice', async () => {
   const r = await router.generate({
     model: 'amazon.nova-lite-v1:0',
     system: [{ text: 'Be brief.' }, { cache_point: {} }],
-    messages: [{ role: 'user', content: [{ text: 'Which tool?' }, { image: { format: 'png', bytes: new Uint8Array([137, 80, 78, 71]) } }] }],
+    messages: [{ role: 'user', content: [{ text: 'Which tool?' }, { image: { format: 'png', bytes: new Uint8Array([137, 80, 78, 71]) } }, { document: { format: 'md', name: 'notes', bytes: new TextEncoder().encode('# notes') } }] }],
     tools: [{ name: 'lookup', description: 'Looks up', inputSchema: { type: 'object' } }],
     toolChoice: 'auto',
     maxTokens: 8

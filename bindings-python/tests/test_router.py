@@ -282,7 +282,7 @@ async def test_boto3_converse_arguments_work_unchanged(router):
         modelId="amazon.nova-lite-v1:0",
         system=[{"text": "You book trips."}],
         messages=[
-            {"role": "user", "content": [{"text": "Weather in Paris?"}, {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n"}}}]},
+            {"role": "user", "content": [{"text": "Weather in Paris?"}, {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n"}}}, {"document": {"format": "pdf", "name": "Itinerary (draft)", "source": {"bytes": b"%PDF-1.7 trip"}}}]},
             {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Paris"}}}]},
             {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"json": {"celsius": 21}}], "status": "success"}}]},
         ],
@@ -303,13 +303,17 @@ async def test_boto3_converse_arguments_work_unchanged(router):
     with pytest.raises(laneway.InvalidRequestError) as e:
         router.converse_sync(**kwargs, guardrailConfig={"guardrailIdentifier": "g", "guardrailVersion": "1"})
     assert e.value.field == "guardrailConfig" and e.value.code is None
+    named = dict(kwargs, messages=[{"role": "user", "content": [{"document": {"format": "txt", "name": "notes.txt", "source": {"bytes": b"x"}}}]}])
+    with pytest.raises(laneway.InvalidRequestError) as e:
+        router.converse_sync(**named)
+    assert e.value.field == "messages[0].content[0].document.name"
 
 
 async def test_the_whole_request_surface_as_a_dict(router):
     r = await router.generate({
         "model": {"model": "amazon.nova-lite-v1:0"},
         "system": [{"text": "Be brief."}, {"cache_point": {}}],
-        "messages": [{"role": "user", "content": [{"text": "Which tool?"}, {"image": {"format": "png", "bytes": "iVBORw0KGgo="}}]}],
+        "messages": [{"role": "user", "content": [{"text": "Which tool?"}, {"image": {"format": "png", "bytes": "iVBORw0KGgo="}}, {"document": {"format": "md", "name": "notes", "bytes": b"# notes"}}]}],
         "tools": [{"spec": {"name": "lookup", "description": "Looks up", "input_schema": {"type": "object"}}}],
         "tool_choice": "auto",
         "inference": {"max_tokens": 8, "top_p": 0.9, "stop_sequences": ["END"]},

@@ -175,3 +175,91 @@ async fn tool_use_comes_back_whole_and_as_deltas() {
         matches!(&done.content[0], OutputBlock::ToolUse { input, .. } if input["city"] == "example")
     );
 }
+
+/// A user turn with a document (and a question about it) for `model`.
+fn with_document(model: &str, bytes: Vec<u8>) -> GenerateRequest {
+    let document = laneway::Document {
+        format: laneway::DocumentFormat::Md,
+        name: "release notes (v2)".into(),
+        bytes,
+    };
+    let mut request = GenerateRequest::new(vec![laneway::Message {
+        role: laneway::Role::User,
+        content: vec![
+            laneway::ContentBlock::Document(document),
+            laneway::ContentBlock::Text("What changed?".into()),
+        ],
+    }])
+    .model(model)
+    .max_tokens(8);
+    request.inference.temperature = Some(0.0);
+    request
+}
+
+#[tokio::test]
+async fn documents_reach_bedrock_and_count_as_input_and_sagemaker_refuses_them() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    let short = router
+        .generate(with_document(
+            "amazon.nova-lite-v1:0",
+            b"# v2\nfaster".to_vec(),
+        ))
+        .await
+        .unwrap();
+    assert!(!short.text().is_empty());
+    // The document travelled: a longer one is more input.
+    let long = router
+        .generate(with_document(
+            "amazon.nova-lite-v1:0",
+            "- a change worth noting\n".repeat(200).into_bytes(),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        long.usage.input_tokens > short.usage.input_tokens + 100,
+        "{} vs {}",
+        long.usage.input_tokens,
+        short.usage.input_tokens
+    );
+    let mut s = router
+        .stream(with_document("amazon.nova-lite-v1:0", b"# v2".to_vec()))
+        .await
+        .unwrap();
+    let mut completed = false;
+    while let Some(ev) = s.next().await {
+        completed |= matches!(ev.unwrap(), StreamEvent::Completed(_));
+    }
+    assert!(completed);
+
+    for model in ["laneway-demo-llm", "laneway-demo-chat"] {
+        let e = router
+            .generate(with_document(model, b"# v2".to_vec()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), laneway::ErrorKind::InvalidRequest, "{model}: {e}");
+        assert!(e.to_string().contains("documents"), "{model}: {e}");
+    }
+}
+
+#[test]
+fn documents_are_checked_against_bedrocks_limits() {
+    let problem = |request: GenerateRequest| request.validate().unwrap_err().to_string();
+    let mut named = with_document("m", b"x".to_vec());
+    if let laneway::ContentBlock::Document(d) = &mut named.messages[0].content[0] {
+        d.name = "notes.md".into();
+    }
+    assert!(problem(named).contains("document.name"));
+    let big = with_document("m", vec![b'x'; laneway::Document::MAX_BYTES + 1]);
+    assert!(problem(big).contains("document.bytes"));
+    let mut many = with_document("m", b"x".to_vec());
+    let doc = many.messages[0].content[0].clone();
+    many.messages[0].content = vec![doc; laneway::Document::MAX_PER_REQUEST + 1];
+    assert!(problem(many).contains("at most 5 documents"));
+    let mut from_assistant = with_document("m", b"x".to_vec());
+    from_assistant
+        .messages
+        .insert(0, laneway::Message::user("hi"));
+    from_assistant.messages[1].role = laneway::Role::Assistant;
+    assert!(problem(from_assistant).contains("user message"));
+}

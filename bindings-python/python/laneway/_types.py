@@ -22,7 +22,8 @@ class Request:
     """A request, for those who prefer a class to keyword arguments or a dict.
 
     `prompt` is the user's message; `messages` a whole conversation instead (`Message`s, or dicts
-    in the core's shape with any block: text, image, tool_use, tool_result, cache_point).
+    in the core's shape with any block: text, image, document, tool_use, tool_result,
+    cache_point; `bytes` as Python `bytes` or base64 text).
     `model` names a model or inference-profile id, `family` a configured family (the plan picks
     the variant). `system` is text or a list of blocks (`{"text": ...}`, `{"cache_point": {}}`).
     `tools` are dicts: `{"name", "description", "input_schema"}` or the core's `{"spec": ...}` /

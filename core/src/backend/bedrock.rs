@@ -13,8 +13,8 @@ use crate::types::Boundary;
 use crate::types::Provider;
 use crate::types::Target;
 use crate::types::{
-    CachePoint, CacheTtl, ContentBlock, GenerateRequest, ImageFormat, Role, ServiceTier,
-    SystemBlock, Tool, ToolChoice, ToolResultContent,
+    CachePoint, CacheTtl, ContentBlock, DocumentFormat, GenerateRequest, ImageFormat, Role,
+    ServiceTier, SystemBlock, Tool, ToolChoice, ToolResultContent,
 };
 use crate::types::{Error, Result};
 use crate::types::{OutputBlock, StopReason, Usage};
@@ -240,6 +240,26 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
                 })
                 .source(wire::ImageSource::Bytes(aws_smithy_types::Blob::new(
                     img.bytes.clone(),
+                )))
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        ContentBlock::Document(d) => wire::ContentBlock::Document(
+            wire::DocumentBlock::builder()
+                .format(match d.format {
+                    DocumentFormat::Pdf => wire::DocumentFormat::Pdf,
+                    DocumentFormat::Csv => wire::DocumentFormat::Csv,
+                    DocumentFormat::Doc => wire::DocumentFormat::Doc,
+                    DocumentFormat::Docx => wire::DocumentFormat::Docx,
+                    DocumentFormat::Xls => wire::DocumentFormat::Xls,
+                    DocumentFormat::Xlsx => wire::DocumentFormat::Xlsx,
+                    DocumentFormat::Html => wire::DocumentFormat::Html,
+                    DocumentFormat::Txt => wire::DocumentFormat::Txt,
+                    DocumentFormat::Md => wire::DocumentFormat::Md,
+                })
+                .name(&d.name)
+                .source(wire::DocumentSource::Bytes(aws_smithy_types::Blob::new(
+                    d.bytes.clone(),
                 )))
                 .build()
                 .map_err(|e| e.to_string())?,

@@ -142,6 +142,10 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
             let part = match b {
                 ContentBlock::Text(t) => Part::Text(t.as_str().into()),
                 ContentBlock::Image(img) => Part::Bytes(&img.bytes, 1_600),
+                ContentBlock::Document(d) => Part::Bytes(
+                    &d.bytes,
+                    u32::try_from(d.estimated_chars() / 4).unwrap_or(u32::MAX),
+                ),
                 ContentBlock::ToolUse(t) => {
                     Part::Text(format!("{}{}{}", t.id, t.name, t.input).into())
                 }

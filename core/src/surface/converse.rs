@@ -237,6 +237,23 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
             "format": field("format")?,
             "bytes": bytes(&field("source")?, &format!("{at}.image.source"))?,
         }}),
+        "document" => {
+            // Citations and context need a document from text or content, which are not sent.
+            if let Some(other) = ["citations", "context"]
+                .iter()
+                .find(|k| v.get(**k).is_some())
+            {
+                return Err(Error::invalid(
+                    format!("{at}.document.{other}"),
+                    "Laneway sends documents as format, name and bytes",
+                ));
+            }
+            json!({ "document": {
+                "format": field("format")?,
+                "name": field("name")?,
+                "bytes": bytes(&field("source")?, &format!("{at}.document.source"))?,
+            }})
+        }
         "toolUse" => json!({ "tool_use": {
             "id": field("toolUseId")?,
             "name": field("name")?,
@@ -267,7 +284,7 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
         other => {
             return Err(Error::invalid(
                 format!("{at}.{other}"),
-                "Laneway sends text, image, toolUse, toolResult and cachePoint blocks",
+                "Laneway sends text, image, document, toolUse, toolResult and cachePoint blocks",
             ))
         }
     })
@@ -468,6 +485,45 @@ mod tests {
         assert_eq!(r.tier, Some(crate::ServiceTier::Flex));
         assert_eq!(r.slo.class, SloClass::Background);
         assert_eq!(r.task_id.as_deref(), Some("trip-7"));
+    }
+
+    #[test]
+    fn a_document_block_is_read_with_its_format_name_and_bytes() {
+        let r = request(json!({
+            "modelId": "amazon.nova-lite-v1:0",
+            "messages": [{ "role": "user", "content": [
+                { "document": { "format": "pdf", "name": "Q3 report", "source": { "bytes": [37, 80, 68, 70] } } },
+                { "text": "What changed?" },
+            ]}],
+        }))
+        .unwrap();
+        match &r.messages[0].content[0] {
+            ContentBlock::Document(d) => {
+                assert_eq!(d.bytes, b"%PDF");
+                assert_eq!(d.name, "Q3 report");
+                assert_eq!(d.format, crate::DocumentFormat::Pdf);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cited = request(json!({
+            "messages": [{ "role": "user", "content": [
+                { "document": { "format": "txt", "name": "a", "source": { "bytes": "YQ==" }, "citations": { "enabled": true } } },
+            ]}],
+        }))
+        .unwrap_err();
+        assert!(cited.to_string().contains("document.citations"), "{cited}");
+        let badly_named = request(json!({
+            "messages": [{ "role": "user", "content": [
+                { "document": { "format": "txt", "name": "notes.txt", "source": { "bytes": "YQ==" } } },
+            ]}],
+        }))
+        .unwrap()
+        .validate()
+        .unwrap_err();
+        assert!(
+            badly_named.to_string().contains("document.name"),
+            "{badly_named}"
+        );
     }
 
     #[test]

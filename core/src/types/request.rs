@@ -128,6 +128,8 @@ pub enum Role {
 pub enum ContentBlock {
     Text(String),
     Image(Image),
+    /// A document (PDF, Word, Excel, HTML, text, ...) for the model to read, in a user turn.
+    Document(Document),
     /// A tool call the assistant made (echoed back in later turns).
     ToolUse(ToolUse),
     /// The result of a tool call, sent in a user turn.
@@ -153,6 +155,87 @@ pub enum ImageFormat {
     Jpeg,
     Gif,
     Webp,
+}
+
+/// A document, sent inline. Bedrock reads at most [`Document::MAX_PER_REQUEST`] of them a
+/// request, each at most [`Document::MAX_BYTES`]; its name may hold letters, digits, single
+/// spaces, hyphens, parentheses and square brackets (1 to 200 characters). Sources: the
+/// `DocumentBlock` API reference (docs.aws.amazon.com/bedrock/latest/APIReference/
+/// API_runtime_DocumentBlock.html) and the Converse request limits in the user guide
+/// (conversation-inference-call.html). SageMaker endpoints take no documents: extract the
+/// text first.
+///
+/// ```
+/// use laneway::{ContentBlock, Document, DocumentFormat, GenerateRequest, Message, Role};
+/// let contract = Document { format: DocumentFormat::Pdf, name: "contract (v2)".into(), bytes: b"%PDF-1.7".to_vec() };
+/// let request = GenerateRequest::new(vec![Message {
+///     role: Role::User,
+///     content: vec![ContentBlock::Document(contract), ContentBlock::Text("Summarise it".into())],
+/// }]);
+/// assert!(request.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Document {
+    pub format: DocumentFormat,
+    /// A neutral name: the model sees it, so it should not read as an instruction.
+    pub name: String,
+    #[serde(with = "base64_bytes")]
+    pub bytes: Vec<u8>,
+}
+
+impl Document {
+    /// Bedrock's limit on one document's size: 4.5 MB.
+    pub const MAX_BYTES: usize = 4_500_000;
+    /// Bedrock's limit on documents in one request.
+    pub const MAX_PER_REQUEST: usize = 5;
+
+    /// Why the name is refused, if it is.
+    fn name_problem(&self) -> Option<&'static str> {
+        let n = self.name.chars().count();
+        if n == 0 || n > 200 {
+            return Some("a document's name must be 1 to 200 characters");
+        }
+        let allowed = |c: char| c.is_alphanumeric() || c.is_whitespace() || "-()[]".contains(c);
+        if !self.name.chars().all(allowed) {
+            return Some("a document's name may hold only letters, digits, spaces, hyphens, parentheses and square brackets");
+        }
+        let mut previous_space = false;
+        for c in self.name.chars() {
+            if c.is_whitespace() && previous_space {
+                return Some("a document's name must not hold two whitespace characters in a row");
+            }
+            previous_space = c.is_whitespace();
+        }
+        None
+    }
+
+    /// Characters of text the model will likely read from it (for estimates only): the
+    /// bytes of a text format, a quarter of a binary one's.
+    pub(crate) fn estimated_chars(&self) -> usize {
+        match self.format {
+            DocumentFormat::Csv
+            | DocumentFormat::Html
+            | DocumentFormat::Txt
+            | DocumentFormat::Md => self.bytes.len(),
+            _ => self.bytes.len() / 4,
+        }
+    }
+}
+
+/// Document formats Bedrock accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentFormat {
+    Pdf,
+    Csv,
+    Doc,
+    Docx,
+    Xls,
+    Xlsx,
+    Html,
+    Txt,
+    Md,
 }
 
 /// A tool call.
@@ -564,6 +647,7 @@ impl GenerateRequest {
                 "the conversation must start with a user message",
             ));
         }
+        let mut documents = 0;
         for (i, m) in self.messages.iter().enumerate() {
             if m.content.is_empty() {
                 return Err(Error::invalid(
@@ -590,6 +674,38 @@ impl GenerateRequest {
                             format!("messages[{i}].content[{j}]"),
                             "tool_result belongs in a user message",
                         ))
+                    }
+                    ContentBlock::Document(d) => {
+                        let field = || format!("messages[{i}].content[{j}].document");
+                        if m.role != Role::User {
+                            return Err(Error::invalid(
+                                field(),
+                                "a document belongs in a user message",
+                            ));
+                        }
+                        if let Some(problem) = d.name_problem() {
+                            return Err(Error::invalid(format!("{}.name", field()), problem));
+                        }
+                        if d.bytes.is_empty() || d.bytes.len() > Document::MAX_BYTES {
+                            return Err(Error::invalid(
+                                format!("{}.bytes", field()),
+                                format!(
+                                    "{} bytes: a document must hold 1 to {} bytes",
+                                    d.bytes.len(),
+                                    Document::MAX_BYTES
+                                ),
+                            ));
+                        }
+                        documents += 1;
+                        if documents > Document::MAX_PER_REQUEST {
+                            return Err(Error::invalid(
+                                field(),
+                                format!(
+                                    "at most {} documents in one request",
+                                    Document::MAX_PER_REQUEST
+                                ),
+                            ));
+                        }
                     }
                     _ => {}
                 }
@@ -715,6 +831,7 @@ impl GenerateRequest {
                 chars += match b {
                     ContentBlock::Text(t) => t.chars().count(),
                     ContentBlock::Image(_) => IMAGE_TOKENS * 4,
+                    ContentBlock::Document(d) => d.estimated_chars(),
                     ContentBlock::ToolUse(t) => t.name.len() + t.input.to_string().len(),
                     ContentBlock::ToolResult(r) => r
                         .content
@@ -761,11 +878,57 @@ mod base64_bytes {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b))
     }
 
+    /// Base64 text, or raw bytes where the format has them (a Python `bytes` through
+    /// pythonize, a byte string in CBOR or MessagePack).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let s = String::deserialize(d)?;
-        base64::engine::general_purpose::STANDARD
-            .decode(s)
-            .map_err(serde::de::Error::custom)
+        d.deserialize_any(Bytes)
+    }
+
+    struct Bytes;
+
+    impl<'de> serde::de::Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("base64 text or bytes")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Vec<u8>, E> {
+            base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(E::custom)
+        }
+
+        fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(b.to_vec())
+        }
+
+        fn visit_byte_buf<E: serde::de::Error>(self, b: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(b)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[derive(serde::Deserialize)]
+        struct Blob {
+            #[serde(with = "super")]
+            bytes: Vec<u8>,
+        }
+
+        #[test]
+        fn base64_text_is_decoded_and_anything_else_is_named() {
+            let blob: Blob = serde_json::from_str(r#"{"bytes": "JVBERg=="}"#).unwrap();
+            assert_eq!(blob.bytes, b"%PDF");
+            let e = serde_json::from_str::<Blob>(r#"{"bytes": 7}"#)
+                .err()
+                .unwrap();
+            assert!(e.to_string().contains("base64 text or bytes"), "{e}");
+            let e = serde_json::from_str::<Blob>(r#"{"bytes": "not base64!"}"#)
+                .err()
+                .unwrap();
+            assert!(e.to_string().contains("Invalid"), "{e}");
+        }
     }
 }
 

@@ -52,6 +52,12 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                         "images cannot be sent in the TGI text payload format",
                     ))
                 }
+                ContentBlock::Document(_) => {
+                    return Err(Error::invalid(
+                        format!("messages[{i}].content[{j}]"),
+                        "documents cannot be sent in the TGI text payload format: extract their text first",
+                    ))
+                }
             }
         }
         if open_turn {
@@ -123,6 +129,9 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
                 ContentBlock::CachePoint(_) => {}
                 ContentBlock::Image(_) => {
                     return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "images are not sent to SageMaker chat containers by this version"))
+                }
+                ContentBlock::Document(_) => {
+                    return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "documents are not sent to SageMaker chat containers (they have no document block): extract their text first"))
                 }
             }
         }
