@@ -872,7 +872,7 @@ impl GenerateRequest {
 
 mod base64_bytes {
     use base64::Engine as _;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b))
