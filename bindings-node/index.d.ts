@@ -47,7 +47,16 @@ export interface RequestOptions {
 
 export interface CallOptions { signal?: AbortSignal }
 
-export interface Usage { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number }
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+  cacheReadTokens: number
+  /** Tokens written to the prompt cache (all TTLs); `cacheWrite1hTokens` of them at the 1-hour TTL. */
+  cacheWriteTokens: number
+  cacheWrite1hTokens: number
+  /** True when the input count is Laneway's estimate (the service sent none). */
+  inputEstimated: boolean
+}
 /** Durations in milliseconds, as everywhere in Laneway's schema. */
 export interface Timings { ttftMs: number | null; totalMs: number; outputTokensPerSecond: number | null; interTokenP50Ms: number | null }
 export interface Decision {
@@ -74,7 +83,41 @@ export class Response {
   readonly decision: Decision
   readonly costUsd: number
   readonly cacheSavingsUsd: number
-  toJSON (): Record<string, unknown>
+  /** The response in the core's schema (snake_case, durations in ms). */
+  toJSON (): ResponseJSON
+}
+
+/** A response in the core's binding-neutral schema (`laneway::surface`). */
+export interface ResponseJSON {
+  content: Array<{ text: string } | { tool_use: { id: string; name: string; input: unknown } }>
+  stop_reason: string
+  usage: { input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; cache_write_1h_tokens: number; input_estimated: boolean }
+  timings: {
+    ttft_ms?: number
+    inter_token?: { mean_ms: number; p50_ms: number; p90_ms: number; max_ms: number }
+    total_ms: number
+    output_tokens_per_second: number | null
+  }
+  decision: Record<string, unknown>
+  cost_usd: number
+  cache_savings_usd: number
+}
+
+/** An error as data (`error.details`), the core's `ErrorDetails`: only the keys that apply. */
+export interface ErrorDetails {
+  kind: string
+  message: string
+  code?: string
+  field?: string
+  target?: string
+  region?: string
+  http_status?: number
+  request_id?: string
+  retry_after_ms?: number
+  attempts?: Array<Record<string, unknown>>
+  budget_exhausted?: boolean
+  delivered?: Record<string, number>
+  cause?: ErrorDetails
 }
 
 export type StreamEvent =

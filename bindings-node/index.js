@@ -21,7 +21,7 @@ function loadNative () {
   throw new Error(`laneway: no native addon for ${platform} (tried ${tried.join(', ')}): install the prebuilt package, or build from source with \`npm run build\` in bindings-node (needs Rust)`)
 }
 
-const camel = key => key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+const camel = key => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 
 /** Every error Laneway throws. `kind` is the stable error kind (e.g. 'throttled', the core's
  * `ErrorDetails`), `code` the service's own error code where one came (e.g.
@@ -137,7 +137,7 @@ class Response {
   get stopReason () { return this._d.stop_reason }
   get usage () {
     const u = this._d.usage
-    return { inputTokens: u.input_tokens, outputTokens: u.output_tokens, cacheReadTokens: u.cache_read_tokens, cacheWriteTokens: u.cache_write_tokens }
+    return { inputTokens: u.input_tokens, outputTokens: u.output_tokens, cacheReadTokens: u.cache_read_tokens, cacheWriteTokens: u.cache_write_tokens, cacheWrite1hTokens: u.cache_write_1h_tokens, inputEstimated: u.input_estimated }
   }
   get timings () {
     const t = this._d.timings

@@ -25,13 +25,15 @@ echo "== Python: venv with maturin and pytest, the package built from the checko
 python3 -m venv target/py
 target/py/bin/pip install --quiet --upgrade pip
 # boto3: the official Python SDK drives the emulator's batch flow in one test.
-target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3
+target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 "mypy>=1.10"
 target/py/bin/pip install --quiet ./bindings-python
 # The tests start the emulator binary that `cargo test` built (target/debug/laneway-emulator).
 cargo build --locked -p laneway-emulator
 target/py/bin/pytest -q bindings-python/tests
+# The stubs (_laneway.pyi) against the built module, and the package type-checked with them.
+target/py/bin/python -m mypy.stubtest laneway
 
-echo "== Node: the package built from the checkout (its install script runs cargo), node:test suite"
+echo "== Node: the package built from the checkout, node:test suite (index.d.ts compiled against real values with tsc)"
 node --version
 (cd bindings-node && npm install --omit=optional --no-audit --no-fund && npm run build && npm test)
 

@@ -73,7 +73,7 @@ class Request:
             out["tools"] = [dict(t) if ("spec" in t or "cache_point" in t) else {"spec": dict(t)} for t in self.tools]
         if self.tool_choice is not None:
             out["tool_choice"] = self.tool_choice if self.tool_choice in ("auto", "any") else {"tool": self.tool_choice}
-        inference = {
+        inference: Dict[str, Any] = {
             k: v
             for k, v in (("max_tokens", self.max_tokens), ("temperature", self.temperature), ("top_p", self.top_p))
             if v is not None
