@@ -1,8 +1,8 @@
 'use strict'
 // Laneway's Node binding against @aws-sdk/client-bedrock-runtime (Converse), against the same
 // emulator in the same run: `bench/bindings/run.sh`. Run it under `taskset -c 0` so that the
-// client has one core; the emulator is pinned to CPU 1. Laneway runs its full plan (a family
-// routed by the classifier, SLO tier, targets, state); the SDK calls the model directly.
+// client has one core; the emulator is pinned to CPU 1. Both call the same model, pinned (as
+// issue 16's method does); Laneway still plans (SLO tier, targets, state) and measures.
 // Sequential: one call at a time; concurrent: 64 in flight. Then the memory of 1,000 open streams.
 const path = require('node:path')
 const { execFileSync } = require('node:child_process')
@@ -10,6 +10,8 @@ const { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } = require
 const { NodeHttpHandler } = require('@smithy/node-http-handler')
 const http = require('node:http')
 const laneway = require('laneway')
+
+const MODEL = 'amazon.nova-lite-v1:0'
 const { startEmulator, ACCESS_KEY_ID, SECRET_ACCESS_KEY } = require('laneway/testing')
 
 const ROUNDS = Number(process.env.LANEWAY_BENCH_ROUNDS || 3)
@@ -40,6 +42,18 @@ const CALLS_PER_ROW = Number(process.env.LANEWAY_BENCH_CALLS || 6400)
 // 'generate', 'stream' or both (the default).
 const CALLS = (process.env.LANEWAY_BENCH_ONLY || 'generate,stream').split(',')
 const callsFor = tokens => Math.max(64, Math.floor(CALLS_PER_ROW / tokens))
+// Calls made by each contender before any row is measured, so that V8 has optimised both
+// (a service's process is warm); without it the rows measured first carry the SDK's warm-up.
+const WARMUP = Number(process.env.LANEWAY_BENCH_WARMUP || 2000)
+
+/** The official Rust SDK alone (`core/examples/raw_sdk_floor.rs`), which Laneway calls
+ * through, on the same core and emulator: the floor under any client built on it. */
+function floor (url, streaming, tokens, n, width) {
+  const binary = process.env.LANEWAY_FLOOR || path.join(__dirname, '..', '..', 'target', 'release', 'examples', 'raw_sdk_floor')
+  try {
+    return Number(execFileSync('taskset', ['-c', '0', binary, url, streaming ? 'stream' : 'generate', String(tokens), String(n), String(width)], { encoding: 'utf8' }).trim())
+  } catch { return null }
+}
 
 async function main () {
   const binary = process.env.LANEWAY_EMULATOR || path.join(__dirname, '..', '..', 'target', 'release', 'laneway-emulator')
@@ -55,7 +69,7 @@ async function main () {
       maxAttempts: 1,
       requestHandler: new NodeHttpHandler({ httpAgent: new http.Agent({ keepAlive: true, maxSockets: 64 }) })
     })
-    const input = (i, tokens) => ({ modelId: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: [{ text: PROMPT(i) }] }], inferenceConfig: { maxTokens: tokens } })
+    const input = (i, tokens) => ({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: PROMPT(i) }] }], inferenceConfig: { maxTokens: tokens } })
     const sdkGenerate = tokens => async i => {
       const out = await sdk.send(new ConverseCommand(input(i, tokens)))
       if (!out.output.message.content[0].text) throw new Error('empty')
@@ -67,15 +81,18 @@ async function main () {
       if (!deltas) throw new Error('empty')
     }
     const lanewayGenerate = tokens => async i => {
-      const r = await router.generate(PROMPT(i), { family: 'nova', maxTokens: tokens })
+      const r = await router.generate(PROMPT(i), { model: MODEL, maxTokens: tokens })
       if (!r.text) throw new Error('empty')
     }
     const lanewayStream = tokens => async i => {
       let deltas = 0
-      for await (const ev of router.stream(PROMPT(i), { family: 'nova', maxTokens: tokens })) if (ev.type === 'text_delta') deltas++
+      for await (const ev of router.stream(PROMPT(i), { model: MODEL, maxTokens: tokens })) if (ev.type === 'text_delta') deltas++
       if (!deltas) throw new Error('empty')
     }
-    await sdkGenerate(16)(0); await sdkStream(16)(0); await lanewayGenerate(16)(0); await lanewayStream(16)(0)
+    for (const [generate, stream] of [[sdkGenerate, sdkStream], [lanewayGenerate, lanewayStream]]) {
+      await pool(WARMUP, 16, generate(16))
+      await pool(Math.ceil(WARMUP / 4), 16, stream(64))
+    }
     const rows = []
     for (const streaming of CALLS.map(kind => kind === 'stream')) {
       for (const tokens of TOKENS) {
@@ -86,7 +103,9 @@ async function main () {
             theirs.push(await measured(n, () => pool(n, width, (streaming ? sdkStream : sdkGenerate)(tokens))))
             ours.push(await measured(n, () => pool(n, width, (streaming ? lanewayStream : lanewayGenerate)(tokens))))
           }
-          rows.push({ mode: streaming ? 'stream' : 'generate', tokens, inFlight: width, calls: n, sdkCpuUs: median(theirs.map(x => x[1])), lanewayCpuUs: median(ours.map(x => x[1])) })
+          const floors = []
+          for (let round = 0; round < ROUNDS; round++) floors.push(floor(emu.url, streaming, tokens, n, width))
+          rows.push({ mode: streaming ? 'stream' : 'generate', tokens, inFlight: width, calls: n, sdkCpuUs: median(theirs.map(x => x[1])), lanewayCpuUs: median(ours.map(x => x[1])), rustSdkCpuUs: floors.includes(null) ? null : median(floors) })
         }
       }
     }
@@ -99,9 +118,13 @@ async function main () {
     await Promise.all(streams.map(s => s.return()))
 
     console.log(`Node ${process.version}, @aws-sdk/client-bedrock-runtime ${require('@aws-sdk/client-bedrock-runtime/package.json').version}, laneway ${laneway.version()}; client pinned to one core; client CPU per call, medians of ${ROUNDS} rounds`)
-    console.log('| call | output tokens | in flight | SDK CPU/call | Laneway CPU/call | SDK / Laneway |')
-    console.log('|---|---|---|---|---|---|')
-    for (const r of rows) console.log(`| ${r.mode} | ${r.tokens} | ${r.inFlight} | ${Math.round(r.sdkCpuUs).toLocaleString('en')} us | ${Math.round(r.lanewayCpuUs).toLocaleString('en')} us | **${(r.sdkCpuUs / r.lanewayCpuUs).toFixed(1)}x** |`)
+    console.log('| call | output tokens | in flight | SDK CPU/call | Laneway CPU/call | SDK / Laneway | Rust SDK alone | SDK / Rust SDK alone |')
+    console.log('|---|---|---|---|---|---|---|---|')
+    const us = v => `${Math.round(v).toLocaleString('en')} us`
+    for (const r of rows) {
+      const floorCols = r.rustSdkCpuUs ? `${us(r.rustSdkCpuUs)} | ${(r.sdkCpuUs / r.rustSdkCpuUs).toFixed(1)}x` : ' | '
+      console.log(`| ${r.mode} | ${r.tokens} | ${r.inFlight} | ${us(r.sdkCpuUs)} | ${us(r.lanewayCpuUs)} | **${(r.sdkCpuUs / r.lanewayCpuUs).toFixed(1)}x** | ${floorCols} |`)
+    }
     console.log(`1,000 open Laneway streams: +${grownMb.toFixed(1)} MB RSS (${(grownMb * 1024 / 1000).toFixed(1)} KB per stream)`)
     console.log(JSON.stringify({ rows, streams1000Mb: grownMb }))
   } finally { await emu.stop() }

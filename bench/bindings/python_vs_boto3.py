@@ -3,8 +3,10 @@ against the same emulator, in the same run: `bench/bindings/run.sh` (or run this
 venv holding laneway and boto3).
 
 The client process is pinned to CPU 0 and the emulator to CPU 1, so that requests per second
-measure what one core of client can do. Laneway runs its full plan (a family routed by the
-classifier, SLO tier, targets, state); boto3 calls the model directly. Sequential: one call at a
+measure what one core of client can do. Both call the same model, pinned (issue 16's method);
+Laneway still plans (SLO tier, targets, state) and measures. The official Rust SDK alone
+(`core/examples/raw_sdk_floor.rs`), which Laneway calls through, is measured beside them on
+the same rows: the floor under any client built on it. Sequential: one call at a
 time. Concurrent: 64 in flight (asyncio for Laneway; a 64-thread pool for boto3, the usual way
 to get concurrency from it). Then the memory of 1,000 streams held open at once.
 """
@@ -30,6 +32,9 @@ FAMILY = {
     "families": {"nova": {"variants": ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"], "router": {"max_strong_share": 0.3}}},
     "routing": {"stream_generate": False},
 }
+# Both clients call the same model, pinned, as the issue's method does (a family adds the
+# classifier's work to Laneway's side only).
+MODEL = "amazon.nova-lite-v1:0"
 PROMPT = "Summarise ticket {i}: the invoice was charged twice and the customer wants a refund."
 ROUNDS = int(os.environ.get("LANEWAY_BENCH_ROUNDS", "3"))
 
@@ -51,15 +56,6 @@ def boto_client(url: str):
         aws_secret_access_key=SECRET_ACCESS_KEY,
         config=BotoConfig(retries={"max_attempts": 1, "mode": "standard"}, max_pool_connections=64),
     )
-
-
-def boto_call(client, i: int) -> None:
-    out = client.converse(
-        modelId="amazon.nova-lite-v1:0",
-        messages=[{"role": "user", "content": [{"text": PROMPT.format(i=i)}]}],
-        inferenceConfig={"maxTokens": 16},
-    )
-    assert out["output"]["message"]["content"][0]["text"]
 
 
 def measured(n, run):
@@ -89,6 +85,7 @@ def median(v):
 # a time and 64 in flight. Calls per row shrink with the answer's length (same order of work).
 TOKENS = [int(t) for t in os.environ.get("LANEWAY_BENCH_TOKENS", "16,64,512").split(",")]
 CALLS_PER_ROW = int(os.environ.get("LANEWAY_BENCH_CALLS", "6400"))
+WARMUP = int(os.environ.get("LANEWAY_BENCH_WARMUP", "2000"))
 # "generate", "stream" or both (the default).
 CALLS = os.environ.get("LANEWAY_BENCH_ONLY", "generate,stream").split(",")
 
@@ -132,10 +129,10 @@ def laneway_row(router, streaming: bool, n: int, width: int, tokens: int):
         def run():
             for i in range(n):
                 if streaming:
-                    deltas = sum(1 for ev in router.stream_sync(PROMPT.format(i=i), family="nova", max_tokens=tokens) if ev.type == "text_delta")
+                    deltas = sum(1 for ev in router.stream_sync(PROMPT.format(i=i), model=MODEL, max_tokens=tokens) if ev.type == "text_delta")
                     assert deltas > 0
                 else:
-                    assert router.generate_sync(PROMPT.format(i=i), family="nova", max_tokens=tokens).text
+                    assert router.generate_sync(PROMPT.format(i=i), model=MODEL, max_tokens=tokens).text
         return measured(n, run)
 
     async def all_of_them():
@@ -145,11 +142,11 @@ def laneway_row(router, streaming: bool, n: int, width: int, tokens: int):
             async with sem:
                 if streaming:
                     deltas = 0
-                    async for ev in router.stream(PROMPT.format(i=i), family="nova", max_tokens=tokens):
+                    async for ev in router.stream(PROMPT.format(i=i), model=MODEL, max_tokens=tokens):
                         deltas += ev.type == "text_delta"
                     assert deltas > 0
                 else:
-                    assert (await router.generate(PROMPT.format(i=i), family="nova", max_tokens=tokens)).text
+                    assert (await router.generate(PROMPT.format(i=i), model=MODEL, max_tokens=tokens)).text
 
         await asyncio.gather(*(one(i) for i in range(n)))
 
@@ -164,31 +161,48 @@ def main() -> None:
         subprocess.run(["taskset", "-pc", "1", str(emu._proc.pid)], check=True, capture_output=True)
         router = laneway.Router(FAMILY, **emu.router_kwargs())
         client = boto_client(emu.url)
-        # Warm-up: connections, imports, the router's state.
-        boto_call(client, 0)
-        boto_stream_call(client, 0, 16)
-        router.generate_sync("warm up", family="nova", max_tokens=16)
-        list(router.stream_sync("warm up", family="nova", max_tokens=16))
+        # Warm-up: connections, imports, caches, the router's state; as many calls as the Node
+        # bench makes (where V8 needs them), for both contenders.
+        for i in range(WARMUP):
+            boto_generate_call(client, i, 16)
+            router.generate_sync(PROMPT.format(i=i), model=MODEL, max_tokens=16)
+        for i in range(WARMUP // 4):
+            boto_stream_call(client, i, 64)
+            list(router.stream_sync(PROMPT.format(i=i), model=MODEL, max_tokens=64))
+        floor_binary = os.environ.get("LANEWAY_FLOOR") or os.path.join(HERE, "..", "..", "target", "release", "examples", "raw_sdk_floor")
+
+        def floor(streaming: bool, tokens: int, n: int, width: int):
+            """The official Rust SDK alone, on the same core and emulator, as many in flight."""
+            if not os.path.exists(floor_binary):
+                return None
+            mode = "stream" if streaming else "generate"
+            out = subprocess.run(["taskset", "-c", "0", floor_binary, emu.url, mode, str(tokens), str(n)], check=True, capture_output=True, text=True)
+            return float(out.stdout.strip())
+
         rows = []
         for streaming in [kind == "stream" for kind in CALLS]:
             for tokens in TOKENS:
                 for width in (1, 64):
                     n = calls_for(tokens)
-                    theirs, ours = [], []
+                    theirs, ours, floors = [], [], []
                     for _ in range(ROUNDS):
                         theirs.append(boto_row(client, boto_stream_call if streaming else boto_generate_call, n, width, tokens))
                         ours.append(laneway_row(router, streaming, n, width, tokens))
+                        floors.append(floor(streaming, tokens, n, width))
                     rows.append({
                         "mode": "stream" if streaming else "generate", "tokens": tokens, "in_flight": width, "calls": n,
                         "boto3_cpu_us": median([c for _, c in theirs]), "laneway_cpu_us": median([c for _, c in ours]),
                         "boto3_req_s": median([r for r, _ in theirs]), "laneway_req_s": median([r for r, _ in ours]),
+                        "rust_sdk_cpu_us": median(floors) if floors and None not in floors else None,
                     })
         streams_mb = asyncio.run(open_streams(router, 1000))
     print(f"Python {sys.version.split()[0]}, boto3 {boto3.__version__}, laneway {laneway.__version__}; client pinned to one core; client CPU per call, medians of {ROUNDS} rounds")
-    print("| call | output tokens | in flight | boto3 CPU/call | Laneway CPU/call | boto3 / Laneway |")
-    print("|---|---|---|---|---|---|")
+    print("| call | output tokens | in flight | boto3 CPU/call | Laneway CPU/call | boto3 / Laneway | Rust SDK alone | boto3 / Rust SDK alone |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['mode']} | {r['tokens']} | {r['in_flight']} | {r['boto3_cpu_us']:,.0f} us | {r['laneway_cpu_us']:,.0f} us | **{r['boto3_cpu_us'] / r['laneway_cpu_us']:.1f}x** |")
+        floor_us = r["rust_sdk_cpu_us"]
+        floor_cols = f"{floor_us:,.0f} us | {r['boto3_cpu_us'] / floor_us:.1f}x" if floor_us else "| "
+        print(f"| {r['mode']} | {r['tokens']} | {r['in_flight']} | {r['boto3_cpu_us']:,.0f} us | {r['laneway_cpu_us']:,.0f} us | **{r['boto3_cpu_us'] / r['laneway_cpu_us']:.1f}x** | {floor_cols} |")
     print(f"1,000 open Laneway streams: +{streams_mb:.1f} MB RSS ({streams_mb * 1024 / 1000:.1f} KB per stream)")
     print(json.dumps({"rows": rows, "streams_1000_mb": streams_mb}))
 

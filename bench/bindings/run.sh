@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --locked -p laneway-emulator
+# The floor: the official Rust SDK alone, which the Python rows are also measured against.
+cargo build --release --locked -p laneway --example raw_sdk_floor
 python3 -m venv target/py
 target/py/bin/pip install --quiet "maturin>=1.5,<2" boto3 ./bindings-python
 target/py/bin/python bench/bindings/python_vs_boto3.py
