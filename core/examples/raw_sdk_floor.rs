@@ -99,7 +99,11 @@ async fn main() {
     let mut running = tokio::task::JoinSet::new();
     for i in 0..calls {
         if running.len() >= in_flight {
-            running.join_next().await.expect("a call").expect("no panic");
+            running
+                .join_next()
+                .await
+                .expect("a call")
+                .expect("no panic");
         }
         running.spawn(call(i));
     }
