@@ -70,6 +70,7 @@ fn warmed_state(config: &Config) -> State {
                 a.target.region(),
                 a.target.id(),
                 a.tier,
+                a.tier,
                 Some(Duration::from_millis(300)),
                 Some(120.0),
             );

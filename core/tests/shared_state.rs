@@ -156,20 +156,37 @@ async fn replica_process() {
                 let mut regions = BTreeMap::<String, u64>::new();
                 let mut tiers = BTreeMap::<String, u64>::new();
                 let (mut ok, mut failed_attempts, mut errors) = (0, 0, Vec::new());
+                // Calls the ledger expected the reservation to serve that Bedrock served at
+                // standard: how wrong this replica's picture of the reservation was.
+                let mut surprises = 0;
                 for o in outcomes {
                     match o {
                         Ok(r) => {
                             ok += 1;
                             failed_attempts += r.decision.failed_attempts.len();
                             *regions.entry(r.decision.region.clone()).or_default() += 1;
-                            let tier = r.decision.tier.map(|t| t.to_string()).unwrap_or_default();
+                            let served = r.decision.served_tier.or(r.decision.tier);
+                            let tier = served.map(|t| t.to_string()).unwrap_or_default();
                             *tiers.entry(tier).or_default() += 1;
+                            let expected_overflow = r.decision.reasons.iter().any(|x| {
+                                matches!(
+                                    x,
+                                    laneway::Reason::ReservedOverflow {
+                                        cause: laneway::plan::OverflowCause::Full,
+                                        ..
+                                    }
+                                )
+                            });
+                            if !expected_overflow && served == Some(laneway::ServiceTier::Standard)
+                            {
+                                surprises += 1;
+                            }
                         }
                         Err(e) => errors.push(e.to_string()),
                     }
                 }
                 say(
-                    json!({"ok": ok, "errors": errors, "regions": regions, "tiers": tiers, "failed_attempts": failed_attempts}),
+                    json!({"ok": ok, "errors": errors, "regions": regions, "tiers": tiers, "failed_attempts": failed_attempts, "surprises": surprises}),
                 );
             }
             "status" => {
@@ -208,8 +225,31 @@ fn reserved_output_tokens(emu: &Emulator) -> u64 {
         .sum()
 }
 
-/// Three replicas send 40 Sonnet calls each at once; returns the reserved output tokens served.
-fn three_replicas_on_one_reservation(emu: &Emulator, redis_url: Option<&str>, prefix: &str) -> u64 {
+/// The built-in world where Sonnet holds a reservation of [`RESERVED_OUTPUT_TPM`] and a minute
+/// lasts a minute (time scale 1), with Sonnet fast enough for the test.
+async fn reservation_world() -> Emulator {
+    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 1.0;
+    let sonnet = scenario.models.iter_mut().find(|m| m.id == SONNET).unwrap();
+    sonnet.reservation = Some(laneway_emulator::ReservationSpec {
+        input_tokens_per_minute: 100_000_000,
+        output_tokens_per_minute: RESERVED_OUTPUT_TPM,
+    });
+    sonnet.overrides.clear();
+    sonnet.performance.ttft_median_ms = 5.0;
+    sonnet.performance.ttft_p99_ms = 10.0;
+    sonnet.performance.tokens_per_second = 10_000.0;
+    Emulator::start(scenario).await.unwrap()
+}
+
+/// Three replicas send 40 Sonnet calls each at once; returns the reserved output tokens the
+/// emulator served and the replicas' surprises (calls their ledger expected the reservation to
+/// serve that were served at standard).
+fn three_replicas_on_one_reservation(
+    emu: &Emulator,
+    redis_url: Option<&str>,
+    prefix: &str,
+) -> (u64, u64) {
     let config = replica_config(redis_url, prefix);
     let mut replicas: Vec<Replica> = (0..3)
         .map(|_| Replica::spawn(&emu.url(), &config))
@@ -217,32 +257,43 @@ fn three_replicas_on_one_reservation(emu: &Emulator, redis_url: Option<&str>, pr
     for r in &mut replicas {
         r.send(json!({"cmd": "run", "model": SONNET, "requests": 40, "concurrency": 8}));
     }
+    let mut surprises = 0;
     for r in &mut replicas {
         let out = r.read();
         assert_eq!(out["ok"], 40, "{out}");
+        surprises += out["surprises"].as_u64().unwrap();
     }
-    reserved_output_tokens(emu)
+    (reserved_output_tokens(emu), surprises)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_processes_admit_one_reservation_between_them() {
+async fn three_processes_share_one_picture_of_one_reservation() {
     let redis = RedisServer::start();
-    let emu = common::emulator().await;
-    let shared = three_replicas_on_one_reservation(&emu, Some(&redis.url()), "one-reservation");
     let capacity = RESERVED_OUTPUT_TPM as f64;
-    eprintln!("three processes, one reservation of {capacity} output tokens: {shared} admitted");
+    // Bedrock decides what the reservation serves: sixty 50-token calls of the 120, whatever
+    // the replicas think.
+    let emu = reservation_world().await;
+    let (served, shared) =
+        three_replicas_on_one_reservation(&emu, Some(&redis.url()), "one-reservation");
+    eprintln!("with Redis: {served} reserved tokens served of {capacity}; {shared} surprises");
     assert!(
-        (shared as f64 - capacity).abs() <= capacity * 0.05,
-        "shared: {shared} reserved output tokens for a reservation of {capacity}"
+        (served as f64 - capacity).abs() <= capacity * 0.05,
+        "{served} of {capacity}"
     );
     emu.shutdown().await;
 
-    // Without Redis each process admits the whole reservation: the complaint this fixes.
-    let emu = common::emulator().await;
-    let alone = three_replicas_on_one_reservation(&emu, None, "unused");
-    eprintln!("without Redis: {alone} admitted");
-    assert!(alone as f64 >= capacity * 1.5, "alone: {alone}");
+    // Without Redis each process believes the whole reservation is its own, until Bedrock's
+    // served tier tells it otherwise (then it takes the reservation as full for a while).
+    let emu = reservation_world().await;
+    let (served, alone) = three_replicas_on_one_reservation(&emu, None, "unused");
+    eprintln!("without Redis: {served} reserved tokens served; {alone} surprises");
+    assert!((served as f64 - capacity).abs() <= capacity * 0.05);
     emu.shutdown().await;
+    assert!(
+        shared <= 8,
+        "with the fleet's ledger: {shared} surprises of 120"
+    );
+    assert!(alone >= 12, "each replica alone: {alone} surprises of 120");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

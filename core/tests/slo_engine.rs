@@ -104,92 +104,175 @@ async fn a_throttle_storm_shifts_traffic_and_recovery_brings_it_back() {
     assert!(back, "half-open probes returned the traffic to us-east-1");
 }
 
-#[tokio::test]
-async fn reserved_capacity_overflows_to_standard_at_the_configured_tpm() {
-    let emu = emulator().await;
-    // 20,000 output TPM over a 3 s window: 1,000 output tokens fit, 20 calls of 50 tokens.
+const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+
+/// The built-in world with a reservation on Claude Sonnet 4.5 of 1,000 output tokens per
+/// minute, where a minute lasts 3 s (time scale 0.05), and the router's matching configuration
+/// (reserved calls priced at half the standard rate, so that the served tier shows in the cost).
+async fn reserved_world() -> (laneway_emulator::Emulator, Router) {
+    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 0.05;
+    let sonnet = scenario.models.iter_mut().find(|m| m.id == SONNET).unwrap();
+    sonnet.reservation = Some(laneway_emulator::ReservationSpec {
+        input_tokens_per_minute: 10_000_000,
+        output_tokens_per_minute: 1_000,
+    });
+    sonnet.performance.ttft_median_ms = 20.0;
+    sonnet.performance.ttft_p99_ms = 40.0;
+    sonnet.performance.tokens_per_second = 2_000.0;
+    let emu = laneway_emulator::Emulator::start(scenario).await.unwrap();
     let router = router_with(
         &emu,
-        config(
-            "[routing]\nreserved_window = 3000.0\n[models.\"anthropic.claude-sonnet-4-5-20250929-v1:0\"]\nreserved = { input_tokens_per_minute = 10000000, output_tokens_per_minute = 20000 }\n",
-        ),
+        config(&format!(
+            "[routing]\nreserved_window = 3000.0\n[pricing.tiers]\nreserved = 0.5\n\
+             [models.\"{SONNET}\"]\nreserved = {{ input_tokens_per_minute = 10000000, output_tokens_per_minute = 1000 }}\n"
+        )),
     )
     .await;
-    let mut reserved = 0u32;
-    let mut overflow = 0u32;
-    let results = futures::future::join_all((0..40).map(|i| {
-        router.generate(
-            GenerateRequest::user(format!("ticket {i}"))
-                .family("claude")
-                .max_tokens(50),
-        )
-    }))
-    .await;
-    for r in results {
-        let r = r.unwrap();
-        match r.decision.tier {
-            Some(ServiceTier::Reserved) => reserved += r.usage.output_tokens,
-            Some(ServiceTier::Standard) => {
-                overflow += 1;
-                assert!(r.decision.reasons.iter().any(|x| matches!(
-                    x,
-                    Reason::ReservedOverflow {
-                        cause: OverflowCause::Full,
-                        ..
-                    }
-                )));
-            }
-            other => panic!("unexpected tier {other:?}"),
-        }
+    (emu, router)
+}
+
+#[tokio::test]
+async fn bedrock_overflows_the_reservation_and_the_served_tier_is_the_truth() {
+    let (emu, router) = reserved_world().await;
+    let ask = |i: usize| {
+        GenerateRequest::user(format!("ticket {i}"))
+            .model(SONNET)
+            .max_tokens(50)
+    };
+    // One call at a time: 20 calls of 50 output tokens fill the reservation.
+    let mut served = Vec::new();
+    for i in 0..30 {
+        served.push(router.generate(ask(i)).await.unwrap());
     }
-    let capacity = 1000.0;
-    assert!(
-        (f64::from(reserved) - capacity).abs() / capacity <= 0.05,
-        "reserved {reserved} of {capacity}"
+    let (reserved, overflowed): (Vec<_>, Vec<_>) = served
+        .iter()
+        .partition(|r| r.decision.served_tier == Some(ServiceTier::Reserved));
+    let reserved_tokens: u32 = reserved.iter().map(|r| r.usage.output_tokens).sum();
+    assert_eq!(
+        reserved_tokens, 1_000,
+        "the emulator's reservation held 1,000 tokens"
     );
-    assert!(overflow >= 19, "{overflow} calls overflowed");
-    let served_reserved: u64 = emu
+    for r in &overflowed {
+        assert_eq!(
+            r.decision.tier,
+            Some(ServiceTier::Reserved),
+            "sent as reserved"
+        );
+        assert_eq!(r.decision.served_tier, Some(ServiceTier::Standard));
+        assert!(r.decision.reasons.iter().any(|x| matches!(
+            x,
+            Reason::ReservedOverflow {
+                cause: OverflowCause::Served | OverflowCause::Full,
+                ..
+            }
+        )));
+    }
+    assert!(overflowed.len() >= 10, "{} overflowed", overflowed.len());
+    // Priced at the tier that served: same usage, half the price when reserved.
+    let per_token = |r: &GenerateResponse| {
+        r.cost_usd / f64::from(r.usage.total_input_tokens() + r.usage.output_tokens)
+    };
+    let (a, b) = (per_token(reserved[0]), per_token(overflowed[0]));
+    assert!(b > a * 1.5, "standard {b} vs reserved {a}");
+    // Recorded at the tier that served.
+    let metrics = router.metrics();
+    let lane_tokens = |tier| {
+        metrics
+            .lanes
+            .iter()
+            .filter(|(k, _)| k.tier == Some(tier))
+            .map(|(_, l)| l.output_tokens)
+            .sum::<u64>()
+    };
+    assert_eq!(lane_tokens(ServiceTier::Reserved), 1_000);
+    assert_eq!(
+        lane_tokens(ServiceTier::Standard),
+        overflowed
+            .iter()
+            .map(|r| u64::from(r.usage.output_tokens))
+            .sum::<u64>()
+    );
+    let emulator_reserved: u64 = emu
         .counters()
         .iter()
         .filter(|c| c.tier == "reserved")
         .map(|c| c.counter.output_tokens)
         .sum();
-    assert_eq!(
-        served_reserved,
-        u64::from(reserved),
-        "the emulator saw the same split"
+    assert_eq!(emulator_reserved, 1_000, "the emulator saw the same split");
+    // Learned: the next plan expects the reservation to be full.
+    let plan = router.plan(&ask(99)).unwrap();
+    assert!(
+        plan.reasons.iter().any(|x| matches!(
+            x,
+            Reason::ReservedOverflow {
+                cause: OverflowCause::Full,
+                ..
+            }
+        )),
+        "{:?}",
+        plan.reasons
     );
 }
 
 #[tokio::test]
-async fn a_throttled_reserved_call_overflows_to_standard() {
+async fn concurrent_reserved_calls_split_at_the_reservation_as_bedrock_splits_them() {
+    let (emu, router) = reserved_world().await;
+    let results = futures::future::join_all((0..40).map(|i| {
+        router.generate(
+            GenerateRequest::user(format!("ticket {i}"))
+                .model(SONNET)
+                .max_tokens(50),
+        )
+    }))
+    .await;
+    let mut reserved = 0u32;
+    for r in results {
+        let r = r.unwrap();
+        if r.decision.served_tier == Some(ServiceTier::Reserved) {
+            reserved += r.usage.output_tokens;
+        }
+    }
+    assert!((900..=1_000).contains(&reserved), "reserved {reserved}");
+    let emulator_reserved: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "reserved")
+        .map(|c| c.counter.output_tokens)
+        .sum();
+    assert_eq!(emulator_reserved, u64::from(reserved));
+}
+
+#[tokio::test]
+async fn a_throttled_reserved_call_fails_over_like_any_throttle() {
     let emu = emulator().await;
     let router = router_with(
         &emu,
-        config("[models.\"anthropic.claude-sonnet-4-5-20250929-v1:0\"]\nreserved = { input_tokens_per_minute = 1000000, output_tokens_per_minute = 100000 }\n"),
+        config(&format!("[models.\"{SONNET}\"]\nreserved = {{ input_tokens_per_minute = 1000000, output_tokens_per_minute = 100000 }}\n")),
     )
     .await;
+    // Bedrock throttles a reserved call only when the on-demand tier it overflows to is full
+    // too: retrying the same target at standard would meet the same quota.
     emu.add_fault(
         Fault::new(FaultKind::Throttle)
             .for_tier("reserved")
             .times(1),
     );
     let r = router
-        .generate(GenerateRequest::user("hi").family("claude").max_tokens(5))
+        .generate(GenerateRequest::user("hi").model(SONNET).max_tokens(5))
         .await
         .unwrap();
-    assert_eq!(r.decision.tier, Some(ServiceTier::Standard));
-    assert_eq!(
-        r.decision.target, r.decision.failed_attempts[0].target,
-        "same target, standard tier"
+    let failed = &r.decision.failed_attempts[0];
+    assert_ne!(
+        (r.decision.target.as_str(), r.decision.region.as_str()),
+        (failed.target.as_str(), failed.region.as_str()),
+        "the next target, not the same one at standard"
     );
-    assert!(r.decision.reasons.iter().any(|x| matches!(
-        x,
-        Reason::ReservedOverflow {
-            cause: OverflowCause::Throttled,
-            ..
-        }
-    )));
+    assert!(!r
+        .decision
+        .reasons
+        .iter()
+        .any(|x| matches!(x, Reason::ReservedOverflow { .. })));
 }
 
 #[tokio::test]

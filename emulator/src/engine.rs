@@ -1,9 +1,9 @@
 //! The simulation behind every wire protocol: which model or endpoint a request reaches, whether
 //! capacity admits it, which faults hit it, what it answers and how fast.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -74,6 +74,9 @@ pub struct Ask {
     pub target: String,
     /// `default`, `priority`, `flex` or `reserved`; SageMaker requests are `default`.
     pub tier: String,
+    /// `performanceConfig.latency = optimized` (or InvokeModel's
+    /// `X-Amzn-Bedrock-PerformanceConfig-Latency: optimized`).
+    pub latency_optimized: bool,
     pub input_tokens: u32,
     pub max_tokens: Option<u32>,
     /// A digest of the prompt, which fixes the answer's words and length.
@@ -92,6 +95,9 @@ pub struct Ask {
 pub struct Answer {
     /// The bare model id or endpoint name that served.
     pub model: String,
+    /// The tier that served, as the response reports it: the one asked for, or `default` for
+    /// a reserved request above its reservation.
+    pub served_tier: String,
     pub tokens: Vec<String>,
     /// True when `max_tokens` cut the natural answer short.
     pub truncated: bool,
@@ -111,7 +117,7 @@ pub struct Answer {
     pub plain_json_lines: bool,
     /// For a request ending with a prefill: whether it was the start of this prompt's answer.
     pub continuation: Option<bool>,
-    _slot: Slot,
+    _slot: crate::quota::Slot,
 }
 
 impl Answer {
@@ -158,38 +164,15 @@ pub struct CounterRow {
 
 type CounterKey = (Service, String, String, String, String);
 
-fn counter_key(ask: &Ask) -> CounterKey {
+/// Counters are kept per tier that served (the tier asked for, when refused).
+fn counter_key(ask: &Ask, tier: &str) -> CounterKey {
     (
         ask.service,
         ask.region.clone(),
         ask.target.clone(),
-        ask.tier.clone(),
+        tier.to_string(),
         ask.operation.to_string(),
     )
-}
-
-/// Capacity of one (region, target, capacity pool).
-#[derive(Debug, Default)]
-struct Pool {
-    in_flight: u32,
-    window: VecDeque<(Instant, u64)>,
-    window_tokens: u64,
-}
-
-#[derive(Debug)]
-struct Slot {
-    pools: Arc<Mutex<HashMap<String, Pool>>>,
-    key: String,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Ok(mut pools) = self.pools.lock() {
-            if let Some(p) = pools.get_mut(&self.key) {
-                p.in_flight = p.in_flight.saturating_sub(1);
-            }
-        }
-    }
 }
 
 /// The emulated world with its live state.
@@ -199,7 +182,7 @@ pub struct Engine {
     pub faults: FaultRegistry,
     cache: crate::cache::PromptCache,
     counters: Mutex<BTreeMap<CounterKey, Counter>>,
-    pools: Arc<Mutex<HashMap<String, Pool>>>,
+    quotas: crate::quota::Quotas,
     started: Instant,
     draws: AtomicU64,
     /// S3 objects (batch inputs and outputs).
@@ -207,9 +190,6 @@ pub struct Engine {
     /// Batch inference jobs.
     pub jobs: crate::wire::batch::Jobs,
 }
-
-/// Share of a pool's concurrency that flex requests may use: flex yields under high demand.
-const FLEX_SHARE: f64 = 0.8;
 
 enum Served<'a> {
     Model(&'a ModelSpec),
@@ -222,12 +202,13 @@ impl Engine {
         for f in &scenario.faults {
             faults.add(f.clone());
         }
+        let minute = Duration::from_secs(60).mul_f64(scenario.time_scale);
         Self {
             scenario,
             faults,
             cache: crate::cache::PromptCache::default(),
             counters: Mutex::default(),
-            pools: Arc::default(),
+            quotas: crate::quota::Quotas::new(minute),
             started: Instant::now(),
             draws: AtomicU64::new(0),
             objects: Default::default(),
@@ -243,8 +224,11 @@ impl Engine {
     /// Decides a request: refused with an AWS error, or admitted with its answer.
     pub fn admit(&self, ask: &Ask) -> Result<Answer, ApiError> {
         let result = self.admit_inner(ask);
+        let tier = result
+            .as_ref()
+            .map_or(ask.tier.as_str(), |a| &a.served_tier);
         let mut counters = self.counters.lock().expect("counters lock");
-        let c = counters.entry(counter_key(ask)).or_default();
+        let c = counters.entry(counter_key(ask, tier)).or_default();
         c.requests += 1;
         match &result {
             Ok(a) => {
@@ -277,19 +261,19 @@ impl Engine {
         hits.iter().find_map(|f| refusal(Service::Bedrock, f))
     }
 
-    /// Records that a stream was broken by a fault after it was admitted.
-    pub fn record_broken_stream(&self, ask: &Ask) {
-        self.update_counter(ask, |c| c.streams_broken += 1);
+    /// Records that a stream was broken by a fault after it was admitted at `served_tier`.
+    pub fn record_broken_stream(&self, ask: &Ask, served_tier: &str) {
+        self.update_counter(ask, served_tier, |c| c.streams_broken += 1);
     }
 
     /// Records that a stream's client went away before its end.
-    pub fn record_cancelled(&self, ask: &Ask) {
-        self.update_counter(ask, |c| c.cancelled += 1);
+    pub fn record_cancelled(&self, ask: &Ask, served_tier: &str) {
+        self.update_counter(ask, served_tier, |c| c.cancelled += 1);
     }
 
-    fn update_counter(&self, ask: &Ask, f: impl FnOnce(&mut Counter)) {
+    fn update_counter(&self, ask: &Ask, tier: &str, f: impl FnOnce(&mut Counter)) {
         let mut counters = self.counters.lock().expect("counters lock");
-        if let Some(c) = counters.get_mut(&counter_key(ask)) {
+        if let Some(c) = counters.get_mut(&counter_key(ask, tier)) {
             f(c);
         }
     }
@@ -351,7 +335,7 @@ impl Engine {
             }
             None => (self.resolve(ask)?, None),
         };
-        let (name, performance, answer_range) = match served {
+        let (name, mut performance, answer_range) = match served {
             Served::Model(m) => {
                 // Batch records are not a request tier: every model in the scenario takes them.
                 if ask.tier != "batch" && !m.tiers.contains(&ask.tier) {
@@ -369,6 +353,15 @@ impl Engine {
                         format!("Prompt caching is not supported for model {}.", m.id),
                     ));
                 }
+                if ask.latency_optimized && m.latency_optimized.is_none() {
+                    return Err(ApiError::validation(
+                        ask.service,
+                        format!(
+                            "Latency-optimized inference is not supported for model {}.",
+                            m.id
+                        ),
+                    ));
+                }
                 (
                     m.id.as_str(),
                     m.performance_for(&ask.region, &ask.tier),
@@ -377,6 +370,13 @@ impl Engine {
             }
             Served::Endpoint(e) => (e.name.as_str(), e.performance.clone(), e.answer_tokens),
         };
+        if let (Served::Model(m), true) = (&served, ask.latency_optimized) {
+            if let Some(l) = &m.latency_optimized {
+                performance.ttft_median_ms *= l.ttft_factor;
+                performance.ttft_p99_ms *= l.ttft_factor;
+                performance.tokens_per_second *= l.tokens_per_second_factor;
+            }
+        }
 
         let hits = self.faults.take_matching(
             &Subject {
@@ -393,7 +393,30 @@ impl Engine {
 
         let natural = text::natural_length(ask.prompt_digest, answer_range);
         let n = ask.max_tokens.map_or(natural, |m| natural.min(m));
-        let slot = self.take_capacity(ask, &performance, ask.input_tokens + n)?;
+        let (reservation, burndown, max_output) = match served {
+            Served::Model(m) => (
+                m.reservation.as_ref(),
+                m.output_burndown,
+                m.max_output_tokens,
+            ),
+            Served::Endpoint(_) => (None, 1, answer_range[1]),
+        };
+        let demand = crate::quota::Demand {
+            region: &ask.region,
+            target: &ask.target,
+            model: name,
+            tier: &ask.tier,
+            performance: &performance,
+            reservation,
+            input_tokens: u64::from(ask.input_tokens),
+            max_output_tokens: u64::from(ask.max_tokens.unwrap_or(max_output)),
+            output_burndown: burndown,
+        };
+        let mut slot = self.quotas.admit(&demand)?;
+        let served_tier = match slot.served {
+            crate::quota::Served::Overflow => "default".to_string(),
+            _ => ask.tier.clone(),
+        };
 
         let cache = match served {
             Served::Model(m) if m.prompt_cache && !ask.cache_points.is_empty() => self.cache.apply(
@@ -424,6 +447,13 @@ impl Engine {
                 _ => {}
             }
         }
+        let new_input = ask.input_tokens.saturating_sub(cache.read + cache.write);
+        slot.settle_on(
+            &demand,
+            u64::from(new_input),
+            u64::from(cache.write),
+            u64::from(n),
+        );
         let mut tokens = text::tokens(ask.prompt_digest, n);
         let mut continuation = None;
         if let Some(prefill) = &ask.prefill {
@@ -435,9 +465,10 @@ impl Engine {
         }
         Ok(Answer {
             model: name.to_string(),
+            served_tier,
             tokens,
             truncated: n < natural,
-            input_tokens: ask.input_tokens.saturating_sub(cache.read + cache.write),
+            input_tokens: new_input,
             cache,
             ttft,
             token_interval: self
@@ -538,60 +569,6 @@ impl Engine {
                 }
             }
         }
-    }
-
-    fn take_capacity(&self, ask: &Ask, perf: &Performance, tokens: u32) -> Result<Slot, ApiError> {
-        // Priority, default and flex share the on-demand quota; reserved has its own, and batch
-        // jobs run on capacity apart from both.
-        let pool_name = match ask.tier.as_str() {
-            "reserved" => "reserved",
-            "batch" => "batch",
-            _ => "on-demand",
-        };
-        let key = format!("{}|{}|{}", ask.region, ask.target, pool_name);
-        let mut pools = self.pools.lock().expect("pools lock");
-        let pool = pools.entry(key.clone()).or_default();
-        let now = Instant::now();
-        while let Some(&(t, n)) = pool.window.front() {
-            if now.duration_since(t) < Duration::from_secs(60) {
-                break;
-            }
-            pool.window.pop_front();
-            pool.window_tokens -= n;
-        }
-        let concurrency_limit = if ask.tier == "flex" {
-            ((f64::from(perf.max_concurrency) * FLEX_SHARE).floor() as u32).max(1)
-        } else {
-            perf.max_concurrency
-        };
-        // SageMaker has no modelled throttling error; its front end answers with the same code.
-        let throttled = |what: &str| {
-            ApiError::new(
-                429,
-                "ThrottlingException",
-                format!("Too many {what}, please wait before trying again."),
-            )
-        };
-        if ask.tier == "batch" {
-            pool.in_flight += 1;
-            return Ok(Slot {
-                pools: Arc::clone(&self.pools),
-                key,
-            });
-        }
-        if pool.in_flight >= concurrency_limit {
-            return Err(throttled("requests"));
-        }
-        if pool.window_tokens + u64::from(tokens) > perf.tokens_per_minute {
-            return Err(throttled("tokens"));
-        }
-        pool.in_flight += 1;
-        pool.window.push_back((now, u64::from(tokens)));
-        pool.window_tokens += u64::from(tokens);
-        Ok(Slot {
-            pools: Arc::clone(&self.pools),
-            key,
-        })
     }
 
     fn draw_ttft(&self, perf: &Performance, prompt_digest: u64) -> Duration {
@@ -719,6 +696,7 @@ mod tests {
             prompt_digest: 42,
             cache_points: Vec::new(),
             prefill: None,
+            latency_optimized: false,
         }
     }
 
@@ -822,6 +800,7 @@ mod cache_tests {
             prompt_digest: 1,
             cache_points: crate::cache::cache_points(&body),
             prefill: None,
+            latency_optimized: false,
         };
         let err = e.admit(&ask).unwrap_err();
         assert_eq!(

@@ -19,6 +19,7 @@ mod cache;
 mod control;
 mod engine;
 mod faults;
+mod quota;
 mod scenario;
 mod server;
 mod sigv4;
@@ -28,8 +29,8 @@ mod wire;
 pub use engine::{Counter, CounterRow, Service};
 pub use faults::{Fault, FaultKind};
 pub use scenario::{
-    Credential, EndpointSpec, ModelSpec, PayloadFormat, Performance, PerformanceOverride,
-    RegionSpec, Scenario, ScenarioError,
+    Credential, EndpointSpec, LatencyOptimized, ModelSpec, PayloadFormat, Performance,
+    PerformanceOverride, RegionSpec, ReservationSpec, Scenario, ScenarioError,
 };
 pub use server::Emulator;
 

@@ -106,10 +106,40 @@ pub struct ModelSpec {
     /// Per (region, tier) changes to `performance`.
     #[serde(default)]
     pub overrides: Vec<PerformanceOverride>,
-    /// Reserved capacity (input plus output tokens per minute) for the `reserved` tier; unset,
-    /// the reserved tier gets the model's ordinary capacity.
+    /// Reserved capacity for the `reserved` tier, per region and id; above it requests overflow
+    /// to the on-demand tier and are answered `serviceTier: default`. Unset, a model that lists
+    /// `reserved` serves it with its ordinary limits.
     #[serde(default)]
-    pub reserved_tokens_per_minute: Option<u64>,
+    pub reservation: Option<ReservationSpec>,
+    /// Quota tokens one output token costs: 5 for the Claude 4 family (Sonnet 4, Opus 4 and
+    /// later), 1 otherwise.
+    #[serde(default = "one_u64")]
+    pub output_burndown: u64,
+    /// The model's largest answer: what admission counts for a request without `maxTokens`.
+    #[serde(default = "default_max_output_tokens")]
+    pub max_output_tokens: u32,
+    /// Latency-optimized inference (`performanceConfig.latency = optimized`): how it changes
+    /// TTFT and speed. Unset, asking for it is a 400.
+    #[serde(default)]
+    pub latency_optimized: Option<LatencyOptimized>,
+}
+
+/// A reservation: input and output tokens per minute, counted apart.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationSpec {
+    pub input_tokens_per_minute: u64,
+    pub output_tokens_per_minute: u64,
+}
+
+/// What latency-optimized inference does to a model's speed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyOptimized {
+    /// Multiplies time to first token (below 1: faster).
+    pub ttft_factor: f64,
+    /// Multiplies output tokens per second (above 1: faster).
+    pub tokens_per_second_factor: f64,
 }
 
 /// A SageMaker endpoint.
@@ -151,7 +181,10 @@ pub struct Performance {
     pub tokens_per_second: f64,
     /// Requests served at once; one more is throttled.
     pub max_concurrency: u32,
-    /// Input plus output tokens per minute; beyond it requests are throttled.
+    /// Quota: requests per minute (of scenario time); beyond it requests are throttled.
+    pub requests_per_minute: u64,
+    /// Quota: tokens per minute (of scenario time), counted as Bedrock counts them (see
+    /// `quota`); beyond it requests are throttled with "Too many tokens".
     pub tokens_per_minute: u64,
 }
 
@@ -162,6 +195,7 @@ impl Default for Performance {
             ttft_p99_ms: 900.0,
             tokens_per_second: 120.0,
             max_concurrency: 64,
+            requests_per_minute: 1_000_000,
             tokens_per_minute: 2_000_000,
         }
     }
@@ -177,6 +211,7 @@ pub struct PerformanceOverride {
     pub ttft_p99_ms: Option<f64>,
     pub tokens_per_second: Option<f64>,
     pub max_concurrency: Option<u32>,
+    pub requests_per_minute: Option<u64>,
     pub tokens_per_minute: Option<u64>,
 }
 
@@ -290,6 +325,26 @@ impl Scenario {
                 ));
             }
             m.performance.validate(&m.id)?;
+            if m.output_burndown == 0 || m.max_output_tokens == 0 {
+                return invalid(format!(
+                    "models.{}: output_burndown and max_output_tokens must be >= 1",
+                    m.id
+                ));
+            }
+            if m.reservation.is_some() && !m.tiers.contains("reserved") {
+                return invalid(format!(
+                    "models.{}: a reservation needs \"reserved\" among the tiers",
+                    m.id
+                ));
+            }
+            if let Some(l) = &m.latency_optimized {
+                if !(l.ttft_factor > 0.0 && l.tokens_per_second_factor > 0.0) {
+                    return invalid(format!(
+                        "models.{}: latency_optimized factors must be > 0",
+                        m.id
+                    ));
+                }
+            }
         }
         for r in &self.prompt_routers {
             for id in &r.models {
@@ -335,13 +390,14 @@ impl Performance {
             && self.ttft_p99_ms >= self.ttft_median_ms
             && self.tokens_per_second > 0.0
             && self.max_concurrency > 0
+            && self.requests_per_minute > 0
             && self.tokens_per_minute > 0;
         if ok {
             Ok(())
         } else {
             Err(ScenarioError::Invalid(format!(
                 "{owner}: performance needs 0 <= ttft_median_ms <= ttft_p99_ms, tokens_per_second > 0, \
-                 max_concurrency > 0 and tokens_per_minute > 0; got {self:?}"
+                 max_concurrency > 0, requests_per_minute > 0 and tokens_per_minute > 0; got {self:?}"
             )))
         }
     }
@@ -367,6 +423,9 @@ impl ModelSpec {
                 if let Some(v) = o.max_concurrency {
                     p.max_concurrency = v;
                 }
+                if let Some(v) = o.requests_per_minute {
+                    p.requests_per_minute = v;
+                }
                 if let Some(v) = o.tokens_per_minute {
                     p.tokens_per_minute = v;
                 }
@@ -374,6 +433,13 @@ impl ModelSpec {
         }
         p
     }
+}
+
+fn one_u64() -> u64 {
+    1
+}
+fn default_max_output_tokens() -> u32 {
+    4096
 }
 
 fn default_cache_min_tokens() -> u32 {

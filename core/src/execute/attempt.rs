@@ -43,24 +43,27 @@ pub struct InFlight<'a> {
     settled: bool,
     /// When the attempt was admitted: its own TTFT counts from here, not from the call's start.
     started: Instant,
+    /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
+    /// serve it at standard.
+    pub expected_overflow: bool,
 }
 
 impl<'a> InFlight<'a> {
     /// Admits the attempt through its breaker (`None`: the breaker is open and `force` is off)
-    /// and, on the reserved tier, through the reservation (overflowing to standard when full;
-    /// the second value says so).
+    /// and, on the reserved tier, books its estimate in the reservation's ledger when the
+    /// ledger has room (the tier stays reserved either way: Bedrock decides the overflow).
     pub async fn admit(
         state: &'a State,
         attempt: Attempt,
         estimate: (u64, u64),
         force: bool,
-    ) -> Option<(Self, bool)> {
+    ) -> Option<Self> {
         let now = Instant::now();
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
         let verdict = state.admit(now, region, id, tier);
         if verdict == Some(false) && tier != Some(ServiceTier::Reserved) {
             // The common case, without a wait: a closed breaker, no reservation.
-            return Some((Self::admitted(state, attempt, None, false, now), false));
+            return Some(Self::admitted(state, attempt, None, false, now));
         }
         // A probe (which, with shared state, needs the fleet's lease) or the reserved tier may
         // wait on Redis: boxed, so that every call's future does not carry that size.
@@ -78,6 +81,7 @@ impl<'a> InFlight<'a> {
         now: Instant,
     ) -> Self {
         Self {
+            expected_overflow: attempt.tier == Some(ServiceTier::Reserved) && ticket.is_none(),
             state,
             attempt,
             ticket,
@@ -89,12 +93,12 @@ impl<'a> InFlight<'a> {
 
     async fn admit_waiting(
         state: &'a State,
-        mut attempt: Attempt,
+        attempt: Attempt,
         estimate: (u64, u64),
         force: bool,
         verdict: Option<bool>,
         now: Instant,
-    ) -> Option<(Self, bool)> {
+    ) -> Option<Self> {
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
         let probe = verdict == Some(true);
         let admitted = match verdict {
@@ -112,23 +116,15 @@ impl<'a> InFlight<'a> {
         if !admitted && !force {
             return None;
         }
-        let mut overflowed = false;
         let mut ticket = None;
         if attempt.tier == Some(ServiceTier::Reserved) {
             ticket = state
                 .reserve_call(now, &attempt.model, estimate.0, estimate.1)
                 .await;
-            if ticket.is_none() {
-                attempt.tier = Some(ServiceTier::Standard);
-                overflowed = true;
-            }
         }
         // A forced attempt through an open breaker holds no probe slot.
         let probe = probe && admitted;
-        Some((
-            Self::admitted(state, attempt, ticket, probe, now),
-            overflowed,
-        ))
+        Some(Self::admitted(state, attempt, ticket, probe, now))
     }
 
     /// How long ago the attempt was admitted.
@@ -136,22 +132,38 @@ impl<'a> InFlight<'a> {
         self.started.elapsed()
     }
 
-    /// The attempt succeeded; `call_started` is when the whole call began, which `timings`
-    /// count from. The target is credited with its own TTFT, without earlier failed attempts.
-    pub fn succeed(mut self, usage: &Usage, timings: &Timings, call_started: Instant) {
+    /// The attempt succeeded at `served` (the tier the response reports, else the one sent);
+    /// `call_started` is when the whole call began, which `timings` count from. The target is
+    /// credited with its own TTFT, without earlier failed attempts, on the served tier's
+    /// latency track; the reservation's ledger learns what the service did with the call.
+    pub fn succeed(
+        mut self,
+        usage: &Usage,
+        timings: &Timings,
+        served: Option<ServiceTier>,
+        call_started: Instant,
+    ) {
         let a = &self.attempt;
         let before_this_attempt = self.started.saturating_duration_since(call_started);
         self.state.record_success(
             a.target.region(),
             a.target.id(),
             a.tier,
+            served,
             timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
             timings.output_tokens_per_second,
         );
-        if let Some(t) = self.ticket.take() {
+        if a.tier == Some(ServiceTier::Reserved) {
             let input = u64::from(usage.total_input_tokens());
-            self.state
-                .correct_call(&a.model, t, input, u64::from(usage.output_tokens));
+            let output = u64::from(usage.output_tokens);
+            let ticket = self.ticket.take();
+            if served == Some(ServiceTier::Reserved) {
+                self.state
+                    .reservation_served(Instant::now(), &a.model, ticket, input, output);
+            } else {
+                self.state
+                    .reservation_overflowed(Instant::now(), &a.model, ticket);
+            }
         }
         self.settled = true;
     }
@@ -221,7 +233,7 @@ mod tests {
         let config = crate::Config::default();
         let state = State::new(&config);
         let (attempt, (region, id, tier)) = first_attempt(&config);
-        let (inflight, _) = InFlight::admit(&state, attempt, (10, 10), false)
+        let inflight = InFlight::admit(&state, attempt, (10, 10), false)
             .await
             .unwrap();
         // The call began 5 s before this attempt (earlier attempts failed); its first token came
@@ -231,7 +243,7 @@ mod tests {
             ttft: Some(Duration::from_millis(5_100)),
             ..Timings::default()
         };
-        inflight.succeed(&Usage::default(), &timings, call_started);
+        inflight.succeed(&Usage::default(), &timings, tier, call_started);
         let recorded = state.ttft_quantile(&region, &id, tier, 1.0).unwrap();
         assert!(recorded < Duration::from_millis(200), "{recorded:?}");
     }
@@ -252,7 +264,7 @@ mod tests {
                 }
         };
         state.record_failure(Instant::now(), &region, &id, tier, false);
-        let (probe, _) = InFlight::admit(&state, attempt.clone(), (1, 1), false)
+        let probe = InFlight::admit(&state, attempt.clone(), (1, 1), false)
             .await
             .unwrap();
         assert!(!probe_free(), "the one slot is taken");
@@ -260,7 +272,7 @@ mod tests {
             .await
             .is_none());
         // Forced through (the last candidate): it holds no slot, so cancelling it frees none.
-        let (forced, _) = InFlight::admit(&state, attempt, (1, 1), true)
+        let forced = InFlight::admit(&state, attempt, (1, 1), true)
             .await
             .unwrap();
         drop(forced);

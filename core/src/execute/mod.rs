@@ -196,7 +196,13 @@ impl Executor {
                 Ok(done) => {
                     let timings = run.clock.finish(done.usage.output_tokens);
                     let response = run.respond(&inflight.attempt, done, timings);
-                    inflight.succeed(&response.usage, &response.timings, run.clock.started());
+                    let served = response.decision.served_tier.or(response.decision.tier);
+                    inflight.succeed(
+                        &response.usage,
+                        &response.timings,
+                        served,
+                        run.clock.started(),
+                    );
                     return Ok(response);
                 }
                 Err(e) => {

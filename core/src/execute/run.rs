@@ -27,7 +27,6 @@ pub struct Run<'a> {
     sent_this_round: u32,
     /// The retry budget already paid for the next attempt (before the round's back-off).
     prepaid: bool,
-    retry: Option<Attempt>,
     sent: u32,
     budget_exhausted: bool,
     /// The call's deadline and its attempts' limits.
@@ -58,7 +57,6 @@ impl<'a> Run<'a> {
             round: 0,
             sent_this_round: 0,
             prepaid: false,
-            retry: None,
             sent: 0,
             limits: Limits::for_call(&exec.config.routing, request, tokio::time::Instant::now()),
             budget_exhausted: false,
@@ -103,7 +101,7 @@ impl<'a> Run<'a> {
 
     /// Whether a candidate remains in this round after the ones taken.
     pub fn has_more(&self) -> bool {
-        self.retry.is_some() || self.next < self.attempts.len()
+        self.next < self.attempts.len()
     }
 
     /// The bound of a wait that `limit` (of `length`) limits from now.
@@ -138,9 +136,6 @@ impl<'a> Run<'a> {
             return None;
         }
         let state = &self.exec.state;
-        if let Some(attempt) = self.retry.take() {
-            return self.admit(attempt, true).await;
-        }
         while self.next < self.attempts.len() {
             let attempt = self.attempts[self.next].clone();
             self.next += 1;
@@ -173,7 +168,7 @@ impl<'a> Run<'a> {
 
     async fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
-        let (inflight, overflowed) = InFlight::admit(state, attempt, self.estimate, force).await?;
+        let inflight = InFlight::admit(state, attempt, self.estimate, force).await?;
         if self.sent > 0
             && !std::mem::take(&mut self.prepaid)
             && !state.spend_extra_attempt(Instant::now())
@@ -181,7 +176,19 @@ impl<'a> Run<'a> {
             self.budget_exhausted = true;
             return None; // dropping `inflight` frees what it took
         }
-        if overflowed {
+        let expected = |r: &Reason| {
+            matches!(
+                r,
+                Reason::ReservedOverflow {
+                    cause: OverflowCause::Full,
+                    ..
+                }
+            )
+        };
+        if inflight.expected_overflow
+            && !self.plan.reasons.iter().chain(&self.reasons).any(expected)
+        {
+            // The fleet's ledger (or this one's, since planning) is full.
             self.reasons.push(Reason::ReservedOverflow {
                 model: inflight.attempt.model.clone(),
                 cause: OverflowCause::Full,
@@ -224,20 +231,6 @@ impl<'a> Run<'a> {
     /// return.
     pub async fn after_failure(&mut self, inflight: InFlight<'a>, err: Error) -> Result<(), Error> {
         let attempt = inflight.attempt.clone();
-        if attempt.tier == Some(ServiceTier::Reserved) && err.kind() == crate::ErrorKind::Throttled
-        {
-            // As Bedrock does for reservations: the overflow goes to standard, same target.
-            self.reasons.push(Reason::ReservedOverflow {
-                model: attempt.model.clone(),
-                cause: OverflowCause::Throttled,
-            });
-            self.record_failed(inflight, err);
-            self.retry = Some(Attempt {
-                tier: Some(ServiceTier::Standard),
-                ..attempt
-            });
-            return Ok(());
-        }
         let fails_over = err.fails_over();
         let retry_after = match &err {
             Error::Service(e) => e.retry_after,
@@ -400,6 +393,12 @@ impl<'a> Run<'a> {
         };
         let model = &config.models[priced_id];
         let served = done.served_tier.or(attempt.tier);
+        if attempt.tier == Some(ServiceTier::Reserved) && served != attempt.tier {
+            self.reasons.push(Reason::ReservedOverflow {
+                model: attempt.model.clone(),
+                cause: OverflowCause::Served,
+            });
+        }
         let cost_usd = crate::cost::call_cost(
             model.price(),
             &config.pricing,

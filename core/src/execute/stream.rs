@@ -441,7 +441,8 @@ pub(super) fn run(
                         done.usage.input_tokens = done.usage.input_tokens.saturating_add(carried.input_tokens);
                         let timings = run.clock.finish(done.usage.output_tokens);
                         let response = run.respond(&inflight.attempt, done, timings);
-                        inflight.succeed(&response.usage, &response.timings, run.clock.started());
+                        let served = response.decision.served_tier.or(response.decision.tier);
+                        inflight.succeed(&response.usage, &response.timings, served, run.clock.started());
                         yield Ok(StreamEvent::Completed(Box::new(response)));
                         return;
                     }

@@ -25,7 +25,10 @@ pub fn choose(
     Ok(tier.map(|t| reserve_if_room(request, t, model_id, model, config, obs, reasons)))
 }
 
-/// Standard (or reserved) calls on a model with a reservation use it while it has room.
+/// Standard (or reserved) calls on a model with a reservation are sent at the reserved tier:
+/// Bedrock serves them from the reservation while it has room and at standard above it. The
+/// ledger's prediction is recorded (and counted against the on-demand quota when full); it
+/// does not change the tier, since sending a call as reserved costs nothing when it overflows.
 fn reserve_if_room(
     request: &GenerateRequest,
     tier: ServiceTier,
@@ -43,20 +46,15 @@ fn reserve_if_room(
     }
     let (input, output) = estimated_tokens(request, config);
     match obs.reserved_room(model_id, input, output) {
-        Some(true) => {
-            reasons.push(Reason::ReservedRoom {
-                model: model_id.into(),
-            });
-            ServiceTier::Reserved
-        }
-        _ => {
-            reasons.push(Reason::ReservedOverflow {
-                model: model_id.into(),
-                cause: OverflowCause::Full,
-            });
-            ServiceTier::Standard
-        }
+        Some(false) => reasons.push(Reason::ReservedOverflow {
+            model: model_id.into(),
+            cause: OverflowCause::Full,
+        }),
+        _ => reasons.push(Reason::ReservedRoom {
+            model: model_id.into(),
+        }),
     }
+    ServiceTier::Reserved
 }
 
 /// The (input, output) tokens a call is expected to use, for reservations and deadlines.

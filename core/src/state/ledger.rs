@@ -86,6 +86,21 @@ impl Ledger {
         Some(Ticket(self.next))
     }
 
+    /// Books a call the service served from the reservation although the ledger had no room
+    /// for its estimate (another client shares the reservation less than thought).
+    pub fn record(&mut self, now: Instant, input: u64, output: u64) {
+        self.expire(now);
+        self.next += 1;
+        self.entries.push_back(Entry {
+            ticket: self.next,
+            at: now,
+            input,
+            output,
+        });
+        self.input += input;
+        self.output += output;
+    }
+
     /// Replaces a call's estimate with its actual usage (if still in the window).
     pub fn correct(&mut self, ticket: Ticket, input: u64, output: u64) {
         if let Some(e) = self.entries.iter_mut().find(|e| e.ticket == ticket.0) {

@@ -136,7 +136,8 @@ pub struct State {
     shared: Option<Arc<shared::Shared>>,
     /// Each replica's share of every reservation, used while Redis is unreachable.
     fallback_ledgers: Mutex<HashMap<String, Ledger>>,
-    /// Shared reservations found full, and until when to assume they still are.
+    /// Reservations found full (by the service's served tier, or the fleet's ledger), and until
+    /// when to assume they still are.
     full_until: Mutex<HashMap<String, Instant>>,
     /// Prefixes recently looked up in Redis (found or not): not asked again for a while.
     prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
@@ -435,28 +436,89 @@ impl State {
         }
     }
 
-    /// An attempt succeeded, with the TTFT and speed it showed.
+    /// An attempt sent at `tier` succeeded, served at `served` (the tier the response
+    /// reported), with the TTFT and speed it showed: the breaker of what was sent closes, and
+    /// the latency is the served tier's.
     pub fn record_success(
         &self,
         region: &str,
         id: &str,
         tier: Option<ServiceTier>,
+        served: Option<ServiceTier>,
         ttft: Option<Duration>,
         tokens_per_second: Option<f64>,
     ) {
         if let Some(sh) = &self.shared {
             sh.publish_closed(shared::target_key(region, id, tier));
         }
-        self.with_target(region, id, tier, |t| {
-            t.breaker.on_success();
-            t.latency.clear_throttles();
+        let record_latency = |t: &mut TargetState| {
             if let Some(ttft) = ttft {
                 t.latency.record_ttft(ttft);
             }
             if let Some(tps) = tokens_per_second {
                 t.latency.record_tokens_per_second(tps);
             }
+        };
+        self.with_target(region, id, tier, |t| {
+            t.breaker.on_success();
+            t.latency.clear_throttles();
+            if served == tier {
+                record_latency(t);
+            }
         });
+        if served != tier {
+            self.with_target(region, id, served, record_latency);
+        }
+    }
+
+    /// The service served a reserved call from the reservation: the ledger books its actual
+    /// usage (also when the ledger had expected it to overflow) and forgets a "full" mark.
+    pub fn reservation_served(
+        &self,
+        now: Instant,
+        model: &str,
+        ticket: Option<ReservationTicket>,
+        input: u64,
+        output: u64,
+    ) {
+        self.full_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(model);
+        match ticket {
+            Some(t) => self.correct_call(model, t, input, output),
+            None if self.shared.is_none() => {
+                if let Some(l) = self
+                    .ledgers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_mut(model)
+                {
+                    l.record(now, input, output);
+                }
+            }
+            // The fleet's ledger books what its replicas admitted; a call it refused and the
+            // service served anyway only shows that the ledger was pessimistic.
+            None => {}
+        }
+    }
+
+    /// The service served a reserved call at standard: the reservation was full, whatever the
+    /// ledger thought. Its estimate is released and the reservation is taken as full for a
+    /// twelfth of the window (5 s of a minute), after which the next call finds out again.
+    pub fn reservation_overflowed(
+        &self,
+        now: Instant,
+        model: &str,
+        ticket: Option<ReservationTicket>,
+    ) {
+        if let Some(t) = ticket {
+            self.correct_call(model, t, 0, 0);
+        }
+        self.full_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(model.to_string(), now + self.reserved_window / 12);
     }
 
     /// An attempt failed in a way that counts against the target.
@@ -659,15 +721,17 @@ impl Observations for Snapshot<'_> {
     }
 
     fn reserved_room(&self, model: &str, input: u64, output: u64) -> Option<bool> {
+        // A recent overflow reported by the service, or (shared) a recent "full" from the
+        // fleet's ledger.
+        let full = self
+            .state
+            .full_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(model)
+            .is_some_and(|until| *until > self.now);
         if self.state.shared.is_some() {
-            // The fleet's ledger decides at admission; a recent "full" spares the round trip.
-            let full = self
-                .state
-                .full_until
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(model)
-                .is_some_and(|until| *until > self.now);
+            // The fleet's ledger decides at admission.
             return self
                 .state
                 .ledgers
@@ -679,7 +743,7 @@ impl Observations for Snapshot<'_> {
         let mut ledgers = self.state.ledgers.lock().unwrap_or_else(|p| p.into_inner());
         ledgers
             .get_mut(model)
-            .map(|l| l.has_room(self.now, input, output))
+            .map(|l| !full && l.has_room(self.now, input, output))
     }
 
     fn prefix(&self, digest: &PrefixDigest) -> Option<PrefixStats> {

@@ -244,6 +244,11 @@ fn us(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
 }
 
+/// Whether an output rate is recorded: both exports take the same ones.
+pub(crate) fn rate_is_recorded(tokens_per_second: f64) -> bool {
+    tokens_per_second.is_finite() && tokens_per_second > 0.0
+}
+
 fn percentiles(h: &Histogram<u64>, scale: f64) -> Percentiles {
     if h.is_empty() {
         return Percentiles::default();
@@ -343,18 +348,17 @@ impl Telemetry {
             let mut lanes = lock(&self.lanes);
             let lane = lanes.get_or_insert(key);
             let t = &r.timings;
+            // Saturating: a value beyond a histogram's bounds (an instant answer's rate, an
+            // hour-long call) counts at the bound, as OpenTelemetry counts it, not dropped.
             if let Some(ttft) = t.ttft {
-                let _ = lane.ttft_us.record(us(ttft));
+                lane.ttft_us.saturating_record(us(ttft));
             }
             if let Some(itl) = t.inter_token {
-                let _ = lane.itl_us.record(us(itl.mean));
+                lane.itl_us.saturating_record(us(itl.mean));
             }
-            let _ = lane.latency_us.record(us(t.total));
-            if let Some(tps) = t
-                .output_tokens_per_second
-                .filter(|v| v.is_finite() && *v >= 1.0)
-            {
-                let _ = lane.tps.record(tps as u64);
+            lane.latency_us.saturating_record(us(t.total));
+            if let Some(tps) = t.output_tokens_per_second.filter(|v| rate_is_recorded(*v)) {
+                lane.tps.saturating_record((tps as u64).max(1));
             }
             let c = &mut lane.counts;
             c.requests += 1;

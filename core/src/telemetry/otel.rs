@@ -135,7 +135,10 @@ impl OtelInstruments {
         if let Some(itl) = t.inter_token {
             self.record(MetricId::TimePerOutputToken, itl.mean.as_secs_f64(), &attrs);
         }
-        if let Some(rate) = t.output_tokens_per_second.filter(|v| v.is_finite()) {
+        if let Some(rate) = t
+            .output_tokens_per_second
+            .filter(|v| super::rate_is_recorded(*v))
+        {
             self.record(MetricId::OutputRate, rate, &attrs);
         }
         self.record(MetricId::Requests, 1.0, &attrs);

@@ -62,9 +62,11 @@ pub enum Reason {
     },
     /// The request carries its own cache checkpoints, which fit the model's rules.
     CachePointsPinned { count: usize },
-    /// The reservation has room for this call: it goes to the reserved tier.
+    /// The call goes to the reserved tier, and the ledger expects the reservation to serve it.
     ReservedRoom { model: Arc<str> },
-    /// The call overflowed from the reservation to standard.
+    /// The call is expected to be served, or was served, at standard above the reservation:
+    /// Bedrock overflows reserved requests on the server, and the response's `serviceTier` says
+    /// which tier served.
     ReservedOverflow {
         model: Arc<str>,
         cause: OverflowCause,
@@ -189,14 +191,16 @@ impl fmt::Display for AffinityOutcome {
     }
 }
 
-/// Why a call overflowed from reserved capacity to standard.
+/// Why a call was (or is expected to be) served at standard above its reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OverflowCause {
-    /// The ledger had no room for the estimated tokens.
+    /// Planning: the ledger has no room for the estimated tokens, so Bedrock is expected to
+    /// serve the call at standard (it is still sent as reserved: room may have come back).
     Full,
-    /// The reserved attempt was throttled.
-    Throttled,
+    /// Bedrock served the reserved call at standard (the response's `serviceTier`).
+    Served,
 }
 
 /// Why a candidate target was left out.
@@ -278,8 +282,8 @@ impl fmt::Display for Reason {
             }
             Reason::ReservedRoom { model } => write!(f, "{model}: reservation has room -> reserved tier"),
             Reason::ReservedOverflow { model, cause } => match cause {
-                OverflowCause::Full => write!(f, "{model}: reservation full -> overflow to standard"),
-                OverflowCause::Throttled => write!(f, "{model}: reserved call throttled -> overflow to standard"),
+                OverflowCause::Full => write!(f, "{model}: reservation expected full -> Bedrock overflows it to standard"),
+                OverflowCause::Served => write!(f, "{model}: Bedrock served the reserved call at standard (reservation full)"),
             },
             Reason::TargetDemoted { target, region, health, throttle_score } => {
                 write!(f, "{target} in {region} demoted: breaker {health:?}, throttle score {throttle_score}")

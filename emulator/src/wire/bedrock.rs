@@ -75,8 +75,11 @@ async fn converse(
         "stopReason": stop_reason,
         "usage": usage_with_cache(&answer, output_tokens),
         "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
-        "serviceTier": { "type": req.ask.tier },
+        "serviceTier": { "type": answer.served_tier },
     });
+    if req.ask.latency_optimized {
+        body["performanceConfig"] = json!({ "latency": "optimized" });
+    }
     if let Some(id) = &answer.invoked_model {
         body["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
     }
@@ -109,10 +112,10 @@ async fn converse_stream(
     let answer = engine.admit(&req.ask)?;
     let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
-    let tier = req.ask.tier.clone();
+    let tier = answer.served_tier.clone();
     let frames = async_stream::stream! {
         let answer = answer; // holds the capacity slot for the stream's life
-        let mut end = StreamEnd::new(Arc::clone(&engine), req.ask.clone());
+        let mut end = StreamEnd::new(Arc::clone(&engine), req.ask.clone(), tier.clone());
         let mut steps = std::pin::pin!(steps);
         let mut output_tokens = answer.output_tokens();
         let mut stop = stop_reason(&answer);
@@ -143,7 +146,7 @@ async fn converse_stream(
                 }
                 Step::Token(_, t) => yield delta(&t),
                 Step::Break => {
-                    engine.record_broken_stream(&req.ask);
+                    engine.record_broken_stream(&req.ask, &tier);
                     end.finish();
                     let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
                         .unwrap_or_else(|| "modelStreamErrorException".into());
@@ -164,6 +167,9 @@ async fn converse_stream(
             "metrics": { "latencyMs": started.elapsed().as_millis() as u64 },
             "serviceTier": { "type": tier },
         });
+        if req.ask.latency_optimized {
+            metadata["performanceConfig"] = json!({ "latency": "optimized" });
+        }
         if let Some(id) = &answer.invoked_model {
             metadata["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
         }
@@ -226,6 +232,18 @@ fn read_converse(
         .and_then(Value::as_str)
         .unwrap_or("default")
         .to_string();
+    let latency_optimized = match v.pointer("/performanceConfig/latency") {
+        None => false,
+        Some(l) => match l.as_str() {
+            Some("optimized") => true,
+            Some("standard") => false,
+            _ => {
+                return Err(invalid(&format!(
+                    "1 validation error detected: Value '{l}' at 'performanceConfig.latency' failed to satisfy constraint: Member must satisfy enum value set: [standard, optimized]"
+                )))
+            }
+        },
+    };
     let prompt = json!([v.get("system"), v.get("messages"), v.get("toolConfig")]);
     let cache_points = crate::cache::cache_points(&v);
     // A final assistant message is a prefill: the answer is that of the prompt before it.
@@ -245,6 +263,7 @@ fn read_converse(
             prompt_digest: digest,
             cache_points,
             prefill,
+            latency_optimized,
         },
         tool_call: forced_tool_call(&v, digest),
     })
@@ -336,9 +355,7 @@ async fn invoke(
         "x-amzn-bedrock-output-token-count",
         answer.output_tokens().into(),
     );
-    if let Ok(v) = HeaderValue::from_str(&ask.tier) {
-        h.insert("x-amzn-bedrock-service-tier", v);
-    }
+    served_headers(h, &answer, &ask);
     Ok(with_wire_fault(
         resp,
         answer.wire_fault.as_ref(),
@@ -367,15 +384,18 @@ async fn invoke_stream(
     let answer = engine.admit(&ask)?;
     let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
+    let mut served = HeaderMap::new();
+    served_headers(&mut served, &answer, &ask);
+    let tier = answer.served_tier.clone();
     let frames = async_stream::stream! {
         let answer = answer;
-        let mut end = StreamEnd::new(Arc::clone(&engine), ask.clone());
+        let mut end = StreamEnd::new(Arc::clone(&engine), ask.clone(), tier.clone());
         let mut steps = std::pin::pin!(steps);
         while let Some(step) = steps.next().await {
             match step {
                 Step::Token(_, t) => yield chunk(&native.delta(&t)),
                 Step::Break => {
-                    engine.record_broken_stream(&ask);
+                    engine.record_broken_stream(&ask, &tier);
                     end.finish();
                     yield eventstream::exception("modelStreamErrorException", &json!({
                         "message": "The model stream was interrupted.", "originalStatusCode": 500,
@@ -389,12 +409,27 @@ async fn invoke_stream(
         yield chunk(&native.last(&answer));
     };
     // Frames: one chunk per token.
+    let mut resp = event_stream_response(frames);
+    resp.headers_mut().extend(served);
     Ok(with_wire_fault(
-        event_stream_response(frames),
+        resp,
         wire_fault.as_ref(),
         Service::Bedrock,
         Some(|tokens| tokens as usize),
     ))
+}
+
+/// InvokeModel's headers for the tier that served and latency-optimized inference.
+fn served_headers(h: &mut HeaderMap, answer: &Answer, ask: &Ask) {
+    if let Ok(v) = HeaderValue::from_str(&answer.served_tier) {
+        h.insert("x-amzn-bedrock-service-tier", v);
+    }
+    if ask.latency_optimized {
+        h.insert(
+            "x-amzn-bedrock-performanceconfig-latency",
+            HeaderValue::from_static("optimized"),
+        );
+    }
 }
 
 fn chunk(payload: &Value) -> Bytes {
@@ -470,7 +505,11 @@ fn read_invoke(
         .and_then(|h| h.to_str().ok())
         .unwrap_or("default")
         .to_string();
-    Ok(native_ask(operation, region, model_id, tier, &v))
+    let (mut ask, native) = native_ask(operation, region, model_id, tier, &v);
+    ask.latency_optimized = headers
+        .get("x-amzn-bedrock-performanceconfig-latency")
+        .is_some_and(|h| h.as_bytes() == b"optimized");
+    Ok((ask, native))
 }
 
 /// A model's native request body (InvokeModel, or a batch record's `modelInput`) as an ask.
@@ -505,6 +544,7 @@ pub fn native_ask(
             prompt_digest: text::digest64(&[prompt.to_string().as_bytes()]),
             cache_points: Vec::new(),
             prefill: None,
+            latency_optimized: false,
         },
         native,
     )

@@ -161,14 +161,16 @@ async fn wait_until(deadline: tokio::time::Instant) {
 pub struct StreamEnd {
     engine: Arc<Engine>,
     ask: crate::engine::Ask,
+    served_tier: String,
     finished: bool,
 }
 
 impl StreamEnd {
-    pub fn new(engine: Arc<Engine>, ask: crate::engine::Ask) -> Self {
+    pub fn new(engine: Arc<Engine>, ask: crate::engine::Ask, served_tier: String) -> Self {
         Self {
             engine,
             ask,
+            served_tier,
             finished: false,
         }
     }
@@ -181,7 +183,7 @@ impl StreamEnd {
 impl Drop for StreamEnd {
     fn drop(&mut self) {
         if !self.finished {
-            self.engine.record_cancelled(&self.ask);
+            self.engine.record_cancelled(&self.ask, &self.served_tier);
         }
     }
 }

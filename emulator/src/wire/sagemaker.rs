@@ -116,7 +116,7 @@ async fn invoke_stream(
     let steps = timeline(&answer);
     let frames = async_stream::stream! {
         let answer = answer;
-        let mut end = StreamEnd::new(Arc::clone(&engine), ask.clone());
+        let mut end = StreamEnd::new(Arc::clone(&engine), ask.clone(), "default".into());
         let mut steps = std::pin::pin!(steps);
         let last = answer.tokens.len().saturating_sub(1);
         while let Some(step) = steps.next().await {
@@ -134,7 +134,7 @@ async fn invoke_stream(
                     }
                 }
                 Step::Break => {
-                    engine.record_broken_stream(&ask);
+                    engine.record_broken_stream(&ask, "default");
                     end.finish();
                     let kind = answer.break_after.as_ref().and_then(|(_, e)| e.clone())
                         .unwrap_or_else(|| "ModelStreamError".into());
@@ -336,6 +336,7 @@ fn read(
             prompt_digest: text::digest64(&[digest_source.as_bytes()]),
             cache_points: Vec::new(),
             prefill,
+            latency_optimized: false,
         },
         endpoint.format,
     ))
