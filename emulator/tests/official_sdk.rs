@@ -446,3 +446,198 @@ async fn prompt_router_arns_pick_a_model_and_report_it_in_the_trace() {
         assert!(e.is_validation_exception(), "{bad}: {e:?}");
     }
 }
+
+const SONNET: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+
+/// The built-in world, a minute lasting a minute, with a reservation of 100 output tokens a
+/// minute on Claude Sonnet 4.5.
+async fn reserved_world() -> Emulator {
+    let mut scenario = Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 1.0;
+    let sonnet = scenario
+        .models
+        .iter_mut()
+        .find(|m| SONNET.ends_with(&m.id))
+        .unwrap();
+    sonnet.reservation = Some(laneway_emulator::ReservationSpec {
+        input_tokens_per_minute: 1_000_000,
+        output_tokens_per_minute: 100,
+    });
+    sonnet.overrides.clear();
+    sonnet.performance.ttft_median_ms = 2.0;
+    sonnet.performance.ttft_p99_ms = 4.0;
+    sonnet.performance.tokens_per_second = 10_000.0;
+    Emulator::start(scenario).await.unwrap()
+}
+
+fn reserved() -> ServiceTier {
+    ServiceTier::builder()
+        .r#type(ServiceTierType::Reserved)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn reserved_requests_above_the_reservation_are_served_at_standard_and_say_so() {
+    let emu = reserved_world().await;
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let converse = || {
+        client
+            .converse()
+            .model_id(SONNET)
+            .messages(user("Draft the release notes"))
+            .inference_config(InferenceConfiguration::builder().max_tokens(60).build())
+            .service_tier(reserved())
+            .send()
+    };
+    let first = converse().await.unwrap();
+    assert_eq!(
+        first.service_tier().map(|t| t.r#type()),
+        Some(&ServiceTierType::Reserved)
+    );
+    // 60 of 100 reserved output tokens used: 60 more do not fit, so Bedrock serves it at
+    // standard, as it reports.
+    let second = converse().await.unwrap();
+    assert_eq!(
+        second.service_tier().map(|t| t.r#type()),
+        Some(&ServiceTierType::Default)
+    );
+
+    let mut stream = client
+        .converse_stream()
+        .model_id(SONNET)
+        .messages(user("Draft the release notes"))
+        .inference_config(InferenceConfiguration::builder().max_tokens(60).build())
+        .service_tier(reserved())
+        .send()
+        .await
+        .unwrap();
+    let mut served = None;
+    while let Some(ev) = stream.stream.recv().await.unwrap() {
+        if let ConverseStreamOutput::Metadata(m) = ev {
+            served = m.service_tier().map(|t| t.r#type().clone());
+        }
+    }
+    assert_eq!(served, Some(ServiceTierType::Default));
+
+    let body = serde_json::json!({
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 60,
+        "messages": [{ "role": "user", "content": "hello" }],
+    });
+    let invoked = client
+        .invoke_model()
+        .model_id(SONNET)
+        .service_tier(ServiceTierType::Reserved)
+        .body(body.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(invoked.service_tier(), Some(&ServiceTierType::Default));
+    let streamed = client
+        .invoke_model_with_response_stream()
+        .model_id(SONNET)
+        .service_tier(ServiceTierType::Reserved)
+        .body(body.to_string().into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.service_tier(), Some(&ServiceTierType::Default));
+
+    let reserved_rows: u64 = emu
+        .counters()
+        .iter()
+        .filter(|c| c.tier == "reserved")
+        .map(|c| c.counter.requests)
+        .sum();
+    assert_eq!(reserved_rows, 1, "one request served from the reservation");
+}
+
+#[tokio::test]
+async fn latency_optimized_is_echoed_where_offered_and_a_400_elsewhere() {
+    use bedrock::types::{PerformanceConfigLatency, PerformanceConfiguration};
+    let emu = start().await;
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let optimized = PerformanceConfiguration::builder()
+        .latency(PerformanceConfigLatency::Optimized)
+        .build();
+    let out = client
+        .converse()
+        .model_id("amazon.nova-pro-v1:0")
+        .messages(user("hi"))
+        .inference_config(InferenceConfiguration::builder().max_tokens(4).build())
+        .performance_config(optimized.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.performance_config().map(|p| p.latency()),
+        Some(&PerformanceConfigLatency::Optimized)
+    );
+    let err = client
+        .converse()
+        .model_id("amazon.nova-micro-v1:0")
+        .messages(user("hi"))
+        .performance_config(optimized)
+        .send()
+        .await
+        .unwrap_err();
+    let service = err.into_service_error();
+    assert!(service.is_validation_exception(), "{service:?}");
+    assert!(
+        service
+            .to_string()
+            .contains("Latency-optimized inference is not supported"),
+        "{service}"
+    );
+}
+
+#[tokio::test]
+async fn admission_counts_max_tokens_at_the_models_burndown_rate() {
+    // Claude Sonnet 4.5 burns 5 quota tokens per output token: with 10,000 tokens a minute, a
+    // request asking for 1,500 output tokens holds 7,500 while it runs, leaving no room for
+    // another such request; when it ends the count settles on what it produced.
+    let mut scenario = Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 1.0;
+    let sonnet = scenario
+        .models
+        .iter_mut()
+        .find(|m| SONNET.ends_with(&m.id))
+        .unwrap();
+    sonnet.performance.tokens_per_minute = 10_000;
+    // A first token long in coming: the stream below holds its admission meanwhile.
+    sonnet.performance.ttft_median_ms = 30_000.0;
+    sonnet.performance.ttft_p99_ms = 40_000.0;
+    sonnet.overrides.clear();
+    let emu = Emulator::start(scenario).await.unwrap();
+    let client = bedrock_client(&emu, "us-east-1").await;
+    let running = client
+        .converse_stream()
+        .model_id(SONNET)
+        .messages(user("Write the whole report"))
+        .inference_config(InferenceConfiguration::builder().max_tokens(1500).build())
+        .send()
+        .await
+        .unwrap();
+    let err = client
+        .converse()
+        .model_id(SONNET)
+        .messages(user("Write another report"))
+        .inference_config(InferenceConfiguration::builder().max_tokens(1500).build())
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    assert!(err.is_throttling_exception(), "{err:?}");
+    assert!(err.to_string().contains("Too many tokens"), "{err}");
+    // Asking for less fits: 1,000 x 5 = 5,000 of the 2,500 left is too much, 400 x 5 is not.
+    let small = client
+        .converse_stream()
+        .model_id(SONNET)
+        .messages(user("A short note"))
+        .inference_config(InferenceConfiguration::builder().max_tokens(400).build())
+        .send()
+        .await;
+    assert!(small.is_ok(), "{small:?}");
+    drop(running);
+}
