@@ -254,7 +254,7 @@ fn config_toml() -> impl Strategy<Value = String> {
         Just("routing.max_attempts"),
         Just("routing.prior_ttft"),
         Just("routing.default_output_tokens"),
-        Just("routing.reserved_window"),
+        Just("routing.minute"),
         Just("routing.retry.backoff"),
         Just("routing.retry.max_backoff"),
         Just("routing.retry.max_retry_after"),

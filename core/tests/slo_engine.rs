@@ -124,7 +124,7 @@ async fn reserved_world() -> (laneway_emulator::Emulator, Router) {
     let router = router_with(
         &emu,
         config(&format!(
-            "[routing]\nreserved_window = 3000.0\n[pricing.tiers]\nreserved = 0.5\n\
+            "[routing]\nminute = 3000.0\n[pricing.tiers]\nreserved = 0.5\n\
              [models.\"{SONNET}\"]\nreserved = {{ input_tokens_per_minute = 10000000, output_tokens_per_minute = 1000 }}\n"
         )),
     )
@@ -553,4 +553,73 @@ async fn the_retry_budget_bounds_total_attempts_under_a_total_outage() {
         "{seen} requests for {calls} calls; budget bound {bound}"
     );
     assert!(seen > calls, "failover still happened within the budget");
+}
+
+const LITE: &str = "amazon.nova-lite-v1:0";
+
+/// The built-in world where a minute lasts a minute and Nova Lite answers fast, each of its
+/// targets with an on-demand quota of 150 tokens a minute; a router with (`aware`) or without
+/// that quota in its configuration.
+async fn quota_world(aware: bool) -> (laneway_emulator::Emulator, Router) {
+    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 1.0;
+    let lite = scenario.models.iter_mut().find(|m| m.id == LITE).unwrap();
+    lite.overrides.clear();
+    lite.performance.ttft_median_ms = 2.0;
+    lite.performance.ttft_p99_ms = 4.0;
+    lite.performance.tokens_per_second = 20_000.0;
+    lite.performance.tokens_per_minute = 150;
+    let emu = laneway_emulator::Emulator::start(scenario).await.unwrap();
+    let quota = if aware {
+        "quota = { tokens_per_minute = 150, profile_tokens_per_minute = 150 }\n"
+    } else {
+        ""
+    };
+    let router = router_with(&emu, config(&format!("[models.\"{LITE}\"]\n{quota}"))).await;
+    (emu, router)
+}
+
+#[tokio::test]
+async fn quota_aware_routing_moves_to_another_target_before_the_quota_is_hit() {
+    // Each call holds input plus 100 (max_tokens) at admission and settles on its answer of
+    // 40 to 100 tokens: after one call, a target's 150 tokens have no room for another.
+    let ask = |i: usize| {
+        GenerateRequest::user(format!("Summarise ticket {i}"))
+            .model(LITE)
+            .max_tokens(100)
+    };
+    let (_emu, reactive) = quota_world(false).await;
+    let first = reactive.generate(ask(1)).await.unwrap();
+    let second = reactive.generate(ask(2)).await.unwrap();
+    assert_eq!(
+        second.decision.failed_attempts[0].kind,
+        ErrorKind::Throttled,
+        "without quotas the router learns from a 429"
+    );
+    assert_eq!(
+        second.decision.failed_attempts[0].region,
+        first.decision.region
+    );
+
+    let (_emu, aware) = quota_world(true).await;
+    let first = aware.generate(ask(1)).await.unwrap();
+    let plan = aware.plan(&ask(2)).unwrap();
+    assert!(
+        plan.reasons.iter().any(|r| matches!(
+            r,
+            Reason::QuotaFull { region, .. } if **region == *first.decision.region
+        )),
+        "{:?}",
+        plan.reasons
+    );
+    let second = aware.generate(ask(2)).await.unwrap();
+    assert!(
+        second.decision.failed_attempts.is_empty(),
+        "{:?}",
+        second.decision.failed_attempts
+    );
+    assert_ne!(
+        (&second.decision.target, &second.decision.region),
+        (&first.decision.target, &first.decision.region)
+    );
 }

@@ -9,7 +9,7 @@ mod model;
 mod sections;
 pub use model::{BedrockModel, ModelConfig, OtherModel, SagemakerModel};
 pub use sections::{
-    BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, ReservationConfig,
+    BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig, ReservationConfig,
 };
 
 use serde::{Deserialize, Serialize};
@@ -285,9 +285,14 @@ pub struct RoutingConfig {
     /// Output tokens assumed for a call without `max_tokens`, for reservations and deadlines.
     #[serde(default = "default_output_estimate")]
     pub default_output_tokens: u32,
-    /// The sliding window of reserved-capacity ledgers (a minute; shorter only in tests).
-    #[serde(default = "one_minute", with = "crate::types::units::serde_millis")]
-    pub reserved_window: Duration,
+    /// How long a minute lasts for the per-minute ledgers (reservations and quotas): 60 s;
+    /// shorter only against an emulator whose time is scaled. Limits are per such minute.
+    #[serde(
+        default = "one_minute",
+        alias = "reserved_window",
+        with = "crate::types::units::serde_millis"
+    )]
+    pub minute: Duration,
 }
 
 /// Retrying after every candidate of a call has failed: rounds over the plan's targets again,
@@ -895,11 +900,8 @@ impl Config {
             ));
         }
         self.validate_timeouts()?;
-        if r.reserved_window.is_zero() {
-            return Err(Error::config(
-                "routing.reserved_window",
-                "must be longer than 0 ms",
-            ));
+        if r.minute.is_zero() {
+            return Err(Error::config("routing.minute", "must be longer than 0 ms"));
         }
         number("prompt_cache.margin", self.prompt_cache.margin)?;
         number(

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{EndpointConfig, Price, PromptCacheConfig, ReservationConfig};
+use super::{EndpointConfig, Price, PromptCacheConfig, QuotaConfig, ReservationConfig};
 use crate::types::{ProfileScope, Provider, ServiceTier};
 
 /// A model as written in configuration: every provider's keys, checked against its provider
@@ -42,6 +42,16 @@ struct ModelSpec {
     /// it has room and overflow to standard after.
     #[serde(default)]
     reserved: Option<ReservationConfig>,
+    /// Bedrock: on-demand quotas per region (in-region id and profiles).
+    #[serde(default)]
+    quota: Option<QuotaConfig>,
+    /// Bedrock: quota tokens one output token costs (5 for the Claude 4 family, else 1).
+    #[serde(default)]
+    output_burndown: Option<u32>,
+    /// Bedrock: the model's largest answer, which Bedrock counts against the token quota for a
+    /// request without `max_tokens`.
+    #[serde(default)]
+    max_output_tokens: Option<u32>,
     /// SageMaker: endpoints serving it, in order of preference.
     #[serde(default)]
     endpoints: Vec<EndpointConfig>,
@@ -97,9 +107,15 @@ pub struct BedrockModel {
     pub latency_optimized: bool,
     /// Prompt-caching rules; absent means no caching (checkpoints are never sent).
     pub prompt_cache: Option<PromptCacheConfig>,
-    /// Reserved capacity: calls whose SLO maps to standard (or reserved) use it while it has
-    /// room and overflow to standard after.
+    /// Reserved capacity: calls whose SLO maps to standard (or reserved) are sent reserved, and
+    /// Bedrock overflows them to standard above it.
     pub reserved: Option<ReservationConfig>,
+    /// On-demand quotas per region, which the router counts its admissions against.
+    pub quota: Option<QuotaConfig>,
+    /// Quota tokens one output token costs (5 for the Claude 4 family, else 1).
+    pub output_burndown: u32,
+    /// The model's largest answer: what Bedrock counts for a request without `max_tokens`.
+    pub max_output_tokens: Option<u32>,
     pub price: Price,
 }
 
@@ -154,6 +170,12 @@ impl TryFrom<ModelSpec> for ModelConfig {
                     latency_optimized: s.latency_optimized,
                     prompt_cache: s.prompt_cache,
                     reserved: s.reserved,
+                    quota: s.quota,
+                    output_burndown: match s.output_burndown {
+                        Some(0) => return Err("`output_burndown` must be at least 1".into()),
+                        b => b.unwrap_or(1),
+                    },
+                    max_output_tokens: s.max_output_tokens,
                     price: s.price,
                 }))
             }
@@ -167,6 +189,9 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("latency_optimized", s.latency_optimized),
                         ("prompt_cache", s.prompt_cache.is_some()),
                         ("reserved", s.reserved.is_some()),
+                        ("quota", s.quota.is_some()),
+                        ("output_burndown", s.output_burndown.is_some()),
+                        ("max_output_tokens", s.max_output_tokens.is_some()),
                     ],
                     "a SageMaker model (it is placed by its endpoints, which have no service tiers, prompt cache or reservation)",
                 )?;
@@ -184,6 +209,9 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("latency_optimized", s.latency_optimized),
                         ("prompt_cache", s.prompt_cache.is_some()),
                         ("reserved", s.reserved.is_some()),
+                        ("quota", s.quota.is_some()),
+                        ("output_burndown", s.output_burndown.is_some()),
+                        ("max_output_tokens", s.max_output_tokens.is_some()),
                         ("endpoints", !s.endpoints.is_empty()),
                         ("fallback_family", s.fallback_family.is_some()),
                     ],
@@ -215,6 +243,9 @@ impl From<ModelConfig> for ModelSpec {
             latency_optimized: false,
             prompt_cache: None,
             reserved: None,
+            quota: None,
+            output_burndown: None,
+            max_output_tokens: None,
             endpoints: Vec::new(),
             fallback_family: None,
             price: *m.price(),
@@ -228,6 +259,9 @@ impl From<ModelConfig> for ModelSpec {
                 s.latency_optimized = b.latency_optimized;
                 s.prompt_cache = b.prompt_cache;
                 s.reserved = b.reserved;
+                s.quota = b.quota;
+                s.output_burndown = (b.output_burndown != 1).then_some(b.output_burndown);
+                s.max_output_tokens = b.max_output_tokens;
             }
             ModelConfig::Sagemaker(sm) => {
                 s.endpoints = sm.endpoints;
@@ -309,6 +343,42 @@ impl ModelConfig {
         match self {
             ModelConfig::Bedrock(b) => b.reserved.as_ref(),
             _ => None,
+        }
+    }
+
+    /// The (requests, tokens) per minute quota of one of its targets (a profile or the
+    /// in-region id), when configured.
+    pub fn quota_limits(&self, profile: bool) -> Option<(u64, u64)> {
+        match self {
+            ModelConfig::Bedrock(b) => b.quota.as_ref()?.limits(profile),
+            _ => None,
+        }
+    }
+
+    /// What a call counts against the token quota at admission: input plus `max_tokens` (the
+    /// model's maximum without it, else the router's default) times the output burndown rate.
+    pub fn quota_tokens_at_admission(
+        &self,
+        input: u64,
+        max_tokens: Option<u64>,
+        default_output: u64,
+    ) -> u64 {
+        match self {
+            ModelConfig::Bedrock(b) => {
+                let output = max_tokens
+                    .or(b.max_output_tokens.map(u64::from))
+                    .unwrap_or(default_output);
+                input + output * u64::from(b.output_burndown)
+            }
+            _ => input + max_tokens.unwrap_or(default_output),
+        }
+    }
+
+    /// Quota tokens one output token costs (5 for the Claude 4 family, else 1).
+    pub fn output_burndown(&self) -> u64 {
+        match self {
+            ModelConfig::Bedrock(b) => u64::from(b.output_burndown),
+            _ => 1,
         }
     }
 

@@ -63,6 +63,35 @@ pub struct ReservationConfig {
     pub output_tokens_per_minute: u64,
 }
 
+/// A Bedrock model's on-demand quotas, per region: `On-demand InvokeModel tokens (requests)
+/// per minute` for its in-region id and `Cross-Region InvokeModel tokens (requests) per
+/// minute` for its inference profiles, as Service Quotas lists them for your account. A limit
+/// left out is not tracked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaConfig {
+    pub tokens_per_minute: Option<u64>,
+    pub requests_per_minute: Option<u64>,
+    pub profile_tokens_per_minute: Option<u64>,
+    pub profile_requests_per_minute: Option<u64>,
+}
+
+impl QuotaConfig {
+    /// The (requests, tokens) per minute of one target: its profile's quota or the in-region
+    /// one; `None` when neither limit is set for it.
+    pub fn limits(&self, profile: bool) -> Option<(u64, u64)> {
+        let (rpm, tpm) = if profile {
+            (
+                self.profile_requests_per_minute,
+                self.profile_tokens_per_minute,
+            )
+        } else {
+            (self.requests_per_minute, self.tokens_per_minute)
+        };
+        (rpm.is_some() || tpm.is_some()).then(|| (rpm.unwrap_or(u64::MAX), tpm.unwrap_or(u64::MAX)))
+    }
+}
+
 /// How placement behaves; `[prompt_cache]` in configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::state::quota::QuotaTicket;
 use crate::state::{ReservationTicket, State};
 use crate::types::Attempt;
 use crate::types::ServiceTier;
@@ -46,6 +47,8 @@ pub struct InFlight<'a> {
     /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
     /// serve it at standard.
     pub expected_overflow: bool,
+    /// Its admission against the target's on-demand quota, and the model's output burndown.
+    quota: Option<(QuotaTicket, u64)>,
 }
 
 impl<'a> InFlight<'a> {
@@ -88,6 +91,30 @@ impl<'a> InFlight<'a> {
             probe,
             settled: false,
             started: now,
+            quota: None,
+        }
+    }
+
+    /// Books the attempt against its target's on-demand quota: `tokens` as Bedrock counts them
+    /// at admission, within per-minute `limits`. `false` when it does not fit (unless `force`):
+    /// the attempt is then not to be sent.
+    pub fn claim_quota(
+        &mut self,
+        limits: (u64, u64),
+        tokens: u64,
+        burndown: u64,
+        force: bool,
+    ) -> bool {
+        let t = &self.attempt.target;
+        match self
+            .state
+            .admit_quota(Instant::now(), t.region(), t.id(), limits, tokens, force)
+        {
+            Some(ticket) => {
+                self.quota = Some((ticket, burndown));
+                true
+            }
+            None => false,
         }
     }
 
@@ -153,6 +180,13 @@ impl<'a> InFlight<'a> {
             timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
             timings.output_tokens_per_second,
         );
+        if let Some((ticket, burndown)) = self.quota.take() {
+            let used = u64::from(usage.input_tokens)
+                + u64::from(usage.cache_write_tokens)
+                + u64::from(usage.output_tokens) * burndown;
+            self.state
+                .settle_quota(a.target.region(), a.target.id(), ticket, 1, used);
+        }
         if a.tier == Some(ServiceTier::Reserved) {
             let input = u64::from(usage.total_input_tokens());
             let output = u64::from(usage.output_tokens);
@@ -171,6 +205,13 @@ impl<'a> InFlight<'a> {
     /// The attempt failed with `err`.
     pub fn fail(mut self, err: &Error) {
         let a = &self.attempt;
+        if let Some((ticket, _)) = self.quota.take() {
+            if err.kind() == ErrorKind::Throttled {
+                // Refused: Bedrock counted nothing.
+                self.state
+                    .settle_quota(a.target.region(), a.target.id(), ticket, 0, 0);
+            }
+        }
         if err.fails_over() {
             let throttled = err.kind() == ErrorKind::Throttled;
             self.state.record_failure(

@@ -32,6 +32,8 @@ pub struct Run<'a> {
     /// The call's deadline and its attempts' limits.
     pub limits: Limits,
     estimate: (u64, u64),
+    /// The request's `max_tokens`, which Bedrock counts against the token quota.
+    request_max_tokens: Option<u64>,
     pub clock: Clock,
     pub failed: Vec<(FailedAttempt, Error)>,
     /// Decisions made while executing (overflows, skipped targets), after the plan's.
@@ -61,6 +63,7 @@ impl<'a> Run<'a> {
             limits: Limits::for_call(&exec.config.routing, request, tokio::time::Instant::now()),
             budget_exhausted: false,
             estimate: tier::estimated_tokens(request, &exec.config),
+            request_max_tokens: request.inference.max_tokens.map(|n| n.max(0) as u64),
             clock: Clock::start(),
             failed: Vec::new(),
             reasons: Vec::new(),
@@ -168,7 +171,16 @@ impl<'a> Run<'a> {
 
     async fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
-        let inflight = InFlight::admit(state, attempt, self.estimate, force).await?;
+        let mut inflight = InFlight::admit(state, attempt, self.estimate, force).await?;
+        if !self.claim_quota(&mut inflight, force) {
+            let a = &inflight.attempt;
+            self.reasons.push(Reason::QuotaFull {
+                target: a.target.id.clone(),
+                region: a.target.region.clone(),
+                tokens: self.quota_tokens(a).unwrap_or_default(),
+            });
+            return None; // dropping `inflight` frees what it took
+        }
         if self.sent > 0
             && !std::mem::take(&mut self.prepaid)
             && !state.spend_extra_attempt(Instant::now())
@@ -197,6 +209,38 @@ impl<'a> Run<'a> {
         self.sent += 1;
         self.sent_this_round += 1;
         Some(inflight)
+    }
+
+    /// What an attempt counts against its target's token quota at admission, when its model
+    /// has quotas for the target.
+    fn quota_tokens(&self, a: &Attempt) -> Option<u64> {
+        let config = &self.exec.config;
+        let model = config.models.get(&*a.model)?;
+        model.quota_limits(a.target.profile().is_some())?;
+        Some(model.quota_tokens_at_admission(
+            self.estimate.0,
+            self.request_max_tokens,
+            u64::from(config.routing.default_output_tokens),
+        ))
+    }
+
+    /// Books an attempt against its target's quota; `false` when the quota has no room for it
+    /// (and it is not forced). A reserved attempt the reservation is expected to serve does
+    /// not count against the on-demand quota.
+    fn claim_quota(&self, inflight: &mut InFlight<'a>, force: bool) -> bool {
+        let a = &inflight.attempt;
+        if a.tier == Some(ServiceTier::Reserved) && !inflight.expected_overflow {
+            return true;
+        }
+        let config = &self.exec.config;
+        let Some(model) = config.models.get(&*a.model) else {
+            return true;
+        };
+        let Some(limits) = model.quota_limits(a.target.profile().is_some()) else {
+            return true;
+        };
+        let tokens = self.quota_tokens(a).unwrap_or_default();
+        inflight.claim_quota(limits, tokens, model.output_burndown(), force)
     }
 
     /// Books a failed attempt without deciding what follows (a hedge's loser).

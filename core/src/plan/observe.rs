@@ -42,6 +42,11 @@ pub trait Observations {
     /// Whether a model's reservation has room for a call of this size; `None` when the model
     /// has no reservation.
     fn reserved_room(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Option<bool>;
+    /// Whether one more request of `tokens` (as Bedrock counts them at admission) fits a
+    /// target's (requests, tokens) per-minute quota now.
+    fn quota_room(&self, _region: &str, _target: &str, _limits: (u64, u64), _tokens: u64) -> bool {
+        true
+    }
     /// What was seen of a prompt prefix before, if anything.
     fn prefix(&self, _digest: &PrefixDigest) -> Option<PrefixStats> {
         None

@@ -43,6 +43,7 @@ pub fn enumerate(
     let profiles_ruled = (model.provider() == Provider::Bedrock)
         .then(|| (chosen.pinned_profile, model.requires_profile()));
     let objective = Objective::of(request);
+    let quota_tokens = quota_tokens(request, chosen, model, tier, config, obs);
     let mut ranked: Vec<Ranked> = Vec::with_capacity(all.len());
     for (index, c) in all.iter().enumerate() {
         let t = &c.target;
@@ -60,7 +61,21 @@ pub fn enumerate(
             continue;
         }
         let view = obs.target(t.region(), t.id(), tier);
-        let health = health_rank(&view);
+        let mut health = health_rank(&view);
+        let quota_full = quota_tokens.is_some_and(|tokens| {
+            model
+                .quota_limits(t.profile().is_some())
+                .is_some_and(|limits| !obs.quota_room(t.region(), t.id(), limits, tokens))
+        });
+        if quota_full {
+            // As good as a recently throttled target: one that will be throttled.
+            health = health.max(1);
+            reasons.push(Reason::QuotaFull {
+                target: t.id.clone(),
+                region: t.region.clone(),
+                tokens: quota_tokens.unwrap_or_default(),
+            });
+        }
         let metric = match objective {
             Objective::Latency => view.ttft.unwrap_or(config.routing.prior_ttft).as_secs_f64(),
             Objective::Cost => match t.profile() {
@@ -68,7 +83,7 @@ pub fn enumerate(
                 _ => 1.0,
             },
         };
-        if health > 0 {
+        if health > 0 && !quota_full {
             reasons.push(Reason::TargetDemoted {
                 target: t.id.clone(),
                 region: t.region.clone(),
@@ -94,6 +109,30 @@ pub fn enumerate(
     }
     spread_across_regions(&mut ranked);
     ranked.into_iter().map(|r| r.target).collect()
+}
+
+/// What the call counts against an on-demand token quota at admission, when its model has
+/// quotas; `None` also for a reserved call the reservation is expected to serve.
+fn quota_tokens(
+    request: &GenerateRequest,
+    chosen: &ChosenModel,
+    model: &ModelConfig,
+    tier: Option<ServiceTier>,
+    config: &Config,
+    obs: &(impl Observations + ?Sized),
+) -> Option<u64> {
+    model.quota_limits(false).or(model.quota_limits(true))?;
+    let (input, output) = crate::plan::tier::estimated_tokens(request, config);
+    if tier == Some(ServiceTier::Reserved)
+        && obs.reserved_room(&chosen.model, input, output) == Some(true)
+    {
+        return None;
+    }
+    Some(model.quota_tokens_at_admission(
+        input,
+        request.inference.max_tokens.map(|n| n.max(0) as u64),
+        u64::from(config.routing.default_output_tokens),
+    ))
 }
 
 /// A candidate with what orders it.

@@ -29,8 +29,8 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// A ledger for `config` over `window` (a minute in production; shorter in tests, with the
-    /// capacity scaled to it).
+    /// A ledger for `config` over `window`: a minute, or what stands for one against a
+    /// time-scaled emulator (the capacity is per such window).
     pub fn new(config: ReservationConfig, window: Duration) -> Self {
         Self {
             config,
@@ -44,10 +44,9 @@ impl Ledger {
 
     /// Tokens the window admits: (input, output).
     pub fn capacity(&self) -> (u64, u64) {
-        let scale = self.window.as_secs_f64() / 60.0;
         (
-            (self.config.input_tokens_per_minute as f64 * scale) as u64,
-            (self.config.output_tokens_per_minute as f64 * scale) as u64,
+            self.config.input_tokens_per_minute,
+            self.config.output_tokens_per_minute,
         )
     }
 
@@ -88,7 +87,7 @@ impl Ledger {
 
     /// Books a call the service served from the reservation although the ledger had no room
     /// for its estimate (another client shares the reservation less than thought).
-    pub fn record(&mut self, now: Instant, input: u64, output: u64) {
+    pub fn record(&mut self, now: Instant, input: u64, output: u64) -> Ticket {
         self.expire(now);
         self.next += 1;
         self.entries.push_back(Entry {
@@ -99,6 +98,7 @@ impl Ledger {
         });
         self.input += input;
         self.output += output;
+        Ticket(self.next)
     }
 
     /// Replaces a call's estimate with its actual usage (if still in the window).
@@ -163,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn capacity_scales_with_the_window() {
+    fn a_shorter_minute_holds_the_same_capacity() {
         let mut l = Ledger::new(
             ReservationConfig {
                 input_tokens_per_minute: 6000,
@@ -171,7 +171,9 @@ mod tests {
             },
             Duration::from_secs(6),
         );
-        assert!(l.admit(Instant::now(), 600, 60).is_some());
-        assert!(l.admit(Instant::now(), 1, 0).is_none());
+        let now = Instant::now();
+        assert!(l.admit(now, 6000, 600).is_some());
+        assert!(l.admit(now, 1, 0).is_none());
+        assert!(l.admit(now + Duration::from_secs(6), 6000, 600).is_some());
     }
 }

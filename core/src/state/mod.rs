@@ -8,6 +8,7 @@ pub mod breaker;
 pub mod budget;
 pub mod latency;
 pub mod ledger;
+pub mod quota;
 pub mod shared;
 
 use foldhash::HashMap;
@@ -131,7 +132,7 @@ pub struct State {
     targets: RwLock<TargetMap>,
     ledgers: Mutex<HashMap<String, Ledger>>,
     budget: Mutex<RetryBudget>,
-    reserved_window: Duration,
+    minute: Duration,
     /// State shared with other replicas, when configured.
     shared: Option<Arc<shared::Shared>>,
     /// Each replica's share of every reservation, used while Redis is unreachable.
@@ -139,6 +140,8 @@ pub struct State {
     /// Reservations found full (by the service's served tier, or the fleet's ledger), and until
     /// when to assume they still are.
     full_until: Mutex<HashMap<String, Instant>>,
+    /// What this router admitted against each target's on-demand quota.
+    quotas: quota::QuotaBook,
     /// Prefixes recently looked up in Redis (found or not): not asked again for a while.
     prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
 }
@@ -154,7 +157,7 @@ impl State {
             .iter()
             .filter_map(|(id, m)| {
                 m.reserved()
-                    .map(|r| (id.clone(), Ledger::new(*r, config.routing.reserved_window)))
+                    .map(|r| (id.clone(), Ledger::new(*r, config.routing.minute)))
             })
             .collect();
         Self {
@@ -173,10 +176,11 @@ impl State {
             targets: RwLock::default(),
             ledgers: Mutex::new(ledgers),
             budget: Mutex::new(RetryBudget::new(config.routing.budget)),
-            reserved_window: config.routing.reserved_window,
+            minute: config.routing.minute,
             shared: None,
             fallback_ledgers: Mutex::default(),
             full_until: Mutex::default(),
+            quotas: quota::QuotaBook::new(config.routing.minute),
             prefix_lookups: moka::sync::Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(PREFIX_LOOKUP_TTL)
@@ -256,7 +260,7 @@ impl State {
                     input_tokens_per_minute: r.input_tokens_per_minute / replicas,
                     output_tokens_per_minute: r.output_tokens_per_minute / replicas,
                 };
-                Some((id.clone(), Ledger::new(share, self.reserved_window)))
+                Some((id.clone(), Ledger::new(share, self.minute)))
             })
             .collect();
         self.fallback_ledgers = Mutex::new(fallback);
@@ -471,6 +475,33 @@ impl State {
         }
     }
 
+    /// Admits a request of `tokens` against a target's (requests, tokens) per-minute quota;
+    /// `None` when it does not fit (unless `force`d: the last candidate goes anyway).
+    pub fn admit_quota(
+        &self,
+        now: Instant,
+        region: &str,
+        target: &str,
+        limits: (u64, u64),
+        tokens: u64,
+        force: bool,
+    ) -> Option<quota::QuotaTicket> {
+        self.quotas
+            .admit(now, region, target, limits, tokens, force)
+    }
+
+    /// Settles a quota admission on what the request used (nothing, when it was refused).
+    pub fn settle_quota(
+        &self,
+        region: &str,
+        target: &str,
+        ticket: quota::QuotaTicket,
+        requests: u64,
+        tokens: u64,
+    ) {
+        self.quotas.settle(region, target, ticket, requests, tokens);
+    }
+
     /// The service served a reserved call from the reservation: the ledger books its actual
     /// usage (also when the ledger had expected it to overflow) and forgets a "full" mark.
     pub fn reservation_served(
@@ -518,7 +549,7 @@ impl State {
         self.full_until
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(model.to_string(), now + self.reserved_window / 12);
+            .insert(model.to_string(), now + self.minute / 12);
     }
 
     /// An attempt failed in a way that counts against the target.
@@ -574,7 +605,7 @@ impl State {
             .get(model)?
             .capacity();
         if sh.usable() {
-            match Box::pin(sh.reserve(model, self.reserved_window, capacity, input, output)).await {
+            match Box::pin(sh.reserve(model, self.minute, capacity, input, output)).await {
                 Some(Some(t)) => return Some(ReservationTicket::Shared(t)),
                 Some(None) => {
                     self.full_until
@@ -744,6 +775,12 @@ impl Observations for Snapshot<'_> {
         ledgers
             .get_mut(model)
             .map(|l| !full && l.has_room(self.now, input, output))
+    }
+
+    fn quota_room(&self, region: &str, target: &str, limits: (u64, u64), tokens: u64) -> bool {
+        self.state
+            .quotas
+            .has_room(self.now, region, target, limits, tokens)
     }
 
     fn prefix(&self, digest: &PrefixDigest) -> Option<PrefixStats> {

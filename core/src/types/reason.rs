@@ -78,6 +78,14 @@ pub enum Reason {
         health: BreakerView,
         throttle_score: f64,
     },
+    /// A target's on-demand quota (as this router counted its own admissions) has no room for
+    /// the call's `tokens` (input plus `max_tokens` times the burndown rate): it was moved
+    /// after the targets that have room, or skipped at admission.
+    QuotaFull {
+        target: Arc<str>,
+        region: Arc<str>,
+        tokens: u64,
+    },
     /// Targets were ordered by this objective after health.
     TargetsOrderedBy { objective: Objective },
     /// Flex would likely miss the deadline: the call was escalated.
@@ -287,6 +295,9 @@ impl fmt::Display for Reason {
             },
             Reason::TargetDemoted { target, region, health, throttle_score } => {
                 write!(f, "{target} in {region} demoted: breaker {health:?}, throttle score {throttle_score}")
+            }
+            Reason::QuotaFull { target, region, tokens } => {
+                write!(f, "{target} in {region}: quota has no room for {tokens} tokens this minute -> moved back")
             }
             Reason::TargetsOrderedBy { objective } => write!(f, "targets ordered by health, then {objective:?}"),
             Reason::DeadlineEscalation { from, to, expected_ms, deadline_ms } => write!(

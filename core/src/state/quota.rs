@@ -1,0 +1,127 @@
+//! On-demand quotas as the router counts them: per (region, target id), requests and tokens
+//! admitted in a sliding minute, counted as Bedrock counts them (input plus `max_tokens` times
+//! the burndown rate at admission, settled on actual usage when the call ends).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::ledger::{Ledger, Ticket};
+use crate::config::ReservationConfig;
+
+/// One call's claim on a target's quota, to settle or release when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaTicket(Ticket);
+
+/// Every target's quota ledger, made when a target is first used.
+#[derive(Debug)]
+pub struct QuotaBook {
+    minute: Duration,
+    ledgers: Mutex<HashMap<(String, String), Ledger>>,
+}
+
+impl QuotaBook {
+    /// Ledgers over `minute` (a minute; shorter against a time-scaled emulator).
+    pub fn new(minute: Duration) -> Self {
+        Self {
+            minute,
+            ledgers: Mutex::default(),
+        }
+    }
+
+    fn with<R>(
+        &self,
+        region: &str,
+        target: &str,
+        limits: (u64, u64),
+        f: impl FnOnce(&mut Ledger) -> R,
+    ) -> R {
+        let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (region.to_string(), target.to_string());
+        let ledger = ledgers.entry(key).or_insert_with(|| {
+            Ledger::new(
+                ReservationConfig {
+                    input_tokens_per_minute: limits.0,
+                    output_tokens_per_minute: limits.1,
+                },
+                self.minute,
+            )
+        });
+        f(ledger)
+    }
+
+    /// Whether one more request of `tokens` fits the target's (requests, tokens) `limits` now.
+    pub fn has_room(
+        &self,
+        now: Instant,
+        region: &str,
+        target: &str,
+        limits: (u64, u64),
+        tokens: u64,
+    ) -> bool {
+        self.with(region, target, limits, |l| l.has_room(now, 1, tokens))
+    }
+
+    /// Admits a request of `tokens` if it fits; with `force`, admits it anyway (the last
+    /// candidate is sent whatever the ledger thinks, and counts).
+    pub fn admit(
+        &self,
+        now: Instant,
+        region: &str,
+        target: &str,
+        limits: (u64, u64),
+        tokens: u64,
+        force: bool,
+    ) -> Option<QuotaTicket> {
+        self.with(region, target, limits, |l| match l.admit(now, 1, tokens) {
+            Some(t) => Some(QuotaTicket(t)),
+            None if force => Some(QuotaTicket(l.record(now, 1, tokens))),
+            None => None,
+        })
+    }
+
+    /// Replaces a request's admission count with what it used (0 tokens: it was refused).
+    pub fn settle(
+        &self,
+        region: &str,
+        target: &str,
+        ticket: QuotaTicket,
+        requests: u64,
+        tokens: u64,
+    ) {
+        let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = ledgers.get_mut(&(region.to_string(), target.to_string())) {
+            l.correct(ticket.0, requests, tokens);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admissions_fill_a_targets_quota_and_settling_frees_it() {
+        let book = QuotaBook::new(Duration::from_secs(60));
+        let now = Instant::now();
+        let limits = (u64::MAX, 10_000);
+        let t = book
+            .admit(now, "us-east-1", "m", limits, 6_000, false)
+            .unwrap();
+        assert!(!book.has_room(now, "us-east-1", "m", limits, 6_000));
+        assert!(
+            book.has_room(now, "us-west-2", "m", limits, 6_000),
+            "per region"
+        );
+        assert!(book
+            .admit(now, "us-east-1", "m", limits, 6_000, false)
+            .is_none());
+        book.settle("us-east-1", "m", t, 1, 1_500);
+        assert!(book.has_room(now, "us-east-1", "m", limits, 6_000));
+        assert!(
+            book.admit(now, "us-east-1", "m", limits, 9_000, true)
+                .is_some(),
+            "forced"
+        );
+    }
+}
