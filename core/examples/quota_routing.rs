@@ -121,7 +121,9 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(400);
     println!("{calls} calls over one minute (scaled x{TIME_SCALE}), Nova Lite, max_tokens {MAX_TOKENS}\n");
-    println!("| load | mode | successes | throttled attempts | p99 latency (ms, scaled) | cost (USD) |");
+    println!(
+        "| load | mode | successes | throttled attempts | p99 latency (ms, scaled) | cost (USD) |"
+    );
     println!("|---|---|---|---|---|---|");
     // About 110 tokens a call at admission (input plus max_tokens): at load L a target's quota
     // holds 1/L of the minute's calls, so the workload is L times one region's in-region quota.

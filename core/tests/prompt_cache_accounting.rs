@@ -265,3 +265,65 @@ async fn cache_totals_answer_how_many_input_tokens_are_new() {
     assert_eq!(totals["nova"].calls, 1);
     assert_eq!(totals["nova"].new_share(), 1.0);
 }
+
+/// An agent step on Nova Lite: a tool list and a tool result, with the caller's checkpoints
+/// after the tool list and after the tool result, where Nova rejects them.
+fn nova_agent_step() -> laneway::GenerateRequest {
+    serde_json::from_value(serde_json::json!({
+        "model": { "model": "amazon.nova-lite-v1:0" },
+        "system": [{ "text": "You are a support agent. ".repeat(400) }, { "cache_point": {} }],
+        "tools": [
+            { "spec": { "name": "lookup", "input_schema": { "type": "object", "properties": { "id": { "type": "string" } } } } },
+            { "cache_point": {} },
+        ],
+        "messages": [
+            { "role": "user", "content": [{ "text": "Where is order 42?" }] },
+            { "role": "assistant", "content": [{ "tool_use": { "id": "t1", "name": "lookup", "input": { "id": "42" } } }] },
+            { "role": "user", "content": [
+                { "tool_result": { "tool_use_id": "t1", "content": [{ "text": "shipped" }], "is_error": false } },
+                { "cache_point": {} },
+            ] },
+        ],
+        "inference": { "max_tokens": 16 },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_planner_keeps_novas_checkpoint_rules_and_the_emulator_enforces_them() {
+    use laneway::{plan::CacheChange, Reason};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let r = router.generate(nova_agent_step()).await.unwrap();
+    let removed: Vec<_> = r
+        .decision
+        .reasons
+        .iter()
+        .filter_map(|x| match x {
+            Reason::CachePointsChanged { why, .. } => Some(*why),
+            _ => None,
+        })
+        .collect();
+    assert!(removed.contains(&CacheChange::NoToolCache), "{removed:?}");
+    assert!(
+        removed.contains(&CacheChange::AfterToolResult),
+        "{removed:?}"
+    );
+
+    // A configuration that gets Nova's rules wrong sends the checkpoints, and the emulator
+    // refuses them as Bedrock does.
+    let wrong = common::router_with(
+        &emu,
+        common::config(
+            "[models.\"amazon.nova-lite-v1:0\"]\nprompt_cache = { min_tokens = 1000, ttls = [\"5m\"], tools = true, after_tool_result = true }\n",
+        ),
+    )
+    .await;
+    let err = wrong.generate(nova_agent_step()).await.unwrap_err();
+    assert_eq!(err.kind(), laneway::ErrorKind::Validation, "{err}");
+    assert!(
+        err.to_string()
+            .contains("extraneous key [cachePoint] is not permitted"),
+        "{err}"
+    );
+}

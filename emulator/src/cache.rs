@@ -19,6 +19,60 @@ pub struct CachePointAt {
     pub tokens_before: u32,
     /// `5m` or `1h`.
     pub ttl: &'static str,
+    /// Where it sits in the body, as a JSON pointer without its `#` (`toolConfig/tools/2`).
+    pub path: String,
+    /// In the tool list.
+    pub in_tools: bool,
+    /// In a message that carries a `toolResult` block.
+    pub with_tool_result: bool,
+}
+
+/// A model's rules for checkpoints (Bedrock's, per model).
+#[derive(Debug, Clone, Copy)]
+pub struct CacheRules<'a> {
+    pub tools: bool,
+    pub after_tool_result: bool,
+    pub ttls: &'a std::collections::BTreeSet<String>,
+    pub max_points: usize,
+}
+
+/// Whether a request's checkpoints keep the model's rules; the error message Bedrock gives
+/// when they do not.
+pub fn check_placement(points: &[CachePointAt], rules: CacheRules<'_>) -> Result<(), String> {
+    let extraneous = |p: &CachePointAt| {
+        format!(
+            "Malformed input request: #/{}: extraneous key [cachePoint] is not permitted, please reformat your input and try again.",
+            p.path
+        )
+    };
+    for p in points {
+        if (p.in_tools && !rules.tools) || (p.with_tool_result && !rules.after_tool_result) {
+            return Err(extraneous(p));
+        }
+        if !rules.ttls.contains(p.ttl) {
+            return Err(format!(
+                "The model returned the following errors: cache_control.ttl: the TTL {} is not supported for this model.",
+                p.ttl
+            ));
+        }
+    }
+    if points.len() > rules.max_points {
+        return Err(format!(
+            "The model returned the following errors: A maximum of {} blocks with cache_control may be provided. Found {}.",
+            rules.max_points,
+            points.len()
+        ));
+    }
+    if let Some(w) = points
+        .windows(2)
+        .find(|w| w[0].ttl == "5m" && w[1].ttl == "1h")
+    {
+        return Err(format!(
+            "The model returned the following errors: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block (at #/{}).",
+            w[1].path
+        ));
+    }
+    Ok(())
 }
 
 fn ttl_duration(ttl: &str) -> Duration {
@@ -34,28 +88,28 @@ pub fn cache_points(body: &Value) -> Vec<CachePointAt> {
     let mut hasher = Sha256::new();
     let mut chars = 0usize;
     let mut points = Vec::new();
-    let tools = body
-        .pointer("/toolConfig/tools")
-        .and_then(Value::as_array)
+    let array = |v: Option<&Value>| -> Vec<Value> {
+        v.and_then(Value::as_array).cloned().unwrap_or_default()
+    };
+    // (block, its path, in the tool list, in a message with a tool result)
+    let mut blocks: Vec<(Value, String, bool, bool)> = Vec::new();
+    for (i, t) in array(body.pointer("/toolConfig/tools"))
         .into_iter()
-        .flatten();
-    let system = body
-        .get("system")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .flat_map(|m| {
-            m.get("content")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-        });
-    for block in tools.chain(system).chain(messages) {
+        .enumerate()
+    {
+        blocks.push((t, format!("toolConfig/tools/{i}"), true, false));
+    }
+    for (i, b) in array(body.get("system")).into_iter().enumerate() {
+        blocks.push((b, format!("system/{i}"), false, false));
+    }
+    for (i, m) in array(body.get("messages")).into_iter().enumerate() {
+        let content = array(m.get("content"));
+        let tool_result = content.iter().any(|b| b.get("toolResult").is_some());
+        for (j, b) in content.into_iter().enumerate() {
+            blocks.push((b, format!("messages/{i}/content/{j}"), false, tool_result));
+        }
+    }
+    for (block, path, in_tools, with_tool_result) in &blocks {
         match block.get("cachePoint") {
             Some(cp) => {
                 let ttl = if cp.get("ttl").and_then(Value::as_str) == Some("1h") {
@@ -67,6 +121,9 @@ pub fn cache_points(body: &Value) -> Vec<CachePointAt> {
                     digest: hasher.clone().finalize().into(),
                     tokens_before: text::estimate_tokens(chars),
                     ttl,
+                    path: path.clone(),
+                    in_tools: *in_tools,
+                    with_tool_result: *with_tool_result,
                 });
             }
             None => {
@@ -144,6 +201,68 @@ impl PromptCache {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn nova_rules(ttls: &std::collections::BTreeSet<String>) -> CacheRules<'_> {
+        CacheRules {
+            tools: false,
+            after_tool_result: false,
+            ttls,
+            max_points: 4,
+        }
+    }
+
+    #[test]
+    fn misplaced_checkpoints_get_bedrocks_errors() {
+        let five: std::collections::BTreeSet<String> = ["5m".to_string()].into();
+        let in_tools = json!({
+            "toolConfig": { "tools": [{ "toolSpec": { "name": "t" } }, { "cachePoint": { "type": "default" } }] },
+            "messages": [{ "role": "user", "content": [{ "text": "q" }] }],
+        });
+        let err = check_placement(&cache_points(&in_tools), nova_rules(&five)).unwrap_err();
+        assert!(
+            err.contains("#/toolConfig/tools/1: extraneous key [cachePoint] is not permitted"),
+            "{err}"
+        );
+        let after_result = json!({
+            "messages": [
+                { "role": "user", "content": [{ "text": "q" }] },
+                { "role": "assistant", "content": [{ "toolUse": { "toolUseId": "a", "name": "t", "input": {} } }] },
+                { "role": "user", "content": [{ "toolResult": { "toolUseId": "a", "content": [{ "text": "r" }] } }, { "cachePoint": { "type": "default" } }] },
+            ],
+        });
+        let err = check_placement(&cache_points(&after_result), nova_rules(&five)).unwrap_err();
+        assert!(
+            err.contains("#/messages/2/content/1: extraneous key"),
+            "{err}"
+        );
+        let both: std::collections::BTreeSet<String> = ["5m".to_string(), "1h".to_string()].into();
+        let claude = CacheRules {
+            tools: true,
+            after_tool_result: true,
+            ttls: &both,
+            max_points: 4,
+        };
+        assert!(check_placement(&cache_points(&in_tools), claude).is_ok());
+        assert!(check_placement(&cache_points(&after_result), claude).is_ok());
+        let one_hour = json!({ "system": [{ "text": "s" }, { "cachePoint": { "type": "default", "ttl": "1h" } }],
+            "messages": [{ "role": "user", "content": [{ "text": "q" }] }] });
+        assert!(check_placement(&cache_points(&one_hour), nova_rules(&five))
+            .unwrap_err()
+            .contains("TTL 1h"));
+        let increasing = json!({ "system": [{ "text": "s" }, { "cachePoint": { "type": "default" } }],
+            "messages": [{ "role": "user", "content": [{ "text": "q" }, { "cachePoint": { "type": "default", "ttl": "1h" } }] }] });
+        assert!(check_placement(&cache_points(&increasing), claude)
+            .unwrap_err()
+            .contains("must not come after"));
+        let five_points = json!({ "system": [
+            { "text": "a" }, { "cachePoint": { "type": "default" } }, { "text": "b" }, { "cachePoint": { "type": "default" } },
+            { "text": "c" }, { "cachePoint": { "type": "default" } }, { "text": "d" }, { "cachePoint": { "type": "default" } },
+            { "text": "e" }, { "cachePoint": { "type": "default" } }],
+            "messages": [{ "role": "user", "content": [{ "text": "q" }] }] });
+        assert!(check_placement(&cache_points(&five_points), claude)
+            .unwrap_err()
+            .contains("A maximum of 4 blocks"));
+    }
 
     fn body(system: &str, question: &str) -> Value {
         json!({

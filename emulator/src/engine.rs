@@ -353,6 +353,16 @@ impl Engine {
                         format!("Prompt caching is not supported for model {}.", m.id),
                     ));
                 }
+                if !ask.cache_points.is_empty() {
+                    let rules = crate::cache::CacheRules {
+                        tools: m.cache_tools,
+                        after_tool_result: m.cache_after_tool_result,
+                        ttls: &m.cache_ttls,
+                        max_points: m.max_cache_points,
+                    };
+                    crate::cache::check_placement(&ask.cache_points, rules)
+                        .map_err(|message| ApiError::validation(ask.service, message))?;
+                }
                 if ask.latency_optimized && m.latency_optimized.is_none() {
                     return Err(ApiError::validation(
                         ask.service,

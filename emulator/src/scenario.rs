@@ -97,6 +97,18 @@ pub struct ModelSpec {
     /// Tokens needed before a checkpoint for it to cache anything.
     #[serde(default = "default_cache_min_tokens")]
     pub cache_min_tokens: u32,
+    /// Whether a checkpoint may sit in `toolConfig.tools` (Nova: no).
+    #[serde(default = "yes")]
+    pub cache_tools: bool,
+    /// Whether a checkpoint may sit in a message carrying a `toolResult` (Nova: no).
+    #[serde(default = "yes")]
+    pub cache_after_tool_result: bool,
+    /// Checkpoint TTLs accepted (`1h` only for Claude Haiku, Sonnet and Opus 4.5).
+    #[serde(default = "default_cache_ttls")]
+    pub cache_ttls: BTreeSet<String>,
+    /// Most checkpoints a request may carry.
+    #[serde(default = "default_max_cache_points")]
+    pub max_cache_points: usize,
     /// Length of a natural answer in tokens, before `maxTokens` cuts it: `[min, max]`.
     #[serde(default = "default_answer_tokens")]
     pub answer_tokens: [u32; 2],
@@ -435,6 +447,15 @@ impl ModelSpec {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+fn default_cache_ttls() -> BTreeSet<String> {
+    ["5m".to_string()].into()
+}
+fn default_max_cache_points() -> usize {
+    4
+}
 fn one_u64() -> u64 {
     1
 }

@@ -565,9 +565,20 @@ pub struct PromptCacheConfig {
     /// Whether checkpoints in the tool list are allowed.
     #[serde(default)]
     pub tools: bool,
+    /// Whether a checkpoint may sit in a message that carries a tool result (Nova: no, "extraneous
+    /// key [cachePoint] is not permitted").
+    #[serde(default = "yes")]
+    pub after_tool_result: bool,
+    /// Most checkpoints a request may carry.
+    #[serde(default = "four")]
+    pub max_checkpoints: usize,
     /// Most tokens it caches, if limited.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+}
+
+fn four() -> usize {
+    4
 }
 
 /// A SageMaker real-time endpoint.

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use crate::types::{Attempt, Exclusion, OverflowCause, Reason, Target};
+pub use crate::types::{Attempt, CacheChange, Exclusion, OverflowCause, Reason, Target};
 pub use catalog::Catalog;
 pub use policy::{Draft, Planner, Policy};
 

@@ -319,6 +319,18 @@ fn pinned(request: &GenerateRequest) -> Vec<(Boundary, CacheTtl)> {
     out
 }
 
+/// Whether a checkpoint at `at` would sit in a message that carries a tool result.
+fn with_tool_result(request: &GenerateRequest, at: Boundary) -> bool {
+    match at {
+        Boundary::Message { index, .. } => request.messages.get(index).is_some_and(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult(_)))
+        }),
+        _ => false,
+    }
+}
+
 fn ttl_duration(ttl: CacheTtl) -> std::time::Duration {
     match ttl {
         CacheTtl::FiveMinutes => std::time::Duration::from_secs(300),
@@ -471,6 +483,13 @@ pub fn place(
                 });
                 continue;
             }
+            if !rules.after_tool_result && with_tool_result(request, at) {
+                reasons.push(Reason::CachePointsChanged {
+                    removed: 1,
+                    why: CacheChange::AfterToolResult,
+                });
+                continue;
+            }
             let tokens_before = tokens_at(at);
             if rules.max_tokens.is_some_and(|max| tokens_before > max) {
                 reasons.push(Reason::CachePointsChanged {
@@ -510,15 +529,14 @@ pub fn place(
     } else {
         Vec::new()
     };
-    if chosen.len() > MAX_CHECKPOINTS {
-        let extra = chosen.len() - MAX_CHECKPOINTS;
+    let max = rules.max_checkpoints.min(MAX_CHECKPOINTS);
+    if chosen.len() > max {
+        let extra = chosen.len() - max;
         // Keep the longest prefixes: they save the most.
         chosen.drain(..extra);
         reasons.push(Reason::CachePointsChanged {
             removed: extra,
-            why: CacheChange::TooMany {
-                max: MAX_CHECKPOINTS,
-            },
+            why: CacheChange::TooMany { max },
         });
     }
     // TTLs must not increase in prompt order: a longer TTL after a shorter one is shortened.
@@ -555,6 +573,7 @@ fn auto_place(
         if p.tokens < min
             || rules.max_tokens.is_some_and(|max| p.tokens > max)
             || (p.at == Boundary::Tools && !rules.tools)
+            || (!rules.after_tool_result && with_tool_result(request, p.at))
         {
             continue;
         }
@@ -581,11 +600,12 @@ fn auto_place(
             }
         }
     }
-    if paying.len() > MAX_CHECKPOINTS {
+    let max = rules.max_checkpoints.clamp(1, MAX_CHECKPOINTS);
+    if paying.len() > max {
         // The longest paying prefix always stays; the others by the saving they promise.
-        let last = paying.pop().expect("more than four");
+        let last = paying.pop().expect("more than the maximum");
         paying.sort_by(|a, b| b.1.total_cmp(&a.1));
-        paying.truncate(MAX_CHECKPOINTS - 1);
+        paying.truncate(max - 1);
         paying.push(last);
         paying.sort_by_key(|(c, _)| c.at);
     }

@@ -148,6 +148,8 @@ pub enum CacheChange {
     TtlUnsupported { ttl: super::request::CacheTtl },
     /// The model does not cache tool definitions.
     NoToolCache,
+    /// The model rejects a checkpoint in a message that carries a tool result (Nova).
+    AfterToolResult,
     /// The prefix before the checkpoint is longer than the model caches.
     PrefixTooLong { tokens: u32, max_tokens: u32 },
     /// Several checkpoints at one place.
@@ -164,6 +166,9 @@ impl fmt::Display for CacheChange {
                 write!(f, "the model has no {ttl:?} TTL: 5 minutes instead")
             }
             CacheChange::NoToolCache => f.write_str("the model does not cache tool definitions"),
+            CacheChange::AfterToolResult => {
+                f.write_str("the model rejects a checkpoint in a message with a tool result")
+            }
             CacheChange::PrefixTooLong { tokens, max_tokens } => {
                 write!(
                     f,
