@@ -623,3 +623,67 @@ async fn quota_aware_routing_moves_to_another_target_before_the_quota_is_hit() {
         (&first.decision.target, &first.decision.region)
     );
 }
+
+#[tokio::test]
+async fn application_inference_profiles_are_targets_priced_and_recorded_as_their_model() {
+    let emu = emulator().await;
+    let east =
+        "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/support-nova-lite";
+    let west =
+        "arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/support-nova-lite-west";
+    let tagged = router_with(
+        &emu,
+        config(&format!(
+            "[models.\"{LITE}\"]\napplication_profiles = [{{ arn = \"{east}\" }}, {{ arn = \"{west}\", wraps = \"us\" }}]\n"
+        )),
+    )
+    .await;
+    let plain = router_with(&emu, config("")).await;
+    let ask = || {
+        GenerateRequest::user("Tag my costs")
+            .model(LITE)
+            .max_tokens(12)
+    };
+    let r = tagged.generate(ask()).await.unwrap();
+    assert_eq!(r.decision.target, east);
+    assert_eq!(r.decision.model, LITE);
+    assert_eq!(r.decision.region, "us-east-1");
+    let same = plain.generate(ask()).await.unwrap();
+    assert_eq!(same.decision.target, LITE);
+    assert_eq!(r.usage, same.usage, "served by the model it wraps");
+    assert!(
+        (r.cost_usd - same.cost_usd).abs() < 1e-12,
+        "priced as the model"
+    );
+    assert!(tagged
+        .metrics()
+        .lanes
+        .iter()
+        .any(|(k, l)| k.target == east && k.model == LITE && l.requests == 1));
+    // When the first is down, the next profile, in its own region.
+    emu.add_fault(Fault::new(FaultKind::Outage).for_region("us-east-1"));
+    let r = tagged.generate(ask()).await.unwrap();
+    assert_eq!(
+        (r.decision.target.as_str(), r.decision.region.as_str()),
+        (west, "us-west-2")
+    );
+    // An ARN the account does not have is refused by the service, by name.
+    let unknown = router_with(
+        &emu,
+        config(&format!(
+            "[models.\"{LITE}\"]\napplication_profiles = [{{ arn = \"arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/nope\" }}]\n"
+        )),
+    )
+    .await;
+    let err = unknown.generate(ask()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    // A malformed ARN is a configuration error.
+    let bad = laneway::Config::from_toml_str(&format!(
+        "[models.\"{LITE}\"]\napplication_profiles = [{{ arn = \"arn:aws:bedrock:us-east-1:1:inference-profile/x\" }}]\n"
+    ))
+    .unwrap_err();
+    assert!(
+        bad.to_string().contains("application_profiles[0].arn"),
+        "{bad}"
+    );
+}

@@ -303,6 +303,18 @@ impl Engine {
     }
 
     fn admit_inner(&self, ask: &Ask) -> Result<Answer, ApiError> {
+        // An application inference profile is served, billed and throttled as what it wraps.
+        let wrapped;
+        let ask = match self.application_profile(ask)? {
+            Some(model) => {
+                wrapped = Ask {
+                    target: model,
+                    ..ask.clone()
+                };
+                &wrapped
+            }
+            None => ask,
+        };
         if self.scenario.geography_of(&ask.region).is_none() {
             return Err(ApiError::new(
                 403,
@@ -490,6 +502,34 @@ impl Engine {
             continuation,
             _slot: slot,
         })
+    }
+
+    /// For an application inference profile's ARN: the model or system profile id it wraps;
+    /// `None` for other ids.
+    fn application_profile(&self, ask: &Ask) -> Result<Option<String>, ApiError> {
+        let Some(rest) = ask.target.strip_prefix("arn:aws:bedrock:") else {
+            return Ok(None);
+        };
+        let mut parts = rest.splitn(3, ':');
+        let (region, resource) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(r), Some(_), Some(res)) => (r, res),
+            _ => return Ok(None),
+        };
+        let Some(id) = resource.strip_prefix("application-inference-profile/") else {
+            return Ok(None);
+        };
+        let invalid =
+            || ApiError::validation(ask.service, "The provided model identifier is invalid.");
+        let profile = self
+            .scenario
+            .application_profiles
+            .iter()
+            .find(|p| p.id == id && p.region == region)
+            .ok_or_else(invalid)?;
+        if region != ask.region {
+            return Err(invalid());
+        }
+        Ok(Some(profile.model.clone()))
     }
 
     /// For a prompt-router ARN: the model id it picks for this prompt; `None` for other ids.

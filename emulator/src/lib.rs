@@ -29,8 +29,8 @@ mod wire;
 pub use engine::{Counter, CounterRow, Service};
 pub use faults::{Fault, FaultKind};
 pub use scenario::{
-    Credential, EndpointSpec, LatencyOptimized, ModelSpec, PayloadFormat, Performance,
-    PerformanceOverride, RegionSpec, ReservationSpec, Scenario, ScenarioError,
+    ApplicationProfileSpec, Credential, EndpointSpec, LatencyOptimized, ModelSpec, PayloadFormat,
+    Performance, PerformanceOverride, RegionSpec, ReservationSpec, Scenario, ScenarioError,
 };
 pub use server::Emulator;
 

@@ -37,6 +37,22 @@ pub struct Scenario {
     /// Bedrock Intelligent Prompt Routing: routers invoked by their ARN as the model id.
     #[serde(default)]
     pub prompt_routers: Vec<PromptRouterSpec>,
+    /// Application inference profiles, invoked by their ARN
+    /// (`arn:aws:bedrock:{region}:{account}:application-inference-profile/{id}`) as the model id.
+    #[serde(default)]
+    pub application_profiles: Vec<ApplicationProfileSpec>,
+}
+
+/// An application inference profile: served, billed and throttled as the model or system
+/// profile it wraps, in its region.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplicationProfileSpec {
+    /// The id at the end of its ARN.
+    pub id: String,
+    pub region: String,
+    /// What it wraps: a bare model id or a system profile id (`us.…`, `global.…`).
+    pub model: String,
 }
 
 /// A prompt router: `arn:aws:bedrock:{region}:{account}:default-prompt-router/{name}` picks one
@@ -372,6 +388,24 @@ impl Scenario {
                 return invalid(format!(
                     "prompt_routers.{}: strong_share must be in 0..=1",
                     r.name
+                ));
+            }
+        }
+        for a in &self.application_profiles {
+            if !known_region(&a.region) {
+                return invalid(format!(
+                    "application_profiles.{}: unknown region {:?}",
+                    a.id, a.region
+                ));
+            }
+            let bare = match a.model.split_once('.') {
+                Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => rest,
+                _ => a.model.as_str(),
+            };
+            if !self.models.iter().any(|m| m.id == bare) {
+                return invalid(format!(
+                    "application_profiles.{}: unknown model {:?}",
+                    a.id, a.model
                 ));
             }
         }

@@ -9,7 +9,8 @@ mod model;
 mod sections;
 pub use model::{BedrockModel, ModelConfig, OtherModel, SagemakerModel};
 pub use sections::{
-    BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig, ReservationConfig,
+    ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig,
+    ReservationConfig,
 };
 
 use serde::{Deserialize, Serialize};
@@ -1041,6 +1042,28 @@ impl Config {
                 field("reserved"),
                 "the model has a reservation but `reserved` is not among its tiers",
             ));
+        }
+        for (i, p) in m.application_profiles.iter().enumerate() {
+            let at = field(&format!("application_profiles[{i}].arn"));
+            match p.region() {
+                None => {
+                    return Err(Error::config(
+                        at,
+                        format!(
+                            "{:?} is not an application inference profile ARN \
+                             (arn:aws:bedrock:REGION:ACCOUNT:application-inference-profile/ID)",
+                            p.arn
+                        ),
+                    ))
+                }
+                Some(r) if self.geography_of(r).is_none() => {
+                    return Err(Error::config(
+                        at,
+                        format!("region {r:?} is not among the configured regions"),
+                    ))
+                }
+                Some(_) => {}
+            }
         }
         if m.prompt_cache.as_ref().is_some_and(|c| c.ttls.is_empty()) {
             return Err(Error::config(

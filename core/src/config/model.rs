@@ -7,7 +7,9 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{EndpointConfig, Price, PromptCacheConfig, QuotaConfig, ReservationConfig};
+use super::{
+    ApplicationProfile, EndpointConfig, Price, PromptCacheConfig, QuotaConfig, ReservationConfig,
+};
 use crate::types::{ProfileScope, Provider, ServiceTier};
 
 /// A model as written in configuration: every provider's keys, checked against its provider
@@ -45,6 +47,9 @@ struct ModelSpec {
     /// Bedrock: on-demand quotas per region (in-region id and profiles).
     #[serde(default)]
     quota: Option<QuotaConfig>,
+    /// Bedrock: application inference profiles to send to instead of the model's own ids.
+    #[serde(default)]
+    application_profiles: Vec<ApplicationProfile>,
     /// Bedrock: quota tokens one output token costs (5 for the Claude 4 family, else 1).
     #[serde(default)]
     output_burndown: Option<u32>,
@@ -112,6 +117,10 @@ pub struct BedrockModel {
     pub reserved: Option<ReservationConfig>,
     /// On-demand quotas per region, which the router counts its admissions against.
     pub quota: Option<QuotaConfig>,
+    /// Application inference profiles (cost-allocation tags): when listed, they are the model's
+    /// targets, one per profile in its ARN's region, instead of its in-region id and system
+    /// profiles; routing, cost and metrics treat them as the model (or the profile they wrap).
+    pub application_profiles: Vec<ApplicationProfile>,
     /// Quota tokens one output token costs (5 for the Claude 4 family, else 1).
     pub output_burndown: u32,
     /// The model's largest answer: what Bedrock counts for a request without `max_tokens`.
@@ -171,6 +180,7 @@ impl TryFrom<ModelSpec> for ModelConfig {
                     prompt_cache: s.prompt_cache,
                     reserved: s.reserved,
                     quota: s.quota,
+                    application_profiles: s.application_profiles,
                     output_burndown: match s.output_burndown {
                         Some(0) => return Err("`output_burndown` must be at least 1".into()),
                         b => b.unwrap_or(1),
@@ -192,6 +202,7 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("quota", s.quota.is_some()),
                         ("output_burndown", s.output_burndown.is_some()),
                         ("max_output_tokens", s.max_output_tokens.is_some()),
+                        ("application_profiles", !s.application_profiles.is_empty()),
                     ],
                     "a SageMaker model (it is placed by its endpoints, which have no service tiers, prompt cache or reservation)",
                 )?;
@@ -212,6 +223,7 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("quota", s.quota.is_some()),
                         ("output_burndown", s.output_burndown.is_some()),
                         ("max_output_tokens", s.max_output_tokens.is_some()),
+                        ("application_profiles", !s.application_profiles.is_empty()),
                         ("endpoints", !s.endpoints.is_empty()),
                         ("fallback_family", s.fallback_family.is_some()),
                     ],
@@ -244,6 +256,7 @@ impl From<ModelConfig> for ModelSpec {
             prompt_cache: None,
             reserved: None,
             quota: None,
+            application_profiles: Vec::new(),
             output_burndown: None,
             max_output_tokens: None,
             endpoints: Vec::new(),
@@ -260,6 +273,7 @@ impl From<ModelConfig> for ModelSpec {
                 s.prompt_cache = b.prompt_cache;
                 s.reserved = b.reserved;
                 s.quota = b.quota;
+                s.application_profiles = b.application_profiles;
                 s.output_burndown = (b.output_burndown != 1).then_some(b.output_burndown);
                 s.max_output_tokens = b.max_output_tokens;
             }
@@ -379,6 +393,14 @@ impl ModelConfig {
         match self {
             ModelConfig::Bedrock(b) => u64::from(b.output_burndown),
             _ => 1,
+        }
+    }
+
+    /// Its application inference profiles (Bedrock), which replace its own ids as targets.
+    pub fn application_profiles(&self) -> &[ApplicationProfile] {
+        match self {
+            ModelConfig::Bedrock(b) => &b.application_profiles,
+            _ => &[],
         }
     }
 

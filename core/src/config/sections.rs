@@ -92,6 +92,39 @@ impl QuotaConfig {
     }
 }
 
+/// An application inference profile: an ARN a team creates over a model or a system profile
+/// to carry cost-allocation tags, billed and throttled as what it wraps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplicationProfile {
+    /// `arn:aws:bedrock:{region}:{account}:application-inference-profile/{id}`.
+    pub arn: String,
+    /// The system profile it wraps (`us`, `eu`, `apac`, `global`), when it wraps one rather
+    /// than the in-region model: its residency and price follow that profile.
+    #[serde(default)]
+    pub wraps: Option<crate::types::ProfileScope>,
+}
+
+impl ApplicationProfile {
+    /// The region in its ARN.
+    ///
+    /// ```
+    /// let p = laneway::config::ApplicationProfile {
+    ///     arn: "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3".into(),
+    ///     wraps: None,
+    /// };
+    /// assert_eq!(p.region(), Some("us-east-1"));
+    /// ```
+    pub fn region(&self) -> Option<&str> {
+        let rest = self.arn.strip_prefix("arn:aws:bedrock:")?;
+        let mut parts = rest.splitn(3, ':');
+        let (region, account, resource) = (parts.next()?, parts.next()?, parts.next()?);
+        let id = resource.strip_prefix("application-inference-profile/")?;
+        (!region.is_empty() && !account.is_empty() && !id.is_empty() && !id.contains('/'))
+            .then_some(region)
+    }
+}
+
 /// How placement behaves; `[prompt_cache]` in configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

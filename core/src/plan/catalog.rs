@@ -113,6 +113,26 @@ pub(crate) fn candidates(name: &str, model: &ModelConfig, config: &Config) -> Ve
 }
 
 fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidate> {
+    if !model.application_profiles().is_empty() {
+        // In the configuration's region order, as the model's own ids would be.
+        let mut out: Vec<(usize, Candidate)> = model
+            .application_profiles()
+            .iter()
+            .filter_map(|p| {
+                let region = p.region()?;
+                let order = config.regions.iter().position(|r| r.name == region)?;
+                Some((
+                    order,
+                    Candidate {
+                        target: Target::bedrock(region, p.arn.as_str(), p.wraps),
+                        scope: p.wraps,
+                    },
+                ))
+            })
+            .collect();
+        out.sort_by_key(|(order, _)| *order);
+        return out.into_iter().map(|(_, c)| c).collect();
+    }
     let bare_id: Arc<str> = Arc::from(model_id);
     let profile_ids: Vec<(ProfileScope, Arc<str>)> = model
         .profiles()
