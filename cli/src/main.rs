@@ -1,6 +1,7 @@
 //! `laneway`: the command line of the Laneway SDK.
 
 mod bench;
+mod config_cmd;
 mod demo;
 mod recommend;
 mod report;
@@ -29,6 +30,10 @@ enum Command {
     /// Names the best configuration that meets every latency constraint, with the runners-up
     /// and why each lost (runs the bench, or reads its results with --from).
     Recommend(recommend::RecommendArgs),
+    /// Validates a configuration file and prints each model's tiers, targets, prices and quotas.
+    Check(config_cmd::CheckArgs),
+    /// Prints the plan for a request (attempts in order and every reason) without sending it.
+    Plan(config_cmd::PlanArgs),
 }
 
 #[tokio::main]
@@ -43,6 +48,8 @@ async fn main() -> std::process::ExitCode {
         Command::Router(cmd) => router_cmd::run(cmd).map(|()| std::process::ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(args).await,
         Command::Recommend(args) => recommend::run(args).await,
+        Command::Check(args) => config_cmd::check(args).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Plan(args) => config_cmd::plan(args).map(|()| std::process::ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -70,9 +70,13 @@ pub struct ReservationConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuotaConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_minute: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub requests_per_minute: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_tokens_per_minute: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_requests_per_minute: Option<u64>,
 }
 
