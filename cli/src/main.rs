@@ -3,6 +3,7 @@
 mod bench;
 mod config_cmd;
 mod demo;
+mod quality;
 mod recommend;
 mod report;
 mod router_cmd;

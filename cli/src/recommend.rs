@@ -22,6 +22,15 @@ pub struct RecommendArgs {
     /// `cost_per_million<500`, `ttft_slo>=95%`. Repeat for several.
     #[arg(long = "constraint", value_parser = Constraint::parse)]
     constraints: Vec<Constraint>,
+    /// Evaluation outcomes (the `router train` format: CSV or JSONL of prompts with, per
+    /// model id, whether its answer was good enough): adds each candidate's quality, the
+    /// share of these prompts its model (or, for a family, the variant it routes each prompt
+    /// to) answered well, for a `quality>=0.8` constraint and the ranking.
+    #[arg(long)]
+    quality: Option<PathBuf>,
+    /// Scores at or above this are good enough, when the outcomes are scores.
+    #[arg(long)]
+    quality_pass_mark: Option<f64>,
     #[command(flatten)]
     bench: BenchArgs,
 }
@@ -57,6 +66,8 @@ pub enum Metric {
     CostPerRequest,
     CostPerMillion,
     TtftSlo,
+    /// Share of the evaluation prompts answered well (`--quality`).
+    Quality,
 }
 
 const METRICS: &[(&str, Metric)] = &[
@@ -75,6 +86,7 @@ const METRICS: &[(&str, Metric)] = &[
     ("cost_per_request", Metric::CostPerRequest),
     ("cost_per_million", Metric::CostPerMillion),
     ("ttft_slo", Metric::TtftSlo),
+    ("quality", Metric::Quality),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +111,7 @@ impl Metric {
         match self {
             TtftP50 | TtftP90 | TtftP99 | ItlP50 | ItlP90 | ItlP99 | LatencyP50 | LatencyP90
             | LatencyP99 => Unit::Millis,
-            ErrorRate | TtftSlo => Unit::Share,
+            ErrorRate | TtftSlo | Quality => Unit::Share,
             Throughput | TokensPerSecond => Unit::Plain,
             CostPerRequest | CostPerMillion => Unit::Dollars,
         }
@@ -125,6 +137,7 @@ impl Metric {
             CostPerRequest => (r.ok > 0).then_some(r.cost_per_request_usd),
             CostPerMillion => (r.ok > 0).then_some(r.cost_per_million_usd),
             TtftSlo => r.ttft_slo_met,
+            Quality => r.quality,
         }
     }
 
@@ -463,10 +476,19 @@ impl Recommendation {
         out += "\nRanking:\n";
         for (n, (i, why)) in self.ranking.iter().enumerate() {
             let r = &results[*i];
+            let quality = r
+                .quality
+                .map(|q| format!(" [quality {}]", Metric::Quality.show(q)))
+                .unwrap_or_default();
             if why.is_empty() {
-                out += &format!("{}. {} (recommended)\n", n + 1, r.candidate.name);
+                out += &format!("{}. {}{quality} (recommended)\n", n + 1, r.candidate.name);
             } else {
-                out += &format!("{}. {}: {}\n", n + 1, r.candidate.name, why.join("; "));
+                out += &format!(
+                    "{}. {}{quality}: {}\n",
+                    n + 1,
+                    r.candidate.name,
+                    why.join("; ")
+                );
             }
         }
         out
@@ -474,7 +496,7 @@ impl Recommendation {
 }
 
 pub async fn run(args: RecommendArgs) -> anyhow::Result<std::process::ExitCode> {
-    let report: BenchReport = match &args.from {
+    let mut report: BenchReport = match &args.from {
         Some(path) => {
             let file = if path.is_dir() {
                 path.join("bench.json")
@@ -490,6 +512,15 @@ pub async fn run(args: RecommendArgs) -> anyhow::Result<std::process::ExitCode> 
     };
     if report.results.is_empty() {
         bail!("the bench report has no candidates");
+    }
+    if let Some(path) = &args.quality {
+        let config = bench::router_config(&args.bench)?;
+        let outcomes = crate::quality::Outcomes::load(path, args.quality_pass_mark)?;
+        for r in &mut report.results {
+            r.quality = outcomes.quality_of(&r.candidate, &config)?;
+        }
+    } else if args.constraints.iter().any(|c| c.metric == Metric::Quality) {
+        bail!("a quality constraint needs --quality FILE (evaluation outcomes)");
     }
     let rec = recommend(&report.results, args.objective, &args.constraints);
     if args.from.is_none() {
@@ -553,7 +584,27 @@ mod tests {
             ttft_slo_met: Some(0.9),
             served: Default::default(),
             duration_s: 1.0,
+            quality: None,
         }
+    }
+
+    #[test]
+    fn a_cheaper_candidate_below_the_quality_floor_loses_and_says_so() {
+        let mut cheap = result("micro", 300.0, 0.001, 50.0);
+        cheap.quality = Some(0.62);
+        let mut good = result("pro", 400.0, 0.004, 50.0);
+        good.quality = Some(0.91);
+        let results = vec![cheap, good];
+        let cons = [Constraint::parse("quality>=0.8").unwrap()];
+        let rec = recommend(&results, Objective::Cost, &cons);
+        assert_eq!(rec.best, Some(1));
+        let text = rec.render(&results);
+        assert!(text.contains("Recommended: pro"), "{text}");
+        assert!(
+            text.contains("micro [quality 62.0%]: quality 62.0% misses quality >= 80.0%"),
+            "{text}"
+        );
+        assert!(text.contains("pro [quality 91.0%] (recommended)"), "{text}");
     }
 
     #[test]

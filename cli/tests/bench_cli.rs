@@ -124,6 +124,55 @@ fn a_grid_is_measured_reported_and_recommended_from() {
             && stdout.contains("misses ttft_p99"),
         "{stdout}"
     );
+
+    // The user's own evaluation outcomes: only Nova Pro answers these prompts well, so the
+    // family (which routes most of them to Micro or Lite) falls below the quality floor and
+    // the cheapest Pro candidate wins, with the reason shown.
+    let evals = dir.join("evals.jsonl");
+    let rows: String = (0..40)
+        .map(|i| {
+            serde_json::json!({
+                "prompt": format!("Reconcile ledger {i} against the bank statement and list every mismatch"),
+                "outcomes": {
+                    "amazon.nova-micro-v1:0": false,
+                    "amazon.nova-lite-v1:0": false,
+                    "amazon.nova-pro-v1:0": true,
+                },
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(&evals, rows).unwrap();
+    let o = laneway(&[
+        "recommend",
+        "--from",
+        out.to_str().unwrap(),
+        "--quality",
+        evals.to_str().unwrap(),
+        "--constraint",
+        "quality>=0.9",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("Recommended: amazon.nova-pro-v1:0, flex, 8"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("amazon.nova-pro-v1:0, flex, 8 [quality 100.0%] (recommended)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("misses quality >= 90.0%"), "{stdout}");
+    let o = laneway(&[
+        "recommend",
+        "--from",
+        out.to_str().unwrap(),
+        "--constraint",
+        "quality>=0.9",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("--quality"), "{:?}", text(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -56,6 +56,9 @@ pub struct CandidateResult {
     pub served: BTreeMap<String, u64>,
     /// Scenario seconds the run took.
     pub duration_s: f64,
+    /// Share of the evaluation prompts answered well, when `recommend --quality` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<f64>,
 }
 
 impl CandidateResult {
@@ -156,6 +159,7 @@ pub async fn run(
         ttft_slo_met: None,
         served: BTreeMap::new(),
         duration_s: 0.0,
+        quality: None,
     };
     let (mut targeted, mut met) = (0u64, 0u64);
     let mut endpoints_used = BTreeMap::new();

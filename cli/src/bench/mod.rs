@@ -90,6 +90,11 @@ pub struct BenchReport {
     pub results: Vec<CandidateResult>,
 }
 
+/// The router configuration the bench runs with (`--config`, else the default).
+pub fn router_config(args: &BenchArgs) -> anyhow::Result<Config> {
+    load_config(args)
+}
+
 fn load_config(args: &BenchArgs) -> anyhow::Result<Config> {
     Ok(match &args.config {
         Some(path) => Config::from_file(path)?,
