@@ -95,7 +95,7 @@ fn ms(h: &Histogram<u64>, q: f64) -> String {
 }
 
 /// The lanes as an aligned text table.
-pub fn table(lanes: &[LaneStats]) -> String {
+pub fn table(lanes: &[&LaneStats]) -> String {
     let header = [
         "lane",
         "ok/req",

@@ -45,6 +45,25 @@ fn demo_runs_and_prints_every_lane() {
         stdout.contains("batch lane: 120/120 answered by 1 job(s)"),
         "{stdout}"
     );
+    // The same workload through the naive client, side by side.
+    let answered = stdout
+        .lines()
+        .find(|l| l.starts_with("calls answered"))
+        .unwrap_or_else(|| panic!("no side-by-side table:\n{stdout}"));
+    assert!(answered.trim_end().ends_with("24/24"), "{answered}");
+    for row in [
+        "interactive: TTFT p50 / p99",
+        "interactive: TTFT target met",
+        "cost per successful task",
+        "input read from cache",
+    ] {
+        assert!(stdout.contains(row), "{row}:\n{stdout}");
+    }
+    let saving = stdout
+        .lines()
+        .find(|l| l.starts_with("saving: "))
+        .unwrap_or_else(|| panic!("no saving line:\n{stdout}"));
+    assert!(saving.contains("Laneway 0;"), "{saving}");
 }
 
 #[test]

@@ -1,4 +1,9 @@
-//! `laneway demo`: the emulator in-process, a mixed workload through the router, a table.
+//! `laneway demo`: the emulator in-process, a mixed workload through the router, a table; then
+//! the same workload and faults through the client a team would write without Laneway, and
+//! both side by side.
+
+mod compare;
+mod naive;
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +18,7 @@ use crate::report::{metrics_table, table, LaneStats};
 
 /// The router configuration the demo uses: built-in Bedrock models plus the emulator's
 /// SageMaker endpoints.
-const CONFIG: &str = include_str!("../../examples/startup.toml");
+const CONFIG: &str = include_str!("../../../examples/startup.toml");
 
 /// The batch lane's settings for the demo: the emulator's S3 and a role it accepts.
 const BATCH: &str = "[batch]\nbucket = \"laneway-demo-batch\"\nrole_arn = \"arn:aws:iam::123456789012:role/laneway-batch\"\npoll_interval = 100.0\n";
@@ -41,12 +46,43 @@ struct Lane {
     make: fn(usize) -> GenerateRequest,
 }
 
+/// A support team's policy handbook, sent as the system prompt of every chat turn (about 6,000
+/// tokens: above Claude Haiku 4.5's 4,096-token cache minimum).
+fn support_handbook() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| handbook("support", 120))
+}
+
+/// A finance team's ticket-triage guide (about 1,600 tokens: above Nova's 1,000 minimum).
+fn triage_guide() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| handbook("triage", 32))
+}
+
+fn handbook(kind: &str, sections: usize) -> String {
+    const RULES: [&str; 8] = [
+        "Refunds within thirty days are approved without a manager when the order shipped late.",
+        "Duplicate charges are reversed the same day and the customer is told the bank may take five days.",
+        "Never promise a delivery date the carrier has not confirmed; quote the tracking page instead.",
+        "Escalate any mention of fraud, chargebacks or legal action to the risk queue with the ticket id.",
+        "Subscription downgrades take effect at the end of the billing period unless the plan was bought today.",
+        "Address changes after dispatch need the carrier's redirect form; offer to file it for the customer.",
+        "Accessibility requests are handled first and logged with the accommodation the customer asked for.",
+        "Close every answer by stating what happens next and when the customer will hear from us again.",
+    ];
+    let mut out = format!("You follow the {kind} handbook below. Answer in two sentences.\n");
+    for i in 0..sections {
+        out += &format!("Section {kind}-{i}: {}\n", RULES[i % RULES.len()]);
+    }
+    out
+}
+
 const LANES: &[Lane] = &[
     Lane {
         name: "interactive chat (claude)",
         make: |i| {
             GenerateRequest::user(format!("Customer #{i} asks: where is my order?"))
-                .system("You are a friendly support agent. Answer in two sentences.")
+                .system(support_handbook())
                 .family("claude")
                 .slo(Slo {
                     class: SloClass::Interactive,
@@ -60,6 +96,7 @@ const LANES: &[Lane] = &[
         name: "standard summaries (nova)",
         make: |i| {
             GenerateRequest::user(format!("Summarise ticket {i}: the customer reports a failed payment and a duplicate charge."))
+                .system(triage_guide())
                 .family("nova")
                 .slo_class(SloClass::Standard)
                 .max_tokens(120)
@@ -96,31 +133,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         );
         scenario.time_scale = scale;
     }
-    let emulator = Emulator::start(scenario)
-        .await
-        .context("starting the emulator on 127.0.0.1")?;
+    let scale = scenario.time_scale;
+    let emulator = start_with_faults(scenario.clone()).await?;
     let config = laneway::Config::from_toml_str(&format!("{CONFIG}\n{BATCH}"))?;
     let router = Router::builder()
-        .config(config)
+        .config(config.clone())
         .endpoint_url(emulator.url())
         .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
         .build()
         .await?;
-
-    // A throttle storm on the interactive lane and a whole-region outage mid-run show
-    // failover at work; times are scaled with the scenario.
-    let scale = emulator.scenario().time_scale;
-    let ms = |real: f64| (real * scale) as u64;
-    emulator.add_fault(
-        Fault::new(FaultKind::Throttle)
-            .for_region("us-east-1")
-            .for_model("anthropic.claude-sonnet-4-5-20250929-v1:0")
-            .times(4),
-    );
-    let mut outage = Fault::new(FaultKind::Outage).for_region("us-east-1");
-    outage.start_ms = Some(ms(1500.0));
-    outage.end_ms = Some(ms(3000.0));
-    emulator.add_fault(outage);
 
     println!(
         "laneway demo: emulator at {} (scenario {}, no AWS account needed)",
@@ -143,24 +164,73 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
     )
     .await;
     let elapsed = started.elapsed();
+    let stats: Vec<&LaneStats> = lanes.iter().map(|(s, _)| s).collect();
 
-    print!("{}", table(&lanes));
-    let total: f64 = lanes.iter().map(|l| l.cost_usd).sum();
+    print!("{}", table(&stats));
+    let total: f64 = stats.iter().map(|l| l.cost_usd).sum();
     println!(
         "\n{} requests in {:.1} s, total cost ${total:.4}",
-        lanes.iter().map(|l| l.requests).sum::<u64>(),
+        stats.iter().map(|l| l.requests).sum::<u64>(),
         elapsed.as_secs_f64()
     );
     let batch_ok = batch_lane(&router).await?;
 
     println!("\nThe router's own metrics (router.metrics()):\n");
     print!("{}", metrics_table(&router.metrics()));
-    let mut failures: Vec<&String> = lanes.iter().flat_map(|l| &l.errors).collect();
-    let batch_failed = format!("the batch lane answered {batch_ok} of {BATCH_REQUESTS}");
+    let mut failures: Vec<String> = stats.iter().flat_map(|l| l.errors.clone()).collect();
     if batch_ok < BATCH_REQUESTS {
-        failures.push(&batch_failed);
+        failures.push(format!(
+            "the batch lane answered {batch_ok} of {BATCH_REQUESTS}"
+        ));
     }
+    drop(stats);
     emulator.shutdown().await;
+
+    // The same workload and the same faults, on a fresh emulator, through the client a team
+    // writes without Laneway.
+    let emulator = start_with_faults(scenario).await?;
+    let naive = naive::NaiveClient::new(&emulator.url(), config).await;
+    let naive_calls: Vec<compare::Call> = futures::future::join_all(
+        LANES
+            .iter()
+            .map(|lane| drive_naive(&naive, lane, args.requests, args.concurrency)),
+    )
+    .await
+    .into_iter()
+    .flatten()
+    .collect();
+    emulator.shutdown().await;
+    let laneway_calls: Vec<compare::Call> = lanes.into_iter().flat_map(|(_, c)| c).collect();
+    let naive = compare::Side::new("naive client", naive_calls, scale);
+    let laneway = compare::Side::new("Laneway", laneway_calls, scale);
+    println!(
+        "\nThe same workload and faults without Laneway: the official SDKs with their default retries, \
+         each family's strongest variant at the standard tier, one region ({}), no cache checkpoints \
+         (times in scenario time):\n",
+        naive::REGION
+    );
+    print!("{}", compare::table(&naive, &laneway));
+    if let (Some(a), Some(b)) = (
+        naive.cost_per_successful_task(),
+        laneway.cost_per_successful_task(),
+    ) {
+        let met = |s: &compare::Side| {
+            s.ttft_met(SloClass::Interactive)
+                .map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0))
+        };
+        println!(
+            "\nsaving: {:.0}% per successful task; calls lost: naive {}, Laneway {}; interactive TTFT target met: naive {}, Laneway {}",
+            (1.0 - b / a) * 100.0,
+            naive.lost(),
+            laneway.lost(),
+            met(&naive),
+            met(&laneway)
+        );
+    }
+    for e in naive.errors() {
+        println!("  naive client error: {e}");
+    }
+
     if failures.is_empty() {
         Ok(std::process::ExitCode::SUCCESS)
     } else {
@@ -170,6 +240,42 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         eprintln!("{} request(s) failed", failures.len());
         Ok(std::process::ExitCode::from(1))
     }
+}
+
+/// An emulator for `scenario` with the demo's faults: a throttle storm on Claude Sonnet in
+/// us-east-1 and a whole-region outage of us-east-1 from 1.5 s to 3 s (scenario time).
+async fn start_with_faults(scenario: Scenario) -> anyhow::Result<Emulator> {
+    let emulator = Emulator::start(scenario)
+        .await
+        .context("starting the emulator on 127.0.0.1")?;
+    let scale = emulator.scenario().time_scale;
+    let ms = |real: f64| (real * scale) as u64;
+    emulator.add_fault(
+        Fault::new(FaultKind::Throttle)
+            .for_region("us-east-1")
+            .for_model("anthropic.claude-sonnet-4-5-20250929-v1:0")
+            .times(4),
+    );
+    let mut outage = Fault::new(FaultKind::Outage).for_region("us-east-1");
+    outage.start_ms = Some(ms(1500.0));
+    outage.end_ms = Some(ms(3000.0));
+    emulator.add_fault(outage);
+    Ok(emulator)
+}
+
+/// The naive client's run of one lane.
+async fn drive_naive(
+    client: &naive::NaiveClient,
+    lane: &Lane,
+    requests: usize,
+    concurrency: usize,
+) -> Vec<compare::Call> {
+    let task = |i: usize| format!("{}#{}", lane.name, i / CALLS_PER_TASK);
+    stream::iter(0..requests)
+        .map(|i| async move { client.call(&(lane.make)(i).task(task(i))).await })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await
 }
 
 /// Requests of the demo's nightly backfill.
@@ -207,23 +313,34 @@ async fn batch_lane(router: &Router) -> anyhow::Result<usize> {
 /// Calls per task: a task (a conversation, a document) succeeds when all its calls do.
 const CALLS_PER_TASK: usize = 3;
 
-async fn drive(router: &Router, lane: &Lane, requests: usize, concurrency: usize) -> LaneStats {
+async fn drive(
+    router: &Router,
+    lane: &Lane,
+    requests: usize,
+    concurrency: usize,
+) -> (LaneStats, Vec<compare::Call>) {
     let mut stats = LaneStats::new(lane.name);
+    let mut calls = Vec::with_capacity(requests);
     let task = |i: usize| format!("{}#{}", lane.name, i / CALLS_PER_TASK);
     let mut outcomes = stream::iter(0..requests)
-        .map(|i| async move { (i, one(router, (lane.make)(i).task(task(i))).await) })
+        .map(|i| async move {
+            let request = (lane.make)(i).task(task(i));
+            let outcome = one(router, request.clone()).await;
+            (i, request, outcome)
+        })
         .buffer_unordered(concurrency);
     let mut failed_tasks = std::collections::BTreeSet::new();
-    while let Some((i, outcome)) = outcomes.next().await {
+    while let Some((i, request, outcome)) = outcomes.next().await {
         if outcome.is_err() {
             failed_tasks.insert(i / CALLS_PER_TASK);
         }
+        calls.push(compare::Call::of_laneway(&request, &outcome));
         stats.record(outcome);
     }
     for t in 0..requests.div_ceil(CALLS_PER_TASK) {
         router.finish_task(&task(t * CALLS_PER_TASK), !failed_tasks.contains(&t));
     }
-    stats
+    (stats, calls)
 }
 
 /// Streams one request to its end and returns the completed response.
