@@ -573,3 +573,64 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
     assert_eq!(east(&emu) - 3, 1);
     emu.shutdown().await;
 }
+
+/// Two routers (two replicas of a service) on one Nova Lite quota of 150 tokens a minute per
+/// target, where a minute lasts a minute: the second router's call goes to a target with room
+/// when they share state, and meets a 429 when each counts only its own admissions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_count_their_admissions_against_one_quota_through_redis() {
+    let redis = RedisServer::start();
+    let world = || async {
+        let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+        scenario.time_scale = 1.0;
+        let lite = scenario.models.iter_mut().find(|m| m.id == LITE).unwrap();
+        lite.overrides.clear();
+        lite.performance.ttft_median_ms = 2.0;
+        lite.performance.ttft_p99_ms = 4.0;
+        lite.performance.tokens_per_second = 20_000.0;
+        lite.performance.tokens_per_minute = 150;
+        Emulator::start(scenario).await.unwrap()
+    };
+    let quota = format!(
+        "[models.\"{LITE}\"]\nquota = {{ tokens_per_minute = 150, profile_tokens_per_minute = 150 }}\n"
+    );
+    let shared = |prefix: &str| {
+        format!(
+            "{quota}[shared]\nredis_url = \"{}\"\nkey_prefix = \"{prefix}\"\nreplicas = 2\ntimeout = 200.0\n",
+            redis.url()
+        )
+    };
+    let ask = |i: usize| {
+        GenerateRequest::user(format!("Summarise ticket {i}"))
+            .model(LITE)
+            .max_tokens(100)
+    };
+
+    let emu = world().await;
+    let a = common::router_with(&emu, common::config(&shared("quota-fleet"))).await;
+    let b = common::router_with(&emu, common::config(&shared("quota-fleet"))).await;
+    let first = a.generate(ask(1)).await.unwrap();
+    let second = b.generate(ask(2)).await.unwrap();
+    assert!(
+        second.decision.failed_attempts.is_empty(),
+        "{:?}",
+        second.decision.failed_attempts
+    );
+    assert_ne!(
+        (&second.decision.target, &second.decision.region),
+        (&first.decision.target, &first.decision.region)
+    );
+    emu.shutdown().await;
+
+    let emu = world().await;
+    let a = common::router_with(&emu, common::config(&quota)).await;
+    let b = common::router_with(&emu, common::config(&quota)).await;
+    a.generate(ask(1)).await.unwrap();
+    let second = b.generate(ask(2)).await.unwrap();
+    assert_eq!(
+        second.decision.failed_attempts[0].kind,
+        laneway::ErrorKind::Throttled,
+        "alone, the second replica learns of the full quota from a 429"
+    );
+    emu.shutdown().await;
+}

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::state::quota::QuotaTicket;
+use crate::state::QuotaClaim;
 use crate::state::{ReservationTicket, State};
 use crate::types::Attempt;
 use crate::types::ServiceTier;
@@ -47,8 +47,9 @@ pub struct InFlight<'a> {
     /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
     /// serve it at standard.
     pub expected_overflow: bool,
-    /// Its admission against the target's on-demand quota, and the model's output burndown.
-    quota: Option<(QuotaTicket, u64)>,
+    /// Its admission against the target's on-demand quota, the quota's limits and the
+    /// model's output burndown.
+    quota: Option<(QuotaClaim, (u64, u64), u64)>,
 }
 
 impl<'a> InFlight<'a> {
@@ -98,7 +99,7 @@ impl<'a> InFlight<'a> {
     /// Books the attempt against its target's on-demand quota: `tokens` as Bedrock counts them
     /// at admission, within per-minute `limits`. `false` when it does not fit (unless `force`):
     /// the attempt is then not to be sent.
-    pub fn claim_quota(
+    pub async fn claim_quota(
         &mut self,
         limits: (u64, u64),
         tokens: u64,
@@ -109,9 +110,10 @@ impl<'a> InFlight<'a> {
         match self
             .state
             .admit_quota(Instant::now(), t.region(), t.id(), limits, tokens, force)
+            .await
         {
-            Some(ticket) => {
-                self.quota = Some((ticket, burndown));
+            Some(claim) => {
+                self.quota = Some((claim, limits, burndown));
                 true
             }
             None => false,
@@ -180,12 +182,12 @@ impl<'a> InFlight<'a> {
             timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
             timings.output_tokens_per_second,
         );
-        if let Some((ticket, burndown)) = self.quota.take() {
+        if let Some((claim, limits, burndown)) = self.quota.take() {
             let used = u64::from(usage.input_tokens)
                 + u64::from(usage.cache_write_tokens)
                 + u64::from(usage.output_tokens) * burndown;
             self.state
-                .settle_quota(a.target.region(), a.target.id(), ticket, 1, used);
+                .settle_quota(a.target.region(), a.target.id(), limits, claim, 1, used);
         }
         if a.tier == Some(ServiceTier::Reserved) {
             let input = u64::from(usage.total_input_tokens());
@@ -205,11 +207,11 @@ impl<'a> InFlight<'a> {
     /// The attempt failed with `err`.
     pub fn fail(mut self, err: &Error) {
         let a = &self.attempt;
-        if let Some((ticket, _)) = self.quota.take() {
+        if let Some((claim, limits, _)) = self.quota.take() {
             if err.kind() == ErrorKind::Throttled {
                 // Refused: Bedrock counted nothing.
                 self.state
-                    .settle_quota(a.target.region(), a.target.id(), ticket, 0, 0);
+                    .settle_quota(a.target.region(), a.target.id(), limits, claim, 0, 0);
             }
         }
         if err.fails_over() {

@@ -172,7 +172,7 @@ impl<'a> Run<'a> {
     async fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
         let mut inflight = InFlight::admit(state, attempt, self.estimate, force).await?;
-        if !self.claim_quota(&mut inflight, force) {
+        if !self.claim_quota(&mut inflight, force).await {
             let a = &inflight.attempt;
             self.reasons.push(Reason::QuotaFull {
                 target: a.target.id.clone(),
@@ -227,7 +227,7 @@ impl<'a> Run<'a> {
     /// Books an attempt against its target's quota; `false` when the quota has no room for it
     /// (and it is not forced). A reserved attempt the reservation is expected to serve does
     /// not count against the on-demand quota.
-    fn claim_quota(&self, inflight: &mut InFlight<'a>, force: bool) -> bool {
+    async fn claim_quota(&self, inflight: &mut InFlight<'a>, force: bool) -> bool {
         let a = &inflight.attempt;
         if a.tier == Some(ServiceTier::Reserved) && !inflight.expected_overflow {
             return true;
@@ -240,7 +240,8 @@ impl<'a> Run<'a> {
             return true;
         };
         let tokens = self.quota_tokens(a).unwrap_or_default();
-        inflight.claim_quota(limits, tokens, model.output_burndown(), force)
+        let burndown = model.output_burndown();
+        inflight.claim_quota(limits, tokens, burndown, force).await
     }
 
     /// Books a failed attempt without deciding what follows (a hedge's loser).

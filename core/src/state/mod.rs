@@ -119,8 +119,37 @@ pub enum ReservationTicket {
     Shared(shared::SharedTicket),
 }
 
-/// How long a full shared reservation is assumed full without asking Redis again.
+/// How long a full shared reservation (or quota) is assumed full without asking Redis again.
 const FULL_HINT: Duration = Duration::from_millis(100);
+
+/// A request's admission against a target's on-demand quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaClaim {
+    /// In this process's quota book.
+    Local(quota::QuotaTicket),
+    /// In the fleet's count in Redis.
+    Shared(shared::SharedTicket),
+}
+
+/// The key of a target's quota in the fleet's state (and in the "found full" hints).
+fn quota_key(region: &str, target: &str) -> String {
+    format!("quota|{region}|{target}")
+}
+
+/// A quota admission in the fleet ledger's terms: ((requests, tokens) asked, capacity). A limit
+/// not set asks for nothing against a capacity of one.
+fn shared_quota_terms(limits: (u64, u64), tokens: u64) -> ((u64, u64), (u64, u64)) {
+    let term = |limit: u64, n: u64| {
+        if limit == u64::MAX {
+            (0, 1)
+        } else {
+            (n, limit)
+        }
+    };
+    let (r, rc) = term(limits.0, 1);
+    let (t, tc) = term(limits.1, tokens);
+    ((r, t), (rc, tc))
+}
 
 /// The router's live state, in process.
 pub struct State {
@@ -475,9 +504,11 @@ impl State {
         }
     }
 
-    /// Admits a request of `tokens` against a target's (requests, tokens) per-minute quota;
-    /// `None` when it does not fit (unless `force`d: the last candidate goes anyway).
-    pub fn admit_quota(
+    /// Admits a request of `tokens` against a target's (requests, tokens) per-minute quota:
+    /// the fleet's count through Redis when shared state is configured and reachable, else
+    /// this process's. `None` when it does not fit (unless `force`d: the last candidate goes
+    /// anyway, and counts).
+    pub async fn admit_quota(
         &self,
         now: Instant,
         region: &str,
@@ -485,9 +516,27 @@ impl State {
         limits: (u64, u64),
         tokens: u64,
         force: bool,
-    ) -> Option<quota::QuotaTicket> {
+    ) -> Option<QuotaClaim> {
+        if let Some(sh) = self.shared.as_ref().filter(|sh| sh.usable()) {
+            let key = quota_key(region, target);
+            let (ask, capacity) = shared_quota_terms(limits, tokens);
+            match Box::pin(sh.reserve(&key, self.minute, capacity, ask.0, ask.1)).await {
+                Some(Some(t)) => return Some(QuotaClaim::Shared(t)),
+                Some(None) => {
+                    self.full_until
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(key, now + FULL_HINT);
+                    if !force {
+                        return None;
+                    }
+                }
+                None => sh.note_fallback(),
+            }
+        }
         self.quotas
             .admit(now, region, target, limits, tokens, force)
+            .map(QuotaClaim::Local)
     }
 
     /// Settles a quota admission on what the request used (nothing, when it was refused).
@@ -495,11 +544,21 @@ impl State {
         &self,
         region: &str,
         target: &str,
-        ticket: quota::QuotaTicket,
+        limits: (u64, u64),
+        claim: QuotaClaim,
         requests: u64,
         tokens: u64,
     ) {
-        self.quotas.settle(region, target, ticket, requests, tokens);
+        match claim {
+            QuotaClaim::Local(t) => self.quotas.settle(region, target, t, requests, tokens),
+            QuotaClaim::Shared(t) => {
+                if let Some(sh) = &self.shared {
+                    let (used, _) = shared_quota_terms(limits, tokens);
+                    let used = (used.0.min(requests), used.1);
+                    sh.settle(&quota_key(region, target), t, used.0, used.1);
+                }
+            }
+        }
     }
 
     /// The service served a reserved call from the reservation: the ledger books its actual
@@ -778,6 +837,16 @@ impl Observations for Snapshot<'_> {
     }
 
     fn quota_room(&self, region: &str, target: &str, limits: (u64, u64), tokens: u64) -> bool {
+        if self.state.shared.is_some() {
+            // The fleet's count decides at admission; a recent "full" spares the round trip.
+            return !self
+                .state
+                .full_until
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&quota_key(region, target))
+                .is_some_and(|until| *until > self.now);
+        }
         self.state
             .quotas
             .has_room(self.now, region, target, limits, tokens)
