@@ -812,6 +812,38 @@ mod tests {
     }
 
     #[test]
+    fn latency_optimized_answers_start_sooner_and_run_faster() {
+        let e = engine();
+        let mut standard = ask("amazon.nova-pro-v1:0", "us-east-1", "default");
+        standard.max_tokens = Some(5);
+        let optimized = Ask {
+            latency_optimized: true,
+            ..standard.clone()
+        };
+        let total = |a: &Ask| -> (Duration, Duration) {
+            (0..200)
+                .map(|_| e.admit(a).unwrap())
+                .fold((Duration::ZERO, Duration::ZERO), |(t, i), ans| {
+                    (t + ans.ttft, i + ans.token_interval)
+                })
+        };
+        let (ttft_std, interval_std) = total(&standard);
+        let (ttft_opt, interval_opt) = total(&optimized);
+        // The scenario's factors: 0.6 on TTFT, 1.4 on tokens per second.
+        let ratio = ttft_opt.as_secs_f64() / ttft_std.as_secs_f64();
+        assert!((0.45..0.8).contains(&ratio), "TTFT ratio {ratio}");
+        assert!(interval_opt < interval_std);
+        let micro = ask("amazon.nova-micro-v1:0", "us-east-1", "default");
+        let err = e
+            .admit(&Ask {
+                latency_optimized: true,
+                ..micro
+            })
+            .unwrap_err();
+        assert_eq!(err.status, 400);
+    }
+
+    #[test]
     fn faults_refuse_and_are_counted() {
         let e = engine();
         e.faults.add(
