@@ -228,18 +228,13 @@ fn reserved_output_tokens(emu: &Emulator) -> u64 {
 /// The built-in world where Sonnet holds a reservation of [`RESERVED_OUTPUT_TPM`] and a minute
 /// lasts a minute (time scale 1), with Sonnet fast enough for the test.
 async fn reservation_world() -> Emulator {
-    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
-    scenario.time_scale = 1.0;
-    let sonnet = scenario.models.iter_mut().find(|m| m.id == SONNET).unwrap();
-    sonnet.reservation = Some(laneway_emulator::ReservationSpec {
-        input_tokens_per_minute: 100_000_000,
-        output_tokens_per_minute: RESERVED_OUTPUT_TPM,
-    });
-    sonnet.overrides.clear();
-    sonnet.performance.ttft_median_ms = 5.0;
-    sonnet.performance.ttft_p99_ms = 10.0;
-    sonnet.performance.tokens_per_second = 10_000.0;
-    Emulator::start(scenario).await.unwrap()
+    common::real_minute_emulator(SONNET, |m| {
+        m.reservation = Some(laneway_emulator::ReservationSpec {
+            input_tokens_per_minute: 100_000_000,
+            output_tokens_per_minute: RESERVED_OUTPUT_TPM,
+        })
+    })
+    .await
 }
 
 /// Three replicas send 40 Sonnet calls each at once; returns the reserved output tokens the
@@ -580,17 +575,7 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_count_their_admissions_against_one_quota_through_redis() {
     let redis = RedisServer::start();
-    let world = || async {
-        let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
-        scenario.time_scale = 1.0;
-        let lite = scenario.models.iter_mut().find(|m| m.id == LITE).unwrap();
-        lite.overrides.clear();
-        lite.performance.ttft_median_ms = 2.0;
-        lite.performance.ttft_p99_ms = 4.0;
-        lite.performance.tokens_per_second = 20_000.0;
-        lite.performance.tokens_per_minute = 150;
-        Emulator::start(scenario).await.unwrap()
-    };
+    let world = || common::real_minute_emulator(LITE, |m| m.performance.tokens_per_minute = 150);
     let quota = format!(
         "[models.\"{LITE}\"]\nquota = {{ tokens_per_minute = 150, profile_tokens_per_minute = 150 }}\n"
     );

@@ -561,15 +561,7 @@ const LITE: &str = "amazon.nova-lite-v1:0";
 /// targets with an on-demand quota of 150 tokens a minute; a router with (`aware`) or without
 /// that quota in its configuration.
 async fn quota_world(aware: bool) -> (laneway_emulator::Emulator, Router) {
-    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
-    scenario.time_scale = 1.0;
-    let lite = scenario.models.iter_mut().find(|m| m.id == LITE).unwrap();
-    lite.overrides.clear();
-    lite.performance.ttft_median_ms = 2.0;
-    lite.performance.ttft_p99_ms = 4.0;
-    lite.performance.tokens_per_second = 20_000.0;
-    lite.performance.tokens_per_minute = 150;
-    let emu = laneway_emulator::Emulator::start(scenario).await.unwrap();
+    let emu = common::real_minute_emulator(LITE, |m| m.performance.tokens_per_minute = 150).await;
     let quota = if aware {
         "quota = { tokens_per_minute = 150, profile_tokens_per_minute = 150 }\n"
     } else {

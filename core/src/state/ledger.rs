@@ -70,19 +70,8 @@ impl Ledger {
 
     /// Admits a call of this estimated size if it fits.
     pub fn admit(&mut self, now: Instant, input: u64, output: u64) -> Option<Ticket> {
-        if !self.has_room(now, input, output) {
-            return None;
-        }
-        self.next += 1;
-        self.entries.push_back(Entry {
-            ticket: self.next,
-            at: now,
-            input,
-            output,
-        });
-        self.input += input;
-        self.output += output;
-        Some(Ticket(self.next))
+        self.has_room(now, input, output)
+            .then(|| self.record(now, input, output))
     }
 
     /// Books a call the service served from the reservation although the ledger had no room

@@ -15,6 +15,23 @@ pub async fn emulator() -> Emulator {
         .unwrap()
 }
 
+/// The built-in world where a minute lasts a minute (so per-minute quotas and reservations
+/// hold for the whole test) and `model` answers at once; `tune` changes the model further.
+pub async fn real_minute_emulator(
+    model: &str,
+    tune: impl FnOnce(&mut laneway_emulator::ModelSpec),
+) -> Emulator {
+    let mut scenario = Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 1.0;
+    let m = scenario.models.iter_mut().find(|m| m.id == model).unwrap();
+    m.overrides.clear();
+    m.performance.ttft_median_ms = 2.0;
+    m.performance.ttft_p99_ms = 4.0;
+    m.performance.tokens_per_second = 20_000.0;
+    tune(m);
+    Emulator::start(scenario).await.unwrap()
+}
+
 pub fn config(extra: &str) -> Config {
     Config::from_toml_str(&format!("{STARTUP_CONFIG}\n{extra}")).unwrap()
 }
