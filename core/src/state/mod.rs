@@ -839,13 +839,13 @@ impl Observations for Snapshot<'_> {
     fn quota_room(&self, region: &str, target: &str, limits: (u64, u64), tokens: u64) -> bool {
         if self.state.shared.is_some() {
             // The fleet's count decides at admission; a recent "full" spares the round trip.
-            return !self
+            return self
                 .state
                 .full_until
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&quota_key(region, target))
-                .is_some_and(|until| *until > self.now);
+                .is_none_or(|until| *until <= self.now);
         }
         self.state
             .quotas
