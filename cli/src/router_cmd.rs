@@ -250,6 +250,9 @@ fn print_summary(s: &Summary) {
         "routing between {} (weak) and {} (strong)",
         s.weak, s.strong
     );
+    if s.heads_by_capability_order {
+        println!("(not the model's variants: scored by its weakest and strongest heads, by capability order)");
+    }
     for section in &s.sections {
         println!(
             "\n{}: {} prompts, weak quality {:.3}, strong quality {:.3}",

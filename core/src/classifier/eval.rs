@@ -41,6 +41,10 @@ pub struct Section {
 pub struct Summary {
     pub weak: String,
     pub strong: String,
+    /// The data's variants are not the model's: its weakest and strongest were scored by the
+    /// model's first and last heads, by capability order (outcomes of another model pair).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub heads_by_capability_order: bool,
     pub sections: Vec<Section>,
 }
 
@@ -74,7 +78,9 @@ pub const ROUTERS: [&str; 4] = ["laneway", "random", "prompt-length", "oracle"];
 
 /// Evaluates `model` on `data`, routing between the data's first (weakest) and last variant.
 /// Rows missing either outcome are left out. `seed` drives the random router (the mean of ten
-/// random orders).
+/// random orders). When the data's variants are not among the model's (outcomes of another
+/// model pair), its weakest and strongest are scored by the model's first and last heads:
+/// heads map to variants by capability order.
 pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary, ClassifierError> {
     let (weak, strong) = (&data.variants[0], &data.variants[data.variants.len() - 1]);
     let missing = |v: &str| {
@@ -83,8 +89,13 @@ pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary
             model.variants().collect::<Vec<_>>().join(", ")
         ))
     };
-    let wh = model.head_of(weak).ok_or_else(|| missing(weak))?;
-    let sh = model.head_of(strong).ok_or_else(|| missing(strong))?;
+    let heads = model.variants().count();
+    let (wh, sh, by_order) = match (model.head_of(weak), model.head_of(strong)) {
+        (Some(w), Some(s)) => (w, s, false),
+        (None, _) | (_, None) if heads >= 2 && data.variants.len() >= 2 => (0, heads - 1, true),
+        (None, _) => return Err(missing(weak)),
+        (_, None) => return Err(missing(strong)),
+    };
     let last = data.variants.len() - 1;
     let rows: Vec<(&str, &str, bool, bool)> = data
         .rows
@@ -145,6 +156,7 @@ pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary
     Ok(Summary {
         weak: weak.clone(),
         strong: strong.clone(),
+        heads_by_capability_order: by_order,
         sections,
     })
 }
@@ -227,6 +239,31 @@ pub fn quality_at(section: &Section, pgr: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_model_pairs_outcomes_are_scored_by_capability_order() {
+        use crate::classifier::data::Row;
+        let model = crate::classifier::Classifier::builtin();
+        let rows = (0..40)
+            .map(|i| Row {
+                prompt: format!("Prove that {i} squared plus one is never divisible by three"),
+                outcomes: vec![Some(i % 3 == 0), Some(true)],
+                source: "elsewhere".into(),
+            })
+            .collect();
+        let data = Dataset {
+            variants: vec!["small-model".into(), "large-model".into()],
+            rows,
+            excluded: 0,
+        };
+        let s = evaluate(&data, &model, 0).unwrap();
+        assert!(s.heads_by_capability_order);
+        assert_eq!(
+            (s.weak.as_str(), s.strong.as_str()),
+            ("small-model", "large-model")
+        );
+        assert_eq!(s.section("all").unwrap().rows, 40);
+    }
 
     #[test]
     fn oracle_random_and_reverse_orders_score_as_expected() {
