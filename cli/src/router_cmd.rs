@@ -84,6 +84,19 @@ pub struct EvalArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// The honest protocol: for each source, train on every other source and evaluate on it
+    /// (then in distribution: train on the 80% split, evaluate on the 20%), with APGR, CPT(50%)
+    /// and the random and prompt-length baselines per source. Sources of different model pairs
+    /// mix by capability order (weakest and strongest of each).
+    #[arg(long, conflicts_with = "model")]
+    leave_one_source_out: bool,
+    /// Training options for --leave-one-source-out (as `router train`).
+    #[arg(long, default_value_t = 15)]
+    bits: u32,
+    #[arg(long, default_value_t = 0.3)]
+    c: f64,
+    #[arg(long, default_value_t = 300)]
+    steps: usize,
 }
 
 #[derive(Debug, Args)]
@@ -161,6 +174,9 @@ fn train_cmd(a: TrainArgs) -> Result<()> {
 }
 
 fn eval_cmd(a: EvalArgs) -> Result<()> {
+    if a.leave_one_source_out {
+        return leave_one_source_out_cmd(&a);
+    }
     let model = load_model(&a.model)?;
     let data = a.data.load(Split::HeldOut)?;
     let summary = eval::evaluate(&data, &model, a.seed)?;
@@ -168,6 +184,55 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print_summary(&summary);
+    }
+    Ok(())
+}
+
+fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
+    let data = a.data.load(Split::All)?;
+    let opts = laneway::classifier::train::TrainOptions {
+        bits: a.bits,
+        c: a.c,
+        steps: a.steps,
+        seed: a.seed,
+        ..Default::default()
+    };
+    let sections = eval::leave_one_source_out(&data, &opts, a.seed)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "sections": sections }))?
+        );
+        return Ok(());
+    }
+    println!("each source held out in turn (trained on the others), then in distribution:\n");
+    println!(
+        "{:<18} {:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>12} {:>9}",
+        "held out",
+        "rows",
+        "weak",
+        "strong",
+        "laneway",
+        "random",
+        "length",
+        "vs length",
+        "CPT(50%)"
+    );
+    for s in &sections {
+        let apgr = |name: &str| s.router(name).map_or(f64::NAN, |r| r.apgr);
+        let cpt = s.router("laneway").map_or(f64::NAN, |r| r.cpt50);
+        println!(
+            "{:<18} {:>6} {:>6.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>+12.3} {:>8.1}%",
+            s.name,
+            s.rows,
+            s.weak_quality,
+            s.strong_quality,
+            apgr("laneway"),
+            apgr("random"),
+            apgr("prompt-length"),
+            apgr("laneway") - apgr("prompt-length"),
+            cpt * 100.0
+        );
     }
     Ok(())
 }

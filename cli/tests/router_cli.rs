@@ -201,3 +201,78 @@ fn malformed_rows_and_corrupt_models_are_named() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn eval_holds_each_source_out_in_turn() {
+    let dir = workdir("loso");
+    let write = |name: &str, weak: &str, strong: &str| {
+        let mut rows = String::new();
+        for i in 0..150 {
+            let hard = i % 3 == 0;
+            let prompt = if hard {
+                format!("Compute {i} * 37 + 12 / 4 and show the working ({name})")
+            } else {
+                format!("Name the capital city of country number {i} ({name})")
+            };
+            rows.push_str(
+                &serde_json::json!({"prompt": prompt, "outcomes": {weak: !hard, strong: true}})
+                    .to_string(),
+            );
+            rows.push('\n');
+        }
+        let p = dir.join(format!("{name}.jsonl"));
+        std::fs::write(&p, rows).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let a = write("quizzes", "mini-1", "max-1");
+    let b = write("homework", "mini-2", "max-2");
+    let out = laneway(&[
+        "router",
+        "eval",
+        "--leave-one-source-out",
+        "--steps",
+        "60",
+        "--bits",
+        "10",
+        "--data",
+        &a,
+        "--data",
+        &b,
+        "--json",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = v["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["quizzes", "homework", "in-distribution"]);
+    let table = laneway(&[
+        "router",
+        "eval",
+        "--leave-one-source-out",
+        "--steps",
+        "60",
+        "--bits",
+        "10",
+        "--data",
+        &a,
+        "--data",
+        &b,
+    ]);
+    let (stdout, _) = text(&table);
+    assert!(
+        stdout.contains("vs length") && stdout.contains("homework"),
+        "{stdout}"
+    );
+    let one = laneway(&["router", "eval", "--leave-one-source-out", "--data", &a]);
+    assert!(!one.status.success());
+    assert!(
+        text(&one).1.contains("at least two sources"),
+        "{:?}",
+        text(&one)
+    );
+}

@@ -1,4 +1,4 @@
-"""Derives outcomes.jsonl, in `laneway router train`'s JSONL shape, from RouterArena's cached
+"""Derives routerarena.jsonl, in `laneway router train`'s JSONL shape, from RouterArena's cached
 results of two models (see SOURCE.md). Deterministic: run it again and the file is the same.
 
     python3 data/routerarena/derive.py /path/to/RouterArena/cached_results
@@ -24,7 +24,7 @@ def main(source: pathlib.Path) -> None:
             score = ev.get("score") if isinstance(ev, dict) else None
             if score is not None:
                 row["outcomes"][model] = float(score) >= PASS_MARK
-    out = pathlib.Path(__file__).with_name("outcomes.jsonl")
+    out = pathlib.Path(__file__).with_name("routerarena.jsonl")
     with out.open("w") as f:
         for key in sorted(rows):
             row = rows[key]

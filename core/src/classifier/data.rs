@@ -149,6 +149,56 @@ impl Dataset {
         }
     }
 
+    /// The same rows over two variants, `weak` and `strong`: each row's outcomes of its own
+    /// source's weakest and strongest variant (by that source's pass rates). Heads map to
+    /// variants by capability order, so outcomes of different model pairs train and evaluate
+    /// one two-head model. Rows of a source with fewer than two variants are left out.
+    pub fn by_capability_order(&self) -> Dataset {
+        let mut rows = Vec::new();
+        for source in self.sources() {
+            let of_source: Vec<&Row> = self.rows.iter().filter(|r| r.source == source).collect();
+            let mut rated: Vec<(f64, usize)> = (0..self.variants.len())
+                .filter_map(|v| {
+                    let seen: Vec<bool> = of_source.iter().filter_map(|r| r.outcomes[v]).collect();
+                    (!seen.is_empty()).then(|| {
+                        let good = seen.iter().filter(|g| **g).count();
+                        (good as f64 / seen.len() as f64, v)
+                    })
+                })
+                .collect();
+            if rated.len() < 2 {
+                continue;
+            }
+            rated.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let (weak, strong) = (rated[0].1, rated[rated.len() - 1].1);
+            rows.extend(of_source.into_iter().map(|r| Row {
+                prompt: r.prompt.clone(),
+                outcomes: vec![r.outcomes[weak], r.outcomes[strong]],
+                source: r.source.clone(),
+            }));
+        }
+        Dataset {
+            variants: vec!["weak".into(), "strong".into()],
+            rows,
+            excluded: self.excluded,
+        }
+    }
+
+    /// The rows of every source but `source`, and of `source` alone.
+    pub fn without_source(&self, source: &str) -> (Dataset, Dataset) {
+        let part = |keep: bool| Dataset {
+            variants: self.variants.clone(),
+            rows: self
+                .rows
+                .iter()
+                .filter(|r| (r.source == source) != keep)
+                .cloned()
+                .collect(),
+            excluded: self.excluded,
+        };
+        (part(true), part(false))
+    }
+
     /// The sources, in order of first appearance.
     pub fn sources(&self) -> Vec<String> {
         let mut seen = Vec::<String>::new();

@@ -161,6 +161,45 @@ pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary
     })
 }
 
+/// The honest protocol: for each source, a model trained on every other source (all their
+/// rows, `opts`) evaluated on that source; then, in distribution, a model trained on the 80%
+/// training split of every source evaluated on the 20% held out. The data is first put in
+/// capability order ([`Dataset::by_capability_order`]), so sources of different model pairs
+/// mix. Each section is named after its held-out source, the last `in-distribution`.
+pub fn leave_one_source_out(
+    data: &Dataset,
+    opts: &crate::classifier::train::TrainOptions,
+    seed: u64,
+) -> Result<Vec<Section>, ClassifierError> {
+    let data = data.by_capability_order();
+    let sources = data.sources();
+    if sources.len() < 2 {
+        return Err(ClassifierError::Data(format!(
+            "leave-one-source-out needs at least two sources with two variants each, got {}",
+            sources.len()
+        )));
+    }
+    let mut sections = Vec::new();
+    for source in &sources {
+        let (train_on, held_out) = data.without_source(source);
+        let model = crate::classifier::train::train(&train_on, opts)?;
+        let mut s = evaluate(&held_out, &model, seed)?
+            .section("all")
+            .cloned()
+            .expect("an evaluation has an all section");
+        s.name = source.clone();
+        sections.push(s);
+    }
+    let model = crate::classifier::train::train(&data.split(super::data::Split::Train), opts)?;
+    let mut s = evaluate(&data.split(super::data::Split::HeldOut), &model, seed)?
+        .section("all")
+        .cloned()
+        .expect("an evaluation has an all section");
+    s.name = "in-distribution".into();
+    sections.push(s);
+    Ok(sections)
+}
+
 /// PGR after routing the k highest scores to strong, for k = 0..=n (ties in row order).
 fn pgr_curve(score: &[f64], weak: &[bool], strong: &[bool]) -> Vec<f64> {
     let n = score.len();
@@ -263,6 +302,70 @@ mod tests {
             ("small-model", "large-model")
         );
         assert_eq!(s.section("all").unwrap().rows, 40);
+    }
+
+    #[test]
+    fn each_source_is_held_out_in_turn_across_model_pairs() {
+        use crate::classifier::data::Row;
+        // Two sources, two model pairs: (a-small, a-large) and (b-small, b-large); in both the
+        // small model fails arithmetic.
+        let mut rows = Vec::new();
+        for (source, pair) in [("first", 0usize), ("second", 2)] {
+            for i in 0..120 {
+                let hard = i % 3 == 0;
+                let prompt = if hard {
+                    format!("Compute {i} * 37 + 12 and show the working ({source})")
+                } else {
+                    format!("Name the capital of country {i} ({source})")
+                };
+                let mut outcomes = vec![None; 4];
+                outcomes[pair] = Some(!hard);
+                outcomes[pair + 1] = Some(true);
+                rows.push(Row {
+                    prompt,
+                    outcomes,
+                    source: source.into(),
+                });
+            }
+        }
+        let data = Dataset {
+            variants: vec![
+                "a-small".into(),
+                "a-large".into(),
+                "b-small".into(),
+                "b-large".into(),
+            ],
+            rows,
+            excluded: 0,
+        };
+        let opts = crate::classifier::train::TrainOptions {
+            bits: 10,
+            steps: 60,
+            ..Default::default()
+        };
+        let sections = leave_one_source_out(&data, &opts, 0).unwrap();
+        let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["first", "second", "in-distribution"]);
+        assert_eq!(sections[0].rows, 120);
+        assert!(sections[0].strong_quality > sections[0].weak_quality);
+        for s in &sections {
+            for router in ["laneway", "random", "prompt-length"] {
+                assert!(s.router(router).is_some(), "{} lacks {router}", s.name);
+            }
+        }
+        let one = Dataset {
+            rows: data
+                .rows
+                .iter()
+                .filter(|r| r.source == "first")
+                .cloned()
+                .collect(),
+            ..data.clone()
+        };
+        assert!(
+            leave_one_source_out(&one, &opts, 0).is_err(),
+            "one source cannot be held out"
+        );
     }
 
     #[test]
