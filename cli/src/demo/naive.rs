@@ -11,7 +11,9 @@ use bedrock::types::{
     SystemContentBlock,
 };
 use laneway::config::ModelConfig;
-use laneway::{Config, GenerateRequest, ModelRef, Role, Usage};
+use laneway::{
+    Config, GenerateRequest, ModelRef, Provider, Role, ServiceTier, TokenCounter as _, Usage,
+};
 
 use super::compare::Call;
 
@@ -84,9 +86,8 @@ impl NaiveClient {
                     m.price(),
                     &self.config.pricing,
                     &usage,
-                    m.tiers()
-                        .contains(&laneway::ServiceTier::Standard)
-                        .then_some(laneway::ServiceTier::Standard),
+                    // Bedrock's standard tier; SageMaker has no tiers.
+                    (m.provider() == Provider::Bedrock).then_some(ServiceTier::Standard),
                     profile,
                 );
                 call.usage = usage;
@@ -222,5 +223,3 @@ impl NaiveClient {
         Ok((Some(started.elapsed()), usage))
     }
 }
-
-use laneway::TokenCounter as _;

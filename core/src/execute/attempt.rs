@@ -44,9 +44,6 @@ pub struct InFlight<'a> {
     settled: bool,
     /// When the attempt was admitted: its own TTFT counts from here, not from the call's start.
     started: Instant,
-    /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
-    /// serve it at standard.
-    pub expected_overflow: bool,
     /// Its admission against the target's on-demand quota, the quota's limits and the
     /// model's output burndown.
     quota: Option<(QuotaClaim, (u64, u64), u64)>,
@@ -85,7 +82,6 @@ impl<'a> InFlight<'a> {
         now: Instant,
     ) -> Self {
         Self {
-            expected_overflow: attempt.tier == Some(ServiceTier::Reserved) && ticket.is_none(),
             state,
             attempt,
             ticket,
@@ -94,6 +90,12 @@ impl<'a> InFlight<'a> {
             started: now,
             quota: None,
         }
+    }
+
+    /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
+    /// serve it at standard.
+    pub fn expects_overflow(&self) -> bool {
+        self.attempt.tier == Some(ServiceTier::Reserved) && self.ticket.is_none()
     }
 
     /// Books the attempt against its target's on-demand quota: `tokens` as Bedrock counts them

@@ -197,7 +197,7 @@ impl<'a> Run<'a> {
                 }
             )
         };
-        if inflight.expected_overflow
+        if inflight.expects_overflow()
             && !self.plan.reasons.iter().chain(&self.reasons).any(expected)
         {
             // The fleet's ledger (or this one's, since planning) is full.
@@ -229,7 +229,7 @@ impl<'a> Run<'a> {
     /// not count against the on-demand quota.
     async fn claim_quota(&self, inflight: &mut InFlight<'a>, force: bool) -> bool {
         let a = &inflight.attempt;
-        if a.tier == Some(ServiceTier::Reserved) && !inflight.expected_overflow {
+        if a.tier == Some(ServiceTier::Reserved) && !inflight.expects_overflow() {
             return true;
         }
         let config = &self.exec.config;

@@ -741,6 +741,30 @@ mod tests {
     }
 
     #[test]
+    fn a_models_own_checkpoint_maximum_is_kept() {
+        let (model, _) = sonnet();
+        let config = Config::from_toml_str(&format!(
+            "[models.\"{model}\"]\nprompt_cache = {{ min_tokens = 1024, ttls = [\"5m\"], tools = true, max_checkpoints = 2 }}\n"
+        ))
+        .unwrap();
+        let mut req = GenerateRequest::new(vec![Message::user(long(10))]);
+        for i in 0..3 {
+            req.system.push(SystemBlock::Text(long(300 + i)));
+            req.system
+                .push(SystemBlock::CachePoint(CachePoint::default()));
+        }
+        let (plan, reasons) = run(&req, model, &config);
+        assert_eq!(plan.checkpoints.len(), 2);
+        assert!(reasons.iter().any(|r| matches!(
+            r,
+            Reason::CachePointsChanged {
+                removed: 1,
+                why: CacheChange::TooMany { max: 2 }
+            }
+        )));
+    }
+
+    #[test]
     fn opting_out_places_nothing() {
         let (model, config) = sonnet();
         let mut req = GenerateRequest::user("q").system(long(2000)).task("t");

@@ -136,9 +136,9 @@ fn quota_key(region: &str, target: &str) -> String {
     format!("quota|{region}|{target}")
 }
 
-/// A quota admission in the fleet ledger's terms: ((requests, tokens) asked, capacity). A limit
-/// not set asks for nothing against a capacity of one.
-fn shared_quota_terms(limits: (u64, u64), tokens: u64) -> ((u64, u64), (u64, u64)) {
+/// Requests and tokens in the fleet ledger's terms: ((requests, tokens), capacity). A limit
+/// not set counts nothing against a capacity of one.
+fn shared_quota_terms(limits: (u64, u64), requests: u64, tokens: u64) -> ((u64, u64), (u64, u64)) {
     let term = |limit: u64, n: u64| {
         if limit == u64::MAX {
             (0, 1)
@@ -146,7 +146,7 @@ fn shared_quota_terms(limits: (u64, u64), tokens: u64) -> ((u64, u64), (u64, u64
             (n, limit)
         }
     };
-    let (r, rc) = term(limits.0, 1);
+    let (r, rc) = term(limits.0, requests);
     let (t, tc) = term(limits.1, tokens);
     ((r, t), (rc, tc))
 }
@@ -519,7 +519,7 @@ impl State {
     ) -> Option<QuotaClaim> {
         if let Some(sh) = self.shared.as_ref().filter(|sh| sh.usable()) {
             let key = quota_key(region, target);
-            let (ask, capacity) = shared_quota_terms(limits, tokens);
+            let (ask, capacity) = shared_quota_terms(limits, 1, tokens);
             match Box::pin(sh.reserve(&key, self.minute, capacity, ask.0, ask.1)).await {
                 Some(Some(t)) => return Some(QuotaClaim::Shared(t)),
                 Some(None) => {
@@ -553,8 +553,7 @@ impl State {
             QuotaClaim::Local(t) => self.quotas.settle(region, target, t, requests, tokens),
             QuotaClaim::Shared(t) => {
                 if let Some(sh) = &self.shared {
-                    let (used, _) = shared_quota_terms(limits, tokens);
-                    let used = (used.0.min(requests), used.1);
+                    let (used, _) = shared_quota_terms(limits, requests, tokens);
                     sh.settle(&quota_key(region, target), t, used.0, used.1);
                 }
             }
@@ -885,5 +884,59 @@ impl std::fmt::Debug for State {
         f.debug_struct("State")
             .field("breaker", &self.breaker)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+
+    #[test]
+    fn the_served_tier_teaches_latency_and_the_reservation() {
+        let config = Config::from_toml_str(&format!(
+            "[models.\"{SONNET}\"]\nreserved = {{ input_tokens_per_minute = 1000, output_tokens_per_minute = 100 }}\n"
+        ))
+        .unwrap();
+        let state = State::new(&config);
+        let now = Instant::now();
+        let (region, id) = ("us-east-1", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+        // Sent reserved, served standard: the latency is standard's.
+        state.record_success(
+            region,
+            id,
+            Some(ServiceTier::Reserved),
+            Some(ServiceTier::Standard),
+            Some(Duration::from_millis(300)),
+            None,
+        );
+        assert!(state
+            .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
+            .is_some());
+        assert!(state
+            .ttft_quantile(region, id, Some(ServiceTier::Reserved), 1.0)
+            .is_none());
+
+        // Bedrock overflowed a call: the reservation is taken as full for a twelfth of the
+        // minute, then asked again.
+        assert_eq!(state.at(now).reserved_room(SONNET, 10, 10), Some(true));
+        state.reservation_overflowed(now, SONNET, None);
+        assert_eq!(state.at(now).reserved_room(SONNET, 10, 10), Some(false));
+        let later = now + Duration::from_secs(6);
+        assert_eq!(state.at(later).reserved_room(SONNET, 10, 10), Some(true));
+
+        // Bedrock served a call the ledger had no ticket for: it is booked.
+        state.reservation_served(later, SONNET, None, 900, 90);
+        assert_eq!(state.reservation_used(later, SONNET), Some((900, 90)));
+        assert_eq!(state.at(later).reserved_room(SONNET, 200, 20), Some(false));
+    }
+
+    #[test]
+    fn a_quota_with_nothing_admitted_has_room_within_its_limits() {
+        let state = State::new(&Config::default());
+        let obs = state.at(Instant::now());
+        assert!(obs.quota_room("us-east-1", "m", (u64::MAX, 1000), 1000));
+        assert!(!obs.quota_room("us-east-1", "m", (u64::MAX, 1000), 1001));
     }
 }

@@ -17,7 +17,8 @@ pub struct QuotaTicket(Ticket);
 #[derive(Debug)]
 pub struct QuotaBook {
     minute: Duration,
-    ledgers: Mutex<HashMap<(String, String), Ledger>>,
+    /// Region -> target id -> ledger: looked up by `&str`, so planning allocates nothing.
+    ledgers: Mutex<HashMap<String, HashMap<String, Ledger>>>,
 }
 
 impl QuotaBook {
@@ -37,16 +38,19 @@ impl QuotaBook {
         f: impl FnOnce(&mut Ledger) -> R,
     ) -> R {
         let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (region.to_string(), target.to_string());
-        let ledger = ledgers.entry(key).or_insert_with(|| {
-            Ledger::new(
-                ReservationConfig {
-                    input_tokens_per_minute: limits.0,
-                    output_tokens_per_minute: limits.1,
-                },
-                self.minute,
-            )
-        });
+        let ledger = ledgers
+            .entry(region.to_string())
+            .or_default()
+            .entry(target.to_string())
+            .or_insert_with(|| {
+                Ledger::new(
+                    ReservationConfig {
+                        input_tokens_per_minute: limits.0,
+                        output_tokens_per_minute: limits.1,
+                    },
+                    self.minute,
+                )
+            });
         f(ledger)
     }
 
@@ -59,7 +63,12 @@ impl QuotaBook {
         limits: (u64, u64),
         tokens: u64,
     ) -> bool {
-        self.with(region, target, limits, |l| l.has_room(now, 1, tokens))
+        let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
+        match ledgers.get_mut(region).and_then(|t| t.get_mut(target)) {
+            Some(l) => l.has_room(now, 1, tokens),
+            // Nothing admitted there yet: room for anything within the limits.
+            None => tokens <= limits.1 && limits.0 >= 1,
+        }
     }
 
     /// Admits a request of `tokens` if it fits; with `force`, admits it anyway (the last
@@ -90,7 +99,7 @@ impl QuotaBook {
         tokens: u64,
     ) {
         let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = ledgers.get_mut(&(region.to_string(), target.to_string())) {
+        if let Some(l) = ledgers.get_mut(region).and_then(|t| t.get_mut(target)) {
             l.correct(ticket.0, requests, tokens);
         }
     }
