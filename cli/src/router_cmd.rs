@@ -37,6 +37,10 @@ pub struct DataArgs {
     /// Which rows to use: train (80%), held-out (20%, by a hash of the prompt) or all.
     #[arg(long)]
     split: Option<Split>,
+    /// Mix sources of different model pairs: each source's weakest and strongest variant (by
+    /// its pass rates) become the `weak` and `strong` variants.
+    #[arg(long, conflicts_with = "variants")]
+    by_capability_order: bool,
 }
 
 impl DataArgs {
@@ -49,6 +53,11 @@ impl DataArgs {
                 exclude: self.exclude.clone(),
             },
         )?;
+        let data = if self.by_capability_order {
+            data.by_capability_order()
+        } else {
+            data
+        };
         Ok(data.split(self.split.unwrap_or(default_split)))
     }
 }
@@ -130,7 +139,7 @@ fn load_model(path: &Option<PathBuf>) -> Result<Classifier> {
 
 fn train_cmd(a: TrainArgs) -> Result<()> {
     let split = a.data.split.unwrap_or(Split::Train);
-    let all = Dataset::load(
+    let mut all = Dataset::load(
         &a.data.data,
         &LoadOptions {
             variants: a.data.variants.clone(),
@@ -138,6 +147,9 @@ fn train_cmd(a: TrainArgs) -> Result<()> {
             exclude: a.data.exclude.clone(),
         },
     )?;
+    if a.data.by_capability_order {
+        all = all.by_capability_order();
+    }
     let rows = all.split(split);
     let sources = rows.sources().join(", ");
     eprintln!(
@@ -207,33 +219,42 @@ fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
     }
     println!("each source held out in turn (trained on the others), then in distribution:\n");
     println!(
-        "{:<18} {:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>12} {:>9}",
+        "{:<18} {:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9} {:>8}",
         "held out",
         "rows",
         "weak",
         "strong",
         "laneway",
+        "model",
         "random",
         "length",
         "vs length",
-        "CPT(50%)"
+        "CPT(50%)",
+        "novelty"
     );
     for s in &sections {
         let apgr = |name: &str| s.router(name).map_or(f64::NAN, |r| r.apgr);
         let cpt = s.router("laneway").map_or(f64::NAN, |r| r.cpt50);
+        let novelty = match s.novelty {
+            Some(n) => format!("{n:.2}{}", if s.fell_back { "*" } else { "" }),
+            None => "-".into(),
+        };
         println!(
-            "{:<18} {:>6} {:>6.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>+12.3} {:>8.1}%",
+            "{:<18} {:>6} {:>6.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>+10.3} {:>8.1}% {:>8}",
             s.name,
             s.rows,
             s.weak_quality,
             s.strong_quality,
             apgr("laneway"),
+            apgr("model"),
             apgr("random"),
             apgr("prompt-length"),
             apgr("laneway") - apgr("prompt-length"),
-            cpt * 100.0
+            cpt * 100.0,
+            novelty
         );
     }
+    println!("\nlaneway: as routed (* novelty above {}: the prompt-length fallback); model: the model's scores alone", eval::NOVELTY_THRESHOLD);
     Ok(())
 }
 
@@ -323,6 +344,16 @@ fn print_summary(s: &Summary) {
             "\n{}: {} prompts, weak quality {:.3}, strong quality {:.3}",
             section.name, section.rows, section.weak_quality, section.strong_quality
         );
+        if let Some(n) = section.novelty {
+            println!(
+                "  novelty {n:.2}: laneway {}",
+                if section.fell_back {
+                    "falls back to prompt length"
+                } else {
+                    "routes by the model"
+                }
+            );
+        }
         println!(
             "  {:<14} {:>6} {:>8} {:>8}",
             "router", "APGR", "CPT(50%)", "CPT(80%)"

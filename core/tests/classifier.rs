@@ -1,4 +1,5 @@
-//! The shipped classifier against the data it was trained on (vendored under `data/routellm`).
+//! The shipped classifier against the data it was trained on (vendored under `data/`: RouteLLM's
+//! MMLU and GSM8K, RouterArena, MT-Bench), mixed by capability order.
 
 use std::path::PathBuf;
 
@@ -7,23 +8,26 @@ use laneway::classifier::eval::evaluate;
 use laneway::classifier::train::{train, TrainOptions};
 use laneway::classifier::Classifier;
 
-fn routellm() -> Dataset {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/routellm");
+fn training_data() -> Dataset {
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data");
     Dataset::load(
-        &[d.join("mmlu"), d.join("gsm8k")],
+        &[
+            d.join("routellm/mmlu"),
+            d.join("routellm/gsm8k"),
+            d.join("routerarena/routerarena.jsonl"),
+            d.join("mtbench/mtbench.jsonl"),
+        ],
         &LoadOptions {
-            variants: Some(vec![
-                "mistralai/Mixtral-8x7B-Instruct-v0.1".into(),
-                "gpt-4-1106-preview".into(),
-            ]),
             exclude: vec![
-                d.join("mmlu/contaminated_prompts.jsonl"),
-                d.join("gsm8k/contaminated_prompts.jsonl"),
+                d.join("routellm/mmlu/contaminated_prompts.jsonl"),
+                d.join("routellm/gsm8k/contaminated_prompts.jsonl"),
+                d.join("mtbench/contaminated_prompts.jsonl"),
             ],
             ..Default::default()
         },
     )
-    .expect("the vendored RouteLLM data loads")
+    .expect("the vendored data loads")
+    .by_capability_order()
 }
 
 #[test]
@@ -34,10 +38,10 @@ fn shipped_model_reproduces_its_recorded_held_out_figures_and_meets_the_targets(
         .held_out
         .clone()
         .expect("the shipped model records its figures");
-    let data = routellm();
+    let data = training_data();
     assert_eq!(
-        data.excluded, 17,
-        "5 MMLU and 12 GSM8K contaminated prompts"
+        data.excluded, 25,
+        "5 MMLU, 12 GSM8K and 8 MT-Bench contaminated prompts"
     );
     let now = evaluate(&data.split(Split::HeldOut), &model, model.info.seed).unwrap();
     // The file keeps figures as JSON numbers, read back to within an ulp or so.
@@ -67,10 +71,15 @@ fn shipped_model_reproduces_its_recorded_held_out_figures_and_meets_the_targets(
 
 #[test]
 fn retraining_on_the_train_split_rebuilds_the_shipped_weights() {
-    let data = routellm().split(Split::Train);
+    let data = training_data().split(Split::Train);
     let shipped = Classifier::builtin();
     assert_eq!(data.rows.len(), shipped.info.rows);
     let again = train(&data, &TrainOptions::default()).unwrap();
     assert_eq!(again.heads, shipped.heads);
     assert_eq!(again.info.loss_percentiles, shipped.info.loss_percentiles);
+    assert_eq!(again.info.novelty, shipped.info.novelty);
+    assert_eq!(
+        again.info.length_percentiles,
+        shipped.info.length_percentiles
+    );
 }

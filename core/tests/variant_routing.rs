@@ -12,7 +12,7 @@ const HARD: &str = "Janet has 3 times as many marbles as Tom. After giving 12 to
 const ROUTED: &str = r#"
 [families.nova]
 variants = ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"]
-router = { max_strong_share = 0.3 }
+router = { max_strong_share = 0.3, fallback = "none" }
 "#;
 
 #[tokio::test]

@@ -33,6 +33,13 @@ pub struct Section {
     pub rows: usize,
     pub weak_quality: f64,
     pub strong_quality: f64,
+    /// The mean novelty (out-of-distribution probability) of the rows, when the model scores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<f64>,
+    /// Whether `laneway` routed these rows by the prompt-length fallback (their mean novelty
+    /// above [`NOVELTY_THRESHOLD`]) rather than by the model's scores (`model`).
+    #[serde(default)]
+    pub fell_back: bool,
     pub routers: Vec<RouterFigures>,
 }
 
@@ -73,8 +80,13 @@ impl Section {
     }
 }
 
-/// Routers compared, in report order.
-pub const ROUTERS: [&str; 4] = ["laneway", "random", "prompt-length", "oracle"];
+/// Routers compared, in report order: `laneway` as a router routes (the model's scores, or the
+/// prompt-length fallback where the rows are novel), `model` the model's scores alone.
+pub const ROUTERS: [&str; 5] = ["laneway", "model", "random", "prompt-length", "oracle"];
+
+/// The novelty above which evaluation, like the default variant router, falls back to the
+/// prompt-length rule.
+pub const NOVELTY_THRESHOLD: f64 = 0.5;
 
 /// Evaluates `model` on `data`, routing between the data's first (weakest) and last variant.
 /// Rows missing either outcome are left out. `seed` drives the random router (the mean of ten
@@ -110,12 +122,10 @@ pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary
             "no row has outcomes for both the weakest and strongest variant".into(),
         ));
     }
-    let scores: Vec<f64> = rows
+    let scored: Vec<super::Scored> = rows.iter().map(|(p, ..)| model.score(p)).collect();
+    let scores: Vec<f64> = scored
         .iter()
-        .map(|(p, ..)| {
-            let probs = model.probabilities(p);
-            f64::from(probs[sh] - probs[wh])
-        })
+        .map(|s| f64::from(s.probabilities[sh] - s.probabilities[wh]))
         .collect();
     let mut names = vec!["all".to_string()];
     names.extend(data.sources());
@@ -129,11 +139,24 @@ pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary
         }
         let w: Vec<bool> = idx.iter().map(|&i| rows[i].2).collect();
         let s: Vec<bool> = idx.iter().map(|&i| rows[i].3).collect();
-        let ours: Vec<f64> = idx.iter().map(|&i| scores[i]).collect();
+        let by_model: Vec<f64> = idx.iter().map(|&i| scores[i]).collect();
         let length: Vec<f64> = idx
             .iter()
             .map(|&i| rows[i].0.chars().count() as f64)
             .collect();
+        let novelties: Option<Vec<f64>> = idx
+            .iter()
+            .map(|&i| scored[i].novelty.map(f64::from))
+            .collect();
+        let novelty = novelties.map(|v| v.iter().sum::<f64>() / v.len() as f64);
+        // The rows are taken as one stream of traffic, as a router with a long novelty window
+        // sees it: novel on the whole, it routes them all by length.
+        let fell_back = novelty.is_some_and(|n| n > NOVELTY_THRESHOLD);
+        let ours = if fell_back {
+            length.clone()
+        } else {
+            by_model.clone()
+        };
         let oracle: Vec<f64> = idx
             .iter()
             .map(|&i| f64::from(u8::from(rows[i].3)) - f64::from(u8::from(rows[i].2)))
@@ -145,8 +168,11 @@ pub fn evaluate(data: &Dataset, model: &Classifier, seed: u64) -> Result<Summary
             rows: idx.len(),
             weak_quality: w.iter().filter(|x| **x).count() as f64 / n,
             strong_quality: s.iter().filter(|x| **x).count() as f64 / n,
+            novelty,
+            fell_back,
             routers: vec![
                 figures("laneway", &pgr_curve(&ours, &w, &s)),
+                figures("model", &pgr_curve(&by_model, &w, &s)),
                 random,
                 figures("prompt-length", &pgr_curve(&length, &w, &s)),
                 figures("oracle", &pgr_curve(&oracle, &w, &s)),

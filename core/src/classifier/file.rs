@@ -86,6 +86,21 @@ impl Classifier {
         if !(8..=24).contains(&info.bits) {
             return Err(corrupt(format!("bits = {} is outside 8..=24", info.bits)));
         }
+        if let Some(n) = &info.novelty {
+            if n.seen.len() != (1usize << info.bits).div_ceil(64) {
+                return Err(corrupt(format!(
+                    "the novelty bitset holds {} words where 2^{} buckets need {}",
+                    n.seen.len(),
+                    info.bits,
+                    (1usize << info.bits).div_ceil(64)
+                )));
+            }
+            if n.calibration
+                .is_some_and(|c| c.iter().any(|x| !x.is_finite()))
+            {
+                return Err(corrupt("the novelty calibration has a non-finite weight"));
+            }
+        }
         if header.variants.len() < 2 {
             return Err(corrupt("a model needs at least two variants"));
         }
@@ -173,6 +188,11 @@ mod tests {
                 seed: 7,
                 loss_percentiles: vec![-0.1, 0.0, 0.2],
                 held_out: None,
+                length_percentiles: vec![1.0, 2.0, 3.0],
+                novelty: Some(crate::classifier::Novelty {
+                    seen: vec![u64::MAX, 0, 1, 2],
+                    calibration: Some([-1.0, 2.0, 0.5]),
+                }),
             },
             heads: vec![
                 Head {

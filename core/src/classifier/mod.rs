@@ -24,6 +24,7 @@ pub mod data;
 pub mod eval;
 mod features;
 mod file;
+mod novelty;
 pub mod train;
 
 use std::sync::{Arc, OnceLock};
@@ -31,6 +32,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 pub use features::{Features, DENSE, DENSE_NAMES, FEATURES_VERSION};
+pub use novelty::{Novelty, Raw as NoveltyMeasures};
 
 /// What can go wrong loading, training or evaluating a classifier.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -99,6 +101,23 @@ pub struct ModelInfo {
     /// Held-out figures recorded when the model was made, if any.
     #[serde(default)]
     pub held_out: Option<eval::Summary>,
+    /// ln(1 + characters) at each percentile of the training prompts, 0..=100: the
+    /// prompt-length fallback maps a length onto the loss scale through it.
+    #[serde(default)]
+    pub length_percentiles: Vec<f32>,
+    /// What scores a prompt's novelty (out-of-distribution probability), if recorded.
+    #[serde(default)]
+    pub novelty: Option<Novelty>,
+}
+
+/// What the classifier makes of one prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// The probability that each head's variant answers well enough, cheapest first.
+    pub probabilities: Vec<f32>,
+    /// The calibrated probability that the prompt is of a kind the model was not trained on
+    /// (`None` when the model records no calibration).
+    pub novelty: Option<f32>,
 }
 
 impl std::fmt::Debug for Head {
@@ -174,12 +193,30 @@ impl Classifier {
 
     /// The probability that each head's variant answers `prompt` well enough, cheapest first.
     pub fn probabilities(&self, prompt: &str) -> Vec<f32> {
+        self.score(prompt).probabilities
+    }
+
+    /// Each head's probability and the prompt's novelty, from one pass over the prompt.
+    ///
+    /// ```
+    /// let c = laneway::classifier::Classifier::builtin();
+    /// let s = c.score("Write a haiku about the sea.");
+    /// assert_eq!(s.probabilities.len(), c.heads.len());
+    /// assert!(s.novelty.is_some_and(|p| (0.0..=1.0).contains(&p)));
+    /// ```
+    pub fn score(&self, prompt: &str) -> Scored {
         let bits = self.info.bits;
         Features::with_counts(prompt, bits, |counts, touched, dense| {
             let norm = features::l2_norm(counts, touched);
             let dense = self.standardise(dense);
             let words = 1usize << bits;
-            self.heads
+            let novelty = self
+                .info
+                .novelty
+                .as_ref()
+                .and_then(|n| n.probability(n.raw(counts, touched, &dense)));
+            let probabilities = self
+                .heads
                 .iter()
                 .map(|h| {
                     let w: f32 = touched
@@ -194,8 +231,34 @@ impl Classifier {
                         .sum();
                     sigmoid(h.bias + w + d)
                 })
-                .collect()
+                .collect();
+            Scored {
+                probabilities,
+                novelty,
+            }
         })
+    }
+
+    /// The prompt-length rule on the model's loss scale: the loss at the percentile of the
+    /// training prompts that `prompt`'s length reaches, so that the family's thresholds send
+    /// about the same share of prompts to each variant as the model would. `None` for a model
+    /// that records no length percentiles.
+    ///
+    /// ```
+    /// let c = laneway::classifier::Classifier::builtin();
+    /// let short = c.loss_by_length("Hi").unwrap();
+    /// let long = c.loss_by_length(&"a long question ".repeat(200)).unwrap();
+    /// assert!(short < long);
+    /// ```
+    pub fn loss_by_length(&self, prompt: &str) -> Option<f32> {
+        let lengths = &self.info.length_percentiles;
+        let losses = &self.info.loss_percentiles;
+        if lengths.len() < 2 || losses.len() != lengths.len() {
+            return None;
+        }
+        let x = (prompt.chars().count() as f32).ln_1p();
+        let at = lengths.partition_point(|l| *l < x).min(lengths.len() - 1);
+        Some(losses[at])
     }
 
     /// The quality expected to be lost by sending `prompt` to head `cheaper` instead of the

@@ -57,7 +57,21 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
         .iter()
         .map(|r| Features::extract(&r.prompt, opts.bits))
         .collect();
-    let (dense_mean, dense_std) = dense_moments(&features);
+    let all: Vec<&Features> = features.iter().collect();
+    let (dense_mean, dense_std) = super::novelty::moments(&all);
+    let sources: Vec<&str> = data.rows.iter().map(|r| r.source.as_str()).collect();
+    // The calibration's own in-distribution negatives: every fifth row (the data given is
+    // usually the 80% training split already).
+    let calibration_held_out: Vec<bool> = (0..features.len()).map(|i| i % 5 == 4).collect();
+    let novelty = super::Novelty {
+        seen: super::novelty::seen_buckets(&all, opts.bits),
+        calibration: super::novelty::calibrate(
+            &features,
+            &sources,
+            &calibration_held_out,
+            opts.bits,
+        ),
+    };
     let standardised: Vec<[f32; DENSE]> = features
         .iter()
         .map(|f| {
@@ -99,6 +113,8 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
             seed: opts.seed,
             loss_percentiles: Vec::new(),
             held_out: None,
+            length_percentiles: Vec::new(),
+            novelty: Some(novelty),
         },
         heads,
     };
@@ -108,30 +124,22 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
         .map(|r| model.expected_loss(&r.prompt, 0))
         .collect();
     losses.sort_by(f32::total_cmp);
-    model.info.loss_percentiles = (0..=100)
-        .map(|p| losses[(p * (losses.len() - 1) + 50) / 100])
+    model.info.loss_percentiles = percentiles(&losses);
+    let mut lengths: Vec<f32> = data
+        .rows
+        .iter()
+        .map(|r| (r.prompt.chars().count() as f32).ln_1p())
         .collect();
+    lengths.sort_by(f32::total_cmp);
+    model.info.length_percentiles = percentiles(&lengths);
     Ok(model)
 }
 
-fn dense_moments(features: &[Features]) -> ([f32; DENSE], [f32; DENSE]) {
-    let n = features.len() as f64;
-    let mut mean = [0f64; DENSE];
-    for f in features {
-        for (m, v) in mean.iter_mut().zip(f.dense) {
-            *m += f64::from(v) / n;
-        }
-    }
-    let mut var = [0f64; DENSE];
-    for f in features {
-        for ((s, v), m) in var.iter_mut().zip(f.dense).zip(mean) {
-            *s += (f64::from(v) - m).powi(2) / n;
-        }
-    }
-    (
-        mean.map(|m| m as f32),
-        var.map(|v| (v.sqrt() as f32).max(1e-6)),
-    )
+/// The values at percentiles 0, 1, ..., 100 of sorted values.
+fn percentiles(sorted: &[f32]) -> Vec<f32> {
+    (0..=100)
+        .map(|p| sorted[(p * (sorted.len() - 1) + 50) / 100])
+        .collect()
 }
 
 /// Fits one head: minimises mean log-loss + `|w|^2 / (2 C n)` with Adam over full batches.

@@ -539,6 +539,27 @@ pub struct VariantRouterConfig {
     /// to the strongest variant, and the rest split evenly between the cheaper ones.
     #[serde(default)]
     pub max_strong_share: Option<f64>,
+    /// What decides when the family's traffic is unlike the model's training data: `length`
+    /// (the prompt-length rule on the same thresholds; the default), `default_variant`, or
+    /// `none` (the model's scores regardless).
+    #[serde(default)]
+    pub fallback: crate::types::VariantFallback,
+    /// The mean novelty (0..=1) above which the fallback decides.
+    #[serde(default = "default_novelty_threshold")]
+    pub novelty_threshold: f32,
+    /// How many recent prompts the mean novelty spans (an exponential moving average; 1
+    /// decides per prompt).
+    #[serde(default = "default_novelty_window")]
+    pub novelty_window: u32,
+}
+
+fn default_novelty_threshold() -> f32 {
+    // The same as `classifier::eval::NOVELTY_THRESHOLD`, which evaluation applies.
+    0.5
+}
+
+fn default_novelty_window() -> u32 {
+    50
 }
 
 fn builtin_classifier() -> String {
@@ -1140,6 +1161,18 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
         return Err(Error::config(
             field,
             "routing needs a family of two variants or more",
+        ));
+    }
+    if !(r.novelty_threshold.is_finite() && (0.0..=1.0).contains(&r.novelty_threshold)) {
+        return Err(Error::config(
+            format!("{field}.novelty_threshold"),
+            format!("{} is outside 0..=1", r.novelty_threshold),
+        ));
+    }
+    if r.novelty_window == 0 {
+        return Err(Error::config(
+            format!("{field}.novelty_window"),
+            "the window spans at least one prompt",
         ));
     }
     let in_range = |t: f32| t.is_finite() && (-1.0..=1.0).contains(&t);

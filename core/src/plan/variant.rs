@@ -6,9 +6,9 @@ use std::sync::Arc;
 use super::catalog::Catalog;
 use crate::config::{Config, VariantRouterConfig};
 use crate::types::ProfileScope;
-use crate::types::Reason;
 use crate::types::{Error, Result};
 use crate::types::{GenerateRequest, ModelRef};
+use crate::types::{Reason, VariantFallback};
 
 /// The model chosen, with the family and pinned profile it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,50 @@ pub struct VariantRouters {
 struct LoadedRouter {
     classifier: Arc<Classifier>,
     thresholds: Vec<f32>,
+    /// The family's recent novelty, shared by the router's clones.
+    traffic: Arc<TrafficNovelty>,
+}
+
+/// An exponential moving average of a family's prompts' novelty over about `window` prompts
+/// (a plain running mean until that many have been seen), updated without a lock.
+#[derive(Debug)]
+pub struct TrafficNovelty {
+    window: u32,
+    /// The mean's `f32` bits and the number of prompts seen (saturating at `window`), packed
+    /// in one word so that an update is a single compare-and-swap.
+    state: std::sync::atomic::AtomicU64,
+}
+
+impl TrafficNovelty {
+    /// A tracker over about `window` prompts (at least 1).
+    pub fn new(window: u32) -> Self {
+        Self {
+            window: window.max(1),
+            state: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Adds a prompt's novelty and returns the mean including it.
+    ///
+    /// ```
+    /// use laneway::plan::variant::TrafficNovelty;
+    /// let t = TrafficNovelty::new(4);
+    /// assert_eq!(t.observe(1.0), 1.0);
+    /// assert_eq!(t.observe(0.0), 0.5); // a running mean until four prompts
+    /// ```
+    pub fn observe(&self, novelty: f32) -> f32 {
+        use std::sync::atomic::Ordering;
+        let mut mean = 0.0;
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |packed| {
+                let (old, seen) = (f32::from_bits(packed as u32), (packed >> 32) as u32);
+                let seen = (seen + 1).min(self.window);
+                mean = old + (novelty - old) / seen as f32;
+                Some(u64::from(mean.to_bits()) | (u64::from(seen) << 32))
+            });
+        mean
+    }
 }
 
 impl std::fmt::Debug for VariantRouters {
@@ -78,6 +122,7 @@ impl VariantRouters {
                 LoadedRouter {
                     classifier,
                     thresholds,
+                    traffic: Arc::new(TrafficNovelty::new(router.novelty_window)),
                 },
             );
         }
@@ -188,16 +233,39 @@ pub fn choose(
                 "the family's router was not loaded: build a Planner (or a Router) from this configuration",
             )
         })?;
-        let scores = score_variants(
-            &family.variants,
-            &request.classification_text(),
-            &loaded.classifier,
-        );
+        let router = family
+            .router
+            .as_ref()
+            .expect("a loaded router is configured");
+        let text = request.classification_text();
+        let scored = loaded.classifier.score(&text);
+        let fallback = scored
+            .novelty
+            .map(|n| loaded.traffic.observe(n))
+            .filter(|mean| *mean > router.novelty_threshold)
+            .map(|_| router.fallback)
+            .filter(|f| *f != VariantFallback::None);
+        let mut scores =
+            score_variants(&family.variants, &scored.probabilities, &loaded.classifier);
+        if fallback == Some(VariantFallback::Length) {
+            if let Some(loss) = loaded.classifier.loss_by_length(&text) {
+                scores.iter_mut().for_each(|s| *s = loss);
+            }
+        }
         let thresholds = &loaded.thresholds;
         let strongest = family.variants.len() - 1;
-        let at = (min..strongest)
-            .find(|&i| scores[i] <= thresholds[i])
-            .unwrap_or(strongest);
+        let at = if fallback == Some(VariantFallback::DefaultVariant) {
+            family
+                .variants
+                .iter()
+                .position(|v| v == family.default_variant())
+                .unwrap_or(strongest)
+                .max(min)
+        } else {
+            (min..strongest)
+                .find(|&i| scores[i] <= thresholds[i])
+                .unwrap_or(strongest)
+        };
         let variant = family.variants[at].clone();
         reasons.push(Reason::VariantScored {
             family: name.to_string(),
@@ -206,6 +274,8 @@ pub fn choose(
                 .collect(),
             chosen: variant.clone(),
             min_variant: request.min_variant.clone(),
+            novelty: scored.novelty,
+            fallback,
         });
         return Ok(ChosenModel {
             model: catalog.model_name(&variant),
@@ -266,8 +336,7 @@ pub fn choose(
 /// family's own variants has a head for each; otherwise (the built-in model, say) its weakest
 /// and strongest heads give one loss for every cheaper variant, which per-variant thresholds
 /// then split into bands.
-fn score_variants(variants: &[String], text: &str, classifier: &Classifier) -> Vec<f32> {
-    let p = classifier.probabilities(text);
+fn score_variants(variants: &[String], p: &[f32], classifier: &Classifier) -> Vec<f32> {
     let heads: Option<Vec<usize>> = variants.iter().map(|v| classifier.head_of(v)).collect();
     let cheaper = variants.len() - 1;
     match heads {
@@ -432,9 +501,115 @@ mod tests {
         }
     }
 
+    fn scored(config: &Config, routers: &VariantRouters, text: &str) -> (ChosenModel, Reason) {
+        let mut reasons = Vec::new();
+        let c = choose(
+            &GenerateRequest::user(text).family("nova"),
+            config,
+            &Catalog::new(config),
+            routers,
+            &mut reasons,
+        )
+        .unwrap();
+        (c, reasons.remove(0))
+    }
+
+    #[test]
+    fn novel_traffic_falls_back_to_the_configured_rule_and_says_so() {
+        let classifier = Classifier::builtin();
+        // Novelty always above 0: the fallback decides every call.
+        let by_length = routed("{ max_strong_share = 0.3, novelty_threshold = 0.0 }");
+        let (_, reason) = scored(&by_length, &routers(&by_length), HARD);
+        let Reason::VariantScored {
+            scores,
+            novelty,
+            fallback,
+            ..
+        } = reason
+        else {
+            panic!("{reason:?}")
+        };
+        assert!(novelty.is_some());
+        assert_eq!(fallback, Some(VariantFallback::Length));
+        let by_len = classifier.loss_by_length(HARD).unwrap();
+        assert!(
+            scores.iter().all(|(_, loss, _)| *loss == by_len),
+            "{scores:?}"
+        );
+
+        let to_default = routed(
+            "{ max_strong_share = 0.3, novelty_threshold = 0.0, fallback = \"default_variant\" }",
+        );
+        let (chosen, reason) = scored(&to_default, &routers(&to_default), EASY);
+        assert_eq!(
+            &*chosen.model,
+            to_default.families["nova"].default_variant(),
+            "the family's default"
+        );
+        assert!(reason.to_string().contains("default variant"), "{reason}");
+
+        // Never novel enough, or no fallback: the model's scores decide.
+        for router in [
+            "{ max_strong_share = 0.3, novelty_threshold = 1.0 }",
+            "{ max_strong_share = 0.3, novelty_threshold = 0.0, fallback = \"none\" }",
+        ] {
+            let config = routed(router);
+            let (_, reason) = scored(&config, &routers(&config), HARD);
+            let Reason::VariantScored {
+                scores, fallback, ..
+            } = reason
+            else {
+                panic!()
+            };
+            assert_eq!(fallback, None, "{router}");
+            let p = classifier.probabilities(HARD);
+            assert_eq!(scores[0].1, p[1] - p[0]);
+        }
+    }
+
+    #[test]
+    fn the_fallback_follows_the_familys_recent_traffic_not_one_prompt() {
+        let classifier = Classifier::builtin();
+        let novelty = |t: &str| classifier.score(t).novelty.unwrap();
+        let (familiar, novel) = (
+            HARD,
+            "Write a Python function that merges overlapping intervals and explain its complexity.",
+        );
+        assert!(novelty(familiar) < 0.5 && novelty(novel) > 0.5);
+        let config = routed("{ max_strong_share = 0.3, novelty_window = 8 }");
+        let routers = routers(&config);
+        let fell_back = |text: &str| {
+            matches!(
+                scored(&config, &routers, text).1,
+                Reason::VariantScored {
+                    fallback: Some(_),
+                    ..
+                }
+            )
+        };
+        for _ in 0..8 {
+            assert!(!fell_back(familiar));
+        }
+        // One novel prompt in familiar traffic does not flip the rule; a run of them does.
+        assert!(!fell_back(novel));
+        let flipped = (0..16)
+            .position(|_| fell_back(novel))
+            .expect("novel traffic falls back");
+        assert!(flipped <= 8, "after {flipped} more");
+        let back = (0..16)
+            .position(|_| !fell_back(familiar))
+            .expect("and recovers");
+        assert!(back <= 8, "after {back} more");
+    }
+
     #[test]
     fn router_configuration_is_checked() {
         for (router, needle) in [
+            (
+                "{ threshold = 0.1, novelty_threshold = 2.0 }",
+                "novelty_threshold",
+            ),
+            ("{ threshold = 0.1, novelty_window = 0 }", "novelty_window"),
             ("{ }", "exactly one"),
             ("{ threshold = 0.1, max_strong_share = 0.3 }", "exactly one"),
             ("{ thresholds = [0.1, 0.2] }", "2 thresholds for 1"),

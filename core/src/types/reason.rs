@@ -9,6 +9,19 @@ use super::error::TimeLimit;
 use super::request::{GenerateRequest, ServiceTier, SloClass};
 use super::target::ProfileScope;
 
+/// What a family's variant router does when its traffic is unlike the model's training data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VariantFallback {
+    /// The prompt-length rule, on the model's loss scale and the family's thresholds.
+    #[default]
+    Length,
+    /// The family's default variant.
+    DefaultVariant,
+    /// No fallback: the model's scores decide whatever the novelty.
+    None,
+}
+
 /// One decision of a plan, or one alternative it rejected.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -27,10 +40,17 @@ pub enum Reason {
     /// request's minimum) was chosen.
     VariantScored {
         family: String,
-        /// (variant, expected loss, threshold), cheapest first.
+        /// (variant, expected loss, threshold), cheapest first. Under the prompt-length
+        /// fallback the loss is the length rule's, on the model's loss scale.
         scores: Vec<(String, f32, f32)>,
         chosen: String,
         min_variant: Option<String>,
+        /// The prompt's novelty: the calibrated probability that it is of a kind the model was
+        /// not trained on (`None` when the model records no calibration).
+        novelty: Option<f32>,
+        /// The family's recent traffic is novel (mean novelty over the router's window above
+        /// its threshold), so this rule chose instead of the model's scores.
+        fallback: Option<VariantFallback>,
     },
     /// If the chosen variant cannot serve, the plan steps up to this stronger one.
     VariantStepUp { from: String, to: String },
@@ -244,8 +264,25 @@ impl fmt::Display for Reason {
             Reason::FamilyDefaultVariant { family, variant } => {
                 write!(f, "family {family}: default variant {variant}")
             }
-            Reason::VariantScored { family, scores, chosen, min_variant } => {
+            Reason::VariantScored {
+                family,
+                scores,
+                chosen,
+                min_variant,
+                novelty,
+                fallback,
+            } => {
                 write!(f, "family {family}: ")?;
+                if let Some(n) = novelty {
+                    write!(f, "novelty {n:.2}; ")?;
+                }
+                match fallback {
+                    Some(VariantFallback::Length) => write!(f, "novel traffic: by prompt length; ")?,
+                    Some(VariantFallback::DefaultVariant) => {
+                        write!(f, "novel traffic: default variant; ")?
+                    }
+                    Some(VariantFallback::None) | None => {}
+                }
                 for (v, loss, t) in scores {
                     write!(f, "{v} loss {loss:.3} (threshold {t:.3}); ")?;
                 }
