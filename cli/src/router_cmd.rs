@@ -44,7 +44,8 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
-    fn load(&self, default_split: Split) -> Result<Dataset> {
+    /// Every row, in capability order when asked.
+    fn load_all(&self) -> Result<Dataset> {
         let data = Dataset::load(
             &self.data,
             &LoadOptions {
@@ -53,12 +54,16 @@ impl DataArgs {
                 exclude: self.exclude.clone(),
             },
         )?;
-        let data = if self.by_capability_order {
+        Ok(if self.by_capability_order {
             data.by_capability_order()
         } else {
             data
-        };
-        Ok(data.split(self.split.unwrap_or(default_split)))
+        })
+    }
+
+    /// The rows of `--split`, or of `default_split`.
+    fn load(&self, default_split: Split) -> Result<Dataset> {
+        Ok(self.load_all()?.split(self.split.unwrap_or(default_split)))
     }
 }
 
@@ -71,6 +76,13 @@ pub struct TrainArgs {
     out: PathBuf,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    #[command(flatten)]
+    training: TrainingArgs,
+}
+
+/// How to train (`router train`, and `router eval --leave-one-source-out`).
+#[derive(Debug, Args)]
+pub struct TrainingArgs {
     /// Word buckets are 2^bits.
     #[arg(long, default_value_t = 15)]
     bits: u32,
@@ -79,6 +91,19 @@ pub struct TrainArgs {
     c: f64,
     #[arg(long, default_value_t = 300)]
     steps: usize,
+}
+
+impl TrainingArgs {
+    fn options(&self, seed: u64, trained_on: String) -> TrainOptions {
+        TrainOptions {
+            bits: self.bits,
+            c: self.c,
+            steps: self.steps,
+            seed,
+            trained_on,
+            ..TrainOptions::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -100,12 +125,8 @@ pub struct EvalArgs {
     #[arg(long, conflicts_with = "model")]
     leave_one_source_out: bool,
     /// Training options for --leave-one-source-out (as `router train`).
-    #[arg(long, default_value_t = 15)]
-    bits: u32,
-    #[arg(long, default_value_t = 0.3)]
-    c: f64,
-    #[arg(long, default_value_t = 300)]
-    steps: usize,
+    #[command(flatten)]
+    training: TrainingArgs,
 }
 
 #[derive(Debug, Args)]
@@ -139,17 +160,7 @@ fn load_model(path: &Option<PathBuf>) -> Result<Classifier> {
 
 fn train_cmd(a: TrainArgs) -> Result<()> {
     let split = a.data.split.unwrap_or(Split::Train);
-    let mut all = Dataset::load(
-        &a.data.data,
-        &LoadOptions {
-            variants: a.data.variants.clone(),
-            pass_mark: a.data.pass_mark,
-            exclude: a.data.exclude.clone(),
-        },
-    )?;
-    if a.data.by_capability_order {
-        all = all.by_capability_order();
-    }
+    let all = a.data.load_all()?;
     let rows = all.split(split);
     let sources = rows.sources().join(", ");
     eprintln!(
@@ -158,20 +169,17 @@ fn train_cmd(a: TrainArgs) -> Result<()> {
         all.excluded,
         rows.variants.join(" < ")
     );
-    let opts = TrainOptions {
-        bits: a.bits,
-        c: a.c,
-        steps: a.steps,
-        seed: a.seed,
-        trained_on: format!(
+    let t = &a.training;
+    let opts = t.options(
+        a.seed,
+        format!(
             "{} rows of {sources}, split {split:?}, bits {}, C {}, {} steps",
             rows.rows.len(),
-            a.bits,
-            a.c,
-            a.steps
+            t.bits,
+            t.c,
+            t.steps
         ),
-        ..TrainOptions::default()
-    };
+    );
     let mut model = train(&rows, &opts)?;
     if split == Split::Train {
         let held = all.split(Split::HeldOut);
@@ -202,13 +210,7 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
 
 fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
     let data = a.data.load(Split::All)?;
-    let opts = laneway::classifier::train::TrainOptions {
-        bits: a.bits,
-        c: a.c,
-        steps: a.steps,
-        seed: a.seed,
-        ..Default::default()
-    };
+    let opts = a.training.options(a.seed, String::new());
     let sections = eval::leave_one_source_out(&data, &opts, a.seed)?;
     if a.json {
         println!(

@@ -145,6 +145,7 @@ impl Router {
                 continue;
             }
             let plan = self.plan(request)?;
+            exec.planner.committed(&plan);
             let model = plan.model.clone();
             let Some(m) = exec.config.models.get(&*model) else {
                 return Err(Error::invalid(

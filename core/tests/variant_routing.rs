@@ -92,6 +92,57 @@ prompt_router = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/an
 "#;
 const ARN: &str = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/anthropic.claude:1";
 
+const NOVEL: &str =
+    "Write a Python function that merges overlapping intervals and explain its complexity.";
+
+/// Whether a plan of HARD (a prompt like the training data) would fall back.
+fn falls_back(router: &laneway::Router) -> bool {
+    router
+        .plan(&GenerateRequest::user(HARD).family("nova"))
+        .unwrap()
+        .reasons
+        .iter()
+        .any(|r| {
+            matches!(
+                r,
+                Reason::VariantScored {
+                    fallback: Some(_),
+                    ..
+                }
+            )
+        })
+}
+
+#[tokio::test]
+async fn calls_sent_not_plans_looked_at_move_the_familys_traffic_novelty() {
+    let emu = common::emulator().await;
+    let config = common::config(
+        r#"
+[families.nova]
+variants = ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"]
+router = { max_strong_share = 0.3, novelty_window = 2 }
+"#,
+    );
+    let router = common::router_with(&emu, config).await;
+    for _ in 0..5 {
+        router
+            .plan(&GenerateRequest::user(NOVEL).family("nova"))
+            .unwrap();
+    }
+    assert!(!falls_back(&router), "plans alone are not traffic");
+    for _ in 0..2 {
+        let r = router
+            .generate(GenerateRequest::user(NOVEL).family("nova").max_tokens(8))
+            .await
+            .unwrap();
+        assert!(r.decision.reasons.iter().any(|x| matches!(
+            x,
+            Reason::VariantScored { novelty: Some(n), .. } if *n > 0.5
+        )));
+    }
+    assert!(falls_back(&router), "two novel calls sent fill the window");
+}
+
 #[tokio::test]
 async fn a_bedrock_prompt_router_reports_the_model_it_chose_and_is_priced_as_it() {
     let emu = common::emulator().await;

@@ -306,6 +306,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn novel_rows_are_routed_by_length_and_familiar_ones_by_the_model() {
+        use crate::classifier::data::Row;
+        let rows = (0..60)
+            .map(|i| Row {
+                prompt: format!("Question {i}: {}", "why ".repeat(i % 7)),
+                outcomes: vec![Some(i % 4 != 0), Some(i % 5 != 0)],
+                source: "s".into(),
+            })
+            .collect();
+        let data = Dataset {
+            variants: vec!["weak".into(), "strong".into()],
+            rows,
+            excluded: 0,
+        };
+        let with_bias = |bias: f32| {
+            let mut m = (*crate::classifier::Classifier::builtin()).clone();
+            m.info.novelty.as_mut().unwrap().calibration = Some([bias, 0.0, 0.0]);
+            evaluate(&data, &m, 0).unwrap()
+        };
+        for (bias, falls_back, follows) in [(10.0, true, "prompt-length"), (-10.0, false, "model")]
+        {
+            let s = with_bias(bias);
+            let all = s.section("all").unwrap();
+            assert_eq!(all.fell_back, falls_back);
+            assert!(
+                (all.novelty.unwrap() - f64::from(crate::classifier::sigmoid(bias))).abs() < 1e-6
+            );
+            assert_eq!(
+                all.router("laneway").unwrap().apgr,
+                all.router(follows).unwrap().apgr
+            );
+        }
+        assert_ne!(
+            with_bias(10.0).section("all").unwrap().router("laneway"),
+            with_bias(-10.0).section("all").unwrap().router("laneway"),
+            "the two rules rank these rows differently"
+        );
+    }
+
+    #[test]
     fn another_model_pairs_outcomes_are_scored_by_capability_order() {
         use crate::classifier::data::Row;
         let model = crate::classifier::Classifier::builtin();

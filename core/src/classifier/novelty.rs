@@ -49,17 +49,29 @@ impl Novelty {
 
     /// The raw measures from a prompt's bucket counts and standardised dense features.
     pub fn raw(&self, counts: &[u16], touched: &[u32], standardised: &[f32; DENSE]) -> Raw {
+        Raw {
+            unseen_share: self.unseen_share(
+                touched
+                    .iter()
+                    .map(|&b| (b, f32::from(counts[b as usize]).powi(2))),
+            ),
+            distance: distance(standardised),
+        }
+    }
+
+    /// The share of the mass in buckets not seen in training, from (bucket, mass) pairs.
+    fn unseen_share(&self, masses: impl Iterator<Item = (u32, f32)>) -> f32 {
         let (mut all, mut unseen) = (0f32, 0f32);
-        for &b in touched {
-            let c = f32::from(counts[b as usize]).powi(2);
-            all += c;
+        for (b, m) in masses {
+            all += m;
             if !self.is_seen(b) {
-                unseen += c;
+                unseen += m;
             }
         }
-        Raw {
-            unseen_share: if all > 0.0 { unseen / all } else { 0.0 },
-            distance: distance(standardised),
+        if all > 0.0 {
+            unseen / all
+        } else {
+            0.0
         }
     }
 }
@@ -111,16 +123,10 @@ pub(crate) fn moments(rows: &[&Features]) -> ([f32; DENSE], [f32; DENSE]) {
 
 /// The raw measures of `f` against a reference set's seen buckets and dense moments.
 fn raw_against(f: &Features, seen: &Novelty, (mean, std): &([f32; DENSE], [f32; DENSE])) -> Raw {
-    let (mut all, mut unseen) = (0f32, 0f32);
-    for &(b, x) in &f.words {
-        all += x * x;
-        if !seen.is_seen(b) {
-            unseen += x * x;
-        }
-    }
     let z: [f32; DENSE] = std::array::from_fn(|i| (f.dense[i] - mean[i]) / std[i].max(1e-6));
     Raw {
-        unseen_share: if all > 0.0 { unseen / all } else { 0.0 },
+        // The word weights are counts over their L2 norm: squared, the same shares as counts.
+        unseen_share: seen.unseen_share(f.words.iter().map(|&(b, x)| (b, x * x))),
         distance: distance(&z),
     }
 }

@@ -83,11 +83,12 @@ impl Executor {
             .plan(request, &self.config, &self.state.at(Instant::now()))
     }
 
-    /// Plans a call; with shared state, first learns where other replicas cached its prompt
-    /// prefixes (one Redis round trip, only for prefixes this replica has not cached or asked
-    /// about lately), so cache affinity works across the fleet.
+    /// Plans a call that will be sent, and tells the policies so ([`Planner::committed`]); with
+    /// shared state, first learns where other replicas cached its prompt prefixes (one Redis
+    /// round trip, only for prefixes this replica has not cached or asked about lately), so
+    /// cache affinity works across the fleet.
     pub async fn plan_shared(&self, request: &GenerateRequest) -> Result<Plan> {
-        let plan = self.plan(request)?;
+        let mut plan = self.plan(request)?;
         if self.state.is_shared()
             && !plan.cache.prefixes.is_empty()
             && self
@@ -95,8 +96,9 @@ impl Executor {
                 .import_shared_prefixes(Instant::now(), &plan.cache.prefixes)
                 .await
         {
-            return self.plan(request);
+            plan = self.plan(request)?;
         }
+        self.planner.committed(&plan);
         Ok(plan)
     }
 

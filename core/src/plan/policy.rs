@@ -104,8 +104,12 @@ pub trait Policy: Send + Sync {
     /// Its name, unique in a planner: `variant`, `tier`, `checkpoints` and `targets` are the
     /// built-in ones.
     fn name(&self) -> &str;
-    /// Takes its decisions, recording each in `draft.reasons`.
+    /// Takes its decisions, recording each in `draft.reasons`. Planning has no side effects:
+    /// a plan may be made only to be looked at, or made again.
     fn apply(&self, draft: &mut Draft<'_>) -> Result<()>;
+    /// Learns from a plan that is about to be sent (not one only looked at); by default,
+    /// nothing.
+    fn committed(&self, _plan: &Plan) {}
 }
 
 /// Which model serves: a configured model, a family's variant by the classifier, a pinned
@@ -137,6 +141,9 @@ impl Policy for VariantPolicy {
             &mut d.reasons,
         )?);
         Ok(())
+    }
+    fn committed(&self, plan: &Plan) {
+        self.routers.committed(&plan.reasons);
     }
 }
 
@@ -423,6 +430,13 @@ impl Planner {
     /// The policies' names, in order.
     pub fn policy_names(&self) -> impl Iterator<Item = &str> {
         self.policies.iter().map(|p| p.name())
+    }
+
+    /// Tells every policy that `plan` is about to be sent ([`Policy::committed`]).
+    pub fn committed(&self, plan: &Plan) {
+        for policy in &self.policies {
+            policy.committed(plan);
+        }
     }
 
     /// Plans one call from the request, the configuration and the live state at one instant.

@@ -58,26 +58,41 @@ impl TrafficNovelty {
         }
     }
 
-    /// Adds a prompt's novelty and returns the mean including it.
+    /// The mean as it would be with one more prompt of this novelty, leaving it unchanged
+    /// (planning reads; [`TrafficNovelty::observe`] records calls actually sent).
     ///
     /// ```
     /// use laneway::plan::variant::TrafficNovelty;
     /// let t = TrafficNovelty::new(4);
-    /// assert_eq!(t.observe(1.0), 1.0);
-    /// assert_eq!(t.observe(0.0), 0.5); // a running mean until four prompts
+    /// assert_eq!(t.with(1.0), 1.0);
+    /// t.observe(1.0);
+    /// assert_eq!(t.with(0.0), 0.5); // a running mean until four prompts
+    /// assert_eq!(t.with(0.0), 0.5);
     /// ```
-    pub fn observe(&self, novelty: f32) -> f32 {
+    pub fn with(&self, novelty: f32) -> f32 {
+        self.next(
+            self.state.load(std::sync::atomic::Ordering::Acquire),
+            novelty,
+        )
+        .0
+    }
+
+    /// Adds a prompt's novelty to the mean.
+    pub fn observe(&self, novelty: f32) {
         use std::sync::atomic::Ordering;
-        let mut mean = 0.0;
         let _ = self
             .state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |packed| {
-                let (old, seen) = (f32::from_bits(packed as u32), (packed >> 32) as u32);
-                let seen = (seen + 1).min(self.window);
-                mean = old + (novelty - old) / seen as f32;
-                Some(u64::from(mean.to_bits()) | (u64::from(seen) << 32))
+                Some(self.next(packed, novelty).1)
             });
-        mean
+    }
+
+    /// The mean after one more prompt, and the packed state holding it.
+    fn next(&self, packed: u64, novelty: f32) -> (f32, u64) {
+        let (old, seen) = (f32::from_bits(packed as u32), (packed >> 32) as u32);
+        let seen = (seen + 1).min(self.window);
+        let mean = old + (novelty - old) / seen as f32;
+        (mean, u64::from(mean.to_bits()) | (u64::from(seen) << 32))
     }
 }
 
@@ -127,6 +142,23 @@ impl VariantRouters {
             );
         }
         Ok(Self { by_family })
+    }
+
+    /// Records the novelty of a plan about to be sent (its `VariantScored` reason) in its
+    /// family's traffic mean.
+    pub fn committed(&self, reasons: &[Reason]) {
+        for reason in reasons {
+            if let Reason::VariantScored {
+                family,
+                novelty: Some(n),
+                ..
+            } = reason
+            {
+                if let Some(loaded) = self.by_family.get(family) {
+                    loaded.traffic.observe(*n);
+                }
+            }
+        }
     }
 
     /// The loss thresholds of a routed family's cheaper variants, cheapest first.
@@ -241,7 +273,7 @@ pub fn choose(
         let scored = loaded.classifier.score(&text);
         let fallback = scored
             .novelty
-            .map(|n| loaded.traffic.observe(n))
+            .map(|n| loaded.traffic.with(n))
             .filter(|mean| *mean > router.novelty_threshold)
             .map(|_| router.fallback)
             .filter(|f| *f != VariantFallback::None);
@@ -517,6 +549,15 @@ mod tests {
     #[test]
     fn novel_traffic_falls_back_to_the_configured_rule_and_says_so() {
         let classifier = Classifier::builtin();
+        assert_eq!(
+            routed("{ threshold = 0.1 }").families["nova"]
+                .router
+                .as_ref()
+                .unwrap()
+                .novelty_threshold,
+            crate::classifier::eval::NOVELTY_THRESHOLD as f32,
+            "routers and evaluation fall back at the same novelty by default"
+        );
         // Novelty always above 0: the fallback decides every call.
         let by_length = routed("{ max_strong_share = 0.3, novelty_threshold = 0.0 }");
         let (_, reason) = scored(&by_length, &routers(&by_length), HARD);
@@ -578,9 +619,15 @@ mod tests {
         assert!(novelty(familiar) < 0.5 && novelty(novel) > 0.5);
         let config = routed("{ max_strong_share = 0.3, novelty_window = 8 }");
         let routers = routers(&config);
+        // Planning alone leaves the traffic as it was: only calls sent count.
+        for _ in 0..20 {
+            scored(&config, &routers, novel);
+        }
         let fell_back = |text: &str| {
+            let reason = scored(&config, &routers, text).1;
+            routers.committed(std::slice::from_ref(&reason));
             matches!(
-                scored(&config, &routers, text).1,
+                reason,
                 Reason::VariantScored {
                     fallback: Some(_),
                     ..
