@@ -60,6 +60,8 @@ export interface Usage {
 /** Durations in milliseconds, as everywhere in Laneway's schema. */
 export interface Timings { ttftMs: number | null; totalMs: number; outputTokensPerSecond: number | null; interTokenP50Ms: number | null }
 export interface Decision {
+  /** This call's id, for `router.feedback`. */
+  callId: string
   model: string
   family: string | null
   target: string
@@ -150,6 +152,11 @@ export class Router {
   metrics (): { lanes: Array<[Record<string, any>, Record<string, any>]>; slo: Record<string, any>; tasks: { tasks: number; successful: number; cost_usd: number }; in_flight: number }
   prometheus (): string
   finishTask (taskId: string, success: boolean): boolean
+  /** Says whether a call's answer was good; its family's router learns from it. */
+  feedback (callId: string, good: boolean): void
+  /** Per family, each cell (task kind and difficulty band) with outcomes: decayed good and
+   * total outcomes per variant and each cheaper variant's verdict. */
+  feedbackReport (): Record<string, Array<{ kind: string; band: number; up_to_loss: number | null; outcomes: { good: number[]; total: number[]; verdicts: Array<'over_budget' | 'within_budget' | 'unknown'> } }>>
   /** Collects requests of SLO class `batch` for one submission. */
   batchSession (): BatchSession
   submitBatch (requests: Iterable<string | RequestOptions>): Promise<BatchHandle>

@@ -145,7 +145,7 @@ class Response {
   }
   get decision () {
     const d = this._d.decision
-    return { model: d.model, family: d.family, target: d.target, region: d.region, tier: d.tier, endpoint: d.endpoint, invokedModel: d.invoked_model, reasons: d.reasons, failedAttempts: d.failed_attempts, attemptsSent: d.attempts_sent, hedge: d.hedge }
+    return { callId: d.call_id, model: d.model, family: d.family, target: d.target, region: d.region, tier: d.tier, endpoint: d.endpoint, invokedModel: d.invoked_model, reasons: d.reasons, failedAttempts: d.failed_attempts, attemptsSent: d.attempts_sent, hedge: d.hedge }
   }
   /** What the call cost, from the price book, in US dollars. */
   get costUsd () { return this._d.cost_usd }
@@ -286,8 +286,19 @@ class Router {
   /** The metrics as Prometheus text (GenAI semantic-convention names where they exist). */
   prometheus () { return call(() => this._n.prometheus()) }
 
-  /** Closes a task (the calls that carried `taskId`); false if no call named it. */
+  /** Closes a task (the calls that carried `taskId`); false if no call named it. Its outcome is
+   * feedback on each of its calls that a family's router chose. */
   finishTask (taskId, success) { return call(() => this._n.finishTask(taskId, success)) }
+
+  /** Says whether a call's answer was good (`callId` is `response.decision.callId`): its
+   * family's router updates the served variant's success estimate for the prompt's kind and
+   * difficulty, and moves later such prompts within the family's `quality_loss_budget`.
+   * Throws `InvalidRequestError` for a malformed id or a call no family router chose. */
+  feedback (callId, good) { call(() => this._n.feedback(callId, good)) }
+
+  /** What the family routers have learned from feedback: per family, each cell (task kind and
+   * difficulty band) with outcomes. */
+  feedbackReport () { return JSON.parse(call(() => this._n.feedbackReport())) }
 
   /** Prompt-cache totals per family. */
   cacheTotals () { return JSON.parse(call(() => this._n.cacheTotals())) }

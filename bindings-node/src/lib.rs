@@ -265,6 +265,18 @@ impl NativeRouter {
         guard(|| Ok(self.router.metrics().prometheus()))
     }
 
+    /// Says whether a call's answer was good; its family's router learns from it.
+    #[napi]
+    pub fn feedback(&self, call_id: String, good: bool) -> napi::Result<()> {
+        guard(|| self.router.feedback(&call_id, good).map_err(js_error))
+    }
+
+    /// What the family routers have learned from feedback, as JSON.
+    #[napi]
+    pub fn feedback_report(&self) -> napi::Result<String> {
+        guard(|| to_json(&self.router.feedback_report()))
+    }
+
     /// Closes a task: its calls' cost joins the per-task figures.
     #[napi]
     pub fn finish_task(&self, task_id: String, success: bool) -> napi::Result<bool> {

@@ -190,6 +190,22 @@ test('metrics and task costs', async () => {
   assert.ok(r.prometheus().includes('gen_ai_client_operation_duration_seconds'))
 })
 
+test('feedback reaches the family router', async () => {
+  const r = new laneway.Router(emu.routerOptions())
+  const answer = await r.generate('Extract the city from: Ana lives in Lisbon.', { family: 'nova', maxTokens: 8 })
+  const callId = answer.decision.callId
+  assert.ok(callId.startsWith('lw1:') && callId.endsWith(`nova/${answer.decision.model}`))
+  r.feedback(callId, false)
+  const cells = r.feedbackReport().nova
+  assert.deepEqual(cells.map(c => [c.kind, c.outcomes.total.reduce((a, b) => a + b), c.outcomes.good.reduce((a, b) => a + b)]), [['extract', 1, 0]])
+  await r.generate('Explain tides briefly.', { family: 'nova', maxTokens: 8, taskId: 'learn' })
+  assert.equal(r.finishTask('learn', true), true)
+  assert.deepEqual(r.feedbackReport().nova.map(c => c.kind).sort(), ['explain', 'extract'])
+  assert.throws(() => r.feedback('not-a-call-id', true), e => e instanceof laneway.InvalidRequestError && e.message.includes('call_id'))
+  const named = await r.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4 })
+  assert.throws(() => r.feedback(named.decision.callId, true), e => e instanceof laneway.InvalidRequestError && e.message.includes('no policy learns'))
+})
+
 test('a panic in any entry point is a LanewayInternalError, never an abort', async () => {
   const internal = where => e => e instanceof laneway.LanewayInternalError && e.kind === 'laneway_internal' && e.message.includes(`failpoint ${where}`)
   try {
@@ -197,6 +213,8 @@ test('a panic in any entry point is a LanewayInternalError, never an abort', asy
     assert.throws(() => router.plan('Hi', { family: 'nova' }), internal('plan'))
     laneway._armFailpoint('generate')
     await assert.rejects(router.generate('Hi', { family: 'nova', maxTokens: 4 }), internal('generate'))
+    laneway._armFailpoint('feedback')
+    assert.throws(() => router.feedback('lw1:0123456789abcdef:general.0:nova/amazon.nova-lite-v1:0', true), internal('feedback'))
     laneway._armFailpoint('stream_event')
     await assert.rejects(async () => {
       for await (const ev of router.stream('Hi', { family: 'nova', maxTokens: 4 })) assert.ok(ev)

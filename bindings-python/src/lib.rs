@@ -192,6 +192,23 @@ impl NativeRouter {
         errors::guard(|| Ok(self.router(py)?.metrics().prometheus()))
     }
 
+    /// Says whether a call's answer was good; its family's router learns from it.
+    fn feedback(&self, py: Python<'_>, call_id: &str, good: bool) -> PyResult<()> {
+        errors::guard(|| {
+            self.router(py)?
+                .feedback(call_id, good)
+                .map_err(errors::to_py_err)
+        })
+    }
+
+    /// What the family routers have learned from feedback, per family and cell.
+    fn feedback_report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let report = self.router(py)?.feedback_report();
+            to_py(py, &report)
+        })
+    }
+
     /// Closes a task: its calls' cost joins the per-task figures.
     fn finish_task(&self, py: Python<'_>, task_id: &str, success: bool) -> PyResult<bool> {
         errors::guard(|| Ok(self.router(py)?.finish_task(task_id, success)))

@@ -207,6 +207,25 @@ async def test_metrics_and_task_costs(emulator):
     assert "gen_ai_client_operation_duration_seconds" in router.prometheus()
 
 
+async def test_feedback_reaches_the_family_router(router):
+    answer = await router.generate("Extract the city from: Ana lives in Lisbon.", family="nova", max_tokens=8)
+    call_id = answer.decision.call_id
+    assert call_id.startswith("lw1:") and call_id.endswith("nova/" + answer.decision.model)
+    router.feedback(call_id, False)
+    cells = router.feedback_report()["nova"]
+    assert [(c["kind"], sum(c["outcomes"]["total"]), sum(c["outcomes"]["good"])) for c in cells] == [("extract", 1.0, 0.0)]
+    # A task's outcome is feedback on its routed calls.
+    await router.generate("Explain tides briefly.", family="nova", max_tokens=8, task_id="learn")
+    assert router.finish_task("learn", True)
+    assert {c["kind"] for c in router.feedback_report()["nova"]} == {"extract", "explain"}
+
+    with pytest.raises(laneway.InvalidRequestError, match="call_id"):
+        router.feedback("not-a-call-id", True)
+    named = await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4)
+    with pytest.raises(laneway.InvalidRequestError, match="no policy learns"):
+        router.feedback(named.decision.call_id, True)
+
+
 @pytest.fixture
 def failpoint():
     """Arms a core failpoint for one test; always disarmed after it."""
@@ -247,6 +266,11 @@ def test_a_panic_in_any_entry_point_is_a_typed_internal_error(router, failpoint)
     with pytest.raises(laneway.LanewayError) as e:
         asyncio.run(consume())
     internal(e, "stream_event")
+
+    failpoint("feedback")
+    with pytest.raises(laneway.LanewayError) as e:
+        router.feedback("lw1:0123456789abcdef:general.0:nova/amazon.nova-lite-v1:0", True)
+    internal(e, "feedback")
 
     failpoint(None)
     assert router.generate_sync("Hi", family="nova", max_tokens=4).text

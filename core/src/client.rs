@@ -75,9 +75,51 @@ impl Router {
     }
 
     /// Closes a task (the calls that carried its `task_id`): its cost joins the per-task and
-    /// per-successful-task figures. Returns false if no finished call named the task.
+    /// per-successful-task figures, and its outcome is feedback ([`Router::feedback`]) on each
+    /// of its answered calls that a family's router chose. Returns false if no finished call
+    /// named the task.
     pub fn finish_task(&self, task_id: &str, success: bool) -> bool {
-        self.exec.telemetry.finish_task(task_id, success)
+        let Some(calls) = self.exec.telemetry.finish_task(task_id, success) else {
+            return false;
+        };
+        for id in calls {
+            // Calls of models asked for by name teach no router: not an error for a task.
+            if let Ok(call) = crate::types::CallRef::parse(&id) {
+                if call.cell.is_some() {
+                    let _ = self.exec.planner.feedback(&call, success);
+                }
+            }
+        }
+        true
+    }
+
+    /// Says whether a call's answer was good (by your evaluation, a user's rating, a test
+    /// passing): its family's router updates the success estimate of the variant that served,
+    /// in the prompt's difficulty band, and moves later prompts of that band to a cheaper or
+    /// stronger variant within the family's `quality_loss_budget` (README "Learning from
+    /// production"). `call_id` is the response's `decision.call_id`.
+    ///
+    /// An error says why the outcome cannot be used: a malformed id, or a call no family
+    /// router chose (a model asked for by name, a family without a router).
+    ///
+    /// ```no_run
+    /// # async fn run(router: laneway::Router) -> laneway::Result<()> {
+    /// use laneway::GenerateRequest;
+    /// let answer = router.generate(GenerateRequest::user("Summarise this ticket: ...")).await?;
+    /// let good = !answer.text().is_empty(); // your evaluation here
+    /// router.feedback(&answer.decision.call_id, good)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn feedback(&self, call_id: &str, good: bool) -> Result<()> {
+        crate::failpoint::check("feedback");
+        let call = crate::types::CallRef::parse(call_id)?;
+        self.exec.planner.feedback(&call, good)
+    }
+
+    /// What the family routers have learned from feedback: per family and difficulty band,
+    /// each variant's decayed outcomes and each cheaper variant's verdict.
+    pub fn feedback_report(&self) -> crate::plan::feedback::FeedbackReport {
+        self.exec.planner.feedback_report()
     }
 
     /// What the router would do for this request now, without sending it.

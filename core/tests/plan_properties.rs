@@ -145,9 +145,11 @@ proptest! {
             if let Some(r) = &req.residency {
                 prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
             }
+            // A step-up attempt is of a stronger variant: each attempt by its own model.
+            let model = &config.models[&*a.model];
             if model.provider() == Provider::Bedrock {
                 let t = a.tier.expect("Bedrock attempts carry a tier");
-                prop_assert!(model.tiers().contains(&t), "{t:?} not offered by {}", p.model);
+                prop_assert!(model.tiers().contains(&t), "{t:?} not offered by {}", a.model);
             } else {
                 prop_assert!(a.tier.is_none());
             }

@@ -7,10 +7,14 @@ mod common;
 use common::{config, emulator, router_with};
 use laneway::{CachePoint, GenerateRequest, Message, SystemBlock};
 
+/// Prompt caching on a fixed variant (each family's default): which variant a router picks for
+/// a cached prefix is `core/tests/variant_routing.rs`'s subject.
+const ONE_VARIANT: &str = "[families.claude]\nrouter = false\n[families.nova]\nrouter = false\n";
+
 #[tokio::test]
 async fn a_twelve_step_agent_writes_once_then_reads() {
     let emu = emulator().await;
-    let router = router_with(&emu, config("")).await;
+    let router = router_with(&emu, config(ONE_VARIANT)).await;
     let system = "You are a careful operations agent. Follow the runbook exactly. ".repeat(100);
     let mut history = vec![Message::user("Start: the checkout service is slow.")];
     let mut written = 0;
@@ -73,7 +77,7 @@ async fn a_twelve_step_agent_writes_once_then_reads() {
 #[tokio::test]
 async fn automatic_placement_reads_from_the_second_step_of_a_task() {
     let emu = emulator().await;
-    let router = router_with(&emu, config("")).await;
+    let router = router_with(&emu, config(ONE_VARIANT)).await;
     let system = "You are a careful operations agent. Follow the runbook exactly. ".repeat(100);
     let tool = laneway::Tool::new(
         "run_query",
@@ -124,7 +128,7 @@ async fn automatic_placement_reads_from_the_second_step_of_a_task() {
 #[tokio::test]
 async fn one_off_prompts_get_no_checkpoints_and_cost_no_more() {
     let emu = emulator().await;
-    let router = router_with(&emu, config("")).await;
+    let router = router_with(&emu, config(ONE_VARIANT)).await;
     for i in 0..5 {
         let req = GenerateRequest::user("Answer briefly.")
             .family("claude")
@@ -142,7 +146,7 @@ async fn one_off_prompts_get_no_checkpoints_and_cost_no_more() {
 #[tokio::test]
 async fn opting_out_sends_no_checkpoint() {
     let emu = emulator().await;
-    let router = router_with(&emu, config("")).await;
+    let router = router_with(&emu, config(ONE_VARIANT)).await;
     let system = "Reference. ".repeat(1000);
     for _ in 0..3 {
         let req = GenerateRequest::user("q")
@@ -158,7 +162,7 @@ async fn opting_out_sends_no_checkpoint() {
 #[tokio::test]
 async fn the_region_holding_the_cached_prefix_is_preferred() {
     let emu = emulator().await;
-    let router = router_with(&emu, config("")).await;
+    let router = router_with(&emu, config(ONE_VARIANT)).await;
     let system = "Shared knowledge base article. ".repeat(300);
     let req = |q: &str| {
         GenerateRequest::user(q)
@@ -213,7 +217,7 @@ impl laneway::TokenCounter for Nothing {
 async fn a_plugged_in_token_counter_drives_placement() {
     let emu = emulator().await;
     let router = laneway::Router::builder()
-        .config(config(""))
+        .config(config(ONE_VARIANT))
         .endpoint_url(emu.url())
         .static_credentials("LANEWAYTESTKEY", "LANEWAYTESTSECRET")
         .token_counter(std::sync::Arc::new(Nothing))
@@ -235,7 +239,7 @@ async fn a_plugged_in_token_counter_drives_placement() {
 #[tokio::test]
 async fn cache_totals_answer_how_many_input_tokens_are_new() {
     let emu = emulator().await;
-    let router = router_with(&emu, config("")).await;
+    let router = router_with(&emu, config(ONE_VARIANT)).await;
     let system = "Shared instructions for every step of the task. ".repeat(200);
     let mut history = vec![Message::user("begin")];
     for step in 0..4 {

@@ -464,7 +464,13 @@ fn shared_configuration_is_checked() {
 async fn a_prefix_cached_by_one_replica_draws_the_others_to_its_region() {
     let redis = RedisServer::start();
     let emu = common::emulator().await;
-    let config = || common::config(&replica_config(Some(&redis.url()), "prefixes"));
+    // On the family's default variant: the prefix's region, not the variant, is the subject.
+    let config = || {
+        common::config(&format!(
+            "{}\n[families.claude]\nrouter = false\n",
+            replica_config(Some(&redis.url()), "prefixes")
+        ))
+    };
     let first_router = common::router_with(&emu, config()).await;
     let second_router = common::router_with(&emu, config()).await;
     let system = "Shared knowledge base article. ".repeat(300);

@@ -234,3 +234,53 @@ fn prompt_router_configuration_is_checked() {
         assert!(e.contains("families.x.prompt_router") && e.contains(needle), "{e}");
     }
 }
+
+/// The default `claude` router on an agent's steps over a 1,600-token system prompt: Haiku 4.5
+/// is the quality pick but caches nothing under 4,096 tokens. Once the prefix recurs, Sonnet
+/// 4.5 reading it from the cache costs less per call, so the steps move there and read it.
+#[tokio::test]
+async fn a_recurring_prefix_moves_the_pick_to_a_variant_that_caches_it() {
+    let emu = common::emulator().await;
+    let router = common::router_with(&emu, common::config("")).await;
+    let system = "You are a careful operations agent. Follow the runbook exactly. ".repeat(100);
+    let mut history = vec![laneway::Message::user(
+        "Start: the checkout service is slow.",
+    )];
+    let mut served = Vec::new();
+    for step in 0..8 {
+        let req = GenerateRequest::new(history.clone())
+            .family("claude")
+            .system(system.clone())
+            .task("incident")
+            .max_tokens(20);
+        let r = router.generate(req).await.unwrap();
+        let moved = r.decision.reasons.iter().any(
+            |x| matches!(x, Reason::VariantForCache { to_usd, from_usd, .. } if to_usd < from_usd),
+        );
+        served.push((r.decision.model.clone(), moved, r.usage.cache_read_tokens));
+        history.push(laneway::Message::assistant(r.text()));
+        history.push(laneway::Message::user(format!(
+            "Step {step}: the query returned 42 rows."
+        )));
+    }
+    let haiku = "anthropic.claude-haiku-4-5-20251001-v1:0";
+    let sonnet = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+    // The first step is a one-off as far as anyone knows: Haiku, uncached.
+    assert_eq!(
+        (served[0].0.as_str(), served[0].1),
+        (haiku, false),
+        "{served:?}"
+    );
+    // From then on the prefix recurs: Sonnet, moved for the cache, reading it from the third.
+    for (step, (model, moved, read)) in served.iter().enumerate().skip(1) {
+        assert_eq!(
+            (model.as_str(), *moved),
+            (sonnet, true),
+            "step {step}: {served:?}"
+        );
+        if step >= 2 {
+            assert!(*read > 1_000, "step {step} reads the prefix: {served:?}");
+        }
+    }
+    emu.shutdown().await;
+}

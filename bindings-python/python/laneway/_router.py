@@ -175,8 +175,23 @@ class Router:
 
     def finish_task(self, task_id: str, success: bool) -> bool:
         """Closes a task (the calls that carried `task_id`): its cost joins the per-task and
-        per-successful-task figures. False if no call named it."""
+        per-successful-task figures, and its outcome is feedback on each of its calls that a
+        family's router chose. False if no call named it."""
         return self._native.finish_task(task_id, success)
+
+    def feedback(self, call_id: str, good: bool) -> None:
+        """Says whether a call's answer was good (`call_id` is `response.decision.call_id`):
+        its family's router updates the served variant's success estimate for the prompt's
+        kind and difficulty, and moves later such prompts within the family's
+        `quality_loss_budget`. Raises `InvalidRequestError` for a malformed id or a call no
+        family router chose."""
+        self._native.feedback(call_id, good)
+
+    def feedback_report(self) -> Dict[str, Any]:
+        """What the family routers have learned from feedback: per family, each cell (task
+        kind and difficulty band) with outcomes: every variant's decayed good and total
+        outcomes and each cheaper variant's verdict."""
+        return self._native.feedback_report()
 
     def cache_totals(self) -> Dict[str, Any]:
         """Prompt-cache totals per family since the router started."""

@@ -129,8 +129,10 @@ class Timings:
 
 @dataclass(frozen=True)
 class Decision:
-    """What served the call and why: model, family, target, region, tier, reasons, failovers."""
+    """What served the call and why: model, family, target, region, tier, reasons, failovers;
+    `call_id` for `Router.feedback`."""
 
+    call_id: str
     model: str
     family: Optional[str]
     target: str
@@ -146,7 +148,7 @@ class Decision:
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Decision":
         return cls(
-            d["model"], d.get("family"), d["target"], d["region"], d.get("tier"), d.get("endpoint"),
+            d["call_id"], d["model"], d.get("family"), d["target"], d["region"], d.get("tier"), d.get("endpoint"),
             d.get("invoked_model"), d.get("reasons", []), d.get("failed_attempts", []), d.get("attempts_sent", 1), d.get("hedge"),
         )
 

@@ -39,6 +39,42 @@ pub const DENSE: usize = 20;
 /// trained with, and a model file records it.
 pub const FEATURES_VERSION: u32 = 3;
 
+/// The kinds of work a prompt's cue words can name, as [`task_kind`] reports them: `general`
+/// when no cue word names one.
+pub const TASK_KINDS: [&str; 6] = ["general", "code", "math", "writing", "explain", "extract"];
+
+/// The kind of work a prompt asks for (an index into [`TASK_KINDS`]): the kind whose cue words
+/// it uses most (the first on a tie), from its raw dense features. Constraint and role words
+/// say how to work, not what, so they name no kind.
+///
+/// ```
+/// use laneway::classifier::{task_kind, Features, TASK_KINDS};
+/// let kind = |p: &str| TASK_KINDS[task_kind(&Features::extract(p, 10).dense)];
+/// assert_eq!(kind("Extract the dates from this email and list them."), "extract");
+/// assert_eq!(kind("Fix the bug in this Python function."), "code");
+/// assert_eq!(kind("Hello there"), "general");
+/// ```
+pub fn task_kind(dense: &[f32; DENSE]) -> usize {
+    let cue = |c: Cue| dense[FIRST_CUE + c as usize];
+    [
+        Cue::Code,
+        Cue::Math,
+        Cue::Writing,
+        Cue::Explain,
+        Cue::Extract,
+    ]
+    .iter()
+    .enumerate()
+    .fold((0, 0.0), |(best, most), (k, c)| {
+        if cue(*c) > most {
+            (k + 1, cue(*c))
+        } else {
+            (best, most)
+        }
+    })
+    .0
+}
+
 /// The dense index of the first cue-word count, in [`Cue`] order.
 const FIRST_CUE: usize = 13;
 /// The dense index of the distinct-word share, filled in once the buckets are counted.

@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-pub use features::{Features, DENSE, DENSE_NAMES, FEATURES_VERSION};
+pub use features::{task_kind, Features, DENSE, DENSE_NAMES, FEATURES_VERSION, TASK_KINDS};
 pub use novelty::{Novelty, Raw as NoveltyMeasures};
 
 /// What can go wrong loading, training or evaluating a classifier.
@@ -118,6 +118,8 @@ pub struct Scored {
     /// The calibrated probability that the prompt is of a kind the model was not trained on
     /// (`None` when the model records no calibration).
     pub novelty: Option<f32>,
+    /// The kind of work it asks for, an index into [`TASK_KINDS`].
+    pub kind: usize,
 }
 
 impl std::fmt::Debug for Head {
@@ -208,6 +210,7 @@ impl Classifier {
         let bits = self.info.bits;
         Features::with_counts(prompt, bits, |counts, touched, dense| {
             let norm = features::l2_norm(counts, touched);
+            let kind = task_kind(&dense);
             let dense = self.standardise(dense);
             let words = 1usize << bits;
             let novelty = self
@@ -235,6 +238,7 @@ impl Classifier {
             Scored {
                 probabilities,
                 novelty,
+                kind,
             }
         })
     }

@@ -551,6 +551,31 @@ pub struct VariantRouterConfig {
     /// decides per prompt).
     #[serde(default = "default_novelty_window")]
     pub novelty_window: u32,
+    /// How much lower (0..=1) a cheaper variant's success rate may be than the strongest's,
+    /// in a difficulty band, before feedback moves that band's prompts up; a cheaper variant
+    /// this close to the strongest takes the band's prompts even above its threshold.
+    #[serde(default = "default_quality_loss_budget")]
+    pub quality_loss_budget: f32,
+    /// The share of a band's calls (0..=0.5) that try another variant once feedback has
+    /// arrived, so that the estimates keep up; 0 turns exploration off.
+    #[serde(default = "default_explore_share")]
+    pub explore_share: f32,
+    /// After how many outcomes in a band an old outcome weighs half (at least 1): the
+    /// estimates follow a variant that changes.
+    #[serde(default = "default_feedback_half_life")]
+    pub feedback_half_life: u32,
+}
+
+fn default_quality_loss_budget() -> f32 {
+    0.05
+}
+
+fn default_explore_share() -> f32 {
+    0.05
+}
+
+fn default_feedback_half_life() -> u32 {
+    100
 }
 
 fn default_novelty_threshold() -> f32 {
@@ -689,13 +714,14 @@ impl Config {
         Self::over_defaults(user)
     }
 
-    fn over_defaults(user: toml::Table) -> Result<Self> {
+    fn over_defaults(mut user: toml::Table) -> Result<Self> {
         let mut merged: toml::Table = toml::from_str(DEFAULTS).expect("defaults.toml parses");
         if user.get("builtin_models").and_then(toml::Value::as_bool) == Some(false) {
             merged.remove("models");
             merged.remove("families");
             merged.remove("default_model");
         }
+        replace_family_routing(&mut merged, &mut user);
         merge(&mut merged, user);
         let config: Config =
             serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(|e| {
@@ -1175,6 +1201,23 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
             "the window spans at least one prompt",
         ));
     }
+    for (name, value, range) in [
+        ("quality_loss_budget", r.quality_loss_budget, 0.0..=1.0),
+        ("explore_share", r.explore_share, 0.0..=0.5),
+    ] {
+        if !(value.is_finite() && range.contains(&value)) {
+            return Err(Error::config(
+                format!("{field}.{name}"),
+                format!("{value} is outside {}..={}", range.start(), range.end()),
+            ));
+        }
+    }
+    if r.feedback_half_life == 0 {
+        return Err(Error::config(
+            format!("{field}.feedback_half_life"),
+            "the half-life spans at least one outcome",
+        ));
+    }
     let in_range = |t: f32| t.is_finite() && (-1.0..=1.0).contains(&t);
     if let Some(t) = r.threshold {
         if !in_range(t) {
@@ -1242,6 +1285,35 @@ fn toml_of(value: &serde_json::Value, path: &str) -> Result<toml::Value> {
                 .collect::<Result<_>>()?,
         ),
     })
+}
+
+/// A family's routing is replaced whole, not merged key by key: a user's `router` (or
+/// `prompt_router`) drops the default's `router` and `prompt_router`, since merging
+/// `{ threshold = 0.2 }` into a default `{ max_strong_share = 0.3 }` would give a router with
+/// both, and a prompt router is exclusive with a classifier. `router = false` turns a default
+/// router off.
+fn replace_family_routing(defaults: &mut toml::Table, user: &mut toml::Table) {
+    let Some(toml::Value::Table(user_families)) = user.get_mut("families") else {
+        return;
+    };
+    for (name, family) in user_families.iter_mut() {
+        let toml::Value::Table(family) = family else {
+            continue;
+        };
+        if !family.contains_key("router") && !family.contains_key("prompt_router") {
+            continue;
+        }
+        if let Some(toml::Value::Table(default)) = defaults
+            .get_mut("families")
+            .and_then(|f| f.get_mut(name.as_str()))
+        {
+            default.remove("router");
+            default.remove("prompt_router");
+        }
+        if family.get("router") == Some(&toml::Value::Boolean(false)) {
+            family.remove("router");
+        }
+    }
 }
 
 fn merge(into: &mut toml::Table, from: toml::Table) {

@@ -492,12 +492,28 @@ impl<'a> Run<'a> {
         );
         let mut reasons = std::mem::take(&mut self.plan.reasons);
         reasons.append(&mut self.reasons);
+        let cell = reasons.iter().find_map(|r| match r {
+            Reason::VariantScored {
+                family: f,
+                kind,
+                band,
+                ..
+            } if Some(f) == family.as_ref() => Some((*kind, *band)),
+            _ => None,
+        });
+        let call_id = crate::types::CallRef {
+            family: family.as_deref(),
+            model: priced_id,
+            cell,
+        }
+        .new_id();
         let response = GenerateResponse {
             content: done.content,
             stop_reason: done.stop_reason,
             usage: done.usage,
             timings,
             decision: RouteDecision {
+                call_id,
                 provider: model.provider().clone(),
                 model: priced_id.to_string(),
                 family,

@@ -6,11 +6,14 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use super::catalog::Catalog;
+use super::feedback::FeedbackReport;
 use super::observe::Observations;
 use super::variant::{ChosenModel, VariantRouters};
 use super::{attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant, Plan};
 use crate::config::{Config, ModelConfig};
-use crate::types::{Attempt, Error, Exclusion, GenerateRequest, Reason, Result, ServiceTier};
+use crate::types::{
+    Attempt, CallRef, Error, Exclusion, GenerateRequest, Reason, Result, ServiceTier,
+};
 
 /// A plan under construction: what the policies so far decided, and why.
 pub struct Draft<'a> {
@@ -110,6 +113,15 @@ pub trait Policy: Send + Sync {
     /// Learns from a plan that is about to be sent (not one only looked at); by default,
     /// nothing.
     fn committed(&self, _plan: &Plan) {}
+    /// Learns whether a call it planned served well: `Ok(true)` if it took the outcome,
+    /// `Ok(false)` if the call is none of its business; by default, the latter.
+    fn feedback(&self, _call: &CallRef<'_>, _good: bool) -> Result<bool> {
+        Ok(false)
+    }
+    /// What it has learned from feedback, per family and difficulty band, if it learns so.
+    fn feedback_report(&self) -> Option<FeedbackReport> {
+        None
+    }
 }
 
 /// Which model serves: a configured model, a family's variant by the classifier, a pinned
@@ -133,17 +145,38 @@ impl Policy for VariantPolicy {
         "variant"
     }
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
-        d.chosen = Some(variant::choose(
+        let mut chosen = variant::choose(
             d.request,
             d.config,
             d.catalog,
             &self.routers,
             &mut d.reasons,
-        )?);
+        )?;
+        variant::prefer_cached(
+            &mut chosen,
+            d.request,
+            d.config,
+            d.catalog,
+            d.observations,
+            &mut d.reasons,
+        );
+        d.chosen = Some(chosen);
         Ok(())
     }
     fn committed(&self, plan: &Plan) {
         self.routers.committed(&plan.reasons);
+    }
+    fn feedback(&self, call: &CallRef<'_>, good: bool) -> Result<bool> {
+        match (call.family, call.cell) {
+            (Some(family), Some(cell)) => {
+                self.routers.feedback(family, call.model, cell, good)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+    fn feedback_report(&self) -> Option<FeedbackReport> {
+        Some(self.routers.feedback_snapshot())
     }
 }
 
@@ -183,7 +216,11 @@ impl Policy for CheckpointPolicy {
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
         let (_, model) = chosen_model(&d.chosen, d.config, &d.looked_up, self.name())?;
         let obs = d.observations;
-        let survey = prompt_cache::survey(d.request, model, obs.token_counter(), obs);
+        let track = d
+            .chosen
+            .as_ref()
+            .and_then(|c| variant::tracking_rules(c, d.config));
+        let survey = prompt_cache::survey(d.request, model, track, obs.token_counter(), obs);
         d.cache = prompt_cache::place(d.request, model, d.config, obs, survey, &mut d.reasons);
         Ok(())
     }
@@ -425,6 +462,38 @@ impl Planner {
             })?;
         *slot = policy;
         Ok(self)
+    }
+
+    /// Gives a call's outcome to the policies ([`Policy::feedback`]); an error if none
+    /// learns from it (a model asked for by name, a family without a router) or the call does
+    /// not fit this configuration.
+    pub fn feedback(&self, call: &CallRef<'_>, good: bool) -> Result<()> {
+        let mut taken = false;
+        for policy in &self.policies {
+            taken |= policy.feedback(call, good)?;
+        }
+        if taken {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "call_id",
+            format!(
+                "no policy learns from this call ({}{}, not chosen by a family's variant router)",
+                call.family
+                    .map(|f| format!("family {f}, "))
+                    .unwrap_or_default(),
+                call.model
+            ),
+        ))
+    }
+
+    /// Each routed family's production feedback per difficulty band.
+    pub fn feedback_report(&self) -> FeedbackReport {
+        let mut report = FeedbackReport::new();
+        for policy in &self.policies {
+            report.extend(policy.feedback_report().unwrap_or_default());
+        }
+        report
     }
 
     /// The policies' names, in order.

@@ -339,7 +339,7 @@ fn ttl_duration(ttl: CacheTtl) -> std::time::Duration {
 }
 
 /// Reads expected of a prefix within `ttl`, from what was seen of it.
-fn expected_reads(
+pub(crate) fn expected_reads(
     stats: Option<&PrefixStats>,
     ttl: CacheTtl,
     request: &GenerateRequest,
@@ -371,14 +371,19 @@ pub struct CachePlan {
 }
 
 /// Digests and sizes of the request's prefixes, and where the longest cached one lives.
+///
+/// `track` are the cache rules prefixes are tracked by when they are not the model's own: a
+/// routed family's most permissive variant's, so that a prefix too short for the variant
+/// chosen this time still has its recurrence counted for one that could cache it.
 pub fn survey(
     request: &GenerateRequest,
     model: &ModelConfig,
+    track: Option<&PromptCacheConfig>,
     counter: &dyn TokenCounter,
     obs: &(impl Observations + ?Sized),
 ) -> CachePlan {
     let has_pins = !pinned(request).is_empty();
-    let Some(rules) = &model.prompt_cache() else {
+    let Some(rules) = track.or(model.prompt_cache()) else {
         return CachePlan::default();
     };
     if !has_pins && (request.cache == CacheMode::Off || too_short(request, rules, counter)) {
@@ -632,7 +637,7 @@ mod tests {
     fn run(req: &GenerateRequest, model: &str, config: &Config) -> (CachePlan, Vec<Reason>) {
         let obs = Fresh(std::time::Instant::now());
         let m = &config.models[model];
-        let survey = survey(req, m, &CharEstimate, &obs);
+        let survey = survey(req, m, None, &CharEstimate, &obs);
         let mut reasons = Vec::new();
         let plan = place(req, m, config, &obs, survey, &mut reasons);
         (plan, reasons)

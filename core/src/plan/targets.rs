@@ -413,7 +413,8 @@ mod tests {
 
     #[test]
     fn eu_residency_keeps_eu_and_drops_global() {
-        let c = Config::default();
+        // The default variant (Sonnet), not one the classifier picks.
+        let c = Config::from_toml_str("[families.claude]\nrouter = false\n").unwrap();
         let t = ids(
             GenerateRequest::user("x")
                 .family("claude")

@@ -4,6 +4,8 @@ use crate::classifier::Classifier;
 use std::sync::Arc;
 
 use super::catalog::Catalog;
+use super::feedback::{FamilyFeedback, BANDS};
+use crate::classifier::TASK_KINDS;
 use crate::config::{Config, VariantRouterConfig};
 use crate::types::ProfileScope;
 use crate::types::{Error, Result};
@@ -37,6 +39,10 @@ struct LoadedRouter {
     thresholds: Vec<f32>,
     /// The family's recent novelty, shared by the router's clones.
     traffic: Arc<TrafficNovelty>,
+    /// Production outcomes per difficulty band, shared by the router's clones.
+    feedback: Arc<FamilyFeedback>,
+    /// The family's variants, cheapest first, as outcomes are indexed.
+    variants: Vec<String>,
 }
 
 /// An exponential moving average of a family's prompts' novelty over about `window` prompts
@@ -132,33 +138,99 @@ impl VariantRouters {
                 })?)
             };
             let thresholds = thresholds(router, family.variants.len(), &classifier);
+            // Bands of equal share of the training prompts, by expected loss.
+            let edges = std::array::from_fn(|k| {
+                classifier.threshold_for_strong_share(1.0 - (k + 1) as f64 / BANDS as f64)
+            });
             by_family.insert(
                 name.clone(),
                 LoadedRouter {
+                    feedback: Arc::new(FamilyFeedback::new(router, family.variants.len(), edges)),
                     classifier,
                     thresholds,
                     traffic: Arc::new(TrafficNovelty::new(router.novelty_window)),
+                    variants: family.variants.clone(),
                 },
             );
         }
         Ok(Self { by_family })
     }
 
-    /// Records the novelty of a plan about to be sent (its `VariantScored` reason) in its
-    /// family's traffic mean.
+    /// Records a plan about to be sent (its `VariantScored` reason): its novelty in the
+    /// family's traffic mean, and the call in its band's count.
     pub fn committed(&self, reasons: &[Reason]) {
         for reason in reasons {
             if let Reason::VariantScored {
                 family,
-                novelty: Some(n),
+                novelty,
+                kind,
+                band,
                 ..
             } = reason
             {
                 if let Some(loaded) = self.by_family.get(family) {
-                    loaded.traffic.observe(*n);
+                    if let Some(n) = novelty {
+                        loaded.traffic.observe(*n);
+                    }
+                    if let Some(cell) = cell_of(kind, *band) {
+                        loaded.feedback.committed(cell);
+                    }
                 }
             }
         }
+    }
+
+    /// Records whether `variant` of `family` served a call of task `kind` in difficulty `band`
+    /// well; an error names what does not match this configuration (an unrouted family, a
+    /// variant not in it, a kind or band out of range).
+    pub fn feedback(
+        &self,
+        family: &str,
+        variant: &str,
+        (kind, band): (&str, u8),
+        good: bool,
+    ) -> Result<()> {
+        let loaded = self.by_family.get(family).ok_or_else(|| {
+            Error::invalid(
+                "call_id",
+                format!(
+                    "family {family:?} has no variant router here (routed: {})",
+                    known(self.by_family.keys())
+                ),
+            )
+        })?;
+        let at = loaded
+            .variants
+            .iter()
+            .position(|v| v == variant)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "call_id",
+                    format!(
+                        "{variant:?} is not a variant of family {family} ({})",
+                        loaded.variants.join(", ")
+                    ),
+                )
+            })?;
+        let cell = cell_of(kind, band).ok_or_else(|| {
+            Error::invalid(
+                "call_id",
+                format!(
+                    "{kind}.{band} is not a task kind ({}) and band (0..{BANDS})",
+                    TASK_KINDS.join(", ")
+                ),
+            )
+        })?;
+        loaded.feedback.record(cell, at, good);
+        Ok(())
+    }
+
+    /// Each routed family's feedback per difficulty band.
+    pub fn feedback_snapshot(&self) -> super::feedback::FeedbackReport {
+        self.by_family
+            .iter()
+            .map(|(name, loaded)| (name.clone(), loaded.feedback.snapshot()))
+            .collect()
     }
 
     /// The loss thresholds of a routed family's cheaper variants, cheapest first.
@@ -286,7 +358,7 @@ pub fn choose(
         }
         let thresholds = &loaded.thresholds;
         let strongest = family.variants.len() - 1;
-        let at = if fallback == Some(VariantFallback::DefaultVariant) {
+        let by_rule = if fallback == Some(VariantFallback::DefaultVariant) {
             family
                 .variants
                 .iter()
@@ -298,6 +370,10 @@ pub fn choose(
                 .find(|&i| scores[i] <= thresholds[i])
                 .unwrap_or(strongest)
         };
+        let band = loaded.feedback.band_of(scores[0]);
+        let kind = TASK_KINDS[scored.kind];
+        let cell = FamilyFeedback::cell(scored.kind, band).expect("a scored kind and band");
+        let (at, adapted) = loaded.feedback.adjust(cell, by_rule, min);
         let variant = family.variants[at].clone();
         reasons.push(Reason::VariantScored {
             family: name.to_string(),
@@ -308,6 +384,9 @@ pub fn choose(
             min_variant: request.min_variant.clone(),
             novelty: scored.novelty,
             fallback,
+            kind,
+            band,
+            adapted: adapted.map(|a| a.named(&family.variants)),
         });
         return Ok(ChosenModel {
             model: catalog.model_name(&variant),
@@ -364,6 +443,59 @@ pub fn choose(
     ))
 }
 
+/// Moves a routed family's pick up to a stronger variant when that costs less for this
+/// request with its recurring prefix read from the cache ([`cache_aware`](super::cache_aware)),
+/// recording `Reason::VariantForCache`.
+pub fn prefer_cached(
+    chosen: &mut ChosenModel,
+    request: &GenerateRequest,
+    config: &Config,
+    catalog: &Catalog,
+    obs: &(impl super::Observations + ?Sized),
+    reasons: &mut Vec<Reason>,
+) {
+    let Some(name) = chosen.family.as_deref() else {
+        return;
+    };
+    let Some(family) = config.families.get(name).filter(|f| f.router.is_some()) else {
+        return;
+    };
+    let Some(pick) = family.variants.iter().position(|v| **v == *chosen.model) else {
+        return;
+    };
+    let Some((to, from_usd, to_usd)) =
+        super::cache_aware::cheapest_sufficient(request, &family.variants, pick, config, obs)
+    else {
+        return;
+    };
+    reasons.push(Reason::VariantForCache {
+        family: name.to_string(),
+        from: family.variants[pick].clone(),
+        to: family.variants[to].clone(),
+        from_usd,
+        to_usd,
+    });
+    chosen.model = catalog.model_name(&family.variants[to]);
+    chosen.step_up = family.variants.get(to + 1).map(|v| catalog.model_name(v));
+}
+
+/// The cache rules a routed family's prefixes are tracked by: its variant that caches the
+/// shortest prefixes (see [`prompt_cache::survey`](super::prompt_cache::survey)).
+pub fn tracking_rules<'c>(
+    chosen: &ChosenModel,
+    config: &'c Config,
+) -> Option<&'c crate::config::PromptCacheConfig> {
+    let family = config
+        .families
+        .get(chosen.family.as_deref()?)
+        .filter(|f| f.router.is_some())?;
+    family
+        .variants
+        .iter()
+        .filter_map(|v| config.models.get(v)?.prompt_cache())
+        .min_by_key(|rules| rules.min_tokens)
+}
+
 /// Each cheaper variant's expected quality loss against the strongest. A model trained on the
 /// family's own variants has a head for each; otherwise (the built-in model, say) its weakest
 /// and strongest heads give one loss for every cheaper variant, which per-variant thresholds
@@ -375,6 +507,12 @@ fn score_variants(variants: &[String], p: &[f32], classifier: &Classifier) -> Ve
         Some(h) => (0..cheaper).map(|i| p[h[cheaper]] - p[h[i]]).collect(),
         None => vec![p[p.len() - 1] - p[0]; cheaper],
     }
+}
+
+/// The feedback cell of a task kind's name and a band.
+fn cell_of(kind: &str, band: u8) -> Option<usize> {
+    let kind = TASK_KINDS.iter().position(|k| *k == kind)?;
+    FamilyFeedback::cell(kind, band)
 }
 
 fn known<'a>(names: impl Iterator<Item = &'a String>) -> String {
@@ -407,10 +545,12 @@ mod tests {
 
     #[test]
     fn families_models_profiles_and_default() {
-        assert_eq!(
-            &*choose_for(GenerateRequest::user("x")).unwrap().model,
-            "amazon.nova-lite-v1:0"
-        );
+        let default = choose_for(GenerateRequest::user("x")).unwrap();
+        assert_eq!(default.family.as_deref(), Some("nova"));
+        assert!(Config::default().families["nova"]
+            .variants
+            .iter()
+            .any(|v| **v == *default.model));
         assert_eq!(
             choose_for(GenerateRequest::user("x").family("claude"))
                 .unwrap()
@@ -429,6 +569,63 @@ mod tests {
             choose_for(GenerateRequest::user("x").model("eu.amazon.nova-pro-v1:0")).unwrap();
         assert_eq!(&*pinned.model, "amazon.nova-pro-v1:0");
         assert_eq!(pinned.pinned_profile, Some(ProfileScope::Eu));
+    }
+
+    #[test]
+    fn both_built_in_families_are_routed_unless_turned_off() {
+        let config = Config::default();
+        let loaded = routers(&config);
+        assert_eq!(loaded.thresholds("nova").map(<[f32]>::len), Some(2));
+        assert_eq!(loaded.thresholds("claude").map(<[f32]>::len), Some(2));
+        let mut reasons = Vec::new();
+        choose(
+            &GenerateRequest::user("x").family("claude"),
+            &config,
+            &Catalog::new(&config),
+            &loaded,
+            &mut reasons,
+        )
+        .unwrap();
+        assert!(
+            matches!(&reasons[..], [Reason::VariantScored { family, .. }] if family == "claude")
+        );
+
+        let off = Config::from_toml_str("[families.claude]\nrouter = false\n").unwrap();
+        assert!(off.families["claude"].router.is_none());
+        assert!(off.families["nova"].router.is_some());
+        let chosen = choose(
+            &GenerateRequest::user("x").family("claude"),
+            &off,
+            &Catalog::new(&off),
+            &routers(&off),
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(&*chosen.model, "anthropic.claude-sonnet-4-5-20250929-v1:0");
+    }
+
+    #[test]
+    fn a_users_router_or_prompt_router_replaces_the_default_router_whole() {
+        let own = Config::from_toml_str("[families.nova]\nrouter = { threshold = 0.2 }\n").unwrap();
+        let router = own.families["nova"].router.as_ref().unwrap();
+        assert_eq!(
+            (router.threshold, router.max_strong_share),
+            (Some(0.2), None)
+        );
+
+        let arn = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/anthropic.claude:1";
+        let prompt =
+            Config::from_toml_str(&format!("[families.claude]\nprompt_router = {arn:?}\n"))
+                .unwrap();
+        assert!(prompt.families["claude"].router.is_none());
+        assert_eq!(
+            prompt.families["claude"].prompt_router.as_deref(),
+            Some(arn)
+        );
+
+        let json = serde_json::json!({ "families": { "nova": { "router": false } } });
+        let off = Config::from_json(json.as_object().unwrap()).unwrap();
+        assert!(off.families["nova"].router.is_none());
     }
 
     fn routed(router: &str) -> Config {

@@ -264,10 +264,16 @@ fn percentiles(h: &Histogram<u64>, scale: f64) -> Percentiles {
 
 struct OpenTask {
     cost_usd: f64,
+    /// The ids of its calls that were answered (at most [`TASK_CALLS_KEPT`]), for feedback.
+    calls: Vec<String>,
     class: SloClass,
     /// When a call last named it.
     seen: Instant,
 }
+
+/// How many answered calls' ids a task keeps for feedback when it finishes; beyond that, the
+/// first ones stand for the task.
+pub const TASK_CALLS_KEPT: usize = 256;
 
 /// Tasks not finished yet, and when they were last swept for abandoned ones.
 struct OpenTasks {
@@ -378,11 +384,11 @@ impl Telemetry {
             _ => None,
         };
         self.record_slo(slo, ttft_met, slo.deadline.map(|d| r.timings.total <= d));
-        self.add_to_task(slo, r.cost_usd);
+        self.add_to_task(slo, r.cost_usd, Some(&r.decision.call_id));
     }
 
     /// Adds a call's cost to its task; the task's class is the most urgent of its calls'.
-    fn add_to_task(&self, slo: CallSlo<'_>, cost_usd: f64) {
+    fn add_to_task(&self, slo: CallSlo<'_>, cost_usd: f64, call_id: Option<&str>) {
         if let Some(task) = slo.task_id {
             let now = Instant::now();
             let mut open = lock(&self.open_tasks);
@@ -391,10 +397,14 @@ impl Telemetry {
                 .entry(task.to_string())
                 .or_insert_with(|| OpenTask {
                     cost_usd: 0.0,
+                    calls: Vec::new(),
                     class: slo.class,
                     seen: now,
                 });
             t.cost_usd += cost_usd;
+            if let Some(id) = call_id.filter(|_| t.calls.len() < TASK_CALLS_KEPT) {
+                t.calls.push(id.to_string());
+            }
             t.class = t.class.min(slo.class);
             t.seen = now;
             self.sweep_abandoned(&mut open, now);
@@ -467,7 +477,7 @@ impl Telemetry {
             slo.deadline.map(|_| false),
         );
         // A task whose calls all failed still counts: as a task, at no cost.
-        self.add_to_task(slo, 0.0);
+        self.add_to_task(slo, 0.0, None);
     }
 
     fn record_slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
@@ -487,11 +497,10 @@ impl Telemetry {
         }
     }
 
-    /// Closes a task: its calls' cost joins the per-task figures. `false` if no call named it.
-    pub fn finish_task(&self, task_id: &str, success: bool) -> bool {
-        let Some(task) = lock(&self.open_tasks).tasks.remove(task_id) else {
-            return false;
-        };
+    /// Closes a task: its calls' cost joins the per-task figures. The ids of its answered
+    /// calls, or `None` if no call named it.
+    pub fn finish_task(&self, task_id: &str, success: bool) -> Option<Vec<String>> {
+        let task = lock(&self.open_tasks).tasks.remove(task_id)?;
         if let Some(o) = &self.otel {
             let outcome = if success { "successful" } else { "failed" };
             o.task(task.class, outcome, task.cost_usd);
@@ -503,7 +512,7 @@ impl Telemetry {
             t.successful += u64::from(success);
             t.cost_usd += task.cost_usd;
         }
-        true
+        Some(task.calls)
     }
 
     /// Everything measured so far.
@@ -607,9 +616,9 @@ mod tests {
     fn tasks_never_finished_are_closed_as_abandoned_after_the_idle_limit() {
         let t = Telemetry::default();
         t.set_task_idle(Duration::from_secs(60));
-        t.add_to_task(call(SloClass::Standard, "left-open"), 0.5);
-        t.add_to_task(call(SloClass::Interactive, "finished"), 0.25);
-        assert!(t.finish_task("finished", true));
+        t.add_to_task(call(SloClass::Standard, "left-open"), 0.5, None);
+        t.add_to_task(call(SloClass::Interactive, "finished"), 0.25, None);
+        assert!(t.finish_task("finished", true).is_some());
         assert_eq!(t.open_tasks(), 1);
         t.expire_tasks(Instant::now() + Duration::from_secs(30));
         assert_eq!(t.open_tasks(), 1, "not idle long enough yet");
@@ -623,7 +632,7 @@ mod tests {
         assert_eq!(m.tasks.cost_usd, 0.75);
         assert_eq!(m.tasks_by_class[&SloClass::Standard].abandoned, 1);
         assert!(
-            !t.finish_task("left-open", true),
+            t.finish_task("left-open", true).is_none(),
             "an abandoned task is closed already"
         );
     }
@@ -632,10 +641,10 @@ mod tests {
     fn task_costs_sum_exactly_and_keep_the_most_urgent_class() {
         let t = Telemetry::default();
         // Binary fractions: the sums are exact.
-        t.add_to_task(call(SloClass::Background, "a"), 0.25);
-        t.add_to_task(call(SloClass::Background, "a"), 0.125);
-        t.add_to_task(call(SloClass::Interactive, "b"), 0.5);
-        t.add_to_task(call(SloClass::Background, "b"), 0.0625);
+        t.add_to_task(call(SloClass::Background, "a"), 0.25, Some("call-1"));
+        t.add_to_task(call(SloClass::Background, "a"), 0.125, Some("call-2"));
+        t.add_to_task(call(SloClass::Interactive, "b"), 0.5, None);
+        t.add_to_task(call(SloClass::Background, "b"), 0.0625, None);
         let lane = LaneKey {
             provider: crate::types::Provider::Bedrock,
             family: None,
@@ -650,9 +659,18 @@ mod tests {
             lane.as_lane_ref(),
             ErrorKind::Throttled,
         );
-        assert!(t.finish_task("a", true) && t.finish_task("b", true) && t.finish_task("c", false));
+        assert_eq!(
+            t.finish_task("a", true),
+            Some(vec!["call-1".into(), "call-2".into()])
+        );
+        assert!(t.finish_task("b", true).is_some());
+        assert_eq!(
+            t.finish_task("c", false),
+            Some(Vec::new()),
+            "failed calls leave no ids"
+        );
         assert_eq!(t.open_tasks(), 0);
-        assert!(!t.finish_task("a", true), "a task closes once");
+        assert!(t.finish_task("a", true).is_none(), "a task closes once");
         let m = t.snapshot();
         assert_eq!((m.tasks.tasks, m.tasks.successful), (3, 2));
         assert_eq!(m.tasks.cost_usd, 0.9375);

@@ -22,6 +22,21 @@ pub enum VariantFallback {
     None,
 }
 
+/// How production feedback changed a family router's choice in the prompt's difficulty band
+/// (see `Router::feedback`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum VariantAdaptation {
+    /// The classifier's pick trails the strongest variant's success in this band by more than
+    /// the quality-loss budget: a stronger variant serves.
+    OverBudget { from: String },
+    /// A cheaper variant than the classifier's pick stays within the budget in this band.
+    WithinBudget { from: String },
+    /// One call in `explore_share` of the band tries another variant, so that the estimates
+    /// keep up (a recovered variant is noticed, the strongest keeps a baseline).
+    Explored { from: String },
+}
+
 /// One decision of a plan, or one alternative it rejected.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -51,6 +66,26 @@ pub enum Reason {
         /// The family's recent traffic is novel (mean novelty over the router's window above
         /// its threshold), so this rule chose instead of the model's scores.
         fallback: Option<VariantFallback>,
+        /// The kind of work the prompt asks for, by its cue words (`general`, `code`, `math`,
+        /// `writing`, `explain`, `extract`).
+        kind: &'static str,
+        /// The prompt's difficulty band (0 easiest), by the cheapest variant's expected loss
+        /// against the bands of the model's training prompts. Feedback is kept per kind and
+        /// band.
+        band: u8,
+        /// What feedback changed, if anything: `chosen` is then the adapted variant.
+        adapted: Option<VariantAdaptation>,
+    },
+    /// A stronger variant than the quality pick costs less for this request, its recurring
+    /// prompt prefix read from the cache (the pick cannot cache a prefix that long, or charges
+    /// more for it): `from` the pick, `to` the variant sent, with each one's estimated cost in
+    /// US dollars.
+    VariantForCache {
+        family: String,
+        from: String,
+        to: String,
+        from_usd: f64,
+        to_usd: f64,
     },
     /// If the chosen variant cannot serve, the plan steps up to this stronger one.
     VariantStepUp { from: String, to: String },
@@ -271,8 +306,11 @@ impl fmt::Display for Reason {
                 min_variant,
                 novelty,
                 fallback,
+                kind,
+                band,
+                adapted,
             } => {
-                write!(f, "family {family}: ")?;
+                write!(f, "family {family}: {kind}, band {band}; ")?;
                 if let Some(n) = novelty {
                     write!(f, "novelty {n:.2}; ")?;
                 }
@@ -289,8 +327,30 @@ impl fmt::Display for Reason {
                 if let Some(m) = min_variant {
                     write!(f, "minimum {m}; ")?;
                 }
+                match adapted {
+                    Some(VariantAdaptation::OverBudget { from }) => {
+                        write!(f, "{from} over the quality-loss budget here; ")?
+                    }
+                    Some(VariantAdaptation::WithinBudget { from }) => {
+                        write!(f, "cheaper than {from} within the quality-loss budget here; ")?
+                    }
+                    Some(VariantAdaptation::Explored { from }) => {
+                        write!(f, "exploring instead of {from}; ")?
+                    }
+                    None => {}
+                }
                 write!(f, "chose {chosen}")
             }
+            Reason::VariantForCache {
+                family,
+                from,
+                to,
+                from_usd,
+                to_usd,
+            } => write!(
+                f,
+                "family {family}: {to} costs less with its cached prefix (${to_usd:.6} against ${from_usd:.6} on {from})"
+            ),
             Reason::VariantStepUp { from, to } => {
                 write!(f, "{from} unavailable -> step up to {to}")
             }

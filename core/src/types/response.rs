@@ -186,6 +186,10 @@ impl InterTokenSummary {
 /// Which target served a call, at which tier, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RouteDecision {
+    /// This call's id, unique; pass it to `Router::feedback` to say whether the answer was
+    /// good. It carries the family, the model that served and the prompt's difficulty band,
+    /// so feedback works from another process or after a restart.
+    pub call_id: String,
     pub provider: Provider,
     /// The configured model (the variant, for a family).
     pub model: String,
