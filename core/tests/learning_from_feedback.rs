@@ -92,7 +92,12 @@ struct Served {
     good: bool,
 }
 
-async fn serve(router: &Router, rng: &mut rand::rngs::StdRng, broken: bool) -> Served {
+async fn serve(
+    router: &Router,
+    rng: &mut rand::rngs::StdRng,
+    broken: bool,
+    feedback: bool,
+) -> Served {
     let (class, text) = prompt(rng);
     let answer = router
         .generate(GenerateRequest::user(text).family("nova").max_tokens(16))
@@ -100,7 +105,9 @@ async fn serve(router: &Router, rng: &mut rand::rngs::StdRng, broken: bool) -> S
         .unwrap();
     let model = answer.decision.model.clone();
     let good = rng.gen_bool(success_rate(&model, class, broken));
-    router.feedback(&answer.decision.call_id, good).unwrap();
+    if feedback {
+        router.feedback(&answer.decision.call_id, good).unwrap();
+    }
     Served { class, model, good }
 }
 
@@ -113,21 +120,27 @@ fn figures(window: &[Served], class: Class) -> (f64, f64) {
     (micro / n, good / n)
 }
 
-#[tokio::test]
-async fn a_variant_failing_on_a_class_loses_it_and_quality_recovers() {
+/// The whole run: `BEFORE` calls, then `AFTER` with Micro broken on extraction; with or
+/// without feedback to the router. The same seed gives the same prompts either way.
+async fn simulate(seed: u64, feedback: bool) -> (Vec<Served>, Router) {
     let emu = common::emulator().await;
     // The built-in family router, with its default budget, exploration and half-life.
     let router = common::router_with(&emu, common::config("")).await;
-    // Another seed: LANEWAY_SIMULATION_SEED (BENCHMARKS.md gives figures over ten).
-    let seed = std::env::var("LANEWAY_SIMULATION_SEED").map_or(18, |s| s.parse().unwrap());
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut served = Vec::new();
-    for _ in 0..BEFORE {
-        served.push(serve(&router, &mut rng, false).await);
+    for call in 0..BEFORE + AFTER {
+        served.push(serve(&router, &mut rng, call >= BEFORE, feedback).await);
     }
-    for _ in 0..AFTER {
-        served.push(serve(&router, &mut rng, true).await);
-    }
+    emu.shutdown().await;
+    (served, router)
+}
+
+#[tokio::test]
+async fn a_variant_failing_on_a_class_loses_it_and_quality_recovers() {
+    // Another seed: LANEWAY_SIMULATION_SEED (BENCHMARKS.md gives figures over ten).
+    let seed = std::env::var("LANEWAY_SIMULATION_SEED").map_or(18, |s| s.parse().unwrap());
+    let (served, router) = simulate(seed, true).await;
+    let (unheard, _) = simulate(seed, false).await;
 
     let before = &served[BEFORE - WINDOW..BEFORE];
     let just_after = &served[BEFORE..BEFORE + WINDOW];
@@ -145,6 +158,10 @@ async fn a_variant_failing_on_a_class_loses_it_and_quality_recovers() {
     let (_, good_just_after, _) = report("just after", just_after);
     let (micro_recovered, good_recovered, _) = report("recovered", recovered);
     let (micro_end, good_end, other_end) = report("end", end);
+    let (micro_unheard, good_unheard, _) = report(
+        "no feedback",
+        &unheard[BEFORE + RECOVERED_WITHIN - WINDOW..BEFORE + RECOVERED_WITHIN],
+    );
     eprintln!("{:#?}", router.feedback_report()["nova"]);
     // The first call after the break from which the class's last 50 calls on Micro stay
     // under a third of its share before.
@@ -185,6 +202,10 @@ async fn a_variant_failing_on_a_class_loses_it_and_quality_recovers() {
     assert!(
         good_recovered > 0.82 && good_end > 0.82,
         "extraction's quality recovered within {RECOVERED_WITHIN} calls"
+    );
+    assert!(
+        micro_unheard > micro_before * 0.8 && good_unheard < good_recovered - 0.3,
+        "without feedback the router keeps sending extraction to the broken Micro"
     );
     assert!(
         other_end > other_before * 0.5,

@@ -38,6 +38,11 @@ pub struct DemoArgs {
     /// Requests in flight per lane.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// A TOML file added to the demo's configuration (examples/startup.toml and a [batch]
+    /// section), for tables the demo does not set: `[families.claude]` with `router = false`
+    /// to compare without variant routing, say.
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
 }
 
 /// One lane of the workload.
@@ -135,7 +140,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     let scale = scenario.time_scale;
     let emulator = start_with_faults(scenario.clone()).await?;
-    let config = laneway::Config::from_toml_str(&format!("{CONFIG}\n{BATCH}"))?;
+    let extra = match &args.config {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--config {}: {e}", path.display()))?,
+        None => String::new(),
+    };
+    let config = laneway::Config::from_toml_str(&format!("{CONFIG}\n{BATCH}\n{extra}"))?;
     let router = Router::builder()
         .config(config.clone())
         .endpoint_url(emulator.url())
