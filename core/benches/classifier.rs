@@ -78,6 +78,18 @@ fn main() {
     percentiles("plan() same request, model named", || {
         black_box(plan(black_box(&plain), &config, &Fresh(Instant::now())).unwrap());
     });
+    // Claude: Haiku's cache minimum is above Sonnet's, so the variant policy also weighs the
+    // prompt cache (the prefixes digested once more).
+    let cached = GenerateRequest::user("Where is my order?")
+        .system(long.clone())
+        .family("claude")
+        .task("t");
+    percentiles(
+        "plan() claude family-routed, 4k-token system prompt",
+        || {
+            black_box(plan(black_box(&cached), &config, &Fresh(Instant::now())).unwrap());
+        },
+    );
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("classifier");

@@ -42,7 +42,10 @@ pub struct FamilyFeedback {
     explore_every: Option<u32>,
     /// What an outcome's weight is multiplied by at each later outcome of its band.
     decay: f64,
-    outcomes: Mutex<Vec<Outcomes>>,
+    /// Per cell, made at its first outcome (a router that hears nothing allocates nothing
+    /// per cell).
+    outcomes: Mutex<Vec<Option<Outcomes>>>,
+    variants: usize,
     /// Calls sent per cell (counts exploration turns).
     sent: Vec<AtomicU32>,
     heard: AtomicBool,
@@ -80,14 +83,8 @@ impl FamilyFeedback {
             budget: f64::from(config.quality_loss_budget),
             explore_every: (share > 0.0).then(|| (1.0 / share).round().max(2.0) as u32),
             decay: 0.5f64.powf(1.0 / f64::from(config.feedback_half_life.max(1))),
-            outcomes: Mutex::new(vec![
-                Outcomes {
-                    good: vec![0.0; variants],
-                    total: vec![0.0; variants],
-                    verdicts: vec![Verdict::Unknown; variants.saturating_sub(1)],
-                };
-                CELLS
-            ]),
+            outcomes: Mutex::new(vec![None; CELLS]),
+            variants,
             sent: (0..CELLS).map(|_| AtomicU32::new(0)).collect(),
             heard: AtomicBool::new(false),
         }
@@ -108,22 +105,22 @@ impl FamilyFeedback {
     /// The variant to send: `chosen` (the classifier's pick, at or above `min`) as the band's
     /// feedback adjusts it, and why it moved.
     pub fn adjust(&self, cell: usize, chosen: usize, min: usize) -> (usize, Option<AdaptedFrom>) {
-        let (mut at, strongest) = {
-            let all = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(outcomes) = all.get(cell) else {
-                return (chosen, None);
-            };
-            let strongest = outcomes.total.len() - 1;
+        let strongest = self.variants - 1;
+        let mut at = chosen;
+        if let Some(Some(outcomes)) = self
+            .outcomes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(cell)
+        {
             let verdict = |v: usize| outcomes.verdicts[v];
-            let mut at = chosen;
             while at < strongest && verdict(at) == Verdict::OverBudget {
                 at += 1;
             }
             if let Some(cheaper) = (min..at).find(|&v| verdict(v) == Verdict::WithinBudget) {
                 at = cheaper;
             }
-            (at, strongest)
-        };
+        }
         let mut adapted = match at.cmp(&chosen) {
             std::cmp::Ordering::Greater => Some(AdaptedFrom::OverBudget(chosen)),
             std::cmp::Ordering::Less => Some(AdaptedFrom::WithinBudget(chosen)),
@@ -165,20 +162,24 @@ impl FamilyFeedback {
     /// Records an outcome of `variant` in `cell`; false if either is out of range.
     pub fn record(&self, cell: usize, variant: usize, good: bool) -> bool {
         let mut all = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(outcomes) = all.get_mut(cell) else {
-            return false;
-        };
-        if variant >= outcomes.total.len() {
+        if cell >= CELLS || variant >= self.variants {
             return false;
         }
+        let outcomes = all[cell].get_or_insert_with(|| Outcomes {
+            good: vec![0.0; self.variants],
+            total: vec![0.0; self.variants],
+            verdicts: vec![Verdict::Unknown; self.variants.saturating_sub(1)],
+        });
         for (g, t) in outcomes.good.iter_mut().zip(&mut outcomes.total) {
             *g *= self.decay;
             *t *= self.decay;
         }
         outcomes.good[variant] += f64::from(u8::from(good));
         outcomes.total[variant] += 1.0;
-        let family = pooled(&all);
-        let outcomes = &mut all[cell];
+        let family = pooled(&all, self.variants);
+        let Some(outcomes) = &mut all[cell] else {
+            return false;
+        };
         for v in 0..outcomes.verdicts.len() {
             outcomes.verdicts[v] = verdict(outcomes, &family, v, self.budget);
         }
@@ -192,7 +193,7 @@ impl FamilyFeedback {
         let all = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
         all.iter()
             .enumerate()
-            .filter(|(_, o)| o.total.iter().any(|t| *t > 0.0))
+            .filter_map(|(cell, o)| Some((cell, o.as_ref()?)))
             .map(|(cell, outcomes)| {
                 let band = (cell % BANDS) as u8;
                 CellSnapshot {
@@ -253,9 +254,13 @@ const CONFIDENCE: f64 = 2.0;
 const POOLED_WEIGHT: f64 = 10.0;
 
 /// Every cell's outcomes summed: each variant's family-wide record.
-fn pooled(all: &[Outcomes]) -> Outcomes {
-    let mut sum = all[0].clone();
-    for o in &all[1..] {
+fn pooled(all: &[Option<Outcomes>], variants: usize) -> Outcomes {
+    let mut sum = Outcomes {
+        good: vec![0.0; variants],
+        total: vec![0.0; variants],
+        verdicts: Vec::new(),
+    };
+    for o in all.iter().flatten() {
         for (i, (g, t)) in o.good.iter().zip(&o.total).enumerate() {
             sum.good[i] += g;
             sum.total[i] += t;
