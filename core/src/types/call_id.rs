@@ -116,6 +116,28 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_an_error_never_a_panic(id in ".*") {
+            let _ = CallRef::parse(&id);
+        }
+
+        #[test]
+        fn every_id_made_reads_back(
+            family in proptest::option::of("[a-z][a-z0-9_-]{0,12}"),
+            model in "[a-zA-Z0-9.:/_-]{1,60}",
+            cell in proptest::option::of(("[a-z]{1,10}", proptest::num::u8::ANY)),
+        ) {
+            let call = CallRef {
+                family: family.as_deref(),
+                model: &model,
+                cell: cell.as_ref().map(|(k, b)| (k.as_str(), *b)),
+            };
+            let id = call.new_id();
+            proptest::prop_assert_eq!(CallRef::parse(&id).unwrap(), call);
+        }
+    }
+
     #[test]
     fn malformed_ids_are_errors_that_say_why() {
         for (id, why) in [
