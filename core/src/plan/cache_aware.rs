@@ -15,7 +15,7 @@ const OUTPUT_WITHOUT_LIMIT: f64 = 500.0;
 /// The variant (an index into `variants`, at or above `pick`) that costs least for this
 /// request with its recurring prefix read from the cache, with the estimated cost of the pick
 /// and of it in US dollars; `None` when the pick is cheapest or no prefix recurs.
-pub fn cheapest_sufficient(
+pub(crate) fn cheapest_sufficient(
     request: &GenerateRequest,
     variants: &[String],
     pick: usize,

@@ -8,10 +8,10 @@
 //! equal share). Kinds matter because a variant tends to fail at a kind of work (a model update
 //! that breaks JSON extraction), not at a level of difficulty. In each cell, every variant
 //! keeps a success count and a call count, both decayed so that an outcome
-//! `feedback_half_life` outcomes of its cell old weighs half. A cheaper variant whose success trails the
-//! strongest's by more than the budget (by two standard errors, so that noise does not move
-//! traffic) loses the cell; one that stays within it (by two) takes the cell
-//! even above its threshold; otherwise the classifier's thresholds decide. Once feedback has
+//! `feedback_half_life` outcomes of its cell old weighs half. A cheaper variant whose success
+//! trails the strongest's by more than the budget (by two standard errors, so that noise does
+//! not move traffic) loses the cell; one that stays within it (by two) takes the cell even
+//! above its threshold; otherwise the classifier's thresholds decide. Once feedback has
 //! arrived, one call in `1 / explore_share` of a cell tries a neighbouring variant, alternately
 //! the strongest (the baseline) and the one below the pick (so that a recovered variant wins
 //! its cell back): a bandit's exploration, counted out rather than drawn, so runs repeat.
@@ -34,13 +34,27 @@ pub const BANDS: usize = 8;
 const CELLS: usize = BANDS * TASK_KINDS.len();
 
 /// One family's feedback, shared by the router's clones.
+///
+/// ```
+/// use laneway::plan::feedback::FamilyFeedback;
+/// let config: laneway::config::VariantRouterConfig = toml::from_str("max_strong_share = 0.3").unwrap();
+/// let nova = FamilyFeedback::new(&config, 3, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]);
+/// let cell = FamilyFeedback::cell(5, nova.band_of(0.05)).unwrap(); // extraction, easiest band
+/// for _ in 0..30 {
+///     nova.record(cell, 2, true); // the strongest answers well...
+///     nova.record(cell, 0, false); // ...the cheapest does not
+/// }
+/// let (variant, why) = nova.adjust(cell, 0, 0); // the classifier picked the cheapest
+/// assert_eq!(variant, 1);
+/// assert!(why.is_some());
+/// ```
 #[derive(Debug)]
 pub struct FamilyFeedback {
     /// The upper loss of each band but the last, ascending.
     edges: [f32; BANDS - 1],
     budget: f64,
     explore_every: Option<u32>,
-    /// What an outcome's weight is multiplied by at each later outcome of its band.
+    /// What an outcome's weight is multiplied by at each later outcome of its cell.
     decay: f64,
     /// Per cell, made at its first outcome (a router that hears nothing allocates nothing
     /// per cell).
@@ -62,7 +76,7 @@ pub struct Outcomes {
     pub verdicts: Vec<Verdict>,
 }
 
-/// What a band's evidence says of a cheaper variant against the strongest.
+/// What a cell's evidence says of a cheaper variant against the strongest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -102,7 +116,7 @@ impl FamilyFeedback {
             .then(|| kind * BANDS + usize::from(band))
     }
 
-    /// The variant to send: `chosen` (the classifier's pick, at or above `min`) as the band's
+    /// The variant to send: `chosen` (the classifier's pick, at or above `min`) as the cell's
     /// feedback adjusts it, and why it moved.
     pub fn adjust(&self, cell: usize, chosen: usize, min: usize) -> (usize, Option<AdaptedFrom>) {
         let strongest = self.variants - 1;

@@ -8,7 +8,7 @@
 //! (which regions, profiles or endpoints, in which order, with step-ups and fallbacks). Add
 //! your own after them, or replace one by name, as tower stacks layers.
 
-pub mod cache_aware;
+pub(crate) mod cache_aware;
 pub mod catalog;
 pub mod feedback;
 pub mod observe;

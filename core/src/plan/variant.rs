@@ -446,7 +446,7 @@ pub fn choose(
 /// Moves a routed family's pick up to a stronger variant when that costs less for this
 /// request with its recurring prefix read from the cache ([`cache_aware`](super::cache_aware)),
 /// recording `Reason::VariantForCache`.
-pub fn prefer_cached(
+pub(crate) fn prefer_cached(
     chosen: &mut ChosenModel,
     request: &GenerateRequest,
     config: &Config,
@@ -481,7 +481,7 @@ pub fn prefer_cached(
 
 /// The cache rules a routed family's prefixes are tracked by: its variant that caches the
 /// shortest prefixes (see [`prompt_cache::survey`](super::prompt_cache::survey)).
-pub fn tracking_rules<'c>(
+pub(crate) fn tracking_rules<'c>(
     chosen: &ChosenModel,
     config: &'c Config,
 ) -> Option<&'c crate::config::PromptCacheConfig> {
