@@ -116,8 +116,17 @@ impl Router {
         self.exec.planner.feedback(&call, good)
     }
 
-    /// What the family routers have learned from feedback: per family and difficulty band,
-    /// each variant's decayed outcomes and each cheaper variant's verdict.
+    /// What the family routers have learned from feedback: per family, each cell (task kind
+    /// and difficulty band) that has outcomes, with each variant's decayed outcomes and each
+    /// cheaper variant's verdict.
+    ///
+    /// ```no_run
+    /// # fn show(router: laneway::Router) {
+    /// for cell in router.feedback_report().get("nova").into_iter().flatten() {
+    ///     println!("{} band {}: {:?}", cell.kind, cell.band, cell.outcomes.verdicts);
+    /// }
+    /// # }
+    /// ```
     pub fn feedback_report(&self) -> crate::plan::feedback::FeedbackReport {
         self.exec.planner.feedback_report()
     }

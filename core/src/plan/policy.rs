@@ -118,7 +118,8 @@ pub trait Policy: Send + Sync {
     fn feedback(&self, _call: &CallRef<'_>, _good: bool) -> Result<bool> {
         Ok(false)
     }
-    /// What it has learned from feedback, per family and difficulty band, if it learns so.
+    /// What it has learned from feedback, per family and cell (task kind and difficulty
+    /// band), if it learns so.
     fn feedback_report(&self) -> Option<FeedbackReport> {
         None
     }
@@ -487,7 +488,7 @@ impl Planner {
         ))
     }
 
-    /// Each routed family's production feedback per difficulty band.
+    /// Each routed family's production feedback per cell (task kind and difficulty band).
     pub fn feedback_report(&self) -> FeedbackReport {
         let mut report = FeedbackReport::new();
         for policy in &self.policies {

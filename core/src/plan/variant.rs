@@ -39,7 +39,8 @@ struct LoadedRouter {
     thresholds: Vec<f32>,
     /// The family's recent novelty, shared by the router's clones.
     traffic: Arc<TrafficNovelty>,
-    /// Production outcomes per difficulty band, shared by the router's clones.
+    /// Production outcomes per cell (task kind and difficulty band), shared by the router's
+    /// clones.
     feedback: Arc<FamilyFeedback>,
     /// The family's variants, cheapest first, as outcomes are indexed.
     variants: Vec<String>,
@@ -225,7 +226,7 @@ impl VariantRouters {
         Ok(())
     }
 
-    /// Each routed family's feedback per difficulty band.
+    /// Each routed family's feedback per cell (task kind and difficulty band).
     pub fn feedback_snapshot(&self) -> super::feedback::FeedbackReport {
         self.by_family
             .iter()
