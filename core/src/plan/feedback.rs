@@ -16,7 +16,7 @@
 //! the strongest (the baseline) and the one below the pick (so that a recovered variant wins
 //! its cell back): a bandit's exploration, counted out rather than drawn, so runs repeat.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -58,14 +58,33 @@ pub struct FamilyFeedback {
     decay: f64,
     /// Per cell, made at its first outcome (a router that hears nothing allocates nothing
     /// per cell).
-    outcomes: Mutex<Vec<Option<Outcomes>>>,
+    counts: Mutex<Vec<Option<Counts>>>,
+    /// Each cell's verdict on each cheaper variant (`variants - 1` a cell), set as outcomes
+    /// arrive and read without a lock while planning.
+    verdicts: Vec<AtomicU8>,
     variants: usize,
     /// Calls sent per cell (counts exploration turns).
     sent: Vec<AtomicU32>,
     heard: AtomicBool,
 }
 
-/// A cell's decayed outcomes per variant, cheapest first.
+/// A cell's decayed counts per variant, cheapest first.
+#[derive(Debug, Clone)]
+struct Counts {
+    good: Vec<f64>,
+    total: Vec<f64>,
+}
+
+impl Counts {
+    fn new(variants: usize) -> Self {
+        Self {
+            good: vec![0.0; variants],
+            total: vec![0.0; variants],
+        }
+    }
+}
+
+/// A cell's decayed outcomes per variant, cheapest first, and its verdicts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Outcomes {
     /// Decayed good outcomes per variant.
@@ -79,13 +98,24 @@ pub struct Outcomes {
 /// What a cell's evidence says of a cheaper variant against the strongest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[repr(u8)]
 pub enum Verdict {
-    /// Its success trails the strongest's by more than the budget.
-    OverBudget,
-    /// It stays within the budget.
-    WithinBudget,
     /// Too little evidence either way: the classifier's threshold decides.
-    Unknown,
+    Unknown = 0,
+    /// Its success trails the strongest's by more than the budget.
+    OverBudget = 1,
+    /// It stays within the budget.
+    WithinBudget = 2,
+}
+
+impl Verdict {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            1 => Self::OverBudget,
+            2 => Self::WithinBudget,
+            _ => Self::Unknown,
+        }
+    }
 }
 
 impl FamilyFeedback {
@@ -97,7 +127,10 @@ impl FamilyFeedback {
             budget: f64::from(config.quality_loss_budget),
             explore_every: (share > 0.0).then(|| (1.0 / share).round().max(2.0) as u32),
             decay: 0.5f64.powf(1.0 / f64::from(config.feedback_half_life.max(1))),
-            outcomes: Mutex::new(vec![None; CELLS]),
+            counts: Mutex::new(vec![None; CELLS]),
+            verdicts: (0..CELLS * variants.saturating_sub(1))
+                .map(|_| AtomicU8::new(Verdict::Unknown as u8))
+                .collect(),
             variants,
             sent: (0..CELLS).map(|_| AtomicU32::new(0)).collect(),
             heard: AtomicBool::new(false),
@@ -120,20 +153,13 @@ impl FamilyFeedback {
     /// feedback adjusts it, and why it moved.
     pub fn adjust(&self, cell: usize, chosen: usize, min: usize) -> (usize, Option<AdaptedFrom>) {
         let strongest = self.variants - 1;
+        let verdict = |v: usize| self.verdict(cell, v);
         let mut at = chosen;
-        if let Some(Some(outcomes)) = self
-            .outcomes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(cell)
-        {
-            let verdict = |v: usize| outcomes.verdicts[v];
-            while at < strongest && verdict(at) == Verdict::OverBudget {
-                at += 1;
-            }
-            if let Some(cheaper) = (min..at).find(|&v| verdict(v) == Verdict::WithinBudget) {
-                at = cheaper;
-            }
+        while at < strongest && verdict(at) == Verdict::OverBudget {
+            at += 1;
+        }
+        if let Some(cheaper) = (min..at).find(|&v| verdict(v) == Verdict::WithinBudget) {
+            at = cheaper;
         }
         let mut adapted = match at.cmp(&chosen) {
             std::cmp::Ordering::Greater => Some(AdaptedFrom::OverBudget(chosen)),
@@ -145,6 +171,19 @@ impl FamilyFeedback {
             at = other;
         }
         (at, adapted)
+    }
+
+    /// The verdict on cheaper variant `v` in `cell`; `Unknown` out of range.
+    fn verdict(&self, cell: usize, v: usize) -> Verdict {
+        let cheaper = self.variants - 1;
+        if v >= cheaper {
+            return Verdict::Unknown;
+        }
+        self.verdicts
+            .get(cell * cheaper + v)
+            .map_or(Verdict::Unknown, |a| {
+                Verdict::from_u8(a.load(Ordering::Relaxed))
+            })
     }
 
     /// The variant this call explores instead of `at`, on its cell's exploration turn.
@@ -175,27 +214,23 @@ impl FamilyFeedback {
 
     /// Records an outcome of `variant` in `cell`; false if either is out of range.
     pub fn record(&self, cell: usize, variant: usize, good: bool) -> bool {
-        let mut all = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
         if cell >= CELLS || variant >= self.variants {
             return false;
         }
-        let outcomes = all[cell].get_or_insert_with(|| Outcomes {
-            good: vec![0.0; self.variants],
-            total: vec![0.0; self.variants],
-            verdicts: vec![Verdict::Unknown; self.variants.saturating_sub(1)],
-        });
-        for (g, t) in outcomes.good.iter_mut().zip(&mut outcomes.total) {
+        let mut all = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let counts = all[cell].get_or_insert_with(|| Counts::new(self.variants));
+        for (g, t) in counts.good.iter_mut().zip(&mut counts.total) {
             *g *= self.decay;
             *t *= self.decay;
         }
-        outcomes.good[variant] += f64::from(u8::from(good));
-        outcomes.total[variant] += 1.0;
+        counts.good[variant] += f64::from(u8::from(good));
+        counts.total[variant] += 1.0;
         let family = pooled(&all, self.variants);
-        let Some(outcomes) = &mut all[cell] else {
-            return false;
-        };
-        for v in 0..outcomes.verdicts.len() {
-            outcomes.verdicts[v] = verdict(outcomes, &family, v, self.budget);
+        let counts = all[cell].as_ref().expect("made above");
+        // Written under the lock, so that verdicts change one outcome at a time.
+        for v in 0..self.variants - 1 {
+            let now = verdict(counts, &family, v, self.verdict(cell, v), self.budget);
+            self.verdicts[cell * (self.variants - 1) + v].store(now as u8, Ordering::Relaxed);
         }
         self.heard.store(true, Ordering::Relaxed);
         true
@@ -204,17 +239,23 @@ impl FamilyFeedback {
     /// The outcomes and verdicts of every cell that has outcomes, by kind, then easiest band
     /// first.
     pub fn snapshot(&self) -> Vec<CellSnapshot> {
-        let all = self.outcomes.lock().unwrap_or_else(|e| e.into_inner());
+        let all = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         all.iter()
             .enumerate()
-            .filter_map(|(cell, o)| Some((cell, o.as_ref()?)))
-            .map(|(cell, outcomes)| {
+            .filter_map(|(cell, c)| Some((cell, c.as_ref()?)))
+            .map(|(cell, counts)| {
                 let band = (cell % BANDS) as u8;
                 CellSnapshot {
                     kind: TASK_KINDS[cell / BANDS],
                     band,
                     up_to_loss: self.edges.get(usize::from(band)).copied(),
-                    outcomes: outcomes.clone(),
+                    outcomes: Outcomes {
+                        good: counts.good.clone(),
+                        total: counts.total.clone(),
+                        verdicts: (0..self.variants - 1)
+                            .map(|v| self.verdict(cell, v))
+                            .collect(),
+                    },
                 }
             })
             .collect()
@@ -268,12 +309,8 @@ const CONFIDENCE: f64 = 2.0;
 const POOLED_WEIGHT: f64 = 10.0;
 
 /// Every cell's outcomes summed: each variant's family-wide record.
-fn pooled(all: &[Option<Outcomes>], variants: usize) -> Outcomes {
-    let mut sum = Outcomes {
-        good: vec![0.0; variants],
-        total: vec![0.0; variants],
-        verdicts: Vec::new(),
-    };
+fn pooled(all: &[Option<Counts>], variants: usize) -> Counts {
+    let mut sum = Counts::new(variants);
     for o in all.iter().flatten() {
         for (i, (g, t)) in o.good.iter().zip(&o.total).enumerate() {
             sum.good[i] += g;
@@ -294,9 +331,8 @@ fn pooled(all: &[Option<Outcomes>], variants: usize) -> Outcomes {
 /// A variant over the budget stays so until the gap itself is back within it (not merely
 /// uncertain), so that a variant that lost a cell does not win it back as its failures fade
 /// and fail again: only fresh outcomes (its exploration turns) give the cell back.
-fn verdict(outcomes: &Outcomes, family: &Outcomes, v: usize, budget: f64) -> Verdict {
+fn verdict(outcomes: &Counts, family: &Counts, v: usize, was: Verdict, budget: f64) -> Verdict {
     let strongest = outcomes.total.len() - 1;
-    let was = outcomes.verdicts[v];
     if outcomes.total[v] < 1.0 {
         return was;
     }
