@@ -1,6 +1,8 @@
 //! generate() and stream() through the real SDK clients against the emulator, on both backends.
 
 mod common;
+/// Reasoning, structured output, model fields and metadata: the Converse of 2026.
+mod extended;
 
 use common::{emulator, router};
 use futures::StreamExt;

@@ -46,6 +46,7 @@ impl Policy for TenantRegion {
             target: Target::bedrock(region, chosen.model.clone(), None),
             tier: d.tier,
             latency_optimized: false,
+            shape: Default::default(),
         }];
         Ok(())
     }

@@ -87,6 +87,9 @@ pub struct Ask {
     /// `prompt_digest` is then the digest of the prompt without it, and the answer goes on
     /// from the prefill if the prefill is the start of that prompt's answer.
     pub prefill: Option<String>,
+    /// Converse's fields beyond the conversation (reasoning, structured output, ...), checked
+    /// against the model that serves.
+    pub extras: Option<std::sync::Arc<crate::converse_ext::Extras>>,
 }
 
 /// An admitted request: the answer to give and its timeline. Holds its capacity slot until
@@ -117,13 +120,31 @@ pub struct Answer {
     pub plain_json_lines: bool,
     /// For a request ending with a prefill: whether it was the start of this prompt's answer.
     pub continuation: Option<bool>,
+    /// The first this many of `tokens` are reasoning, before the answer.
+    pub reasoning_tokens: usize,
+    /// The reasoning is answered as `[REDACTED]` (Nova 2), with no signature.
+    pub reasoning_redacted: bool,
+    /// The native response fields the request asked for.
+    pub response_fields: Option<serde_json::Value>,
     _slot: crate::quota::Slot,
 }
 
 impl Answer {
-    /// The whole answer text.
+    /// The whole answer text (after any reasoning).
     pub fn text(&self) -> String {
-        self.tokens.concat()
+        self.tokens[self.reasoning_tokens..].concat()
+    }
+    /// The reasoning's text as the response shows it, and its signature.
+    pub fn reasoning(&self) -> Option<(String, Option<String>)> {
+        if self.reasoning_tokens == 0 {
+            return None;
+        }
+        if self.reasoning_redacted {
+            return Some(("[REDACTED]".into(), None));
+        }
+        let text = self.tokens[..self.reasoning_tokens].concat();
+        let signature = crate::converse_ext::signature(&text);
+        Some((text, Some(signature)))
     }
     /// Tokens in the whole answer.
     pub fn output_tokens(&self) -> u32 {
@@ -347,8 +368,13 @@ impl Engine {
             }
             None => (self.resolve(ask)?, None),
         };
+        let mut admitted = crate::converse_ext::Admitted::default();
         let (name, mut performance, answer_range) = match served {
             Served::Model(m) => {
+                if let Some(x) = &ask.extras {
+                    admitted = crate::converse_ext::check(x, m, ask.max_tokens)
+                        .map_err(|message| ApiError::validation(ask.service, message))?;
+                }
                 // Batch records are not a request tier: every model in the scenario takes them.
                 if ask.tier != "batch" && !m.tiers.contains(&ask.tier) {
                     return Err(ApiError::validation(
@@ -413,8 +439,21 @@ impl Engine {
             return Err(err);
         }
 
-        let natural = text::natural_length(ask.prompt_digest, answer_range);
-        let n = ask.max_tokens.map_or(natural, |m| natural.min(m));
+        let structured = admitted.schema.as_ref().map(|schema| {
+            let json = crate::converse_ext::conforming(schema, ask.prompt_digest).to_string();
+            text::chunks(&json, 4)
+        });
+        let natural = match &structured {
+            Some(chunks) => chunks.len() as u32,
+            None => text::natural_length(ask.prompt_digest, answer_range),
+        };
+        // Reasoning comes first and counts against max_tokens, as output.
+        let reasoning = admitted.reasoning.map_or(0, |most| {
+            text::natural_length(ask.prompt_digest.rotate_left(29), [most / 4, most].map(|m| m.max(1)))
+        });
+        let reasoning = ask.max_tokens.map_or(reasoning, |m| reasoning.min(m));
+        let room = ask.max_tokens.map(|m| m - reasoning);
+        let n = room.map_or(natural, |m| natural.min(m));
         let (reservation, burndown, max_output) = match served {
             Served::Model(m) => (
                 m.reservation.as_ref(),
@@ -474,9 +513,15 @@ impl Engine {
             &demand,
             u64::from(new_input),
             u64::from(cache.write),
-            u64::from(n),
+            u64::from(reasoning + n),
         );
-        let mut tokens = text::tokens(ask.prompt_digest, n);
+        let mut tokens = match structured {
+            Some(mut chunks) => {
+                chunks.truncate(n as usize);
+                chunks
+            }
+            None => text::tokens(ask.prompt_digest, n),
+        };
         let mut continuation = None;
         if let Some(prefill) = &ask.prefill {
             let k = continued_from(&tokens, prefill);
@@ -485,7 +530,15 @@ impl Engine {
             }
             continuation = Some(k.is_some());
         }
+        if reasoning > 0 {
+            let mut all = text::tokens(ask.prompt_digest.rotate_left(29) ^ 0x5EA5, reasoning);
+            all.append(&mut tokens);
+            tokens = all;
+        }
         Ok(Answer {
+            reasoning_tokens: reasoning as usize,
+            reasoning_redacted: admitted.redacted,
+            response_fields: admitted.response_fields,
             model: name.to_string(),
             served_tier,
             tokens,
@@ -746,6 +799,7 @@ mod tests {
             prompt_digest: 42,
             cache_points: Vec::new(),
             prefill: None,
+            extras: None,
             latency_optimized: false,
         }
     }
@@ -882,6 +936,7 @@ mod cache_tests {
             prompt_digest: 1,
             cache_points: crate::cache::cache_points(&body),
             prefill: None,
+            extras: None,
             latency_optimized: false,
         };
         let err = e.admit(&ask).unwrap_err();

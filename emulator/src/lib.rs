@@ -17,6 +17,7 @@
 
 mod cache;
 mod control;
+mod converse_ext;
 mod engine;
 mod faults;
 mod quota;
@@ -30,7 +31,8 @@ pub use engine::{Counter, CounterRow, Service};
 pub use faults::{Fault, FaultKind};
 pub use scenario::{
     ApplicationProfileSpec, Credential, EndpointSpec, LatencyOptimized, ModelSpec, PayloadFormat,
-    Performance, PerformanceOverride, RegionSpec, ReservationSpec, Scenario, ScenarioError,
+    Performance, PerformanceOverride, ReasoningStyle, RegionSpec, ReservationSpec, Scenario,
+    ScenarioError,
 };
 pub use server::Emulator;
 

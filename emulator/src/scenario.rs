@@ -150,6 +150,23 @@ pub struct ModelSpec {
     /// TTFT and speed. Unset, asking for it is a 400.
     #[serde(default)]
     pub latency_optimized: Option<LatencyOptimized>,
+    /// How it reasons: Claude's `thinking` (`anthropic`, budget only), Claude 4.6's adaptive
+    /// thinking as well (`anthropic_adaptive`), Nova 2's `reasoningConfig` (`nova`, its text
+    /// answered as `[REDACTED]`). Unset, reasoning fields are a 400.
+    #[serde(default)]
+    pub reasoning: Option<ReasoningStyle>,
+    /// Whether `outputConfig.textFormat` and strict tools are accepted.
+    #[serde(default)]
+    pub structured_output: bool,
+}
+
+/// How a model reasons, and how its request asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningStyle {
+    Anthropic,
+    AnthropicAdaptive,
+    Nova,
 }
 
 /// A reservation: input and output tokens per minute, counted apart.

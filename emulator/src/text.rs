@@ -45,6 +45,22 @@ pub fn tokens(prompt_digest: u64, n: u32) -> Vec<String> {
         .collect()
 }
 
+/// `text` in pieces of about `size` bytes (on character boundaries), as a stream delivers it.
+pub fn chunks(text: &str, size: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(text.len() / size.max(1) + 1);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut at = size.min(rest.len());
+        while !rest.is_char_boundary(at) {
+            at += 1;
+        }
+        let (piece, tail) = rest.split_at(at);
+        out.push(piece.to_string());
+        rest = tail;
+    }
+    out
+}
+
 /// Estimated tokens of a text: a quarter of its characters, rounded up.
 pub fn estimate_tokens(chars: usize) -> u32 {
     chars.div_ceil(4) as u32

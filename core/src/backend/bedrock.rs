@@ -18,6 +18,7 @@ use crate::types::{
 };
 use crate::types::{Error, Result};
 use crate::types::{OutputBlock, StopReason, Usage};
+use crate::types::{OutputFormat, ReasoningBlock, ReasoningDelta, ReasoningText};
 
 /// Sends Converse and ConverseStream requests, with one SDK client per region.
 #[derive(Debug, Clone)]
@@ -61,6 +62,10 @@ macro_rules! with_parts {
             .inference_config(p.inference)
             .set_service_tier(p.service_tier)
             .set_performance_config(p.performance)
+            .set_additional_model_request_fields(p.model_fields)
+            .set_additional_model_response_field_paths(p.response_paths)
+            .set_request_metadata(p.metadata)
+            .set_output_config(p.output)
     }};
 }
 
@@ -86,6 +91,12 @@ struct Parts {
     inference: wire::InferenceConfiguration,
     service_tier: Option<wire::ServiceTier>,
     performance: Option<wire::PerformanceConfiguration>,
+    /// `additionalModelRequestFields`: reasoning as the model spells it, and the request's
+    /// model fields when the attempt is on their model.
+    model_fields: Option<aws_smithy_types::Document>,
+    response_paths: Option<Vec<String>>,
+    metadata: Option<std::collections::HashMap<String, String>>,
+    output: Option<wire::OutputConfig>,
 }
 
 impl Backend for BedrockBackend {
@@ -103,7 +114,9 @@ impl Backend for BedrockBackend {
                 }
                 _ => Vec::new(),
             };
+            let model_response_fields = out.additional_model_response_fields().map(to_json);
             Ok(Completion {
+                model_response_fields,
                 content,
                 stop_reason: StopReason::from_wire(out.stop_reason().as_str()),
                 usage: out.usage().map(usage).unwrap_or_default(),
@@ -159,6 +172,7 @@ fn parts(call: Call<'_>) -> Result<Parts> {
             .find(|c| c.at == b)
             .map(|c| CachePoint { ttl: Some(c.ttl) })
     };
+    let shape = &call.attempt.shape;
     let messages = req
         .messages
         .iter()
@@ -166,9 +180,12 @@ fn parts(call: Call<'_>) -> Result<Parts> {
         .map(|(i, m)| {
             let mut content = Vec::with_capacity(m.content.len() + 1);
             for (j, b) in m.content.iter().enumerate() {
-                // The plan's checkpoints stand for any the request carried.
-                if matches!(b, ContentBlock::CachePoint(_)) {
-                    continue;
+                // The plan's checkpoints stand for any the request carried; earlier reasoning
+                // goes only to a model that reads it (the plan says which).
+                match b {
+                    ContentBlock::CachePoint(_) => continue,
+                    ContentBlock::Reasoning(_) if !shape.reasoning_history => continue,
+                    _ => {}
                 }
                 content.push(
                     content_block(b)
@@ -201,13 +218,32 @@ fn parts(call: Call<'_>) -> Result<Parts> {
         .set_temperature(req.inference.temperature)
         .set_top_p(req.inference.top_p)
         .set_stop_sequences(Some(req.inference.stop_sequences.clone()).filter(|s| !s.is_empty()));
-    if let Some(n) = req.inference.max_tokens {
+    let reasoning_max = shape
+        .reasoning
+        .as_ref()
+        .and_then(|r| r.max_tokens)
+        .map(i64::from);
+    if let Some(n) = req.inference.max_tokens.or(reasoning_max) {
         // validate() keeps it within 1..=i32::MAX.
         inference = inference
             .max_tokens(i32::try_from(n).map_err(|_| {
                 Error::invalid("inference.max_tokens", format!("{n} is too large"))
             })?);
     }
+    let mut native = serde_json::Map::new();
+    if shape.model_fields {
+        if let Some(f) = &req.model_fields {
+            native.extend(f.request.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+    if let Some(r) = &shape.reasoning {
+        native.extend(r.fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let response_paths = req
+        .model_fields
+        .as_ref()
+        .filter(|f| shape.model_fields && !f.response_paths.is_empty())
+        .map(|f| f.response_paths.clone());
     Ok(Parts {
         messages,
         system,
@@ -224,7 +260,34 @@ fn parts(call: Call<'_>) -> Result<Parts> {
                 .latency(wire::PerformanceConfigLatency::Optimized)
                 .build()
         }),
+        model_fields: (!native.is_empty())
+            .then(|| to_document(&serde_json::Value::Object(native))),
+        response_paths,
+        metadata: (!req.metadata.is_empty()).then(|| {
+            req.metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }),
+        output: req.output_format.as_ref().map(output_config).transpose()?,
     })
+}
+
+/// Structured output as `outputConfig.textFormat`: the schema goes as JSON text.
+fn output_config(format: &OutputFormat) -> Result<wire::OutputConfig> {
+    let OutputFormat::JsonSchema(f) = format;
+    let schema = wire::JsonSchemaDefinition::builder()
+        .schema(f.schema.to_string())
+        .set_name(f.name.clone())
+        .set_description(f.description.clone())
+        .build()
+        .map_err(|e| Error::invalid("output_format", e.to_string()))?;
+    let text_format = wire::OutputFormat::builder()
+        .r#type(wire::OutputFormatType::JsonSchema)
+        .structure(wire::OutputFormatStructure::JsonSchema(schema))
+        .build()
+        .map_err(|e| Error::invalid("output_format", e.to_string()))?;
+    Ok(wire::OutputConfig::builder().text_format(text_format).build())
 }
 
 fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, String> {
@@ -293,6 +356,20 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
                 .map_err(|e| e.to_string())?,
         ),
         ContentBlock::CachePoint(c) => wire::ContentBlock::CachePoint(cache_point(c)),
+        ContentBlock::Reasoning(ReasoningBlock::Text(r)) => {
+            wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::ReasoningText(
+                wire::ReasoningTextBlock::builder()
+                    .text(&r.text)
+                    .set_signature(r.signature.clone())
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ))
+        }
+        ContentBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
+            wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::RedactedContent(
+                aws_smithy_types::Blob::new(data.clone()),
+            ))
+        }
     })
 }
 
@@ -313,6 +390,7 @@ fn tool_config(
                 .name(&s.name)
                 .set_description(s.description.clone())
                 .input_schema(wire::ToolInputSchema::Json(to_document(&s.input_schema)))
+                .set_strict(s.strict.then_some(true))
                 .build()
                 .map(wire::Tool::ToolSpec)
                 .map_err(|e| Error::invalid(format!("tools[{i}]"), e.to_string())),
@@ -386,6 +464,17 @@ fn usage(u: &wire::TokenUsage) -> Usage {
 
 fn output_block(b: &wire::ContentBlock) -> Option<OutputBlock> {
     match b {
+        wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::ReasoningText(r)) => {
+            Some(OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText {
+                text: r.text().to_string(),
+                signature: r.signature().map(String::from),
+            })))
+        }
+        wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::RedactedContent(b)) => {
+            Some(OutputBlock::Reasoning(ReasoningBlock::Redacted(
+                b.as_ref().to_vec(),
+            )))
+        }
         wire::ContentBlock::Text(t) => Some(OutputBlock::Text(t.clone())),
         wire::ContentBlock::ToolUse(t) => Some(OutputBlock::ToolUse {
             id: t.tool_use_id().to_string(),
@@ -417,11 +506,31 @@ fn stream_event(ev: wire::ConverseStreamOutput) -> Option<BackendEvent> {
                 index: index(d.content_block_index),
                 input_json: t.input,
             }),
+            Some(wire::ContentBlockDelta::ReasoningContent(r)) => {
+                let delta = match r {
+                    wire::ReasoningContentBlockDelta::Text(t) => ReasoningDelta::Text(t),
+                    wire::ReasoningContentBlockDelta::Signature(s) => ReasoningDelta::Signature(s),
+                    wire::ReasoningContentBlockDelta::RedactedContent(b) => {
+                        ReasoningDelta::Redacted(b.into_inner())
+                    }
+                    _ => return None,
+                };
+                Some(BackendEvent::ReasoningDelta {
+                    index: index(d.content_block_index),
+                    delta,
+                })
+            }
             _ => None,
         },
-        wire::ConverseStreamOutput::MessageStop(s) => Some(BackendEvent::Stop(
-            StopReason::from_wire(s.stop_reason().as_str()),
-        )),
+        wire::ConverseStreamOutput::MessageStop(s) => match s.additional_model_response_fields() {
+            Some(fields) => Some(BackendEvent::StopWithFields(
+                StopReason::from_wire(s.stop_reason().as_str()),
+                to_json(fields),
+            )),
+            None => Some(BackendEvent::Stop(StopReason::from_wire(
+                s.stop_reason().as_str(),
+            ))),
+        },
         wire::ConverseStreamOutput::Metadata(m) => Some(BackendEvent::Metadata {
             usage: m.usage().map(usage).unwrap_or_default(),
             served_tier: m.service_tier().and_then(tier_of),

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use super::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::types::Result;
 use crate::types::{ContentBlock, Role};
-use crate::types::{OutputBlock, StopReason, Usage};
+use crate::types::{OutputBlock, ReasoningBlock, ReasoningDelta, StopReason, Usage};
 
 type Answer = dyn Fn(&Call<'_>) -> Result<Completion> + Send + Sync;
 
@@ -102,6 +102,7 @@ impl Completion {
             },
             served_tier: None,
             invoked_model: None,
+            model_response_fields: None,
         }
     }
 }
@@ -125,6 +126,24 @@ fn events_of(done: Completion) -> Vec<BackendEvent> {
                 events.push(BackendEvent::ToolUseDelta {
                     index,
                     input_json: input.to_string(),
+                });
+            }
+            OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
+                events.push(BackendEvent::ReasoningDelta {
+                    index,
+                    delta: ReasoningDelta::Text(r.text),
+                });
+                if let Some(signature) = r.signature {
+                    events.push(BackendEvent::ReasoningDelta {
+                        index,
+                        delta: ReasoningDelta::Signature(signature),
+                    });
+                }
+            }
+            OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
+                events.push(BackendEvent::ReasoningDelta {
+                    index,
+                    delta: ReasoningDelta::Redacted(data),
                 });
             }
         }

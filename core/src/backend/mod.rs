@@ -54,6 +54,8 @@ pub struct Completion {
     pub served_tier: Option<ServiceTier>,
     /// For a Bedrock prompt router: the model it invoked (`trace.promptRouter.invokedModelId`).
     pub invoked_model: Option<String>,
+    /// The model-specific response fields asked for (`additionalModelResponseFields`).
+    pub model_response_fields: Option<serde_json::Value>,
 }
 
 /// One event of a backend's stream, in the order the service sends them.
@@ -72,8 +74,16 @@ pub enum BackendEvent {
         index: u32,
         input_json: String,
     },
+    /// A piece of the model's reasoning.
+    ReasoningDelta {
+        index: u32,
+        delta: crate::types::ReasoningDelta,
+    },
     /// The model stopped.
     Stop(StopReason),
+    /// The model stopped, with the model-specific response fields asked for
+    /// (`additionalModelResponseFields` of Bedrock's `messageStop`).
+    StopWithFields(StopReason, serde_json::Value),
     /// Final accounting (Bedrock sends it after `Stop`; other formats with their last line).
     Metadata {
         usage: Usage,

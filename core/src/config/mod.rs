@@ -6,8 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 mod model;
+mod reasoning;
 mod sections;
 pub use model::{BedrockModel, ModelConfig, OtherModel, SagemakerModel};
+pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig,
     ReservationConfig,
@@ -50,6 +52,10 @@ pub struct Config {
     /// Regions in order of preference, with their geography.
     pub regions: Vec<RegionConfig>,
     pub slo_tiers: SloTiers,
+    /// Reasoning each SLO class asks of a model that reasons, when the request sets none
+    /// (`[slo_reasoning] background = { effort = "medium" }`).
+    #[serde(default)]
+    pub slo_reasoning: BTreeMap<crate::types::SloClass, crate::types::Reasoning>,
     pub pricing: PricingConfig,
     pub routing: RoutingConfig,
     #[serde(default)]
@@ -371,6 +377,12 @@ pub struct TimeoutsConfig {
     /// rate.
     #[serde(default = "default_min_tokens_per_second")]
     pub min_tokens_per_second: f64,
+    /// The slowest reasoning a reasoning call is allowed: its first-token limit, whole-answer
+    /// limit and (unless the request sets one) deadline grow by its reasoning tokens (the
+    /// budget, or what its effort stands for) at this rate, since a model may reason silently
+    /// before its first token.
+    #[serde(default = "default_reasoning_tokens_per_second")]
+    pub reasoning_tokens_per_second: f64,
     #[serde(default = "ClassTimeouts::interactive")]
     pub interactive: ClassTimeouts,
     #[serde(default = "ClassTimeouts::standard")]
@@ -434,6 +446,10 @@ fn default_min_tokens_per_second() -> f64 {
     10.0
 }
 
+fn default_reasoning_tokens_per_second() -> f64 {
+    50.0
+}
+
 impl Default for TimeoutsConfig {
     fn default() -> Self {
         Self {
@@ -441,6 +457,7 @@ impl Default for TimeoutsConfig {
             ttft_target_multiple: default_ttft_multiple(),
             min_first_token: default_min_first_token(),
             min_tokens_per_second: default_min_tokens_per_second(),
+            reasoning_tokens_per_second: default_reasoning_tokens_per_second(),
             interactive: ClassTimeouts::interactive(),
             standard: ClassTimeouts::standard(),
             background: ClassTimeouts::background(),
@@ -1001,6 +1018,10 @@ impl Config {
             (
                 "routing.timeouts.min_tokens_per_second",
                 t.min_tokens_per_second,
+            ),
+            (
+                "routing.timeouts.reasoning_tokens_per_second",
+                t.reasoning_tokens_per_second,
             ),
         ] {
             if !(v.is_finite() && v > 0.0) {

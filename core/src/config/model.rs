@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::reasoning::ReasoningConfig;
 use super::{
     ApplicationProfile, EndpointConfig, Price, PromptCacheConfig, QuotaConfig, ReservationConfig,
 };
@@ -57,6 +58,12 @@ struct ModelSpec {
     /// request without `max_tokens`.
     #[serde(default)]
     max_output_tokens: Option<u32>,
+    /// Bedrock: how it reasons and how its request spells it; absent, it does not reason.
+    #[serde(default)]
+    reasoning: Option<ReasoningConfig>,
+    /// Bedrock: whether it takes structured output (`outputConfig.textFormat`, strict tools).
+    #[serde(default)]
+    structured_output: bool,
     /// SageMaker: endpoints serving it, in order of preference.
     #[serde(default)]
     endpoints: Vec<EndpointConfig>,
@@ -125,6 +132,10 @@ pub struct BedrockModel {
     pub output_burndown: u32,
     /// The model's largest answer: what Bedrock counts for a request without `max_tokens`.
     pub max_output_tokens: Option<u32>,
+    /// How it reasons and how its request spells it; `None`: it does not reason.
+    pub reasoning: Option<ReasoningConfig>,
+    /// Whether it takes structured output (`outputConfig.textFormat`, strict tools).
+    pub structured_output: bool,
     pub price: Price,
 }
 
@@ -186,6 +197,14 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         b => b.unwrap_or(1),
                     },
                     max_output_tokens: s.max_output_tokens,
+                    reasoning: match s.reasoning {
+                        Some(r) => {
+                            r.validate()?;
+                            Some(r)
+                        }
+                        None => None,
+                    },
+                    structured_output: s.structured_output,
                     price: s.price,
                 }))
             }
@@ -203,6 +222,8 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("output_burndown", s.output_burndown.is_some()),
                         ("max_output_tokens", s.max_output_tokens.is_some()),
                         ("application_profiles", !s.application_profiles.is_empty()),
+                        ("reasoning", s.reasoning.is_some()),
+                        ("structured_output", s.structured_output),
                     ],
                     "a SageMaker model (it is placed by its endpoints, which have no service tiers, prompt cache or reservation)",
                 )?;
@@ -224,6 +245,8 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("output_burndown", s.output_burndown.is_some()),
                         ("max_output_tokens", s.max_output_tokens.is_some()),
                         ("application_profiles", !s.application_profiles.is_empty()),
+                        ("reasoning", s.reasoning.is_some()),
+                        ("structured_output", s.structured_output),
                         ("endpoints", !s.endpoints.is_empty()),
                         ("fallback_family", s.fallback_family.is_some()),
                     ],
@@ -259,6 +282,8 @@ impl From<ModelConfig> for ModelSpec {
             application_profiles: Vec::new(),
             output_burndown: None,
             max_output_tokens: None,
+            reasoning: None,
+            structured_output: false,
             endpoints: Vec::new(),
             fallback_family: None,
             price: *m.price(),
@@ -276,6 +301,8 @@ impl From<ModelConfig> for ModelSpec {
                 s.application_profiles = b.application_profiles;
                 s.output_burndown = (b.output_burndown != 1).then_some(b.output_burndown);
                 s.max_output_tokens = b.max_output_tokens;
+                s.reasoning = b.reasoning;
+                s.structured_output = b.structured_output;
             }
             ModelConfig::Sagemaker(sm) => {
                 s.endpoints = sm.endpoints;
@@ -394,6 +421,19 @@ impl ModelConfig {
             ModelConfig::Bedrock(b) => u64::from(b.output_burndown),
             _ => 1,
         }
+    }
+
+    /// How it reasons, if it does.
+    pub fn reasoning(&self) -> Option<&ReasoningConfig> {
+        match self {
+            ModelConfig::Bedrock(b) => b.reasoning.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether it takes structured output and strict tools.
+    pub fn structured_output(&self) -> bool {
+        matches!(self, ModelConfig::Bedrock(b) if b.structured_output)
     }
 
     /// Its application inference profiles (Bedrock), which replace its own ids as targets.

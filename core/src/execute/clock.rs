@@ -9,6 +9,8 @@ use crate::types::{InterTokenSummary, Timings};
 pub struct Clock {
     start: Instant,
     first: Option<Instant>,
+    first_reasoning: Option<Instant>,
+    first_answer: Option<Instant>,
     last: Option<Instant>,
     gaps: Vec<Duration>,
 }
@@ -18,14 +20,22 @@ impl Clock {
         Self {
             start: Instant::now(),
             first: None,
+            first_reasoning: None,
+            first_answer: None,
             last: None,
             gaps: Vec::new(),
         }
     }
 
-    /// A content delta arrived now.
-    pub fn delta(&mut self) {
+    /// A content delta arrived now: reasoning, or the answer.
+    pub fn delta(&mut self, reasoning: bool) {
         let now = Instant::now();
+        let first_of_kind = if reasoning {
+            &mut self.first_reasoning
+        } else {
+            &mut self.first_answer
+        };
+        first_of_kind.get_or_insert(now);
         if let Some(last) = self.last {
             if self.gaps.capacity() == 0 {
                 // Past the first few, gaps come by the hundred: skip the smallest growth steps.
@@ -51,6 +61,8 @@ impl Clock {
     /// Forgets deltas of a failed attempt; the start stays, so TTFT includes the failover.
     pub fn restart_attempt(&mut self) {
         self.first = None;
+        self.first_reasoning = None;
+        self.first_answer = None;
         self.last = None;
         self.gaps.clear();
     }
@@ -66,6 +78,8 @@ impl Clock {
         };
         Timings {
             ttft,
+            ttft_reasoning: self.first_reasoning.map(|f| f - self.start),
+            ttft_answer: self.first_answer.map(|f| f - self.start),
             inter_token: InterTokenSummary::from_gaps(&mut self.gaps),
             total: end - self.start,
             // Tokens after the first, over the time they took to arrive.

@@ -71,6 +71,30 @@ impl Limits {
         }
     }
 
+    /// The limits of a call that reasons first, within `reasoning_tokens`: its first-token
+    /// limit and whole-answer limit grow by the time those tokens take at
+    /// `routing.timeouts.reasoning_tokens_per_second` (reasoning may be silent until it ends),
+    /// and so does its deadline unless the request set one.
+    pub fn with_reasoning(
+        mut self,
+        routing: &RoutingConfig,
+        request: &GenerateRequest,
+        reasoning_tokens: u32,
+    ) -> Self {
+        let allowance = saturating_secs(
+            f64::from(reasoning_tokens) / routing.timeouts.reasoning_tokens_per_second,
+        );
+        self.first_token = self.first_token.saturating_add(allowance).min(crate::MAX_DURATION);
+        self.answer = self.answer.saturating_add(allowance).min(crate::MAX_DURATION);
+        if request.slo.deadline.is_none() {
+            let length = (self.deadline - self.started)
+                .saturating_add(allowance)
+                .min(crate::MAX_DURATION);
+            self.deadline = self.started + length;
+        }
+        self
+    }
+
     /// When the call started.
     pub fn started(&self) -> Instant {
         self.started

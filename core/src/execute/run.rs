@@ -50,6 +50,17 @@ impl<'a> Run<'a> {
         exec.state.record_call(Instant::now());
         let first_tier = plan.attempts.first().and_then(|a| a.tier);
         let attempts = std::mem::take(&mut plan.attempts);
+        let mut limits =
+            Limits::for_call(&exec.config.routing, request, tokio::time::Instant::now());
+        // A reasoning call may think (silently, where its reasoning is redacted) before its
+        // first token: its limits allow for the reasoning it was asked for.
+        let reasoned = request
+            .reasoning
+            .or_else(|| exec.config.slo_reasoning.get(&request.slo.class).copied())
+            .filter(|_| attempts.iter().any(|a| a.shape.reasoning.is_some()));
+        if let Some(r) = reasoned {
+            limits = limits.with_reasoning(&exec.config.routing, request, r.expected_tokens());
+        }
         Self {
             exec,
             request,
@@ -60,7 +71,7 @@ impl<'a> Run<'a> {
             sent_this_round: 0,
             prepaid: false,
             sent: 0,
-            limits: Limits::for_call(&exec.config.routing, request, tokio::time::Instant::now()),
+            limits,
             budget_exhausted: false,
             estimate: tier::estimated_tokens(request, &exec.config),
             request_max_tokens: request.inference.max_tokens.map(|n| n.max(0) as u64),
@@ -508,6 +519,7 @@ impl<'a> Run<'a> {
         }
         .new_id();
         let response = GenerateResponse {
+            model_response_fields: done.model_response_fields,
             content: done.content,
             stop_reason: done.stop_reason,
             usage: done.usage,

@@ -21,6 +21,7 @@ use crate::types::Checkpoint;
 use crate::types::{Delivered, Error, ErrorKind, Result, ServiceError, TimeLimit};
 use crate::types::{GenerateRequest, Message};
 use crate::types::{HedgeReport, OutputBlock, StopReason, StreamEvent, Usage};
+use crate::types::{ReasoningBlock, ReasoningDelta, ReasoningText};
 
 /// The events of one streamed call: deltas, then [`StreamEvent::Completed`]; or an error,
 /// after which it ends. Dropping it cancels the call.
@@ -65,6 +66,7 @@ struct Assembly {
     usage: Option<Usage>,
     served_tier: Option<crate::types::ServiceTier>,
     invoked_model: Option<String>,
+    model_response_fields: Option<serde_json::Value>,
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
     yielded: u32,
@@ -124,6 +126,11 @@ enum Block {
         name: String,
         json: String,
     },
+    Reasoning {
+        text: String,
+        signature: Option<String>,
+        redacted: Option<Vec<u8>>,
+    },
 }
 
 impl Assembly {
@@ -140,6 +147,8 @@ impl Assembly {
                 match self.blocks.get_or_text(index) {
                     Block::Text(t) => t.push_str(&text),
                     Block::Tool { json, .. } => json.push_str(&text),
+                    // Answer text in a reasoning block's slot: a service bug; keep the text.
+                    Block::Reasoning { text: r, .. } => r.push_str(&text),
                 }
                 self.delivered.deltas += 1;
                 self.delivered.text_chars += text.chars().count();
@@ -163,8 +172,47 @@ impl Assembly {
                 self.delivered.deltas += 1;
                 Some(StreamEvent::ToolUseDelta { index, input_json })
             }
+            BackendEvent::ReasoningDelta { index, delta } => {
+                let block = match self.blocks.get_mut(index) {
+                    Some(b @ Block::Reasoning { .. }) => b,
+                    _ => {
+                        self.blocks.set(
+                            index,
+                            Block::Reasoning {
+                                text: String::new(),
+                                signature: None,
+                                redacted: None,
+                            },
+                        );
+                        self.blocks.get_mut(index).expect("just set")
+                    }
+                };
+                if let Block::Reasoning {
+                    text,
+                    signature,
+                    redacted,
+                } = block
+                {
+                    match &delta {
+                        ReasoningDelta::Text(t) => text.push_str(t),
+                        ReasoningDelta::Signature(s) => {
+                            signature.get_or_insert_with(String::new).push_str(s)
+                        }
+                        ReasoningDelta::Redacted(b) => {
+                            redacted.get_or_insert_with(Vec::new).extend_from_slice(b)
+                        }
+                    }
+                }
+                self.delivered.deltas += 1;
+                Some(StreamEvent::ReasoningDelta { index, delta })
+            }
             BackendEvent::Stop(reason) => {
                 self.stop = Some(reason);
+                None
+            }
+            BackendEvent::StopWithFields(reason, fields) => {
+                self.stop = Some(reason);
+                self.model_response_fields = Some(fields);
                 None
             }
             BackendEvent::Metadata {
@@ -191,7 +239,7 @@ impl Assembly {
             .iter()
             .filter_map(|b| match b {
                 Block::Text(t) => Some(t.as_str()),
-                Block::Tool { .. } => None,
+                _ => None,
             })
             .collect()
     }
@@ -218,6 +266,13 @@ impl Assembly {
                         serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
                     },
                 },
+                Block::Reasoning {
+                    redacted: Some(data),
+                    ..
+                } => OutputBlock::Reasoning(ReasoningBlock::Redacted(data)),
+                Block::Reasoning {
+                    text, signature, ..
+                } => OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text, signature })),
             })
             .collect();
         Completion {
@@ -230,7 +285,13 @@ impl Assembly {
             }),
             served_tier: self.served_tier,
             invoked_model: self.invoked_model,
+            model_response_fields: self.model_response_fields,
         }
+    }
+
+    /// Whether any reasoning was delivered (a continuation cannot prefill after it).
+    fn reasoned(&self) -> bool {
+        self.blocks.iter().any(|b| matches!(b, Block::Reasoning { .. }))
     }
 }
 
@@ -412,15 +473,15 @@ pub(super) fn run(
                 };
                 let failure = match next {
                     Some(Ok(ev)) if delivery == Delivery::Whole => {
-                        if assembly.apply(ev).is_some_and(|out| out.is_delta()) {
-                            run.clock.delta();
+                        if let Some(out) = assembly.apply(ev).filter(StreamEvent::is_delta) {
+                            run.clock.delta(out.is_reasoning());
                         }
                         continue;
                     }
                     Some(Ok(ev)) => {
                         if let Some(out) = assembly.take(ev) {
                             if out.is_delta() {
-                                run.clock.delta();
+                                run.clock.delta(out.is_reasoning());
                             }
                             yield Ok(out);
                         }
@@ -455,7 +516,9 @@ pub(super) fn run(
                         yield Err(run.failed_with(stop));
                         return;
                     }
-                } else if request.continue_on_interrupt && failure.fails_over() {
+                } else if request.continue_on_interrupt && failure.fails_over() && !assembly.reasoned() {
+                    // (After reasoning, no model takes the delivered text as a prefill: Claude
+                    // refuses a prefill with thinking on. The stream ends interrupted instead.)
                     // Another attempt (the next target, or a new round) continues from the
                     // delivered text, if the deadline and the budget allow one.
                     let delivered = assembly.delivered();

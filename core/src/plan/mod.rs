@@ -15,6 +15,7 @@ pub mod observe;
 pub mod policy;
 pub mod prompt_cache;
 pub mod prompt_router;
+pub(crate) mod shape;
 pub mod targets;
 pub mod tier;
 pub mod variant;
@@ -98,6 +99,7 @@ fn prompt_router_attempt(
         // The tier the plan chose for the model, as its own attempts carry it.
         tier: model_attempts.first().and_then(|a| a.tier),
         latency_optimized: false,
+        shape: Default::default(),
     })
 }
 
@@ -153,6 +155,7 @@ fn attempts_at(
             target,
             tier,
             latency_optimized,
+            shape: Default::default(),
         })
         .collect()
 }

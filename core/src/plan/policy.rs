@@ -534,6 +534,14 @@ impl Planner {
         for policy in &self.policies {
             policy.apply(&mut draft)?;
         }
+        let primary = draft.model("the planner")?.0.model.clone();
+        super::shape::shape_attempts(
+            request,
+            config,
+            &primary,
+            &mut draft.attempts,
+            &mut draft.reasons,
+        )?;
         let (chosen, model) = draft.model("the planner")?;
         if draft.attempts.is_empty() {
             return Err(Error::invalid(

@@ -141,6 +141,7 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
         for (j, b) in m.content.iter().enumerate() {
             let part = match b {
                 ContentBlock::Text(t) => Part::Text(t.as_str().into()),
+                ContentBlock::Reasoning(r) => Part::Text(r.text().into()),
                 ContentBlock::Image(img) => Part::Bytes(&img.bytes, 1_600),
                 ContentBlock::Document(d) => Part::Bytes(
                     &d.bytes,

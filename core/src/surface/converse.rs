@@ -3,11 +3,18 @@
 //! the call, not its data.
 //!
 //! A request is Converse's input (`modelId`, `messages`, `system`, `inferenceConfig`,
-//! `toolConfig`, `serviceTier`, `performanceConfig`) plus an optional `laneway` object with the
-//! core request's own keys (`slo`, `task_id`, `residency`, `cache`, `min_variant`,
-//! `continue_on_interrupt`, or `model` to name a family instead of `modelId`). Converse fields
-//! that Laneway cannot honour (`guardrailConfig`, `promptVariables`,
-//! `additionalModelRequestFields`, ...) are refused by name, never dropped.
+//! `toolConfig`, `serviceTier`, `performanceConfig`, `outputConfig`,
+//! `additionalModelRequestFields`, `additionalModelResponseFieldPaths`, `requestMetadata`) plus
+//! an optional `laneway` object with the core request's own keys (`slo`, `task_id`,
+//! `residency`, `cache`, `min_variant`, `continue_on_interrupt`, `reasoning`, or `model` to name
+//! a family instead of `modelId`).
+//!
+//! Reasoning written in a model's own spelling (Claude's `thinking` and `output_config.effort`,
+//! Nova 2's `reasoningConfig`, `reasoning_effort`, or `outputConfig.effort`) becomes the
+//! model-neutral [`Reasoning`](crate::Reasoning), so that a failover to a model that spells it
+//! otherwise still reasons; the other `additionalModelRequestFields` go only to the model
+//! `modelId` names. Converse fields that Laneway cannot honour yet (`guardrailConfig`,
+//! `promptVariables`) are refused by name, never dropped.
 //!
 //! ```
 //! use laneway::surface::converse;
@@ -24,7 +31,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, Result};
+use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, ReasoningBlock, Result};
 
 /// The Converse fields Laneway refuses, and why.
 const REFUSED: &[(&str, &str)] = &[
@@ -32,18 +39,6 @@ const REFUSED: &[(&str, &str)] = &[
     (
         "promptVariables",
         "prompt-management prompts are not routed by Laneway",
-    ),
-    (
-        "additionalModelRequestFields",
-        "model-specific fields would not survive a failover to another model",
-    ),
-    (
-        "additionalModelResponseFieldPaths",
-        "model-specific fields are not returned",
-    ),
-    (
-        "requestMetadata",
-        "request metadata is not sent by Laneway yet",
     ),
 ];
 
@@ -65,7 +60,7 @@ pub fn request(value: Value) -> Result<GenerateRequest> {
     let wire: ConverseInput = serde_path_to_error::deserialize(Value::Object(input))
         .map_err(|e| Error::invalid(path_of(&e), e.into_inner().to_string()))?;
     let mut core = Map::new();
-    if let Some(id) = wire.model_id {
+    if let Some(id) = &wire.model_id {
         core.insert("model".into(), json!({ "model": id }));
     }
     core.insert(
@@ -95,6 +90,27 @@ pub fn request(value: Value) -> Result<GenerateRequest> {
     }
     if let Some(tier) = wire.service_tier {
         core.insert("tier".into(), tier.kind);
+    }
+    let mut native = wire.additional_model_request_fields.unwrap_or_default();
+    let effort = wire.output_config.as_ref().and_then(|o| o.effort.clone());
+    if let Some(reasoning) = lift_reasoning(&mut native, effort)? {
+        core.insert("reasoning".into(), reasoning);
+    }
+    if let Some(format) = wire.output_config.and_then(|o| o.text_format) {
+        core.insert("output_format".into(), output_format(&format)?);
+    }
+    if !native.is_empty() || !wire.additional_model_response_field_paths.is_empty() {
+        core.insert(
+            "model_fields".into(),
+            json!({
+                "model": wire.model_id,
+                "request": native,
+                "response_paths": wire.additional_model_response_field_paths,
+            }),
+        );
+    }
+    if let Some(metadata) = wire.request_metadata {
+        core.insert("metadata".into(), Value::Object(metadata));
     }
     if let Some(p) = wire.performance_config {
         if p.latency != "standard" {
@@ -142,6 +158,121 @@ struct ConverseInput {
     service_tier: Option<ServiceTierWire>,
     #[serde(default)]
     performance_config: Option<PerformanceConfig>,
+    #[serde(default)]
+    output_config: Option<OutputConfigWire>,
+    #[serde(default)]
+    additional_model_request_fields: Option<Map<String, Value>>,
+    #[serde(default)]
+    additional_model_response_field_paths: Vec<String>,
+    #[serde(default)]
+    request_metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OutputConfigWire {
+    #[serde(default)]
+    text_format: Option<TextFormatWire>,
+    #[serde(default)]
+    effort: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextFormatWire {
+    #[serde(rename = "type")]
+    kind: String,
+    structure: Map<String, Value>,
+}
+
+/// `outputConfig.textFormat` as the core's `output_format`: the schema arrives as JSON text.
+fn output_format(f: &TextFormatWire) -> Result<Value> {
+    let at = "outputConfig.textFormat";
+    if f.kind != "json_schema" {
+        return Err(Error::invalid(
+            format!("{at}.type"),
+            format!("{:?}: the only type is \"json_schema\"", f.kind),
+        ));
+    }
+    let Ok(("jsonSchema", def)) = only_key(&f.structure, &format!("{at}.structure")) else {
+        return Err(Error::invalid(
+            format!("{at}.structure"),
+            "a structure is {\"jsonSchema\": {...}}",
+        ));
+    };
+    let text = def
+        .get("schema")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::invalid(format!("{at}.structure.jsonSchema.schema"), "a JSON schema as text"))?;
+    let schema: Value = serde_json::from_str(text).map_err(|e| {
+        Error::invalid(
+            format!("{at}.structure.jsonSchema.schema"),
+            format!("is not JSON: {e}"),
+        )
+    })?;
+    Ok(json!({ "json_schema": {
+        "schema": schema,
+        "name": def.get("name"),
+        "description": def.get("description"),
+    }}))
+}
+
+/// Takes reasoning written in a model's own spelling out of `native` (Claude's `thinking` and
+/// `output_config.effort`, Nova 2's `reasoningConfig`, `reasoning_effort`), with Converse's
+/// `outputConfig.effort`, as the core's model-neutral `reasoning`. Disabled thinking is none.
+fn lift_reasoning(native: &mut Map<String, Value>, effort: Option<String>) -> Result<Option<Value>> {
+    let mut effort = effort.map(Value::String);
+    let mut budget = None;
+    let mut on = effort.is_some();
+    if let Some(thinking) = native.remove("thinking") {
+        match thinking.get("type").and_then(Value::as_str) {
+            Some("enabled") => {
+                on = true;
+                budget = Some(thinking.get("budget_tokens").cloned().ok_or_else(|| {
+                    Error::invalid(
+                        "additionalModelRequestFields.thinking.budget_tokens",
+                        "Field required (thinking of type \"enabled\" takes a budget)",
+                    )
+                })?);
+            }
+            Some("adaptive") => on = true,
+            Some("disabled") => {}
+            _ => {
+                return Err(Error::invalid(
+                    "additionalModelRequestFields.thinking.type",
+                    "enabled, adaptive or disabled",
+                ))
+            }
+        }
+    }
+    let effort_only = native
+        .get("output_config")
+        .and_then(Value::as_object)
+        .is_some_and(|o| o.len() == 1 && o.contains_key("effort"));
+    if effort_only {
+        effort = native.remove("output_config").and_then(|o| o.get("effort").cloned());
+        on = true;
+    }
+    if let Some(config) = native.remove("reasoningConfig") {
+        match config.get("type").and_then(Value::as_str) {
+            Some("enabled") => {
+                on = true;
+                effort = config.get("maxReasoningEffort").cloned().or(effort);
+            }
+            Some("disabled") | None => {}
+            Some(other) => {
+                return Err(Error::invalid(
+                    "additionalModelRequestFields.reasoningConfig.type",
+                    format!("{other:?}: enabled or disabled"),
+                ))
+            }
+        }
+    }
+    if let Some(e) = native.remove("reasoning_effort") {
+        on = true;
+        effort = Some(e);
+    }
+    Ok(on.then(|| json!({ "effort": effort, "budget_tokens": budget })))
 }
 
 #[derive(Deserialize)]
@@ -254,6 +385,7 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
                 "bytes": bytes(&field("source")?, &format!("{at}.document.source"))?,
             }})
         }
+        "reasoningContent" => json!({ "reasoning": reasoning_block(v, at)? }),
         "toolUse" => json!({ "tool_use": {
             "id": field("toolUseId")?,
             "name": field("name")?,
@@ -284,10 +416,31 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
         other => {
             return Err(Error::invalid(
                 format!("{at}.{other}"),
-                "Laneway sends text, image, document, toolUse, toolResult and cachePoint blocks",
+                "Laneway sends text, image, document, toolUse, toolResult, reasoningContent and cachePoint blocks",
             ))
         }
     })
+}
+
+/// A `reasoningContent` block: `{reasoningText: {text, signature}}` or `{redactedContent}`.
+fn reasoning_block(v: &Value, at: &str) -> Result<Value> {
+    let at = format!("{at}.reasoningContent");
+    let block = v
+        .as_object()
+        .ok_or_else(|| Error::invalid(&at, "an object"))?;
+    match only_key(block, &at)? {
+        ("reasoningText", t) => Ok(json!({ "text": {
+            "text": t.get("text").ok_or_else(|| Error::invalid(format!("{at}.reasoningText.text"), "missing"))?,
+            "signature": t.get("signature"),
+        }})),
+        ("redactedContent", b) => Ok(json!({
+            "redacted": bytes(&json!({ "bytes": b }), &format!("{at}.redactedContent"))?,
+        })),
+        (other, _) => Err(Error::invalid(
+            format!("{at}.{other}"),
+            "reasoningText or redactedContent",
+        )),
+    }
 }
 
 fn cache_point(v: &Value, at: &str) -> Result<Value> {
@@ -349,6 +502,7 @@ fn tool(block: &Map<String, Value>) -> Result<Value> {
                 "name": spec.get("name"),
                 "description": spec.get("description"),
                 "input_schema": schema,
+                "strict": spec.get("strict").and_then(Value::as_bool).unwrap_or(false),
             }}))
         }
         ("cachePoint", c) => Ok(json!({ "cache_point": cache_point(c, "toolConfig.tools")? })),
@@ -382,6 +536,8 @@ pub struct ConverseOutput {
     pub metrics: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_model_response_fields: Option<Value>,
     pub laneway: Value,
 }
 
@@ -395,6 +551,14 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
             OutputBlock::ToolUse { id, name, input } => {
                 json!({ "toolUse": { "toolUseId": id, "name": name, "input": input } })
             }
+            OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
+                json!({ "reasoningContent": { "reasoningText": r } })
+            }
+            OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => json!({
+                "reasoningContent": {
+                    "redactedContent": base64::engine::general_purpose::STANDARD.encode(data),
+                },
+            }),
         })
         .collect();
     let u = &r.usage;
@@ -413,6 +577,7 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
             .decision
             .served_tier
             .map(|t| json!({ "type": t.wire_name() })),
+        additional_model_response_fields: r.model_response_fields.clone(),
         laneway: json!({
             "decision": r.decision,
             "timings": r.timings,

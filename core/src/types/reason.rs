@@ -190,6 +190,20 @@ pub enum Reason {
         /// The most that could be waited: the cap, or the time left before the deadline.
         allowed_ms: u64,
     },
+    /// The request's reasoning, as this model's request spells it (its native fields).
+    ReasoningMapped { model: Arc<str>, sent: String },
+    /// This model gets no reasoning: it does not reason, or refuses what the request sets
+    /// beside it (a failover or a class default; the request's own model refuses the call).
+    ReasoningDropped { model: Arc<str>, why: String },
+    /// The conversation's reasoning blocks are left out for this model: they were made by a
+    /// model that spells reasoning otherwise, and this one would refuse them.
+    ReasoningHistoryDropped { model: Arc<str> },
+    /// The request's model-specific fields are not sent to this model: they were written for
+    /// another.
+    ModelFieldsDropped {
+        model: Arc<str>,
+        written_for: String,
+    },
 }
 
 /// Why the request's own cache checkpoints were changed to fit the model's rules.
@@ -284,6 +298,8 @@ pub enum Exclusion {
     OtherProfilePinned,
     /// Beyond `routing.max_attempts`.
     AttemptLimit,
+    /// The model takes no structured output (or strict tools), which the request asks for.
+    NoStructuredOutput,
 }
 
 impl fmt::Display for Reason {
@@ -377,6 +393,7 @@ impl fmt::Display for Reason {
                     Exclusion::ProfileRequired => "the model needs an inference profile",
                     Exclusion::OtherProfilePinned => "another profile is pinned",
                     Exclusion::AttemptLimit => "beyond routing.max_attempts",
+                    Exclusion::NoStructuredOutput => "the model takes no structured output",
                 };
                 write!(f, "{target} in {region} excluded: {why}")
             }
@@ -425,6 +442,14 @@ impl fmt::Display for Reason {
                 f,
                 "{target} in {region} asked to retry after {retry_after_ms} ms, more than the {allowed_ms} ms allowed: not waited for"
             ),
+            Reason::ReasoningMapped { model, sent } => write!(f, "reasoning for {model}: {sent}"),
+            Reason::ReasoningDropped { model, why } => write!(f, "no reasoning for {model}: {why}"),
+            Reason::ReasoningHistoryDropped { model } => {
+                write!(f, "earlier reasoning blocks left out for {model}")
+            }
+            Reason::ModelFieldsDropped { model, written_for } => {
+                write!(f, "model fields written for {written_for} not sent to {model}")
+            }
         }
     }
 }

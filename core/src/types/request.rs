@@ -4,7 +4,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use super::error::{Error, Result};
+use super::fields::{ModelFields, OutputFormat};
+use super::reasoning::{Reasoning, ReasoningBlock};
 
 /// One model call: the conversation, the model or family, and the SLO it must meet.
 ///
@@ -62,6 +66,20 @@ pub struct GenerateRequest {
     /// one, never a weaker one, and failover only steps up).
     #[serde(default)]
     pub min_variant: Option<String>,
+    /// Reasoning (extended thinking) asked of the model; unset, the SLO class's default from
+    /// `[slo_reasoning]`, if any, for a model that reasons.
+    #[serde(default)]
+    pub reasoning: Option<Reasoning>,
+    /// The shape the answer's text must take (structured output).
+    #[serde(default)]
+    pub output_format: Option<OutputFormat>,
+    /// Fields written for one model, sent only to it.
+    #[serde(default)]
+    pub model_fields: Option<ModelFields>,
+    /// Key-value pairs Bedrock records with the call in its invocation logs
+    /// (`requestMetadata`).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// Whether Laneway places prompt-cache checkpoints for a request.
@@ -136,6 +154,9 @@ pub enum ContentBlock {
     ToolResult(ToolResult),
     /// A prompt-cache checkpoint: everything before it may be cached.
     CachePoint(CachePoint),
+    /// The model's reasoning from an earlier turn, sent back unchanged in the assistant
+    /// message it came in.
+    Reasoning(ReasoningBlock),
 }
 
 /// An image, sent inline.
@@ -298,6 +319,7 @@ impl Tool {
             name: name.into(),
             description: Some(description.into()),
             input_schema,
+            strict: false,
         })
     }
 }
@@ -310,6 +332,9 @@ pub struct ToolSpec {
     #[serde(default)]
     pub description: Option<String>,
     pub input_schema: serde_json::Value,
+    /// The model's input to this tool must conform to the schema exactly (strict tool use).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
 }
 
 /// How the model must use tools.
@@ -529,6 +554,10 @@ impl GenerateRequest {
             continue_on_interrupt: false,
             cache: CacheMode::Auto,
             min_variant: None,
+            reasoning: None,
+            output_format: None,
+            model_fields: None,
+            metadata: BTreeMap::new(),
         }
     }
 
@@ -634,6 +663,26 @@ impl GenerateRequest {
         self.tier = Some(tier);
         self
     }
+    /// Asks the model to reason before it answers.
+    pub fn reasoning(mut self, reasoning: Reasoning) -> Self {
+        self.reasoning = Some(reasoning);
+        self
+    }
+    /// Asks for an answer in this shape (structured output).
+    pub fn output_format(mut self, format: OutputFormat) -> Self {
+        self.output_format = Some(format);
+        self
+    }
+    /// Sends these fields to the model they were written for, and only to it.
+    pub fn model_fields(mut self, fields: ModelFields) -> Self {
+        self.model_fields = Some(fields);
+        self
+    }
+    /// Adds a pair to the request metadata Bedrock logs with the call.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
 
     /// Checks what can be checked without a model's capabilities: a non-empty conversation that
     /// starts with a user turn, no empty turns, sane parameters and SLO.
@@ -667,6 +716,12 @@ impl GenerateRequest {
                         return Err(Error::invalid(
                             format!("messages[{i}].content[{j}]"),
                             "tool_use belongs in an assistant message",
+                        ))
+                    }
+                    ContentBlock::Reasoning(_) if m.role != Role::Assistant => {
+                        return Err(Error::invalid(
+                            format!("messages[{i}].content[{j}]"),
+                            "reasoning belongs in the assistant message it came in",
                         ))
                     }
                     ContentBlock::ToolResult(_) if m.role != Role::User => {
@@ -752,6 +807,7 @@ impl GenerateRequest {
                 }
             }
         }
+        self.validate_extensions()?;
         if let Some(ToolChoice::Tool(name)) = &self.tool_choice {
             let known = self
                 .tools
@@ -807,6 +863,48 @@ impl GenerateRequest {
         Ok(())
     }
 
+    /// Reasoning, structured output, model fields and metadata, as far as they can be checked
+    /// without a model: a positive budget, an object schema, JSON pointers, Bedrock's metadata
+    /// limits.
+    fn validate_extensions(&self) -> Result<()> {
+        if let Some(r) = &self.reasoning {
+            if r.budget_tokens == Some(0) {
+                return Err(Error::invalid(
+                    "reasoning.budget_tokens",
+                    "must be at least 1",
+                ));
+            }
+        }
+        if let Some(format) = &self.output_format {
+            let schema = format.schema();
+            if schema.get("type").and_then(serde_json::Value::as_str) != Some("object") {
+                return Err(Error::invalid(
+                    "output_format.json_schema.schema",
+                    "must be a JSON schema of \"type\": \"object\"",
+                ));
+            }
+        }
+        if let Some(fields) = &self.model_fields {
+            for (i, p) in fields.response_paths.iter().enumerate() {
+                if !p.starts_with('/') || p.len() > 256 {
+                    return Err(Error::invalid(
+                        format!("model_fields.response_paths[{i}]"),
+                        format!("{p:?} is not a JSON pointer (\"/field\", at most 256 characters)"),
+                    ));
+                }
+            }
+        }
+        super::fields::validate_metadata(&self.metadata)
+    }
+
+    /// Whether the conversation carries reasoning blocks from earlier turns.
+    pub fn carries_reasoning(&self) -> bool {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .any(|b| matches!(b, ContentBlock::Reasoning(_)))
+    }
+
     /// Input tokens estimated before sending: a quarter of the characters of every text, tool
     /// schema and tool input, rounded up, plus a fixed allowance per image. Within about 25%
     /// for English prose on current tokenizers; used for reservations and deadlines, never
@@ -842,6 +940,7 @@ impl GenerateRequest {
                         })
                         .sum(),
                     ContentBlock::CachePoint(_) => 0,
+                    ContentBlock::Reasoning(r) => r.text().chars().count(),
                 };
             }
         }
@@ -870,7 +969,7 @@ impl GenerateRequest {
     }
 }
 
-mod base64_bytes {
+pub(super) mod base64_bytes {
     use base64::Engine as _;
     use serde::{Deserializer, Serializer};
 

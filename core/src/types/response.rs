@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::FailedAttempt;
+use super::reasoning::{ReasoningBlock, ReasoningDelta};
 use super::reason::Reason;
 use super::request::ServiceTier;
 use super::target::Provider;
@@ -24,16 +25,31 @@ pub struct GenerateResponse {
     /// What the prompt cache saved against the same call uncached (negative when a cache write
     /// cost more than it has saved so far).
     pub cache_savings_usd: f64,
+    /// The model-specific response fields the request's `model_fields.response_paths` asked
+    /// for (Converse's `additionalModelResponseFields`), when the model returned any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_response_fields: Option<serde_json::Value>,
 }
 
 impl GenerateResponse {
-    /// All text blocks, concatenated.
+    /// All text blocks, concatenated (the answer, without its reasoning).
     pub fn text(&self) -> String {
         self.content
             .iter()
             .filter_map(|b| match b {
                 OutputBlock::Text(t) => Some(t.as_str()),
-                OutputBlock::ToolUse { .. } => None,
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The reasoning's readable text, concatenated ("" without reasoning or when redacted).
+    pub fn reasoning_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                OutputBlock::Reasoning(r) => Some(r.text()),
+                _ => None,
             })
             .collect()
     }
@@ -42,8 +58,46 @@ impl GenerateResponse {
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &serde_json::Value)> {
         self.content.iter().filter_map(|b| match b {
             OutputBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
-            OutputBlock::Text(_) => None,
+            _ => None,
         })
+    }
+
+    /// The answer as the assistant turn of the next request: every block, reasoning with its
+    /// signature included, as a conversation with thinking and tools must send it back.
+    ///
+    /// ```
+    /// use laneway::{OutputBlock, ReasoningBlock, ReasoningText, ContentBlock};
+    /// let blocks = vec![
+    ///     OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text: "think".into(), signature: Some("s".into()) })),
+    ///     OutputBlock::Text("Hello".into()),
+    /// ];
+    /// let turn = laneway::GenerateResponse::assistant_turn_of(&blocks);
+    /// assert!(matches!(turn.content[0], ContentBlock::Reasoning(_)));
+    /// ```
+    pub fn assistant_message(&self) -> super::request::Message {
+        Self::assistant_turn_of(&self.content)
+    }
+
+    /// [`GenerateResponse::assistant_message`] of some output blocks.
+    pub fn assistant_turn_of(content: &[OutputBlock]) -> super::request::Message {
+        use super::request::{ContentBlock, Message, Role, ToolUse};
+        let content = content
+            .iter()
+            .filter_map(|b| match b {
+                OutputBlock::Text(t) if t.is_empty() => None,
+                OutputBlock::Text(t) => Some(ContentBlock::Text(t.clone())),
+                OutputBlock::ToolUse { id, name, input } => Some(ContentBlock::ToolUse(ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                })),
+                OutputBlock::Reasoning(r) => Some(ContentBlock::Reasoning(r.clone())),
+            })
+            .collect();
+        Message {
+            role: Role::Assistant,
+            content,
+        }
     }
 }
 
@@ -57,6 +111,8 @@ pub enum OutputBlock {
         name: String,
         input: serde_json::Value,
     },
+    /// The model's reasoning before the blocks after it.
+    Reasoning(ReasoningBlock),
 }
 
 /// Why the model stopped.
@@ -140,9 +196,17 @@ impl Usage {
 /// `total_ms`, ...), as every duration of the bindings' schema.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Timings {
-    /// Time to first token; measured on streams only (a whole answer arrives at once).
+    /// Time to first token of any kind (reasoning or answer); measured on streams only (a
+    /// whole answer arrives at once).
     #[serde(rename = "ttft_ms", with = "super::units::serde_opt_millis")]
     pub ttft: Option<Duration>,
+    /// Time to the first reasoning token, for a call that reasoned (streams only).
+    #[serde(rename = "ttft_reasoning_ms", with = "super::units::serde_opt_millis")]
+    pub ttft_reasoning: Option<Duration>,
+    /// Time to the first token of the answer itself (text or a tool call), after any
+    /// reasoning (streams only).
+    #[serde(rename = "ttft_answer_ms", with = "super::units::serde_opt_millis")]
+    pub ttft_answer: Option<Duration>,
     /// Gaps between content deltas; measured on streams with two or more deltas.
     pub inter_token: Option<InterTokenSummary>,
     /// From the call to the last byte, failovers included.
@@ -243,6 +307,9 @@ pub enum StreamEvent {
     },
     /// A piece of a tool call's JSON input.
     ToolUseDelta { index: u32, input_json: String },
+    /// A piece of the model's reasoning in content block `index`: text, its signature, or
+    /// encrypted reasoning.
+    ReasoningDelta { index: u32, delta: ReasoningDelta },
     /// The stream broke after text was delivered and continues on another target, which was
     /// sent the delivered text as the start of its answer. What follows continues that text.
     Continued {
@@ -257,12 +324,19 @@ pub enum StreamEvent {
 }
 
 impl StreamEvent {
-    /// Whether the event carries content (a text or tool-input delta).
+    /// Whether the event carries content (a text, tool-input or reasoning delta).
     pub fn is_delta(&self) -> bool {
         matches!(
             self,
-            StreamEvent::TextDelta { .. } | StreamEvent::ToolUseDelta { .. }
+            StreamEvent::TextDelta { .. }
+                | StreamEvent::ToolUseDelta { .. }
+                | StreamEvent::ReasoningDelta { .. }
         )
+    }
+
+    /// Whether the event is the model's reasoning rather than its answer.
+    pub fn is_reasoning(&self) -> bool {
+        matches!(self, StreamEvent::ReasoningDelta { .. })
     }
 }
 

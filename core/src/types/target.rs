@@ -139,6 +139,29 @@ pub struct Attempt {
     pub tier: Option<ServiceTier>,
     /// Ask for latency-optimized inference (`performanceConfig.latency = optimized`).
     pub latency_optimized: bool,
+    /// What of the request's reasoning, model fields and earlier reasoning this attempt's model
+    /// gets (the planner sets it last, for every attempt, after every policy).
+    #[serde(skip_serializing_if = "AttemptShape::is_plain")]
+    pub shape: AttemptShape,
+}
+
+/// How the request is shaped for one attempt's model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AttemptShape {
+    /// Reasoning, as this model spells it; `None` sends none.
+    pub reasoning: Option<super::reasoning::ReasoningWire>,
+    /// Whether the request's `model_fields` go (the attempt is on the model they were written
+    /// for).
+    pub model_fields: bool,
+    /// Whether the conversation's reasoning blocks go (else they are left out of the turns).
+    pub reasoning_history: bool,
+}
+
+impl AttemptShape {
+    /// Nothing beyond the plain request.
+    pub fn is_plain(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// Where an attempt goes: a provider, a region, and the id sent there.

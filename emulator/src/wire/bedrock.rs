@@ -58,17 +58,23 @@ async fn converse(
     )?;
     let answer = engine.admit(&req.ask)?;
     wait_whole(&answer).await;
-    let (content, stop_reason, output_tokens) = match &req.tool_call {
-        Some(t) => (
-            json!([{ "toolUse": { "toolUseId": t.id, "name": t.name, "input": t.input } }]),
-            "tool_use",
-            text::estimate_tokens(t.input.to_string().len()),
-        ),
-        None => (
-            json!([{ "text": answer.text() }]),
-            stop_reason(&answer),
-            answer.output_tokens(),
-        ),
+    let mut content = Vec::new();
+    if let Some((text, signature)) = answer.reasoning() {
+        content.push(json!({ "reasoningContent": { "reasoningText": match signature {
+            Some(s) => json!({ "text": text, "signature": s }),
+            None => json!({ "text": text }),
+        }}}));
+    }
+    let reasoning = answer.reasoning_tokens as u32;
+    let (stop_reason, output_tokens) = match &req.tool_call {
+        Some(t) => {
+            content.push(json!({ "toolUse": { "toolUseId": t.id, "name": t.name, "input": t.input } }));
+            ("tool_use", reasoning + text::estimate_tokens(t.input.to_string().len()))
+        }
+        None => {
+            content.push(json!({ "text": answer.text() }));
+            (stop_reason(&answer), answer.output_tokens())
+        }
     };
     let mut body = json!({
         "output": { "message": { "role": "assistant", "content": content } },
@@ -82,6 +88,9 @@ async fn converse(
     }
     if let Some(id) = &answer.invoked_model {
         body["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
+    }
+    if let Some(fields) = &answer.response_fields {
+        body["additionalModelResponseFields"] = fields.clone();
     }
     Ok(with_wire_fault(
         json_response(body),
@@ -119,32 +128,14 @@ async fn converse_stream(
         let mut steps = std::pin::pin!(steps);
         let mut output_tokens = answer.output_tokens();
         let mut stop = stop_reason(&answer);
+        let reasoning = answer.reasoning_tokens;
+        let reasoning_shown = answer.reasoning();
+        // The answer's block follows the reasoning's.
+        let block = u32::from(reasoning > 0);
+        let mut answered = false;
         while let Some(step) = steps.next().await {
-            match step {
-                Step::Token(0, t) => {
-                    yield eventstream::json_event("messageStart", &json!({ "role": "assistant" }));
-                    match &req.tool_call {
-                        Some(call) => {
-                            // A forced tool call replaces the text answer.
-                            yield eventstream::json_event("contentBlockStart", &json!({
-                                "contentBlockIndex": 0,
-                                "start": { "toolUse": { "toolUseId": call.id, "name": call.name } },
-                            }));
-                            let input = call.input.to_string();
-                            let (a, b) = input.split_at(input.floor_char_boundary(input.len() / 2));
-                            for part in [a, b] {
-                                yield eventstream::json_event("contentBlockDelta", &json!({
-                                    "contentBlockIndex": 0, "delta": { "toolUse": { "input": part } },
-                                }));
-                            }
-                            output_tokens = text::estimate_tokens(input.len());
-                            stop = "tool_use";
-                            break;
-                        }
-                        None => yield delta(&t),
-                    }
-                }
-                Step::Token(_, t) => yield delta(&t),
+            let (i, t) = match step {
+                Step::Token(i, t) => (i, t),
                 Step::Break => {
                     engine.record_broken_stream(&req.ask, &tier);
                     end.finish();
@@ -157,10 +148,59 @@ async fn converse_stream(
                     return;
                 }
                 Step::Done => break,
+            };
+            if i == 0 {
+                yield eventstream::json_event("messageStart", &json!({ "role": "assistant" }));
             }
+            if i < reasoning {
+                // Reasoning streams token by token, or (redacted) as one piece when it ends;
+                // its signature closes the block.
+                if !answer.reasoning_redacted {
+                    yield reasoning_delta(json!({ "text": t }));
+                }
+                if i + 1 == reasoning {
+                    if let Some((shown, signature)) = &reasoning_shown {
+                        if answer.reasoning_redacted {
+                            yield reasoning_delta(json!({ "text": shown }));
+                        }
+                        if let Some(s) = signature {
+                            yield reasoning_delta(json!({ "signature": s }));
+                        }
+                    }
+                    yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": 0 }));
+                }
+                continue;
+            }
+            if i == reasoning {
+                if let Some(call) = &req.tool_call {
+                    // A forced tool call replaces the text answer.
+                    yield eventstream::json_event("contentBlockStart", &json!({
+                        "contentBlockIndex": block,
+                        "start": { "toolUse": { "toolUseId": call.id, "name": call.name } },
+                    }));
+                    let input = call.input.to_string();
+                    let (a, b) = input.split_at(input.floor_char_boundary(input.len() / 2));
+                    for part in [a, b] {
+                        yield eventstream::json_event("contentBlockDelta", &json!({
+                            "contentBlockIndex": block, "delta": { "toolUse": { "input": part } },
+                        }));
+                    }
+                    output_tokens = reasoning as u32 + text::estimate_tokens(input.len());
+                    stop = "tool_use";
+                    break;
+                }
+            }
+            answered = true;
+            yield delta(block, &t);
         }
-        yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": 0 }));
-        yield eventstream::json_event("messageStop", &json!({ "stopReason": stop }));
+        if answered || req.tool_call.is_some() {
+            yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": block }));
+        }
+        let mut message_stop = json!({ "stopReason": stop });
+        if let Some(fields) = &answer.response_fields {
+            message_stop["additionalModelResponseFields"] = fields.clone();
+        }
+        yield eventstream::json_event("messageStop", &message_stop);
         end.finish();
         let mut metadata = json!({
             "usage": usage_with_cache(&answer, output_tokens),
@@ -184,10 +224,18 @@ async fn converse_stream(
     ))
 }
 
-fn delta(token: &str) -> Bytes {
+fn delta(block: u32, token: &str) -> Bytes {
     eventstream::json_event(
         "contentBlockDelta",
-        &json!({ "contentBlockIndex": 0, "delta": { "text": token } }),
+        &json!({ "contentBlockIndex": block, "delta": { "text": token } }),
+    )
+}
+
+/// A piece of the reasoning block (always the first, index 0).
+fn reasoning_delta(piece: Value) -> Bytes {
+    eventstream::json_event(
+        "contentBlockDelta",
+        &json!({ "contentBlockIndex": 0, "delta": { "reasoningContent": piece } }),
     )
 }
 
@@ -263,6 +311,9 @@ fn read_converse(
             prompt_digest: digest,
             cache_points,
             prefill,
+            extras: Some(Arc::new(
+                crate::converse_ext::read(&v).map_err(|m| invalid(&m))?,
+            )),
             latency_optimized,
         },
         tool_call: forced_tool_call(&v, digest),
@@ -544,6 +595,7 @@ pub fn native_ask(
             prompt_digest: text::digest64(&[prompt.to_string().as_bytes()]),
             cache_points: Vec::new(),
             prefill: None,
+            extras: None,
             latency_optimized: false,
         },
         native,

@@ -336,6 +336,7 @@ fn read(
             prompt_digest: text::digest64(&[digest_source.as_bytes()]),
             cache_points: Vec::new(),
             prefill,
+            extras: None,
             latency_optimized: false,
         },
         endpoint.format,

@@ -102,6 +102,7 @@ impl Backend for SagemakerBackend {
                 usage: parsed.usage,
                 served_tier: None,
                 invoked_model: None,
+                model_response_fields: None,
             })
         })
     }

@@ -45,7 +45,8 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                     out.push_str(&json!({ "tool": t.name, "input": t.input }).to_string())
                 }
                 ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(&r.content)),
-                ContentBlock::CachePoint(_) => {}
+                // Earlier reasoning is not the model's to read again (the plan says so).
+                ContentBlock::CachePoint(_) | ContentBlock::Reasoning(_) => {}
                 ContentBlock::Image(_) => {
                     return Err(Error::invalid(
                         format!("messages[{i}].content[{j}]"),
@@ -126,7 +127,7 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
                 ContentBlock::ToolResult(r) => messages.push(json!({
                     "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content),
                 })),
-                ContentBlock::CachePoint(_) => {}
+                ContentBlock::CachePoint(_) | ContentBlock::Reasoning(_) => {}
                 ContentBlock::Image(_) => {
                     return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "images are not sent to SageMaker chat containers by this version"))
                 }

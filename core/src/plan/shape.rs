@@ -1,0 +1,202 @@
+//! The last step of planning, after every policy: what of the request each attempt's model
+//! gets. Reasoning as that model spells it (or none, said in the decision), the conversation's
+//! earlier reasoning blocks where the model would take them, the model-specific fields where
+//! the attempt is on the model they were written for; attempts on models that cannot give the
+//! structured output asked for are left out.
+
+use std::sync::Arc;
+
+use crate::config::{Config, ModelConfig, ReasoningConfig};
+use crate::types::{
+    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Reason, Reasoning, Result, Tool,
+};
+
+/// Shapes every attempt of a plan whose model is `primary`. An error when the request asks
+/// the primary model for what it cannot do (reasoning it does not have or refuses, structured
+/// output it does not take).
+pub(crate) fn shape_attempts(
+    request: &GenerateRequest,
+    config: &Config,
+    primary: &Arc<str>,
+    attempts: &mut Vec<Attempt>,
+    reasons: &mut Vec<Reason>,
+) -> Result<()> {
+    let explicit = request.reasoning;
+    let asked = explicit.or_else(|| config.slo_reasoning.get(&request.slo.class).copied());
+    let wants_structure = request.output_format.is_some()
+        || request
+            .tools
+            .iter()
+            .any(|t| matches!(t, Tool::Spec(s) if s.strict));
+    let carries_reasoning = request.carries_reasoning();
+    if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none()
+    {
+        return Ok(());
+    }
+    let primary_format = config
+        .models
+        .get(&**primary)
+        .and_then(ModelConfig::reasoning)
+        .map(|r| r.format);
+    let mut seen: Vec<(Arc<str>, Option<AttemptShape>)> = Vec::with_capacity(2);
+    let mut kept = Vec::with_capacity(attempts.len());
+    for mut attempt in attempts.drain(..) {
+        // Every attempt on one model has the same shape: decide it once.
+        let shape = match seen.iter().find(|(m, _)| *m == attempt.model) {
+            Some((_, shape)) => shape.clone(),
+            None => {
+                let model = config.models.get(&*attempt.model).ok_or_else(|| {
+                    Error::invalid("model", format!("{:?} is not configured", attempt.model))
+                })?;
+                let is_primary = attempt.model == *primary;
+                let shape = if wants_structure && !model.structured_output() {
+                    if is_primary {
+                        return Err(Error::invalid(
+                            if request.output_format.is_some() {
+                                "output_format"
+                            } else {
+                                "tools.strict"
+                            },
+                            format!(
+                                "{} takes no structured output (Bedrock: \"output_config.format: Extra inputs are not permitted\")",
+                                attempt.model
+                            ),
+                        ));
+                    }
+                    None
+                } else {
+                    Some(AttemptShape {
+                        reasoning: reasoning_for(
+                            request,
+                            config,
+                            &attempt.model,
+                            model,
+                            asked,
+                            explicit.is_some() && is_primary,
+                            reasons,
+                        )?,
+                        model_fields: model_fields_go(request, &attempt, is_primary, reasons),
+                        reasoning_history: carries_reasoning
+                            && history_goes(model, primary_format, &attempt.model, reasons),
+                    })
+                };
+                seen.push((Arc::clone(&attempt.model), shape.clone()));
+                shape
+            }
+        };
+        match shape {
+            Some(shape) => {
+                attempt.shape = shape;
+                kept.push(attempt);
+            }
+            None => reasons.push(Reason::TargetExcluded {
+                target: attempt.target.id.clone(),
+                region: attempt.target.region.clone(),
+                why: Exclusion::NoStructuredOutput,
+            }),
+        }
+    }
+    *attempts = kept;
+    Ok(())
+}
+
+/// The reasoning `model` gets, recording how (or why none).
+fn reasoning_for(
+    request: &GenerateRequest,
+    config: &Config,
+    name: &Arc<str>,
+    model: &ModelConfig,
+    asked: Option<Reasoning>,
+    required: bool,
+    reasons: &mut Vec<Reason>,
+) -> Result<Option<crate::types::ReasoningWire>> {
+    let Some(asked) = asked else {
+        return Ok(None);
+    };
+    let refused = match model.reasoning() {
+        None => ("reasoning", format!("{name} does not reason")),
+        Some(r) => match r.wire(request, &asked, config.routing.default_output_tokens) {
+            Ok(mut wire) => {
+                wire.history = true;
+                reasons.push(Reason::ReasoningMapped {
+                    model: Arc::clone(name),
+                    sent: ReasoningConfig::describe(&wire),
+                });
+                return Ok(Some(wire));
+            }
+            Err((field, why)) => (field, format!("{name}: {why}")),
+        },
+    };
+    if required {
+        return Err(Error::invalid(refused.0, refused.1));
+    }
+    reasons.push(Reason::ReasoningDropped {
+        model: Arc::clone(name),
+        why: refused.1,
+    });
+    Ok(None)
+}
+
+/// Whether the request's model fields go with `attempt`: it is on the model they were written
+/// for (the request's own model when they name none).
+fn model_fields_go(
+    request: &GenerateRequest,
+    attempt: &Attempt,
+    is_primary: bool,
+    reasons: &mut Vec<Reason>,
+) -> bool {
+    let Some(fields) = &request.model_fields else {
+        return false;
+    };
+    let goes = match &fields.model {
+        None => is_primary,
+        Some(written_for) => names_model(written_for, &attempt.model, attempt.target.id()),
+    };
+    if !goes {
+        reasons.push(Reason::ModelFieldsDropped {
+            model: Arc::clone(&attempt.model),
+            written_for: fields.model.clone().unwrap_or_else(|| "the request's model".into()),
+        });
+    }
+    goes
+}
+
+/// Whether `id` (a configured name, a model id or an inference-profile id) names `model`.
+fn names_model(id: &str, model: &str, target: &str) -> bool {
+    id == model
+        || id == target
+        || id
+            .split_once('.')
+            .is_some_and(|(_, bare)| bare == model)
+}
+
+/// Whether the conversation's reasoning blocks go to `model`: only to a model that spells
+/// reasoning as the request's own model does (a signature is checked by the model family that
+/// made it).
+fn history_goes(
+    model: &ModelConfig,
+    primary_format: Option<crate::config::ReasoningFormat>,
+    name: &Arc<str>,
+    reasons: &mut Vec<Reason>,
+) -> bool {
+    let goes = model.reasoning().map(|r| r.format).is_some() && model.reasoning().map(|r| r.format) == primary_format;
+    if !goes {
+        reasons.push(Reason::ReasoningHistoryDropped {
+            model: Arc::clone(name),
+        });
+    }
+    goes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_ids_name_their_model() {
+        let m = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+        assert!(names_model(m, m, "us.x"));
+        assert!(names_model(&format!("us.{m}"), m, "eu.x"));
+        assert!(!names_model("amazon.nova-lite-v1:0", m, "us.x"));
+    }
+}

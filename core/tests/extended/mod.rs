@@ -1,0 +1,348 @@
+//! Reasoning, structured output, model fields and request metadata through the router and the
+//! emulator (whose Bedrock checks what it gets back: signatures, budgets, schemas).
+
+use futures::StreamExt;
+use laneway::{
+    ContentBlock, ErrorKind, GenerateRequest, Message, ModelFields, OutputBlock, OutputFormat,
+    Reason, Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, Role, StopReason,
+    StreamEvent, Tool, ToolResult, ToolResultContent,
+};
+use serde_json::json;
+
+use crate::common;
+
+const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+const SONNET_46: &str = "anthropic.claude-sonnet-4-6";
+const NOVA_2: &str = "amazon.nova-2-lite-v1:0";
+
+fn weather_tool() -> Tool {
+    Tool::new(
+        "weather",
+        "Weather for a city",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    )
+}
+
+#[tokio::test]
+async fn a_thinking_answer_carries_signed_reasoning_before_its_text() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let req = GenerateRequest::user("Plan a three-city trip, step by step.")
+        .model(SONNET)
+        .max_tokens(4_000)
+        .reasoning(Reasoning::budget(2_048));
+    let r = router.generate(req).await.unwrap();
+    let OutputBlock::Reasoning(ReasoningBlock::Text(thinking)) = &r.content[0] else {
+        panic!("{:?}", r.content);
+    };
+    assert!(!thinking.text.is_empty());
+    assert!(thinking.signature.is_some());
+    assert!(!r.text().is_empty());
+    assert!(!r.text().contains(&thinking.text), "reasoning stays out of the answer's text");
+    assert!(r.decision.reasons.iter().any(|x| matches!(
+        x,
+        Reason::ReasoningMapped { sent, .. } if sent.contains("budget_tokens") && sent.contains("2048")
+    )));
+    // Reasoning is output: counted in the usage and priced as output.
+    let words = r.text().split_whitespace().count() + r.reasoning_text().split_whitespace().count();
+    assert_eq!(r.usage.output_tokens as usize, words);
+}
+
+#[tokio::test]
+async fn a_stream_delivers_reasoning_deltas_then_the_answer_with_both_first_token_times() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let req = GenerateRequest::user("Why is the sky blue? Think first.")
+        .model(SONNET)
+        .max_tokens(4_000)
+        .reasoning(Reasoning::effort(ReasoningEffort::Low));
+    let mut stream = router.stream(req).await.unwrap();
+    let (mut reasoning, mut signature, mut text, mut order) = (String::new(), None, String::new(), Vec::new());
+    let mut done = None;
+    while let Some(ev) = stream.next().await {
+        match ev.unwrap() {
+            StreamEvent::ReasoningDelta { delta: ReasoningDelta::Text(t), index } => {
+                assert_eq!(index, 0);
+                reasoning.push_str(&t);
+                order.push('r');
+            }
+            StreamEvent::ReasoningDelta { delta: ReasoningDelta::Signature(s), .. } => signature = Some(s),
+            StreamEvent::TextDelta { text: t, index } => {
+                assert_eq!(index, 1);
+                text.push_str(&t);
+                order.push('t');
+            }
+            StreamEvent::Completed(r) => done = Some(r),
+            other => panic!("{other:?}"),
+        }
+    }
+    let done = done.unwrap();
+    assert!(order.iter().position(|c| *c == 't') > order.iter().rposition(|c| *c == 'r'));
+    assert_eq!(done.reasoning_text(), reasoning);
+    assert_eq!(done.text(), text);
+    let t = done.timings;
+    let (first_reasoning, first_answer) = (t.ttft_reasoning.unwrap(), t.ttft_answer.unwrap());
+    assert_eq!(t.ttft, Some(first_reasoning));
+    assert!(first_answer > first_reasoning);
+    // The assembled block keeps the signature for the next turn.
+    match &done.content[0] {
+        OutputBlock::Reasoning(ReasoningBlock::Text(r)) => assert_eq!(r.signature, signature),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The agent loop of thinking with tools: the model's turn (reasoning and tool call) goes back
+/// whole with the tool's result; Bedrock checks the signature and refuses the turn without it.
+#[tokio::test]
+async fn a_tool_loop_with_thinking_sends_the_signed_reasoning_back_and_a_tampered_one_is_refused() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let first = GenerateRequest::user("What's the weather in Paris?")
+        .model(SONNET)
+        .max_tokens(4_000)
+        .tool(weather_tool())
+        .reasoning(Reasoning::budget(1_024));
+    let r = router.generate(first.clone()).await.unwrap();
+    // The emulator answers text (auto tool choice); stand in the model's tool call after its
+    // own signed reasoning, as Claude answers.
+    let OutputBlock::Reasoning(thinking) = r.content[0].clone() else {
+        panic!("{:?}", r.content)
+    };
+    let assistant = Message {
+        role: Role::Assistant,
+        content: vec![
+            ContentBlock::Reasoning(thinking.clone()),
+            ContentBlock::ToolUse(laneway::ToolUse { id: "t1".into(), name: "weather".into(), input: json!({"city": "Paris"}) }),
+        ],
+    };
+    let result = Message {
+        role: Role::User,
+        content: vec![ContentBlock::ToolResult(ToolResult {
+            tool_use_id: "t1".into(),
+            content: vec![ToolResultContent::Json(json!({"c": 21}))],
+            is_error: false,
+        })],
+    };
+    let mut next = first.clone();
+    next.messages.extend([assistant.clone(), result.clone()]);
+    let answered = router.generate(next.clone()).await.unwrap();
+    assert!(!answered.text().is_empty());
+
+    // Without the reasoning block, Claude refuses the turn.
+    let mut bare = first.clone();
+    let mut no_thinking = assistant.clone();
+    no_thinking.content.remove(0);
+    bare.messages.extend([no_thinking, result.clone()]);
+    let e = router.generate(bare).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Validation, "{e}");
+    assert!(e.to_string().contains("must start with a thinking block"), "{e}");
+
+    // A tampered text no longer matches its signature.
+    let mut tampered = first.clone();
+    let mut altered = assistant.clone();
+    if let ContentBlock::Reasoning(ReasoningBlock::Text(t)) = &mut altered.content[0] {
+        t.text.push_str(" (edited)");
+    }
+    tampered.messages.extend([altered, result]);
+    let e = router.generate(tampered).await.unwrap_err();
+    assert!(e.to_string().contains("Invalid signature in thinking block"), "{e}");
+}
+
+#[tokio::test]
+async fn what_claude_refuses_with_thinking_is_refused_before_sending_naming_the_field() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let base = GenerateRequest::user("hi").model(SONNET).reasoning(Reasoning::budget(2_048));
+    for (req, field) in [
+        (base.clone().max_tokens(1_000), "reasoning.budget_tokens"),
+        (base.clone().temperature(0.3), "inference.temperature"),
+        (GenerateRequest::user("hi").model(SONNET).reasoning(Reasoning::budget(100)), "reasoning.budget_tokens"),
+        (GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").reasoning(Reasoning::default()), "reasoning"),
+    ] {
+        let e = router.generate(req).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidRequest, "{e}");
+        assert!(e.to_string().contains(field), "{field}: {e}");
+    }
+    assert_eq!(common::requests_seen(&emu), 0, "nothing was sent");
+}
+
+#[tokio::test]
+async fn one_effort_is_spelled_as_each_model_spells_it() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let effort = Reasoning::effort(ReasoningEffort::Max);
+    // Claude 4.6: adaptive thinking with its native effort, max included.
+    let r = router
+        .generate(GenerateRequest::user("Prove it.").model(SONNET_46).reasoning(effort))
+        .await
+        .unwrap();
+    assert!(r.reasoning_text().len() > 0);
+    assert!(r.decision.reasons.iter().any(|x| matches!(
+        x,
+        Reason::ReasoningMapped { sent, .. } if sent.contains("adaptive") && sent.contains("\"max\"")
+    )), "{:?}", r.decision.reasons);
+    // Nova 2: reasoningConfig with its highest word; its reasoning is redacted.
+    let r = router
+        .generate(GenerateRequest::user("Prove it.").model(NOVA_2).reasoning(effort))
+        .await
+        .unwrap();
+    assert_eq!(r.reasoning_text(), "[REDACTED]");
+    assert!(r.decision.reasons.iter().any(|x| matches!(
+        x,
+        Reason::ReasoningMapped { sent, .. } if sent.contains("maxReasoningEffort") && sent.contains("high")
+    )));
+}
+
+/// Nova 2 reasons silently and answers `[REDACTED]` when it is done: the first token of either
+/// kind comes late, and the first-token limit allows for the reasoning asked for.
+#[tokio::test]
+async fn silent_reasoning_is_waited_for_within_the_reasoning_allowance() {
+    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+    scenario.time_scale = 1.0;
+    let nova = scenario.models.iter_mut().find(|m| m.id == NOVA_2).unwrap();
+    nova.performance.ttft_median_ms = 1.0;
+    nova.performance.ttft_p99_ms = 2.0;
+    // 120 to 480 high-effort tokens at 10 tokens/s: 12 to 48 s of silence, above the
+    // interactive class's 10 s first-token limit.
+    nova.performance.tokens_per_second = 10.0;
+    let emu = laneway_emulator::Emulator::start(scenario).await.unwrap();
+    let router = common::router(&emu).await;
+    // Without the allowance (reasoning taken as instant), every attempt hits the limit.
+    let no_allowance = common::router_with(
+        &emu,
+        common::config("[routing.timeouts]\nreasoning_tokens_per_second = 1e12\n"),
+    )
+    .await;
+    tokio::time::pause();
+    let req = GenerateRequest::user("Think hard.")
+        .model(NOVA_2)
+        .slo_class(laneway::SloClass::Interactive)
+        .reasoning(Reasoning::effort(ReasoningEffort::High));
+    let e = no_allowance.generate(req.clone()).await.unwrap_err();
+    assert!(e.to_string().contains("FirstTokenTimeout"), "{e}");
+    let mut stream = router.stream(req).await.unwrap();
+    let mut first = None;
+    while let Some(ev) = stream.next().await {
+        let ev = ev.unwrap();
+        if first.is_none() && ev.is_delta() {
+            first = Some(ev.is_reasoning());
+        }
+        if let StreamEvent::Completed(r) = ev {
+            assert!(r.decision.failed_attempts.is_empty(), "{:?}", r.decision.failed_attempts);
+            assert!(r.timings.ttft_reasoning.unwrap() <= r.timings.ttft_answer.unwrap());
+        }
+    }
+    assert_eq!(first, Some(true));
+}
+
+#[tokio::test]
+async fn structured_output_conforms_to_the_schema_and_a_model_without_it_is_refused() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "ok": {"type": "boolean"}},
+        "required": ["city", "days", "ok"],
+        "additionalProperties": false,
+    });
+    let req = GenerateRequest::user("Trip summary as JSON")
+        .model(SONNET)
+        .output_format(OutputFormat::json_schema(schema.clone()));
+    let r = router.generate(req.clone()).await.unwrap();
+    let v: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
+    assert!(v["city"].is_string() && v["days"].is_u64() && v["ok"].is_boolean(), "{v}");
+    // Streamed, the same text arrives in pieces.
+    let mut s = router.stream(req.clone()).await.unwrap();
+    let mut text = String::new();
+    while let Some(ev) = s.next().await {
+        if let StreamEvent::TextDelta { text: t, .. } = ev.unwrap() {
+            text.push_str(&t);
+        }
+    }
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
+    // Nova Lite takes no structured output: refused before sending, naming it.
+    let mut nova = req.clone();
+    nova.model = laneway::ModelRef::Model("amazon.nova-lite-v1:0".into());
+    let e = router.generate(nova).await.unwrap_err();
+    assert!(e.to_string().contains("output_format"), "{e}");
+    let e = GenerateRequest::user("x")
+        .output_format(OutputFormat::json_schema(json!({"type": "array"})))
+        .validate()
+        .unwrap_err();
+    assert!(e.to_string().contains("object"), "{e}");
+}
+
+#[tokio::test]
+async fn model_fields_go_to_their_model_only_and_return_its_response_fields() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let fields = ModelFields {
+        model: None,
+        request: serde_json::Map::from_iter([("top_k".to_string(), json!(40))]),
+        response_paths: vec!["/stop_sequence".into()],
+    };
+    let req = GenerateRequest::user("hi")
+        .model(SONNET)
+        .model_fields(fields.clone())
+        .metadata("team", "search")
+        .metadata("ticket", "T-17");
+    let r = router.generate(req).await.unwrap();
+    assert_eq!(r.model_response_fields, Some(json!({"stop_sequence": null})));
+    // Written for Sonnet, they would be refused by Nova: a family variant other than theirs
+    // goes without them, said in the decision.
+    let mut for_sonnet = fields.clone();
+    for_sonnet.model = Some(SONNET.into());
+    let r = router
+        .generate(GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").model_fields(for_sonnet))
+        .await
+        .unwrap();
+    assert!(r.model_response_fields.is_none());
+    assert!(r.decision.reasons.iter().any(|x| matches!(x, Reason::ModelFieldsDropped { .. })));
+    // Sent to the model they name, a field it does not know is Bedrock's 400.
+    let wrong = ModelFields {
+        model: None,
+        request: serde_json::Map::from_iter([("nonsense".to_string(), json!(1))]),
+        response_paths: vec![],
+    };
+    let e = router
+        .generate(GenerateRequest::user("hi").model(SONNET).model_fields(wrong))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("nonsense: Extra inputs are not permitted"), "{e}");
+    let e = GenerateRequest::user("hi").metadata("bad;key", "v").validate().unwrap_err();
+    assert!(e.to_string().contains("metadata"), "{e}");
+}
+
+#[tokio::test]
+async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning_with_reasons() {
+    // A SageMaker model whose fallback family is claude: a plan with models of two kinds.
+    let config = common::config("[slo_reasoning]\nbackground = { effort = \"low\" }\n");
+    let now = std::time::Instant::now();
+    let req = GenerateRequest::user("hi")
+        .model("laneway-demo-llm")
+        .slo_class(laneway::SloClass::Background);
+    let plan = laneway::plan(&req, &config, &laneway::state::Fresh(now)).unwrap();
+    let sagemaker = plan.attempts.iter().find(|a| &*a.model == "laneway-demo-llm").unwrap();
+    assert!(sagemaker.shape.reasoning.is_none());
+    assert!(plan.reasons.iter().any(|r| matches!(r, Reason::ReasoningDropped { model, .. } if &**model == "laneway-demo-llm")));
+    if let Some(claude) = plan.attempts.iter().find(|a| a.model.starts_with("anthropic.")) {
+        assert!(claude.shape.reasoning.is_some(), "the class default reasons where it can");
+    }
+    // A conversation with Claude's reasoning, moved to Nova: the blocks stay out.
+    let mut convo = GenerateRequest::new(vec![
+        Message::user("hi"),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Reasoning(ReasoningBlock::Text(laneway::ReasoningText { text: "t".into(), signature: Some("s".into()) })),
+                ContentBlock::Text("hello".into()),
+            ],
+        },
+        Message::user("and?"),
+    ]);
+    convo.model = laneway::ModelRef::Model("amazon.nova-lite-v1:0".into());
+    let plan = laneway::plan(&convo, &config, &laneway::state::Fresh(now)).unwrap();
+    assert!(!plan.attempts[0].shape.reasoning_history);
+    assert!(plan.reasons.iter().any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. })));
+    let _ = StopReason::EndTurn;
+}
