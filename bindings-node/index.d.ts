@@ -43,6 +43,12 @@ export interface RequestOptions {
   minVariant?: string
   cache?: 'auto' | 'off'
   continueOnInterrupt?: boolean
+  /** Reasoning (extended thinking), as each model spells it: an effort, a token budget, or both. */
+  reasoning?: { effort?: 'low' | 'medium' | 'high' | 'max'; budgetTokens?: number }
+  /** A JSON schema (an object schema) the answer's text conforms to (structured output). */
+  outputSchema?: Record<string, unknown>
+  /** Key-value pairs Bedrock logs with the call (`requestMetadata`). */
+  metadata?: Record<string, string>
 }
 
 export interface CallOptions { signal?: AbortSignal }
@@ -58,7 +64,15 @@ export interface Usage {
   inputEstimated: boolean
 }
 /** Durations in milliseconds, as everywhere in Laneway's schema. */
-export interface Timings { ttftMs: number | null; totalMs: number; outputTokensPerSecond: number | null; interTokenP50Ms: number | null }
+export interface Timings {
+  /** To the first token of either kind; `ttftReasoningMs` and `ttftAnswerMs` to the first reasoning and answer tokens. */
+  ttftMs: number | null
+  ttftReasoningMs: number | null
+  ttftAnswerMs: number | null
+  totalMs: number
+  outputTokensPerSecond: number | null
+  interTokenP50Ms: number | null
+}
 export interface Decision {
   /** This call's id, for `router.feedback`. */
   callId: string
@@ -79,6 +93,8 @@ export interface Decision {
 export class Response {
   readonly text: string
   readonly toolUses: Array<{ id: string; name: string; input: unknown }>
+  /** The model's readable reasoning, concatenated ('' without it, or when redacted). */
+  readonly reasoningText: string
   readonly stopReason: string
   readonly usage: Usage
   readonly timings: Timings
@@ -124,7 +140,7 @@ export interface ErrorDetails {
 
 export type StreamEvent =
   | { type: 'text_delta'; text: string; data: { index: number; text: string } }
-  | { type: 'tool_use_start' | 'tool_use_delta' | 'continued'; data: Record<string, unknown> }
+  | { type: 'tool_use_start' | 'tool_use_delta' | 'reasoning_delta' | 'continued'; data: Record<string, unknown> }
   | { type: 'completed'; response: Response; data: Record<string, unknown> }
 
 export interface RouterOptions {

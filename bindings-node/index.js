@@ -85,7 +85,7 @@ function toJson (value) {
   })
 }
 
-const REQUEST_KEYS = new Set(['prompt', 'messages', 'model', 'family', 'system', 'tools', 'toolChoice', 'maxTokens', 'temperature', 'topP', 'stopSequences', 'slo', 'ttftTargetMs', 'deadlineMs', 'taskId', 'tier', 'residency', 'minVariant', 'cache', 'continueOnInterrupt'])
+const REQUEST_KEYS = new Set(['prompt', 'messages', 'model', 'family', 'system', 'tools', 'toolChoice', 'maxTokens', 'temperature', 'topP', 'stopSequences', 'slo', 'ttftTargetMs', 'deadlineMs', 'taskId', 'tier', 'residency', 'minVariant', 'cache', 'continueOnInterrupt', 'reasoning', 'outputSchema', 'metadata'])
 
 /** A tool: the core's `{ spec: {...} }` / `{ cache_point: {...} }`, or `{ name, description,
  * inputSchema }`. */
@@ -125,6 +125,9 @@ function toRequest (request, options = {}) {
   if (r.minVariant) out.min_variant = r.minVariant
   if (r.cache) out.cache = r.cache
   if (r.continueOnInterrupt) out.continue_on_interrupt = true
+  if (r.reasoning) out.reasoning = { effort: r.reasoning.effort, budget_tokens: r.reasoning.budgetTokens }
+  if (r.outputSchema) out.output_format = { json_schema: { schema: r.outputSchema } }
+  if (r.metadata) out.metadata = r.metadata
   return out
 }
 
@@ -134,6 +137,8 @@ class Response {
   /** All text blocks, concatenated. */
   get text () { return this._d.content.filter(b => 'text' in b).map(b => b.text).join('') }
   get toolUses () { return this._d.content.filter(b => 'tool_use' in b).map(b => b.tool_use) }
+  /** The model's readable reasoning, concatenated ('' without it, or when redacted). */
+  get reasoningText () { return this._d.content.filter(b => b.reasoning && b.reasoning.text).map(b => b.reasoning.text.text).join('') }
   get stopReason () { return this._d.stop_reason }
   get usage () {
     const u = this._d.usage
@@ -141,7 +146,7 @@ class Response {
   }
   get timings () {
     const t = this._d.timings
-    return { ttftMs: t.ttft_ms ?? null, totalMs: t.total_ms, outputTokensPerSecond: t.output_tokens_per_second, interTokenP50Ms: t.inter_token ? t.inter_token.p50_ms : null }
+    return { ttftMs: t.ttft_ms ?? null, ttftReasoningMs: t.ttft_reasoning_ms ?? null, ttftAnswerMs: t.ttft_answer_ms ?? null, totalMs: t.total_ms, outputTokensPerSecond: t.output_tokens_per_second, interTokenP50Ms: t.inter_token ? t.inter_token.p50_ms : null }
   }
   get decision () {
     const d = this._d.decision
@@ -230,10 +235,13 @@ class Router {
 
   /**
    * The JavaScript SDK's `ConverseCommand`, routed: its input as it is (`modelId`, `messages`,
-   * `system`, `inferenceConfig`, `toolConfig`, `serviceTier`; bytes as `Uint8Array`), plus
-   * `laneway` for Laneway's own options (`slo`, `task_id`, `residency`, `model: { family }`).
-   * Resolves to the SDK's output shape with Laneway's decision, timings and cost under
-   * `laneway`. Fields Laneway cannot honour (`guardrailConfig`, ...) are refused by name.
+   * `system`, `inferenceConfig`, `toolConfig`, `serviceTier`, `outputConfig`,
+   * `additionalModelRequestFields` with Claude's `thinking` or Nova 2's `reasoningConfig`,
+   * `requestMetadata`; bytes as `Uint8Array`), plus `laneway` for Laneway's own options (`slo`,
+   * `task_id`, `residency`, `reasoning`, `model: { family }`). Resolves to the SDK's output
+   * shape (reasoning blocks included) with Laneway's decision, timings and cost under
+   * `laneway`. Fields Laneway cannot honour yet (`guardrailConfig`, `promptVariables`) are
+   * refused by name.
    */
   async converse (input, options = {}) {
     const json = toJson(input)

@@ -299,3 +299,42 @@ test('a config path that does not exist is an error', () => {
   assert.ok(new laneway.Router({ configPath: file, ...emu.routerOptions() }))
   assert.throws(() => new laneway.Router({ endpoint: 'x' }), e => e instanceof laneway.ConfigError && e.message.includes('endpoint'))
 })
+
+test('a thinking agent\'s Converse input works unchanged, its signed reasoning going back', async () => {
+  const SONNET = 'anthropic.claude-sonnet-4-5-20250929-v1:0'
+  const first = [{ role: 'user', content: [{ text: 'Weather in Paris?' }] }]
+  const input = {
+    modelId: SONNET,
+    inferenceConfig: { maxTokens: 4000 },
+    toolConfig: { tools: [{ toolSpec: { name: 'weather', inputSchema: { json: { type: 'object' } } } }] },
+    additionalModelRequestFields: { thinking: { type: 'enabled', budget_tokens: 2048 } }
+  }
+  const out = await router.converse({ ...input, messages: first })
+  const reasoning = out.output.message.content[0]
+  assert.ok(reasoning.reasoningContent.reasoningText.signature)
+  const turn = { role: 'assistant', content: [reasoning, { toolUse: { toolUseId: 't1', name: 'weather', input: { city: 'Paris' } } }] }
+  const result = { role: 'user', content: [{ toolResult: { toolUseId: 't1', content: [{ json: { c: 21 } }] } }] }
+  const again = await router.converse({ ...input, messages: [...first, turn, result] })
+  assert.ok(again.output.message.content.at(-1).text.length > 0)
+  assert.ok(again.laneway.decision.reasons.some(r => r.reason === 'reasoning_mapped'))
+  const tampered = structuredClone(turn)
+  tampered.content[0].reasoningContent.reasoningText.text += ' (edited)'
+  await assert.rejects(router.converse({ ...input, messages: [...first, tampered, result] }),
+    e => e instanceof laneway.ValidationError && /Invalid signature in thinking block/.test(e.message))
+  const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }
+  const structured = await router.generate('Trip as JSON', { model: SONNET, outputSchema: schema, metadata: { team: 'travel' } })
+  assert.equal(typeof JSON.parse(structured.text).city, 'string')
+})
+
+test('reasoning streams as its own event kind, with both first-token times', async () => {
+  const kinds = []
+  let done
+  for await (const ev of router.stream('Why?', { model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', maxTokens: 4000, reasoning: { effort: 'low' } })) {
+    kinds.push(ev.type)
+    if (ev.type === 'completed') done = ev.response
+  }
+  assert.equal(kinds[0], 'reasoning_delta')
+  assert.ok(kinds.includes('text_delta'))
+  assert.ok(done.reasoningText.length > 0)
+  assert.ok(done.timings.ttftReasoningMs <= done.timings.ttftAnswerMs)
+})

@@ -15,7 +15,7 @@ use crate::errors::{self, to_py_err};
 pub const BATCH: usize = 256;
 
 /// One event of a stream. `type` is "text_delta", "tool_use_start", "tool_use_delta",
-/// "continued" or "completed"; `text` holds a delta's text ("" for other events); `response`
+/// "reasoning_delta", "continued" or "completed"; `text` holds a delta's text ("" for other events); `response`
 /// the completed `Response` (else None); `data` the event's fields as a dict.
 #[pyclass(module = "laneway._laneway", name = "StreamEvent", frozen)]
 pub struct StreamEvent {

@@ -1,6 +1,7 @@
 """The Python API against the emulator: async, streaming, sync, errors, cancellation, load."""
 
 import asyncio
+import json
 import os
 
 import pytest
@@ -376,3 +377,73 @@ async def test_tools_and_system_blocks_as_keyword_arguments(router):
     assert req["tools"] == [{"spec": {"name": "t", "input_schema": {"type": "object"}}}] and req["tool_choice"] == "any"
     with pytest.raises(TypeError):
         await router.generate("x", model="amazon.nova-lite-v1:0", toolz=[])
+
+
+SONNET = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+def _thinking_agent_turn(out):
+    """The model's turn as an agent sends it back: its signed reasoning, then a tool call (the
+    emulator answers text under automatic tool choice; Claude would call the tool here)."""
+    reasoning = out["output"]["message"]["content"][0]
+    assert "reasoningContent" in reasoning, out
+    return {"role": "assistant", "content": [reasoning, {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Paris"}}}]}
+
+
+async def test_a_thinking_agent_moves_from_boto3_by_changing_one_line(router, emulator):
+    """Thinking, tools, structured output: the same kwargs work on boto3 pointed at the
+    emulator and on Laneway, with the same answer shapes, and the reasoning goes back signed."""
+    import boto3
+    from botocore.config import Config
+
+    from laneway.testing import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+
+    direct = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", endpoint_url=emulator.url,
+        aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    tools = {"tools": [{"toolSpec": {"name": "weather", "description": "Weather", "inputSchema": {"json": {"type": "object", "properties": {"city": {"type": "string"}}}}}}]}
+    first = [{"role": "user", "content": [{"text": "Weather in Paris?"}]}]
+    kwargs = dict(
+        inferenceConfig={"maxTokens": 4000}, toolConfig=tools,
+        additionalModelRequestFields={"thinking": {"type": "enabled", "budget_tokens": 2048}},
+    )
+    for client, model in ((direct, "us." + SONNET), (router, SONNET)):
+        converse = client.converse if client is direct else router.converse_sync
+        out = converse(modelId=model, messages=first, **kwargs)
+        block = out["output"]["message"]["content"][0]["reasoningContent"]["reasoningText"]
+        assert block["text"] and block["signature"]
+        follow = first + [_thinking_agent_turn(out), {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"json": {"c": 21}}]}}]}]
+        again = converse(modelId=model, messages=follow, **kwargs)
+        assert again["output"]["message"]["content"][-1]["text"]
+        tampered = json_copy(follow)
+        tampered[1]["content"][0]["reasoningContent"]["reasoningText"]["text"] += " (edited)"
+        if client is direct:
+            with pytest.raises(direct.exceptions.ValidationException, match="Invalid signature"):
+                converse(modelId=model, messages=tampered, **kwargs)
+        else:
+            with pytest.raises(laneway.ValidationError, match="Invalid signature"):
+                converse(modelId=model, messages=tampered, **kwargs)
+    assert again["laneway"]["decision"]["model"] == SONNET
+    assert any(r["reason"] == "reasoning_mapped" for r in again["laneway"]["decision"]["reasons"])
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}
+    out = await router.converse(
+        modelId=SONNET, messages=first,
+        outputConfig={"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"schema": json.dumps(schema)}}}},
+        requestMetadata={"team": "travel"},
+    )
+    assert isinstance(json.loads(out["output"]["message"]["content"][0]["text"])["city"], str)
+
+
+def json_copy(v):
+    return json.loads(json.dumps(v))
+
+
+async def test_reasoning_streams_as_its_own_event_kind(router):
+    events = [e async for e in router.stream("Why?", model=SONNET, max_tokens=4000, reasoning={"effort": "low"})]
+    kinds = [e.type for e in events]
+    assert kinds[0] == "reasoning_delta" and "text_delta" in kinds and kinds[-1] == "completed"
+    done = events[-1].response
+    assert done.reasoning_text and done.timings.ttft_reasoning_ms <= done.timings.ttft_answer_ms

@@ -44,7 +44,11 @@ pub struct Admitted {
 }
 
 fn block_kind(b: &Value) -> &'static str {
-    match b.as_object().and_then(|o| o.keys().next()).map(String::as_str) {
+    match b
+        .as_object()
+        .and_then(|o| o.keys().next())
+        .map(String::as_str)
+    {
         Some("reasoningContent") => "thinking",
         Some("toolUse") => "tool_use",
         Some("text") => "text",
@@ -103,7 +107,9 @@ pub fn read(v: &Value) -> Result<Extras, String> {
             t.iter()
                 .any(|t| t.pointer("/toolSpec/strict") == Some(&Value::Bool(true)))
         });
-    x.temperature = v.pointer("/inferenceConfig/temperature").and_then(Value::as_f64);
+    x.temperature = v
+        .pointer("/inferenceConfig/temperature")
+        .and_then(Value::as_f64);
     x.top_p = v.pointer("/inferenceConfig/topP").and_then(Value::as_f64);
     x.forced_tool = v
         .pointer("/toolConfig/toolChoice")
@@ -122,7 +128,9 @@ pub fn read(v: &Value) -> Result<Extras, String> {
                 x.history.push((
                     i,
                     j,
-                    t.and_then(|t| t.get("text")).and_then(Value::as_str).map(String::from),
+                    t.and_then(|t| t.get("text"))
+                        .and_then(Value::as_str)
+                        .map(String::from),
                     t.and_then(|t| t.get("signature"))
                         .and_then(Value::as_str)
                         .map(String::from),
@@ -138,7 +146,8 @@ pub fn read(v: &Value) -> Result<Extras, String> {
 
 /// The signature the emulator gives a reasoning text (and checks when it comes back).
 pub fn signature(text: &str) -> String {
-    let digest = Sha256::digest([b"laneway-emulator-thinking\0".as_slice(), text.as_bytes()].concat());
+    let digest =
+        Sha256::digest([b"laneway-emulator-thinking\0".as_slice(), text.as_bytes()].concat());
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(&digest[..24])
 }
@@ -170,7 +179,9 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
     );
     // Claude takes its effort in its native `output_config`, not Converse's typed field.
     if x.effort.is_some() {
-        return Err("This model doesn't support the effort field. Remove effort and try again.".into());
+        return Err(
+            "This model doesn't support the effort field. Remove effort and try again.".into(),
+        );
     }
     if anthropic {
         if let Some(t) = fields.remove("thinking") {
@@ -210,13 +221,17 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
         }
         if out.reasoning.is_some() {
             if x.temperature.is_some_and(|t| t != 1.0) {
-                return Err(model_error("temperature may only be set to 1 when thinking is enabled."));
+                return Err(model_error(
+                    "temperature may only be set to 1 when thinking is enabled.",
+                ));
             }
             if x.top_p.is_some_and(|p| p < 0.95) {
                 return Err(model_error("top_p must be greater than or equal to 0.95 or unset when thinking is enabled."));
             }
             if x.forced_tool {
-                return Err(model_error("Thinking may not be enabled when tool_choice forces tool use."));
+                return Err(model_error(
+                    "Thinking may not be enabled when tool_choice forces tool use.",
+                ));
             }
             if let Some((i, first)) = x.last_tool_turn {
                 if first != "thinking" {
@@ -227,9 +242,15 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
         for (i, j, text, sig) in &x.history {
             let Some(text) = text else { continue };
             match sig {
-                None => return Err(model_error(format!("messages.{i}.content.{j}.thinking.signature: Field required"))),
+                None => {
+                    return Err(model_error(format!(
+                        "messages.{i}.content.{j}.thinking.signature: Field required"
+                    )))
+                }
                 Some(s) if *s != signature(text) => {
-                    return Err(model_error(format!("messages.{i}.content.{j}: Invalid signature in thinking block")))
+                    return Err(model_error(format!(
+                        "messages.{i}.content.{j}: Invalid signature in thinking block"
+                    )))
                 }
                 Some(_) => {}
             }
@@ -264,7 +285,9 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
         });
     }
     if (x.schema.is_some() || x.strict_tools) && !model.structured_output {
-        return Err(model_error("output_config.format: Extra inputs are not permitted"));
+        return Err(model_error(
+            "output_config.format: Extra inputs are not permitted",
+        ));
     }
     out.schema = x.schema.clone();
     if !x.response_paths.is_empty() {
@@ -298,13 +321,20 @@ pub fn conforming(schema: &Value, seed: u64) -> Value {
             let props = schema.get("properties").and_then(Value::as_object);
             let mut out = Map::new();
             for (k, p) in props.into_iter().flatten() {
-                out.insert(k.clone(), conforming(p, seed.rotate_left(7) ^ k.len() as u64));
+                out.insert(
+                    k.clone(),
+                    conforming(p, seed.rotate_left(7) ^ k.len() as u64),
+                );
             }
             Value::Object(out)
         }
         "array" => {
             let item = schema.get("items").cloned().unwrap_or(json!({}));
-            let n = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1).max(1);
+            let n = schema
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
             (0..n).map(|i| conforming(&item, seed ^ i)).collect()
         }
         "string" => Value::String(crate::text::tokens(seed, 2).concat()),

@@ -449,7 +449,10 @@ impl Engine {
         };
         // Reasoning comes first and counts against max_tokens, as output.
         let reasoning = admitted.reasoning.map_or(0, |most| {
-            text::natural_length(ask.prompt_digest.rotate_left(29), [most / 4, most].map(|m| m.max(1)))
+            text::natural_length(
+                ask.prompt_digest.rotate_left(29),
+                [most / 4, most].map(|m| m.max(1)),
+            )
         });
         let reasoning = ask.max_tokens.map_or(reasoning, |m| reasoning.min(m));
         let room = ask.max_tokens.map(|m| m - reasoning);

@@ -91,7 +91,7 @@ class NativeRouter:
 @final
 class StreamEvent:
     """One event of a stream. `type` is "text_delta", "tool_use_start", "tool_use_delta",
-    "continued" or "completed"; `text` holds a delta's text ("" for other events); `response`
+    "reasoning_delta", "continued" or "completed"; `text` holds a delta's text ("" for other events); `response`
     the completed `Response` (else None); `data` the event's fields as a dict."""
 
     @property

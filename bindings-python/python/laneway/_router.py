@@ -74,10 +74,13 @@ class Router:
 
     async def converse(self, **kwargs: Any) -> Dict[str, Any]:
         """boto3's `converse(**kwargs)`, routed: the same keyword arguments (`modelId`,
-        `messages`, `system`, `inferenceConfig`, `toolConfig`, `serviceTier`), plus `laneway=`
-        for Laneway's own options (`slo`, `task_id`, `residency`, `model={"family": ...}`, ...).
-        Returns boto3's response dict, with Laneway's decision, timings and cost under
-        `"laneway"`. Fields Laneway cannot honour (`guardrailConfig`, ...) are refused by name."""
+        `messages`, `system`, `inferenceConfig`, `toolConfig`, `serviceTier`, `outputConfig`,
+        `additionalModelRequestFields` with Claude's `thinking` or Nova 2's `reasoningConfig`,
+        `additionalModelResponseFieldPaths`, `requestMetadata`), plus `laneway=` for Laneway's
+        own options (`slo`, `task_id`, `residency`, `reasoning`, `model={"family": ...}`, ...).
+        Returns boto3's response dict (reasoning blocks included), with Laneway's decision,
+        timings and cost under `"laneway"`. Fields Laneway cannot honour yet
+        (`guardrailConfig`, `promptVariables`) are refused by name."""
         return await self._native.converse(kwargs, _dispatcher())
 
     def converse_sync(self, **kwargs: Any) -> Dict[str, Any]:

@@ -29,7 +29,9 @@ class Request:
     `tools` are dicts: `{"name", "description", "input_schema"}` or the core's `{"spec": ...}` /
     `{"cache_point": ...}`; `tool_choice` is "auto", "any" or a tool's name. `slo` is
     "interactive", "standard", "background" or "batch"; `ttft_target_ms` and `deadline_ms`
-    refine it.
+    refine it. `reasoning` is `{"effort": "low"|"medium"|"high"|"max", "budget_tokens": n}`
+    (either key); `output_schema` a JSON schema (an object schema) the answer's text conforms to;
+    `metadata` key-value pairs Bedrock logs with the call.
     """
 
     prompt: Optional[str] = None
@@ -52,6 +54,9 @@ class Request:
     min_variant: Optional[str] = None
     cache: Optional[str] = None
     continue_on_interrupt: bool = False
+    reasoning: Optional[Mapping[str, Any]] = None
+    output_schema: Optional[Mapping[str, Any]] = None
+    metadata: Optional[Mapping[str, str]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The request in the core's wire shape."""
@@ -93,6 +98,12 @@ class Request:
             out["residency"] = dict(self.residency)
         if self.continue_on_interrupt:
             out["continue_on_interrupt"] = True
+        if self.reasoning is not None:
+            out["reasoning"] = dict(self.reasoning)
+        if self.output_schema is not None:
+            out["output_format"] = {"json_schema": {"schema": dict(self.output_schema)}}
+        if self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
         return out
 
 
@@ -113,18 +124,24 @@ class Usage:
 
 @dataclass(frozen=True)
 class Timings:
-    """Time to first token (streams), end to end, and output tokens per second; durations in
-    milliseconds, as everywhere in Laneway's schema."""
+    """Time to first token of any kind (streams), to the first reasoning and the first answer
+    token apart, end to end, and output tokens per second; durations in milliseconds, as
+    everywhere in Laneway's schema."""
 
     ttft_ms: Optional[float]
     total_ms: float
     output_tokens_per_second: Optional[float]
     inter_token_p50_ms: Optional[float]
+    ttft_reasoning_ms: Optional[float] = None
+    ttft_answer_ms: Optional[float] = None
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Timings":
         itl = d.get("inter_token")
-        return cls(d.get("ttft_ms"), d["total_ms"], d.get("output_tokens_per_second"), itl["p50_ms"] if itl else None)
+        return cls(
+            d.get("ttft_ms"), d["total_ms"], d.get("output_tokens_per_second"), itl["p50_ms"] if itl else None,
+            d.get("ttft_reasoning_ms"), d.get("ttft_answer_ms"),
+        )
 
 
 @dataclass(frozen=True)
@@ -168,6 +185,11 @@ class Response:
     def text(self) -> str:
         """All text blocks, concatenated."""
         return "".join(b["text"] for b in self._d["content"] if "text" in b)
+
+    @property
+    def reasoning_text(self) -> str:
+        """The model's readable reasoning, concatenated ("" without it, or when redacted)."""
+        return "".join(b["reasoning"]["text"]["text"] for b in self._d["content"] if "text" in b.get("reasoning", {}))
 
     @property
     def tool_uses(self) -> List[Dict[str, Any]]:

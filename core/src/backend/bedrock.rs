@@ -260,8 +260,7 @@ fn parts(call: Call<'_>) -> Result<Parts> {
                 .latency(wire::PerformanceConfigLatency::Optimized)
                 .build()
         }),
-        model_fields: (!native.is_empty())
-            .then(|| to_document(&serde_json::Value::Object(native))),
+        model_fields: (!native.is_empty()).then(|| to_document(&serde_json::Value::Object(native))),
         response_paths,
         metadata: (!req.metadata.is_empty()).then(|| {
             req.metadata
@@ -287,7 +286,9 @@ fn output_config(format: &OutputFormat) -> Result<wire::OutputConfig> {
         .structure(wire::OutputFormatStructure::JsonSchema(schema))
         .build()
         .map_err(|e| Error::invalid("output_format", e.to_string()))?;
-    Ok(wire::OutputConfig::builder().text_format(text_format).build())
+    Ok(wire::OutputConfig::builder()
+        .text_format(text_format)
+        .build())
 }
 
 fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, String> {
@@ -465,10 +466,12 @@ fn usage(u: &wire::TokenUsage) -> Usage {
 fn output_block(b: &wire::ContentBlock) -> Option<OutputBlock> {
     match b {
         wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::ReasoningText(r)) => {
-            Some(OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText {
-                text: r.text().to_string(),
-                signature: r.signature().map(String::from),
-            })))
+            Some(OutputBlock::Reasoning(ReasoningBlock::Text(
+                ReasoningText {
+                    text: r.text().to_string(),
+                    signature: r.signature().map(String::from),
+                },
+            )))
         }
         wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::RedactedContent(b)) => {
             Some(OutputBlock::Reasoning(ReasoningBlock::Redacted(

@@ -156,7 +156,9 @@ impl ReasoningConfig {
                     (None, Some(e)) if !self.adaptive_only => {
                         Some(self.budget_of(self.effort_within(e)))
                     }
-                    (None, None) if !self.adaptive => Some(self.budget_of(ReasoningEffort::default())),
+                    (None, None) if !self.adaptive => {
+                        Some(self.budget_of(ReasoningEffort::default()))
+                    }
                     _ => None,
                 };
                 match budget {
@@ -292,7 +294,10 @@ mod tests {
         let w = claude(false)
             .wire(&req, &Reasoning::budget(2048), 1000)
             .unwrap();
-        assert_eq!(w.fields["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
+        assert_eq!(
+            w.fields["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048})
+        );
         assert_eq!(w.max_tokens, None);
         let w = claude(false)
             .wire(&req, &Reasoning::effort(ReasoningEffort::High), 1000)
@@ -332,8 +337,14 @@ mod tests {
             let (f, why) = c.wire(&req, &r, 1000).unwrap_err();
             assert_eq!(f, field, "{why}");
         };
-        refuse(GenerateRequest::user("x").max_tokens(2048), "reasoning.budget_tokens");
-        refuse(GenerateRequest::user("x").temperature(0.2), "inference.temperature");
+        refuse(
+            GenerateRequest::user("x").max_tokens(2048),
+            "reasoning.budget_tokens",
+        );
+        refuse(
+            GenerateRequest::user("x").temperature(0.2),
+            "inference.temperature",
+        );
         let forced = GenerateRequest::user("x")
             .tool(crate::types::Tool::new("t", "T", json!({"type": "object"})))
             .tool_choice(ToolChoice::Any);
@@ -341,7 +352,11 @@ mod tests {
         let small = c
             .wire(&GenerateRequest::user("x"), &Reasoning::budget(512), 1000)
             .unwrap_err();
-        assert!(small.1.contains("greater than or equal to 1024"), "{}", small.1);
+        assert!(
+            small.1.contains("greater than or equal to 1024"),
+            "{}",
+            small.1
+        );
     }
 
     #[test]

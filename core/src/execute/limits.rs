@@ -84,8 +84,14 @@ impl Limits {
         let allowance = saturating_secs(
             f64::from(reasoning_tokens) / routing.timeouts.reasoning_tokens_per_second,
         );
-        self.first_token = self.first_token.saturating_add(allowance).min(crate::MAX_DURATION);
-        self.answer = self.answer.saturating_add(allowance).min(crate::MAX_DURATION);
+        self.first_token = self
+            .first_token
+            .saturating_add(allowance)
+            .min(crate::MAX_DURATION);
+        self.answer = self
+            .answer
+            .saturating_add(allowance)
+            .min(crate::MAX_DURATION);
         if request.slo.deadline.is_none() {
             let length = (self.deadline - self.started)
                 .saturating_add(allowance)

@@ -272,7 +272,9 @@ impl Assembly {
                 } => OutputBlock::Reasoning(ReasoningBlock::Redacted(data)),
                 Block::Reasoning {
                     text, signature, ..
-                } => OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text, signature })),
+                } => {
+                    OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text, signature }))
+                }
             })
             .collect();
         Completion {
@@ -291,7 +293,9 @@ impl Assembly {
 
     /// Whether any reasoning was delivered (a continuation cannot prefill after it).
     fn reasoned(&self) -> bool {
-        self.blocks.iter().any(|b| matches!(b, Block::Reasoning { .. }))
+        self.blocks
+            .iter()
+            .any(|b| matches!(b, Block::Reasoning { .. }))
     }
 }
 

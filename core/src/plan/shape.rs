@@ -29,8 +29,7 @@ pub(crate) fn shape_attempts(
             .iter()
             .any(|t| matches!(t, Tool::Spec(s) if s.strict));
     let carries_reasoning = request.carries_reasoning();
-    if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none()
-    {
+    if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none() {
         return Ok(());
     }
     let primary_format = config
@@ -155,7 +154,10 @@ fn model_fields_go(
     if !goes {
         reasons.push(Reason::ModelFieldsDropped {
             model: Arc::clone(&attempt.model),
-            written_for: fields.model.clone().unwrap_or_else(|| "the request's model".into()),
+            written_for: fields
+                .model
+                .clone()
+                .unwrap_or_else(|| "the request's model".into()),
         });
     }
     goes
@@ -163,11 +165,7 @@ fn model_fields_go(
 
 /// Whether `id` (a configured name, a model id or an inference-profile id) names `model`.
 fn names_model(id: &str, model: &str, target: &str) -> bool {
-    id == model
-        || id == target
-        || id
-            .split_once('.')
-            .is_some_and(|(_, bare)| bare == model)
+    id == model || id == target || id.split_once('.').is_some_and(|(_, bare)| bare == model)
 }
 
 /// Whether the conversation's reasoning blocks go to `model`: only to a model that spells
@@ -179,7 +177,8 @@ fn history_goes(
     name: &Arc<str>,
     reasons: &mut Vec<Reason>,
 ) -> bool {
-    let goes = model.reasoning().map(|r| r.format).is_some() && model.reasoning().map(|r| r.format) == primary_format;
+    let goes = model.reasoning().map(|r| r.format).is_some()
+        && model.reasoning().map(|r| r.format) == primary_format;
     if !goes {
         reasons.push(Reason::ReasoningHistoryDropped {
             model: Arc::clone(name),

@@ -200,10 +200,12 @@ fn output_format(f: &TextFormatWire) -> Result<Value> {
             "a structure is {\"jsonSchema\": {...}}",
         ));
     };
-    let text = def
-        .get("schema")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Error::invalid(format!("{at}.structure.jsonSchema.schema"), "a JSON schema as text"))?;
+    let text = def.get("schema").and_then(Value::as_str).ok_or_else(|| {
+        Error::invalid(
+            format!("{at}.structure.jsonSchema.schema"),
+            "a JSON schema as text",
+        )
+    })?;
     let schema: Value = serde_json::from_str(text).map_err(|e| {
         Error::invalid(
             format!("{at}.structure.jsonSchema.schema"),
@@ -220,7 +222,10 @@ fn output_format(f: &TextFormatWire) -> Result<Value> {
 /// Takes reasoning written in a model's own spelling out of `native` (Claude's `thinking` and
 /// `output_config.effort`, Nova 2's `reasoningConfig`, `reasoning_effort`), with Converse's
 /// `outputConfig.effort`, as the core's model-neutral `reasoning`. Disabled thinking is none.
-fn lift_reasoning(native: &mut Map<String, Value>, effort: Option<String>) -> Result<Option<Value>> {
+fn lift_reasoning(
+    native: &mut Map<String, Value>,
+    effort: Option<String>,
+) -> Result<Option<Value>> {
     let mut effort = effort.map(Value::String);
     let mut budget = None;
     let mut on = effort.is_some();
@@ -250,7 +255,9 @@ fn lift_reasoning(native: &mut Map<String, Value>, effort: Option<String>) -> Re
         .and_then(Value::as_object)
         .is_some_and(|o| o.len() == 1 && o.contains_key("effort"));
     if effort_only {
-        effort = native.remove("output_config").and_then(|o| o.get("effort").cloned());
+        effort = native
+            .remove("output_config")
+            .and_then(|o| o.get("effort").cloned());
         on = true;
     }
     if let Some(config) = native.remove("reasoningConfig") {
@@ -701,6 +708,140 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(r.model, ModelRef::Family("nova".into()));
+    }
+
+    #[test]
+    fn thinking_in_claudes_spelling_becomes_model_neutral_reasoning() {
+        let r = request(json!({
+            "modelId": "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "messages": [
+                { "role": "user", "content": [{ "text": "Weather?" }] },
+                { "role": "assistant", "content": [
+                    { "reasoningContent": { "reasoningText": { "text": "call it", "signature": "sig" } } },
+                    { "toolUse": { "toolUseId": "t1", "name": "weather", "input": {} } },
+                ]},
+                { "role": "user", "content": [
+                    { "toolResult": { "toolUseId": "t1", "content": [{ "text": "21C" }] } },
+                ]},
+            ],
+            "inferenceConfig": { "maxTokens": 8000 },
+            "additionalModelRequestFields": { "thinking": { "type": "enabled", "budget_tokens": 4096 }, "top_k": 40 },
+            "additionalModelResponseFieldPaths": ["/stop_sequence"],
+            "requestMetadata": { "team": "travel" },
+            "toolConfig": { "tools": [{ "toolSpec": { "name": "weather", "strict": true,
+                "inputSchema": { "json": { "type": "object" } } } }] },
+            "outputConfig": { "textFormat": { "type": "json_schema", "structure": { "jsonSchema": {
+                "schema": "{\"type\": \"object\"}", "name": "answer" } } } },
+        }))
+        .unwrap();
+        assert_eq!(r.reasoning, Some(crate::Reasoning::budget(4096)));
+        let fields = r.model_fields.as_ref().unwrap();
+        assert_eq!(
+            fields.request,
+            Map::from_iter([("top_k".into(), json!(40))])
+        );
+        assert_eq!(
+            fields.model.as_deref(),
+            Some("anthropic.claude-sonnet-4-5-20250929-v1:0")
+        );
+        assert_eq!(fields.response_paths, ["/stop_sequence"]);
+        assert_eq!(r.metadata["team"], "travel");
+        assert!(matches!(&r.tools[0], Tool::Spec(s) if s.strict));
+        assert_eq!(
+            r.output_format.as_ref().unwrap().schema(),
+            &json!({"type": "object"})
+        );
+        match &r.messages[1].content[0] {
+            ContentBlock::Reasoning(crate::ReasoningBlock::Text(t)) => {
+                assert_eq!(t.signature.as_deref(), Some("sig"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(r.validate().is_ok());
+        // Nova 2's and adaptive spellings, and a disabled one.
+        let nova = request(json!({
+            "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
+            "additionalModelRequestFields": { "reasoningConfig": { "type": "enabled", "maxReasoningEffort": "high" } },
+        }))
+        .unwrap();
+        assert_eq!(
+            nova.reasoning,
+            Some(crate::Reasoning::effort(crate::ReasoningEffort::High))
+        );
+        assert!(nova.model_fields.is_none());
+        let adaptive = request(json!({
+            "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
+            "additionalModelRequestFields": { "thinking": { "type": "adaptive" }, "output_config": { "effort": "max" } },
+        }))
+        .unwrap();
+        assert_eq!(
+            adaptive.reasoning,
+            Some(crate::Reasoning::effort(crate::ReasoningEffort::Max))
+        );
+        let off = request(json!({
+            "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
+            "additionalModelRequestFields": { "thinking": { "type": "disabled" } },
+        }))
+        .unwrap();
+        assert_eq!(off.reasoning, None);
+        let typo = request(json!({
+            "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
+            "additionalModelRequestFields": { "thinking": { "type": "enabled" } },
+        }))
+        .unwrap_err();
+        assert!(typo.to_string().contains("budget_tokens"), "{typo}");
+    }
+
+    #[test]
+    fn reasoning_and_model_fields_come_back_in_conveses_shape() {
+        let mut r = GenerateResponse {
+            content: Vec::new(),
+            stop_reason: crate::StopReason::EndTurn,
+            usage: crate::Usage::default(),
+            timings: crate::Timings::default(),
+            decision: crate::RouteDecision {
+                call_id: "lw1:x".into(),
+                provider: crate::Provider::Bedrock,
+                model: "m".into(),
+                family: None,
+                target: "m".into(),
+                region: "us-east-1".into(),
+                endpoint: None,
+                tier: None,
+                served_tier: None,
+                invoked_model: None,
+                reasons: Vec::new(),
+                failed_attempts: Vec::new(),
+                attempts_sent: 1,
+                hedge: None,
+            },
+            cost_usd: 0.0,
+            cache_savings_usd: 0.0,
+            model_response_fields: None,
+        };
+        r.content = vec![
+            OutputBlock::Reasoning(ReasoningBlock::Text(crate::ReasoningText {
+                text: "think".into(),
+                signature: Some("sig".into()),
+            })),
+            OutputBlock::Reasoning(ReasoningBlock::Redacted(vec![1, 2])),
+            OutputBlock::Text("hi".into()),
+        ];
+        r.model_response_fields = Some(json!({ "stop_sequence": null }));
+        let out = serde_json::to_value(response(&r)).unwrap();
+        let content = &out["output"]["message"]["content"];
+        assert_eq!(
+            content[0],
+            json!({ "reasoningContent": { "reasoningText": { "text": "think", "signature": "sig" } } })
+        );
+        assert_eq!(
+            content[1],
+            json!({ "reasoningContent": { "redactedContent": "AQI=" } })
+        );
+        assert_eq!(
+            out["additionalModelResponseFields"],
+            json!({ "stop_sequence": null })
+        );
     }
 
     #[test]

@@ -18,7 +18,9 @@ pub use checkpoint::{Boundary, Checkpoint};
 pub use error::*;
 pub use fields::{JsonSchemaFormat, ModelFields, OutputFormat};
 pub use reason::*;
-pub use reasoning::{Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, ReasoningWire};
+pub use reasoning::{
+    Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, ReasoningWire,
+};
 pub use request::*;
 pub use response::*;
 pub use target::*;

@@ -83,12 +83,13 @@ impl Reasoning {
     /// The reasoning tokens to allow for: the budget, else what the effort usually stands for
     /// (1,024 / 4,096 / 16,384 / 32,000 from low to max; medium when neither is set).
     pub fn expected_tokens(&self) -> u32 {
-        self.budget_tokens.unwrap_or(match self.effort.unwrap_or_default() {
-            ReasoningEffort::Low => 1_024,
-            ReasoningEffort::Medium => 4_096,
-            ReasoningEffort::High => 16_384,
-            ReasoningEffort::Max => 32_000,
-        })
+        self.budget_tokens
+            .unwrap_or(match self.effort.unwrap_or_default() {
+                ReasoningEffort::Low => 1_024,
+                ReasoningEffort::Medium => 4_096,
+                ReasoningEffort::High => 16_384,
+                ReasoningEffort::Max => 32_000,
+            })
     }
 }
 
@@ -161,7 +162,10 @@ mod tests {
         });
         let json = serde_json::to_value(&text).unwrap();
         assert_eq!(json["text"]["signature"], "sig");
-        assert_eq!(serde_json::from_value::<ReasoningBlock>(json).unwrap(), text);
+        assert_eq!(
+            serde_json::from_value::<ReasoningBlock>(json).unwrap(),
+            text
+        );
         let redacted = ReasoningBlock::Redacted(vec![1, 2, 3]);
         let json = serde_json::to_value(&redacted).unwrap();
         assert_eq!(json, serde_json::json!({ "redacted": "AQID" }));

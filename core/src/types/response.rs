@@ -5,8 +5,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::FailedAttempt;
-use super::reasoning::{ReasoningBlock, ReasoningDelta};
 use super::reason::Reason;
+use super::reasoning::{ReasoningBlock, ReasoningDelta};
 use super::request::ServiceTier;
 use super::target::Provider;
 

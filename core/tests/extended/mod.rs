@@ -38,7 +38,10 @@ async fn a_thinking_answer_carries_signed_reasoning_before_its_text() {
     assert!(!thinking.text.is_empty());
     assert!(thinking.signature.is_some());
     assert!(!r.text().is_empty());
-    assert!(!r.text().contains(&thinking.text), "reasoning stays out of the answer's text");
+    assert!(
+        !r.text().contains(&thinking.text),
+        "reasoning stays out of the answer's text"
+    );
     assert!(r.decision.reasons.iter().any(|x| matches!(
         x,
         Reason::ReasoningMapped { sent, .. } if sent.contains("budget_tokens") && sent.contains("2048")
@@ -57,16 +60,23 @@ async fn a_stream_delivers_reasoning_deltas_then_the_answer_with_both_first_toke
         .max_tokens(4_000)
         .reasoning(Reasoning::effort(ReasoningEffort::Low));
     let mut stream = router.stream(req).await.unwrap();
-    let (mut reasoning, mut signature, mut text, mut order) = (String::new(), None, String::new(), Vec::new());
+    let (mut reasoning, mut signature, mut text, mut order) =
+        (String::new(), None, String::new(), Vec::new());
     let mut done = None;
     while let Some(ev) = stream.next().await {
         match ev.unwrap() {
-            StreamEvent::ReasoningDelta { delta: ReasoningDelta::Text(t), index } => {
+            StreamEvent::ReasoningDelta {
+                delta: ReasoningDelta::Text(t),
+                index,
+            } => {
                 assert_eq!(index, 0);
                 reasoning.push_str(&t);
                 order.push('r');
             }
-            StreamEvent::ReasoningDelta { delta: ReasoningDelta::Signature(s), .. } => signature = Some(s),
+            StreamEvent::ReasoningDelta {
+                delta: ReasoningDelta::Signature(s),
+                ..
+            } => signature = Some(s),
             StreamEvent::TextDelta { text: t, index } => {
                 assert_eq!(index, 1);
                 text.push_str(&t);
@@ -112,7 +122,11 @@ async fn a_tool_loop_with_thinking_sends_the_signed_reasoning_back_and_a_tampere
         role: Role::Assistant,
         content: vec![
             ContentBlock::Reasoning(thinking.clone()),
-            ContentBlock::ToolUse(laneway::ToolUse { id: "t1".into(), name: "weather".into(), input: json!({"city": "Paris"}) }),
+            ContentBlock::ToolUse(laneway::ToolUse {
+                id: "t1".into(),
+                name: "weather".into(),
+                input: json!({"city": "Paris"}),
+            }),
         ],
     };
     let result = Message {
@@ -135,7 +149,10 @@ async fn a_tool_loop_with_thinking_sends_the_signed_reasoning_back_and_a_tampere
     bare.messages.extend([no_thinking, result.clone()]);
     let e = router.generate(bare).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Validation, "{e}");
-    assert!(e.to_string().contains("must start with a thinking block"), "{e}");
+    assert!(
+        e.to_string().contains("must start with a thinking block"),
+        "{e}"
+    );
 
     // A tampered text no longer matches its signature.
     let mut tampered = first.clone();
@@ -145,19 +162,35 @@ async fn a_tool_loop_with_thinking_sends_the_signed_reasoning_back_and_a_tampere
     }
     tampered.messages.extend([altered, result]);
     let e = router.generate(tampered).await.unwrap_err();
-    assert!(e.to_string().contains("Invalid signature in thinking block"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("Invalid signature in thinking block"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
 async fn what_claude_refuses_with_thinking_is_refused_before_sending_naming_the_field() {
     let emu = common::emulator().await;
     let router = common::router(&emu).await;
-    let base = GenerateRequest::user("hi").model(SONNET).reasoning(Reasoning::budget(2_048));
+    let base = GenerateRequest::user("hi")
+        .model(SONNET)
+        .reasoning(Reasoning::budget(2_048));
     for (req, field) in [
         (base.clone().max_tokens(1_000), "reasoning.budget_tokens"),
         (base.clone().temperature(0.3), "inference.temperature"),
-        (GenerateRequest::user("hi").model(SONNET).reasoning(Reasoning::budget(100)), "reasoning.budget_tokens"),
-        (GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").reasoning(Reasoning::default()), "reasoning"),
+        (
+            GenerateRequest::user("hi")
+                .model(SONNET)
+                .reasoning(Reasoning::budget(100)),
+            "reasoning.budget_tokens",
+        ),
+        (
+            GenerateRequest::user("hi")
+                .model("amazon.nova-lite-v1:0")
+                .reasoning(Reasoning::default()),
+            "reasoning",
+        ),
     ] {
         let e = router.generate(req).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidRequest, "{e}");
@@ -173,7 +206,11 @@ async fn one_effort_is_spelled_as_each_model_spells_it() {
     let effort = Reasoning::effort(ReasoningEffort::Max);
     // Claude 4.6: adaptive thinking with its native effort, max included.
     let r = router
-        .generate(GenerateRequest::user("Prove it.").model(SONNET_46).reasoning(effort))
+        .generate(
+            GenerateRequest::user("Prove it.")
+                .model(SONNET_46)
+                .reasoning(effort),
+        )
         .await
         .unwrap();
     assert!(r.reasoning_text().len() > 0);
@@ -183,7 +220,11 @@ async fn one_effort_is_spelled_as_each_model_spells_it() {
     )), "{:?}", r.decision.reasons);
     // Nova 2: reasoningConfig with its highest word; its reasoning is redacted.
     let r = router
-        .generate(GenerateRequest::user("Prove it.").model(NOVA_2).reasoning(effort))
+        .generate(
+            GenerateRequest::user("Prove it.")
+                .model(NOVA_2)
+                .reasoning(effort),
+        )
         .await
         .unwrap();
     assert_eq!(r.reasoning_text(), "[REDACTED]");
@@ -228,7 +269,11 @@ async fn silent_reasoning_is_waited_for_within_the_reasoning_allowance() {
             first = Some(ev.is_reasoning());
         }
         if let StreamEvent::Completed(r) = ev {
-            assert!(r.decision.failed_attempts.is_empty(), "{:?}", r.decision.failed_attempts);
+            assert!(
+                r.decision.failed_attempts.is_empty(),
+                "{:?}",
+                r.decision.failed_attempts
+            );
             assert!(r.timings.ttft_reasoning.unwrap() <= r.timings.ttft_answer.unwrap());
         }
     }
@@ -250,7 +295,10 @@ async fn structured_output_conforms_to_the_schema_and_a_model_without_it_is_refu
         .output_format(OutputFormat::json_schema(schema.clone()));
     let r = router.generate(req.clone()).await.unwrap();
     let v: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
-    assert!(v["city"].is_string() && v["days"].is_u64() && v["ok"].is_boolean(), "{v}");
+    assert!(
+        v["city"].is_string() && v["days"].is_u64() && v["ok"].is_boolean(),
+        "{v}"
+    );
     // Streamed, the same text arrives in pieces.
     let mut s = router.stream(req.clone()).await.unwrap();
     let mut text = String::new();
@@ -287,17 +335,28 @@ async fn model_fields_go_to_their_model_only_and_return_its_response_fields() {
         .metadata("team", "search")
         .metadata("ticket", "T-17");
     let r = router.generate(req).await.unwrap();
-    assert_eq!(r.model_response_fields, Some(json!({"stop_sequence": null})));
+    assert_eq!(
+        r.model_response_fields,
+        Some(json!({"stop_sequence": null}))
+    );
     // Written for Sonnet, they would be refused by Nova: a family variant other than theirs
     // goes without them, said in the decision.
     let mut for_sonnet = fields.clone();
     for_sonnet.model = Some(SONNET.into());
     let r = router
-        .generate(GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").model_fields(for_sonnet))
+        .generate(
+            GenerateRequest::user("hi")
+                .model("amazon.nova-lite-v1:0")
+                .model_fields(for_sonnet),
+        )
         .await
         .unwrap();
     assert!(r.model_response_fields.is_none());
-    assert!(r.decision.reasons.iter().any(|x| matches!(x, Reason::ModelFieldsDropped { .. })));
+    assert!(r
+        .decision
+        .reasons
+        .iter()
+        .any(|x| matches!(x, Reason::ModelFieldsDropped { .. })));
     // Sent to the model they name, a field it does not know is Bedrock's 400.
     let wrong = ModelFields {
         model: None,
@@ -305,11 +364,22 @@ async fn model_fields_go_to_their_model_only_and_return_its_response_fields() {
         response_paths: vec![],
     };
     let e = router
-        .generate(GenerateRequest::user("hi").model(SONNET).model_fields(wrong))
+        .generate(
+            GenerateRequest::user("hi")
+                .model(SONNET)
+                .model_fields(wrong),
+        )
         .await
         .unwrap_err();
-    assert!(e.to_string().contains("nonsense: Extra inputs are not permitted"), "{e}");
-    let e = GenerateRequest::user("hi").metadata("bad;key", "v").validate().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("nonsense: Extra inputs are not permitted"),
+        "{e}"
+    );
+    let e = GenerateRequest::user("hi")
+        .metadata("bad;key", "v")
+        .validate()
+        .unwrap_err();
     assert!(e.to_string().contains("metadata"), "{e}");
 }
 
@@ -322,11 +392,24 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
         .model("laneway-demo-llm")
         .slo_class(laneway::SloClass::Background);
     let plan = laneway::plan(&req, &config, &laneway::state::Fresh(now)).unwrap();
-    let sagemaker = plan.attempts.iter().find(|a| &*a.model == "laneway-demo-llm").unwrap();
+    let sagemaker = plan
+        .attempts
+        .iter()
+        .find(|a| &*a.model == "laneway-demo-llm")
+        .unwrap();
     assert!(sagemaker.shape.reasoning.is_none());
-    assert!(plan.reasons.iter().any(|r| matches!(r, Reason::ReasoningDropped { model, .. } if &**model == "laneway-demo-llm")));
-    if let Some(claude) = plan.attempts.iter().find(|a| a.model.starts_with("anthropic.")) {
-        assert!(claude.shape.reasoning.is_some(), "the class default reasons where it can");
+    assert!(plan.reasons.iter().any(
+        |r| matches!(r, Reason::ReasoningDropped { model, .. } if &**model == "laneway-demo-llm")
+    ));
+    if let Some(claude) = plan
+        .attempts
+        .iter()
+        .find(|a| a.model.starts_with("anthropic."))
+    {
+        assert!(
+            claude.shape.reasoning.is_some(),
+            "the class default reasons where it can"
+        );
     }
     // A conversation with Claude's reasoning, moved to Nova: the blocks stay out.
     let mut convo = GenerateRequest::new(vec![
@@ -334,7 +417,10 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
         Message {
             role: Role::Assistant,
             content: vec![
-                ContentBlock::Reasoning(ReasoningBlock::Text(laneway::ReasoningText { text: "t".into(), signature: Some("s".into()) })),
+                ContentBlock::Reasoning(ReasoningBlock::Text(laneway::ReasoningText {
+                    text: "t".into(),
+                    signature: Some("s".into()),
+                })),
                 ContentBlock::Text("hello".into()),
             ],
         },
@@ -343,6 +429,9 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
     convo.model = laneway::ModelRef::Model("amazon.nova-lite-v1:0".into());
     let plan = laneway::plan(&convo, &config, &laneway::state::Fresh(now)).unwrap();
     assert!(!plan.attempts[0].shape.reasoning_history);
-    assert!(plan.reasons.iter().any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. })));
+    assert!(plan
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. })));
     let _ = StopReason::EndTurn;
 }

@@ -60,16 +60,23 @@ async fn converse(
     wait_whole(&answer).await;
     let mut content = Vec::new();
     if let Some((text, signature)) = answer.reasoning() {
-        content.push(json!({ "reasoningContent": { "reasoningText": match signature {
-            Some(s) => json!({ "text": text, "signature": s }),
-            None => json!({ "text": text }),
-        }}}));
+        content.push(
+            json!({ "reasoningContent": { "reasoningText": match signature {
+                Some(s) => json!({ "text": text, "signature": s }),
+                None => json!({ "text": text }),
+            }}}),
+        );
     }
     let reasoning = answer.reasoning_tokens as u32;
     let (stop_reason, output_tokens) = match &req.tool_call {
         Some(t) => {
-            content.push(json!({ "toolUse": { "toolUseId": t.id, "name": t.name, "input": t.input } }));
-            ("tool_use", reasoning + text::estimate_tokens(t.input.to_string().len()))
+            content.push(
+                json!({ "toolUse": { "toolUseId": t.id, "name": t.name, "input": t.input } }),
+            );
+            (
+                "tool_use",
+                reasoning + text::estimate_tokens(t.input.to_string().len()),
+            )
         }
         None => {
             content.push(json!({ "text": answer.text() }));
