@@ -340,7 +340,7 @@ pub fn conforming(schema: &Value, seed: u64) -> Value {
         "string" => Value::String(crate::text::tokens(seed, 2).concat()),
         "integer" => json!(seed % 100),
         "number" => json!((seed % 1000) as f64 / 10.0),
-        "boolean" => json!(seed % 2 == 0),
+        "boolean" => json!(seed.is_multiple_of(2)),
         _ => Value::Null,
     }
 }

@@ -132,8 +132,9 @@ pub struct BedrockModel {
     pub output_burndown: u32,
     /// The model's largest answer: what Bedrock counts for a request without `max_tokens`.
     pub max_output_tokens: Option<u32>,
-    /// How it reasons and how its request spells it; `None`: it does not reason.
-    pub reasoning: Option<ReasoningConfig>,
+    /// How it reasons and how its request spells it; `None`: it does not reason. (Boxed: few
+    /// models reason, and every model's configuration would grow by its size.)
+    pub reasoning: Option<Box<ReasoningConfig>>,
     /// Whether it takes structured output (`outputConfig.textFormat`, strict tools).
     pub structured_output: bool,
     pub price: Price,
@@ -200,7 +201,7 @@ impl TryFrom<ModelSpec> for ModelConfig {
                     reasoning: match s.reasoning {
                         Some(r) => {
                             r.validate()?;
-                            Some(r)
+                            Some(Box::new(r))
                         }
                         None => None,
                     },
@@ -301,7 +302,7 @@ impl From<ModelConfig> for ModelSpec {
                 s.application_profiles = b.application_profiles;
                 s.output_burndown = (b.output_burndown != 1).then_some(b.output_burndown);
                 s.max_output_tokens = b.max_output_tokens;
-                s.reasoning = b.reasoning;
+                s.reasoning = b.reasoning.map(|r| *r);
                 s.structured_output = b.structured_output;
             }
             ModelConfig::Sagemaker(sm) => {
@@ -426,7 +427,7 @@ impl ModelConfig {
     /// How it reasons, if it does.
     pub fn reasoning(&self) -> Option<&ReasoningConfig> {
         match self {
-            ModelConfig::Bedrock(b) => b.reasoning.as_ref(),
+            ModelConfig::Bedrock(b) => b.reasoning.as_deref(),
             _ => None,
         }
     }

@@ -213,7 +213,7 @@ async fn one_effort_is_spelled_as_each_model_spells_it() {
         )
         .await
         .unwrap();
-    assert!(r.reasoning_text().len() > 0);
+    assert!(!r.reasoning_text().is_empty());
     assert!(r.decision.reasons.iter().any(|x| matches!(
         x,
         Reason::ReasoningMapped { sent, .. } if sent.contains("adaptive") && sent.contains("\"max\"")
