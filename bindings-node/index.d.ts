@@ -107,11 +107,17 @@ export class Response {
 
 /** A response in the core's binding-neutral schema (`laneway::surface`). */
 export interface ResponseJSON {
-  content: Array<{ text: string } | { tool_use: { id: string; name: string; input: unknown } }>
+  content: Array<
+    | { text: string }
+    | { tool_use: { id: string; name: string; input: unknown } }
+    | { reasoning: { text: { text: string; signature?: string } } | { redacted: string } }
+  >
   stop_reason: string
   usage: { input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; cache_write_1h_tokens: number; input_estimated: boolean }
   timings: {
     ttft_ms?: number
+    ttft_reasoning_ms?: number
+    ttft_answer_ms?: number
     inter_token?: { mean_ms: number; p50_ms: number; p90_ms: number; max_ms: number }
     total_ms: number
     output_tokens_per_second: number | null
@@ -119,6 +125,10 @@ export interface ResponseJSON {
   decision: Record<string, unknown>
   cost_usd: number
   cache_savings_usd: number
+  /** The model-specific response fields the request asked for. */
+  model_response_fields?: Record<string, unknown>
+  /** The guardrail's assessment, in Converse's shape (`trace.guardrail`). */
+  guardrail_trace?: Record<string, unknown>
 }
 
 /** An error as data (`error.details`), the core's `ErrorDetails`: only the keys that apply. */

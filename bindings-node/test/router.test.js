@@ -338,3 +338,13 @@ test('reasoning streams as its own event kind, with both first-token times', asy
   assert.ok(done.reasoningText.length > 0)
   assert.ok(done.timings.ttftReasoningMs <= done.timings.ttftAnswerMs)
 })
+
+test('a guardrailed Converse input works unchanged: blocked, then masked, with the trace', async () => {
+  const guardrailConfig = { guardrailIdentifier: 'lanewaydemo1', guardrailVersion: '1', trace: 'enabled' }
+  const out = await router.converse({ modelId: 'amazon.nova-lite-v1:0', guardrailConfig, messages: [{ role: 'user', content: [{ text: 'About the cactus' }] }] })
+  assert.equal(out.stopReason, 'guardrail_intervened')
+  assert.equal(out.output.message.content[0].text, 'Sorry, I cannot talk about that.')
+  assert.equal(out.trace.guardrail.inputAssessment.lanewaydemo1.wordPolicy.customWords[0].match, 'cactus')
+  const masked = await router.generate('Echo: mail jane@example.com', { model: 'amazon.nova-lite-v1:0' })
+  assert.equal(masked.text, 'mail jane@example.com', 'no guardrail, no mask')
+})

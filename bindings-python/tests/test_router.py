@@ -447,3 +447,29 @@ async def test_reasoning_streams_as_its_own_event_kind(router):
     assert kinds[0] == "reasoning_delta" and "text_delta" in kinds and kinds[-1] == "completed"
     done = events[-1].response
     assert done.reasoning_text and done.timings.ttft_reasoning_ms <= done.timings.ttft_answer_ms
+
+
+def test_a_guardrailed_converse_gives_boto3s_answer_shape(router, emulator):
+    """guardrailConfig and guardContent as boto3 sends them; the emulator's guardrail blocks a
+    word and masks an e-mail address, and the trace comes back as boto3 shows it."""
+    import boto3
+    from botocore.config import Config
+
+    from laneway.testing import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+
+    direct = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", endpoint_url=emulator.url,
+        aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    guard = {"guardrailIdentifier": "lanewaydemo1", "guardrailVersion": "1", "trace": "enabled"}
+    for converse, model in ((direct.converse, "amazon.nova-lite-v1:0"), (router.converse_sync, "amazon.nova-lite-v1:0")):
+        out = converse(modelId=model, guardrailConfig=guard, messages=[{"role": "user", "content": [{"text": "About the cactus"}]}])
+        assert out["stopReason"] == "guardrail_intervened"
+        assert out["output"]["message"]["content"][0]["text"] == "Sorry, I cannot talk about that."
+        words = out["trace"]["guardrail"]["inputAssessment"]["lanewaydemo1"]["wordPolicy"]["customWords"]
+        assert words[0]["match"] == "cactus" and words[0]["action"] == "BLOCKED"
+        masked = converse(modelId=model, guardrailConfig=guard, messages=[{"role": "user", "content": [
+            {"guardContent": {"text": {"text": "Echo: mail jane@example.com"}}}, {"text": "Echo: mail jane@example.com"}]}])
+        assert masked["output"]["message"]["content"][0]["text"] == "mail {EMAIL}"
+        assert masked["trace"]["guardrail"]["modelOutput"] == ["mail jane@example.com"]

@@ -278,12 +278,18 @@ pub(crate) fn native_body(
     if !request.tools.is_empty() {
         return Err(unsupported());
     }
+    if request.guardrail.is_some() || request.system.iter().any(|s| matches!(s, SystemBlock::GuardContent(_))) {
+        return Err(Error::invalid(
+            "guardrail",
+            "batch inference applies no guardrail: send the call on line (another SLO class)",
+        ));
+    }
     let system: Vec<String> = request
         .system
         .iter()
         .filter_map(|s| match s {
             SystemBlock::Text(t) => Some(t.clone()),
-            SystemBlock::CachePoint(_) => None,
+            _ => None,
         })
         .collect();
     let mut messages = Vec::new();

@@ -49,7 +49,8 @@ pub mod state;
 pub use types::{
     Attempt, AttemptShape, CacheMode, CachePoint, CacheTtl, Cause, ContentBlock, Delivered,
     Document, DocumentFormat, Error, ErrorKind, FailedAttempt, GenerateRequest, GenerateResponse,
-    Geography, Image, ImageFormat, InferenceParams, InterTokenSummary, JsonSchemaFormat, Message,
+    Geography, GuardContent, GuardQualifier, Guardrail, GuardrailStreamMode, GuardrailTrace, Image,
+    ImageFormat, InferenceParams, InterTokenSummary, JsonSchemaFormat, Message,
     ModelFields, ModelRef, OutputBlock, OutputFormat, Provider, Reason, Reasoning, ReasoningBlock,
     ReasoningDelta, ReasoningEffort, ReasoningText, Residency, Result, Role, RouteDecision,
     ServiceError, ServiceTier, Slo, SloClass, StopReason, StreamEvent, SystemBlock, Target,

@@ -108,6 +108,7 @@ impl Backend for Scripted {
                         served_tier: None,
                         invoked_model: None,
                         model_response_fields: None,
+                        guardrail_trace: None,
                     })
                 }
                 Behaviour::RetryAfter(d) => Err(refusal(&call, ErrorKind::Throttled, Some(d))),

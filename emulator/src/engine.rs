@@ -90,6 +90,11 @@ pub struct Ask {
     /// Converse's fields beyond the conversation (reasoning, structured output, ...), checked
     /// against the model that serves.
     pub extras: Option<std::sync::Arc<crate::converse_ext::Extras>>,
+    /// The request's guardrail (`guardrailConfig`) and the text it evaluates.
+    pub guard: Option<std::sync::Arc<crate::guardrail::GuardAsk>>,
+    /// The answer's text, when the last user message asks for it verbatim (`Echo: ...`), so
+    /// that a test can put given words in an answer.
+    pub echo: Option<String>,
 }
 
 /// An admitted request: the answer to give and its timeline. Holds its capacity slot until
@@ -126,6 +131,8 @@ pub struct Answer {
     pub reasoning_redacted: bool,
     /// The native response fields the request asked for.
     pub response_fields: Option<serde_json::Value>,
+    /// What the request's guardrail did.
+    pub guardrail: crate::guardrail::Outcome,
     _slot: crate::quota::Slot,
 }
 
@@ -146,9 +153,21 @@ impl Answer {
         let signature = crate::converse_ext::signature(&text);
         Some((text, Some(signature)))
     }
-    /// Tokens in the whole answer.
+    /// Tokens in the whole answer (none when a guardrail blocked the input: the model was not
+    /// called).
     pub fn output_tokens(&self) -> u32 {
+        if self.guardrail.input_blocked {
+            return 0;
+        }
         self.tokens.len() as u32
+    }
+    /// Input tokens reported (none when a guardrail blocked the input).
+    pub fn reported_input_tokens(&self) -> u32 {
+        if self.guardrail.input_blocked {
+            0
+        } else {
+            self.input_tokens
+        }
     }
 }
 
@@ -369,6 +388,14 @@ impl Engine {
             None => (self.resolve(ask)?, None),
         };
         let mut admitted = crate::converse_ext::Admitted::default();
+        let guardrail = match &ask.guard {
+            Some(g) if !g.identifier.is_empty() => Some((
+                crate::guardrail::find(&self.scenario.guardrails, g, &ask.region)
+                    .map_err(|m| ApiError::validation(ask.service, m))?,
+                g,
+            )),
+            _ => None,
+        };
         let (name, mut performance, answer_range) = match served {
             Served::Model(m) => {
                 if let Some(x) = &ask.extras {
@@ -523,7 +550,15 @@ impl Engine {
                 chunks.truncate(n as usize);
                 chunks
             }
-            None => text::tokens(ask.prompt_digest, n),
+            None => match &ask.echo {
+                Some(echo) => {
+                    let mut words: Vec<String> =
+                        echo.split_inclusive(' ').map(String::from).collect();
+                    words.truncate(n.max(1) as usize);
+                    words
+                }
+                None => text::tokens(ask.prompt_digest, n),
+            },
         };
         let mut continuation = None;
         if let Some(prefill) = &ask.prefill {
@@ -532,6 +567,26 @@ impl Engine {
                 tokens.drain(..k);
             }
             continuation = Some(k.is_some());
+        }
+        let mut reasoning = reasoning;
+        let mut guard_outcome = crate::guardrail::Outcome::default();
+        if let Some((spec, g)) = guardrail {
+            let (blocked, found) = crate::guardrail::check_input(spec, g);
+            match blocked {
+                Some(outcome) => {
+                    tokens = text::chunks(&spec.blocked_input_message, 6);
+                    reasoning = 0;
+                    guard_outcome = outcome;
+                }
+                None => {
+                    let (replaced, outcome) =
+                        crate::guardrail::check_output(spec, g, &tokens.concat(), found);
+                    if let Some(text) = replaced {
+                        tokens = text.split_inclusive(' ').map(String::from).collect();
+                    }
+                    guard_outcome = outcome;
+                }
+            }
         }
         if reasoning > 0 {
             let mut all = text::tokens(ask.prompt_digest.rotate_left(29) ^ 0x5EA5, reasoning);
@@ -542,6 +597,7 @@ impl Engine {
             reasoning_tokens: reasoning as usize,
             reasoning_redacted: admitted.redacted,
             response_fields: admitted.response_fields,
+            guardrail: guard_outcome,
             model: name.to_string(),
             served_tier,
             tokens,
@@ -803,6 +859,8 @@ mod tests {
             cache_points: Vec::new(),
             prefill: None,
             extras: None,
+            guard: None,
+            echo: None,
             latency_optimized: false,
         }
     }
@@ -940,6 +998,8 @@ mod cache_tests {
             cache_points: crate::cache::cache_points(&body),
             prefill: None,
             extras: None,
+            guard: None,
+            echo: None,
             latency_optimized: false,
         };
         let err = e.admit(&ask).unwrap_err();

@@ -20,6 +20,7 @@ mod control;
 mod converse_ext;
 mod engine;
 mod faults;
+mod guardrail;
 mod quota;
 mod scenario;
 mod server;
@@ -29,6 +30,7 @@ mod wire;
 
 pub use engine::{Counter, CounterRow, Service};
 pub use faults::{Fault, FaultKind};
+pub use guardrail::{GuardrailSpec, PiiAction, PiiKind, PiiRule};
 pub use scenario::{
     ApplicationProfileSpec, Credential, EndpointSpec, LatencyOptimized, ModelSpec, PayloadFormat,
     Performance, PerformanceOverride, ReasoningStyle, RegionSpec, ReservationSpec, Scenario,

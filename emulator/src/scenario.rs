@@ -41,6 +41,9 @@ pub struct Scenario {
     /// (`arn:aws:bedrock:{region}:{account}:application-inference-profile/{id}`) as the model id.
     #[serde(default)]
     pub application_profiles: Vec<ApplicationProfileSpec>,
+    /// Bedrock guardrails, by id: words they block and PII they block or mask.
+    #[serde(default)]
+    pub guardrails: Vec<crate::guardrail::GuardrailSpec>,
 }
 
 /// An application inference profile: served, billed and throttled as the model or system

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use sdk::types as wire;
 
 use super::document::{to_document, to_json};
-use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
+use super::{errors, guardrail, Backend, BackendEvent, Call, Completion, EventStream};
 use crate::types::Boundary;
 use crate::types::Provider;
 use crate::types::Target;
@@ -105,6 +105,7 @@ impl Backend for BedrockBackend {
             let target = &call.attempt.target;
             let builder = self.client(target)?.converse().model_id(model_id(target)?);
             let out = with_parts!(builder, parts(call)?)
+                .set_guardrail_config(call.request.guardrail.as_ref().map(guardrail::config))
                 .send()
                 .await
                 .map_err(|e| errors::from_operation(e, target))?;
@@ -115,8 +116,13 @@ impl Backend for BedrockBackend {
                 _ => Vec::new(),
             };
             let model_response_fields = out.additional_model_response_fields().map(to_json);
+            let guardrail_trace = out
+                .trace()
+                .and_then(|t| t.guardrail())
+                .map(guardrail::trace);
             Ok(Completion {
                 model_response_fields,
+                guardrail_trace,
                 content,
                 stop_reason: StopReason::from_wire(out.stop_reason().as_str()),
                 usage: out.usage().map(usage).unwrap_or_default(),
@@ -138,6 +144,12 @@ impl Backend for BedrockBackend {
                 .converse_stream()
                 .model_id(model_id(&target)?);
             let out = with_parts!(builder, parts(call)?)
+                .set_guardrail_config(
+                    call.request
+                        .guardrail
+                        .as_ref()
+                        .map(guardrail::stream_config),
+                )
                 .send()
                 .await
                 .map_err(|e| errors::from_operation(e, &target))?;
@@ -146,6 +158,12 @@ impl Backend for BedrockBackend {
                 loop {
                     match rx.recv().await {
                         Ok(Some(ev)) => {
+                            // The guardrail's assessment rides on the metadata event.
+                            if let wire::ConverseStreamOutput::Metadata(m) = &ev {
+                                if let Some(t) = m.trace().and_then(|t| t.guardrail()) {
+                                    yield Ok(BackendEvent::GuardrailTrace(guardrail::trace(t)));
+                                }
+                            }
                             if let Some(mapped) = stream_event(ev) {
                                 yield Ok(mapped);
                             }
@@ -207,11 +225,16 @@ fn parts(call: Call<'_>) -> Result<Parts> {
         .collect::<Result<Vec<_>>>()?;
     let mut system = Vec::with_capacity(req.system.len() + 1);
     for (i, b) in req.system.iter().enumerate() {
-        if let SystemBlock::Text(t) = b {
-            system.push(wire::SystemContentBlock::Text(t.clone()));
-            if let Some(c) = checkpoint_at(Boundary::System(i)) {
-                system.push(wire::SystemContentBlock::CachePoint(cache_point(&c)));
-            }
+        let block = match b {
+            SystemBlock::Text(t) => wire::SystemContentBlock::Text(t.clone()),
+            SystemBlock::GuardContent(g) => wire::SystemContentBlock::GuardContent(
+                guardrail::content(g).map_err(|e| Error::invalid(format!("system[{i}]"), e))?,
+            ),
+            SystemBlock::CachePoint(_) => continue,
+        };
+        system.push(block);
+        if let Some(c) = checkpoint_at(Boundary::System(i)) {
+            system.push(wire::SystemContentBlock::CachePoint(cache_point(&c)));
         }
     }
     let mut inference = wire::InferenceConfiguration::builder()
@@ -366,6 +389,7 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
                     .map_err(|e| e.to_string())?,
             ))
         }
+        ContentBlock::GuardContent(g) => wire::ContentBlock::GuardContent(guardrail::content(g)?),
         ContentBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
             wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::RedactedContent(
                 aws_smithy_types::Blob::new(data.clone()),

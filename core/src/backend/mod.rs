@@ -11,6 +11,7 @@ pub mod bedrock;
 pub(crate) mod bedrock_batch;
 mod document;
 pub(crate) mod errors;
+mod guardrail;
 mod memory;
 pub mod sagemaker;
 
@@ -45,7 +46,7 @@ pub struct Call<'a> {
 }
 
 /// A whole answer from a backend.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Completion {
     pub content: Vec<OutputBlock>,
     pub stop_reason: StopReason,
@@ -56,6 +57,8 @@ pub struct Completion {
     pub invoked_model: Option<String>,
     /// The model-specific response fields asked for (`additionalModelResponseFields`).
     pub model_response_fields: Option<serde_json::Value>,
+    /// The guardrail's assessment (`trace.guardrail`), in Converse's JSON shape.
+    pub guardrail_trace: Option<serde_json::Value>,
 }
 
 /// One event of a backend's stream, in the order the service sends them.
@@ -84,6 +87,8 @@ pub enum BackendEvent {
     /// The model stopped, with the model-specific response fields asked for
     /// (`additionalModelResponseFields` of Bedrock's `messageStop`).
     StopWithFields(StopReason, serde_json::Value),
+    /// The guardrail's assessment (Bedrock sends it in the stream's metadata event).
+    GuardrailTrace(serde_json::Value),
     /// Final accounting (Bedrock sends it after `Stop`; other formats with their last line).
     Metadata {
         usage: Usage,

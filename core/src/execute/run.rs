@@ -520,6 +520,7 @@ impl<'a> Run<'a> {
         .new_id();
         let response = GenerateResponse {
             model_response_fields: done.model_response_fields,
+            guardrail_trace: done.guardrail_trace,
             content: done.content,
             stop_reason: done.stop_reason,
             usage: done.usage,

@@ -67,6 +67,7 @@ struct Assembly {
     served_tier: Option<crate::types::ServiceTier>,
     invoked_model: Option<String>,
     model_response_fields: Option<serde_json::Value>,
+    guardrail_trace: Option<serde_json::Value>,
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
     yielded: u32,
@@ -210,6 +211,10 @@ impl Assembly {
                 self.stop = Some(reason);
                 None
             }
+            BackendEvent::GuardrailTrace(trace) => {
+                self.guardrail_trace = Some(trace);
+                None
+            }
             BackendEvent::StopWithFields(reason, fields) => {
                 self.stop = Some(reason);
                 self.model_response_fields = Some(fields);
@@ -288,6 +293,7 @@ impl Assembly {
             served_tier: self.served_tier,
             invoked_model: self.invoked_model,
             model_response_fields: self.model_response_fields,
+            guardrail_trace: self.guardrail_trace,
         }
     }
 

@@ -124,7 +124,7 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
         });
     }
     for (i, b) in request.system.iter().enumerate() {
-        if let SystemBlock::Text(t) = b {
+        if let SystemBlock::Text(t) | SystemBlock::GuardContent(crate::types::GuardContent::Text { text: t, .. }) = b {
             out.push(Segment {
                 at: Boundary::System(i),
                 parts: vec![Part::Tag(b"\x02system\x00"), Part::Text(t.as_str().into())],
@@ -142,6 +142,12 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
             let part = match b {
                 ContentBlock::Text(t) => Part::Text(t.as_str().into()),
                 ContentBlock::Reasoning(r) => Part::Text(r.text().into()),
+                ContentBlock::GuardContent(crate::types::GuardContent::Text { text, .. }) => {
+                    Part::Text(text.as_str().into())
+                }
+                ContentBlock::GuardContent(crate::types::GuardContent::Image(img)) => {
+                    Part::Bytes(&img.bytes, 1_600)
+                }
                 ContentBlock::Image(img) => Part::Bytes(&img.bytes, 1_600),
                 ContentBlock::Document(d) => Part::Bytes(
                     &d.bytes,
@@ -296,7 +302,7 @@ fn pinned(request: &GenerateRequest) -> Vec<(Boundary, CacheTtl)> {
     let mut last_system = None;
     for (i, b) in request.system.iter().enumerate() {
         match b {
-            SystemBlock::Text(_) => last_system = Some(i),
+            SystemBlock::Text(_) | SystemBlock::GuardContent(_) => last_system = Some(i),
             SystemBlock::CachePoint(c) => {
                 if let Some(s) = last_system {
                     out.push((Boundary::System(s), ttl(c)));
@@ -415,8 +421,8 @@ fn too_short(
         .system
         .iter()
         .filter_map(|b| match b {
-            SystemBlock::Text(t) => Some(t.as_str()),
-            SystemBlock::CachePoint(_) => None,
+            SystemBlock::Text(t) | SystemBlock::GuardContent(crate::types::GuardContent::Text { text: t, .. }) => Some(t.as_str()),
+            _ => None,
         })
         .chain(
             request

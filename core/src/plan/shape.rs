@@ -29,6 +29,9 @@ pub(crate) fn shape_attempts(
             .iter()
             .any(|t| matches!(t, Tool::Spec(s) if s.strict));
     let carries_reasoning = request.carries_reasoning();
+    if let Some(g) = &request.guardrail {
+        keep_guarded(g, primary, attempts, reasons)?;
+    }
     if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none() {
         return Ok(());
     }
@@ -96,6 +99,40 @@ pub(crate) fn shape_attempts(
         }
     }
     *attempts = kept;
+    Ok(())
+}
+
+/// Leaves out the attempts where the guardrail cannot be applied: other providers than
+/// Bedrock, and regions other than the one its ARN names (a guardrail is regional). An error
+/// when none is left.
+fn keep_guarded(
+    g: &crate::types::Guardrail,
+    primary: &Arc<str>,
+    attempts: &mut Vec<Attempt>,
+    reasons: &mut Vec<Reason>,
+) -> Result<()> {
+    let before = attempts.len();
+    attempts.retain(|a| {
+        let ok = a.target.provider == crate::types::Provider::Bedrock
+            && g.region().is_none_or(|r| r == a.target.region());
+        if !ok {
+            reasons.push(Reason::TargetExcluded {
+                target: a.target.id.clone(),
+                region: a.target.region.clone(),
+                why: Exclusion::NoGuardrail,
+            });
+        }
+        ok
+    });
+    if attempts.is_empty() && before > 0 {
+        return Err(Error::invalid(
+            "guardrail",
+            format!(
+                "no target of {primary} can apply guardrail {:?} (a Bedrock guardrail, in its own region)",
+                g.identifier
+            ),
+        ));
+    }
     Ok(())
 }
 

@@ -4,7 +4,8 @@
 //!
 //! A request is Converse's input (`modelId`, `messages`, `system`, `inferenceConfig`,
 //! `toolConfig`, `serviceTier`, `performanceConfig`, `outputConfig`,
-//! `additionalModelRequestFields`, `additionalModelResponseFieldPaths`, `requestMetadata`) plus
+//! `additionalModelRequestFields`, `additionalModelResponseFieldPaths`, `requestMetadata`,
+//! `guardrailConfig`, with `guardContent` and `reasoningContent` blocks) plus
 //! an optional `laneway` object with the core request's own keys (`slo`, `task_id`,
 //! `residency`, `cache`, `min_variant`, `continue_on_interrupt`, `reasoning`, or `model` to name
 //! a family instead of `modelId`).
@@ -13,8 +14,8 @@
 //! Nova 2's `reasoningConfig`, `reasoning_effort`, or `outputConfig.effort`) becomes the
 //! model-neutral [`Reasoning`](crate::Reasoning), so that a failover to a model that spells it
 //! otherwise still reasons; the other `additionalModelRequestFields` go only to the model
-//! `modelId` names. Converse fields that Laneway cannot honour yet (`guardrailConfig`,
-//! `promptVariables`) are refused by name, never dropped.
+//! `modelId` names. `promptVariables`, which Laneway cannot honour (prompt-management prompts
+//! are not routed), is refused by name, never dropped.
 //!
 //! ```
 //! use laneway::surface::converse;
@@ -35,7 +36,6 @@ use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, Reason
 
 /// The Converse fields Laneway refuses, and why.
 const REFUSED: &[(&str, &str)] = &[
-    ("guardrailConfig", "guardrails are not sent by Laneway yet"),
     (
         "promptVariables",
         "prompt-management prompts are not routed by Laneway",
@@ -112,6 +112,17 @@ pub fn request(value: Value) -> Result<GenerateRequest> {
     if let Some(metadata) = wire.request_metadata {
         core.insert("metadata".into(), Value::Object(metadata));
     }
+    if let Some(g) = wire.guardrail_config {
+        core.insert(
+            "guardrail".into(),
+            json!({
+                "identifier": g.guardrail_identifier,
+                "version": g.guardrail_version,
+                "trace": g.trace.unwrap_or_else(|| "disabled".into()),
+                "stream_mode": g.stream_processing_mode.unwrap_or_else(|| "sync".into()),
+            }),
+        );
+    }
     if let Some(p) = wire.performance_config {
         if p.latency != "standard" {
             return Err(Error::invalid(
@@ -166,6 +177,36 @@ struct ConverseInput {
     additional_model_response_field_paths: Vec<String>,
     #[serde(default)]
     request_metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    guardrail_config: Option<GuardrailConfigWire>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GuardrailConfigWire {
+    guardrail_identifier: String,
+    guardrail_version: String,
+    #[serde(default)]
+    trace: Option<String>,
+    #[serde(default)]
+    stream_processing_mode: Option<String>,
+}
+
+/// A `guardContent` block: `{text: {text, qualifiers}}` or `{image: {format, source}}`.
+fn guard_content(v: &Value, at: &str) -> Result<Value> {
+    let at = format!("{at}.guardContent");
+    let block = v.as_object().ok_or_else(|| Error::invalid(&at, "an object"))?;
+    match only_key(block, &at)? {
+        ("text", t) => Ok(json!({ "text": {
+            "text": t.get("text").ok_or_else(|| Error::invalid(format!("{at}.text.text"), "missing"))?,
+            "qualifiers": t.get("qualifiers").cloned().unwrap_or(json!([])),
+        }})),
+        ("image", i) => Ok(json!({ "image": {
+            "format": i.get("format").ok_or_else(|| Error::invalid(format!("{at}.image.format"), "missing"))?,
+            "bytes": bytes(i.get("source").unwrap_or(&Value::Null), &format!("{at}.image.source"))?,
+        }})),
+        (other, _) => Err(Error::invalid(format!("{at}.{other}"), "text or image")),
+    }
 }
 
 #[derive(Deserialize)]
@@ -393,6 +434,7 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
             }})
         }
         "reasoningContent" => json!({ "reasoning": reasoning_block(v, at)? }),
+        "guardContent" => json!({ "guard_content": guard_content(v, at)? }),
         "toolUse" => json!({ "tool_use": {
             "id": field("toolUseId")?,
             "name": field("name")?,
@@ -423,7 +465,7 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
         other => {
             return Err(Error::invalid(
                 format!("{at}.{other}"),
-                "Laneway sends text, image, document, toolUse, toolResult, reasoningContent and cachePoint blocks",
+                "Laneway sends text, image, document, toolUse, toolResult, reasoningContent, guardContent and cachePoint blocks",
             ))
         }
     })
@@ -489,9 +531,10 @@ fn system_block(block: &Map<String, Value>) -> Result<Value> {
     match only_key(block, "system")? {
         ("text", t) => Ok(json!({ "text": t })),
         ("cachePoint", c) => Ok(json!({ "cache_point": cache_point(c, "system")? })),
+        ("guardContent", g) => Ok(json!({ "guard_content": guard_content(g, "system")? })),
         (other, _) => Err(Error::invalid(
             format!("system.{other}"),
-            "Laneway sends text and cachePoint system blocks",
+            "Laneway sends text, guardContent and cachePoint system blocks",
         )),
     }
 }
@@ -545,7 +588,22 @@ pub struct ConverseOutput {
     pub service_tier: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_model_response_fields: Option<Value>,
+    /// `trace.guardrail` (and `trace.promptRouter`), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Value>,
     pub laneway: Value,
+}
+
+/// Converse's `trace`: the guardrail's assessment and the prompt router's choice.
+fn converse_trace(r: &GenerateResponse) -> Option<Value> {
+    let mut trace = Map::new();
+    if let Some(g) = &r.guardrail_trace {
+        trace.insert("guardrail".into(), g.clone());
+    }
+    if let Some(m) = &r.decision.invoked_model {
+        trace.insert("promptRouter".into(), json!({ "invokedModelId": m }));
+    }
+    (!trace.is_empty()).then_some(Value::Object(trace))
 }
 
 /// A core response as Converse's output.
@@ -585,6 +643,7 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
             .served_tier
             .map(|t| json!({ "type": t.wire_name() })),
         additional_model_response_fields: r.model_response_fields.clone(),
+        trace: converse_trace(r),
         laneway: json!({
             "decision": r.decision,
             "timings": r.timings,
@@ -818,6 +877,7 @@ mod tests {
             cost_usd: 0.0,
             cache_savings_usd: 0.0,
             model_response_fields: None,
+            guardrail_trace: None,
         };
         r.content = vec![
             OutputBlock::Reasoning(ReasoningBlock::Text(crate::ReasoningText {
@@ -851,9 +911,6 @@ mod tests {
             assert_eq!(e.kind(), crate::ErrorKind::InvalidRequest);
             assert!(e.to_string().contains(field), "{field}: {e}");
         };
-        let mut guarded = agent_turn();
-        guarded["guardrailConfig"] = json!({ "guardrailIdentifier": "g" });
-        refuse(guarded, "guardrailConfig");
         let mut typo = agent_turn();
         typo["inferenceConfig"]["maxTokenz"] = json!(3);
         refuse(typo, "maxTokenz");

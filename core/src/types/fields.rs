@@ -77,6 +77,149 @@ pub struct ModelFields {
     pub response_paths: Vec<String>,
 }
 
+/// A Bedrock guardrail to apply to the call (Converse's `guardrailConfig`): it evaluates the
+/// request's `GuardContent` blocks (all of its messages when there are none) and the answer;
+/// when it intervenes, the answer is its blocked message or the masked text, the stop reason
+/// `guardrail_intervened`, and `response.guardrail_trace` says why (with `trace` on).
+///
+/// ```
+/// use laneway::{GenerateRequest, Guardrail, GuardrailTrace};
+/// let req = GenerateRequest::user("hi").guardrail(Guardrail::new("gr1abc2def3g", "1").trace(GuardrailTrace::Enabled));
+/// assert!(req.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guardrail {
+    /// The guardrail's id, or its ARN (which names its region: attempts elsewhere are left
+    /// out, since a guardrail is regional).
+    pub identifier: String,
+    /// A version number, or `DRAFT`.
+    pub version: String,
+    #[serde(default)]
+    pub trace: GuardrailTrace,
+    /// Streams: whether chunks are held until the guardrail has checked them (`sync`, which
+    /// masking needs) or sent at once (`async`).
+    #[serde(default)]
+    pub stream_mode: GuardrailStreamMode,
+}
+
+impl Guardrail {
+    /// A guardrail by id (or ARN) and version, its trace off.
+    pub fn new(identifier: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            identifier: identifier.into(),
+            version: version.into(),
+            trace: GuardrailTrace::Disabled,
+            stream_mode: GuardrailStreamMode::Sync,
+        }
+    }
+    /// Sets what the guardrail reports.
+    pub fn trace(mut self, trace: GuardrailTrace) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The region an ARN identifier names (`arn:aws:bedrock:{region}:{account}:guardrail/{id}`).
+    pub fn region(&self) -> Option<&str> {
+        let mut parts = self.identifier.strip_prefix("arn:")?.split(':');
+        let (_partition, service, region) = (parts.next()?, parts.next()?, parts.next()?);
+        (service == "bedrock" && !region.is_empty()).then_some(region)
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let id_ok = !self.identifier.is_empty()
+            && self.identifier.len() <= 2048
+            && (self.region().is_some()
+                || self
+                    .identifier
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+        if !id_ok {
+            return Err(Error::invalid(
+                "guardrail.identifier",
+                format!("{:?} is not a guardrail id (lower-case letters and digits) or ARN", self.identifier),
+            ));
+        }
+        let v = &self.version;
+        let version_ok = v == "DRAFT"
+            || (!v.is_empty() && v.len() <= 8 && !v.starts_with('0') && v.chars().all(|c| c.is_ascii_digit()));
+        if !version_ok {
+            return Err(Error::invalid(
+                "guardrail.version",
+                format!("{v:?}: a version number (1 to 99999999) or DRAFT"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a guardrail reports in the response's trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardrailTrace {
+    #[default]
+    Disabled,
+    Enabled,
+    /// Every policy's assessment, not only those that intervened.
+    EnabledFull,
+}
+
+impl GuardrailTrace {
+    /// Its wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::Enabled => "enabled",
+            Self::EnabledFull => "enabled_full",
+        }
+    }
+}
+
+/// How a guardrail checks a stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardrailStreamMode {
+    #[default]
+    Sync,
+    Async,
+}
+
+/// Content for the guardrail to evaluate (Converse's `guardContent`), in a message or the
+/// system prompt: with any in the request, the guardrail evaluates only these.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardContent {
+    Text {
+        text: String,
+        /// `grounding_source`, `query` or `guard_content` (the contextual grounding check's
+        /// roles).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        qualifiers: Vec<GuardQualifier>,
+    },
+    /// A PNG or JPEG image.
+    Image(super::request::Image),
+}
+
+/// The role of a guarded text in the contextual grounding check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardQualifier {
+    GroundingSource,
+    Query,
+    GuardContent,
+}
+
+impl GuardQualifier {
+    /// Its wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GroundingSource => "grounding_source",
+            Self::Query => "query",
+            Self::GuardContent => "guard_content",
+        }
+    }
+}
+
 /// Bedrock's limits on `requestMetadata`: at most 16 pairs, keys of 1 to 256 characters and
 /// values of at most 256, of letters, digits, white space and `:_@$#=/+,-.`. Source: the Converse API
 /// reference (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html).

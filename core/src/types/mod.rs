@@ -16,7 +16,10 @@ pub mod units;
 pub use call_id::CallRef;
 pub use checkpoint::{Boundary, Checkpoint};
 pub use error::*;
-pub use fields::{JsonSchemaFormat, ModelFields, OutputFormat};
+pub use fields::{
+    GuardContent, GuardQualifier, Guardrail, GuardrailStreamMode, GuardrailTrace, JsonSchemaFormat,
+    ModelFields, OutputFormat,
+};
 pub use reason::*;
 pub use reasoning::{
     Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, ReasoningWire,

@@ -300,6 +300,9 @@ pub enum Exclusion {
     AttemptLimit,
     /// The model takes no structured output (or strict tools), which the request asks for.
     NoStructuredOutput,
+    /// The request's guardrail cannot be applied there: not a Bedrock target, or a region
+    /// other than the one its ARN names.
+    NoGuardrail,
 }
 
 impl fmt::Display for Reason {
@@ -394,6 +397,7 @@ impl fmt::Display for Reason {
                     Exclusion::OtherProfilePinned => "another profile is pinned",
                     Exclusion::AttemptLimit => "beyond routing.max_attempts",
                     Exclusion::NoStructuredOutput => "the model takes no structured output",
+                    Exclusion::NoGuardrail => "the request's guardrail cannot be applied there",
                 };
                 write!(f, "{target} in {region} excluded: {why}")
             }

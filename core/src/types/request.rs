@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::error::{Error, Result};
-use super::fields::{ModelFields, OutputFormat};
+use super::fields::{GuardContent, Guardrail, ModelFields, OutputFormat};
 use super::reasoning::{Reasoning, ReasoningBlock};
 
 /// One model call: the conversation, the model or family, and the SLO it must meet.
@@ -80,6 +80,9 @@ pub struct GenerateRequest {
     /// (`requestMetadata`).
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// A Bedrock guardrail to apply (`guardrailConfig`).
+    #[serde(default)]
+    pub guardrail: Option<Guardrail>,
 }
 
 /// Whether Laneway places prompt-cache checkpoints for a request.
@@ -157,6 +160,8 @@ pub enum ContentBlock {
     /// The model's reasoning from an earlier turn, sent back unchanged in the assistant
     /// message it came in.
     Reasoning(ReasoningBlock),
+    /// Content for the request's guardrail to evaluate (the model reads it too).
+    GuardContent(GuardContent),
 }
 
 /// An image, sent inline.
@@ -293,6 +298,8 @@ pub enum ToolResultContent {
 pub enum SystemBlock {
     Text(String),
     CachePoint(CachePoint),
+    /// System text for the request's guardrail to evaluate.
+    GuardContent(GuardContent),
 }
 
 /// A tool definition, or a cache checkpoint after the tools before it.
@@ -558,6 +565,7 @@ impl GenerateRequest {
             output_format: None,
             model_fields: None,
             metadata: BTreeMap::new(),
+            guardrail: None,
         }
     }
 
@@ -676,6 +684,11 @@ impl GenerateRequest {
     /// Sends these fields to the model they were written for, and only to it.
     pub fn model_fields(mut self, fields: ModelFields) -> Self {
         self.model_fields = Some(fields);
+        self
+    }
+    /// Applies a Bedrock guardrail to the call.
+    pub fn guardrail(mut self, guardrail: Guardrail) -> Self {
+        self.guardrail = Some(guardrail);
         self
     }
     /// Adds a pair to the request metadata Bedrock logs with the call.
@@ -894,6 +907,24 @@ impl GenerateRequest {
                 }
             }
         }
+        if let Some(g) = &self.guardrail {
+            g.validate()?;
+        }
+        let guarded = self
+            .system
+            .iter()
+            .any(|b| matches!(b, SystemBlock::GuardContent(_)))
+            || self
+                .messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .any(|b| matches!(b, ContentBlock::GuardContent(_)));
+        if guarded && self.guardrail.is_none() {
+            return Err(Error::invalid(
+                "guardrail",
+                "the request has guard_content blocks but no guardrail to evaluate them",
+            ));
+        }
         super::fields::validate_metadata(&self.metadata)
     }
 
@@ -913,8 +944,11 @@ impl GenerateRequest {
         const IMAGE_TOKENS: usize = 1_600;
         let mut chars = 0usize;
         for b in &self.system {
-            if let SystemBlock::Text(t) = b {
-                chars += t.chars().count();
+            match b {
+                SystemBlock::Text(t) | SystemBlock::GuardContent(GuardContent::Text { text: t, .. }) => {
+                    chars += t.chars().count()
+                }
+                _ => {}
             }
         }
         for t in &self.tools {
@@ -941,6 +975,10 @@ impl GenerateRequest {
                         .sum(),
                     ContentBlock::CachePoint(_) => 0,
                     ContentBlock::Reasoning(r) => r.text().chars().count(),
+                    ContentBlock::GuardContent(GuardContent::Text { text, .. }) => {
+                        text.chars().count()
+                    }
+                    ContentBlock::GuardContent(GuardContent::Image(_)) => IMAGE_TOKENS * 4,
                 };
             }
         }
@@ -955,7 +993,7 @@ impl GenerateRequest {
         });
         let system = self.system.iter().filter_map(|b| match b {
             SystemBlock::CachePoint(c) => Some(*c),
-            SystemBlock::Text(_) => None,
+            _ => None,
         });
         let messages = self
             .messages

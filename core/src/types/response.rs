@@ -29,6 +29,11 @@ pub struct GenerateResponse {
     /// for (Converse's `additionalModelResponseFields`), when the model returned any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_response_fields: Option<serde_json::Value>,
+    /// What the request's guardrail assessed, in Converse's shape (`trace.guardrail`:
+    /// `inputAssessment`, `outputAssessments`, `modelOutput`, `actionReason`), when its trace
+    /// is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guardrail_trace: Option<serde_json::Value>,
 }
 
 impl GenerateResponse {
@@ -116,9 +121,10 @@ pub enum OutputBlock {
 }
 
 /// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    #[default]
     EndTurn,
     ToolUse,
     MaxTokens,

@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use laneway::{
-    ContentBlock, ErrorKind, GenerateRequest, Message, ModelFields, OutputBlock, OutputFormat,
+    ContentBlock, ErrorKind, GuardContent, Guardrail, GuardrailTrace, GenerateRequest, Message, ModelFields, OutputBlock, OutputFormat,
     Reason, Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, Role, StopReason,
     StreamEvent, Tool, ToolResult, ToolResultContent,
 };
@@ -434,4 +434,96 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
         .iter()
         .any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. })));
     let _ = StopReason::EndTurn;
+}
+
+fn guarded(text: &str) -> GenerateRequest {
+    GenerateRequest::user(text)
+        .model("amazon.nova-lite-v1:0")
+        .guardrail(Guardrail::new("lanewaydemo1", "1").trace(GuardrailTrace::Enabled))
+}
+
+#[tokio::test]
+async fn a_guardrail_blocks_input_masks_output_and_says_why_in_its_trace() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    // A blocked word: the model is not called, the answer is the guardrail's message.
+    let r = router.generate(guarded("Tell me about the cactus.")).await.unwrap();
+    assert_eq!(r.stop_reason, StopReason::GuardrailIntervened);
+    assert_eq!(r.text(), "Sorry, I cannot talk about that.");
+    assert_eq!(r.usage.output_tokens, 0);
+    let trace = r.guardrail_trace.as_ref().unwrap();
+    assert_eq!(
+        trace["inputAssessment"]["lanewaydemo1"]["wordPolicy"]["customWords"][0]["match"],
+        "cactus"
+    );
+    // An e-mail address in the answer is masked, the raw text kept in the trace.
+    let mut s = router
+        .stream(guarded("Echo: write to jane@example.com today"))
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let mut done = None;
+    while let Some(ev) = s.next().await {
+        match ev.unwrap() {
+            StreamEvent::TextDelta { text: t, .. } => text.push_str(&t),
+            StreamEvent::Completed(r) => done = Some(r),
+            _ => {}
+        }
+    }
+    let done = done.unwrap();
+    assert_eq!(text, "write to {EMAIL} today");
+    assert_eq!(done.stop_reason, StopReason::GuardrailIntervened);
+    let trace = done.guardrail_trace.unwrap();
+    assert_eq!(trace["modelOutput"][0], "write to jane@example.com today");
+    assert_eq!(
+        trace["outputAssessments"]["lanewaydemo1"][0]["sensitiveInformationPolicy"]["piiEntities"][0]["action"],
+        "ANONYMIZED"
+    );
+    // With guard content, only it is evaluated: the blocked word elsewhere passes.
+    let mut only = guarded("The cactus question is not guarded.");
+    only.messages[0]
+        .content
+        .push(ContentBlock::GuardContent(GuardContent::Text {
+            text: "What is a plant?".into(),
+            qualifiers: vec![],
+        }));
+    let r = router.generate(only).await.unwrap();
+    assert_ne!(r.stop_reason, StopReason::GuardrailIntervened);
+    // An unknown guardrail is Bedrock's 400.
+    let e = router
+        .generate(GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").guardrail(Guardrail::new("nosuch", "1")))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("does not exist"), "{e}");
+}
+
+#[test]
+fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
+    let config = common::config("");
+    let now = std::time::Instant::now();
+    let arn = "arn:aws:bedrock:us-west-2:123456789012:guardrail/lanewaydemo1";
+    let plan = laneway::plan(
+        &GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").guardrail(Guardrail::new(arn, "1")),
+        &config,
+        &laneway::state::Fresh(now),
+    )
+    .unwrap();
+    assert!(plan.attempts.iter().all(|a| a.target.region() == "us-west-2"), "{:?}", plan.attempts);
+    assert!(plan.reasons.iter().any(|r| matches!(r, Reason::TargetExcluded { why: laneway::plan::Exclusion::NoGuardrail, .. })));
+    // A SageMaker model cannot apply it: refused, naming the guardrail.
+    let e = laneway::plan(
+        &GenerateRequest::user("hi").model("laneway-demo-llm").guardrail(Guardrail::new("lanewaydemo1", "1")),
+        &config,
+        &laneway::state::Fresh(now),
+    );
+    match e {
+        Err(e) => assert!(e.to_string().contains("guardrail"), "{e}"),
+        // With a Bedrock fallback family, only its attempts remain.
+        Ok(p) => assert!(p.attempts.iter().all(|a| a.target.provider() == &laneway::Provider::Bedrock)),
+    }
+    let e = GenerateRequest::user("hi").guardrail(Guardrail::new("Bad Id", "1")).validate().unwrap_err();
+    assert!(e.to_string().contains("guardrail.identifier"), "{e}");
+    let mut unguarded = GenerateRequest::user("hi");
+    unguarded.messages[0].content.push(ContentBlock::GuardContent(GuardContent::Text { text: "x".into(), qualifiers: vec![] }));
+    assert!(unguarded.validate().unwrap_err().to_string().contains("guardrail"));
 }

@@ -93,8 +93,8 @@ async fn converse(
     if req.ask.latency_optimized {
         body["performanceConfig"] = json!({ "latency": "optimized" });
     }
-    if let Some(id) = &answer.invoked_model {
-        body["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
+    if let Some(trace) = trace_of(&answer) {
+        body["trace"] = trace;
     }
     if let Some(fields) = &answer.response_fields {
         body["additionalModelResponseFields"] = fields.clone();
@@ -217,8 +217,8 @@ async fn converse_stream(
         if req.ask.latency_optimized {
             metadata["performanceConfig"] = json!({ "latency": "optimized" });
         }
-        if let Some(id) = &answer.invoked_model {
-            metadata["trace"] = json!({ "promptRouter": { "invokedModelId": id } });
+        if let Some(trace) = trace_of(&answer) {
+            metadata["trace"] = trace;
         }
         yield eventstream::json_event("metadata", &metadata);
     };
@@ -229,6 +229,18 @@ async fn converse_stream(
         Service::Bedrock,
         Some(|tokens| tokens as usize + 1),
     ))
+}
+
+/// A response's `trace`: the prompt router's choice and the guardrail's assessment.
+fn trace_of(answer: &Answer) -> Option<Value> {
+    let mut trace = serde_json::Map::new();
+    if let Some(id) = &answer.invoked_model {
+        trace.insert("promptRouter".into(), json!({ "invokedModelId": id }));
+    }
+    if let Some(g) = &answer.guardrail.trace {
+        trace.insert("guardrail".into(), g.clone());
+    }
+    (!trace.is_empty()).then_some(Value::Object(trace))
 }
 
 fn delta(block: u32, token: &str) -> Bytes {
@@ -321,10 +333,70 @@ fn read_converse(
             extras: Some(Arc::new(
                 crate::converse_ext::read(&v).map_err(|m| invalid(&m))?,
             )),
+            guard: guard_ask(&v).map(Arc::new),
+            echo: echo(messages),
             latency_optimized,
         },
         tool_call: forced_tool_call(&v, digest),
     })
+}
+
+/// The request's guardrail and what it evaluates: the `guardContent` blocks (of the messages and
+/// the system prompt), or every text of the messages when there are none. Tool results are
+/// never evaluated.
+fn guard_ask(v: &Value) -> Option<crate::guardrail::GuardAsk> {
+    let config = v.get("guardrailConfig")?;
+    let field = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let blocks = || {
+        let system = v.get("system").and_then(Value::as_array).into_iter().flatten();
+        let messages = v
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.get("content").and_then(Value::as_array))
+            .flatten();
+        system.chain(messages)
+    };
+    let guarded: Vec<&str> = blocks()
+        .filter_map(|b| b.pointer("/guardContent/text/text").and_then(Value::as_str))
+        .collect();
+    let input = if guarded.is_empty() {
+        let messages = v.get("messages").and_then(Value::as_array).into_iter().flatten();
+        messages
+            .filter_map(|m| m.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        guarded.join("\n")
+    };
+    Some(crate::guardrail::GuardAsk {
+        identifier: field("guardrailIdentifier"),
+        version: field("guardrailVersion"),
+        trace: config
+            .get("trace")
+            .and_then(Value::as_str)
+            .unwrap_or("disabled")
+            .to_string(),
+        input,
+    })
+}
+
+/// The words after `Echo: ` in the last user message, which the emulated model answers
+/// verbatim.
+fn echo(messages: &[Value]) -> Option<String> {
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
+    last.get("content")?
+        .as_array()?
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .find_map(|t| t.strip_prefix("Echo: "))
+        .map(String::from)
 }
 
 /// Splits a Converse conversation that ends with an assistant message into the messages
@@ -603,6 +675,8 @@ pub fn native_ask(
             cache_points: Vec::new(),
             prefill: None,
             extras: None,
+            guard: None,
+            echo: None,
             latency_optimized: false,
         },
         native,
@@ -610,7 +684,9 @@ pub fn native_ask(
 }
 
 fn stop_reason(a: &Answer) -> &'static str {
-    if a.truncated {
+    if a.guardrail.intervened {
+        "guardrail_intervened"
+    } else if a.truncated {
         "max_tokens"
     } else {
         "end_turn"
@@ -619,7 +695,8 @@ fn stop_reason(a: &Answer) -> &'static str {
 
 /// Usage as Bedrock reports it, with the prompt cache's part.
 fn usage_with_cache(a: &Answer, output: u32) -> Value {
-    let mut u = usage(a.input_tokens, output);
+    let output = if a.guardrail.input_blocked { 0 } else { output };
+    let mut u = usage(a.reported_input_tokens(), output);
     if a.cache.read > 0 || a.cache.write > 0 {
         u["cacheReadInputTokens"] = json!(a.cache.read);
         u["cacheWriteInputTokens"] = json!(a.cache.write);

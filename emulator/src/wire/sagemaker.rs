@@ -337,6 +337,8 @@ fn read(
             cache_points: Vec::new(),
             prefill,
             extras: None,
+            guard: None,
+            echo: None,
             latency_optimized: false,
         },
         endpoint.format,

@@ -103,6 +103,7 @@ impl Backend for SagemakerBackend {
                 served_tier: None,
                 invoked_model: None,
                 model_response_fields: None,
+                guardrail_trace: None,
             })
         })
     }

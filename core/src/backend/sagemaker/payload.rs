@@ -45,8 +45,11 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                     out.push_str(&json!({ "tool": t.name, "input": t.input }).to_string())
                 }
                 ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(&r.content)),
-                // Earlier reasoning is not the model's to read again (the plan says so).
-                ContentBlock::CachePoint(_) | ContentBlock::Reasoning(_) => {}
+                // Earlier reasoning is not the model's to read again (the plan says so); guard
+                // content needs a guardrail, which the plan never sends to SageMaker.
+                ContentBlock::CachePoint(_)
+                | ContentBlock::Reasoning(_)
+                | ContentBlock::GuardContent(_) => {}
                 ContentBlock::Image(_) => {
                     return Err(Error::invalid(
                         format!("messages[{i}].content[{j}]"),
@@ -127,7 +130,9 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
                 ContentBlock::ToolResult(r) => messages.push(json!({
                     "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content),
                 })),
-                ContentBlock::CachePoint(_) | ContentBlock::Reasoning(_) => {}
+                ContentBlock::CachePoint(_)
+                | ContentBlock::Reasoning(_)
+                | ContentBlock::GuardContent(_) => {}
                 ContentBlock::Image(_) => {
                     return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "images are not sent to SageMaker chat containers by this version"))
                 }
@@ -200,7 +205,7 @@ fn system_text(req: &GenerateRequest) -> String {
         .iter()
         .filter_map(|b| match b {
             SystemBlock::Text(t) => Some(t.as_str()),
-            SystemBlock::CachePoint(_) => None,
+            _ => None,
         })
         .collect::<Vec<_>>()
         .join("\n")
