@@ -49,6 +49,8 @@ export interface RequestOptions {
   outputSchema?: Record<string, unknown>
   /** Key-value pairs Bedrock logs with the call (`requestMetadata`). */
   metadata?: Record<string, string>
+  /** A Bedrock guardrail to apply; `response.toJSON().guardrail_trace` says what it did. */
+  guardrail?: { identifier: string; version: string; trace?: 'enabled' | 'disabled' | 'enabled_full'; streamMode?: 'sync' | 'async' }
 }
 
 export interface CallOptions { signal?: AbortSignal }

@@ -85,7 +85,7 @@ function toJson (value) {
   })
 }
 
-const REQUEST_KEYS = new Set(['prompt', 'messages', 'model', 'family', 'system', 'tools', 'toolChoice', 'maxTokens', 'temperature', 'topP', 'stopSequences', 'slo', 'ttftTargetMs', 'deadlineMs', 'taskId', 'tier', 'residency', 'minVariant', 'cache', 'continueOnInterrupt', 'reasoning', 'outputSchema', 'metadata'])
+const REQUEST_KEYS = new Set(['prompt', 'messages', 'model', 'family', 'system', 'tools', 'toolChoice', 'maxTokens', 'temperature', 'topP', 'stopSequences', 'slo', 'ttftTargetMs', 'deadlineMs', 'taskId', 'tier', 'residency', 'minVariant', 'cache', 'continueOnInterrupt', 'reasoning', 'outputSchema', 'metadata', 'guardrail'])
 
 /** A tool: the core's `{ spec: {...} }` / `{ cache_point: {...} }`, or `{ name, description,
  * inputSchema }`. */
@@ -128,6 +128,7 @@ function toRequest (request, options = {}) {
   if (r.reasoning) out.reasoning = { effort: r.reasoning.effort, budget_tokens: r.reasoning.budgetTokens }
   if (r.outputSchema) out.output_format = { json_schema: { schema: r.outputSchema } }
   if (r.metadata) out.metadata = r.metadata
+  if (r.guardrail) out.guardrail = { identifier: r.guardrail.identifier, version: r.guardrail.version, trace: r.guardrail.trace, stream_mode: r.guardrail.streamMode }
   return out
 }
 
@@ -240,8 +241,8 @@ class Router {
    * `requestMetadata`; bytes as `Uint8Array`), plus `laneway` for Laneway's own options (`slo`,
    * `task_id`, `residency`, `reasoning`, `model: { family }`). Resolves to the SDK's output
    * shape (reasoning blocks included) with Laneway's decision, timings and cost under
-   * `laneway`. Fields Laneway cannot honour yet (`guardrailConfig`, `promptVariables`) are
-   * refused by name.
+   * `laneway`. `guardrailConfig` and `guardContent` go as they are; `promptVariables`
+   * (prompt-management prompts, not routed by Laneway) is refused by name.
    */
   async converse (input, options = {}) {
     const json = toJson(input)

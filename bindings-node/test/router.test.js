@@ -271,8 +271,8 @@ test('the JavaScript SDK\'s Converse input works unchanged', async () => {
   assert.equal(u.totalTokens, u.inputTokens + u.outputTokens + u.cacheReadInputTokens + u.cacheWriteInputTokens)
   assert.equal(out.laneway.decision.model, 'amazon.nova-lite-v1:0')
   assert.ok(out.laneway.cost_usd > 0)
-  await assert.rejects(router.converse({ ...input, guardrailConfig: { guardrailIdentifier: 'g' } }),
-    e => e instanceof laneway.InvalidRequestError && e.kind === 'invalid_request' && e.field === 'guardrailConfig' && e.code === null)
+  await assert.rejects(router.converse({ ...input, promptVariables: { city: { text: 'Paris' } } }),
+    e => e instanceof laneway.InvalidRequestError && e.kind === 'invalid_request' && e.field === 'promptVariables' && e.code === null)
   const named = { ...input, messages: [{ role: 'user', content: [{ document: { format: 'txt', name: 'notes.txt', source: { bytes: new Uint8Array([120]) } } }] }] }
   await assert.rejects(router.converse(named), e => e instanceof laneway.InvalidRequestError && e.field === 'messages[0].content[0].document.name')
 })
@@ -345,6 +345,10 @@ test('a guardrailed Converse input works unchanged: blocked, then masked, with t
   assert.equal(out.stopReason, 'guardrail_intervened')
   assert.equal(out.output.message.content[0].text, 'Sorry, I cannot talk about that.')
   assert.equal(out.trace.guardrail.inputAssessment.lanewaydemo1.wordPolicy.customWords[0].match, 'cactus')
-  const masked = await router.generate('Echo: mail jane@example.com', { model: 'amazon.nova-lite-v1:0' })
-  assert.equal(masked.text, 'mail jane@example.com', 'no guardrail, no mask')
+  const plain = await router.generate('Echo: mail jane@example.com', { model: 'amazon.nova-lite-v1:0' })
+  assert.equal(plain.text, 'mail jane@example.com', 'no guardrail, no mask')
+  const masked = await router.generate('Echo: mail jane@example.com', { model: 'amazon.nova-lite-v1:0', guardrail: { identifier: 'lanewaydemo1', version: '1', trace: 'enabled' } })
+  assert.equal(masked.text, 'mail {EMAIL}')
+  assert.equal(masked.stopReason, 'guardrail_intervened')
+  assert.deepEqual(masked.toJSON().guardrail_trace.modelOutput, ['mail jane@example.com'])
 })

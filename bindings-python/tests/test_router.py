@@ -332,8 +332,8 @@ async def test_boto3_converse_arguments_work_unchanged(router):
     assert same["output"]["message"]["content"][0]["text"]
 
     with pytest.raises(laneway.InvalidRequestError) as e:
-        router.converse_sync(**kwargs, guardrailConfig={"guardrailIdentifier": "g", "guardrailVersion": "1"})
-    assert e.value.field == "guardrailConfig" and e.value.code is None
+        router.converse_sync(**kwargs, promptVariables={"city": {"text": "Paris"}})
+    assert e.value.field == "promptVariables" and e.value.code is None
     named = dict(kwargs, messages=[{"role": "user", "content": [{"document": {"format": "txt", "name": "notes.txt", "source": {"bytes": b"x"}}}]}])
     with pytest.raises(laneway.InvalidRequestError) as e:
         router.converse_sync(**named)

@@ -278,7 +278,12 @@ pub(crate) fn native_body(
     if !request.tools.is_empty() {
         return Err(unsupported());
     }
-    if request.guardrail.is_some() || request.system.iter().any(|s| matches!(s, SystemBlock::GuardContent(_))) {
+    if request.guardrail.is_some()
+        || request
+            .system
+            .iter()
+            .any(|s| matches!(s, SystemBlock::GuardContent(_)))
+    {
         return Err(Error::invalid(
             "guardrail",
             "batch inference applies no guardrail: send the call on line (another SLO class)",

@@ -63,11 +63,16 @@ impl PiiKind {
     fn matches(self, word: &str) -> bool {
         match self {
             PiiKind::Email => word.split_once('@').is_some_and(|(user, host)| {
-                !user.is_empty() && host.contains('.') && !host.starts_with('.') && !host.ends_with('.')
+                !user.is_empty()
+                    && host.contains('.')
+                    && !host.starts_with('.')
+                    && !host.ends_with('.')
             }),
             PiiKind::Phone => {
                 word.chars().filter(char::is_ascii_digit).count() >= 7
-                    && word.chars().all(|c| c.is_ascii_digit() || "+-().".contains(c))
+                    && word
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || "+-().".contains(c))
             }
         }
     }
@@ -112,7 +117,10 @@ struct Findings {
 
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| ",;:!?\"'()[]".contains(c)).trim_end_matches('.'))
+        .map(|w| {
+            w.trim_matches(|c: char| ",;:!?\"'()[]".contains(c))
+                .trim_end_matches('.')
+        })
         .filter(|w| !w.is_empty())
 }
 
@@ -147,7 +155,10 @@ impl GuardrailSpec {
             assessment.insert("wordPolicy".into(), json!({ "customWords": custom }));
         }
         if !pii.is_empty() {
-            assessment.insert("sensitiveInformationPolicy".into(), json!({ "piiEntities": pii }));
+            assessment.insert(
+                "sensitiveInformationPolicy".into(),
+                json!({ "piiEntities": pii }),
+            );
         }
         let found = !assessment.is_empty();
         let chars = text.chars().count();
@@ -188,7 +199,9 @@ pub fn find<'s>(
         .strip_prefix("arn:")
         .and_then(|rest| rest.split(':').nth(2));
     let version_ok = ask.version == "DRAFT"
-        || (!ask.version.starts_with('0') && !ask.version.is_empty() && ask.version.chars().all(|c| c.is_ascii_digit()));
+        || (!ask.version.starts_with('0')
+            && !ask.version.is_empty()
+            && ask.version.chars().all(|c| c.is_ascii_digit()));
     guardrails
         .iter()
         .find(|g| {
@@ -197,7 +210,9 @@ pub fn find<'s>(
                 && arn_region.is_none_or(|r| r == region)
                 && (g.regions.is_empty() || g.regions.iter().any(|r| r == region))
         })
-        .ok_or_else(|| "The guardrail identifier or version provided in the request does not exist.".into())
+        .ok_or_else(|| {
+            "The guardrail identifier or version provided in the request does not exist.".into()
+        })
 }
 
 /// Applies `g` to the request's guarded input: `Some(outcome)` when it blocks the input (the
@@ -251,7 +266,11 @@ pub fn check_output(
         }
         t.insert(
             "actionReason".into(),
-            json!(if f.block { "Guardrail blocked." } else { "Guardrail masked." }),
+            json!(if f.block {
+                "Guardrail blocked."
+            } else {
+                "Guardrail masked."
+            }),
         );
         Value::Object(t)
     });

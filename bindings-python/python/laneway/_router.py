@@ -79,8 +79,8 @@ class Router:
         `additionalModelResponseFieldPaths`, `requestMetadata`), plus `laneway=` for Laneway's
         own options (`slo`, `task_id`, `residency`, `reasoning`, `model={"family": ...}`, ...).
         Returns boto3's response dict (reasoning blocks included), with Laneway's decision,
-        timings and cost under `"laneway"`. Fields Laneway cannot honour yet
-        (`guardrailConfig`, `promptVariables`) are refused by name."""
+        timings and cost under `"laneway"`. `guardrailConfig` and `guardContent` go as they are;
+        `promptVariables` (prompt-management prompts, not routed by Laneway) is refused by name."""
         return await self._native.converse(kwargs, _dispatcher())
 
     def converse_sync(self, **kwargs: Any) -> Dict[str, Any]:

@@ -31,7 +31,8 @@ class Request:
     "interactive", "standard", "background" or "batch"; `ttft_target_ms` and `deadline_ms`
     refine it. `reasoning` is `{"effort": "low"|"medium"|"high"|"max", "budget_tokens": n}`
     (either key); `output_schema` a JSON schema (an object schema) the answer's text conforms to;
-    `metadata` key-value pairs Bedrock logs with the call.
+    `metadata` key-value pairs Bedrock logs with the call; `guardrail` a Bedrock guardrail
+    (`{"identifier", "version", "trace": "enabled", "stream_mode": "sync"}`).
     """
 
     prompt: Optional[str] = None
@@ -57,6 +58,7 @@ class Request:
     reasoning: Optional[Mapping[str, Any]] = None
     output_schema: Optional[Mapping[str, Any]] = None
     metadata: Optional[Mapping[str, str]] = None
+    guardrail: Optional[Mapping[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The request in the core's wire shape."""
@@ -104,6 +106,8 @@ class Request:
             out["output_format"] = {"json_schema": {"schema": dict(self.output_schema)}}
         if self.metadata is not None:
             out["metadata"] = dict(self.metadata)
+        if self.guardrail is not None:
+            out["guardrail"] = dict(self.guardrail)
         return out
 
 

@@ -137,7 +137,12 @@ fn assessment(a: &wire::GuardrailAssessment) -> Value {
         let custom: Vec<Value> = p
             .custom_words()
             .iter()
-            .map(|w| with_detected(json!({ "match": w.r#match(), "action": w.action().as_str() }), w.detected()))
+            .map(|w| {
+                with_detected(
+                    json!({ "match": w.r#match(), "action": w.action().as_str() }),
+                    w.detected(),
+                )
+            })
             .collect();
         let managed: Vec<Value> = p
             .managed_word_lists()
@@ -196,7 +201,10 @@ fn assessment(a: &wire::GuardrailAssessment) -> Value {
                 )
             })
             .collect();
-        out.insert("contextualGroundingPolicy".into(), json!({ "filters": filters }));
+        out.insert(
+            "contextualGroundingPolicy".into(),
+            json!({ "filters": filters }),
+        );
     }
     if let Some(m) = a.invocation_metrics() {
         let mut metrics = Map::new();

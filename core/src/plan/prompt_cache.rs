@@ -124,7 +124,9 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
         });
     }
     for (i, b) in request.system.iter().enumerate() {
-        if let SystemBlock::Text(t) | SystemBlock::GuardContent(crate::types::GuardContent::Text { text: t, .. }) = b {
+        if let SystemBlock::Text(t)
+        | SystemBlock::GuardContent(crate::types::GuardContent::Text { text: t, .. }) = b
+        {
             out.push(Segment {
                 at: Boundary::System(i),
                 parts: vec![Part::Tag(b"\x02system\x00"), Part::Text(t.as_str().into())],
@@ -421,7 +423,10 @@ fn too_short(
         .system
         .iter()
         .filter_map(|b| match b {
-            SystemBlock::Text(t) | SystemBlock::GuardContent(crate::types::GuardContent::Text { text: t, .. }) => Some(t.as_str()),
+            SystemBlock::Text(t)
+            | SystemBlock::GuardContent(crate::types::GuardContent::Text { text: t, .. }) => {
+                Some(t.as_str())
+            }
             _ => None,
         })
         .chain(

@@ -35,12 +35,10 @@ use serde_json::{json, Map, Value};
 use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, ReasoningBlock, Result};
 
 /// The Converse fields Laneway refuses, and why.
-const REFUSED: &[(&str, &str)] = &[
-    (
-        "promptVariables",
-        "prompt-management prompts are not routed by Laneway",
-    ),
-];
+const REFUSED: &[(&str, &str)] = &[(
+    "promptVariables",
+    "prompt-management prompts are not routed by Laneway",
+)];
 
 /// A Converse request (plus its `laneway` options) as a core request.
 pub fn request(value: Value) -> Result<GenerateRequest> {
@@ -195,7 +193,9 @@ struct GuardrailConfigWire {
 /// A `guardContent` block: `{text: {text, qualifiers}}` or `{image: {format, source}}`.
 fn guard_content(v: &Value, at: &str) -> Result<Value> {
     let at = format!("{at}.guardContent");
-    let block = v.as_object().ok_or_else(|| Error::invalid(&at, "an object"))?;
+    let block = v
+        .as_object()
+        .ok_or_else(|| Error::invalid(&at, "an object"))?;
     match only_key(block, &at)? {
         ("text", t) => Ok(json!({ "text": {
             "text": t.get("text").ok_or_else(|| Error::invalid(format!("{at}.text.text"), "missing"))?,

@@ -137,12 +137,18 @@ impl Guardrail {
         if !id_ok {
             return Err(Error::invalid(
                 "guardrail.identifier",
-                format!("{:?} is not a guardrail id (lower-case letters and digits) or ARN", self.identifier),
+                format!(
+                    "{:?} is not a guardrail id (lower-case letters and digits) or ARN",
+                    self.identifier
+                ),
             ));
         }
         let v = &self.version;
         let version_ok = v == "DRAFT"
-            || (!v.is_empty() && v.len() <= 8 && !v.starts_with('0') && v.chars().all(|c| c.is_ascii_digit()));
+            || (!v.is_empty()
+                && v.len() <= 8
+                && !v.starts_with('0')
+                && v.chars().all(|c| c.is_ascii_digit()));
         if !version_ok {
             return Err(Error::invalid(
                 "guardrail.version",

@@ -945,7 +945,8 @@ impl GenerateRequest {
         let mut chars = 0usize;
         for b in &self.system {
             match b {
-                SystemBlock::Text(t) | SystemBlock::GuardContent(GuardContent::Text { text: t, .. }) => {
+                SystemBlock::Text(t)
+                | SystemBlock::GuardContent(GuardContent::Text { text: t, .. }) => {
                     chars += t.chars().count()
                 }
                 _ => {}

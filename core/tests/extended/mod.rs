@@ -3,9 +3,9 @@
 
 use futures::StreamExt;
 use laneway::{
-    ContentBlock, ErrorKind, GuardContent, Guardrail, GuardrailTrace, GenerateRequest, Message, ModelFields, OutputBlock, OutputFormat,
-    Reason, Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, Role, StopReason,
-    StreamEvent, Tool, ToolResult, ToolResultContent,
+    ContentBlock, ErrorKind, GenerateRequest, GuardContent, Guardrail, GuardrailTrace, Message,
+    ModelFields, OutputBlock, OutputFormat, Reason, Reasoning, ReasoningBlock, ReasoningDelta,
+    ReasoningEffort, Role, StopReason, StreamEvent, Tool, ToolResult, ToolResultContent,
 };
 use serde_json::json;
 
@@ -447,7 +447,10 @@ async fn a_guardrail_blocks_input_masks_output_and_says_why_in_its_trace() {
     let emu = common::emulator().await;
     let router = common::router(&emu).await;
     // A blocked word: the model is not called, the answer is the guardrail's message.
-    let r = router.generate(guarded("Tell me about the cactus.")).await.unwrap();
+    let r = router
+        .generate(guarded("Tell me about the cactus."))
+        .await
+        .unwrap();
     assert_eq!(r.stop_reason, StopReason::GuardrailIntervened);
     assert_eq!(r.text(), "Sorry, I cannot talk about that.");
     assert_eq!(r.usage.output_tokens, 0);
@@ -476,7 +479,8 @@ async fn a_guardrail_blocks_input_masks_output_and_says_why_in_its_trace() {
     let trace = done.guardrail_trace.unwrap();
     assert_eq!(trace["modelOutput"][0], "write to jane@example.com today");
     assert_eq!(
-        trace["outputAssessments"]["lanewaydemo1"][0]["sensitiveInformationPolicy"]["piiEntities"][0]["action"],
+        trace["outputAssessments"]["lanewaydemo1"][0]["sensitiveInformationPolicy"]["piiEntities"]
+            [0]["action"],
         "ANONYMIZED"
     );
     // With guard content, only it is evaluated: the blocked word elsewhere passes.
@@ -491,7 +495,11 @@ async fn a_guardrail_blocks_input_masks_output_and_says_why_in_its_trace() {
     assert_ne!(r.stop_reason, StopReason::GuardrailIntervened);
     // An unknown guardrail is Bedrock's 400.
     let e = router
-        .generate(GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").guardrail(Guardrail::new("nosuch", "1")))
+        .generate(
+            GenerateRequest::user("hi")
+                .model("amazon.nova-lite-v1:0")
+                .guardrail(Guardrail::new("nosuch", "1")),
+        )
         .await
         .unwrap_err();
     assert!(e.to_string().contains("does not exist"), "{e}");
@@ -503,27 +511,58 @@ fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
     let now = std::time::Instant::now();
     let arn = "arn:aws:bedrock:us-west-2:123456789012:guardrail/lanewaydemo1";
     let plan = laneway::plan(
-        &GenerateRequest::user("hi").model("amazon.nova-lite-v1:0").guardrail(Guardrail::new(arn, "1")),
+        &GenerateRequest::user("hi")
+            .model("amazon.nova-lite-v1:0")
+            .guardrail(Guardrail::new(arn, "1")),
         &config,
         &laneway::state::Fresh(now),
     )
     .unwrap();
-    assert!(plan.attempts.iter().all(|a| a.target.region() == "us-west-2"), "{:?}", plan.attempts);
-    assert!(plan.reasons.iter().any(|r| matches!(r, Reason::TargetExcluded { why: laneway::plan::Exclusion::NoGuardrail, .. })));
+    assert!(
+        plan.attempts
+            .iter()
+            .all(|a| a.target.region() == "us-west-2"),
+        "{:?}",
+        plan.attempts
+    );
+    assert!(plan.reasons.iter().any(|r| matches!(
+        r,
+        Reason::TargetExcluded {
+            why: laneway::plan::Exclusion::NoGuardrail,
+            ..
+        }
+    )));
     // A SageMaker model cannot apply it: refused, naming the guardrail.
     let e = laneway::plan(
-        &GenerateRequest::user("hi").model("laneway-demo-llm").guardrail(Guardrail::new("lanewaydemo1", "1")),
+        &GenerateRequest::user("hi")
+            .model("laneway-demo-llm")
+            .guardrail(Guardrail::new("lanewaydemo1", "1")),
         &config,
         &laneway::state::Fresh(now),
     );
     match e {
         Err(e) => assert!(e.to_string().contains("guardrail"), "{e}"),
         // With a Bedrock fallback family, only its attempts remain.
-        Ok(p) => assert!(p.attempts.iter().all(|a| a.target.provider() == &laneway::Provider::Bedrock)),
+        Ok(p) => assert!(p
+            .attempts
+            .iter()
+            .all(|a| a.target.provider() == &laneway::Provider::Bedrock)),
     }
-    let e = GenerateRequest::user("hi").guardrail(Guardrail::new("Bad Id", "1")).validate().unwrap_err();
+    let e = GenerateRequest::user("hi")
+        .guardrail(Guardrail::new("Bad Id", "1"))
+        .validate()
+        .unwrap_err();
     assert!(e.to_string().contains("guardrail.identifier"), "{e}");
     let mut unguarded = GenerateRequest::user("hi");
-    unguarded.messages[0].content.push(ContentBlock::GuardContent(GuardContent::Text { text: "x".into(), qualifiers: vec![] }));
-    assert!(unguarded.validate().unwrap_err().to_string().contains("guardrail"));
+    unguarded.messages[0]
+        .content
+        .push(ContentBlock::GuardContent(GuardContent::Text {
+            text: "x".into(),
+            qualifiers: vec![],
+        }));
+    assert!(unguarded
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("guardrail"));
 }

@@ -346,9 +346,19 @@ fn read_converse(
 /// never evaluated.
 fn guard_ask(v: &Value) -> Option<crate::guardrail::GuardAsk> {
     let config = v.get("guardrailConfig")?;
-    let field = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let field = |k: &str| {
+        config
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     let blocks = || {
-        let system = v.get("system").and_then(Value::as_array).into_iter().flatten();
+        let system = v
+            .get("system")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
         let messages = v
             .get("messages")
             .and_then(Value::as_array)
@@ -362,7 +372,11 @@ fn guard_ask(v: &Value) -> Option<crate::guardrail::GuardAsk> {
         .filter_map(|b| b.pointer("/guardContent/text/text").and_then(Value::as_str))
         .collect();
     let input = if guarded.is_empty() {
-        let messages = v.get("messages").and_then(Value::as_array).into_iter().flatten();
+        let messages = v
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
         messages
             .filter_map(|m| m.get("content").and_then(Value::as_array))
             .flatten()
