@@ -181,6 +181,8 @@ async fn tool_use_comes_back_whole_and_as_deltas() {
 /// A user turn with a document (and a question about it) for `model`.
 fn with_document(model: &str, bytes: Vec<u8>) -> GenerateRequest {
     let document = laneway::Document {
+        context: None,
+        citations: false,
         format: laneway::DocumentFormat::Md,
         name: "release notes (v2)".into(),
         bytes,

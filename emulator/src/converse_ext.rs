@@ -28,6 +28,10 @@ pub struct Extras {
     history: Vec<(usize, usize, Option<String>, Option<String>)>,
     /// The last assistant turn holding a tool use: its index and the kind of its first block.
     last_tool_turn: Option<(usize, &'static str)>,
+    /// The first citable source (a document or search result with citations on), as the
+    /// answer's citation cites it.
+    citable: Option<Value>,
+    search_results: bool,
 }
 
 /// What the model is to do with them.
@@ -41,6 +45,8 @@ pub struct Admitted {
     pub schema: Option<Value>,
     /// The native response fields asked for.
     pub response_fields: Option<Value>,
+    /// The citation the answer carries (Converse's shape).
+    pub citation: Option<Value>,
 }
 
 fn block_kind(b: &Value) -> &'static str {
@@ -116,6 +122,64 @@ pub fn read(v: &Value) -> Result<Extras, String> {
         .and_then(Value::as_object)
         .is_some_and(|c| c.contains_key("any") || c.contains_key("tool"));
     let messages = v.get("messages").and_then(Value::as_array);
+    let tool_names: Vec<&str> = v
+        .pointer("/toolConfig/tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.pointer("/toolSpec/name").and_then(Value::as_str))
+        .collect();
+    for b in messages
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+    {
+        for key in ["toolAddition", "toolRemoval"] {
+            if let Some(name) = b
+                .get(key)
+                .and_then(|t| t.pointer("/tool/name"))
+                .and_then(Value::as_str)
+            {
+                if !tool_names.contains(&name) {
+                    return Err(format!(
+                        "The {key} block names the tool {name}, which is not in toolConfig.tools."
+                    ));
+                }
+            }
+        }
+    }
+    let (mut documents, mut results) = (0u32, 0u32);
+    for b in messages
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+    {
+        let cited = |c: &Value| c.pointer("/citations/enabled") == Some(&Value::Bool(true));
+        if let Some(d) = b.get("document") {
+            if cited(d) && x.citable.is_none() {
+                x.citable = Some(json!({
+                    "title": d.get("name"),
+                    "sourceContent": [{ "text": "(document text)" }],
+                    "location": { "documentChar": { "documentIndex": documents, "start": 0, "end": 64 } },
+                }));
+            }
+            documents += 1;
+        }
+        if let Some(r) = b.get("searchResult") {
+            x.search_results = true;
+            if cited(r) && x.citable.is_none() {
+                x.citable = Some(json!({
+                    "title": r.get("title"),
+                    "source": r.get("source"),
+                    "sourceContent": [r.pointer("/content/0").cloned().unwrap_or(json!({ "text": "" }))],
+                    "location": { "searchResultLocation": { "searchResultIndex": results, "start": 0, "end": 1 } },
+                }));
+            }
+            results += 1;
+        }
+    }
     for (i, m) in messages.into_iter().flatten().enumerate() {
         if m.get("role").and_then(Value::as_str) != Some("assistant") {
             continue;
@@ -284,6 +348,15 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
             format!("Malformed input request: extraneous key [{key}] is not permitted, please reformat your input and try again.")
         });
     }
+    if (x.search_results || x.citable.is_some()) && !anthropic {
+        let key = if x.search_results {
+            "searchResult"
+        } else {
+            "citations"
+        };
+        return Err(format!("Malformed input request: extraneous key [{key}] is not permitted, please reformat your input and try again."));
+    }
+    out.citation = x.citable.clone();
     if (x.schema.is_some() || x.strict_tools) && !model.structured_output {
         return Err(model_error(
             "output_config.format: Extra inputs are not permitted",

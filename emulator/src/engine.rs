@@ -133,6 +133,8 @@ pub struct Answer {
     pub response_fields: Option<serde_json::Value>,
     /// What the request's guardrail did.
     pub guardrail: crate::guardrail::Outcome,
+    /// The citation the answer's text carries, when the request gave a citable source.
+    pub citation: Option<serde_json::Value>,
     _slot: crate::quota::Slot,
 }
 
@@ -598,6 +600,7 @@ impl Engine {
             reasoning_redacted: admitted.redacted,
             response_fields: admitted.response_fields,
             guardrail: guard_outcome,
+            citation: admitted.citation,
             model: name.to_string(),
             served_tier,
             tokens,

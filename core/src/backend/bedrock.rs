@@ -8,7 +8,7 @@ use futures::StreamExt;
 use sdk::types as wire;
 
 use super::document::{to_document, to_json};
-use super::{errors, guardrail, Backend, BackendEvent, Call, Completion, EventStream};
+use super::{blocks, errors, guardrail, Backend, BackendEvent, Call, Completion, EventStream};
 use crate::types::Boundary;
 use crate::types::Provider;
 use crate::types::Target;
@@ -348,6 +348,8 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
                 .source(wire::DocumentSource::Bytes(aws_smithy_types::Blob::new(
                     d.bytes.clone(),
                 )))
+                .set_context(d.context.clone())
+                .set_citations(d.citations.then(blocks::citations_on).transpose()?)
                 .build()
                 .map_err(|e| e.to_string())?,
         ),
@@ -390,6 +392,24 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
             ))
         }
         ContentBlock::GuardContent(g) => wire::ContentBlock::GuardContent(guardrail::content(g)?),
+        ContentBlock::Audio(m) => wire::ContentBlock::Audio(blocks::audio(m)?),
+        ContentBlock::Video(m) => wire::ContentBlock::Video(blocks::video(m)?),
+        ContentBlock::SearchResult(r) => {
+            wire::ContentBlock::SearchResult(blocks::search_result(r)?)
+        }
+        ContentBlock::Citations(c) => {
+            wire::ContentBlock::CitationsContent(blocks::citations_content(c))
+        }
+        ContentBlock::ToolAddition(t) => wire::ContentBlock::ToolAddition(
+            wire::ToolAdditionBlock::builder()
+                .tool(blocks::tool_reference(t))
+                .build(),
+        ),
+        ContentBlock::ToolRemoval(t) => wire::ContentBlock::ToolRemoval(
+            wire::ToolRemovalBlock::builder()
+                .tool(blocks::tool_reference(t))
+                .build(),
+        ),
         ContentBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
             wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::RedactedContent(
                 aws_smithy_types::Blob::new(data.clone()),
@@ -489,6 +509,9 @@ fn usage(u: &wire::TokenUsage) -> Usage {
 
 fn output_block(b: &wire::ContentBlock) -> Option<OutputBlock> {
     match b {
+        wire::ContentBlock::CitationsContent(c) => {
+            Some(OutputBlock::Citations(blocks::citations_of(c)))
+        }
         wire::ContentBlock::ReasoningContent(wire::ReasoningContentBlock::ReasoningText(r)) => {
             Some(OutputBlock::Reasoning(ReasoningBlock::Text(
                 ReasoningText {
@@ -532,6 +555,10 @@ fn stream_event(ev: wire::ConverseStreamOutput) -> Option<BackendEvent> {
             Some(wire::ContentBlockDelta::ToolUse(t)) => Some(BackendEvent::ToolUseDelta {
                 index: index(d.content_block_index),
                 input_json: t.input,
+            }),
+            Some(wire::ContentBlockDelta::Citation(c)) => Some(BackendEvent::CitationDelta {
+                index: index(d.content_block_index),
+                citation: blocks::citation_of_delta(&c),
             }),
             Some(wire::ContentBlockDelta::ReasoningContent(r)) => {
                 let delta = match r {

@@ -141,6 +141,14 @@ fn events_of(done: Completion) -> Vec<BackendEvent> {
                     });
                 }
             }
+            OutputBlock::Citations(c) => {
+                for text in c.content {
+                    events.push(BackendEvent::TextDelta { index, text });
+                }
+                for citation in c.citations {
+                    events.push(BackendEvent::CitationDelta { index, citation });
+                }
+            }
             OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
                 events.push(BackendEvent::ReasoningDelta {
                     index,

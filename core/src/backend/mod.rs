@@ -9,6 +9,7 @@
 pub(crate) mod aws;
 pub mod bedrock;
 pub(crate) mod bedrock_batch;
+mod blocks;
 mod document;
 pub(crate) mod errors;
 mod guardrail;
@@ -76,6 +77,11 @@ pub enum BackendEvent {
     ToolUseDelta {
         index: u32,
         input_json: String,
+    },
+    /// A citation of the text of block `index`.
+    CitationDelta {
+        index: u32,
+        citation: crate::types::Citation,
     },
     /// A piece of the model's reasoning.
     ReasoningDelta {

@@ -68,6 +68,8 @@ struct Assembly {
     invoked_model: Option<String>,
     model_response_fields: Option<serde_json::Value>,
     guardrail_trace: Option<serde_json::Value>,
+    /// Citations of text blocks, by block index.
+    cited: Vec<(u32, crate::types::Citation)>,
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
     yielded: u32,
@@ -115,8 +117,8 @@ impl Blocks {
         self.0.iter().map(|(_, b)| b)
     }
 
-    fn into_blocks(self) -> impl Iterator<Item = Block> {
-        self.0.into_iter().map(|(_, b)| b)
+    fn into_indexed(self) -> impl Iterator<Item = (u32, Block)> {
+        self.0.into_iter()
     }
 }
 
@@ -172,6 +174,10 @@ impl Assembly {
                 }
                 self.delivered.deltas += 1;
                 Some(StreamEvent::ToolUseDelta { index, input_json })
+            }
+            BackendEvent::CitationDelta { index, citation } => {
+                self.cited.push((index, citation.clone()));
+                Some(StreamEvent::CitationDelta { index, citation })
             }
             BackendEvent::ReasoningDelta { index, delta } => {
                 let block = match self.blocks.get_mut(index) {
@@ -257,10 +263,21 @@ impl Assembly {
     }
 
     fn into_completion(self) -> Completion {
+        let mut cited = self.cited;
         let content = self
             .blocks
-            .into_blocks()
-            .map(|b| match b {
+            .into_indexed()
+            .map(|(index, b)| match b {
+                Block::Text(t) if cited.iter().any(|(i, _)| *i == index) => {
+                    let (of_block, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut cited)
+                        .into_iter()
+                        .partition(|(i, _)| *i == index);
+                    cited = rest;
+                    OutputBlock::Citations(crate::types::CitationsContent {
+                        content: vec![t],
+                        citations: of_block.into_iter().map(|(_, c)| c).collect(),
+                    })
+                }
                 Block::Text(t) => OutputBlock::Text(t),
                 Block::Tool { id, name, json } => OutputBlock::ToolUse {
                     id,

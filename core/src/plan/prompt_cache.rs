@@ -150,6 +150,17 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
                 ContentBlock::GuardContent(crate::types::GuardContent::Image(img)) => {
                     Part::Bytes(&img.bytes, 1_600)
                 }
+                ContentBlock::Audio(m) | ContentBlock::Video(m) => match &m.source {
+                    crate::types::MediaSource::Bytes(b) => Part::Bytes(b, 1_600),
+                    crate::types::MediaSource::S3 { uri, .. } => Part::Text(uri.as_str().into()),
+                },
+                ContentBlock::SearchResult(r) => {
+                    Part::Text(format!("{}{}{}", r.source, r.title, r.content.concat()).into())
+                }
+                ContentBlock::Citations(c) => Part::Text(c.content.concat().into()),
+                ContentBlock::ToolAddition(t) | ContentBlock::ToolRemoval(t) => {
+                    Part::Text(format!("{:?}{:?}", t.name, t.server_name).into())
+                }
                 ContentBlock::Image(img) => Part::Bytes(&img.bytes, 1_600),
                 ContentBlock::Document(d) => Part::Bytes(
                     &d.bytes,

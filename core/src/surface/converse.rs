@@ -416,21 +416,36 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
             "format": field("format")?,
             "bytes": bytes(&field("source")?, &format!("{at}.image.source"))?,
         }}),
-        "document" => {
-            // Citations and context need a document from text or content, which are not sent.
-            if let Some(other) = ["citations", "context"]
+        "document" => json!({ "document": {
+            "format": field("format")?,
+            "name": field("name")?,
+            "bytes": bytes(&field("source")?, &format!("{at}.document.source"))?,
+            "context": v.get("context"),
+            "citations": v.pointer("/citations/enabled").and_then(Value::as_bool).unwrap_or(false),
+        }}),
+        "audio" | "video" => json!({ key: {
+            "format": field("format")?,
+            "source": media_source(&field("source")?, &format!("{at}.{key}.source"))?,
+        }}),
+        "searchResult" => json!({ "search_result": {
+            "source": field("source")?,
+            "title": field("title")?,
+            "content": field("content")?
+                .as_array()
+                .ok_or_else(|| Error::invalid(format!("{at}.searchResult.content"), "a list"))?
                 .iter()
-                .find(|k| v.get(**k).is_some())
-            {
-                return Err(Error::invalid(
-                    format!("{at}.document.{other}"),
-                    "Laneway sends documents as format, name and bytes",
-                ));
-            }
-            json!({ "document": {
-                "format": field("format")?,
-                "name": field("name")?,
-                "bytes": bytes(&field("source")?, &format!("{at}.document.source"))?,
+                .map(|c| c.get("text").cloned().ok_or_else(|| Error::invalid(format!("{at}.searchResult.content"), "blocks of text")))
+                .collect::<Result<Vec<_>>>()?,
+            "citations": v.pointer("/citations/enabled").and_then(Value::as_bool).unwrap_or(false),
+        }}),
+        "citationsContent" => json!({ "citations": citations_in(v, at)? }),
+        "toolAddition" | "toolRemoval" => {
+            let tool = field("tool")?;
+            let core_key = if key == "toolAddition" { "tool_addition" } else { "tool_removal" };
+            json!({ core_key: {
+                "name": tool.get("name"),
+                "kind": tool.get("type"),
+                "server_name": tool.get("serverName"),
             }})
         }
         "reasoningContent" => json!({ "reasoning": reasoning_block(v, at)? }),
@@ -465,10 +480,105 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
         other => {
             return Err(Error::invalid(
                 format!("{at}.{other}"),
-                "Laneway sends text, image, document, toolUse, toolResult, reasoningContent, guardContent and cachePoint blocks",
+                "a content block is text, image, document, audio, video, toolUse, toolResult, reasoningContent, guardContent, searchResult, citationsContent, toolAddition, toolRemoval or cachePoint",
             ))
         }
     })
+}
+
+/// An audio or video source: inline bytes, or `s3Location`.
+fn media_source(source: &Value, at: &str) -> Result<Value> {
+    if let Some(s3) = source.get("s3Location") {
+        return Ok(json!({ "s3": {
+            "uri": s3.get("uri").ok_or_else(|| Error::invalid(format!("{at}.s3Location.uri"), "missing"))?,
+            "bucket_owner": s3.get("bucketOwner"),
+        }}));
+    }
+    Ok(json!({ "bytes": bytes(source, at)? }))
+}
+
+/// A `citationsContent` block of an earlier turn.
+fn citations_in(v: &Value, at: &str) -> Result<Value> {
+    let texts = |list: Option<&Value>| -> Vec<Value> {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("text").cloned())
+            .collect()
+    };
+    let citations = v
+        .get("citations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let location = match c
+                .get("location")
+                .and_then(Value::as_object)
+                .map(|l| only_key(l, at))
+            {
+                None => Value::Null,
+                Some(Ok(("documentChar", s))) => json!({ "document_char": span(s) }),
+                Some(Ok(("documentPage", s))) => json!({ "document_page": span(s) }),
+                Some(Ok(("documentChunk", s))) => json!({ "document_chunk": span(s) }),
+                Some(Ok(("searchResultLocation", s))) => json!({ "search_result": {
+                    "document_index": s.get("searchResultIndex").cloned().unwrap_or(json!(0)),
+                    "start": s.get("start").cloned().unwrap_or(json!(0)),
+                    "end": s.get("end").cloned().unwrap_or(json!(0)),
+                }}),
+                Some(Ok(("web", w))) => {
+                    json!({ "web": { "url": w.get("url"), "domain": w.get("domain") } })
+                }
+                Some(Ok((other, _))) => {
+                    return Err(Error::invalid(
+                        format!("{at}.citationsContent.citations.location.{other}"),
+                        "an unknown citation location",
+                    ))
+                }
+                Some(Err(e)) => return Err(e),
+            };
+            Ok(json!({
+                "title": c.get("title"),
+                "source": c.get("source"),
+                "source_content": texts(c.get("sourceContent")),
+                "location": location,
+            }))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(json!({ "content": texts(v.get("content")), "citations": citations }))
+}
+
+fn span(s: &Value) -> Value {
+    json!({
+        "document_index": s.get("documentIndex").cloned().unwrap_or(json!(0)),
+        "start": s.get("start").cloned().unwrap_or(json!(0)),
+        "end": s.get("end").cloned().unwrap_or(json!(0)),
+    })
+}
+
+/// A core citation in Converse's shape.
+fn converse_citation(c: &crate::types::Citation) -> Value {
+    use crate::types::CitationLocation as L;
+    let span = |s: &crate::types::Span| json!({ "documentIndex": s.document_index, "start": s.start, "end": s.end });
+    let location = c.location.as_ref().map(|l| match l {
+        L::DocumentChar(s) => json!({ "documentChar": span(s) }),
+        L::DocumentPage(s) => json!({ "documentPage": span(s) }),
+        L::DocumentChunk(s) => json!({ "documentChunk": span(s) }),
+        L::SearchResult(s) => json!({ "searchResultLocation": { "searchResultIndex": s.document_index, "start": s.start, "end": s.end } }),
+        L::Web { url, domain } => json!({ "web": { "url": url, "domain": domain } }),
+    });
+    let mut out = json!({
+        "sourceContent": c.source_content.iter().map(|t| json!({ "text": t })).collect::<Vec<_>>(),
+    });
+    for (k, v) in [("title", c.title.as_ref()), ("source", c.source.as_ref())] {
+        if let Some(v) = v {
+            out[k] = json!(v);
+        }
+    }
+    if let Some(l) = location {
+        out["location"] = l;
+    }
+    out
 }
 
 /// A `reasoningContent` block: `{reasoningText: {text, signature}}` or `{redactedContent}`.
@@ -619,6 +729,10 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
             OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
                 json!({ "reasoningContent": { "reasoningText": r } })
             }
+            OutputBlock::Citations(c) => json!({ "citationsContent": {
+                "content": c.content.iter().map(|t| json!({ "text": t })).collect::<Vec<_>>(),
+                "citations": c.citations.iter().map(converse_citation).collect::<Vec<_>>(),
+            }}),
             OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => json!({
                 "reasoningContent": {
                     "redactedContent": base64::engine::general_purpose::STANDARD.encode(data),
@@ -738,11 +852,16 @@ mod tests {
         }
         let cited = request(json!({
             "messages": [{ "role": "user", "content": [
-                { "document": { "format": "txt", "name": "a", "source": { "bytes": "YQ==" }, "citations": { "enabled": true } } },
+                { "document": { "format": "txt", "name": "a", "source": { "bytes": "YQ==" }, "citations": { "enabled": true }, "context": "notes" } },
             ]}],
         }))
-        .unwrap_err();
-        assert!(cited.to_string().contains("document.citations"), "{cited}");
+        .unwrap();
+        match &cited.messages[0].content[0] {
+            ContentBlock::Document(d) => {
+                assert!(d.citations && d.context.as_deref() == Some("notes"))
+            }
+            other => panic!("{other:?}"),
+        }
         let badly_named = request(json!({
             "messages": [{ "role": "user", "content": [
                 { "document": { "format": "txt", "name": "notes.txt", "source": { "bytes": "YQ==" } } },
@@ -915,8 +1034,11 @@ mod tests {
         typo["inferenceConfig"]["maxTokenz"] = json!(3);
         refuse(typo, "maxTokenz");
         let mut doc = agent_turn();
-        doc["messages"][0]["content"][0] = json!({ "video": {} });
-        refuse(doc, "video");
+        doc["messages"][0]["content"][0] = json!({ "hologram": {} });
+        refuse(doc, "hologram");
+        let mut video = agent_turn();
+        video["messages"][0]["content"][0] = json!({ "video": { "format": "mp4" } });
+        refuse(video, "video.source");
         let mut twice = agent_turn();
         twice["laneway"]["tier"] = json!("priority");
         refuse(twice, "laneway.tier");

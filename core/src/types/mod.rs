@@ -4,6 +4,7 @@
 
 mod call_id;
 mod checkpoint;
+mod content;
 mod error;
 mod fields;
 mod reason;
@@ -15,6 +16,10 @@ pub mod units;
 
 pub use call_id::CallRef;
 pub use checkpoint::{Boundary, Checkpoint};
+pub use content::{
+    Citation, CitationLocation, CitationsContent, Media, MediaSource, SearchResult, Span,
+    ToolReference,
+};
 pub use error::*;
 pub use fields::{
     GuardContent, GuardQualifier, Guardrail, GuardrailStreamMode, GuardrailTrace, JsonSchemaFormat,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use super::content::{CitationsContent, Media, SearchResult, ToolReference};
 use super::error::{Error, Result};
 use super::fields::{GuardContent, Guardrail, ModelFields, OutputFormat};
 use super::reasoning::{Reasoning, ReasoningBlock};
@@ -162,6 +163,18 @@ pub enum ContentBlock {
     Reasoning(ReasoningBlock),
     /// Content for the request's guardrail to evaluate (the model reads it too).
     GuardContent(GuardContent),
+    /// Audio for the model to hear, in a user turn.
+    Audio(Media),
+    /// Video for the model to watch, in a user turn.
+    Video(Media),
+    /// A search result for the model to read (and cite, if enabled).
+    SearchResult(SearchResult),
+    /// Text with its citations, as the model generated it in an earlier turn.
+    Citations(CitationsContent),
+    /// A tool of the request's tools made available from this point of the conversation.
+    ToolAddition(ToolReference),
+    /// A tool withdrawn from this point of the conversation.
+    ToolRemoval(ToolReference),
 }
 
 /// An image, sent inline.
@@ -193,7 +206,7 @@ pub enum ImageFormat {
 ///
 /// ```
 /// use laneway::{ContentBlock, Document, DocumentFormat, GenerateRequest, Message, Role};
-/// let contract = Document { format: DocumentFormat::Pdf, name: "contract (v2)".into(), bytes: b"%PDF-1.7".to_vec() };
+/// let contract = Document { format: DocumentFormat::Pdf, name: "contract (v2)".into(), bytes: b"%PDF-1.7".to_vec(), context: None, citations: false };
 /// let request = GenerateRequest::new(vec![Message {
 ///     role: Role::User,
 ///     content: vec![ContentBlock::Document(contract), ContentBlock::Text("Summarise it".into())],
@@ -208,6 +221,12 @@ pub struct Document {
     pub name: String,
     #[serde(with = "base64_bytes")]
     pub bytes: Vec<u8>,
+    /// What the document is, for the model (`context`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Whether the model may cite it (its answer then carries `OutputBlock::Citations`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub citations: bool,
 }
 
 impl Document {
@@ -731,6 +750,33 @@ impl GenerateRequest {
                             "tool_use belongs in an assistant message",
                         ))
                     }
+                    ContentBlock::Audio(media) | ContentBlock::Video(media) => {
+                        let (kind, formats) = match b {
+                            ContentBlock::Audio(_) => ("audio", Media::AUDIO_FORMATS),
+                            _ => ("video", Media::VIDEO_FORMATS),
+                        };
+                        let field = || format!("messages[{i}].content[{j}].{kind}");
+                        if m.role != Role::User {
+                            return Err(Error::invalid(
+                                field(),
+                                format!("{kind} belongs in a user message"),
+                            ));
+                        }
+                        if !formats.contains(&media.format.as_str()) {
+                            return Err(Error::invalid(
+                                format!("{}.format", field()),
+                                format!("{:?}: one of {}", media.format, formats.join(", ")),
+                            ));
+                        }
+                        if let super::content::MediaSource::S3 { uri, .. } = &media.source {
+                            if !uri.starts_with("s3://") || uri.len() > 1024 {
+                                return Err(Error::invalid(
+                                    format!("{}.source.uri", field()),
+                                    "an s3:// URI of at most 1,024 characters",
+                                ));
+                            }
+                        }
+                    }
                     ContentBlock::Reasoning(_) if m.role != Role::Assistant => {
                         return Err(Error::invalid(
                             format!("messages[{i}].content[{j}]"),
@@ -980,6 +1026,13 @@ impl GenerateRequest {
                         text.chars().count()
                     }
                     ContentBlock::GuardContent(GuardContent::Image(_)) => IMAGE_TOKENS * 4,
+                    // An estimate only: media are priced by the service, per second or frame.
+                    ContentBlock::Audio(_) | ContentBlock::Video(_) => IMAGE_TOKENS * 4,
+                    ContentBlock::SearchResult(r) => {
+                        r.title.len() + r.content.iter().map(String::len).sum::<usize>()
+                    }
+                    ContentBlock::Citations(c) => c.content.iter().map(String::len).sum(),
+                    ContentBlock::ToolAddition(_) | ContentBlock::ToolRemoval(_) => 0,
                 };
             }
         }

@@ -41,10 +41,12 @@ impl GenerateResponse {
     pub fn text(&self) -> String {
         self.content
             .iter()
-            .filter_map(|b| match b {
-                OutputBlock::Text(t) => Some(t.as_str()),
-                _ => None,
+            .flat_map(|b| match b {
+                OutputBlock::Text(t) => std::slice::from_ref(t),
+                OutputBlock::Citations(c) => c.content.as_slice(),
+                _ => &[],
             })
+            .map(String::as_str)
             .collect()
     }
 
@@ -97,6 +99,7 @@ impl GenerateResponse {
                     input: input.clone(),
                 })),
                 OutputBlock::Reasoning(r) => Some(ContentBlock::Reasoning(r.clone())),
+                OutputBlock::Citations(c) => Some(ContentBlock::Citations(c.clone())),
             })
             .collect();
         Message {
@@ -118,6 +121,8 @@ pub enum OutputBlock {
     },
     /// The model's reasoning before the blocks after it.
     Reasoning(ReasoningBlock),
+    /// Text with the sources it cites (from a document or search result with citations on).
+    Citations(super::content::CitationsContent),
 }
 
 /// Why the model stopped.
@@ -316,6 +321,11 @@ pub enum StreamEvent {
     /// A piece of the model's reasoning in content block `index`: text, its signature, or
     /// encrypted reasoning.
     ReasoningDelta { index: u32, delta: ReasoningDelta },
+    /// A citation of the text in content block `index` (its text comes as text deltas).
+    CitationDelta {
+        index: u32,
+        citation: super::content::Citation,
+    },
     /// The stream broke after text was delivered and continues on another target, which was
     /// sent the delivered text as the start of its answer. What follows continues that text.
     Continued {

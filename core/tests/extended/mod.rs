@@ -566,3 +566,134 @@ fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
         .to_string()
         .contains("guardrail"));
 }
+
+#[tokio::test]
+async fn a_cited_document_answers_with_citations_whole_and_streamed() {
+    use laneway::{CitationLocation, Document, DocumentFormat, SearchResult};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let doc = Document {
+        format: DocumentFormat::Txt,
+        name: "Refund policy".into(),
+        bytes: b"Refunds within 30 days.".to_vec(),
+        context: Some("The shop's policy".into()),
+        citations: true,
+    };
+    let req = GenerateRequest::new(vec![Message {
+        role: Role::User,
+        content: vec![
+            ContentBlock::Document(doc),
+            ContentBlock::Text("Can I return it?".into()),
+        ],
+    }])
+    .model(SONNET);
+    let r = router.generate(req.clone()).await.unwrap();
+    let OutputBlock::Citations(c) = &r.content[0] else {
+        panic!("{:?}", r.content)
+    };
+    assert_eq!(c.citations[0].title.as_deref(), Some("Refund policy"));
+    assert!(
+        matches!(c.citations[0].location, Some(CitationLocation::DocumentChar(s)) if s.document_index == 0)
+    );
+    assert!(!r.text().is_empty(), "cited text is the answer's text");
+    let mut s = router.stream(req).await.unwrap();
+    let mut cited = 0;
+    let mut done = None;
+    while let Some(ev) = s.next().await {
+        match ev.unwrap() {
+            StreamEvent::CitationDelta { .. } => cited += 1,
+            StreamEvent::Completed(r) => done = Some(r),
+            _ => {}
+        }
+    }
+    assert_eq!(cited, 1);
+    assert!(
+        matches!(&done.unwrap().content[0], OutputBlock::Citations(c) if c.citations.len() == 1)
+    );
+
+    // A search result: Claude cites it; Nova refuses the block, as Bedrock does.
+    let search = GenerateRequest::new(vec![Message {
+        role: Role::User,
+        content: vec![
+            ContentBlock::SearchResult(SearchResult {
+                source: "https://kb.example/42".into(),
+                title: "Returns".into(),
+                content: vec!["Refunds within 30 days.".into()],
+                citations: true,
+            }),
+            ContentBlock::Text("Can I return it?".into()),
+        ],
+    }]);
+    let r = router.generate(search.clone().model(SONNET)).await.unwrap();
+    assert!(matches!(&r.content[0], OutputBlock::Citations(c)
+        if matches!(c.citations[0].location, Some(CitationLocation::SearchResult(_)))));
+    let e = router
+        .generate(search.model("amazon.nova-lite-v1:0"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("searchResult"), "{e}");
+}
+
+#[tokio::test]
+async fn media_and_tool_references_are_carried_and_checked() {
+    use laneway::{Media, MediaSource, ToolReference};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let video = Media {
+        format: "mp4".into(),
+        source: MediaSource::S3 {
+            uri: "s3://clips/a.mp4".into(),
+            bucket_owner: None,
+        },
+    };
+    let audio = Media {
+        format: "wav".into(),
+        source: MediaSource::Bytes(vec![82, 73, 70, 70]),
+    };
+    let req = GenerateRequest::new(vec![Message {
+        role: Role::User,
+        content: vec![
+            ContentBlock::Video(video),
+            ContentBlock::Audio(audio.clone()),
+            ContentBlock::Text("Describe".into()),
+        ],
+    }])
+    .model("amazon.nova-lite-v1:0");
+    assert!(!router.generate(req).await.unwrap().text().is_empty());
+    let bad = GenerateRequest::new(vec![Message {
+        role: Role::User,
+        content: vec![ContentBlock::Audio(Media {
+            format: "midi".into(),
+            ..audio
+        })],
+    }]);
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("audio.format"));
+    // Tools added and removed mid-conversation by reference; the emulator checks they name a
+    // tool of the request, as Bedrock does.
+    let turn = |name: &str| {
+        GenerateRequest::new(vec![
+            Message::user("hi"),
+            Message::assistant("hello"),
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolAddition(ToolReference {
+                        name: Some(name.into()),
+                        kind: None,
+                        server_name: None,
+                    }),
+                    ContentBlock::Text("now with the tool".into()),
+                ],
+            },
+        ])
+        .model(SONNET)
+        .tool(weather_tool())
+    };
+    router.generate(turn("weather")).await.unwrap();
+    let e = router.generate(turn("calendar")).await.unwrap_err();
+    assert!(e.to_string().contains("calendar"), "{e}");
+}

@@ -79,7 +79,13 @@ async fn converse(
             )
         }
         None => {
-            content.push(json!({ "text": answer.text() }));
+            content.push(match &answer.citation {
+                Some(c) => json!({ "citationsContent": {
+                    "content": [{ "text": answer.text() }],
+                    "citations": [c],
+                }}),
+                None => json!({ "text": answer.text() }),
+            });
             (stop_reason(&answer), answer.output_tokens())
         }
     };
@@ -199,6 +205,11 @@ async fn converse_stream(
             }
             answered = true;
             yield delta(block, &t);
+        }
+        if let (true, Some(c)) = (answered, &answer.citation) {
+            yield eventstream::json_event("contentBlockDelta", &json!({
+                "contentBlockIndex": block, "delta": { "citation": c },
+            }));
         }
         if answered || req.tool_call.is_some() {
             yield eventstream::json_event("contentBlockStop", &json!({ "contentBlockIndex": block }));

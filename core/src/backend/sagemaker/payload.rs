@@ -62,6 +62,8 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                         "documents cannot be sent in the TGI text payload format: extract their text first",
                     ))
                 }
+                ContentBlock::Citations(c) => out.push_str(&c.content.concat()),
+                other => return Err(unsupported_block(other, i, j)),
             }
         }
         if open_turn {
@@ -139,6 +141,8 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
                 ContentBlock::Document(_) => {
                     return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "documents are not sent to SageMaker chat containers (they have no document block): extract their text first"))
                 }
+                ContentBlock::Citations(c) => text.push_str(&c.content.concat()),
+                other => return Err(unsupported_block(other, i, j)),
             }
         }
         let role = match m.role {
@@ -197,6 +201,24 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
         }
     }
     Ok(body)
+}
+
+/// A block no SageMaker payload format has (audio, video, search results, tool additions and
+/// removals), refused by name rather than left out.
+fn unsupported_block(b: &ContentBlock, i: usize, j: usize) -> Error {
+    let name = match b {
+        ContentBlock::Audio(_) => "audio",
+        ContentBlock::Video(_) => "video",
+        ContentBlock::SearchResult(_) => "search results",
+        ContentBlock::ToolAddition(_) | ContentBlock::ToolRemoval(_) => {
+            "tool additions and removals"
+        }
+        _ => "this block",
+    };
+    Error::invalid(
+        format!("messages[{i}].content[{j}]"),
+        format!("{name} cannot be sent to SageMaker containers"),
+    )
 }
 
 /// The system blocks' text, one block a line.
