@@ -118,8 +118,8 @@ export interface ResponseJSON {
   usage: { input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; cache_write_1h_tokens: number; input_estimated: boolean }
   timings: {
     ttft_ms?: number
-    ttft_reasoning_ms?: number
-    ttft_answer_ms?: number
+    ttft_reasoning_ms?: number | null
+    ttft_answer_ms?: number | null
     inter_token?: { mean_ms: number; p50_ms: number; p90_ms: number; max_ms: number }
     total_ms: number
     output_tokens_per_second: number | null
