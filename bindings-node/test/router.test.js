@@ -352,3 +352,40 @@ test('a guardrailed Converse input works unchanged: blocked, then masked, with t
   assert.equal(masked.stopReason, 'guardrail_intervened')
   assert.deepEqual(masked.toJSON().guardrail_trace.modelOutput, ['mail jane@example.com'])
 })
+
+test('the JavaScript SDK straight at the emulator and through Laneway give the same shapes: thinking, structured output, guardrails', async () => {
+  const { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } = require('@aws-sdk/client-bedrock-runtime')
+  // An emulator of its own: the faults other tests add stay out of this one.
+  const own = await startEmulator({ scenario: 'fast' })
+  const o = own.routerOptions()
+  const router = new laneway.Router(o)
+  const sdk = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: o.endpointUrl, credentials: { accessKeyId: o.accessKeyId, secretAccessKey: o.secretAccessKey }, maxAttempts: 1 })
+  const SONNET = 'anthropic.claude-sonnet-4-5-20250929-v1:0'
+  const thinking = { additionalModelRequestFields: { thinking: { type: 'enabled', budget_tokens: 2048 } }, inferenceConfig: { maxTokens: 4000 } }
+  const first = [{ role: 'user', content: [{ text: 'Plan a trip' }] }]
+  for (const [send, modelId] of [[input => sdk.send(new ConverseCommand(input)), 'us.' + SONNET], [input => router.converse(input), SONNET]]) {
+    const out = await send({ modelId, messages: first, ...thinking })
+    const reasoning = out.output.message.content[0].reasoningContent.reasoningText
+    assert.ok(reasoning.text.length > 0 && reasoning.signature.length > 0)
+    const next = [...first, { role: 'assistant', content: [{ reasoningContent: { reasoningText: reasoning } }, { text: 'Here' }] }, { role: 'user', content: [{ text: 'Go on' }] }]
+    const again = await send({ modelId, messages: next, ...thinking })
+    assert.ok(again.output.message.content.some(b => b.text))
+    const schema = JSON.stringify({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false })
+    const structured = await send({ modelId, messages: first, outputConfig: { textFormat: { type: 'json_schema', structure: { jsonSchema: { schema } } } } })
+    assert.equal(typeof JSON.parse(structured.output.message.content[0].text).city, 'string')
+    const guarded = await send({ modelId: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: [{ text: 'About the cactus' }] }], guardrailConfig: { guardrailIdentifier: 'lanewaydemo1', guardrailVersion: '1', trace: 'enabled' } })
+    assert.equal(guarded.stopReason, 'guardrail_intervened')
+    assert.equal(guarded.trace.guardrail.inputAssessment.lanewaydemo1.wordPolicy.customWords[0].match, 'cactus')
+  }
+  // The SDK's own stream decoder sees reasoning deltas and their signature.
+  const { stream } = await sdk.send(new ConverseStreamCommand({ modelId: 'us.' + SONNET, messages: first, ...thinking }))
+  let reasoning = ''; let signature = ''
+  for await (const ev of stream) {
+    const r = ev.contentBlockDelta?.delta?.reasoningContent
+    if (r?.text) reasoning += r.text
+    if (r?.signature) signature = r.signature
+  }
+  assert.ok(reasoning.length > 0 && signature.length > 0)
+  sdk.destroy()
+  await own.stop()
+})

@@ -212,6 +212,14 @@ fn canonical_request(
                     .join(" ")
             })
             .collect();
+        // Over HTTP/2 the host is the `:authority` pseudo-header, which hyper keeps in the URI
+        // (the JavaScript SDK speaks HTTP/2 to Bedrock Runtime and signs it by that name).
+        let values = match (values.is_empty(), uri.authority()) {
+            (true, Some(authority)) if name == ":authority" || name == "host" => {
+                vec![authority.as_str().to_string()]
+            }
+            _ => values,
+        };
         if values.is_empty() {
             return Err(refuse(
                 "InvalidSignatureException",
