@@ -41,6 +41,8 @@ pub struct Admitted {
     pub reasoning: Option<u32>,
     /// Reasoning is answered as `[REDACTED]` (Nova 2).
     pub redacted: bool,
+    /// Reasoning comes with a signature (Claude's), checked when it comes back.
+    pub signed: bool,
     /// The answer's text conforms to this schema.
     pub schema: Option<Value>,
     /// The native response fields asked for.
@@ -338,9 +340,22 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
             }
         }
         fields.remove("inferenceConfig");
-    } else if fields.contains_key("reasoningConfig") {
+    } else if style == Some(ReasoningStyle::Field) {
+        let effort = match fields.remove("reasoning_effort") {
+            None => "medium".to_string(),
+            Some(Value::String(e)) if ["low", "medium", "high"].contains(&e.as_str()) => e,
+            Some(other) => {
+                return Err(format!("Malformed input request: reasoning_effort: {other} is not one of low, medium, high, please reformat your input and try again."))
+            }
+        };
+        out.reasoning = effort_tokens(&effort);
+    } else if style == Some(ReasoningStyle::Always) {
+        out.reasoning = effort_tokens("medium");
+    }
+    if style != Some(ReasoningStyle::Nova) && fields.contains_key("reasoningConfig") {
         return Err("Malformed input request: the provided reasoning config value is invalid, please reformat your input and try again.".into());
     }
+    out.signed = anthropic && out.reasoning.is_some();
     if let Some((key, _)) = fields.iter().next() {
         return Err(if anthropic {
             model_error(format!("{key}: Extra inputs are not permitted"))

@@ -129,6 +129,8 @@ pub struct Answer {
     pub reasoning_tokens: usize,
     /// The reasoning is answered as `[REDACTED]` (Nova 2), with no signature.
     pub reasoning_redacted: bool,
+    /// The reasoning carries a signature (Claude's).
+    pub reasoning_signed: bool,
     /// The native response fields the request asked for.
     pub response_fields: Option<serde_json::Value>,
     /// What the request's guardrail did.
@@ -152,8 +154,10 @@ impl Answer {
             return Some(("[REDACTED]".into(), None));
         }
         let text = self.tokens[..self.reasoning_tokens].concat();
-        let signature = crate::converse_ext::signature(&text);
-        Some((text, Some(signature)))
+        let signature = self
+            .reasoning_signed
+            .then(|| crate::converse_ext::signature(&text));
+        Some((text, signature))
     }
     /// Tokens in the whole answer (none when a guardrail blocked the input: the model was not
     /// called).
@@ -598,6 +602,7 @@ impl Engine {
         Ok(Answer {
             reasoning_tokens: reasoning as usize,
             reasoning_redacted: admitted.redacted,
+            reasoning_signed: admitted.signed,
             response_fields: admitted.response_fields,
             guardrail: guard_outcome,
             citation: admitted.citation,

@@ -155,7 +155,8 @@ pub struct ModelSpec {
     pub latency_optimized: Option<LatencyOptimized>,
     /// How it reasons: Claude's `thinking` (`anthropic`, budget only), Claude 4.6's adaptive
     /// thinking as well (`anthropic_adaptive`), Nova 2's `reasoningConfig` (`nova`, its text
-    /// answered as `[REDACTED]`). Unset, reasoning fields are a 400.
+    /// answered as `[REDACTED]`), an effort word in `reasoning_effort` (`field`, gpt-oss, which
+    /// always reasons), always (`always`, DeepSeek-R1). Unset, reasoning fields are a 400.
     #[serde(default)]
     pub reasoning: Option<ReasoningStyle>,
     /// Whether `outputConfig.textFormat` and strict tools are accepted.
@@ -170,6 +171,10 @@ pub enum ReasoningStyle {
     Anthropic,
     AnthropicAdaptive,
     Nova,
+    /// The effort word in `reasoning_effort` (gpt-oss); it reasons at `medium` without it.
+    Field,
+    /// Always reasons (DeepSeek-R1); takes no reasoning fields.
+    Always,
 }
 
 /// A reservation: input and output tokens per minute, counted apart.

@@ -697,3 +697,42 @@ async fn media_and_tool_references_are_carried_and_checked() {
     let e = router.generate(turn("calendar")).await.unwrap_err();
     assert!(e.to_string().contains("calendar"), "{e}");
 }
+
+/// Every model of the built-in catalog is served by the emulator's built-in world (ids,
+/// profiles, tiers), plainly and, where it reasons, with reasoning: the catalog and the
+/// emulator cannot drift apart.
+#[tokio::test]
+async fn every_built_in_model_answers_through_the_emulator() {
+    let emu = common::emulator().await;
+    let config = laneway::Config::default();
+    let router = common::router_with(&emu, config.clone()).await;
+    let mut checked = 0;
+    for (name, model) in &config.models {
+        if model.provider() != laneway::Provider::Bedrock {
+            continue;
+        }
+        let plain = GenerateRequest::user("Say hello.")
+            .model(name.as_str())
+            .max_tokens(2_000);
+        let r = router
+            .generate(plain.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!r.text().is_empty(), "{name}");
+        if model.reasoning().is_some() {
+            let r = router
+                .generate(plain.reasoning(Reasoning::effort(ReasoningEffort::Low)))
+                .await
+                .unwrap_or_else(|e| panic!("{name} reasoning: {e}"));
+            assert!(
+                r.content
+                    .iter()
+                    .any(|b| matches!(b, OutputBlock::Reasoning(_))),
+                "{name}: {:?}",
+                r.content
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 18, "{checked} models");
+}
