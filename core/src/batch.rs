@@ -278,6 +278,18 @@ pub(crate) fn native_body(
     if !request.tools.is_empty() {
         return Err(unsupported());
     }
+    let unsent = [
+        ("reasoning", request.reasoning.is_some()),
+        ("output_format", request.output_format.is_some()),
+        ("model_fields", request.model_fields.is_some()),
+        ("metadata", !request.metadata.is_empty()),
+    ];
+    if let Some((field, _)) = unsent.iter().find(|(_, set)| *set) {
+        return Err(Error::invalid(
+            *field,
+            "the batch lane sends text, system prompt and max_tokens only: send the call on line (another SLO class)",
+        ));
+    }
     if request.guardrail.is_some()
         || request
             .system
@@ -385,6 +397,26 @@ pub(crate) const DIVERTED_TIER: ServiceTier = ServiceTier::Flex;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn what_the_batch_lane_cannot_send_is_refused_by_name() {
+        let base = GenerateRequest::user("x");
+        for (req, field) in [
+            (
+                base.clone().reasoning(crate::types::Reasoning::default()),
+                "reasoning",
+            ),
+            (base.clone().metadata("team", "a"), "metadata"),
+            (
+                base.clone()
+                    .guardrail(crate::types::Guardrail::new("g1", "1")),
+                "guardrail",
+            ),
+        ] {
+            let e = native_body("anthropic.claude-haiku-4-5-20251001-v1:0", &req, 100).unwrap_err();
+            assert!(e.to_string().contains(field), "{field}: {e}");
+        }
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -391,8 +391,17 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
     Ok(out)
 }
 
-/// A value conforming to `schema`, built from its types (strings from `seed`'s words).
+/// A value conforming to `schema`, built from its types (strings from `seed`'s words); past
+/// 32 levels of nesting, `null` (the request's schema is untrusted: its depth and `minItems`
+/// are bounded here).
 pub fn conforming(schema: &Value, seed: u64) -> Value {
+    conforming_at(schema, seed, 0)
+}
+
+fn conforming_at(schema: &Value, seed: u64, depth: u32) -> Value {
+    if depth > 32 {
+        return Value::Null;
+    }
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         return options.first().cloned().unwrap_or(Value::Null);
     }
@@ -411,7 +420,7 @@ pub fn conforming(schema: &Value, seed: u64) -> Value {
             for (k, p) in props.into_iter().flatten() {
                 out.insert(
                     k.clone(),
-                    conforming(p, seed.rotate_left(7) ^ k.len() as u64),
+                    conforming_at(p, seed.rotate_left(7) ^ k.len() as u64, depth + 1),
                 );
             }
             Value::Object(out)
@@ -423,7 +432,9 @@ pub fn conforming(schema: &Value, seed: u64) -> Value {
                 .and_then(Value::as_u64)
                 .unwrap_or(1)
                 .max(1);
-            (0..n).map(|i| conforming(&item, seed ^ i)).collect()
+            (0..n.min(16))
+                .map(|i| conforming_at(&item, seed ^ i, depth + 1))
+                .collect()
         }
         "string" => Value::String(crate::text::tokens(seed, 2).concat()),
         "integer" => json!(seed % 100),

@@ -560,7 +560,7 @@ impl Engine {
                 Some(echo) => {
                     let mut words: Vec<String> =
                         echo.split_inclusive(' ').map(String::from).collect();
-                    words.truncate(n.max(1) as usize);
+                    words.truncate(n as usize);
                     words
                 }
                 None => text::tokens(ask.prompt_digest, n),

@@ -182,7 +182,13 @@ impl Assembly {
             BackendEvent::ReasoningDelta { index, delta } => {
                 let block = match self.blocks.get_mut(index) {
                     Some(b @ Block::Reasoning { .. }) => b,
-                    _ => {
+                    // A reasoning delta in another kind of block's slot: a service bug; the
+                    // block keeps what it has, the caller still sees the delta.
+                    Some(_) => {
+                        self.delivered.deltas += 1;
+                        return Some(StreamEvent::ReasoningDelta { index, delta });
+                    }
+                    None => {
                         self.blocks.set(
                             index,
                             Block::Reasoning {

@@ -67,19 +67,31 @@ pub(crate) fn shape_attempts(
                     }
                     None
                 } else {
+                    let history = carries_reasoning
+                        && history_goes(model, primary_format, &attempt.model, reasons);
+                    let mut reasoning = reasoning_for(
+                        request,
+                        config,
+                        &attempt.model,
+                        model,
+                        asked,
+                        explicit.is_some() && is_primary,
+                        reasons,
+                    )?;
+                    // Thinking on without the conversation's earlier reasoning breaks a tool
+                    // loop (Claude wants the last tool-use turn to start with its reasoning):
+                    // such a model answers without reasoning instead.
+                    if carries_reasoning && !history && reasoning.is_some() && !is_primary {
+                        reasoning = None;
+                        reasons.push(Reason::ReasoningDropped {
+                            model: Arc::clone(&attempt.model),
+                            why: "the conversation's reasoning blocks are another model's".into(),
+                        });
+                    }
                     Some(AttemptShape {
-                        reasoning: reasoning_for(
-                            request,
-                            config,
-                            &attempt.model,
-                            model,
-                            asked,
-                            explicit.is_some() && is_primary,
-                            reasons,
-                        )?,
-                        model_fields: model_fields_go(request, &attempt, is_primary, reasons),
-                        reasoning_history: carries_reasoning
-                            && history_goes(model, primary_format, &attempt.model, reasons),
+                        reasoning,
+                        model_fields: false,
+                        reasoning_history: history,
                     })
                 };
                 seen.push((Arc::clone(&attempt.model), shape.clone()));
@@ -87,7 +99,10 @@ pub(crate) fn shape_attempts(
             }
         };
         match shape {
-            Some(shape) => {
+            Some(mut shape) => {
+                // Per attempt, not per model: the fields may name one profile of the model.
+                shape.model_fields =
+                    model_fields_go(request, &attempt, attempt.model == *primary, reasons);
                 attempt.shape = shape;
                 kept.push(attempt);
             }
@@ -184,11 +199,16 @@ fn model_fields_go(
     let Some(fields) = &request.model_fields else {
         return false;
     };
-    let goes = match &fields.model {
-        None => is_primary,
-        Some(written_for) => names_model(written_for, &attempt.model, attempt.target.id()),
-    };
-    if !goes {
+    // Only Bedrock's Converse has native fields to carry them.
+    let goes = attempt.target.provider == crate::types::Provider::Bedrock
+        && match &fields.model {
+            None => is_primary,
+            Some(written_for) => names_model(written_for, &attempt.model, attempt.target.id()),
+        };
+    let already = reasons
+        .iter()
+        .any(|r| matches!(r, Reason::ModelFieldsDropped { model, .. } if *model == attempt.model));
+    if !goes && !already {
         reasons.push(Reason::ModelFieldsDropped {
             model: Arc::clone(&attempt.model),
             written_for: fields

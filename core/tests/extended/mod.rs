@@ -433,7 +433,45 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
         .reasons
         .iter()
         .any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. })));
-    let _ = StopReason::EndTurn;
+    // With the conversation's reasoning made by another model, a fallback that would think
+    // without it (and so break a tool loop) answers without reasoning; model fields never go
+    // to SageMaker.
+    let config = common::config(
+        "[slo_reasoning]\nbackground = { effort = \"low\" }\n\
+         [models.house-llm]\nprovider = \"sagemaker\"\nfallback_family = \"claude\"\n\
+         endpoints = [{ name = \"laneway-demo-llm\", region = \"us-east-1\", format = \"tgi\" }]\n\
+         price = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n",
+    );
+    let mut moved = convo.clone();
+    moved.model = laneway::ModelRef::Model("house-llm".into());
+    moved.slo.class = laneway::SloClass::Background;
+    moved.model_fields = Some(ModelFields {
+        model: None,
+        request: serde_json::Map::new(),
+        response_paths: vec!["/x".into()],
+    });
+    let plan = laneway::plan(&moved, &config, &laneway::state::Fresh(now)).unwrap();
+    assert!(
+        plan.attempts
+            .iter()
+            .any(|a| a.model.starts_with("anthropic.")),
+        "{:?}",
+        plan.attempts
+    );
+    assert!(
+        plan.attempts
+            .iter()
+            .all(|a| a.shape.reasoning.is_none() && !a.shape.model_fields),
+        "{:?}",
+        plan.attempts
+    );
+    assert!(plan.reasons.iter().any(
+        |r| matches!(r, Reason::ReasoningDropped { why, .. } if why.contains("another model's"))
+    ));
+    assert!(plan
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::ModelFieldsDropped { model, .. } if &**model == "house-llm")));
 }
 
 fn guarded(text: &str) -> GenerateRequest {
