@@ -169,28 +169,28 @@ pub(super) fn citations_content(c: &CitationsContent) -> wire::CitationsContentB
 }
 
 fn location_of(l: &wire::CitationLocation) -> Option<CitationLocation> {
-    let n = |v: Option<i32>| u32::try_from(v.unwrap_or(0)).unwrap_or(0);
+    // The service's optional, signed counts as a span (absent or negative: 0).
+    let span = |index: Option<i32>, start: Option<i32>, end: Option<i32>| {
+        let n = |v: Option<i32>| u32::try_from(v.unwrap_or(0)).unwrap_or(0);
+        Span {
+            document_index: n(index),
+            start: n(start),
+            end: n(end),
+        }
+    };
     Some(match l {
-        wire::CitationLocation::DocumentChar(x) => CitationLocation::DocumentChar(Span {
-            document_index: n(x.document_index()),
-            start: n(x.start()),
-            end: n(x.end()),
-        }),
-        wire::CitationLocation::DocumentPage(x) => CitationLocation::DocumentPage(Span {
-            document_index: n(x.document_index()),
-            start: n(x.start()),
-            end: n(x.end()),
-        }),
-        wire::CitationLocation::DocumentChunk(x) => CitationLocation::DocumentChunk(Span {
-            document_index: n(x.document_index()),
-            start: n(x.start()),
-            end: n(x.end()),
-        }),
-        wire::CitationLocation::SearchResultLocation(x) => CitationLocation::SearchResult(Span {
-            document_index: n(x.search_result_index()),
-            start: n(x.start()),
-            end: n(x.end()),
-        }),
+        wire::CitationLocation::DocumentChar(x) => {
+            CitationLocation::DocumentChar(span(x.document_index(), x.start(), x.end()))
+        }
+        wire::CitationLocation::DocumentPage(x) => {
+            CitationLocation::DocumentPage(span(x.document_index(), x.start(), x.end()))
+        }
+        wire::CitationLocation::DocumentChunk(x) => {
+            CitationLocation::DocumentChunk(span(x.document_index(), x.start(), x.end()))
+        }
+        wire::CitationLocation::SearchResultLocation(x) => {
+            CitationLocation::SearchResult(span(x.search_result_index(), x.start(), x.end()))
+        }
         wire::CitationLocation::Web(x) => CitationLocation::Web {
             url: x.url().map(String::from),
             domain: x.domain().map(String::from),

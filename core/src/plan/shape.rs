@@ -234,8 +234,8 @@ fn history_goes(
     name: &Arc<str>,
     reasons: &mut Vec<Reason>,
 ) -> bool {
-    let goes = model.reasoning().map(|r| r.format).is_some()
-        && model.reasoning().map(|r| r.format) == primary_format;
+    let format = model.reasoning().map(|r| r.format);
+    let goes = format.is_some() && format == primary_format;
     if !goes {
         reasons.push(Reason::ReasoningHistoryDropped {
             model: Arc::clone(name),
