@@ -39,18 +39,21 @@ export interface RequestOptions {
   deadlineMs?: number
   taskId?: string
   tier?: ServiceTier
-  residency?: { geography: 'us' | 'eu' | 'apac' } | { regions: string[] }
+  /** A geography's name (`'eu'`, `'jp'`, or one configured under `[geographies]`), a list of regions, or the core's shape. */
+  residency?: string | string[] | { geography: string } | { regions: string[] }
   minVariant?: string
   cache?: 'auto' | 'off'
   continueOnInterrupt?: boolean
   /** Reasoning (extended thinking), as each model spells it: an effort, a token budget, or both. */
-  reasoning?: { effort?: 'low' | 'medium' | 'high' | 'max'; budgetTokens?: number }
+  reasoning?: 'low' | 'medium' | 'high' | 'max' | { effort?: 'low' | 'medium' | 'high' | 'max'; budgetTokens?: number }
   /** A JSON schema (an object schema) the answer's text conforms to (structured output). */
   outputSchema?: Record<string, unknown>
   /** Key-value pairs Bedrock logs with the call (`requestMetadata`). */
   metadata?: Record<string, string>
   /** A Bedrock guardrail to apply; `response.toJSON().guardrail_trace` says what it did. */
   guardrail?: { identifier: string; version: string; trace?: 'enabled' | 'disabled' | 'enabled_full'; streamMode?: 'sync' | 'async' }
+  /** Fields written for one model (`additionalModelRequestFields`), sent only to it. */
+  modelFields?: { model: string; request: Record<string, unknown>; responsePaths?: string[] }
 }
 
 export interface CallOptions { signal?: AbortSignal }
@@ -73,16 +76,24 @@ export interface Timings {
   ttftAnswerMs: number | null
   totalMs: number
   outputTokensPerSecond: number | null
+  /** Gaps between tokens of a stream: mean, median, p90 and largest. */
+  interTokenMeanMs: number | null
   interTokenP50Ms: number | null
+  interTokenP90Ms: number | null
+  interTokenMaxMs: number | null
 }
 export interface Decision {
   /** This call's id, for `router.feedback`. */
   callId: string
+  /** `bedrock`, `sagemaker`, or your own provider's name. */
+  provider: string
   model: string
   family: string | null
   target: string
   region: string
   tier: ServiceTier | null
+  /** The tier the service says served, when it says. */
+  servedTier: ServiceTier | null
   endpoint: string | null
   /** For a Bedrock prompt router: the model it chose. */
   invokedModel: string | null

@@ -85,51 +85,10 @@ function toJson (value) {
   })
 }
 
-const REQUEST_KEYS = new Set(['prompt', 'messages', 'model', 'family', 'system', 'tools', 'toolChoice', 'maxTokens', 'temperature', 'topP', 'stopSequences', 'slo', 'ttftTargetMs', 'deadlineMs', 'taskId', 'tier', 'residency', 'minVariant', 'cache', 'continueOnInterrupt', 'reasoning', 'outputSchema', 'metadata', 'guardrail'])
-
-/** A tool: the core's `{ spec: {...} }` / `{ cache_point: {...} }`, or `{ name, description,
- * inputSchema }`. */
-const toTool = t => (t.spec || t.cache_point ? t : { spec: { name: t.name, description: t.description, input_schema: t.inputSchema } })
-
-/** A request in the core's shape, from a prompt string with options or a request object:
- * camelCase options (`REQUEST_KEYS`), messages and system blocks in the core's shape (or
- * `{ role, text }` and a system string). An unknown key is an `InvalidRequestError`. */
+/** The caller's request as the core reads it (`laneway::surface::flat`, which decides every
+ * key): a prompt string with options, an options object, or an object in the core's shape. */
 function toRequest (request, options = {}) {
-  const r = typeof request === 'string' ? { ...options, prompt: request } : { ...request }
-  if (r.model && typeof r.model === 'object') return r // already in the core's shape
-  const invalid = message => new errors.InvalidRequestError({ kind: 'invalid_request', message: `invalid request: ${message}` })
-  for (const key of Object.keys(r)) if (!REQUEST_KEYS.has(key)) throw invalid(`${key}: not a request option (known: ${[...REQUEST_KEYS].join(', ')})`)
-  if (r.model && r.family) throw invalid('model: give a model or a family, not both')
-  const messages = (r.messages || []).map(m => (m.content ? m : { role: m.role, content: [{ text: m.text }] }))
-  if (r.prompt !== undefined) messages.push({ role: 'user', content: [{ text: r.prompt }] })
-  const out = { messages }
-  if (r.model) out.model = { model: r.model }
-  else if (r.family) out.model = { family: r.family }
-  if (r.system !== undefined) out.system = typeof r.system === 'string' ? [{ text: r.system }] : r.system
-  if (r.tools) out.tools = r.tools.map(toTool)
-  if (r.toolChoice !== undefined) out.tool_choice = r.toolChoice
-  const inference = {}
-  if (r.maxTokens !== undefined) inference.max_tokens = r.maxTokens
-  if (r.temperature !== undefined) inference.temperature = r.temperature
-  if (r.topP !== undefined) inference.top_p = r.topP
-  if (r.stopSequences) inference.stop_sequences = r.stopSequences
-  if (Object.keys(inference).length) out.inference = inference
-  const slo = {}
-  if (r.slo) slo.class = r.slo
-  if (r.ttftTargetMs !== undefined) slo.ttft_target = r.ttftTargetMs
-  if (r.deadlineMs !== undefined) slo.deadline = r.deadlineMs
-  if (Object.keys(slo).length) out.slo = slo
-  if (r.taskId) out.task_id = r.taskId
-  if (r.tier) out.tier = r.tier
-  if (r.residency) out.residency = r.residency
-  if (r.minVariant) out.min_variant = r.minVariant
-  if (r.cache) out.cache = r.cache
-  if (r.continueOnInterrupt) out.continue_on_interrupt = true
-  if (r.reasoning) out.reasoning = { effort: r.reasoning.effort, budget_tokens: r.reasoning.budgetTokens }
-  if (r.outputSchema) out.output_format = { json_schema: { schema: r.outputSchema } }
-  if (r.metadata) out.metadata = r.metadata
-  if (r.guardrail) out.guardrail = { identifier: r.guardrail.identifier, version: r.guardrail.version, trace: r.guardrail.trace, stream_mode: r.guardrail.streamMode }
-  return out
+  return typeof request === 'string' ? { ...options, prompt: request } : request
 }
 
 /** The answer to a call. */
@@ -147,11 +106,11 @@ class Response {
   }
   get timings () {
     const t = this._d.timings
-    return { ttftMs: t.ttft_ms ?? null, ttftReasoningMs: t.ttft_reasoning_ms ?? null, ttftAnswerMs: t.ttft_answer_ms ?? null, totalMs: t.total_ms, outputTokensPerSecond: t.output_tokens_per_second, interTokenP50Ms: t.inter_token ? t.inter_token.p50_ms : null }
+    return { ttftMs: t.ttft_ms ?? null, ttftReasoningMs: t.ttft_reasoning_ms ?? null, ttftAnswerMs: t.ttft_answer_ms ?? null, totalMs: t.total_ms, outputTokensPerSecond: t.output_tokens_per_second, interTokenMeanMs: t.inter_token ? t.inter_token.mean_ms : null, interTokenP50Ms: t.inter_token ? t.inter_token.p50_ms : null, interTokenP90Ms: t.inter_token ? t.inter_token.p90_ms : null, interTokenMaxMs: t.inter_token ? t.inter_token.max_ms : null }
   }
   get decision () {
     const d = this._d.decision
-    return { callId: d.call_id, model: d.model, family: d.family, target: d.target, region: d.region, tier: d.tier, endpoint: d.endpoint, invokedModel: d.invoked_model, reasons: d.reasons, failedAttempts: d.failed_attempts, attemptsSent: d.attempts_sent, hedge: d.hedge }
+    return { callId: d.call_id, provider: d.provider, model: d.model, family: d.family, target: d.target, region: d.region, tier: d.tier, servedTier: d.served_tier, endpoint: d.endpoint, invokedModel: d.invoked_model, reasons: d.reasons, failedAttempts: d.failed_attempts, attemptsSent: d.attempts_sent, hedge: d.hedge }
   }
   /** What the call cost, from the price book, in US dollars. */
   get costUsd () { return this._d.cost_usd }
@@ -416,4 +375,4 @@ function camelKeys (value) {
   return out
 }
 
-module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, version: native.version, _armFailpoint: native.armFailpoint, ...errors }
+module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }

@@ -122,8 +122,13 @@ pub fn submit<'env>(
     router: laneway::Router,
     requests_json: &str,
 ) -> napi::Result<PromiseRaw<'env, NativeBatchHandle>> {
-    let requests: Vec<laneway::GenerateRequest> =
+    let requests: Vec<serde_json::Value> =
         serde_json::from_str(requests_json).map_err(invalid_request)?;
+    let requests = requests
+        .into_iter()
+        .map(|r| laneway::surface::flat::request(r, laneway::surface::flat::Casing::Camel))
+        .collect::<laneway::Result<Vec<_>>>()
+        .map_err(js_error)?;
     env.spawn_future(async move {
         router
             .submit_batch(requests)

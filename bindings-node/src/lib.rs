@@ -8,6 +8,7 @@ mod batch;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use laneway::surface::flat::{self, Casing};
 use laneway::surface::{converse, ErrorDetails, RouterOptions};
 use laneway::{Error, GenerateRequest, Router};
 use napi::bindgen_prelude::block_on;
@@ -65,8 +66,11 @@ async fn guard_async<T>(f: impl std::future::Future<Output = napi::Result<T>>) -
         .unwrap_or_else(|panic| Err(panic_error(&*panic)))
 }
 
+/// A request as the caller gave it (a prompt's options, or an object in the core's shape):
+/// the core reads it (`laneway::surface::flat`).
 fn request_of(json: &str) -> napi::Result<GenerateRequest> {
-    serde_json::from_str(json).map_err(invalid_request)
+    let value = serde_json::from_str(json).map_err(invalid_request)?;
+    flat::request(value, Casing::Camel).map_err(js_error)
 }
 
 fn converse_request_of(json: &str) -> napi::Result<GenerateRequest> {
@@ -389,6 +393,13 @@ impl NativeRouter {
 #[napi]
 pub fn arm_failpoint(name: Option<String>) {
     laneway::failpoint::arm(name.as_deref());
+}
+
+/// The core's surface names (`laneway::surface::schema::names`) as JSON, for the tests that
+/// check the typed views and `index.d.ts` against them.
+#[napi]
+pub fn schema() -> String {
+    laneway::surface::schema::names().to_string()
 }
 
 /// The version of the addon.

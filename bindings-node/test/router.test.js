@@ -287,7 +287,7 @@ test('the whole request surface in camelCase: system blocks, tools, tool choice'
     maxTokens: 8
   })
   assert.equal(r.decision.model, 'amazon.nova-lite-v1:0')
-  assert.throws(() => laneway.toRequest('Hi', { maxTokenz: 8 }), e => e instanceof laneway.InvalidRequestError && e.message.includes('maxTokenz'))
+  await assert.rejects(router.generate('Hi', { maxTokenz: 8 }), e => e instanceof laneway.InvalidRequestError && e.field === 'maxTokenz' && e.message.includes('maxTokens'))
 })
 
 test('a config path that does not exist is an error', () => {

@@ -10,6 +10,7 @@ mod runtime;
 
 use std::sync::{Arc, Mutex};
 
+use laneway::surface::flat::{self, Casing};
 use laneway::surface::{converse, AnyValue, RouterOptions};
 use laneway::{GenerateRequest, Router};
 use pyo3::prelude::*;
@@ -39,8 +40,11 @@ struct NativeRouter {
     inner: Mutex<(u32, Router)>,
 }
 
+/// A request as the caller gave it (keyword arguments as a dict, or a dict in the core's
+/// shape): the core reads it (`laneway::surface::flat`).
 pub(crate) fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
-    depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))
+    let AnyValue(value) = depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))?;
+    flat::request(value, Casing::Snake).map_err(to_py_err)
 }
 
 fn converse_request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
@@ -308,6 +312,20 @@ fn _arm_failpoint(name: Option<&str>) {
     laneway::failpoint::arm(name);
 }
 
+/// The core's surface names (`laneway::surface::schema::names`), for the tests that check the
+/// typed views and the stubs against them.
+#[pyfunction]
+fn _schema(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    to_py(py, &laneway::surface::schema::names())
+}
+
+/// The exception class an error of `kind` raises, for the test that checks every kind has one.
+#[pyfunction]
+fn _error_class(py: Python<'_>, kind: &str) -> Py<PyAny> {
+    let details = laneway::surface::ErrorDetails::of_kind(kind);
+    errors::raise(&details).get_type(py).into_any().unbind()
+}
+
 #[pymodule]
 fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRouter>()?;
@@ -317,6 +335,8 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::NativeBatchSession>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_arm_failpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(_error_class, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
     errors::register(m)?;
     let _ = PyDict::new(m.py());

@@ -373,10 +373,12 @@ async def test_tools_and_system_blocks_as_keyword_arguments(router):
         max_tokens=8,
     )
     assert r.decision.model == "amazon.nova-lite-v1:0"
+    # The class passes what was given; the core reads it, as it reads keyword arguments.
     req = laneway.Request(prompt="x", tools=[{"name": "t", "input_schema": {"type": "object"}}], tool_choice="any").to_dict()
-    assert req["tools"] == [{"spec": {"name": "t", "input_schema": {"type": "object"}}}] and req["tool_choice"] == "any"
-    with pytest.raises(TypeError):
+    assert req == {"prompt": "x", "tools": [{"name": "t", "input_schema": {"type": "object"}}], "tool_choice": "any"}
+    with pytest.raises(laneway.InvalidRequestError) as e:
         await router.generate("x", model="amazon.nova-lite-v1:0", toolz=[])
+    assert e.value.field == "toolz" and "tool_choice" in str(e.value)
 
 
 SONNET = "anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -54,7 +54,8 @@ pub struct PlanArgs {
     /// Deadline for the whole call, in milliseconds.
     #[arg(long)]
     deadline_ms: Option<u64>,
-    /// Keeps the request in a geography (us, eu, apac) or, comma-separated, in regions.
+    /// Keeps the request in a configured geography (us, eu, apac, jp, au, ca, us-gov, ...) or,
+    /// comma-separated, in regions.
     #[arg(long)]
     residency: Option<String>,
     /// A task id (multi-step tasks cache their prefixes).
@@ -160,7 +161,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<()> {
         Some(path) => load(path)?,
         None => Config::default(),
     };
-    let request = request_of(&args)?;
+    let request = request_of(&args, &config)?;
     let plan = laneway::plan(&request, &config, &laneway::state::Fresh(Instant::now()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
@@ -201,7 +202,7 @@ fn enum_of<T: serde::de::DeserializeOwned>(what: &str, s: &str) -> anyhow::Resul
     serde_json::from_value(serde_json::json!(s)).with_context(|| format!("--{what} {s:?}"))
 }
 
-fn request_of(args: &PlanArgs) -> anyhow::Result<GenerateRequest> {
+fn request_of(args: &PlanArgs, config: &Config) -> anyhow::Result<GenerateRequest> {
     let mut request = match &args.request {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -233,11 +234,12 @@ fn request_of(args: &PlanArgs) -> anyhow::Result<GenerateRequest> {
         request = request.deadline(Duration::from_millis(ms));
     }
     if let Some(r) = &args.residency {
-        let residency = match enum_of::<laneway::Geography>("residency", r) {
-            Ok(geography) => laneway::Residency::Geography(geography),
-            Err(_) => {
-                laneway::Residency::Regions(r.split(',').map(|s| s.trim().to_string()).collect())
+        // A configured geography's name, else regions (`us-east-1` is a well-formed name too).
+        let residency = match laneway::Geography::new(r) {
+            Ok(geography) if config.is_known_geography(&geography) => {
+                laneway::Residency::Geography(geography)
             }
+            _ => laneway::Residency::Regions(r.split(',').map(|s| s.trim().to_string()).collect()),
         };
         request = request.residency(residency);
     }

@@ -244,7 +244,7 @@ fn a_jsonl_workload_with_arrival_times_is_replayed() {
         "--model",
         "amazon.nova-lite-v1:0",
         "--region",
-        "eu-west-1",
+        "us-west-2",
         "--time-scale",
         "0.1",
         "--out",
@@ -263,7 +263,7 @@ fn a_jsonl_workload_with_arrival_times_is_replayed() {
             .as_object()
             .unwrap()
             .keys()
-            .all(|k| k.ends_with("/ eu-west-1")),
+            .all(|k| k.ends_with("/ us-west-2")),
         "{r}"
     );
     assert!(r["ttft_slo_met"].as_f64().is_some());

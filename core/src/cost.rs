@@ -11,7 +11,7 @@ impl Price {
     ///
     /// ```
     /// use laneway::{Price, Usage};
-    /// let p = Price { input_per_1k: 0.003, output_per_1k: 0.015, cache_read_per_1k: Some(0.0003), cache_write_per_1k: None, cache_write_1h_per_1k: None };
+    /// let p = Price { input_per_1k: 0.003, output_per_1k: 0.015, cache_read_per_1k: Some(0.0003), ..Price::default() };
     /// let u = Usage { input_tokens: 1000, output_tokens: 1000, ..Usage::default() };
     /// assert!((p.base_cost(&u) - 0.018).abs() < 1e-12);
     /// ```
@@ -44,21 +44,17 @@ impl Price {
     }
 }
 
-/// The cost of one call in US dollars: base price times the tier multiplier, times the global
-/// profile discount where a global profile served.
+/// The cost of one call in US dollars: the base price times the multipliers of its tier and of
+/// the scope of the target that served it (in-Region id, geographic or global profile), the
+/// model's own where its price sets them ([`PricingConfig::factor`]).
 pub fn call_cost(
     price: &Price,
     pricing: &PricingConfig,
     usage: &Usage,
     tier: Option<ServiceTier>,
-    profile: Option<ProfileScope>,
+    profile: Option<&ProfileScope>,
 ) -> f64 {
-    let tier_factor = tier.map_or(1.0, |t| pricing.tier_multiplier(t));
-    let profile_factor = match profile {
-        Some(ProfileScope::Global) => pricing.global_profile_multiplier,
-        _ => 1.0,
-    };
-    price.base_cost(usage) * tier_factor * profile_factor
+    price.base_cost(usage) * pricing.factor(price, tier, profile)
 }
 
 #[cfg(test)]
@@ -73,6 +69,7 @@ mod tests {
             cache_read_per_1k: Some(0.1),
             cache_write_per_1k: Some(1.25),
             cache_write_1h_per_1k: None,
+            ..Price::default()
         };
         let usage = Usage {
             input_tokens: 1000,
@@ -92,8 +89,30 @@ mod tests {
             &pricing,
             &usage,
             Some(ServiceTier::Standard),
-            Some(ProfileScope::Global),
+            Some(&ProfileScope::Global),
         );
-        assert!((global - 4.35 * pricing.global_profile_multiplier).abs() < 1e-9);
+        assert!((global - 4.35 * pricing.scopes.global).abs() < 1e-9);
+        let own = Price {
+            scopes: Some(crate::config::ScopeMultipliers {
+                in_region: 1.1,
+                geographic: 1.1,
+                global: 1.0,
+            }),
+            tiers: crate::config::TierMultipliers {
+                flex: Some(0.6),
+                ..Default::default()
+            },
+            ..price
+        };
+        let own_flex = call_cost(&own, &pricing, &usage, Some(ServiceTier::Flex), None);
+        assert!((own_flex - 4.35 * 0.6 * 1.1).abs() < 1e-9);
+        let own_global = call_cost(
+            &own,
+            &pricing,
+            &usage,
+            Some(ServiceTier::Priority),
+            Some(&ProfileScope::Global),
+        );
+        assert!((own_global - 4.35 * pricing.tier_multiplier(ServiceTier::Priority)).abs() < 1e-9);
     }
 }

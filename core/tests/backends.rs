@@ -183,7 +183,9 @@ async fn failed_attempts_carry_what_the_service_said() {
         .generate(
             GenerateRequest::user("x")
                 .model("eu.amazon.nova-lite-v1:0")
-                .residency(laneway::Residency::Geography(laneway::Geography::Eu))
+                .residency(laneway::Residency::Geography(
+                    laneway::Geography::new("eu").unwrap(),
+                ))
                 .deadline(std::time::Duration::from_secs(2)),
         )
         .await

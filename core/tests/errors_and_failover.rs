@@ -12,7 +12,7 @@ use laneway_emulator::{Fault, FaultKind};
 fn single_target() -> GenerateRequest {
     GenerateRequest::user("hello")
         .model("eu.amazon.nova-lite-v1:0")
-        .residency(Residency::Geography(Geography::Eu))
+        .residency(Residency::Geography(Geography::new("eu").unwrap()))
         .max_tokens(8)
 }
 
@@ -245,7 +245,7 @@ async fn residency_keeps_traffic_in_the_geography() {
         .generate(
             GenerateRequest::user("hi")
                 .family("claude")
-                .residency(Residency::Geography(Geography::Eu)),
+                .residency(Residency::Geography(Geography::new("eu").unwrap())),
         )
         .await
         .unwrap();

@@ -15,8 +15,23 @@ use proptest::prelude::*;
 
 const STARTUP: &str = include_str!("../../examples/startup.toml");
 
+/// The example configuration, calling from Asia-Pacific and Canada too, so that every
+/// geography's profiles have a region to start in.
 fn base() -> Config {
-    Config::from_toml_str(STARTUP).unwrap()
+    let mut c = Config::from_toml_str(STARTUP).unwrap();
+    for r in [
+        "ap-northeast-1",
+        "ap-southeast-2",
+        "ap-south-1",
+        "ca-central-1",
+    ] {
+        c.regions.push(laneway::config::RegionConfig {
+            name: r.into(),
+            geography: None,
+        });
+    }
+    c.validate().unwrap();
+    c
 }
 
 fn model_names() -> Vec<String> {
@@ -42,16 +57,18 @@ fn tier() -> impl Strategy<Value = ServiceTier> {
 
 fn residency() -> impl Strategy<Value = Option<Residency>> {
     let regions = prop::sample::subsequence(
-        vec!["us-east-1", "us-west-2", "eu-west-1", "ap-south-1"],
+        vec![
+            "us-east-1",
+            "us-west-2",
+            "eu-west-1",
+            "ap-south-1",
+            "ap-northeast-1",
+        ],
         1..=3,
     )
     .prop_map(|r| Residency::Regions(r.into_iter().map(String::from).collect()));
-    let geo = prop_oneof![
-        Just(Geography::Us),
-        Just(Geography::Eu),
-        Just(Geography::Apac)
-    ]
-    .prop_map(Residency::Geography);
+    let geographies: Vec<Geography> = base().geographies.keys().cloned().collect();
+    let geo = prop::sample::select(geographies).prop_map(Residency::Geography);
     prop_oneof![Just(None), geo.prop_map(Some), regions.prop_map(Some)]
 }
 

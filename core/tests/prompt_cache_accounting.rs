@@ -55,11 +55,10 @@ async fn a_twelve_step_agent_writes_once_then_reads() {
             + f64::from(u.cache_write_tokens) * price.cache_write_per_1k.unwrap()
             + f64::from(u.output_tokens) * price.output_per_1k)
             / 1000.0;
-        let profile = if r.decision.target.starts_with("global.") {
-            router.config().pricing.global_profile_multiplier
-        } else {
-            1.0
-        };
+        let config = router.config();
+        let prefix = r.decision.target.split_once('.').map(|(p, _)| p);
+        let scope = prefix.and_then(|p| config.profile_scope(p));
+        let profile = config.pricing.scopes.of(scope.as_ref());
         assert!(
             (r.cost_usd - expected * profile).abs() < 1e-12,
             "step {}: {} vs {}",

@@ -163,7 +163,9 @@ const EAST_STALLS: [(&str, Behaviour); 3] = [
 fn eu_only() -> GenerateRequest {
     GenerateRequest::user("hello")
         .model("eu.amazon.nova-lite-v1:0")
-        .residency(laneway::Residency::Geography(laneway::Geography::Eu))
+        .residency(laneway::Residency::Geography(
+            laneway::Geography::new("eu").unwrap(),
+        ))
 }
 
 /// An executor over the startup configuration whose three nova regions behave as given.
@@ -348,8 +350,9 @@ async fn a_stream_that_goes_quiet_ends_at_the_idle_limit_with_what_was_delivered
 
 #[tokio::test(start_paused = true)]
 async fn an_outage_of_every_target_is_retried_in_rounds_until_it_ends() {
+    // One target per region, the bare id everywhere, as the rounds below count them.
     let (exec, backend) = executor(
-        "",
+        "[models.\"amazon.nova-lite-v1:0\"]\nin_region = [\"us-east-1\", \"us-west-2\", \"eu-west-1\"]\n",
         [
             ("us-east-1", Behaviour::Down),
             ("us-west-2", Behaviour::Down),

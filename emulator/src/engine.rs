@@ -361,7 +361,7 @@ impl Engine {
             }
             None => ask,
         };
-        if self.scenario.geography_of(&ask.region).is_none() {
+        if self.scenario.region(&ask.region).is_none() {
             return Err(ApiError::new(
                 403,
                 "UnrecognizedClientException",
@@ -378,10 +378,7 @@ impl Engine {
                     ..ask.clone()
                 };
                 let served = self.resolve(&routed)?;
-                let arn = if chosen
-                    .split_once('.')
-                    .is_some_and(|(p, _)| ["us", "eu", "apac", "global"].contains(&p))
-                {
+                let arn = if self.scenario.split_profile(&chosen).0.is_some() {
                     format!(
                         "arn:aws:bedrock:{}:000000000000:inference-profile/{chosen}",
                         ask.region
@@ -708,13 +705,8 @@ impl Engine {
                 let invalid = || {
                     ApiError::validation(ask.service, "The provided model identifier is invalid.")
                 };
-                let geography = self.scenario.geography_of(&ask.region).unwrap_or_default();
-                let (prefix, bare) = match ask.target.split_once('.') {
-                    Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => {
-                        (Some(p), rest)
-                    }
-                    _ => (None, ask.target.as_str()),
-                };
+                let region = self.scenario.region(&ask.region).ok_or_else(invalid)?;
+                let (prefix, bare) = self.scenario.split_profile(&ask.target);
                 let model = self
                     .scenario
                     .models
@@ -723,7 +715,7 @@ impl Engine {
                     .ok_or_else(invalid)?;
                 match prefix {
                     // Batch jobs name the base model: only on-demand calls need the profile.
-                    None if model.profile_only && ask.tier != "batch" => Err(ApiError::validation(
+                    None if !model.serves_bare_in(&ask.region) && ask.tier != "batch" => Err(ApiError::validation(
                         ask.service,
                         format!(
                             "Invocation of model ID {} with on-demand throughput isn't supported. \
@@ -732,7 +724,10 @@ impl Engine {
                         ),
                     )),
                     None => Ok(Served::Model(model)),
-                    Some(p) if model.profiles.iter().any(|x| x == p) && (p == "global" || p == geography) => {
+                    Some(p)
+                        if model.profiles.iter().any(|x| x == p)
+                            && (p == "global" || region.all_geographies().any(|g| g == p)) =>
+                    {
                         Ok(Served::Model(model))
                     }
                     Some(_) => Err(invalid()),

@@ -23,7 +23,7 @@ pub struct Scenario {
     /// Access keys accepted, with their secrets; requests signed otherwise get a 403.
     #[serde(default = "default_credentials")]
     pub credentials: Vec<Credential>,
-    /// Regions served, with their geography (`us`, `eu`, `apac`).
+    /// Regions served, with the geographies whose profiles they serve.
     pub regions: Vec<RegionSpec>,
     /// Bedrock foundation models.
     #[serde(default)]
@@ -89,8 +89,22 @@ pub struct Credential {
 #[serde(deny_unknown_fields)]
 pub struct RegionSpec {
     pub name: String,
-    /// `us`, `eu` or `apac`: which geographic inference profiles this region serves.
-    pub geography: String,
+    /// The geography whose profiles (`us.`, `jp.`, ...) this region serves.
+    #[serde(default)]
+    pub geography: Option<String>,
+    /// More geographies it serves the profiles of (Tokyo: `jp` and `apac`).
+    #[serde(default)]
+    pub geographies: Vec<String>,
+}
+
+impl RegionSpec {
+    /// Every geography whose profiles this region serves.
+    pub fn all_geographies(&self) -> impl Iterator<Item = &str> {
+        self.geography
+            .iter()
+            .chain(&self.geographies)
+            .map(String::as_str)
+    }
 }
 
 /// A Bedrock model and where and how it is served.
@@ -101,12 +115,17 @@ pub struct ModelSpec {
     pub id: String,
     /// Regions where the model is served (bare id and profiles alike).
     pub regions: Vec<String>,
-    /// Inference profile prefixes that exist for it: `us`, `eu`, `apac`, `global`.
+    /// Inference profile prefixes that exist for it: `global` or a region's geography (`us`,
+    /// `eu`, `apac`, `jp`, ...).
     #[serde(default)]
     pub profiles: Vec<String>,
     /// When true the bare id is refused on demand (as for newer Claude models).
     #[serde(default)]
     pub profile_only: bool,
+    /// The regions whose on-demand calls take the bare id; absent, all of `regions` (unless
+    /// `profile_only`).
+    #[serde(default)]
+    pub in_region: Option<Vec<String>>,
     /// Service tiers accepted: `default`, `priority`, `flex`, `reserved`.
     #[serde(default = "default_tiers")]
     pub tiers: BTreeSet<String>,
@@ -347,10 +366,16 @@ impl Scenario {
             return invalid("at least one region is needed".into());
         }
         for r in &self.regions {
-            if !["us", "eu", "apac"].contains(&r.geography.as_str()) {
+            let well_formed = |g: &str| {
+                !g.is_empty()
+                    && g != "global"
+                    && g.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            };
+            if let Some(g) = r.all_geographies().find(|g| !well_formed(g)) {
                 return invalid(format!(
-                    "regions.{}: geography must be us, eu or apac, got {:?}",
-                    r.name, r.geography
+                    "regions.{}: {g:?} is not a geography name (lowercase letters, digits and hyphens; not `global`)",
+                    r.name
                 ));
             }
         }
@@ -362,9 +387,23 @@ impl Scenario {
                 }
             }
             for p in &m.profiles {
-                if !["us", "eu", "apac", "global"].contains(&p.as_str()) {
-                    return invalid(format!("models.{}: unknown profile prefix {p:?}", m.id));
+                if !self.is_profile_prefix(p) {
+                    return invalid(format!(
+                        "models.{}: unknown profile prefix {p:?} (`global` or a region's geography)",
+                        m.id
+                    ));
                 }
+            }
+            if let Some(r) = m
+                .in_region
+                .iter()
+                .flatten()
+                .find(|r| !m.regions.contains(r))
+            {
+                return invalid(format!(
+                    "models.{}: in_region names {r:?}, which is not among its regions",
+                    m.id
+                ));
             }
             for t in &m.tiers {
                 if !["default", "priority", "flex", "reserved"].contains(&t.as_str()) {
@@ -401,10 +440,7 @@ impl Scenario {
         }
         for r in &self.prompt_routers {
             for id in &r.models {
-                let bare = match id.split_once('.') {
-                    Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => rest,
-                    _ => id.as_str(),
-                };
+                let (_, bare) = self.split_profile(id);
                 if !self.models.iter().any(|m| m.id == bare) {
                     return invalid(format!("prompt_routers.{}: unknown model {id:?}", r.name));
                 }
@@ -423,10 +459,7 @@ impl Scenario {
                     a.id, a.region
                 ));
             }
-            let bare = match a.model.split_once('.') {
-                Some((p, rest)) if ["us", "eu", "apac", "global"].contains(&p) => rest,
-                _ => a.model.as_str(),
-            };
+            let (_, bare) = self.split_profile(&a.model);
             if !self.models.iter().any(|m| m.id == bare) {
                 return invalid(format!(
                     "application_profiles.{}: unknown model {:?}",
@@ -446,12 +479,26 @@ impl Scenario {
         Ok(())
     }
 
-    /// The geography of a region, if the scenario serves it.
-    pub fn geography_of(&self, region: &str) -> Option<&str> {
-        self.regions
-            .iter()
-            .find(|r| r.name == region)
-            .map(|r| r.geography.as_str())
+    /// The region of this name, if the scenario serves it.
+    pub fn region(&self, name: &str) -> Option<&RegionSpec> {
+        self.regions.iter().find(|r| r.name == name)
+    }
+
+    /// Whether `prefix` starts a profile id here: `global`, or a geography of a region.
+    pub fn is_profile_prefix(&self, prefix: &str) -> bool {
+        prefix == "global"
+            || self
+                .regions
+                .iter()
+                .any(|r| r.all_geographies().any(|g| g == prefix))
+    }
+
+    /// A model or profile id as its profile prefix (if any) and bare model id.
+    pub fn split_profile<'a>(&self, id: &'a str) -> (Option<&'a str>, &'a str) {
+        match id.split_once('.') {
+            Some((p, rest)) if self.is_profile_prefix(p) => (Some(p), rest),
+            _ => (None, id),
+        }
     }
 }
 
@@ -475,6 +522,15 @@ impl Performance {
 }
 
 impl ModelSpec {
+    /// Whether an on-demand call in `region` may name the bare id.
+    pub fn serves_bare_in(&self, region: &str) -> bool {
+        !self.profile_only
+            && self
+                .in_region
+                .as_ref()
+                .is_none_or(|r| r.iter().any(|r| r == region))
+    }
+
     /// The performance in force for a region and tier, overrides applied in order.
     pub fn performance_for(&self, region: &str, tier: &str) -> Performance {
         let mut p = self.performance.clone();
@@ -553,7 +609,24 @@ mod tests {
     fn builtins_parse_and_validate() {
         for (name, _, _) in BUILTINS {
             let s = Scenario::builtin(name).unwrap();
-            assert_eq!(s.regions.len(), 3, "{name}");
+            assert_eq!(
+                s.regions[..3]
+                    .iter()
+                    .map(|r| r.name.as_str())
+                    .collect::<Vec<_>>(),
+                ["us-east-1", "us-west-2", "eu-west-1"],
+                "{name}"
+            );
+            let tokyo = s.region("ap-northeast-1").unwrap();
+            assert_eq!(tokyo.all_geographies().collect::<Vec<_>>(), ["jp", "apac"]);
+            assert_eq!(
+                s.split_profile("jp.anthropic.claude-sonnet-4-6"),
+                (Some("jp"), "anthropic.claude-sonnet-4-6")
+            );
+            assert_eq!(
+                s.split_profile("amazon.nova-lite-v1:0"),
+                (None, "amazon.nova-lite-v1:0")
+            );
             assert!(s.models.iter().any(|m| m.id == "amazon.nova-micro-v1:0"));
             assert!(s.endpoints.iter().any(|e| e.name == "laneway-demo-llm"));
         }

@@ -50,6 +50,11 @@ class LanewayInternalError(LanewayError):
     """A bug inside Laneway (a panic, or a value it could not convert); please report it."""
 
 def _arm_failpoint(name: Optional[str] = None) -> None: ...
+def _schema() -> Dict[str, Any]:
+    """The core's surface names: request options per casing, error kinds, and the keys of
+    usage, timings and decision (for the tests that check the typed views against them)."""
+def _error_class(kind: str) -> type:
+    """The exception class an error of `kind` raises."""
 
 @final
 class NativeRouter:
@@ -151,6 +156,8 @@ __all__ = [
     "NativeBatchSession",
     "version",
     "_arm_failpoint",
+    "_schema",
+    "_error_class",
     "Dispatcher",
     "LanewayError",
     "ThrottledError",

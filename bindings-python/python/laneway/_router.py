@@ -30,13 +30,13 @@ def _dispatcher() -> "_laneway.Dispatcher":
 
 def _request(request: Optional[RequestLike], kwargs: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(request, str):
-        return Request(prompt=request, **kwargs).to_dict()
+        return {**kwargs, "prompt": request}
     if isinstance(request, Request):
         if kwargs:
             raise TypeError("give a Request or keyword arguments, not both")
         return request.to_dict()
     if request is None:
-        return Request(**kwargs).to_dict()
+        return dict(kwargs)
     if kwargs:
         raise TypeError("give a request dict or keyword arguments, not both")
     return dict(request)

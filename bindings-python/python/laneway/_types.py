@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 
@@ -32,7 +32,11 @@ class Request:
     refine it. `reasoning` is `{"effort": "low"|"medium"|"high"|"max", "budget_tokens": n}`
     (either key); `output_schema` a JSON schema (an object schema) the answer's text conforms to;
     `metadata` key-value pairs Bedrock logs with the call; `guardrail` a Bedrock guardrail
-    (`{"identifier", "version", "trace": "enabled", "stream_mode": "sync"}`).
+    (`{"identifier", "version", "trace": "enabled", "stream_mode": "sync"}`); `model_fields`
+    fields written for one model (`{"model", "request", "response_paths"}`), sent only to it.
+    `residency` is a geography's name (`"eu"`, `"jp"`), a list of regions, or the core's
+    `{"geography": ...}` / `{"regions": [...]}`. The core reads all of it
+    (`laneway::surface::flat`): an unknown key is an `InvalidRequestError` naming it.
     """
 
     prompt: Optional[str] = None
@@ -51,7 +55,7 @@ class Request:
     deadline_ms: Optional[int] = None
     task_id: Optional[str] = None
     tier: Optional[str] = None
-    residency: Optional[Mapping[str, Any]] = None
+    residency: Union[None, str, Sequence[str], Mapping[str, Any]] = None
     min_variant: Optional[str] = None
     cache: Optional[str] = None
     continue_on_interrupt: bool = False
@@ -59,71 +63,41 @@ class Request:
     output_schema: Optional[Mapping[str, Any]] = None
     metadata: Optional[Mapping[str, str]] = None
     guardrail: Optional[Mapping[str, Any]] = None
+    model_fields: Optional[Mapping[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        """The request in the core's wire shape."""
-        if self.model is not None and self.family is not None:
-            from ._laneway import InvalidRequestError
-
-            raise InvalidRequestError("invalid request: model: give a model or a family, not both")
-        messages: List[Any] = [m.to_dict() if isinstance(m, Message) else dict(m) for m in self.messages]
-        if self.prompt is not None:
-            messages.append({"role": "user", "content": [{"text": self.prompt}]})
-        out: Dict[str, Any] = {"messages": messages}
-        if self.model is not None:
-            out["model"] = {"model": self.model}
-        elif self.family is not None:
-            out["model"] = {"family": self.family}
-        if self.system is not None:
-            out["system"] = [{"text": self.system}] if isinstance(self.system, str) else [dict(b) for b in self.system]
-        if self.tools:
-            out["tools"] = [dict(t) if ("spec" in t or "cache_point" in t) else {"spec": dict(t)} for t in self.tools]
-        if self.tool_choice is not None:
-            out["tool_choice"] = self.tool_choice if self.tool_choice in ("auto", "any") else {"tool": self.tool_choice}
-        inference: Dict[str, Any] = {
-            k: v
-            for k, v in (("max_tokens", self.max_tokens), ("temperature", self.temperature), ("top_p", self.top_p))
-            if v is not None
-        }
-        if self.stop_sequences:
-            inference["stop_sequences"] = list(self.stop_sequences)
-        if inference:
-            out["inference"] = inference
-        slo = {k: v for k, v in (("class", self.slo), ("ttft_target", self.ttft_target_ms), ("deadline", self.deadline_ms)) if v is not None}
-        if slo:
-            out["slo"] = slo
-        for key in ("task_id", "tier", "min_variant", "cache"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.residency is not None:
-            out["residency"] = dict(self.residency)
-        if self.continue_on_interrupt:
-            out["continue_on_interrupt"] = True
-        if self.reasoning is not None:
-            out["reasoning"] = dict(self.reasoning)
-        if self.output_schema is not None:
-            out["output_format"] = {"json_schema": {"schema": dict(self.output_schema)}}
-        if self.metadata is not None:
-            out["metadata"] = dict(self.metadata)
-        if self.guardrail is not None:
-            out["guardrail"] = dict(self.guardrail)
+        """The options given, as the core reads them (`laneway::surface::flat` decides every key)."""
+        out: Dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or value == () or value is False:
+                continue
+            if f.name == "messages":
+                value = [m.to_dict() if isinstance(m, Message) else dict(m) for m in value]
+            out[f.name] = value
         return out
 
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens of one call: new input, cache writes and reads, output."""
+    """Tokens of one call: new input, cache writes (all TTLs; `cache_write_1h_tokens` of them at
+    the 1-hour TTL) and reads, output; `input_estimated` when the input count is Laneway's
+    estimate (the service sent none)."""
 
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    raw: Dict[str, Any] = field(repr=False, compare=False)
+    cache_write_1h_tokens: int = 0
+    input_estimated: bool = False
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Usage":
-        return cls(d["input_tokens"], d["output_tokens"], d.get("cache_read_tokens", 0), d.get("cache_write_tokens", 0), d)
+        return cls(
+            d["input_tokens"], d["output_tokens"], d.get("cache_read_tokens", 0), d.get("cache_write_tokens", 0),
+            d.get("cache_write_1h_tokens", 0), d.get("input_estimated", False), d,
+        )
 
 
 @dataclass(frozen=True)
@@ -138,20 +112,23 @@ class Timings:
     inter_token_p50_ms: Optional[float]
     ttft_reasoning_ms: Optional[float] = None
     ttft_answer_ms: Optional[float] = None
+    inter_token_mean_ms: Optional[float] = None
+    inter_token_p90_ms: Optional[float] = None
+    inter_token_max_ms: Optional[float] = None
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Timings":
-        itl = d.get("inter_token")
+        itl = d.get("inter_token") or {}
         return cls(
-            d.get("ttft_ms"), d["total_ms"], d.get("output_tokens_per_second"), itl["p50_ms"] if itl else None,
-            d.get("ttft_reasoning_ms"), d.get("ttft_answer_ms"),
+            d.get("ttft_ms"), d["total_ms"], d.get("output_tokens_per_second"), itl.get("p50_ms"),
+            d.get("ttft_reasoning_ms"), d.get("ttft_answer_ms"), itl.get("mean_ms"), itl.get("p90_ms"), itl.get("max_ms"),
         )
 
 
 @dataclass(frozen=True)
 class Decision:
-    """What served the call and why: model, family, target, region, tier, reasons, failovers;
-    `call_id` for `Router.feedback`."""
+    """What served the call and why: provider, model, family, target, region, tier (asked and
+    served), reasons, failovers; `call_id` for `Router.feedback`."""
 
     call_id: str
     model: str
@@ -165,12 +142,15 @@ class Decision:
     failed_attempts: List[Dict[str, Any]]
     attempts_sent: int
     hedge: Optional[Dict[str, Any]]
+    provider: str = "bedrock"
+    served_tier: Optional[str] = None
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Decision":
         return cls(
             d["call_id"], d["model"], d.get("family"), d["target"], d["region"], d.get("tier"), d.get("endpoint"),
             d.get("invoked_model"), d.get("reasons", []), d.get("failed_attempts", []), d.get("attempts_sent", 1), d.get("hedge"),
+            d.get("provider", "bedrock"), d.get("served_tier"),
         )
 
 

@@ -79,7 +79,7 @@ impl NaiveClient {
         match result {
             Ok((ttft, usage)) => {
                 let m = &self.config.models[&model];
-                let profile = m.requires_profile().then(|| m.profiles()[0]);
+                let profile = us_profile(m);
                 call.ok = true;
                 call.ttft = ttft;
                 call.cost_usd = laneway::cost::call_cost(
@@ -88,7 +88,7 @@ impl NaiveClient {
                     &usage,
                     // Bedrock's standard tier; SageMaker has no tiers.
                     (m.provider() == Provider::Bedrock).then_some(ServiceTier::Standard),
-                    profile,
+                    profile.as_ref(),
                 );
                 call.usage = usage;
             }
@@ -105,9 +105,9 @@ impl NaiveClient {
         started: Instant,
     ) -> Result<(Option<Duration>, Usage), String> {
         // Newer Claude models take only profile ids: the geography's profile.
-        let id = match m.requires_profile() {
-            true => format!("us.{model}"),
-            false => model.to_string(),
+        let id = match us_profile(m) {
+            Some(p) => format!("{p}.{model}"),
+            None => model.to_string(),
         };
         let mut call = self.bedrock.converse_stream().model_id(id);
         for s in &request.system {
@@ -222,4 +222,11 @@ impl NaiveClient {
         };
         Ok((Some(started.elapsed()), usage))
     }
+}
+
+/// The `us` profile, for a model whose bare id is not served in [`REGION`].
+fn us_profile(m: &ModelConfig) -> Option<laneway::ProfileScope> {
+    m.requires_profile_in(REGION)
+        .then(|| m.profiles().iter().find(|p| p.prefix() == "us").cloned())
+        .flatten()
 }

@@ -12,7 +12,7 @@ pub use model::{BedrockModel, ModelConfig, OtherModel, SagemakerModel};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig,
-    ReservationConfig,
+    ReservationConfig, ScopeMultipliers, TierMultipliers,
 };
 
 use serde::{Deserialize, Serialize};
@@ -49,8 +49,12 @@ pub struct Config {
     /// The model or family a request gets when it names none.
     #[serde(default)]
     pub default_model: Option<String>,
-    /// Regions in order of preference, with their geography.
+    /// Regions in order of preference: where calls start.
     pub regions: Vec<RegionConfig>,
+    /// Geographies by name (`us`, `eu`, `apac`, `jp`, `au`, `ca`, `us-gov`, or your own): the
+    /// regions each one's geographic inference profiles keep requests in.
+    #[serde(default)]
+    pub geographies: BTreeMap<Geography, GeographyConfig>,
     pub slo_tiers: SloTiers,
     /// Reasoning each SLO class asks of a model that reasons, when the request sets none
     /// (`[slo_reasoning] background = { effort = "medium" }`).
@@ -180,12 +184,25 @@ fn default_sync_interval() -> Duration {
     Duration::from_millis(200)
 }
 
-/// A region and its geography.
+/// A region calls start in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegionConfig {
     pub name: String,
-    pub geography: Geography,
+    /// A geography this region belongs to besides those whose `[geographies]` entry lists it
+    /// (for a region the built-in table does not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geography: Option<Geography>,
+}
+
+/// A geography: the regions its geographic inference profiles keep requests in, which are
+/// also the regions that may call them. A region may be in several (Tokyo is in `jp` and in
+/// `apac`); a request whose residency names a geography stays in its regions and profiles
+/// whose regions it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeographyConfig {
+    pub regions: Vec<String>,
 }
 
 /// The tier each SLO class asks for (a model without that tier gets standard).
@@ -217,8 +234,10 @@ pub struct PricingConfig {
     /// Each service tier's price as a multiple of the standard price (`[pricing.tiers]`); every
     /// tier needs one.
     pub tiers: BTreeMap<ServiceTier, f64>,
-    /// Global cross-region profiles cost this fraction of geographic ones.
-    pub global_profile_multiplier: f64,
+    /// Multipliers by the scope of the target that serves a call (in-Region id, geographic or
+    /// global profile), for models whose price sets none (`[pricing.scopes]`).
+    #[serde(default)]
+    pub scopes: ScopeMultipliers,
     /// US dollars per hour of each SageMaker instance type: what a self-hosted model costs
     /// (`laneway bench` turns it into cost per request at the measured throughput).
     #[serde(default)]
@@ -241,7 +260,10 @@ impl Default for PricingConfig {
                 (ServiceTier::Flex, 0.5),
                 (ServiceTier::Reserved, 1.0),
             ]),
-            global_profile_multiplier: 0.9,
+            scopes: ScopeMultipliers {
+                global: 0.9,
+                ..ScopeMultipliers::default()
+            },
             instance_hourly: BTreeMap::new(),
             batch: 0.5,
         }
@@ -253,6 +275,32 @@ impl PricingConfig {
     pub fn tier_multiplier(&self, tier: ServiceTier) -> f64 {
         // Validation guarantees every tier a multiplier.
         self.tiers.get(&tier).copied().unwrap_or(1.0)
+    }
+
+    /// What a model's base price is multiplied by at `tier` (`None`: no tier, as SageMaker)
+    /// on a target with `profile`: the model's own multipliers where it sets them, else these.
+    ///
+    /// ```
+    /// use laneway::{Config, ProfileScope, ServiceTier};
+    /// let config = Config::default();
+    /// let opus = config.models["anthropic.claude-opus-4-6-v1"].price();
+    /// let global = config.pricing.factor(opus, Some(ServiceTier::Standard), Some(&ProfileScope::Global));
+    /// let geo = config.pricing.factor(opus, Some(ServiceTier::Standard), config.profile_scope("us").as_ref());
+    /// assert!((geo / global - 1.1).abs() < 1e-3); // in-Region and geographic: 10% above global
+    /// ```
+    pub fn factor(
+        &self,
+        price: &Price,
+        tier: Option<ServiceTier>,
+        profile: Option<&ProfileScope>,
+    ) -> f64 {
+        let tier_factor = tier.map_or(1.0, |t| {
+            price
+                .tiers
+                .get(t)
+                .unwrap_or_else(|| self.tier_multiplier(t))
+        });
+        tier_factor * price.scopes.unwrap_or(self.scopes).of(profile)
     }
 }
 
@@ -767,12 +815,93 @@ impl Config {
         Ok(config)
     }
 
-    /// The geography of a configured region.
-    pub fn geography_of(&self, region: &str) -> Option<Geography> {
-        self.regions
-            .iter()
-            .find(|r| r.name == region)
-            .map(|r| r.geography)
+    /// Whether calls may start in `region` (it is under `[[regions]]`).
+    pub fn is_configured_region(&self, region: &str) -> bool {
+        self.regions.iter().any(|r| r.name == region)
+    }
+
+    /// Whether `region` is configured or in a geography: a name a model may list.
+    pub fn is_known_region(&self, region: &str) -> bool {
+        self.is_configured_region(region)
+            || self
+                .geographies
+                .values()
+                .any(|g| g.regions.iter().any(|r| r == region))
+    }
+
+    /// Whether `region` belongs to `geography` (by its `[geographies]` entry or its own
+    /// `[[regions]]` entry).
+    ///
+    /// ```
+    /// let config = laneway::Config::default();
+    /// let jp = laneway::Geography::new("jp").unwrap();
+    /// let apac = laneway::Geography::new("apac").unwrap();
+    /// assert!(config.in_geography("ap-northeast-1", &jp) && config.in_geography("ap-northeast-1", &apac));
+    /// assert!(!config.in_geography("us-east-1", &jp));
+    /// ```
+    pub fn in_geography(&self, region: &str, geography: &Geography) -> bool {
+        self.geographies
+            .get(geography)
+            .is_some_and(|g| g.regions.iter().any(|r| r == region))
+            || self
+                .regions
+                .iter()
+                .any(|r| r.name == region && r.geography.as_ref() == Some(geography))
+    }
+
+    /// Whether every region of `inner` is in `outer`: a profile of `inner` keeps a request
+    /// within `outer` (`jp` within `apac`).
+    pub fn geography_within(&self, inner: &Geography, outer: &Geography) -> bool {
+        if inner == outer {
+            return true;
+        }
+        let mut regions = self.geography_regions(inner).peekable();
+        regions.peek().is_some() && regions.all(|r| self.in_geography(r, outer))
+    }
+
+    /// The regions of a geography.
+    pub fn geography_regions<'a>(&'a self, g: &'a Geography) -> impl Iterator<Item = &'a str> {
+        let listed = self.geographies.get(g).map(|c| c.regions.as_slice());
+        listed.into_iter().flatten().map(String::as_str).chain(
+            self.regions
+                .iter()
+                .filter(move |r| r.geography.as_ref() == Some(g))
+                .map(|r| r.name.as_str()),
+        )
+    }
+
+    /// Whether a geography of this name is configured (under `[geographies]` or by a region).
+    pub fn is_known_geography(&self, g: &Geography) -> bool {
+        self.geographies.contains_key(g)
+            || self.regions.iter().any(|r| r.geography.as_ref() == Some(g))
+    }
+
+    /// The profile scope an id prefix names: `global` or a configured geography.
+    ///
+    /// ```
+    /// let config = laneway::Config::default();
+    /// assert_eq!(config.profile_scope("global"), Some(laneway::ProfileScope::Global));
+    /// assert_eq!(config.profile_scope("jp").unwrap().prefix(), "jp");
+    /// assert_eq!(config.profile_scope("anthropic"), None);
+    /// ```
+    pub fn profile_scope(&self, prefix: &str) -> Option<ProfileScope> {
+        match prefix.parse::<ProfileScope>().ok()? {
+            ProfileScope::Global => Some(ProfileScope::Global),
+            ProfileScope::Geographic(g) => self
+                .is_known_geography(&g)
+                .then_some(ProfileScope::Geographic(g)),
+        }
+    }
+
+    /// The configured geographies' names, comma-separated (for error messages).
+    pub(crate) fn known_geographies(&self) -> String {
+        let mut names: BTreeSet<&str> = self.geographies.keys().map(Geography::as_str).collect();
+        names.extend(
+            self.regions
+                .iter()
+                .filter_map(|r| r.geography.as_ref().map(Geography::as_str)),
+        );
+        names.into_iter().collect::<Vec<_>>().join(", ")
     }
 
     /// Checks that every reference resolves and every value is in range.
@@ -786,6 +915,14 @@ impl Config {
                 return Err(Error::config(
                     format!("regions[{i}].name"),
                     format!("region {:?} is listed twice", r.name),
+                ));
+            }
+        }
+        for (name, g) in &self.geographies {
+            if g.regions.is_empty() {
+                return Err(Error::config(
+                    format!("geographies.{name}.regions"),
+                    "a geography needs at least one region",
                 ));
             }
         }
@@ -839,13 +976,8 @@ impl Config {
             ));
         }
         let tiers = p.tiers.iter().map(|(t, v)| (format!("tiers.{t}"), *v));
-        for (name, v) in tiers.chain([
-            (
-                "global_profile_multiplier".to_string(),
-                p.global_profile_multiplier,
-            ),
-            ("batch".to_string(), p.batch),
-        ]) {
+        let scopes = p.scopes.entries().map(|(k, v)| (format!("scopes.{k}"), v));
+        for (name, v) in tiers.chain(scopes).chain([("batch".to_string(), p.batch)]) {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::config(
                     format!("pricing.{name}"),
@@ -904,7 +1036,7 @@ impl Config {
                         format!("{arn:?} is not a prompt router ARN (arn:aws:bedrock:REGION:ACCOUNT:default-prompt-router/NAME)"),
                     ));
                 };
-                if self.geography_of(region).is_none() {
+                if !self.is_configured_region(region) {
                     return Err(Error::config(
                         field("prompt_router"),
                         format!("region {region:?} of the ARN is not a configured region"),
@@ -1062,6 +1194,20 @@ impl Config {
                 }
             }
         }
+        let own = price.scopes.map(|s| s.entries()).into_iter().flatten();
+        let own = own.map(|(k, v)| (format!("scopes.{k}"), Some(v))).chain(
+            ServiceTier::ALL
+                .iter()
+                .map(|&t| (format!("tiers.{t}"), price.tiers.get(t))),
+        );
+        for (k, v) in own {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(Error::config(
+                    field(&format!("price.{k}")),
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
+            }
+        }
         match m {
             ModelConfig::Bedrock(b) => self.validate_bedrock(b, &field),
             ModelConfig::Sagemaker(s) => self.validate_sagemaker(s, &field),
@@ -1087,16 +1233,38 @@ impl Config {
                 "a Bedrock model needs at least one region",
             ));
         }
-        if let Some(r) = m.regions.iter().find(|r| self.geography_of(r).is_none()) {
+        if let Some(r) = m.regions.iter().find(|r| !self.is_known_region(r)) {
             return Err(Error::config(
                 field("regions"),
-                format!("region {r:?} is not among the configured regions"),
+                format!("region {r:?} is neither under [[regions]] nor in a [geographies] entry"),
             ));
+        }
+        for (i, p) in m.profiles.iter().enumerate() {
+            if let Some(g) = p.geography().filter(|g| !self.is_known_geography(g)) {
+                return Err(Error::config(
+                    field(&format!("profiles[{i}]")),
+                    format!(
+                        "{g:?} is not a configured geography (configured: {}; add it under [geographies])",
+                        self.known_geographies()
+                    ),
+                ));
+            }
         }
         if m.tiers.is_empty() {
             return Err(Error::config(
                 field("tiers"),
                 "must list at least one service tier",
+            ));
+        }
+        if let Some(r) = m
+            .in_region
+            .iter()
+            .flatten()
+            .find(|r| !m.regions.contains(r))
+        {
+            return Err(Error::config(
+                field("in_region"),
+                format!("region {r:?} is not among the model's regions"),
             ));
         }
         if m.requires_profile && m.profiles.is_empty() {
@@ -1124,7 +1292,7 @@ impl Config {
                         ),
                     ))
                 }
-                Some(r) if self.geography_of(r).is_none() => {
+                Some(r) if !self.is_configured_region(r) => {
                     return Err(Error::config(
                         at,
                         format!("region {r:?} is not among the configured regions"),
@@ -1154,7 +1322,7 @@ impl Config {
             if e.name.is_empty() {
                 return Err(Error::config(at("name"), "must not be empty"));
             }
-            if self.geography_of(&e.region).is_none() {
+            if !self.is_configured_region(&e.region) {
                 return Err(Error::config(
                     at("region"),
                     format!("region {:?} is not among the configured regions", e.region),

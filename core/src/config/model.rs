@@ -32,6 +32,10 @@ struct ModelSpec {
     /// Bedrock: only profile ids are accepted on demand (newer Claude models).
     #[serde(default)]
     requires_profile: bool,
+    /// Bedrock: the regions whose on-demand calls take the bare model id; absent, every region
+    /// of `regions` (unless `requires_profile`). Elsewhere only its profiles are called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    in_region: Option<Vec<String>>,
     /// Bedrock: the service tiers it supports; a tier not listed is never sent.
     #[serde(default = "standard_only")]
     tiers: BTreeSet<ServiceTier>,
@@ -99,7 +103,7 @@ static STANDARD_ONLY: LazyLock<BTreeSet<ServiceTier>> = LazyLock::new(standard_o
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "ModelSpec", into = "ModelSpec")]
 pub enum ModelConfig {
-    Bedrock(BedrockModel),
+    Bedrock(Box<BedrockModel>),
     Sagemaker(SagemakerModel),
     Other(OtherModel),
 }
@@ -113,6 +117,9 @@ pub struct BedrockModel {
     pub profiles: Vec<ProfileScope>,
     /// Only profile ids are accepted on demand (newer Claude models).
     pub requires_profile: bool,
+    /// The regions whose on-demand calls take the bare model id; `None`: every region of
+    /// `regions` (unless `requires_profile`).
+    pub in_region: Option<Vec<String>>,
     /// The service tiers it supports; a tier not listed is never sent.
     pub tiers: BTreeSet<ServiceTier>,
     /// Whether latency-optimized inference (`performanceConfig`) exists for it.
@@ -183,10 +190,11 @@ impl TryFrom<ModelSpec> for ModelConfig {
                     ],
                     "a Bedrock model (its key is its model id; only SageMaker models have endpoints and a fallback family)",
                 )?;
-                Ok(ModelConfig::Bedrock(BedrockModel {
+                Ok(ModelConfig::Bedrock(Box::new(BedrockModel {
                     regions: s.regions,
                     profiles: s.profiles,
                     requires_profile: s.requires_profile,
+                    in_region: s.in_region,
                     tiers: s.tiers,
                     latency_optimized: s.latency_optimized,
                     prompt_cache: s.prompt_cache,
@@ -207,14 +215,14 @@ impl TryFrom<ModelSpec> for ModelConfig {
                     },
                     structured_output: s.structured_output,
                     price: s.price,
-                }))
+                })))
             }
             Provider::Sagemaker => {
                 foreign(
                     &[
                         ("model_id", s.model_id.is_some()),
                         ("regions", !s.regions.is_empty()),
-                        ("profiles", !s.profiles.is_empty() || s.requires_profile),
+                        ("profiles", !s.profiles.is_empty() || s.requires_profile || s.in_region.is_some()),
                         ("tiers", s.tiers != standard_only()),
                         ("latency_optimized", s.latency_optimized),
                         ("prompt_cache", s.prompt_cache.is_some()),
@@ -237,7 +245,10 @@ impl TryFrom<ModelSpec> for ModelConfig {
             provider => {
                 foreign(
                     &[
-                        ("profiles", !s.profiles.is_empty() || s.requires_profile),
+                        (
+                            "profiles",
+                            !s.profiles.is_empty() || s.requires_profile || s.in_region.is_some(),
+                        ),
                         ("tiers", s.tiers != standard_only()),
                         ("latency_optimized", s.latency_optimized),
                         ("prompt_cache", s.prompt_cache.is_some()),
@@ -275,6 +286,7 @@ impl From<ModelConfig> for ModelSpec {
             regions: Vec::new(),
             profiles: Vec::new(),
             requires_profile: false,
+            in_region: None,
             tiers: standard_only(),
             latency_optimized: false,
             prompt_cache: None,
@@ -294,6 +306,7 @@ impl From<ModelConfig> for ModelSpec {
                 s.regions = b.regions;
                 s.profiles = b.profiles;
                 s.requires_profile = b.requires_profile;
+                s.in_region = b.in_region;
                 s.tiers = b.tiers;
                 s.latency_optimized = b.latency_optimized;
                 s.prompt_cache = b.prompt_cache;
@@ -354,9 +367,30 @@ impl ModelConfig {
         }
     }
 
-    /// Whether Bedrock accepts only profile ids for it on demand.
+    /// Whether Bedrock accepts only profile ids for it on demand, in every region.
     pub fn requires_profile(&self) -> bool {
         matches!(self, ModelConfig::Bedrock(b) if b.requires_profile)
+    }
+
+    /// Whether an on-demand call from `region` must name one of its profiles (its bare id is
+    /// not served there).
+    ///
+    /// ```
+    /// let config = laneway::Config::default();
+    /// let lite = &config.models["amazon.nova-lite-v1:0"];
+    /// assert!(!lite.requires_profile_in("us-east-1"));
+    /// assert!(lite.requires_profile_in("eu-west-1")); // a source of `eu.` only
+    /// ```
+    pub fn requires_profile_in(&self, region: &str) -> bool {
+        match self {
+            ModelConfig::Bedrock(b) => {
+                b.requires_profile
+                    || b.in_region
+                        .as_ref()
+                        .is_some_and(|r| !r.iter().any(|r| r == region))
+            }
+            _ => false,
+        }
     }
 
     /// The service tiers it supports (standard only, for providers without tiers).

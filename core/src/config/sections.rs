@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::types::{ProfileScope, ServiceTier};
+
 /// When a breaker opens and how it recovers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -106,7 +108,7 @@ pub struct ApplicationProfile {
     /// The system profile it wraps (`us`, `eu`, `apac`, `global`), when it wraps one rather
     /// than the in-region model: its residency and price follow that profile.
     #[serde(default)]
-    pub wraps: Option<crate::types::ProfileScope>,
+    pub wraps: Option<ProfileScope>,
 }
 
 impl ApplicationProfile {
@@ -196,7 +198,7 @@ fn default_turnaround() -> Duration {
 }
 
 /// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     pub input_per_1k: f64,
@@ -211,4 +213,93 @@ pub struct Price {
     /// Writing input to the cache with the 1-hour TTL; defaults to twice the input price.
     #[serde(default)]
     pub cache_write_1h_per_1k: Option<f64>,
+    /// This model's multipliers by the scope of the target that serves it, replacing
+    /// `[pricing.scopes]` for it (Claude 4.5 and later: in-Region and geographic profiles cost
+    /// 10% more than the global profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<ScopeMultipliers>,
+    /// This model's multipliers by service tier, each over `[pricing.tiers]`'s.
+    #[serde(default, skip_serializing_if = "TierMultipliers::is_empty")]
+    pub tiers: TierMultipliers,
+}
+
+/// Price multipliers by the scope of the target that serves a call: the model's in-Region id,
+/// a geographic inference profile (`us.`, `jp.`, ...) or the global one. A key left out is 1.
+///
+/// ```
+/// let config = laneway::Config::from_toml_str("[pricing.scopes]\nglobal = 0.9\n").unwrap();
+/// assert_eq!((config.pricing.scopes.in_region, config.pricing.scopes.global), (1.0, 0.9));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeMultipliers {
+    #[serde(default = "one")]
+    pub in_region: f64,
+    #[serde(default = "one")]
+    pub geographic: f64,
+    #[serde(default = "one")]
+    pub global: f64,
+}
+
+impl Default for ScopeMultipliers {
+    fn default() -> Self {
+        Self {
+            in_region: 1.0,
+            geographic: 1.0,
+            global: 1.0,
+        }
+    }
+}
+
+impl ScopeMultipliers {
+    /// The multiplier of a target with this profile (`None`: the in-Region id).
+    pub fn of(&self, profile: Option<&ProfileScope>) -> f64 {
+        match profile {
+            None => self.in_region,
+            Some(ProfileScope::Geographic(_)) => self.geographic,
+            Some(ProfileScope::Global) => self.global,
+        }
+    }
+
+    pub(crate) fn entries(&self) -> [(&'static str, f64); 3] {
+        [
+            ("in_region", self.in_region),
+            ("geographic", self.geographic),
+            ("global", self.global),
+        ]
+    }
+}
+
+/// One model's tier multipliers; a tier left out takes `[pricing.tiers]`'s.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierMultipliers {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flex: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<f64>,
+}
+
+impl TierMultipliers {
+    /// The multiplier this model sets for `tier`, if any.
+    pub fn get(&self, tier: ServiceTier) -> Option<f64> {
+        match tier {
+            ServiceTier::Priority => self.priority,
+            ServiceTier::Standard => self.standard,
+            ServiceTier::Flex => self.flex,
+            ServiceTier::Reserved => self.reserved,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+fn one() -> f64 {
+    1.0
 }

@@ -444,7 +444,7 @@ impl<'a> Run<'a> {
             .as_deref()
             .and_then(|id| crate::plan::prompt_router::configured_model(config, id));
         let (priced_id, priced_profile) = match invoked {
-            Some((id, profile)) => (id, profile),
+            Some((id, ref profile)) => (id, profile.as_ref()),
             None => (&*attempt.model, attempt.target.profile()),
         };
         let model = &config.models[priced_id];

@@ -124,8 +124,8 @@ fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidat
                 Some((
                     order,
                     Candidate {
-                        target: Target::bedrock(region, p.arn.as_str(), p.wraps),
-                        scope: p.wraps,
+                        target: Target::bedrock(region, p.arn.as_str(), p.wraps.clone()),
+                        scope: p.wraps.clone(),
                     },
                 ))
             })
@@ -134,17 +134,11 @@ fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidat
         return out.into_iter().map(|(_, c)| c).collect();
     }
     let bare_id: Arc<str> = Arc::from(model_id);
-    let profile_ids: Vec<(ProfileScope, Arc<str>)> = model
+    let profile_ids: Vec<(&ProfileScope, Arc<str>)> = model
         .profiles()
         .iter()
-        .map(|&scope| (scope, Arc::from(format!("{}.{model_id}", scope.prefix()))))
+        .map(|scope| (scope, Arc::from(format!("{}.{model_id}", scope.prefix()))))
         .collect();
-    let profile_id = |scope: ProfileScope| {
-        profile_ids
-            .iter()
-            .find(|(s, _)| *s == scope)
-            .map(|(_, id)| Arc::clone(id))
-    };
     let mut local = Vec::new();
     let mut global = Vec::new();
     for region in config
@@ -153,21 +147,34 @@ fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidat
         .filter(|r| model.regions().contains(&r.name))
     {
         let name: Arc<str> = Arc::from(region.name.as_str());
-        let at = |id: Arc<str>, scope: Option<ProfileScope>| Candidate {
-            target: Target::bedrock(Arc::clone(&name), id, scope),
-            scope,
+        let at = |id: &Arc<str>, scope: Option<&ProfileScope>| Candidate {
+            target: Target::bedrock(Arc::clone(&name), Arc::clone(id), scope.cloned()),
+            scope: scope.cloned(),
         };
-        local.push(at(Arc::clone(&bare_id), None));
-        let geographic = model
-            .profiles()
+        local.push(at(&bare_id, None));
+        // Every geographic profile this region may call, the narrowest first (Tokyo: `jp.`
+        // before `apac.`): it keeps requests closest, and a residency that allows the wider
+        // one allows it too.
+        let mut geographic: Vec<_> = profile_ids
             .iter()
-            .copied()
-            .find(|p| p.geography() == Some(region.geography));
-        if let Some(scope) = geographic {
-            local.extend(profile_id(scope).map(|id| at(id, Some(scope))));
-        }
-        if let Some(id) = profile_id(ProfileScope::Global) {
-            global.push(at(id, Some(ProfileScope::Global)));
+            .filter(|(scope, _)| {
+                scope
+                    .geography()
+                    .is_some_and(|g| config.in_geography(&region.name, g))
+            })
+            .collect();
+        geographic.sort_by_key(|(scope, _)| {
+            scope
+                .geography()
+                .map_or(0, |g| config.geography_regions(g).count())
+        });
+        local.extend(
+            geographic
+                .into_iter()
+                .map(|(scope, id)| at(id, Some(scope))),
+        );
+        if let Some((scope, id)) = profile_ids.iter().find(|(s, _)| s.is_global()) {
+            global.push(at(id, Some(scope)));
         }
     }
     local.extend(global);
@@ -218,7 +225,7 @@ mod tests {
         );
         assert!(h[6..].iter().all(|(id, _)| id.starts_with("global.")));
         assert_eq!(h.len(), 9);
-        assert_eq!(haiku[1].scope, Some(ProfileScope::Us));
+        assert_eq!(haiku[1].scope, Some("us".parse::<ProfileScope>().unwrap()));
         assert_eq!(haiku[0].scope, None);
         // One profile id per scope, shared by every region's target.
         assert!(Arc::ptr_eq(&haiku[6].target.id, &haiku[7].target.id));
@@ -247,6 +254,7 @@ mod tests {
         let mut copy = later.models["amazon.nova-lite-v1:0"].clone();
         if let ModelConfig::Bedrock(spec) = &mut copy {
             spec.regions = vec!["eu-west-1".into()];
+            spec.in_region = None;
         }
         later.models.insert("nova-lite-eu".into(), copy);
         let p = planner

@@ -517,6 +517,17 @@ impl Planner {
         observations: &dyn Observations,
     ) -> Result<Plan> {
         request.validate()?;
+        if let Some(crate::types::Residency::Geography(g)) = &request.residency {
+            if !config.is_known_geography(g) {
+                return Err(Error::invalid(
+                    "residency",
+                    format!(
+                        "{g:?} is not a configured geography (configured: {}; add it under [geographies])",
+                        config.known_geographies()
+                    ),
+                ));
+            }
+        }
         let mut draft = Draft {
             request,
             config,

@@ -13,7 +13,7 @@ pub use crate::config::parse_prompt_router_arn as parse_arn;
 /// use laneway::{plan::prompt_router::configured_model, Config, config::ProfileScope};
 /// let c = Config::default();
 /// let id = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0";
-/// assert_eq!(configured_model(&c, id), Some(("anthropic.claude-haiku-4-5-20251001-v1:0", Some(ProfileScope::Us))));
+/// assert_eq!(configured_model(&c, id), Some(("anthropic.claude-haiku-4-5-20251001-v1:0", Some("us".parse::<ProfileScope>().unwrap()))));
 /// assert_eq!(configured_model(&c, "arn:aws:bedrock:us-east-1::foundation-model/unknown-model"), None);
 /// ```
 pub fn configured_model<'c>(
@@ -22,7 +22,7 @@ pub fn configured_model<'c>(
 ) -> Option<(&'c str, Option<ProfileScope>)> {
     let id = invoked.rsplit('/').next().unwrap_or(invoked);
     let (profile, bare) = match id.split_once('.') {
-        Some((p, rest)) => match ProfileScope::from_prefix(p) {
+        Some((p, rest)) => match config.profile_scope(p) {
             Some(scope) => (Some(scope), rest),
             None => (None, id),
         },

@@ -40,15 +40,21 @@ pub fn enumerate(
         }
     };
     // Profiles are Bedrock's: other providers' candidates pass this rule.
-    let profiles_ruled = (model.provider() == Provider::Bedrock)
-        .then(|| (chosen.pinned_profile, model.requires_profile()));
+    let profiles_ruled =
+        (model.provider() == Provider::Bedrock).then_some(chosen.pinned_profile.as_ref());
     let objective = Objective::of(request);
     let quota_tokens = quota_tokens(request, chosen, model, tier, config, obs);
     let mut ranked: Vec<Ranked> = Vec::with_capacity(all.len());
     for (index, c) in all.iter().enumerate() {
         let t = &c.target;
         let excluded = profiles_ruled
-            .and_then(|(pinned, required)| profile_rule(c.scope, pinned, required))
+            .and_then(|pinned| {
+                profile_rule(
+                    c.scope.as_ref(),
+                    pinned,
+                    model.requires_profile_in(t.region()),
+                )
+            })
             .or_else(|| {
                 request
                     .residency
@@ -78,10 +84,9 @@ pub fn enumerate(
         }
         let metric = match objective {
             Objective::Latency => view.ttft.unwrap_or(config.routing.prior_ttft).as_secs_f64(),
-            Objective::Cost => match t.profile() {
-                Some(ProfileScope::Global) => config.pricing.global_profile_multiplier,
-                _ => 1.0,
-            },
+            // The tier is the same for every target of the model: only the scope's share of the
+            // price tells them apart.
+            Objective::Cost => config.pricing.factor(model.price(), None, t.profile()),
         };
         if health > 0 && !quota_full {
             reasons.push(Reason::TargetDemoted {
@@ -167,8 +172,8 @@ fn spread_across_regions(ranked: &mut [Ranked]) {
 /// Why a Bedrock candidate is left out under the request's pinned profile or the model's need
 /// for one: the bare id unless neither applies, a profile other than the pinned one.
 fn profile_rule(
-    scope: Option<ProfileScope>,
-    pinned: Option<ProfileScope>,
+    scope: Option<&ProfileScope>,
+    pinned: Option<&ProfileScope>,
     requires_profile: bool,
 ) -> Option<Exclusion> {
     match (scope, pinned) {
@@ -248,14 +253,18 @@ fn exclude(reasons: &mut Vec<Reason>, t: &Target, why: Exclusion) {
     });
 }
 
-/// Whether a target keeps the request within the residency.
+/// Whether a target keeps the request within the residency: under a geography, a region of
+/// it, and no profile or a geographic one whose regions it holds (`jp.` keeps a request within
+/// `apac`); under a list of regions, one of them and no profile.
 pub fn allowed(target: &Target, residency: &Residency, config: &Config) -> bool {
     match residency {
         Residency::Geography(g) => {
-            config.geography_of(target.region()) == Some(*g)
+            config.in_geography(target.region(), g)
                 && match target.profile() {
                     None => true,
-                    Some(p) => p.geography() == Some(*g),
+                    Some(p) => p
+                        .geography()
+                        .is_some_and(|inner| config.geography_within(inner, g)),
                 }
         }
         Residency::Regions(list) => {
@@ -418,7 +427,7 @@ mod tests {
         let t = ids(
             GenerateRequest::user("x")
                 .family("claude")
-                .residency(Residency::Geography(Geography::Eu)),
+                .residency(Residency::Geography(Geography::new("eu").unwrap())),
             &c,
         );
         assert_eq!(

@@ -412,7 +412,7 @@ pub fn choose(
     }
     if let Some((prefix, bare)) = name.split_once('.') {
         if let (Some(profile), Some(model)) =
-            (ProfileScope::from_prefix(prefix), config.models.get(bare))
+            (config.profile_scope(prefix), config.models.get(bare))
         {
             if !model.profiles().contains(&profile) {
                 return Err(Error::invalid(
@@ -424,7 +424,9 @@ pub fn choose(
             reasons.push(Reason::ModelRequested {
                 model: Arc::clone(&model),
             });
-            reasons.push(Reason::ProfilePinned { profile });
+            reasons.push(Reason::ProfilePinned {
+                profile: profile.clone(),
+            });
             return Ok(ChosenModel {
                 model,
                 family: None,
@@ -569,7 +571,10 @@ mod tests {
         let pinned =
             choose_for(GenerateRequest::user("x").model("eu.amazon.nova-pro-v1:0")).unwrap();
         assert_eq!(&*pinned.model, "amazon.nova-pro-v1:0");
-        assert_eq!(pinned.pinned_profile, Some(ProfileScope::Eu));
+        assert_eq!(
+            pinned.pinned_profile,
+            Some("eu".parse::<ProfileScope>().unwrap())
+        );
     }
 
     #[test]
@@ -896,9 +901,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown family \"llama\""), "{e}");
-        let e = choose_for(GenerateRequest::user("x").model("apac.amazon.nova-pro-v1:0"))
+        let e = choose_for(GenerateRequest::user("x").model("jp.amazon.nova-pro-v1:0"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("apac"), "{e}");
+        assert!(e.contains("no jp inference profile"), "{e}");
     }
 }

@@ -108,6 +108,16 @@ impl ErrorDetails {
             .collect()
     }
 
+    /// A bare error of `kind` (one of [`kinds`](Self::kinds); another name gives
+    /// [`LANEWAY_INTERNAL`]), for a binding's test of its error classes.
+    pub fn of_kind(kind: &str) -> Self {
+        let kind = Self::kinds()
+            .into_iter()
+            .find(|k| *k == kind)
+            .unwrap_or(LANEWAY_INTERNAL);
+        Self::bare(kind, format!("an error of kind {kind}"))
+    }
+
     fn bare(kind: &'static str, message: String) -> Self {
         Self {
             kind,

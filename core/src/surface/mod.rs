@@ -4,8 +4,8 @@
 //! The schema is the serde form of the core's types ([`GenerateRequest`](crate::GenerateRequest),
 //! [`GenerateResponse`](crate::GenerateResponse), [`StreamEvent`](crate::StreamEvent)) plus the
 //! types of this module: [`RouterOptions`] (how to build a router, the configuration included),
-//! [`ErrorDetails`] (an error as data) and the AWS Converse request and response shapes
-//! ([`converse`]), and the batch lane's items and progress ([`batch`]). One unit per quantity, named by the key's suffix:
+//! [`ErrorDetails`] (an error as data), the flat request form the bindings take (a prompt and
+//! options, [`flat`]), the AWS Converse request and response shapes ([`converse`]), and the batch lane's items and progress ([`batch`]). One unit per quantity, named by the key's suffix:
 //!
 //! | quantity | unit | keys |
 //! |---|---|---|
@@ -20,7 +20,9 @@
 pub mod batch;
 pub mod converse;
 mod details;
+pub mod flat;
 mod options;
+pub mod schema;
 mod value;
 
 pub use details::ErrorDetails;

@@ -7,6 +7,7 @@ mod checkpoint;
 mod content;
 mod error;
 mod fields;
+mod geography;
 mod reason;
 mod reasoning;
 mod request;
@@ -25,6 +26,7 @@ pub use fields::{
     GuardContent, GuardQualifier, Guardrail, GuardrailStreamMode, GuardrailTrace, JsonSchemaFormat,
     ModelFields, OutputFormat,
 };
+pub use geography::{Geography, GeographyNameError, ProfileScope};
 pub use reason::*;
 pub use reasoning::{
     Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, ReasoningWire,

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::error::TimeLimit;
+use super::geography::ProfileScope;
 use super::request::{GenerateRequest, ServiceTier, SloClass};
-use super::target::ProfileScope;
 
 /// What a family's variant router does when its traffic is unlike the model's training data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::content::{CitationsContent, Media, SearchResult, ToolReference};
 use super::error::{Error, Result};
 use super::fields::{GuardContent, Guardrail, ModelFields, OutputFormat};
+use super::geography::Geography;
 use super::reasoning::{Reasoning, ReasoningBlock};
 
 /// One model call: the conversation, the model or family, and the SLO it must meet.
@@ -525,26 +526,6 @@ impl ServiceTier {
 impl std::fmt::Display for ServiceTier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// Geographies of Bedrock's geographic inference profiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Geography {
-    Us,
-    Eu,
-    Apac,
-}
-
-impl Geography {
-    /// The inference-profile prefix (`us`, `eu`, `apac`).
-    pub fn prefix(self) -> &'static str {
-        match self {
-            Geography::Us => "us",
-            Geography::Eu => "eu",
-            Geography::Apac => "apac",
-        }
     }
 }
 
@@ -1169,7 +1150,7 @@ mod tests {
                 ttft_target: Some(Duration::from_millis(500)),
                 deadline: None,
             })
-            .residency(Residency::Geography(Geography::Eu));
+            .residency(Residency::Geography(Geography::new("eu").unwrap()));
         let json = serde_json::to_string(&req).unwrap();
         let back: GenerateRequest = serde_json::from_str(&json).unwrap();
         assert_eq!(back, req);

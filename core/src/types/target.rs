@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::request::{Geography, ServiceTier};
+use super::geography::ProfileScope;
+use super::request::ServiceTier;
 
 /// Who serves a model: Bedrock, SageMaker, or a provider of your own whose
 /// [`Backend`](crate::backend::Backend) you register with
@@ -86,48 +87,6 @@ impl<'de> Deserialize<'de> for Provider {
     }
 }
 
-/// A cross-region inference profile's scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProfileScope {
-    Us,
-    Eu,
-    Apac,
-    /// Any commercial region.
-    Global,
-}
-
-impl ProfileScope {
-    /// The id prefix, e.g. `us`.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            ProfileScope::Us => "us",
-            ProfileScope::Eu => "eu",
-            ProfileScope::Apac => "apac",
-            ProfileScope::Global => "global",
-        }
-    }
-    /// The profile of an id prefix.
-    pub fn from_prefix(p: &str) -> Option<Self> {
-        match p {
-            "us" => Some(ProfileScope::Us),
-            "eu" => Some(ProfileScope::Eu),
-            "apac" => Some(ProfileScope::Apac),
-            "global" => Some(ProfileScope::Global),
-            _ => None,
-        }
-    }
-    /// The geography a geographic profile keeps requests in; `None` for global.
-    pub fn geography(self) -> Option<Geography> {
-        match self {
-            ProfileScope::Us => Some(Geography::Us),
-            ProfileScope::Eu => Some(Geography::Eu),
-            ProfileScope::Apac => Some(Geography::Apac),
-            ProfileScope::Global => None,
-        }
-    }
-}
-
 /// One target to try, and how.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {
@@ -168,7 +127,7 @@ impl AttemptShape {
 ///
 /// ```
 /// use laneway::{config::ProfileScope, Provider, Target};
-/// let t = Target::bedrock("us-east-1", "us.amazon.nova-lite-v1:0", Some(ProfileScope::Us));
+/// let t = Target::bedrock("us-east-1", "us.amazon.nova-lite-v1:0", Some("us".parse::<ProfileScope>().unwrap()));
 /// assert_eq!((t.id(), t.region(), t.provider()), ("us.amazon.nova-lite-v1:0", "us-east-1", &Provider::Bedrock));
 /// let e = Target::sagemaker("us-west-2", "llama-tgi");
 /// assert_eq!(e.profile(), None);
@@ -228,7 +187,7 @@ impl Target {
     }
 
     /// The inference profile, for Bedrock profile targets.
-    pub fn profile(&self) -> Option<ProfileScope> {
-        self.profile
+    pub fn profile(&self) -> Option<&ProfileScope> {
+        self.profile.as_ref()
     }
 }

@@ -11,6 +11,8 @@ use serde_json::json;
 
 use crate::common;
 
+mod geography;
+
 const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
 const SONNET_46: &str = "anthropic.claude-sonnet-4-6";
 const NOVA_2: &str = "amazon.nova-2-lite-v1:0";

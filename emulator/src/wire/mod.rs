@@ -79,7 +79,7 @@ pub fn authenticate(
             format!("Credential should be scoped to correct service: '{service}'."),
         ));
     }
-    if engine.scenario.geography_of(&scope.region).is_none() {
+    if engine.scenario.region(&scope.region).is_none() {
         return Err(ApiError::new(
             403,
             "InvalidSignatureException",

@@ -1,0 +1,53 @@
+"""The Python surface against the core's: every request option, typed field and error kind the
+core has is here, and nothing else (`laneway::surface::schema::names`)."""
+
+import dataclasses
+import pathlib
+import re
+
+import laneway
+from laneway import _laneway
+from laneway._types import Decision, Request, Timings, Usage
+
+SCHEMA = _laneway._schema()
+STUB = (pathlib.Path(laneway.__file__).parent / "_laneway.pyi").read_text()
+
+
+def names(cls, leave_out=()):
+    return sorted(f.name for f in dataclasses.fields(cls) if f.name not in leave_out)
+
+
+def test_request_has_every_option_of_the_flat_form_and_no_other():
+    assert names(Request) == sorted(SCHEMA["request_options"]["snake"])
+
+
+def test_typed_views_have_every_key_the_core_sends():
+    assert names(Usage, leave_out=("raw",)) == sorted(SCHEMA["usage"])
+    assert names(Timings) == sorted(SCHEMA["timings"])
+    assert names(Decision) == sorted(SCHEMA["decision"])
+
+
+def test_every_error_kind_has_its_own_exported_and_stubbed_class():
+    classes = {}
+    for kind in SCHEMA["error_kinds"]:
+        cls = _laneway._error_class(kind)
+        assert issubclass(cls, laneway.LanewayError), kind
+        assert getattr(laneway, cls.__name__) is cls, f"{cls.__name__} is not exported by laneway"
+        classes[cls] = kind
+    # One class per kind: none falls through to another kind's (or the internal) class.
+    assert len(classes) == len(SCHEMA["error_kinds"])
+    assert classes[laneway.LanewayInternalError] == "laneway_internal"
+    stubbed = set(re.findall(r"^class (\w+Error)\(", STUB, re.M))
+    assert stubbed == {c.__name__ for c in classes} | {"LanewayError"}
+
+
+def test_an_unknown_keyword_names_itself_and_the_known_ones():
+    router = laneway.Router(
+        config={"regions": [{"name": "us-east-1"}]}, endpoint_url="http://127.0.0.1:9", access_key_id="k", secret_access_key="s"
+    )
+    try:
+        router.plan("hi", maxTokens=10)
+    except laneway.InvalidRequestError as e:
+        assert e.field == "maxTokens" and "max_tokens" in str(e), str(e)
+    else:
+        raise AssertionError("an unknown keyword was accepted")
