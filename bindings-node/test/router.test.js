@@ -82,7 +82,7 @@ test('service errors map to their classes', async () => {
     assert.ok(e.cause instanceof Error)
     return true
   })
-  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['eu-west-1'] }, deadlineMs: 300 }), e => e instanceof laneway.UnavailableError && e.kind === 'unavailable' && e.code === 'ServiceUnavailableException' && e.region === 'eu-west-1')
+  await assert.rejects(router.generate('Hi', { model: 'amazon.nova-pro-v1:0', maxTokens: 4, residency: { regions: ['us-east-1'] }, deadlineMs: 300 }), e => e instanceof laneway.UnavailableError && e.kind === 'unavailable' && e.code === 'ServiceUnavailableException' && e.region === 'us-east-1')
 })
 
 test('a broken stream says how much was delivered', async () => {
@@ -159,12 +159,12 @@ for (const [fault, Class] of [['throttle', 'ThrottledError'], ['model_not_ready'
   test(`a ${fault} fault is a ${Class}`, async () => {
     const own = await startEmulator({ scenario: 'fast' })
     try {
-      await own.addFault({ kind: fault, model: 'amazon.nova-micro-v1:0', region: 'us-west-2' })
+      await own.addFault({ kind: fault, model: 'amazon.nova-micro-v1:0', region: 'us-east-1' })
       const r = new laneway.Router(own.routerOptions())
       // One target only (a region list allows no profile): its own error comes back.
       // The fault outlasts the call: its retry rounds end at this deadline.
-      await assert.rejects(r.generate('Hi', { model: 'amazon.nova-micro-v1:0', residency: { regions: ['us-west-2'] }, maxTokens: 4, deadlineMs: 300 }),
-        e => e instanceof laneway[Class] && e instanceof laneway.LanewayError && e.region === 'us-west-2' && e.target === 'amazon.nova-micro-v1:0')
+      await assert.rejects(r.generate('Hi', { model: 'amazon.nova-micro-v1:0', residency: { regions: ['us-east-1'] }, maxTokens: 4, deadlineMs: 300 }),
+        e => e instanceof laneway[Class] && e instanceof laneway.LanewayError && e.region === 'us-east-1' && e.target === 'amazon.nova-micro-v1:0')
     } finally { await own.stop() }
   })
 }

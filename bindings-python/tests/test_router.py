@@ -86,8 +86,8 @@ async def test_service_errors_map_to_their_classes(emulator, router):
     assert len(e.value.attempts) >= 2 and e.value.attempts[0]["kind"] == "unavailable"
     # One target only, retried: the service's own error class.
     with pytest.raises(laneway.UnavailableError) as e:
-        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4, residency={"regions": ["eu-west-1"]}, deadline_ms=300)
-    assert e.value.code == "ServiceUnavailableException" and e.value.region == "eu-west-1"
+        await router.generate("Hi", model="amazon.nova-pro-v1:0", max_tokens=4, residency={"regions": ["us-east-1"]}, deadline_ms=300)
+    assert e.value.code == "ServiceUnavailableException" and e.value.region == "us-east-1"
 
 
 async def test_a_broken_stream_says_how_much_was_delivered(emulator, router):
@@ -175,13 +175,13 @@ def test_the_router_works_in_a_forked_child(router):
 )
 def test_each_service_failure_has_its_class(fault, error):
     with Emulator(scenario="fast") as emu:
-        emu.add_fault({"kind": fault, "model": "amazon.nova-micro-v1:0", "region": "us-west-2"})
+        emu.add_fault({"kind": fault, "model": "amazon.nova-micro-v1:0", "region": "us-east-1"})
         router = laneway.Router(**emu.router_kwargs())
         with pytest.raises(error) as e:
             # One target only (a region list allows no profile): its own error comes back.
-            router.generate_sync("Hi", model="amazon.nova-micro-v1:0", residency={"regions": ["us-west-2"]}, max_tokens=4, deadline_ms=300)
+            router.generate_sync("Hi", model="amazon.nova-micro-v1:0", residency={"regions": ["us-east-1"]}, max_tokens=4, deadline_ms=300)
         assert isinstance(e.value, laneway.LanewayError)
-        assert e.value.region == "us-west-2" and e.value.target == "amazon.nova-micro-v1:0"
+        assert e.value.region == "us-east-1" and e.value.target == "amazon.nova-micro-v1:0"
 
 
 def test_refusals_have_their_classes(emulator):

@@ -293,13 +293,7 @@ impl Policy for TargetPolicy {
         let room = limit.saturating_sub(attempts.len());
         attempts.extend(fallback.into_iter().take(room));
         if attempts.is_empty() {
-            return Err(Error::invalid(
-                "residency",
-                format!(
-                    "no target of {} satisfies the request's residency {:?}",
-                    chosen.model, request.residency
-                ),
-            ));
+            return Err(no_target(&chosen.model, request, d.config));
         }
         reasons.push(Reason::TargetsOrdered {
             first: attempts[0].target.id.clone(),
@@ -568,6 +562,42 @@ impl Planner {
             reasons: draft.reasons,
             cache: draft.cache,
         })
+    }
+}
+
+/// Why a model has no target: the residency (or the configured regions) and where the model is
+/// served, in words a caller can act on.
+fn no_target(model: &str, request: &GenerateRequest, config: &Config) -> Error {
+    let served = config.models.get(model).map_or_else(String::new, |m| {
+        let bare: Vec<&str> = m
+            .regions()
+            .iter()
+            .filter(|r| !m.requires_profile_in(r))
+            .map(String::as_str)
+            .collect();
+        let profiles: Vec<&str> = m.profiles().iter().map(|p| p.prefix()).collect();
+        format!(
+            "; its bare id is served in [{}] and its profiles are [{}]",
+            bare.join(", "),
+            profiles.join(", ")
+        )
+    });
+    match &request.residency {
+        Some(crate::types::Residency::Regions(regions)) => Error::invalid(
+            "residency",
+            format!(
+                "no target of {model} is in the regions [{}] (a list of regions allows no cross-region profile){served}",
+                regions.join(", ")
+            ),
+        ),
+        Some(crate::types::Residency::Geography(g)) => Error::invalid(
+            "residency",
+            format!("no target of {model} keeps the request in the geography {g}{served}"),
+        ),
+        None => Error::invalid(
+            "model",
+            format!("no target of {model} starts in a configured region{served}"),
+        ),
     }
 }
 

@@ -20,8 +20,8 @@
 //! | `reasoning` | an effort word | `{ effort, budget_tokens }` |
 //! | `output_schema` | a JSON schema | `output_format: { json_schema: { schema } }` |
 //!
-//! A request whose `model` is an object is taken whole in the core's shape (the serde form of
-//! [`GenerateRequest`]). An unknown key, or a key of the other casing, is an
+//! A request whose `model` is an object, or that has an `inference` object, is taken whole in
+//! the core's shape (the serde form of [`GenerateRequest`]). An unknown key, or a key of the other casing, is an
 //! [`Error::InvalidRequest`] naming it and the known ones.
 //!
 //! ```
@@ -115,7 +115,7 @@ pub fn request(value: Value, casing: Casing) -> Result<GenerateRequest> {
             "a request is an object of options (or a prompt with options)",
         ));
     };
-    if flat.get("model").is_some_and(Value::is_object) {
+    if flat.get("model").is_some_and(Value::is_object) || flat.contains_key("inference") {
         return core(Value::Object(flat));
     }
     let mut options = Map::new();
@@ -351,6 +351,14 @@ mod tests {
         });
         let r = request(core_shape, Casing::Camel).unwrap();
         assert_eq!(r.inference.max_tokens, Some(10));
+        let no_model = json!({
+            "messages": [{ "role": "user", "content": [{ "text": "Hi" }] }],
+            "inference": { "max_tokens": 10 }, "tool_choice": "auto",
+        });
+        assert_eq!(
+            request(no_model, Casing::Camel).unwrap().model,
+            ModelRef::Default
+        );
         let e = request(
             json!({ "prompt": "x", "model": "a", "family": "b" }),
             Casing::Snake,
