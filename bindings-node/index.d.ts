@@ -5,14 +5,18 @@ export type ServiceTier = 'priority' | 'standard' | 'flex' | 'reserved'
 
 export type Bytes = Uint8Array | string
 export type CachePoint = { cache_point: { ttl?: '5m' | '1h' } }
+/** Where an image or a document comes from: its bytes, or an S3 object. */
+export type MediaSource = { bytes: Bytes } | { s3: { uri: string; bucket_owner?: string } }
 /** A content block in the core's shape. */
 export type ContentBlock =
   | { text: string }
-  | { image: { format: 'png' | 'jpeg' | 'gif' | 'webp'; bytes: Bytes } }
+  /** Inline bytes, or an object in S3 (`s3: { uri: 's3://bucket/key', bucket_owner }`). */
+  | { image: { format: 'png' | 'jpeg' | 'gif' | 'webp' } & MediaSource }
   /** At most 5 a request, 4.5 MB each; `name`: letters, digits, single spaces, `-()[]`. */
-  | { document: { format: 'pdf' | 'csv' | 'doc' | 'docx' | 'xls' | 'xlsx' | 'html' | 'txt' | 'md'; name: string; bytes: Bytes } }
+  | { document: { format: 'pdf' | 'csv' | 'doc' | 'docx' | 'xls' | 'xlsx' | 'html' | 'txt' | 'md'; name: string; context?: string; citations?: boolean } & MediaSource }
   | { tool_use: { id: string; name: string; input: unknown } }
-  | { tool_result: { tool_use_id: string; content: Array<{ text: string } | { json: unknown }>; is_error?: boolean } }
+  /** A tool's result: text, JSON, or an image, document, video or search results it returned (Bedrock only; a SageMaker container takes text and JSON). */
+  | { tool_result: { tool_use_id: string; content: Array<{ text: string } | { json: unknown } | { image: { format: 'png' | 'jpeg' | 'gif' | 'webp' } & MediaSource } | { document: { format: string; name: string } & MediaSource } | { video: { format: string; source: { bytes: Bytes } | { s3: { uri: string; bucket_owner?: string } } } } | { search_result: { source: string; title: string; content: string[]; citations?: boolean } }>; is_error?: boolean } }
   | CachePoint
 export type MessageInput = { role: 'user' | 'assistant'; text: string } | { role: 'user' | 'assistant'; content: ContentBlock[] }
 export type SystemBlock = { text: string } | CachePoint

@@ -340,6 +340,31 @@ async def test_boto3_converse_arguments_work_unchanged(router):
     assert e.value.field == "messages[0].content[0].document.name"
 
 
+def test_boto3_tool_results_with_media_and_s3_sources_go_through(router):
+    """A tool's result with a screenshot, a document and search results, and images and
+    documents in S3, as boto3 writes them: carried to Bedrock, cited back."""
+    out = router.converse_sync(
+        modelId="anthropic.claude-sonnet-4-5-20250929-v1:0",
+        messages=[
+            {"role": "user", "content": [
+                {"text": "Can I return it?"},
+                {"image": {"format": "jpeg", "source": {"s3Location": {"uri": "s3://shots/item.jpg"}}}},
+                {"document": {"format": "pdf", "name": "receipt", "source": {"s3Location": {"uri": "s3://docs/receipt.pdf", "bucketOwner": "123456789012"}}}},
+            ]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "search", "input": {"q": "returns"}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [
+                {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n"}}},
+                {"document": {"format": "md", "name": "policy", "source": {"bytes": b"# Refunds within 30 days"}}},
+                {"searchResult": {"source": "https://kb.example/42", "title": "Returns", "content": [{"text": "Refunds within 30 days."}], "citations": {"enabled": True}}},
+            ]}}]},
+        ],
+        toolConfig={"tools": [{"toolSpec": {"name": "search", "description": "Searches", "inputSchema": {"json": {"type": "object"}}}}]},
+        inferenceConfig={"maxTokens": 64},
+    )
+    blocks = out["output"]["message"]["content"]
+    assert any("citationsContent" in b for b in blocks), blocks
+
+
 async def test_the_whole_request_surface_as_a_dict(router):
     r = await router.generate({
         "model": {"model": "amazon.nova-lite-v1:0"},

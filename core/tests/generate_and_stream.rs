@@ -185,7 +185,7 @@ fn with_document(model: &str, bytes: Vec<u8>) -> GenerateRequest {
         citations: false,
         format: laneway::DocumentFormat::Md,
         name: "release notes (v2)".into(),
-        bytes,
+        source: laneway::MediaSource::Bytes(bytes),
     };
     let mut request = GenerateRequest::new(vec![laneway::Message {
         role: laneway::Role::User,

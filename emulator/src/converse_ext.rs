@@ -152,12 +152,36 @@ pub fn read(v: &Value) -> Result<Extras, String> {
         }
     }
     let (mut documents, mut results) = (0u32, 0u32);
+    let mut blocks: Vec<&Value> = Vec::new();
     for b in messages
         .into_iter()
         .flatten()
         .filter_map(|m| m.get("content").and_then(Value::as_array))
         .flatten()
     {
+        blocks.push(b);
+        // A tool's result may carry documents and search results too (RAG tools do).
+        let Some(content) = b.pointer("/toolResult/content").and_then(Value::as_array) else {
+            continue;
+        };
+        for c in content {
+            let kind = c
+                .as_object()
+                .and_then(|c| c.keys().next())
+                .map(String::as_str);
+            match kind {
+                Some("text" | "json" | "image" | "document" | "video" | "searchResult") => {}
+                other => {
+                    return Err(format!(
+                        "The toolResult content block {} is not supported: use text, json, image, document, video or searchResult.",
+                        other.unwrap_or("(empty)")
+                    ))
+                }
+            }
+            blocks.push(c);
+        }
+    }
+    for b in blocks {
         let cited = |c: &Value| c.pointer("/citations/enabled") == Some(&Value::Bool(true));
         if let Some(d) = b.get("document") {
             if cited(d) && x.citable.is_none() {

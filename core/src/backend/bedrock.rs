@@ -13,8 +13,8 @@ use crate::types::Boundary;
 use crate::types::Provider;
 use crate::types::Target;
 use crate::types::{
-    CachePoint, CacheTtl, ContentBlock, DocumentFormat, GenerateRequest, ImageFormat, Role,
-    ServiceTier, SystemBlock, Tool, ToolChoice, ToolResultContent,
+    CachePoint, CacheTtl, ContentBlock, DocumentFormat, GenerateRequest, ImageFormat, MediaSource,
+    Role, ServiceTier, SystemBlock, Tool, ToolChoice, ToolResultContent,
 };
 use crate::types::{Error, Result};
 use crate::types::{OutputBlock, StopReason, Usage};
@@ -314,45 +314,76 @@ fn output_config(format: &OutputFormat) -> Result<wire::OutputConfig> {
         .build())
 }
 
+fn image_block(img: &crate::types::Image) -> std::result::Result<wire::ImageBlock, String> {
+    wire::ImageBlock::builder()
+        .format(match img.format {
+            ImageFormat::Png => wire::ImageFormat::Png,
+            ImageFormat::Jpeg => wire::ImageFormat::Jpeg,
+            ImageFormat::Gif => wire::ImageFormat::Gif,
+            ImageFormat::Webp => wire::ImageFormat::Webp,
+        })
+        .source(match &img.source {
+            MediaSource::Bytes(b) => {
+                wire::ImageSource::Bytes(aws_smithy_types::Blob::new(b.clone()))
+            }
+            MediaSource::S3 { uri, bucket_owner } => {
+                wire::ImageSource::S3Location(blocks::s3(uri, bucket_owner.as_ref())?)
+            }
+        })
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn document_block(d: &crate::types::Document) -> std::result::Result<wire::DocumentBlock, String> {
+    wire::DocumentBlock::builder()
+        .format(match d.format {
+            DocumentFormat::Pdf => wire::DocumentFormat::Pdf,
+            DocumentFormat::Csv => wire::DocumentFormat::Csv,
+            DocumentFormat::Doc => wire::DocumentFormat::Doc,
+            DocumentFormat::Docx => wire::DocumentFormat::Docx,
+            DocumentFormat::Xls => wire::DocumentFormat::Xls,
+            DocumentFormat::Xlsx => wire::DocumentFormat::Xlsx,
+            DocumentFormat::Html => wire::DocumentFormat::Html,
+            DocumentFormat::Txt => wire::DocumentFormat::Txt,
+            DocumentFormat::Md => wire::DocumentFormat::Md,
+        })
+        .name(&d.name)
+        .source(match &d.source {
+            MediaSource::Bytes(b) => {
+                wire::DocumentSource::Bytes(aws_smithy_types::Blob::new(b.clone()))
+            }
+            MediaSource::S3 { uri, bucket_owner } => {
+                wire::DocumentSource::S3Location(blocks::s3(uri, bucket_owner.as_ref())?)
+            }
+        })
+        .set_context(d.context.clone())
+        .set_citations(d.citations.then(blocks::citations_on).transpose()?)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn tool_result_content(
+    c: &ToolResultContent,
+) -> std::result::Result<wire::ToolResultContentBlock, String> {
+    Ok(match c {
+        ToolResultContent::Text(t) => wire::ToolResultContentBlock::Text(t.clone()),
+        ToolResultContent::Json(v) => wire::ToolResultContentBlock::Json(to_document(v)),
+        ToolResultContent::Image(img) => wire::ToolResultContentBlock::Image(image_block(img)?),
+        ToolResultContent::Document(d) => {
+            wire::ToolResultContentBlock::Document(document_block(d)?)
+        }
+        ToolResultContent::Video(m) => wire::ToolResultContentBlock::Video(blocks::video(m)?),
+        ToolResultContent::SearchResult(r) => {
+            wire::ToolResultContentBlock::SearchResult(blocks::search_result(r)?)
+        }
+    })
+}
+
 fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, String> {
     Ok(match b {
         ContentBlock::Text(t) => wire::ContentBlock::Text(t.clone()),
-        ContentBlock::Image(img) => wire::ContentBlock::Image(
-            wire::ImageBlock::builder()
-                .format(match img.format {
-                    ImageFormat::Png => wire::ImageFormat::Png,
-                    ImageFormat::Jpeg => wire::ImageFormat::Jpeg,
-                    ImageFormat::Gif => wire::ImageFormat::Gif,
-                    ImageFormat::Webp => wire::ImageFormat::Webp,
-                })
-                .source(wire::ImageSource::Bytes(aws_smithy_types::Blob::new(
-                    img.bytes.clone(),
-                )))
-                .build()
-                .map_err(|e| e.to_string())?,
-        ),
-        ContentBlock::Document(d) => wire::ContentBlock::Document(
-            wire::DocumentBlock::builder()
-                .format(match d.format {
-                    DocumentFormat::Pdf => wire::DocumentFormat::Pdf,
-                    DocumentFormat::Csv => wire::DocumentFormat::Csv,
-                    DocumentFormat::Doc => wire::DocumentFormat::Doc,
-                    DocumentFormat::Docx => wire::DocumentFormat::Docx,
-                    DocumentFormat::Xls => wire::DocumentFormat::Xls,
-                    DocumentFormat::Xlsx => wire::DocumentFormat::Xlsx,
-                    DocumentFormat::Html => wire::DocumentFormat::Html,
-                    DocumentFormat::Txt => wire::DocumentFormat::Txt,
-                    DocumentFormat::Md => wire::DocumentFormat::Md,
-                })
-                .name(&d.name)
-                .source(wire::DocumentSource::Bytes(aws_smithy_types::Blob::new(
-                    d.bytes.clone(),
-                )))
-                .set_context(d.context.clone())
-                .set_citations(d.citations.then(blocks::citations_on).transpose()?)
-                .build()
-                .map_err(|e| e.to_string())?,
-        ),
+        ContentBlock::Image(img) => wire::ContentBlock::Image(image_block(img)?),
+        ContentBlock::Document(d) => wire::ContentBlock::Document(document_block(d)?),
         ContentBlock::ToolUse(t) => wire::ContentBlock::ToolUse(
             wire::ToolUseBlock::builder()
                 .tool_use_id(&t.id)
@@ -367,15 +398,8 @@ fn content_block(b: &ContentBlock) -> std::result::Result<wire::ContentBlock, St
                 .set_content(Some(
                     r.content
                         .iter()
-                        .map(|c| match c {
-                            ToolResultContent::Text(t) => {
-                                wire::ToolResultContentBlock::Text(t.clone())
-                            }
-                            ToolResultContent::Json(v) => {
-                                wire::ToolResultContentBlock::Json(to_document(v))
-                            }
-                        })
-                        .collect(),
+                        .map(tool_result_content)
+                        .collect::<std::result::Result<_, _>>()?,
                 ))
                 .set_status(r.is_error.then_some(wire::ToolResultStatus::Error))
                 .build()

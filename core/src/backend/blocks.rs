@@ -9,7 +9,7 @@ use crate::types::{
     ToolReference,
 };
 
-fn s3(uri: &str, owner: Option<&String>) -> Result<wire::S3Location, String> {
+pub(super) fn s3(uri: &str, owner: Option<&String>) -> Result<wire::S3Location, String> {
     wire::S3Location::builder()
         .uri(uri)
         .set_bucket_owner(owner.cloned())

@@ -58,7 +58,11 @@ pub(super) fn content(c: &GuardContent) -> Result<wire::GuardrailConverseContent
                     }
                 })
                 .source(wire::GuardrailConverseImageSource::Bytes(
-                    aws_smithy_types::Blob::new(img.bytes.clone()),
+                    aws_smithy_types::Blob::new(
+                        img.bytes()
+                            .ok_or("a guarded image is sent inline (Converse takes no s3Location for guardContent)")?
+                            .to_vec(),
+                    ),
                 ))
                 .build()
                 .map_err(|e| e.to_string())?,

@@ -99,6 +99,15 @@ enum Part<'a> {
     Bytes(&'a [u8], u32),
 }
 
+/// Media as a part: inline bytes hashed and counted as `tokens`; an S3 object by its URI (the
+/// same object is the same prefix).
+fn source_part(source: &crate::types::MediaSource, tokens: u32) -> Part<'_> {
+    match source {
+        crate::types::MediaSource::Bytes(b) => Part::Bytes(b, tokens),
+        crate::types::MediaSource::S3 { uri, .. } => Part::Text(uri.as_str().into()),
+    }
+}
+
 /// The content between two boundaries.
 struct Segment<'a> {
     at: Boundary,
@@ -148,12 +157,9 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
                     Part::Text(text.as_str().into())
                 }
                 ContentBlock::GuardContent(crate::types::GuardContent::Image(img)) => {
-                    Part::Bytes(&img.bytes, 1_600)
+                    source_part(&img.source, 1_600)
                 }
-                ContentBlock::Audio(m) | ContentBlock::Video(m) => match &m.source {
-                    crate::types::MediaSource::Bytes(b) => Part::Bytes(b, 1_600),
-                    crate::types::MediaSource::S3 { uri, .. } => Part::Text(uri.as_str().into()),
-                },
+                ContentBlock::Audio(m) | ContentBlock::Video(m) => source_part(&m.source, 1_600),
                 ContentBlock::SearchResult(r) => {
                     Part::Text(format!("{}{}{}", r.source, r.title, r.content.concat()).into())
                 }
@@ -161,24 +167,32 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
                 ContentBlock::ToolAddition(t) | ContentBlock::ToolRemoval(t) => {
                     Part::Text(format!("{:?}{:?}", t.name, t.server_name).into())
                 }
-                ContentBlock::Image(img) => Part::Bytes(&img.bytes, 1_600),
-                ContentBlock::Document(d) => Part::Bytes(
-                    &d.bytes,
+                ContentBlock::Image(img) => source_part(&img.source, 1_600),
+                ContentBlock::Document(d) => source_part(
+                    &d.source,
                     u32::try_from(d.estimated_chars() / 4).unwrap_or(u32::MAX),
                 ),
                 ContentBlock::ToolUse(t) => {
                     Part::Text(format!("{}{}{}", t.id, t.name, t.input).into())
                 }
-                ContentBlock::ToolResult(r) => Part::Text(
-                    r.content
-                        .iter()
-                        .map(|c| match c {
-                            ToolResultContent::Text(t) => t.clone(),
-                            ToolResultContent::Json(v) => v.to_string(),
-                        })
-                        .collect::<String>()
-                        .into(),
-                ),
+                ContentBlock::ToolResult(r) => {
+                    // Each piece as its own part: media hashed by their bytes, as blocks are.
+                    parts.push(Part::Tag(b"\x04"));
+                    for c in &r.content {
+                        parts.push(Part::Tag(b"\x05"));
+                        parts.push(match c {
+                            ToolResultContent::Image(img) => source_part(&img.source, 1_600),
+                            ToolResultContent::Document(d) => source_part(
+                                &d.source,
+                                u32::try_from(d.estimated_chars() / 4).unwrap_or(u32::MAX),
+                            ),
+                            ToolResultContent::Video(m) => source_part(&m.source, 1_600),
+                            other => Part::Text(other.text().unwrap_or_default()),
+                        });
+                    }
+                    last = Some(j);
+                    continue;
+                }
                 ContentBlock::CachePoint(_) => continue,
             };
             parts.push(Part::Tag(b"\x04"));

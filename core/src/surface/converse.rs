@@ -412,17 +412,24 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
     Ok(match key {
         "text" => json!({ "text": v }),
         "cachePoint" => json!({ "cache_point": cache_point(v, at)? }),
-        "image" => json!({ "image": {
-            "format": field("format")?,
-            "bytes": bytes(&field("source")?, &format!("{at}.image.source"))?,
-        }}),
-        "document" => json!({ "document": {
-            "format": field("format")?,
-            "name": field("name")?,
-            "bytes": bytes(&field("source")?, &format!("{at}.document.source"))?,
-            "context": v.get("context"),
-            "citations": v.pointer("/citations/enabled").and_then(Value::as_bool).unwrap_or(false),
-        }}),
+        "image" => {
+            let mut image = Map::from_iter([("format".to_string(), field("format")?)]);
+            image.extend(image_source(&field("source")?, &format!("{at}.image.source"))?);
+            json!({ "image": image })
+        }
+        "document" => {
+            let mut document = Map::from_iter([
+                ("format".to_string(), field("format")?),
+                ("name".to_string(), field("name")?),
+                ("context".to_string(), v.get("context").cloned().unwrap_or(Value::Null)),
+                (
+                    "citations".to_string(),
+                    Value::Bool(v.pointer("/citations/enabled").and_then(Value::as_bool).unwrap_or(false)),
+                ),
+            ]);
+            document.extend(image_source(&field("source")?, &format!("{at}.document.source"))?);
+            json!({ "document": document })
+        }
         "audio" | "video" => json!({ key: {
             "format": field("format")?,
             "source": media_source(&field("source")?, &format!("{at}.{key}.source"))?,
@@ -461,13 +468,23 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
                 .as_array()
                 .ok_or_else(|| Error::invalid(format!("{at}.toolResult.content"), "a list"))?
                 .iter()
-                .map(|p| match p.as_object().map(|p| only_key(p, at)) {
-                    Some(Ok(("text", t))) => Ok(json!({ "text": t })),
-                    Some(Ok(("json", j))) => Ok(json!({ "json": j })),
-                    _ => Err(Error::invalid(
-                        format!("{at}.toolResult.content"),
-                        "Laneway sends text and json tool results",
-                    )),
+                .enumerate()
+                .map(|(k, p)| {
+                    let at = format!("{at}.toolResult.content[{k}]");
+                    let p = p
+                        .as_object()
+                        .ok_or_else(|| Error::invalid(&*at, "a tool result content block"))?;
+                    match only_key(p, &at)? {
+                        ("json", j) => Ok(json!({ "json": j })),
+                        // The same shapes as a message's blocks.
+                        ("text" | "image" | "document" | "video" | "searchResult", _) => {
+                            content_block(p, &at)
+                        }
+                        (other, _) => Err(Error::invalid(
+                            format!("{at}.{other}"),
+                            "a tool result's content is text, json, image, document, video or searchResult",
+                        )),
+                    }
                 })
                 .collect::<Result<Vec<_>>>()?;
             let status = v.get("status").and_then(Value::as_str);
@@ -484,6 +501,24 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
             ))
         }
     })
+}
+
+/// An image's or document's source as the core's keys: `bytes`, or `s3` for an
+/// `s3Location` (a document's `text` and `content` sources are refused by name).
+fn image_source(source: &Value, at: &str) -> Result<Map<String, Value>> {
+    for other in ["text", "content"] {
+        if source.get(other).is_some() {
+            return Err(Error::invalid(
+                format!("{at}.{other}"),
+                "Laneway sends a document's bytes or its s3Location: encode the text as a txt or md document's bytes",
+            ));
+        }
+    }
+    let (key, value) = match source.get("s3Location") {
+        Some(_) => ("s3", media_source(source, at)?["s3"].take()),
+        None => ("bytes", bytes(source, at)?),
+    };
+    Ok(Map::from_iter([(key.to_string(), value)]))
 }
 
 /// An audio or video source: inline bytes, or `s3Location`.
@@ -615,9 +650,12 @@ fn cache_point(v: &Value, at: &str) -> Result<Value> {
 /// An image or document source: `{"bytes": ...}` with base64 text, a list of byte values or
 /// raw bytes (what Python's `bytes` becomes), as base64 text for the core.
 fn bytes(source: &Value, at: &str) -> Result<Value> {
-    let raw = source
-        .get("bytes")
-        .ok_or_else(|| Error::invalid(at, "Laneway sends inline bytes (no s3Location)"))?;
+    let raw = source.get("bytes").ok_or_else(|| {
+        Error::invalid(
+            at,
+            "a source holds `bytes` (or, for media, images and documents, `s3Location`)",
+        )
+    })?;
     match raw {
         Value::String(_) => Ok(raw.clone()),
         Value::Array(items) => {
@@ -812,7 +850,7 @@ mod tests {
         assert_eq!(r.system.len(), 2);
         assert!(matches!(r.system[1], SystemBlock::CachePoint(_)));
         match &r.messages[0].content[1] {
-            ContentBlock::Image(i) => assert_eq!(i.bytes, [137, 80, 78, 71]),
+            ContentBlock::Image(i) => assert_eq!(i.bytes(), Some(&[137u8, 80, 78, 71][..])),
             other => panic!("{other:?}"),
         }
         match &r.messages[1].content[0] {
@@ -844,7 +882,7 @@ mod tests {
         .unwrap();
         match &r.messages[0].content[0] {
             ContentBlock::Document(d) => {
-                assert_eq!(d.bytes, b"%PDF");
+                assert_eq!(d.bytes(), Some(&b"%PDF"[..]));
                 assert_eq!(d.name, "Q3 report");
                 assert_eq!(d.format, crate::DocumentFormat::Pdf);
             }
@@ -1021,6 +1059,71 @@ mod tests {
             out["additionalModelResponseFields"],
             json!({ "stop_sequence": null })
         );
+    }
+
+    #[test]
+    fn a_tool_result_s_images_documents_videos_and_search_results_convert() {
+        let r = request(json!({
+            "modelId": "anthropic.claude-sonnet-4-6",
+            "messages": [
+                { "role": "user", "content": [{ "text": "Look" }] },
+                { "role": "assistant", "content": [{ "toolUse": { "toolUseId": "t1", "name": "shot", "input": {} } }] },
+                { "role": "user", "content": [{ "toolResult": { "toolUseId": "t1", "content": [
+                    { "text": "done" },
+                    { "image": { "format": "png", "source": { "bytes": "iVBORw==" } } },
+                    { "document": { "format": "txt", "name": "log", "source": { "bytes": "aGk=" } } },
+                    { "video": { "format": "mp4", "source": { "s3Location": { "uri": "s3://b/v.mp4" } } } },
+                    { "searchResult": { "source": "kb", "title": "T", "content": [{ "text": "p" }] } },
+                ] } }] },
+            ],
+        }))
+        .unwrap();
+        let ContentBlock::ToolResult(t) = &r.messages[2].content[0] else {
+            panic!("{:?}", r.messages[2])
+        };
+        let kinds: Vec<&str> = t.content.iter().map(|c| c.kind()).collect();
+        assert_eq!(
+            kinds,
+            ["text", "image", "document", "video", "search_result"]
+        );
+        // An image and a document in S3, as boto3 writes them.
+        let r = request(json!({
+            "modelId": "anthropic.claude-sonnet-4-6",
+            "messages": [{ "role": "user", "content": [
+                { "image": { "format": "png", "source": { "s3Location": { "uri": "s3://b/i.png", "bucketOwner": "123456789012" } } } },
+                { "document": { "format": "pdf", "name": "report", "source": { "s3Location": { "uri": "s3://b/r.pdf" } } } },
+                { "text": "Compare" },
+            ] }],
+        }))
+        .unwrap();
+        let ContentBlock::Image(i) = &r.messages[0].content[0] else {
+            panic!()
+        };
+        assert_eq!(
+            i.source,
+            crate::types::MediaSource::S3 {
+                uri: "s3://b/i.png".into(),
+                bucket_owner: Some("123456789012".into())
+            }
+        );
+        let ContentBlock::Document(d) = &r.messages[0].content[1] else {
+            panic!()
+        };
+        assert!(d.bytes().is_none());
+        let e = request(json!({
+            "modelId": "anthropic.claude-sonnet-4-6",
+            "messages": [{ "role": "user", "content": [{ "document": { "format": "txt", "name": "n", "source": { "text": "hi" } } }] }],
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("document.source.text"), "{e}");
+        let e = request(json!({
+            "modelId": "amazon.nova-lite-v1:0",
+            "messages": [{ "role": "user", "content": [{ "toolResult": { "toolUseId": "t1", "content": [{ "audio": {} }] } }] }],
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("toolResult.content[0].audio"), "{e}");
     }
 
     #[test]

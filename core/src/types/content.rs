@@ -38,6 +38,16 @@ pub enum MediaSource {
     },
 }
 
+impl MediaSource {
+    /// The bytes, when they are sent inline.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            MediaSource::Bytes(b) => Some(b),
+            MediaSource::S3 { .. } => None,
+        }
+    }
+}
+
 /// A search result for the model to read and cite (`searchResult`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use super::content::{CitationsContent, Media, SearchResult, ToolReference};
+use super::content::{CitationsContent, Media, MediaSource, SearchResult, ToolReference};
 use super::error::{Error, Result};
 use super::fields::{GuardContent, Guardrail, ModelFields, OutputFormat};
 use super::geography::Geography;
@@ -178,13 +178,35 @@ pub enum ContentBlock {
     ToolRemoval(ToolReference),
 }
 
-/// An image, sent inline.
+/// An image: its bytes, or an object in S3. In the schema, `{ format, bytes }` or
+/// `{ format, s3: { uri, bucket_owner } }`.
+///
+/// ```
+/// use laneway::{Image, ImageFormat, MediaSource};
+/// let shot: Image = serde_json::from_value(serde_json::json!({ "format": "png", "s3": { "uri": "s3://shots/a.png" } })).unwrap();
+/// assert!(matches!(shot.source, MediaSource::S3 { .. }));
+/// assert_eq!(Image::inline(ImageFormat::Png, vec![1, 2]).bytes(), Some(&[1u8, 2][..]));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "source_wire::ImageWire", into = "source_wire::ImageWire")]
 pub struct Image {
     pub format: ImageFormat,
-    #[serde(with = "base64_bytes")]
-    pub bytes: Vec<u8>,
+    pub source: MediaSource,
+}
+
+impl Image {
+    /// An image sent inline.
+    pub fn inline(format: ImageFormat, bytes: Vec<u8>) -> Self {
+        Self {
+            format,
+            source: MediaSource::Bytes(bytes),
+        }
+    }
+
+    /// Its bytes, when they are sent inline.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.source.bytes()
+    }
 }
 
 /// Image encodings Bedrock accepts.
@@ -207,7 +229,7 @@ pub enum ImageFormat {
 ///
 /// ```
 /// use laneway::{ContentBlock, Document, DocumentFormat, GenerateRequest, Message, Role};
-/// let contract = Document { format: DocumentFormat::Pdf, name: "contract (v2)".into(), bytes: b"%PDF-1.7".to_vec(), context: None, citations: false };
+/// let contract = Document::inline(DocumentFormat::Pdf, "contract (v2)", b"%PDF-1.7".to_vec());
 /// let request = GenerateRequest::new(vec![Message {
 ///     role: Role::User,
 ///     content: vec![ContentBlock::Document(contract), ContentBlock::Text("Summarise it".into())],
@@ -215,22 +237,39 @@ pub enum ImageFormat {
 /// assert!(request.validate().is_ok());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    try_from = "source_wire::DocumentWire",
+    into = "source_wire::DocumentWire"
+)]
 pub struct Document {
     pub format: DocumentFormat,
     /// A neutral name: the model sees it, so it should not read as an instruction.
     pub name: String,
-    #[serde(with = "base64_bytes")]
-    pub bytes: Vec<u8>,
+    /// Its bytes inline, or an object in S3 (in the schema, `bytes` or `s3`).
+    pub source: MediaSource,
     /// What the document is, for the model (`context`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
     /// Whether the model may cite it (its answer then carries `OutputBlock::Citations`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub citations: bool,
 }
 
 impl Document {
+    /// A document sent inline, without context or citations.
+    pub fn inline(format: DocumentFormat, name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        Self {
+            format,
+            name: name.into(),
+            source: MediaSource::Bytes(bytes),
+            context: None,
+            citations: false,
+        }
+    }
+
+    /// Its bytes, when they are sent inline.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.source.bytes()
+    }
+
     /// Bedrock's limit on one document's size: 4.5 MB.
     pub const MAX_BYTES: usize = 4_500_000;
     /// Bedrock's limit on documents in one request.
@@ -257,14 +296,16 @@ impl Document {
     }
 
     /// Characters of text the model will likely read from it (for estimates only): the
-    /// bytes of a text format, a quarter of a binary one's.
+    /// bytes of a text format, a quarter of a binary one's; for one in S3, whose size Laneway
+    /// does not read, the size limit's share.
     pub(crate) fn estimated_chars(&self) -> usize {
+        let len = self.bytes().map_or(Self::MAX_BYTES / 16, <[u8]>::len);
         match self.format {
             DocumentFormat::Csv
             | DocumentFormat::Html
             | DocumentFormat::Txt
-            | DocumentFormat::Md => self.bytes.len(),
-            _ => self.bytes.len() / 4,
+            | DocumentFormat::Md => len,
+            _ => len / 4,
         }
     }
 }
@@ -304,12 +345,44 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
-/// A piece of a tool result.
+/// A piece of a tool result: text, JSON, or what a tool may hand back beside them (an image
+/// such as a screenshot, a document, a video, search results the model may cite). Bedrock
+/// takes every kind; SageMaker containers take text and JSON, and refuse the others by name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolResultContent {
     Text(String),
     Json(serde_json::Value),
+    Image(Image),
+    Document(Document),
+    Video(Media),
+    SearchResult(SearchResult),
+}
+
+impl ToolResultContent {
+    /// Its text, where it has one (text, JSON, a search result's passages); `None` for media.
+    pub fn text(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            ToolResultContent::Text(t) => Some(t.as_str().into()),
+            ToolResultContent::Json(v) => Some(v.to_string().into()),
+            ToolResultContent::SearchResult(r) => Some(r.content.concat().into()),
+            ToolResultContent::Image(_)
+            | ToolResultContent::Document(_)
+            | ToolResultContent::Video(_) => None,
+        }
+    }
+
+    /// The kind's name, as the schema spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolResultContent::Text(_) => "text",
+            ToolResultContent::Json(_) => "json",
+            ToolResultContent::Image(_) => "image",
+            ToolResultContent::Document(_) => "document",
+            ToolResultContent::Video(_) => "video",
+            ToolResultContent::SearchResult(_) => "search_result",
+        }
+    }
 }
 
 /// A system block.
@@ -781,15 +854,17 @@ impl GenerateRequest {
                         if let Some(problem) = d.name_problem() {
                             return Err(Error::invalid(format!("{}.name", field()), problem));
                         }
-                        if d.bytes.is_empty() || d.bytes.len() > Document::MAX_BYTES {
-                            return Err(Error::invalid(
-                                format!("{}.bytes", field()),
-                                format!(
-                                    "{} bytes: a document must hold 1 to {} bytes",
-                                    d.bytes.len(),
-                                    Document::MAX_BYTES
-                                ),
-                            ));
+                        if let Some(b) = d.bytes() {
+                            if b.is_empty() || b.len() > Document::MAX_BYTES {
+                                return Err(Error::invalid(
+                                    format!("{}.bytes", field()),
+                                    format!(
+                                        "{} bytes: a document must hold 1 to {} bytes",
+                                        b.len(),
+                                        Document::MAX_BYTES
+                                    ),
+                                ));
+                            }
                         }
                         documents += 1;
                         if documents > Document::MAX_PER_REQUEST {
@@ -997,8 +1072,9 @@ impl GenerateRequest {
                         .content
                         .iter()
                         .map(|c| match c {
-                            ToolResultContent::Text(t) => t.chars().count(),
-                            ToolResultContent::Json(v) => v.to_string().len(),
+                            ToolResultContent::Image(_) => IMAGE_TOKENS * 4,
+                            ToolResultContent::Document(d) => d.estimated_chars(),
+                            other => other.text().map_or(0, |t| t.chars().count()),
                         })
                         .sum(),
                     ContentBlock::CachePoint(_) => 0,
@@ -1042,6 +1118,119 @@ impl GenerateRequest {
     }
 }
 
+/// The schema's form of an image's or document's source: `bytes` or `s3`, exactly one.
+mod source_wire {
+    use serde::{Deserialize, Serialize};
+
+    use super::{Document, DocumentFormat, Image, ImageFormat};
+    use crate::types::MediaSource;
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct S3 {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket_owner: Option<String>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ImageWire {
+        format: ImageFormat,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "super::base64_bytes::option"
+        )]
+        bytes: Option<Vec<u8>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        s3: Option<S3>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct DocumentWire {
+        format: DocumentFormat,
+        name: String,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "super::base64_bytes::option"
+        )]
+        bytes: Option<Vec<u8>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        s3: Option<S3>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        citations: bool,
+    }
+
+    fn source(bytes: Option<Vec<u8>>, s3: Option<S3>) -> Result<MediaSource, &'static str> {
+        match (bytes, s3) {
+            (Some(b), None) => Ok(MediaSource::Bytes(b)),
+            (None, Some(S3 { uri, bucket_owner })) => Ok(MediaSource::S3 { uri, bucket_owner }),
+            (Some(_), Some(_)) => Err("give `bytes` or `s3`, not both"),
+            (None, None) => Err("missing its source: `bytes` (base64 text) or `s3` ({ uri })"),
+        }
+    }
+
+    fn wire(source: MediaSource) -> (Option<Vec<u8>>, Option<S3>) {
+        match source {
+            MediaSource::Bytes(b) => (Some(b), None),
+            MediaSource::S3 { uri, bucket_owner } => (None, Some(S3 { uri, bucket_owner })),
+        }
+    }
+
+    impl TryFrom<ImageWire> for Image {
+        type Error = &'static str;
+        fn try_from(w: ImageWire) -> Result<Self, Self::Error> {
+            Ok(Image {
+                format: w.format,
+                source: source(w.bytes, w.s3)?,
+            })
+        }
+    }
+
+    impl From<Image> for ImageWire {
+        fn from(i: Image) -> Self {
+            let (bytes, s3) = wire(i.source);
+            ImageWire {
+                format: i.format,
+                bytes,
+                s3,
+            }
+        }
+    }
+
+    impl TryFrom<DocumentWire> for Document {
+        type Error = &'static str;
+        fn try_from(w: DocumentWire) -> Result<Self, Self::Error> {
+            Ok(Document {
+                format: w.format,
+                name: w.name,
+                source: source(w.bytes, w.s3)?,
+                context: w.context,
+                citations: w.citations,
+            })
+        }
+    }
+
+    impl From<Document> for DocumentWire {
+        fn from(d: Document) -> Self {
+            let (bytes, s3) = wire(d.source);
+            DocumentWire {
+                format: d.format,
+                name: d.name,
+                bytes,
+                s3,
+                context: d.context,
+                citations: d.citations,
+            }
+        }
+    }
+}
+
 pub(super) mod base64_bytes {
     use base64::Engine as _;
     use serde::{Deserializer, Serializer};
@@ -1077,6 +1266,22 @@ pub(super) mod base64_bytes {
 
         fn visit_byte_buf<E: serde::de::Error>(self, b: Vec<u8>) -> Result<Vec<u8>, E> {
             Ok(b)
+        }
+    }
+
+    /// The same for an optional field (`None` when absent).
+    pub mod option {
+        use serde::{Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(b: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+            match b {
+                Some(b) => super::serialize(b, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+            super::deserialize(d).map(Some)
         }
     }
 

@@ -615,7 +615,7 @@ async fn a_cited_document_answers_with_citations_whole_and_streamed() {
     let doc = Document {
         format: DocumentFormat::Txt,
         name: "Refund policy".into(),
-        bytes: b"Refunds within 30 days.".to_vec(),
+        source: laneway::MediaSource::Bytes(b"Refunds within 30 days.".to_vec()),
         context: Some("The shop's policy".into()),
         citations: true,
     };
@@ -775,4 +775,84 @@ async fn every_built_in_model_answers_through_the_emulator() {
         checked += 1;
     }
     assert!(checked >= 18, "{checked} models");
+}
+
+#[tokio::test]
+async fn a_tool_result_carries_images_documents_and_search_results() {
+    use laneway::{Document, DocumentFormat, Image, ImageFormat, SearchResult, ToolUse};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let result = ToolResult {
+        tool_use_id: "t1".into(),
+        content: vec![
+            ToolResultContent::Text("Found these.".into()),
+            ToolResultContent::Image(Image::inline(ImageFormat::Png, vec![137, 80, 78, 71])),
+            ToolResultContent::Document(Document::inline(
+                DocumentFormat::Md,
+                "policy",
+                b"# Refunds within 30 days".to_vec(),
+            )),
+            ToolResultContent::Image(Image {
+                format: ImageFormat::Jpeg,
+                source: laneway::MediaSource::S3 {
+                    uri: "s3://shots/page.jpg".into(),
+                    bucket_owner: None,
+                },
+            }),
+            ToolResultContent::SearchResult(SearchResult {
+                source: "https://kb.example/42".into(),
+                title: "Returns".into(),
+                content: vec!["Refunds within 30 days.".into()],
+                citations: true,
+            }),
+        ],
+        is_error: false,
+    };
+    let turns = vec![
+        Message::user("Can I return it?"),
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse(ToolUse {
+                id: "t1".into(),
+                name: "search".into(),
+                input: json!({ "q": "returns" }),
+            })],
+        },
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult(result)],
+        },
+    ];
+    let tool = Tool::new(
+        "search",
+        "Searches the knowledge base",
+        json!({"type": "object"}),
+    );
+    let req = GenerateRequest::new(turns.clone())
+        .tool(tool)
+        .max_tokens(200);
+    // Claude reads all of it and cites the tool's search result.
+    let r = router.generate(req.clone().model(SONNET)).await.unwrap();
+    assert!(
+        r.content
+            .iter()
+            .any(|b| matches!(b, OutputBlock::Citations(c) if matches!(c.citations[0].location, Some(laneway::CitationLocation::SearchResult(_))))),
+        "{:?}",
+        r.content
+    );
+    // A SageMaker container's payload is text: the image is refused by name, not dropped.
+    // (The demo's container speaks TGI's text format, which has no tool definitions.)
+    let e = router
+        .generate(
+            GenerateRequest::new(turns)
+                .max_tokens(200)
+                .model("laneway-demo-llm"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidRequest, "{e}");
+    assert!(
+        e.to_string().contains("tool_result.content[1]") && e.to_string().contains("image"),
+        "{e}"
+    );
 }

@@ -44,7 +44,7 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                 ContentBlock::ToolUse(t) => {
                     out.push_str(&json!({ "tool": t.name, "input": t.input }).to_string())
                 }
-                ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(&r.content)),
+                ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(&r.content, i, j)?),
                 // Earlier reasoning is not the model's to read again (the plan says so); guard
                 // content needs a guardrail, which the plan never sends to SageMaker.
                 ContentBlock::CachePoint(_)
@@ -130,7 +130,7 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
                     "function": { "name": t.name, "arguments": t.input.to_string() },
                 })),
                 ContentBlock::ToolResult(r) => messages.push(json!({
-                    "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content),
+                    "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content, i, j)?,
                 })),
                 ContentBlock::CachePoint(_)
                 | ContentBlock::Reasoning(_)
@@ -233,15 +233,25 @@ fn system_text(req: &GenerateRequest) -> String {
         .join("\n")
 }
 
-fn tool_result_text(content: &[ToolResultContent]) -> String {
-    content
+/// A tool result as text; an image, document or video in it is refused by name (a SageMaker
+/// container's payload carries text only).
+fn tool_result_text(content: &[ToolResultContent], i: usize, j: usize) -> Result<String> {
+    let parts = content
         .iter()
-        .map(|c| match c {
-            ToolResultContent::Text(t) => t.clone(),
-            ToolResultContent::Json(v) => v.to_string(),
+        .enumerate()
+        .map(|(k, c)| {
+            c.text().map(std::borrow::Cow::into_owned).ok_or_else(|| {
+                Error::invalid(
+                    format!("messages[{i}].content[{j}].tool_result.content[{k}]"),
+                    format!(
+                        "a tool result's {} is not sent to SageMaker containers (their payload carries text): send its text or route to Bedrock",
+                        c.kind()
+                    ),
+                )
+            })
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect::<Result<Vec<_>>>()?;
+    Ok(parts.join("\n"))
 }
 
 /// Estimated tokens of a text: a quarter of its characters, rounded up.
