@@ -128,6 +128,7 @@ impl Drop for Emulator {
 pub fn app(engine: Arc<Engine>) -> Router {
     Router::new()
         .merge(wire::bedrock::routes())
+        .merge(wire::openai::routes())
         .merge(wire::sagemaker::routes())
         .merge(wire::batch::routes())
         .merge(wire::s3::routes())

@@ -20,6 +20,36 @@ ACCESS_KEY_ID = "LANEWAYTESTKEY"
 SECRET_ACCESS_KEY = "LANEWAYTESTSECRET"
 
 
+def bedrock_api_key(access_key_id: str, secret_access_key: str, region: str, expires_s: int = 43200) -> str:
+    """A short-term Bedrock API key: `CallWithBearerToken` presigned with SigV4 query auth."""
+    import base64
+    import datetime
+    import hashlib
+    import hmac
+    import urllib.parse
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    scope = f"{day}/{region}/bedrock/aws4_request"
+    params = {
+        "Action": "CallWithBearerToken",
+        "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+        "X-Amz-Credential": f"{access_key_id}/{scope}",
+        "X-Amz-Date": amz_date,
+        "X-Amz-Expires": str(expires_s),
+        "X-Amz-SignedHeaders": "host",
+    }
+    query = "&".join(f"{urllib.parse.quote(k, safe='')}={urllib.parse.quote(v, safe='')}" for k, v in sorted(params.items()))
+    canonical = f"POST\n/\n{query}\nhost:bedrock.amazonaws.com\n\nhost\n{hashlib.sha256(b'').hexdigest()}"
+    to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+    key = ("AWS4" + secret_access_key).encode()
+    for part in (day, region, "bedrock", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    url = f"bedrock.amazonaws.com/?{query}&X-Amz-Signature={signature}&Version=1"
+    return "bedrock-api-key-" + base64.b64encode(url.encode()).decode()
+
+
 def find_binary() -> str:
     """The path of `laneway-emulator`, or FileNotFoundError saying how to build it."""
     env = os.environ.get("LANEWAY_EMULATOR")
@@ -66,6 +96,13 @@ class Emulator:
     def router_kwargs(self) -> Dict[str, Any]:
         """Keyword arguments for `laneway.Router` pointing at this emulator."""
         return {"endpoint_url": self.url, "access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY}
+
+    def bedrock_api_key(self, region: str = "us-east-1", expires_s: int = 43200) -> str:
+        """A short-term Bedrock API key for the emulator's test credentials, made as AWS's
+        token generators make one: a SigV4-presigned `CallWithBearerToken` URL, base64, after
+        `bedrock-api-key-`. Pass it as `api_key` to an `openai` client pointed at
+        `f"{emulator.url}/openai/v1"`."""
+        return bedrock_api_key(ACCESS_KEY_ID, SECRET_ACCESS_KEY, region, expires_s)
 
     def add_fault(self, fault: Dict[str, Any]) -> None:
         """Injects a fault through the control API (see the emulator's README section)."""

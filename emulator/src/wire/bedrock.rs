@@ -33,15 +33,15 @@ pub fn routes() -> Router<Arc<Engine>> {
 }
 
 /// A forced tool call, when the request's `toolChoice` demands one.
-struct ToolCall {
-    id: String,
-    name: String,
-    input: Value,
+pub(super) struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
 }
 
-struct Request {
-    ask: Ask,
-    tool_call: Option<ToolCall>,
+pub(super) struct Request {
+    pub ask: Ask,
+    pub tool_call: Option<ToolCall>,
 }
 
 async fn converse(
@@ -280,6 +280,17 @@ fn read_converse(
 ) -> Result<Request, ApiError> {
     let region = authenticate(engine, "bedrock", method, uri, headers, body)?;
     let v = parse_json(Service::Bedrock, body)?;
+    converse_request(operation, region, model_id, &v)
+}
+
+/// A Converse request body (already authenticated, in `region`) as the engine's ask; the
+/// OpenAI-compatible endpoints translate their bodies into it too.
+pub(super) fn converse_request(
+    operation: &'static str,
+    region: String,
+    model_id: String,
+    v: &Value,
+) -> Result<Request, ApiError> {
     let invalid = |m: &str| ApiError::validation(Service::Bedrock, m);
     let messages = v.get("messages").and_then(Value::as_array).ok_or_else(|| {
         invalid("A conversation must start with a user message. Try again with a conversation that starts with a user message.")
@@ -323,7 +334,7 @@ fn read_converse(
         },
     };
     let prompt = json!([v.get("system"), v.get("messages"), v.get("toolConfig")]);
-    let cache_points = crate::cache::cache_points(&v);
+    let cache_points = crate::cache::cache_points(v);
     // A final assistant message is a prefill: the answer is that of the prompt before it.
     let (prompt_messages, prefill) = split_prefill(messages);
     let digest = text::digest64(&[Value::Array(prompt_messages.to_vec())
@@ -342,13 +353,13 @@ fn read_converse(
             cache_points,
             prefill,
             extras: Some(Arc::new(
-                crate::converse_ext::read(&v).map_err(|m| invalid(&m))?,
+                crate::converse_ext::read(v).map_err(|m| invalid(&m))?,
             )),
-            guard: guard_ask(&v).map(Arc::new),
+            guard: guard_ask(v).map(Arc::new),
             echo: echo(messages),
             latency_optimized,
         },
-        tool_call: forced_tool_call(&v, digest),
+        tool_call: forced_tool_call(v, digest),
     })
 }
 
@@ -708,7 +719,7 @@ pub fn native_ask(
     )
 }
 
-fn stop_reason(a: &Answer) -> &'static str {
+pub(super) fn stop_reason(a: &Answer) -> &'static str {
     if a.guardrail.intervened {
         "guardrail_intervened"
     } else if a.truncated {

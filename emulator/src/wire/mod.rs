@@ -4,6 +4,7 @@ pub mod batch;
 pub mod bedrock;
 pub mod eventstream;
 mod misbehave;
+pub mod openai;
 pub mod s3;
 pub mod sagemaker;
 
