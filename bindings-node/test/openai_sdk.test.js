@@ -8,12 +8,16 @@ const OpenAI = require('openai')
 const { startEmulator } = require('../testing')
 
 const GPT_OSS = 'openai.gpt-oss-120b-1:0'
+// bedrock-mantle's id for it; mantle serves it by both APIs, runtime by Chat Completions only.
+const GPT_OSS_MANTLE = 'openai.gpt-oss-120b'
 const LOW = { effort: 'low' }
 let emu
 before(async () => { emu = await startEmulator({ scenario: 'fast' }) })
 after(async () => { await emu.stop() })
 
+// bedrock-runtime's OpenAI-compatible endpoint, and bedrock-mantle's.
 const client = (region = 'us-east-1') => new OpenAI({ baseURL: `${emu.url}/openai/v1`, apiKey: emu.bedrockApiKey(region), maxRetries: 0 })
+const mantle = (region = 'us-east-1') => new OpenAI({ baseURL: `${emu.url}/v1`, apiKey: emu.bedrockApiKey(region), maxRetries: 0 })
 
 test('chat completions, whole and streamed, with a forced tool call', async () => {
   const r = await client().chat.completions.create({ model: GPT_OSS, messages: [{ role: 'user', content: 'Say hello.' }], max_completion_tokens: 2000, reasoning_effort: 'low' })
@@ -38,16 +42,16 @@ test('chat completions, whole and streamed, with a forced tool call', async () =
 })
 
 test('responses, whole and through the SDK\'s strict stream accumulator, with structured output', async () => {
-  const r = await client().responses.create({ model: GPT_OSS, instructions: 'Be brief.', input: 'Say hello.', max_output_tokens: 2000, reasoning: LOW })
+  const r = await mantle().responses.create({ model: GPT_OSS_MANTLE, instructions: 'Be brief.', input: 'Say hello.', max_output_tokens: 2000, reasoning: LOW })
   assert.equal(r.status, 'completed')
   assert.ok(r.output_text)
-  const stream = client().responses.stream({ model: GPT_OSS, input: 'Tell me a story.', max_output_tokens: 2000, reasoning: LOW })
+  const stream = mantle().responses.stream({ model: GPT_OSS_MANTLE, input: 'Tell me a story.', max_output_tokens: 2000, reasoning: LOW })
   let deltas = ''
   for await (const ev of stream) if (ev.type === 'response.output_text.delta') deltas += ev.delta
   const final = await stream.finalResponse()
   assert.equal(deltas, final.output_text)
   const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false }
-  const s = await client().responses.create({ model: GPT_OSS, input: 'Answer.', max_output_tokens: 2000, reasoning: LOW, text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } })
+  const s = await mantle().responses.create({ model: GPT_OSS_MANTLE, input: 'Answer.', max_output_tokens: 2000, reasoning: LOW, text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } })
   assert.equal(typeof JSON.parse(s.output_text).answer, 'string')
 })
 
@@ -56,10 +60,18 @@ test('Bedrock errors raise the SDK\'s classes', async () => {
   await assert.rejects(bad.chat.completions.create({ model: GPT_OSS, messages: [{ role: 'user', content: 'x' }] }), e => e instanceof OpenAI.AuthenticationError)
   await assert.rejects(client().chat.completions.create({ model: 'openai.no-such-model', messages: [{ role: 'user', content: 'x' }] }), e => e instanceof OpenAI.BadRequestError)
   await emu.addFault({ kind: 'throttle', model: GPT_OSS, region: 'eu-west-1' })
-  await assert.rejects(client('eu-west-1').responses.create({ model: GPT_OSS, input: 'x' }), e => e instanceof OpenAI.RateLimitError)
+  await assert.rejects(mantle('eu-west-1').responses.create({ model: GPT_OSS_MANTLE, input: 'x' }), e => e instanceof OpenAI.RateLimitError)
   await emu.addFault({ kind: 'break_stream', model: GPT_OSS, region: 'us-west-2', after_tokens: 3 })
   await assert.rejects(async () => {
-    const s = client('us-west-2').responses.stream({ model: GPT_OSS, input: 'Tell me a story.', max_output_tokens: 2000 })
+    const s = mantle('us-west-2').responses.stream({ model: GPT_OSS_MANTLE, input: 'Tell me a story.', max_output_tokens: 2000 })
     for await (const _ of s) {} // eslint-disable-line no-unused-vars
   }, e => e instanceof OpenAI.APIError && /interrupted/.test(e.message))
+})
+
+test('each endpoint serves its models by their own ids and APIs', async () => {
+  await assert.rejects(client().responses.create({ model: GPT_OSS, input: 'x' }), e => e instanceof OpenAI.BadRequestError && /does not support/.test(e.message))
+  await assert.rejects(mantle().chat.completions.create({ model: GPT_OSS, messages: [{ role: 'user', content: 'x' }] }), e => e instanceof OpenAI.NotFoundError)
+  const ids = []
+  for await (const m of mantle().models.list()) ids.push(m.id)
+  assert.ok(ids.includes(GPT_OSS_MANTLE))
 })

@@ -10,6 +10,8 @@ import pytest
 from laneway.testing import Emulator
 
 GPT_OSS = "openai.gpt-oss-120b-1:0"
+# bedrock-mantle's id for it; mantle serves it by both APIs, runtime by Chat Completions only.
+GPT_OSS_MANTLE = "openai.gpt-oss-120b"
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +21,14 @@ def emu():
 
 
 def client(emu, region="us-east-1", **kw):
+    """bedrock-runtime's OpenAI-compatible endpoint."""
     return openai.OpenAI(base_url=f"{emu.url}/openai/v1", api_key=emu.bedrock_api_key(region), max_retries=0, **kw)
+
+
+def mantle(emu, region="us-east-1", prefix="v1"):
+    """bedrock-mantle's (`/v1`; `/mantle/openai/v1` for its `/openai/v1` models)."""
+    base = f"{emu.url}/v1" if prefix == "v1" else f"{emu.url}/mantle/openai/v1"
+    return openai.OpenAI(base_url=base, api_key=emu.bedrock_api_key(region), max_retries=0)
 
 
 def test_a_whole_chat_completion_parses_in_the_sdks_types(emu):
@@ -98,8 +107,8 @@ def test_bedrock_errors_raise_the_sdks_classes(emu):
 
 
 def test_a_whole_response_and_its_output_text(emu):
-    r = client(emu).responses.create(
-        model=GPT_OSS, instructions="Be brief.", input="Say hello.", max_output_tokens=2000, reasoning={"effort": "low"},
+    r = mantle(emu).responses.create(
+        model=GPT_OSS_MANTLE, instructions="Be brief.", input="Say hello.", max_output_tokens=2000, reasoning={"effort": "low"},
     )
     assert isinstance(r, openai.types.responses.Response)
     assert r.status == "completed" and r.output_text
@@ -109,18 +118,18 @@ def test_a_whole_response_and_its_output_text(emu):
 
 
 def test_a_streamed_response_passes_the_sdks_accumulator(emu):
-    c = client(emu)
-    with c.responses.stream(model=GPT_OSS, input="Tell me a story.", max_output_tokens=2000, reasoning={"effort": "low"}) as stream:
+    c = mantle(emu)
+    with c.responses.stream(model=GPT_OSS_MANTLE, input="Tell me a story.", max_output_tokens=2000, reasoning={"effort": "low"}) as stream:
         deltas = [ev.delta for ev in stream if ev.type == "response.output_text.delta"]
         final = stream.get_final_response()
     assert "".join(deltas) == final.output_text and final.output_text
     tools = [{"type": "function", "name": "weather", "description": "Weather for a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
-    with c.responses.stream(model=GPT_OSS, input="Weather in Paris?", tools=tools, tool_choice={"type": "function", "name": "weather"}, max_output_tokens=2000, reasoning={"effort": "low"}) as stream:
+    with c.responses.stream(model=GPT_OSS_MANTLE, input="Weather in Paris?", tools=tools, tool_choice={"type": "function", "name": "weather"}, max_output_tokens=2000, reasoning={"effort": "low"}) as stream:
         final = stream.get_final_response()
     call = [item for item in final.output if item.type == "function_call"][0]
     assert call.name == "weather" and "city" in json.loads(call.arguments)
     # The turn after: the tool's output goes back as an input item.
-    r = c.responses.create(model=GPT_OSS, max_output_tokens=2000, reasoning={"effort": "low"}, input=[
+    r = c.responses.create(model=GPT_OSS_MANTLE, max_output_tokens=2000, reasoning={"effort": "low"}, input=[
         {"role": "user", "content": "Weather in Paris?"},
         {"type": "function_call", "call_id": call.call_id, "name": "weather", "arguments": call.arguments},
         {"type": "function_call_output", "call_id": call.call_id, "output": "21C"},
@@ -130,8 +139,8 @@ def test_a_streamed_response_passes_the_sdks_accumulator(emu):
 
 def test_structured_output_through_text_format(emu):
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
-    r = client(emu).responses.create(
-        model=GPT_OSS, input="Answer.", max_output_tokens=2000, reasoning={"effort": "low"},
+    r = mantle(emu).responses.create(
+        model=GPT_OSS_MANTLE, input="Answer.", max_output_tokens=2000, reasoning={"effort": "low"},
         text={"format": {"type": "json_schema", "name": "answer", "schema": schema, "strict": True}},
     )
     assert isinstance(json.loads(r.output_text)["answer"], str)
@@ -145,10 +154,24 @@ def test_a_broken_stream_and_an_outage_raise_the_sdks_errors():
             for _ in c.chat.completions.create(model=GPT_OSS, messages=[{"role": "user", "content": "Tell me a story."}], max_completion_tokens=2000, stream=True):
                 pass
         with pytest.raises(openai.APIError, match="interrupted"):
-            with c.responses.stream(model=GPT_OSS, input="Tell me a story.", max_output_tokens=2000) as stream:
+            with mantle(emu).responses.stream(model=GPT_OSS_MANTLE, input="Tell me a story.", max_output_tokens=2000) as stream:
                 for _ in stream:
                     pass
         emu.add_fault({"kind": "outage", "model": GPT_OSS, "region": "us-west-2"})
         with pytest.raises(openai.InternalServerError) as e:
             client(emu, region="us-west-2").chat.completions.create(model=GPT_OSS, messages=[{"role": "user", "content": "x"}])
         assert e.value.status_code == 503
+
+
+def test_each_endpoint_serves_its_models_by_their_own_ids_and_apis(emu):
+    with pytest.raises(openai.BadRequestError, match="does not support"):
+        client(emu).responses.create(model=GPT_OSS, input="x")
+    with pytest.raises(openai.NotFoundError):
+        mantle(emu).chat.completions.create(model=GPT_OSS, messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.NotFoundError):
+        mantle(emu).chat.completions.create(model="us." + GPT_OSS_MANTLE, messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.BadRequestError, match="isn't supported on this route"):
+        mantle(emu, prefix="openai/v1").chat.completions.create(model=GPT_OSS_MANTLE, messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.BadRequestError, match="does not support"):
+        client(emu).chat.completions.create(model="amazon.nova-lite-v1:0", messages=[{"role": "user", "content": "x"}])
+    assert GPT_OSS_MANTLE in [m.id for m in mantle(emu).models.list()]

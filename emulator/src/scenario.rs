@@ -84,6 +84,27 @@ pub struct Credential {
     pub secret_access_key: String,
 }
 
+/// A model on Bedrock's OpenAI-compatible APIs: which APIs (`chat_completions`, `responses`)
+/// bedrock-runtime's `/openai/v1` serves it by, and which bedrock-mantle does, under which id and
+/// path prefix (`v1` or `openai/v1`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiSpec {
+    #[serde(default)]
+    pub runtime: Vec<String>,
+    #[serde(default)]
+    pub mantle: Vec<String>,
+    /// Its id on bedrock-mantle (no `-1:0` suffix, never a profile), when mantle serves it.
+    #[serde(default)]
+    pub mantle_id: Option<String>,
+    #[serde(default = "default_mantle_prefix")]
+    pub mantle_prefix: String,
+}
+
+fn default_mantle_prefix() -> String {
+    "v1".into()
+}
+
 /// One region.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -181,6 +202,9 @@ pub struct ModelSpec {
     /// Whether `outputConfig.textFormat` and strict tools are accepted.
     #[serde(default)]
     pub structured_output: bool,
+    /// Where Bedrock's OpenAI-compatible APIs serve it; absent, they do not.
+    #[serde(default)]
+    pub openai: Option<OpenAiSpec>,
 }
 
 /// How a model reasons, and how its request asks for it.

@@ -24,13 +24,158 @@ use super::bedrock::{converse_request, stop_reason, Request};
 use super::{authenticate, request_id, timeline, wait_whole, with_wire_fault, Step, StreamEnd};
 use crate::engine::{Answer, ApiError, Engine, Service};
 
-/// The routes of both endpoints' Chat Completions.
+/// The routes of both endpoints. bedrock-runtime's are `/openai/v1/...`; bedrock-mantle's are
+/// `/v1/...` and, for models it serves under `/openai/v1`, `/mantle/openai/v1/...` here (on AWS
+/// the host tells the two endpoints apart; here one host serves both).
 pub fn routes() -> Router<Arc<Engine>> {
+    const RUNTIME: Surface = Surface::Runtime;
+    const MANTLE: Surface = Surface::Mantle { prefix: "v1" };
+    const MANTLE_OPENAI: Surface = Surface::Mantle {
+        prefix: "openai/v1",
+    };
+    macro_rules! on {
+        ($surface:expr, $handler:ident) => {
+            post(|state, method, uri, headers, body| {
+                $handler($surface, state, method, uri, headers, body)
+            })
+        };
+    }
     Router::new()
-        .route("/openai/v1/chat/completions", post(chat_completions))
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/openai/v1/responses", post(responses))
-        .route("/v1/responses", post(responses))
+        .route(
+            "/openai/v1/chat/completions",
+            on!(RUNTIME, chat_completions),
+        )
+        .route("/openai/v1/responses", on!(RUNTIME, responses))
+        .route("/v1/chat/completions", on!(MANTLE, chat_completions))
+        .route("/v1/responses", on!(MANTLE, responses))
+        .route(
+            "/mantle/openai/v1/chat/completions",
+            on!(MANTLE_OPENAI, chat_completions),
+        )
+        .route("/mantle/openai/v1/responses", on!(MANTLE_OPENAI, responses))
+        .route("/v1/models", axum::routing::get(models))
+}
+
+/// Which endpoint a call came to.
+#[derive(Debug, Clone, Copy)]
+enum Surface {
+    Runtime,
+    Mantle { prefix: &'static str },
+}
+
+/// The two APIs, by the path segment naming them.
+#[derive(Debug, Clone, Copy)]
+enum Api {
+    ChatCompletions,
+    Responses,
+}
+
+impl Api {
+    fn name(self) -> &'static str {
+        match self {
+            Api::ChatCompletions => "chat_completions",
+            Api::Responses => "responses",
+        }
+    }
+    fn path(self) -> &'static str {
+        match self {
+            Api::ChatCompletions => "chat/completions",
+            Api::Responses => "responses",
+        }
+    }
+}
+
+/// The id the engine serves for `requested` on `surface`, or the error Bedrock gives: on
+/// runtime the model's own id or one of its profiles, on mantle its mantle id (never a profile)
+/// under its own path prefix; either way only for the APIs the scenario serves it by.
+fn served_model(
+    engine: &Engine,
+    surface: Surface,
+    api: Api,
+    requested: &str,
+) -> Result<String, ApiError> {
+    let unsupported = |path: &str| {
+        ApiError::new(
+            400,
+            "invalid_request_error",
+            format!(
+                "The model '{requested}' does not support the '/{path}/{}' API.",
+                api.path()
+            ),
+        )
+    };
+    match surface {
+        Surface::Runtime => {
+            let (_, bare) = engine.scenario.split_profile(requested);
+            let Some(model) = engine.scenario.models.iter().find(|m| m.id == bare) else {
+                return Err(ApiError::new(
+                    400,
+                    "validation_error",
+                    "The provided model identifier is invalid.",
+                ));
+            };
+            let served = model
+                .openai
+                .as_ref()
+                .is_some_and(|o| o.runtime.iter().any(|a| a == api.name()));
+            if !served {
+                return Err(unsupported("openai/v1"));
+            }
+            Ok(requested.to_string())
+        }
+        Surface::Mantle { prefix } => {
+            let not_found = || {
+                ApiError::new(
+                    404,
+                    "model_not_found",
+                    format!(
+                        "The model `{requested}` does not exist or you do not have access to it."
+                    ),
+                )
+            };
+            let model = engine
+                .scenario
+                .models
+                .iter()
+                .find(|m| m.openai.as_ref().and_then(|o| o.mantle_id.as_deref()) == Some(requested))
+                .ok_or_else(not_found)?;
+            let spec = model.openai.as_ref().ok_or_else(not_found)?;
+            if spec.mantle_prefix != prefix {
+                return Err(ApiError::new(
+                    400,
+                    "invalid_request_error",
+                    format!("model `{requested}` isn't supported on this route"),
+                ));
+            }
+            if !spec.mantle.iter().any(|a| a == api.name()) {
+                return Err(unsupported(prefix));
+            }
+            Ok(model.id.clone())
+        }
+    }
+}
+
+/// bedrock-mantle's model listing (every model it serves, whichever prefix and API).
+async fn models(
+    State(engine): State<Arc<Engine>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, OpenAiError> {
+    region_of(&engine, &method, &uri, &headers, &Bytes::new())?;
+    let data: Vec<Value> = engine
+        .scenario
+        .models
+        .iter()
+        .filter_map(|m| m.openai.as_ref()?.mantle_id.as_deref())
+        .map(|id| json!({ "id": id, "object": "model", "created": 0, "owned_by": "system" }))
+        .collect();
+    let mut resp = json!({ "object": "list", "data": data })
+        .to_string()
+        .into_response();
+    resp.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    Ok(resp)
 }
 
 /// An error in OpenAI's shape: `{"error": {"message", "type", "code", "param"}}`.
@@ -394,6 +539,7 @@ fn completion_id() -> String {
 }
 
 async fn chat_completions(
+    surface: Surface,
     State(engine): State<Arc<Engine>>,
     method: Method,
     uri: Uri,
@@ -409,13 +555,14 @@ async fn chat_completions(
         )
     })?;
     let (model, converse) = converse_of(&v)?;
+    let served = served_model(&engine, surface, Api::ChatCompletions, &model)?;
     let stream = v.get("stream") == Some(&Value::Bool(true));
     let operation = if stream {
         "ChatCompletionsStream"
     } else {
         "ChatCompletions"
     };
-    let req = converse_request(operation, region, model.clone(), &converse)?;
+    let req = converse_request(operation, region, served, &converse)?;
     let answer = engine.admit(&req.ask)?;
     if stream {
         let include_usage = v.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
@@ -517,6 +664,7 @@ fn call_item(call: &super::bedrock::ToolCall, arguments: &str, status: &str) -> 
 }
 
 async fn responses(
+    surface: Surface,
     State(engine): State<Arc<Engine>>,
     method: Method,
     uri: Uri,
@@ -540,13 +688,14 @@ async fn responses(
         .into());
     }
     let (model, converse) = converse_of(&chat_of_responses(&v)?)?;
+    let served = served_model(&engine, surface, Api::Responses, &model)?;
     let stream = v.get("stream") == Some(&Value::Bool(true));
     let operation = if stream {
         "ResponsesStream"
     } else {
         "Responses"
     };
-    let req = converse_request(operation, region, model.clone(), &converse)?;
+    let req = converse_request(operation, region, served, &converse)?;
     let answer = engine.admit(&req.ask)?;
     let shape = ResponseShape {
         id: response_id(),
