@@ -11,11 +11,11 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{
-    json_answer, now_unix, read_request, served_model, sse_answer, text_parts, Api, OpenAiError,
-    Surface,
+    admit, json_answer, next_id, now_unix, read_request, sse_answer, text_parts, Admitted, Api,
+    OpenAiError, Surface,
 };
 use crate::engine::{Answer, ApiError, Engine};
-use crate::wire::bedrock::{converse_request, stop_reason, Request};
+use crate::wire::bedrock::{stop_reason, Request};
 use crate::wire::{timeline, wait_whole, Step, StreamEnd};
 
 /// A Chat Completions body as the Converse request it means.
@@ -154,15 +154,6 @@ fn usage(answer: &Answer, output: u32) -> Value {
     })
 }
 
-fn completion_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!(
-        "chatcmpl-emulated{:08x}",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 pub(super) async fn chat_completions(
     surface: Surface,
     State(engine): State<Arc<Engine>>,
@@ -172,16 +163,20 @@ pub(super) async fn chat_completions(
     body: Bytes,
 ) -> Result<Response, OpenAiError> {
     let (region, v) = read_request(&engine, &method, &uri, &headers, &body)?;
-    let (model, converse) = converse_of(&v)?;
-    let served = served_model(&engine, surface, Api::ChatCompletions, &model)?;
-    let stream = v.get("stream") == Some(&Value::Bool(true));
-    let operation = if stream {
-        "ChatCompletionsStream"
-    } else {
-        "ChatCompletions"
-    };
-    let req = converse_request(operation, region, served, &converse)?;
-    let answer = engine.admit(&req.ask)?;
+    let Admitted {
+        model,
+        req,
+        answer,
+        stream,
+    } = admit(
+        &engine,
+        surface,
+        Api::ChatCompletions,
+        region,
+        &v,
+        &v,
+        &["ChatCompletions", "ChatCompletionsStream"],
+    )?;
     if stream {
         let include_usage = v.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
         return Ok(stream_response(engine, req, answer, model, include_usage));
@@ -205,7 +200,7 @@ pub(super) async fn chat_completions(
         message["tool_calls"] = tool_calls;
     }
     let body = json!({
-        "id": completion_id(),
+        "id": next_id("chatcmpl-emulated"),
         "object": "chat.completion",
         "created": now_unix(),
         "model": model,
@@ -235,7 +230,7 @@ fn stream_response(
     let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
     let tier = answer.served_tier.clone();
-    let id = completion_id();
+    let id = next_id("chatcmpl-emulated");
     let created = now_unix();
     let frames = async_stream::stream! {
         let answer = answer; // holds the capacity slot for the stream's life

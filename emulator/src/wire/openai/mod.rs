@@ -338,6 +338,51 @@ fn read_request(
     Ok((region, v))
 }
 
+/// A fresh id for an answer: `prefix` and a process-wide counter (`chatcmpl-emulated...`).
+fn next_id(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{prefix}{:08x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A call admitted: the model id as asked, the engine's request and answer, whether it streams.
+struct Admitted {
+    model: String,
+    req: crate::wire::bedrock::Request,
+    answer: Answer,
+    stream: bool,
+}
+
+/// Admits a call whose body means the Chat Completions body `chat` (its own `v` says whether it
+/// streams): the model served on this surface by this API, then the Converse request and the
+/// engine's admission. `operation` names it in counters (`Stream` is appended for a stream).
+fn admit(
+    engine: &Engine,
+    surface: Surface,
+    api: Api,
+    region: String,
+    chat: &Value,
+    v: &Value,
+    operation: &'static [&'static str; 2],
+) -> Result<Admitted, ApiError> {
+    let (model, converse) = chat::converse_of(chat)?;
+    let served = served_model(engine, surface, api, &model)?;
+    let stream = v.get("stream") == Some(&Value::Bool(true));
+    let req = crate::wire::bedrock::converse_request(
+        operation[usize::from(stream)],
+        region,
+        served,
+        &converse,
+    )?;
+    let answer = engine.admit(&req.ask)?;
+    Ok(Admitted {
+        model,
+        req,
+        answer,
+        stream,
+    })
+}
+
 /// A whole answer's JSON, with the answer's wire fault, if any.
 fn json_answer(body: &Value, answer: &Answer) -> Response {
     let mut resp = body.to_string().into_response();

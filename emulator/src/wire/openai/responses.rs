@@ -12,13 +12,12 @@ use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::chat::converse_of;
 use super::{
-    json_answer, now_unix, read_request, served_model, sse_answer, text_parts, Api, OpenAiError,
-    Surface,
+    admit, json_answer, next_id, now_unix, read_request, sse_answer, text_parts, Admitted, Api,
+    OpenAiError, Surface,
 };
 use crate::engine::{Answer, ApiError, Engine};
-use crate::wire::bedrock::{converse_request, Request, ToolCall};
+use crate::wire::bedrock::{Request, ToolCall};
 use crate::wire::{timeline, wait_whole, Step, StreamEnd};
 
 /// A Responses body as the Chat Completions body it means (`instructions`, `input` items,
@@ -100,12 +99,6 @@ fn chat_of_responses(v: &Value) -> Result<Value, ApiError> {
     Ok(chat)
 }
 
-fn response_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("resp_emulated{:08x}", NEXT.fetch_add(1, Ordering::Relaxed))
-}
-
 /// What a Responses answer is made of, for its whole form and its events alike.
 struct ResponseShape {
     id: String,
@@ -168,18 +161,22 @@ pub(super) async fn responses(
         )
         .into());
     }
-    let (model, converse) = converse_of(&chat_of_responses(&v)?)?;
-    let served = served_model(&engine, surface, Api::Responses, &model)?;
-    let stream = v.get("stream") == Some(&Value::Bool(true));
-    let operation = if stream {
-        "ResponsesStream"
-    } else {
-        "Responses"
-    };
-    let req = converse_request(operation, region, served, &converse)?;
-    let answer = engine.admit(&req.ask)?;
+    let Admitted {
+        model,
+        req,
+        answer,
+        stream,
+    } = admit(
+        &engine,
+        surface,
+        Api::Responses,
+        region,
+        &chat_of_responses(&v)?,
+        &v,
+        &["Responses", "ResponsesStream"],
+    )?;
     let shape = ResponseShape {
-        id: response_id(),
+        id: next_id("resp_emulated"),
         created_at: now_unix(),
         model,
         tools: v.get("tools").cloned().unwrap_or_else(|| json!([])),
