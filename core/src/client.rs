@@ -197,6 +197,7 @@ pub struct RouterBuilder {
     config_file: Option<PathBuf>,
     endpoint_url: Option<String>,
     credentials: Option<(String, String)>,
+    bedrock_api_key: Option<String>,
     sdk_config: Option<SdkConfig>,
     backends: Backends,
     /// Policies to add (`None`) or to replace the one of that name.
@@ -231,6 +232,14 @@ impl RouterBuilder {
         secret_access_key: impl Into<String>,
     ) -> Self {
         self.credentials = Some((access_key_id.into(), secret_access_key.into()));
+        self
+    }
+
+    /// Authenticates calls to Bedrock's OpenAI-compatible endpoints with this Bedrock API key
+    /// (a bearer token) instead of SigV4; without it, `AWS_BEARER_TOKEN_BEDROCK` when set.
+    /// Converse and SageMaker calls are signed as before.
+    pub fn bedrock_api_key(mut self, key: impl Into<String>) -> Self {
+        self.bedrock_api_key = Some(key.into());
         self
     }
 
@@ -342,6 +351,33 @@ impl RouterBuilder {
                 Provider::Bedrock,
                 Arc::new(BedrockBackend::new(&base, regions.iter().copied())),
             );
+        }
+        use crate::backend::openai::{Endpoint, OpenAiBackend, OpenAiSettings};
+        // The SDK configuration's endpoint URL (the builder's, the file's, or the caller's own
+        // SdkConfig's) serves bedrock-runtime; mantle is its `/mantle` unless configured.
+        let endpoint_url = base.endpoint_url().map(str::to_string);
+        for (endpoint, url) in [
+            (Endpoint::Runtime, endpoint_url.clone()),
+            (
+                Endpoint::Mantle,
+                config.aws.mantle_endpoint_url.clone().or_else(|| {
+                    endpoint_url
+                        .as_ref()
+                        .map(|u| format!("{}/mantle", u.trim_end_matches('/')))
+                }),
+            ),
+        ] {
+            if !backends.contains(&endpoint.provider()) {
+                let settings = OpenAiSettings {
+                    api_key: self.bedrock_api_key.clone(),
+                    endpoint_url: url,
+                    connect_timeout: Some(config.routing.timeouts.connect),
+                };
+                backends.insert(
+                    endpoint.provider(),
+                    Arc::new(OpenAiBackend::new(endpoint, &base, settings)),
+                );
+            }
         }
         if !backends.contains(&Provider::Sagemaker) {
             backends.insert(

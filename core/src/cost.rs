@@ -77,6 +77,7 @@ mod tests {
             cache_read_tokens: 1000,
             cache_write_tokens: 1000,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
             input_estimated: false,
         };
         let pricing = PricingConfig::default();

@@ -375,6 +375,16 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
         out.reasoning = effort_tokens(&effort);
     } else if style == Some(ReasoningStyle::Always) {
         out.reasoning = effort_tokens("medium");
+    } else if style == Some(ReasoningStyle::OpenAi) {
+        if let Some(r) = fields.remove("reasoning") {
+            match r.get("effort").and_then(Value::as_str) {
+                Some("none") => {}
+                Some(e) if ["minimal", "low", "medium", "high", "xhigh", "max"].contains(&e) => {
+                    out.reasoning = effort_tokens(if e == "minimal" { "low" } else { e });
+                }
+                _ => return Err(format!("Malformed input request: reasoning.effort: {} is not one of none, minimal, low, medium, high, xhigh, max, please reformat your input and try again.", r.get("effort").unwrap_or(&Value::Null))),
+            }
+        }
     }
     if style != Some(ReasoningStyle::Nova) && fields.contains_key("reasoningConfig") {
         return Err("Malformed input request: the provided reasoning config value is invalid, please reformat your input and try again.".into());

@@ -95,6 +95,27 @@ pub struct Ask {
     /// The answer's text, when the last user message asks for it verbatim (`Echo: ...`), so
     /// that a test can put given words in an answer.
     pub echo: Option<String>,
+    /// For a call to bedrock-mantle: its quota pool's input and output tokens per minute,
+    /// counted apart from bedrock-runtime's.
+    pub mantle_quota: Option<[u64; 2]>,
+}
+
+impl Ask {
+    /// The surface it came to, as faults name it: `bedrock` (Converse, InvokeModel),
+    /// `bedrock-openai`, `bedrock-mantle` or `sagemaker`.
+    pub fn surface(&self) -> &'static str {
+        match self.service {
+            Service::Sagemaker => "sagemaker",
+            Service::Bedrock if self.mantle_quota.is_some() => "bedrock-mantle",
+            Service::Bedrock
+                if self.operation.starts_with("Responses")
+                    || self.operation.starts_with("ChatCompletions") =>
+            {
+                "bedrock-openai"
+            }
+            Service::Bedrock => "bedrock",
+        }
+    }
 }
 
 /// An admitted request: the answer to give and its timeline. Holds its capacity slot until
@@ -301,6 +322,7 @@ impl Engine {
                 model,
                 target: operation,
                 tier: "control",
+                surface: "bedrock",
             },
             self.started.elapsed(),
         );
@@ -462,6 +484,7 @@ impl Engine {
                 model: name,
                 target: &ask.target,
                 tier: &ask.tier,
+                surface: ask.surface(),
             },
             self.started.elapsed(),
         );
@@ -505,6 +528,7 @@ impl Engine {
             input_tokens: u64::from(ask.input_tokens),
             max_output_tokens: u64::from(ask.max_tokens.unwrap_or(max_output)),
             output_burndown: burndown,
+            mantle: ask.mantle_quota,
         };
         let mut slot = self.quotas.admit(&demand)?;
         let served_tier = match slot.served {
@@ -714,8 +738,11 @@ impl Engine {
                     .find(|m| m.id == bare && m.regions.contains(&ask.region))
                     .ok_or_else(invalid)?;
                 match prefix {
-                    // Batch jobs name the base model: only on-demand calls need the profile.
-                    None if !model.serves_bare_in(&ask.region) && ask.tier != "batch" => Err(ApiError::validation(
+                    // Batch jobs name the base model: only on-demand calls need the profile;
+                    // bedrock-mantle serves bare ids only.
+                    None if !model.serves_bare_in(&ask.region)
+                        && ask.tier != "batch"
+                        && ask.mantle_quota.is_none() => Err(ApiError::validation(
                         ask.service,
                         format!(
                             "Invocation of model ID {} with on-demand throughput isn't supported. \
@@ -865,6 +892,7 @@ mod tests {
             guard: None,
             echo: None,
             latency_optimized: false,
+            mantle_quota: None,
         }
     }
 
@@ -1004,6 +1032,7 @@ mod cache_tests {
             guard: None,
             echo: None,
             latency_optimized: false,
+            mantle_quota: None,
         };
         let err = e.admit(&ask).unwrap_err();
         assert_eq!(

@@ -80,6 +80,10 @@ pub struct Fault {
     /// Only this service tier (`default`, `priority`, `flex`, `reserved`).
     #[serde(default)]
     pub tier: Option<String>,
+    /// Only requests to this surface: `bedrock` (Converse, InvokeModel), `bedrock-openai`
+    /// (bedrock-runtime's `/openai/v1`), `bedrock-mantle` or `sagemaker`.
+    #[serde(default)]
+    pub surface: Option<String>,
     /// For `break_stream`: tokens delivered before the break.
     #[serde(default)]
     pub after_tokens: Option<u32>,
@@ -121,6 +125,7 @@ impl Fault {
             region: None,
             model: None,
             tier: None,
+            surface: None,
             after_tokens: None,
             exception: None,
             delay_ms: None,
@@ -134,6 +139,12 @@ impl Fault {
     /// Narrows the fault to one region.
     pub fn for_region(mut self, region: &str) -> Self {
         self.region = Some(region.into());
+        self
+    }
+    /// Narrows the fault to one surface (`bedrock`, `bedrock-openai`, `bedrock-mantle`,
+    /// `sagemaker`).
+    pub fn for_surface(mut self, surface: &str) -> Self {
+        self.surface = Some(surface.into());
         self
     }
     /// Narrows the fault to one model or endpoint.
@@ -173,6 +184,7 @@ impl Fault {
         self.region.as_deref().is_none_or(|r| r == at.region)
             && model_ok
             && self.tier.as_deref().is_none_or(|t| t == at.tier)
+            && self.surface.as_deref().is_none_or(|s| s == at.surface)
             && self.start_ms.is_none_or(|s| ms >= s)
             && self.end_ms.is_none_or(|e| ms < e)
             && self.count != Some(0)
@@ -188,6 +200,8 @@ pub struct Subject<'a> {
     /// The id as sent (a profile id, say).
     pub target: &'a str,
     pub tier: &'a str,
+    /// The surface it came to (`bedrock`, `bedrock-openai`, `bedrock-mantle`, `sagemaker`).
+    pub surface: &'a str,
 }
 
 /// The faults in force, each with an id for removal.
@@ -264,6 +278,7 @@ mod tests {
         model: "amazon.nova-lite-v1:0",
         target: "us.amazon.nova-lite-v1:0",
         tier: "default",
+        surface: "bedrock",
     };
 
     #[test]

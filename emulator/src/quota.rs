@@ -38,6 +38,9 @@ pub struct Demand<'a> {
     pub max_output_tokens: u64,
     /// Quota tokens one output token costs.
     pub output_burndown: u64,
+    /// A call to bedrock-mantle: its pool's input and output tokens per minute (no request
+    /// count, no burndown, cache reads free).
+    pub mantle: Option<[u64; 2]>,
 }
 
 /// Tokens (or requests) in a sliding window: entries of two counts each.
@@ -119,6 +122,8 @@ pub enum Served {
     /// Above the reservation: served by the on-demand pool at the standard tier.
     Overflow,
     Batch,
+    /// bedrock-mantle's pool.
+    Mantle,
 }
 
 /// A request's hold on its pool: a concurrency slot until dropped, and its window entry,
@@ -143,7 +148,7 @@ impl Slot {
         output: u64,
     ) {
         self.settled = Some(match self.served {
-            Served::Reserved => [new_input + cache_write, output],
+            Served::Reserved | Served::Mantle => [new_input + cache_write, output],
             _ => [1, new_input + cache_write + output * demand.output_burndown],
         });
     }
@@ -182,6 +187,26 @@ impl Quotas {
         let id = all.next;
         let base = format!("{}|{}", demand.region, demand.target);
         let output = demand.max_output_tokens * demand.output_burndown;
+        if let Some(limit) = demand.mantle {
+            // Input and `max_tokens` count against input tokens at admission; output is
+            // counted as generated, so a call needs only room for one more output token.
+            let key = format!("mantle|{base}");
+            let pool = all.pools.entry(key.clone()).or_default();
+            pool.window.expire(now, self.minute);
+            let concurrency = demand.performance.max_concurrency.max(1);
+            if pool.in_flight >= concurrency {
+                return Err(mantle_throttled("requests"));
+            }
+            let input = demand.input_tokens + demand.max_output_tokens;
+            match pool.window.fits([input, 1], limit) {
+                [false, _] => return Err(mantle_throttled("input tokens")),
+                [_, false] => return Err(mantle_throttled("output tokens")),
+                _ => {}
+            }
+            pool.in_flight += 1;
+            pool.window.push(id, now, [input, 0]);
+            return Ok(self.slot(key, id, Served::Mantle));
+        }
         if demand.tier == "batch" {
             // Batch jobs run on capacity apart from on-demand traffic.
             let key = format!("{base}|batch");
@@ -287,6 +312,15 @@ impl Quotas {
     }
 }
 
+/// bedrock-mantle's throttling answer (its OpenAI-shaped body says `rate_limit_exceeded`).
+fn mantle_throttled(what: &str) -> ApiError {
+    ApiError::new(
+        429,
+        "rate_limit_exceeded",
+        format!("Rate limit reached for {what} per minute. Please retry after a short wait."),
+    )
+}
+
 /// Bedrock's throttling error. SageMaker has no modelled throttling error of its own; its
 /// front end answers with the same code.
 fn throttled(what: &str) -> ApiError {
@@ -320,7 +354,27 @@ mod tests {
             input_tokens: input,
             max_output_tokens: max_out,
             output_burndown: 1,
+            mantle: None,
         }
+    }
+
+    #[test]
+    fn mantle_counts_input_and_output_apart_and_frees_cache_reads() {
+        let q = Quotas::new(Duration::from_secs(60));
+        let p = Performance {
+            max_concurrency: 8,
+            ..perf(1, 1_000_000)
+        };
+        let mut d = demand(&p, "default", 600, 200);
+        d.mantle = Some([1_000, 300]);
+        // No requests-per-minute quota: the pool's own limits decide.
+        let mut first = q.admit(&d).unwrap();
+        assert_eq!(first.served, Served::Mantle);
+        assert!(q.admit(&d).unwrap_err().message.contains("input tokens"));
+        // It read 500 of its 600 input tokens from the cache and wrote 300 output tokens.
+        first.settle_on(&d, 100, 0, 300);
+        drop(first);
+        assert!(q.admit(&d).unwrap_err().message.contains("output tokens"));
     }
 
     #[test]

@@ -99,6 +99,25 @@ pub struct OpenAiSpec {
     pub mantle_id: Option<String>,
     #[serde(default = "default_mantle_prefix")]
     pub mantle_prefix: String,
+    /// The regions whose bedrock-mantle serves it; absent, the model's regions.
+    #[serde(default)]
+    pub mantle_regions: Option<Vec<String>>,
+    /// bedrock-mantle's quota pool for it per region, input and output tokens per minute
+    /// counted apart (no requests per minute, cache reads free); absent, the model's
+    /// `tokens_per_minute` for each.
+    #[serde(default)]
+    pub mantle_quota: Option<ReservationSpec>,
+}
+
+impl OpenAiSpec {
+    /// Whether bedrock-mantle in `region` serves the model (of `regions`).
+    pub fn mantle_serves_in(&self, region: &str, regions: &[String]) -> bool {
+        self.mantle_regions
+            .as_deref()
+            .unwrap_or(regions)
+            .iter()
+            .any(|r| r == region)
+    }
 }
 
 fn default_mantle_prefix() -> String {
@@ -205,6 +224,10 @@ pub struct ModelSpec {
     /// Where Bedrock's OpenAI-compatible APIs serve it; absent, they do not.
     #[serde(default)]
     pub openai: Option<OpenAiSpec>,
+    /// Whether Converse (and InvokeModel) serve it; OpenAI's GPT-5.4 and 5.5 are served only on
+    /// bedrock-mantle.
+    #[serde(default = "yes")]
+    pub converse: bool,
 }
 
 /// How a model reasons, and how its request asks for it.
@@ -218,6 +241,10 @@ pub enum ReasoningStyle {
     Field,
     /// Always reasons (DeepSeek-R1); takes no reasoning fields.
     Always,
+    /// OpenAI's GPT-5.x: `reasoning = { effort }` (none to max) on Converse, `reasoning.effort`
+    /// or `reasoning_effort` on the OpenAI-compatible APIs; no reasoning without it.
+    #[serde(rename = "openai")]
+    OpenAi,
 }
 
 /// A reservation: input and output tokens per minute, counted apart.

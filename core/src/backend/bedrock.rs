@@ -527,6 +527,8 @@ fn usage(u: &wire::TokenUsage) -> Usage {
             .filter(|d| d.ttl() == &wire::CacheTtl::OneHour)
             .map(|d| n(d.input_tokens()))
             .fold(0, u32::saturating_add),
+        // Converse does not say how many output tokens went to reasoning.
+        reasoning_tokens: 0,
         input_estimated: false,
     }
 }

@@ -14,6 +14,7 @@ mod document;
 pub(crate) mod errors;
 mod guardrail;
 mod memory;
+pub mod openai;
 pub mod sagemaker;
 
 pub use bedrock_batch::{BatchJobSpec, BedrockBatch, JobState, KeyPage};
@@ -33,6 +34,7 @@ use crate::types::{GenerateRequest, ServiceTier};
 use crate::types::{OutputBlock, StopReason, Usage};
 
 pub use bedrock::BedrockBackend;
+pub use openai::OpenAiBackend;
 pub use sagemaker::SagemakerBackend;
 
 /// One attempt of one request.

@@ -6,9 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 mod model;
+mod openai;
 mod reasoning;
 mod sections;
-pub use model::{BedrockModel, ModelConfig, OtherModel, SagemakerModel};
+pub use model::{BedrockModel, ModelConfig, OtherModel, QuotaTerms, SagemakerModel};
+pub use openai::{MantleConfig, MantlePrefix, OpenAiApi, OpenAiConfig};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig,
@@ -552,9 +554,14 @@ impl Default for HedgeConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AwsConfig {
-    /// Sends every call to this URL instead of AWS (the emulator, say).
+    /// Sends every call to this URL instead of AWS (the emulator, say). bedrock-mantle's calls
+    /// go to its `/mantle` path unless `mantle_endpoint_url` says otherwise.
     #[serde(default)]
     pub endpoint_url: Option<String>,
+    /// Sends bedrock-mantle's calls to this URL instead of `https://bedrock-mantle.{region}.api.aws`
+    /// (a VPC endpoint, a proxy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mantle_endpoint_url: Option<String>,
 }
 
 /// An ordered list of variants of one model family, cheapest first.

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::openai::OpenAiConfig;
 use super::reasoning::ReasoningConfig;
 use super::{
     ApplicationProfile, EndpointConfig, Price, PromptCacheConfig, QuotaConfig, ReservationConfig,
@@ -68,6 +69,13 @@ struct ModelSpec {
     /// Bedrock: whether it takes structured output (`outputConfig.textFormat`, strict tools).
     #[serde(default)]
     structured_output: bool,
+    /// Bedrock: whether Converse serves it (default: yes; OpenAI's GPT-5.4 and 5.5 are served
+    /// only by bedrock-mantle's OpenAI-compatible APIs).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    converse: bool,
+    /// Bedrock: the OpenAI-compatible APIs that serve it, on bedrock-runtime and bedrock-mantle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    openai: Option<OpenAiConfig>,
     /// SageMaker: endpoints serving it, in order of preference.
     #[serde(default)]
     endpoints: Vec<EndpointConfig>,
@@ -75,6 +83,14 @@ struct ModelSpec {
     #[serde(default)]
     fallback_family: Option<String>,
     price: Price,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn standard_only() -> BTreeSet<ServiceTier> {
@@ -144,6 +160,10 @@ pub struct BedrockModel {
     pub reasoning: Option<Box<ReasoningConfig>>,
     /// Whether it takes structured output (`outputConfig.textFormat`, strict tools).
     pub structured_output: bool,
+    /// Whether Converse serves it.
+    pub converse: bool,
+    /// Its OpenAI-compatible surfaces, if any. (Boxed: few models have them.)
+    pub openai: Option<Box<OpenAiConfig>>,
     pub price: Price,
 }
 
@@ -214,6 +234,17 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         None => None,
                     },
                     structured_output: s.structured_output,
+                    converse: s.converse,
+                    openai: match s.openai {
+                        Some(o) => {
+                            o.validate(s.converse)?;
+                            Some(Box::new(o))
+                        }
+                        None if !s.converse => {
+                            return Err("`converse = false` needs `openai`: nothing else serves the model".into())
+                        }
+                        None => None,
+                    },
                     price: s.price,
                 })))
             }
@@ -233,6 +264,8 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("application_profiles", !s.application_profiles.is_empty()),
                         ("reasoning", s.reasoning.is_some()),
                         ("structured_output", s.structured_output),
+                        ("converse", !s.converse),
+                        ("openai", s.openai.is_some()),
                     ],
                     "a SageMaker model (it is placed by its endpoints, which have no service tiers, prompt cache or reservation)",
                 )?;
@@ -242,6 +275,10 @@ impl TryFrom<ModelSpec> for ModelConfig {
                     price: s.price,
                 }))
             }
+            Provider::BedrockOpenAi | Provider::BedrockMantle => Err(format!(
+                "provider {:?} is a surface of Bedrock models, not a provider of its own: write `provider = \"bedrock\"` and the model's `openai` table",
+                s.provider.as_str()
+            )),
             provider => {
                 foreign(
                     &[
@@ -259,6 +296,8 @@ impl TryFrom<ModelSpec> for ModelConfig {
                         ("application_profiles", !s.application_profiles.is_empty()),
                         ("reasoning", s.reasoning.is_some()),
                         ("structured_output", s.structured_output),
+                        ("converse", !s.converse),
+                        ("openai", s.openai.is_some()),
                         ("endpoints", !s.endpoints.is_empty()),
                         ("fallback_family", s.fallback_family.is_some()),
                     ],
@@ -297,6 +336,8 @@ impl From<ModelConfig> for ModelSpec {
             max_output_tokens: None,
             reasoning: None,
             structured_output: false,
+            converse: true,
+            openai: None,
             endpoints: Vec::new(),
             fallback_family: None,
             price: *m.price(),
@@ -317,6 +358,8 @@ impl From<ModelConfig> for ModelSpec {
                 s.max_output_tokens = b.max_output_tokens;
                 s.reasoning = b.reasoning.map(|r| *r);
                 s.structured_output = b.structured_output;
+                s.converse = b.converse;
+                s.openai = b.openai.map(|o| *o);
             }
             ModelConfig::Sagemaker(sm) => {
                 s.endpoints = sm.endpoints;
@@ -422,8 +465,8 @@ impl ModelConfig {
         }
     }
 
-    /// The (requests, tokens) per minute quota of one of its targets (a profile or the
-    /// in-region id), when configured.
+    /// The (requests, tokens) per minute quota of one of its bedrock-runtime targets (a profile
+    /// or the in-region id), when configured.
     pub fn quota_limits(&self, profile: bool) -> Option<(u64, u64)> {
         match self {
             ModelConfig::Bedrock(b) => b.quota.as_ref()?.limits(profile),
@@ -431,31 +474,52 @@ impl ModelConfig {
         }
     }
 
-    /// What a call counts against the token quota at admission: input plus `max_tokens` (the
-    /// model's maximum without it, else the router's default) times the output burndown rate.
-    pub fn quota_tokens_at_admission(
-        &self,
-        input: u64,
-        max_tokens: Option<u64>,
-        default_output: u64,
-    ) -> u64 {
-        match self {
-            ModelConfig::Bedrock(b) => {
-                let output = max_tokens
-                    .or(b.max_output_tokens.map(u64::from))
-                    .unwrap_or(default_output);
-                input + output * u64::from(b.output_burndown)
-            }
-            _ => input + max_tokens.unwrap_or(default_output),
-        }
+    /// Whether any of its targets has an on-demand quota the router counts.
+    pub fn has_quotas(&self) -> bool {
+        self.quota_limits(false).is_some()
+            || self.quota_limits(true).is_some()
+            || self.openai().and_then(OpenAiConfig::mantle_quota).is_some()
     }
 
-    /// Quota tokens one output token costs (5 for the Claude 4 family, else 1).
-    pub fn output_burndown(&self) -> u64 {
-        match self {
-            ModelConfig::Bedrock(b) => u64::from(b.output_burndown),
-            _ => 1,
+    /// The on-demand quota a call to `target` counts against, and how, when one is configured:
+    /// bedrock-runtime's (Converse and `/openai/v1` alike) or bedrock-mantle's own pool.
+    ///
+    /// ```
+    /// use laneway::{Target, Usage};
+    /// let config = laneway::Config::from_toml_str(r#"
+    ///     [models."openai.gpt-oss-120b-1:0".openai.mantle]
+    ///     apis = ["responses"]
+    ///     input_tokens_per_minute = 10000
+    ///     output_tokens_per_minute = 2000
+    /// "#).unwrap();
+    /// let model = &config.models["openai.gpt-oss-120b-1:0"];
+    /// let terms = model.quota_terms(&Target::mantle("us-east-1", "openai.gpt-oss-120b")).unwrap();
+    /// assert_eq!(terms.limits, (10_000, 2_000));
+    /// // Input and `max_tokens` count against input tokens at admission ...
+    /// assert_eq!(terms.at_admission(300, Some(200), 1_000), (500, 1));
+    /// // ... and cache reads do not count when it ends.
+    /// let usage = Usage { input_tokens: 100, cache_read_tokens: 200, output_tokens: 50, ..Usage::default() };
+    /// assert_eq!(terms.used(&usage), (100, 50));
+    /// ```
+    pub fn quota_terms(&self, target: &crate::types::Target) -> Option<QuotaTerms> {
+        let ModelConfig::Bedrock(b) = self else {
+            return None;
+        };
+        let max_output = b.max_output_tokens.map(u64::from);
+        if target.provider == Provider::BedrockMantle {
+            return Some(QuotaTerms {
+                limits: b.openai.as_ref()?.mantle_quota()?,
+                pool: QuotaPool::Mantle,
+                max_output,
+            });
         }
+        Some(QuotaTerms {
+            limits: b.quota.as_ref()?.limits(target.profile.is_some())?,
+            pool: QuotaPool::Runtime {
+                burndown: u64::from(b.output_burndown),
+            },
+            max_output,
+        })
     }
 
     /// How it reasons, if it does.
@@ -469,6 +533,26 @@ impl ModelConfig {
     /// Whether it takes structured output and strict tools.
     pub fn structured_output(&self) -> bool {
         matches!(self, ModelConfig::Bedrock(b) if b.structured_output)
+    }
+
+    /// Whether Converse serves it (Bedrock models unless `converse = false`).
+    pub fn converse(&self) -> bool {
+        matches!(self, ModelConfig::Bedrock(b) if b.converse)
+    }
+
+    /// Its OpenAI-compatible surfaces (Bedrock), if any.
+    pub fn openai(&self) -> Option<&OpenAiConfig> {
+        match self {
+            ModelConfig::Bedrock(b) => b.openai.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether a broken stream of it can be continued from the delivered text sent as the
+    /// assistant's prefill: not for models with OpenAI-compatible surfaces (those APIs take no
+    /// prefill, and OpenAI's models do not continue an assistant turn on Converse either).
+    pub fn continues_a_prefill(&self) -> bool {
+        self.openai().is_none()
     }
 
     /// Its application inference profiles (Bedrock), which replace its own ids as targets.
@@ -500,6 +584,64 @@ impl ModelConfig {
         match self {
             ModelConfig::Other(o) => o.model_id.as_deref(),
             _ => None,
+        }
+    }
+}
+
+/// How a call counts against one target's on-demand quota: two counts per sliding minute and
+/// their limits (from [`ModelConfig::quota_terms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaTerms {
+    /// The per-minute limits of the two counts: (requests, tokens) on bedrock-runtime, (input
+    /// tokens, output tokens) on bedrock-mantle. `u64::MAX`: not limited.
+    pub limits: (u64, u64),
+    pool: QuotaPool,
+    max_output: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum QuotaPool {
+    /// One request, and input plus output times the burndown rate in one token count.
+    Runtime { burndown: u64 },
+    /// Input tokens and output tokens apart; no request count.
+    Mantle,
+}
+
+impl QuotaTerms {
+    /// The two counts a call books at admission: its input and `max_tokens` (the model's
+    /// maximum without it, else `default_output`) as the service counts them. On mantle the
+    /// output count books one token, so that a full output quota refuses more calls; output
+    /// is counted as generated.
+    pub fn at_admission(
+        &self,
+        input: u64,
+        max_tokens: Option<u64>,
+        default_output: u64,
+    ) -> (u64, u64) {
+        let output = max_tokens.or(self.max_output).unwrap_or(default_output);
+        match self.pool {
+            QuotaPool::Runtime { burndown } => (1, input + output * burndown),
+            QuotaPool::Mantle => (input + output, 1),
+        }
+    }
+
+    /// The two counts a finished call used: on bedrock-runtime input, cache writes and output
+    /// times the burndown rate; on mantle input and cache writes (cache reads are free), and
+    /// output.
+    pub fn used(&self, usage: &crate::types::Usage) -> (u64, u64) {
+        let input = u64::from(usage.input_tokens) + u64::from(usage.cache_write_tokens);
+        let output = u64::from(usage.output_tokens);
+        match self.pool {
+            QuotaPool::Runtime { burndown } => (1, input + output * burndown),
+            QuotaPool::Mantle => (input, output),
+        }
+    }
+
+    /// The tokens of an admission, for the decision.
+    pub fn tokens(&self, counts: (u64, u64)) -> u64 {
+        match self.pool {
+            QuotaPool::Runtime { .. } => counts.1,
+            QuotaPool::Mantle => counts.0,
         }
     }
 }

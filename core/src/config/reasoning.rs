@@ -22,6 +22,11 @@ pub enum ReasoningFormat {
     Nova,
     /// The effort word in one native field (`field`), as gpt-oss takes `reasoning_effort`.
     Field,
+    /// OpenAI's GPT-5.x: `reasoning = { effort }` (Responses' `reasoning.effort`, Chat
+    /// Completions' `reasoning_effort`, Converse's `additionalModelRequestFields.reasoning`);
+    /// the OpenAI-compatible APIs also answer with a summary of the reasoning.
+    #[serde(rename = "openai")]
+    OpenAi,
     /// The model always reasons; nothing is sent (DeepSeek-R1).
     Always,
 }
@@ -195,6 +200,12 @@ impl ReasoningConfig {
             ReasoningFormat::Field => {
                 let field = self.field.clone().unwrap_or_default();
                 fields.insert(field, Value::from(self.effort_word(asked)));
+            }
+            ReasoningFormat::OpenAi => {
+                fields.insert(
+                    "reasoning".into(),
+                    json!({ "effort": self.effort_word(asked) }),
+                );
             }
             ReasoningFormat::Always => {}
         }

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::config::QuotaTerms;
 use crate::state::QuotaClaim;
 use crate::state::{ReservationTicket, State};
 use crate::types::Attempt;
@@ -46,7 +47,7 @@ pub struct InFlight<'a> {
     started: Instant,
     /// Its admission against the target's on-demand quota, the quota's limits and the
     /// model's output burndown.
-    quota: Option<(QuotaClaim, (u64, u64), u64)>,
+    quota: Option<(QuotaClaim, QuotaTerms)>,
 }
 
 impl<'a> InFlight<'a> {
@@ -98,24 +99,18 @@ impl<'a> InFlight<'a> {
         self.attempt.tier == Some(ServiceTier::Reserved) && self.ticket.is_none()
     }
 
-    /// Books the attempt against its target's on-demand quota: `tokens` as Bedrock counts them
-    /// at admission, within per-minute `limits`. `false` when it does not fit (unless `force`):
-    /// the attempt is then not to be sent.
-    pub async fn claim_quota(
-        &mut self,
-        limits: (u64, u64),
-        tokens: u64,
-        burndown: u64,
-        force: bool,
-    ) -> bool {
+    /// Books the attempt against its target's on-demand quota: `ask` as the service counts it
+    /// at admission, on `terms`. `false` when it does not fit (unless `force`): the attempt is
+    /// then not to be sent.
+    pub async fn claim_quota(&mut self, terms: QuotaTerms, ask: (u64, u64), force: bool) -> bool {
         let t = &self.attempt.target;
         match self
             .state
-            .admit_quota(Instant::now(), t.region(), t.id(), limits, tokens, force)
+            .admit_quota(Instant::now(), t.region(), t.id(), terms.limits, ask, force)
             .await
         {
             Some(claim) => {
-                self.quota = Some((claim, limits, burndown));
+                self.quota = Some((claim, terms));
                 true
             }
             None => false,
@@ -184,12 +179,14 @@ impl<'a> InFlight<'a> {
             timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
             timings.output_tokens_per_second,
         );
-        if let Some((claim, limits, burndown)) = self.quota.take() {
-            let used = u64::from(usage.input_tokens)
-                + u64::from(usage.cache_write_tokens)
-                + u64::from(usage.output_tokens) * burndown;
-            self.state
-                .settle_quota(a.target.region(), a.target.id(), limits, claim, 1, used);
+        if let Some((claim, terms)) = self.quota.take() {
+            self.state.settle_quota(
+                a.target.region(),
+                a.target.id(),
+                terms.limits,
+                claim,
+                terms.used(usage),
+            );
         }
         if a.tier == Some(ServiceTier::Reserved) {
             let input = u64::from(usage.total_input_tokens());
@@ -209,11 +206,16 @@ impl<'a> InFlight<'a> {
     /// The attempt failed with `err`.
     pub fn fail(mut self, err: &Error) {
         let a = &self.attempt;
-        if let Some((claim, limits, _)) = self.quota.take() {
+        if let Some((claim, terms)) = self.quota.take() {
             if err.kind() == ErrorKind::Throttled {
-                // Refused: Bedrock counted nothing.
-                self.state
-                    .settle_quota(a.target.region(), a.target.id(), limits, claim, 0, 0);
+                // Refused: the service counted nothing.
+                self.state.settle_quota(
+                    a.target.region(),
+                    a.target.id(),
+                    terms.limits,
+                    claim,
+                    (0, 0),
+                );
             }
         }
         if err.fails_over() {

@@ -6,6 +6,7 @@ use super::attempt::InFlight;
 use super::limits::{Bound, Limits};
 use super::{Clock, Executor};
 use crate::backend::Completion;
+use crate::config::QuotaTerms;
 use crate::plan::{tier, Plan};
 use crate::state::Observations;
 use crate::types::{Attempt, OverflowCause, Reason};
@@ -188,7 +189,9 @@ impl<'a> Run<'a> {
             self.reasons.push(Reason::QuotaFull {
                 target: a.target.id.clone(),
                 region: a.target.region.clone(),
-                tokens: self.quota_tokens(a).unwrap_or_default(),
+                tokens: self
+                    .quota_ask(a)
+                    .map_or(0, |(terms, ask)| terms.tokens(ask)),
             });
             return None; // dropping `inflight` frees what it took
         }
@@ -222,17 +225,27 @@ impl<'a> Run<'a> {
         Some(inflight)
     }
 
-    /// What an attempt counts against its target's token quota at admission, when its model
-    /// has quotas for the target.
-    fn quota_tokens(&self, a: &Attempt) -> Option<u64> {
+    /// Whether a broken stream of `attempt`'s model may go on from its delivered text as a
+    /// prefill (`Reason::ContinuationRefused` in the plan says when not).
+    pub(super) fn continues_a_prefill(&self, attempt: &Attempt) -> bool {
+        self.exec
+            .config
+            .models
+            .get(&*attempt.model)
+            .is_none_or(crate::config::ModelConfig::continues_a_prefill)
+    }
+
+    /// The quota an attempt's target counts it against, and what it books at admission, when
+    /// its model has a quota there.
+    fn quota_ask(&self, a: &Attempt) -> Option<(QuotaTerms, (u64, u64))> {
         let config = &self.exec.config;
-        let model = config.models.get(&*a.model)?;
-        model.quota_limits(a.target.profile().is_some())?;
-        Some(model.quota_tokens_at_admission(
+        let terms = config.models.get(&*a.model)?.quota_terms(&a.target)?;
+        let ask = terms.at_admission(
             self.estimate.0,
             self.request_max_tokens,
             u64::from(config.routing.default_output_tokens),
-        ))
+        );
+        Some((terms, ask))
     }
 
     /// Books an attempt against its target's quota; `false` when the quota has no room for it
@@ -243,16 +256,10 @@ impl<'a> Run<'a> {
         if a.tier == Some(ServiceTier::Reserved) && !inflight.expects_overflow() {
             return true;
         }
-        let config = &self.exec.config;
-        let Some(model) = config.models.get(&*a.model) else {
+        let Some((terms, ask)) = self.quota_ask(a) else {
             return true;
         };
-        let Some(limits) = model.quota_limits(a.target.profile().is_some()) else {
-            return true;
-        };
-        let tokens = self.quota_tokens(a).unwrap_or_default();
-        let burndown = model.output_burndown();
-        inflight.claim_quota(limits, tokens, burndown, force).await
+        inflight.claim_quota(terms, ask, force).await
     }
 
     /// Books a failed attempt without deciding what follows (a hedge's loser).
@@ -527,7 +534,8 @@ impl<'a> Run<'a> {
             timings,
             decision: RouteDecision {
                 call_id,
-                provider: model.provider().clone(),
+                // The surface that served (Converse or an OpenAI-compatible one, for Bedrock).
+                provider: attempt.target.provider.clone(),
                 model: priced_id.to_string(),
                 family,
                 target: attempt.target.id().to_string(),

@@ -549,7 +549,11 @@ pub(super) fn run(
                         yield Err(run.failed_with(stop));
                         return;
                     }
-                } else if request.continue_on_interrupt && failure.fails_over() && !assembly.reasoned() {
+                } else if request.continue_on_interrupt
+                    && failure.fails_over()
+                    && !assembly.reasoned()
+                    && run.continues_a_prefill(&inflight.attempt)
+                {
                     // (After reasoning, no model takes the delivered text as a prefill: Claude
                     // refuses a prefill with thinking on. The stream ends interrupted instead.)
                     // Another attempt (the next target, or a new round) continues from the

@@ -112,7 +112,62 @@ pub(crate) fn candidates(name: &str, model: &ModelConfig, config: &Config) -> Ve
     }
 }
 
+/// A Bedrock model's candidates on each surface that serves it: Converse, bedrock-runtime's
+/// OpenAI-compatible APIs (the same ids), bedrock-mantle (its mantle id in each of its mantle
+/// regions, in the configuration's region order); the OpenAI-compatible ones first unless the
+/// model's `openai.first` says otherwise.
 fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidate> {
+    let converse = if model.converse() {
+        converse(model_id, model, config)
+    } else {
+        Vec::new()
+    };
+    let Some(openai) = model.openai() else {
+        return converse;
+    };
+    let mut compatible = Vec::new();
+    // The OpenAI-compatible APIs refuse application inference profiles.
+    if !openai.runtime.is_empty() && model.application_profiles().is_empty() {
+        let runtime = if model.converse() {
+            converse.clone()
+        } else {
+            converse_ids(model_id, model, config)
+        };
+        compatible.extend(runtime.into_iter().map(|mut c| {
+            c.target.provider = Provider::BedrockOpenAi;
+            c
+        }));
+    }
+    if let Some(mantle) = &openai.mantle {
+        let id: Arc<str> = Arc::from(mantle.id.as_deref().unwrap_or(model_id));
+        let serves = |region: &str| match &mantle.regions {
+            Some(listed) => listed.iter().any(|r| r == region),
+            None => model.regions().iter().any(|r| r == region),
+        };
+        compatible.extend(
+            config
+                .regions
+                .iter()
+                .filter(|r| serves(&r.name))
+                .map(|r| Candidate {
+                    target: Target::mantle(r.name.as_str(), Arc::clone(&id)),
+                    scope: None,
+                }),
+        );
+    }
+    if openai.first {
+        compatible.extend(converse);
+        compatible
+    } else {
+        let mut all = converse;
+        all.extend(compatible);
+        all
+    }
+}
+
+/// A Bedrock model's Converse candidates: its application profiles when it has them, else its
+/// own ids.
+fn converse(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidate> {
     if !model.application_profiles().is_empty() {
         // In the configuration's region order, as the model's own ids would be.
         let mut out: Vec<(usize, Candidate)> = model
@@ -133,6 +188,11 @@ fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidat
         out.sort_by_key(|(order, _)| *order);
         return out.into_iter().map(|(_, c)| c).collect();
     }
+    converse_ids(model_id, model, config)
+}
+
+/// A Bedrock model's in-region id and profiles, per configured region that serves it.
+fn converse_ids(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidate> {
     let bare_id: Arc<str> = Arc::from(model_id);
     let profile_ids: Vec<(&ProfileScope, Arc<str>)> = model
         .profiles()

@@ -42,9 +42,16 @@ pub trait Observations {
     /// Whether a model's reservation has room for a call of this size; `None` when the model
     /// has no reservation.
     fn reserved_room(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Option<bool>;
-    /// Whether one more request of `tokens` (as Bedrock counts them at admission) fits a
-    /// target's (requests, tokens) per-minute quota now.
-    fn quota_room(&self, _region: &str, _target: &str, _limits: (u64, u64), _tokens: u64) -> bool {
+    /// Whether one more call booking `ask` (its two counts at admission, from
+    /// [`QuotaTerms::at_admission`](crate::config::QuotaTerms::at_admission)) fits a target's
+    /// per-minute quota `limits` now.
+    fn quota_room(
+        &self,
+        _region: &str,
+        _target: &str,
+        _limits: (u64, u64),
+        _ask: (u64, u64),
+    ) -> bool {
         true
     }
     /// What was seen of a prompt prefix before, if anything.

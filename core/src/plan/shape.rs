@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::config::{Config, ModelConfig, ReasoningConfig};
 use crate::types::{
-    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Reason, Reasoning, Result, Tool,
+    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Provider, Reason, Reasoning, Result,
+    Tool,
 };
 
 /// Shapes every attempt of a plan whose model is `primary`. An error when the request asks
@@ -32,6 +33,7 @@ pub(crate) fn shape_attempts(
     if let Some(g) = &request.guardrail {
         keep_guarded(g, primary, attempts, reasons)?;
     }
+    note_what_surfaces_lack(request, config, attempts, reasons);
     if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none() {
         return Ok(());
     }
@@ -149,6 +151,62 @@ fn keep_guarded(
         ));
     }
     Ok(())
+}
+
+/// Says which of the request's fields the attempts on Bedrock's OpenAI-compatible surfaces go
+/// without, and which models' broken streams cannot be continued (nothing is dropped
+/// silently).
+fn note_what_surfaces_lack(
+    request: &GenerateRequest,
+    config: &Config,
+    attempts: &[Attempt],
+    reasons: &mut Vec<Reason>,
+) {
+    let has_checkpoints = request
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .any(|b| matches!(b, crate::types::ContentBlock::CachePoint(_)))
+        || request
+            .system
+            .iter()
+            .any(|b| matches!(b, crate::types::SystemBlock::CachePoint(_)));
+    for a in attempts {
+        let surface = &a.target.provider;
+        if matches!(surface, Provider::BedrockOpenAi | Provider::BedrockMantle) {
+            let lacking = [
+                ("metadata", !request.metadata.is_empty()),
+                ("latency_optimized", a.latency_optimized),
+                ("cache checkpoints", has_checkpoints),
+            ];
+            for (field, set) in lacking {
+                let said = reasons.iter().any(|r| {
+                    matches!(r, Reason::NotSentTo { model, surface: s, field: f }
+                        if *model == a.model && s == surface && *f == field)
+                });
+                if set && !said {
+                    reasons.push(Reason::NotSentTo {
+                        model: Arc::clone(&a.model),
+                        surface: surface.clone(),
+                        field,
+                    });
+                }
+            }
+        }
+        if request.continue_on_interrupt
+            && !config
+                .models
+                .get(&*a.model)
+                .is_none_or(ModelConfig::continues_a_prefill)
+            && !reasons
+                .iter()
+                .any(|r| matches!(r, Reason::ContinuationRefused { model } if *model == a.model))
+        {
+            reasons.push(Reason::ContinuationRefused {
+                model: Arc::clone(&a.model),
+            });
+        }
+    }
 }
 
 /// The reasoning `model` gets, recording how (or why none).

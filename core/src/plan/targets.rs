@@ -43,7 +43,7 @@ pub fn enumerate(
     let profiles_ruled =
         (model.provider() == Provider::Bedrock).then_some(chosen.pinned_profile.as_ref());
     let objective = Objective::of(request);
-    let quota_tokens = quota_tokens(request, chosen, model, tier, config, obs);
+    let quota_input = quota_input(request, chosen, model, tier, config, obs);
     let mut ranked: Vec<Ranked> = Vec::with_capacity(all.len());
     for (index, c) in all.iter().enumerate() {
         let t = &c.target;
@@ -52,7 +52,8 @@ pub fn enumerate(
                 profile_rule(
                     c.scope.as_ref(),
                     pinned,
-                    model.requires_profile_in(t.region()),
+                    // Mantle serves bare ids only, and needs none.
+                    t.provider != Provider::BedrockMantle && model.requires_profile_in(t.region()),
                 )
             })
             .or_else(|| {
@@ -68,18 +69,23 @@ pub fn enumerate(
         }
         let view = obs.target(t.region(), t.id(), tier);
         let mut health = health_rank(&view);
-        let quota_full = quota_tokens.is_some_and(|tokens| {
-            model
-                .quota_limits(t.profile().is_some())
-                .is_some_and(|limits| !obs.quota_room(t.region(), t.id(), limits, tokens))
+        let full = quota_input.and_then(|input| {
+            let terms = model.quota_terms(t)?;
+            let ask = terms.at_admission(
+                input,
+                request.inference.max_tokens.map(|n| n.max(0) as u64),
+                u64::from(config.routing.default_output_tokens),
+            );
+            (!obs.quota_room(t.region(), t.id(), terms.limits, ask)).then(|| terms.tokens(ask))
         });
-        if quota_full {
+        let quota_full = full.is_some();
+        if let Some(tokens) = full {
             // As good as a recently throttled target: one that will be throttled.
             health = health.max(1);
             reasons.push(Reason::QuotaFull {
                 target: t.id.clone(),
                 region: t.region.clone(),
-                tokens: quota_tokens.unwrap_or_default(),
+                tokens,
             });
         }
         let metric = match objective {
@@ -116,9 +122,9 @@ pub fn enumerate(
     ranked.into_iter().map(|r| r.target).collect()
 }
 
-/// What the call counts against an on-demand token quota at admission, when its model has
-/// quotas; `None` also for a reserved call the reservation is expected to serve.
-fn quota_tokens(
+/// The call's estimated input, which its targets' on-demand quotas count at admission, when
+/// its model has quotas; `None` also for a reserved call the reservation is expected to serve.
+fn quota_input(
     request: &GenerateRequest,
     chosen: &ChosenModel,
     model: &ModelConfig,
@@ -126,18 +132,16 @@ fn quota_tokens(
     config: &Config,
     obs: &(impl Observations + ?Sized),
 ) -> Option<u64> {
-    model.quota_limits(false).or(model.quota_limits(true))?;
+    if !model.has_quotas() {
+        return None;
+    }
     let (input, output) = crate::plan::tier::estimated_tokens(request, config);
     if tier == Some(ServiceTier::Reserved)
         && obs.reserved_room(&chosen.model, input, output) == Some(true)
     {
         return None;
     }
-    Some(model.quota_tokens_at_admission(
-        input,
-        request.inference.max_tokens.map(|n| n.max(0) as u64),
-        u64::from(config.routing.default_output_tokens),
-    ))
+    Some(input)
 }
 
 /// A candidate with what orders it.

@@ -138,7 +138,7 @@ fn quota_key(region: &str, target: &str) -> String {
 
 /// Requests and tokens in the fleet ledger's terms: ((requests, tokens), capacity). A limit
 /// not set counts nothing against a capacity of one.
-fn shared_quota_terms(limits: (u64, u64), requests: u64, tokens: u64) -> ((u64, u64), (u64, u64)) {
+fn shared_quota_terms(limits: (u64, u64), counts: (u64, u64)) -> ((u64, u64), (u64, u64)) {
     let term = |limit: u64, n: u64| {
         if limit == u64::MAX {
             (0, 1)
@@ -146,8 +146,8 @@ fn shared_quota_terms(limits: (u64, u64), requests: u64, tokens: u64) -> ((u64, 
             (n, limit)
         }
     };
-    let (r, rc) = term(limits.0, requests);
-    let (t, tc) = term(limits.1, tokens);
+    let (r, rc) = term(limits.0, counts.0);
+    let (t, tc) = term(limits.1, counts.1);
     ((r, t), (rc, tc))
 }
 
@@ -504,7 +504,7 @@ impl State {
         }
     }
 
-    /// Admits a request of `tokens` against a target's (requests, tokens) per-minute quota:
+    /// Admits a call booking `ask` (its two counts) against a target's per-minute quota `limits`:
     /// the fleet's count through Redis when shared state is configured and reachable, else
     /// this process's. `None` when it does not fit (unless `force`d: the last candidate goes
     /// anyway, and counts).
@@ -514,13 +514,13 @@ impl State {
         region: &str,
         target: &str,
         limits: (u64, u64),
-        tokens: u64,
+        ask: (u64, u64),
         force: bool,
     ) -> Option<QuotaClaim> {
         if let Some(sh) = self.shared.as_ref().filter(|sh| sh.usable()) {
             let key = quota_key(region, target);
-            let (ask, capacity) = shared_quota_terms(limits, 1, tokens);
-            match Box::pin(sh.reserve(&key, self.minute, capacity, ask.0, ask.1)).await {
+            let (counted, capacity) = shared_quota_terms(limits, ask);
+            match Box::pin(sh.reserve(&key, self.minute, capacity, counted.0, counted.1)).await {
                 Some(Some(t)) => return Some(QuotaClaim::Shared(t)),
                 Some(None) => {
                     self.full_until
@@ -535,7 +535,7 @@ impl State {
             }
         }
         self.quotas
-            .admit(now, region, target, limits, tokens, force)
+            .admit(now, region, target, limits, ask, force)
             .map(QuotaClaim::Local)
     }
 
@@ -546,14 +546,13 @@ impl State {
         target: &str,
         limits: (u64, u64),
         claim: QuotaClaim,
-        requests: u64,
-        tokens: u64,
+        used: (u64, u64),
     ) {
         match claim {
-            QuotaClaim::Local(t) => self.quotas.settle(region, target, t, requests, tokens),
+            QuotaClaim::Local(t) => self.quotas.settle(region, target, t, used),
             QuotaClaim::Shared(t) => {
                 if let Some(sh) = &self.shared {
-                    let (used, _) = shared_quota_terms(limits, requests, tokens);
+                    let (used, _) = shared_quota_terms(limits, used);
                     sh.settle(&quota_key(region, target), t, used.0, used.1);
                 }
             }
@@ -835,7 +834,7 @@ impl Observations for Snapshot<'_> {
             .map(|l| !full && l.has_room(self.now, input, output))
     }
 
-    fn quota_room(&self, region: &str, target: &str, limits: (u64, u64), tokens: u64) -> bool {
+    fn quota_room(&self, region: &str, target: &str, limits: (u64, u64), ask: (u64, u64)) -> bool {
         if self.state.shared.is_some() {
             // The fleet's count decides at admission; a recent "full" spares the round trip.
             return self
@@ -848,7 +847,7 @@ impl Observations for Snapshot<'_> {
         }
         self.state
             .quotas
-            .has_room(self.now, region, target, limits, tokens)
+            .has_room(self.now, region, target, limits, ask)
     }
 
     fn prefix(&self, digest: &PrefixDigest) -> Option<PrefixStats> {
@@ -936,7 +935,8 @@ mod tests {
     fn a_quota_with_nothing_admitted_has_room_within_its_limits() {
         let state = State::new(&Config::default());
         let obs = state.at(Instant::now());
-        assert!(obs.quota_room("us-east-1", "m", (u64::MAX, 1000), 1000));
-        assert!(!obs.quota_room("us-east-1", "m", (u64::MAX, 1000), 1001));
+        assert!(obs.quota_room("us-east-1", "m", (u64::MAX, 1000), (1, 1000)));
+        assert!(!obs.quota_room("us-east-1", "m", (u64::MAX, 1000), (1, 1001)));
+        assert!(!obs.quota_room("us-east-1", "m", (500, 1000), (501, 1)));
     }
 }

@@ -1,6 +1,7 @@
-//! On-demand quotas as the router counts them: per (region, target id), requests and tokens
-//! admitted in a sliding minute, counted as Bedrock counts them (input plus `max_tokens` times
-//! the burndown rate at admission, settled on actual usage when the call ends).
+//! On-demand quotas as the router counts them: per (region, target id), two counts admitted in
+//! a sliding minute, as the service counts them (bedrock-runtime: requests, and input plus
+//! `max_tokens` times the burndown rate; bedrock-mantle: input and output tokens apart; see
+//! [`QuotaTerms`](crate::config::QuotaTerms)), settled on actual usage when the call ends.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -54,24 +55,24 @@ impl QuotaBook {
         f(ledger)
     }
 
-    /// Whether one more request of `tokens` fits the target's (requests, tokens) `limits` now.
+    /// Whether one more call booking `ask` fits the target's two per-minute `limits` now.
     pub fn has_room(
         &self,
         now: Instant,
         region: &str,
         target: &str,
         limits: (u64, u64),
-        tokens: u64,
+        ask: (u64, u64),
     ) -> bool {
         let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
         match ledgers.get_mut(region).and_then(|t| t.get_mut(target)) {
-            Some(l) => l.has_room(now, 1, tokens),
+            Some(l) => l.has_room(now, ask.0, ask.1),
             // Nothing admitted there yet: room for anything within the limits.
-            None => tokens <= limits.1 && limits.0 >= 1,
+            None => ask.0 <= limits.0 && ask.1 <= limits.1,
         }
     }
 
-    /// Admits a request of `tokens` if it fits; with `force`, admits it anyway (the last
+    /// Admits a call booking `ask` if it fits; with `force`, admits it anyway (the last
     /// candidate is sent whatever the ledger thinks, and counts).
     pub fn admit(
         &self,
@@ -79,28 +80,23 @@ impl QuotaBook {
         region: &str,
         target: &str,
         limits: (u64, u64),
-        tokens: u64,
+        ask: (u64, u64),
         force: bool,
     ) -> Option<QuotaTicket> {
-        self.with(region, target, limits, |l| match l.admit(now, 1, tokens) {
-            Some(t) => Some(QuotaTicket(t)),
-            None if force => Some(QuotaTicket(l.record(now, 1, tokens))),
-            None => None,
+        self.with(region, target, limits, |l| {
+            match l.admit(now, ask.0, ask.1) {
+                Some(t) => Some(QuotaTicket(t)),
+                None if force => Some(QuotaTicket(l.record(now, ask.0, ask.1))),
+                None => None,
+            }
         })
     }
 
-    /// Replaces a request's admission count with what it used (0 tokens: it was refused).
-    pub fn settle(
-        &self,
-        region: &str,
-        target: &str,
-        ticket: QuotaTicket,
-        requests: u64,
-        tokens: u64,
-    ) {
+    /// Replaces a call's admission counts with what it used (nothing: it was refused).
+    pub fn settle(&self, region: &str, target: &str, ticket: QuotaTicket, used: (u64, u64)) {
         let mut ledgers = self.ledgers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(l) = ledgers.get_mut(region).and_then(|t| t.get_mut(target)) {
-            l.correct(ticket.0, requests, tokens);
+            l.correct(ticket.0, used.0, used.1);
         }
     }
 }
@@ -115,20 +111,20 @@ mod tests {
         let now = Instant::now();
         let limits = (u64::MAX, 10_000);
         let t = book
-            .admit(now, "us-east-1", "m", limits, 6_000, false)
+            .admit(now, "us-east-1", "m", limits, (1, 6_000), false)
             .unwrap();
-        assert!(!book.has_room(now, "us-east-1", "m", limits, 6_000));
+        assert!(!book.has_room(now, "us-east-1", "m", limits, (1, 6_000)));
         assert!(
-            book.has_room(now, "us-west-2", "m", limits, 6_000),
+            book.has_room(now, "us-west-2", "m", limits, (1, 6_000)),
             "per region"
         );
         assert!(book
-            .admit(now, "us-east-1", "m", limits, 6_000, false)
+            .admit(now, "us-east-1", "m", limits, (1, 6_000), false)
             .is_none());
-        book.settle("us-east-1", "m", t, 1, 1_500);
-        assert!(book.has_room(now, "us-east-1", "m", limits, 6_000));
+        book.settle("us-east-1", "m", t, (1, 1_500));
+        assert!(book.has_room(now, "us-east-1", "m", limits, (1, 6_000)));
         assert!(
-            book.admit(now, "us-east-1", "m", limits, 9_000, true)
+            book.admit(now, "us-east-1", "m", limits, (1, 9_000), true)
                 .is_some(),
             "forced"
         );

@@ -71,6 +71,7 @@ fn sample_usage() -> Usage {
         cache_read_tokens: 1,
         cache_write_tokens: 1,
         cache_write_1h_tokens: 1,
+        reasoning_tokens: 1,
         input_estimated: true,
     }
 }

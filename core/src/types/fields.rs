@@ -45,6 +45,13 @@ impl OutputFormat {
             Self::JsonSchema(f) => &f.schema,
         }
     }
+
+    /// The schema's name, when given.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::JsonSchema(f) => f.name.as_deref(),
+        }
+    }
 }
 
 /// A JSON schema for the answer, with the name and description the model sees.

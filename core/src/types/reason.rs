@@ -204,6 +204,17 @@ pub enum Reason {
         model: Arc<str>,
         written_for: String,
     },
+    /// A field of the request has no spelling on this surface of the model (Bedrock's
+    /// OpenAI-compatible APIs carry no request metadata, latency-optimized inference or
+    /// cache checkpoints): its attempts there go without it.
+    NotSentTo {
+        model: Arc<str>,
+        surface: super::target::Provider,
+        field: &'static str,
+    },
+    /// A broken stream of this model is not continued from what was delivered: its APIs
+    /// take no assistant prefill to continue from, so the stream ends interrupted instead.
+    ContinuationRefused { model: Arc<str> },
 }
 
 /// Why the request's own cache checkpoints were changed to fit the model's rules.
@@ -453,6 +464,12 @@ impl fmt::Display for Reason {
             }
             Reason::ModelFieldsDropped { model, written_for } => {
                 write!(f, "model fields written for {written_for} not sent to {model}")
+            }
+            Reason::NotSentTo { model, surface, field } => {
+                write!(f, "{field} not sent to {model} on {surface}: that surface has no such field")
+            }
+            Reason::ContinuationRefused { model } => {
+                write!(f, "a broken stream of {model} is not continued: its APIs take no prefill to continue from")
             }
         }
     }

@@ -642,6 +642,17 @@ impl GenerateRequest {
         }
     }
 
+    /// Stops the answer at any of these sequences.
+    ///
+    /// ```
+    /// let r = laneway::GenerateRequest::user("Count").stop_sequences(["5", "five"]);
+    /// assert_eq!(r.inference.stop_sequences, ["5", "five"]);
+    /// ```
+    pub fn stop_sequences(mut self, stops: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.inference.stop_sequences = stops.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Sends to this model, profile or SageMaker model name.
     pub fn model(mut self, id: impl Into<String>) -> Self {
         self.model = ModelRef::Model(id.into());

@@ -189,6 +189,10 @@ pub struct Usage {
     pub cache_write_tokens: u32,
     /// Of `cache_write_tokens`, those written with the 1-hour TTL.
     pub cache_write_1h_tokens: u32,
+    /// Of `output_tokens`, those the model spent reasoning, when the service says (the
+    /// OpenAI-compatible APIs' `reasoning_tokens`).
+    #[serde(default)]
+    pub reasoning_tokens: u32,
     /// True when the service did not count the input and Laneway estimated it (some SageMaker
     /// containers report no input count).
     pub input_estimated: bool,

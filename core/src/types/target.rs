@@ -14,19 +14,31 @@ use super::request::ServiceTier;
 /// [`RouterBuilder::backend`](crate::RouterBuilder::backend).
 ///
 /// In configuration it is the provider's name: `provider = "bedrock"`, `"sagemaker"`, or any
-/// other name for your own.
+/// other name for your own. A Bedrock model is served on up to three surfaces, each a provider
+/// of its targets: Converse on bedrock-runtime ([`Bedrock`](Provider::Bedrock)), the
+/// OpenAI-compatible APIs on bedrock-runtime's `/openai/v1`
+/// ([`BedrockOpenAi`](Provider::BedrockOpenAi)) and on bedrock-mantle
+/// ([`BedrockMantle`](Provider::BedrockMantle)); its configuration says which (`openai`).
 ///
 /// ```
 /// use laneway::Provider;
 /// assert_eq!(Provider::named("bedrock"), Provider::Bedrock);
 /// assert_eq!(Provider::named("echo").as_str(), "echo");
 /// assert_eq!(Provider::Sagemaker.system(), "aws.sagemaker");
+/// assert!(Provider::BedrockMantle.is_bedrock());
+/// assert_eq!(Provider::BedrockMantle.system(), "aws.bedrock");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Provider {
     /// Amazon Bedrock Runtime (Converse, ConverseStream).
     Bedrock,
+    /// Bedrock Runtime's OpenAI-compatible APIs (`/openai/v1`: Responses, Chat Completions),
+    /// which share the runtime's quotas with Converse.
+    BedrockOpenAi,
+    /// The bedrock-mantle endpoint's OpenAI-compatible APIs (Responses, Chat Completions),
+    /// with a quota pool of its own (input and output tokens per minute apart).
+    BedrockMantle,
     /// Amazon SageMaker real-time endpoints (InvokeEndpoint, InvokeEndpointWithResponseStream).
     Sagemaker,
     /// A provider of your own, by name.
@@ -38,6 +50,8 @@ impl Provider {
     pub fn named(name: &str) -> Self {
         match name {
             "bedrock" => Provider::Bedrock,
+            "bedrock-openai" => Provider::BedrockOpenAi,
+            "bedrock-mantle" => Provider::BedrockMantle,
             "sagemaker" => Provider::Sagemaker,
             other => Provider::Other(other.into()),
         }
@@ -47,16 +61,26 @@ impl Provider {
     pub fn as_str(&self) -> &str {
         match self {
             Provider::Bedrock => "bedrock",
+            Provider::BedrockOpenAi => "bedrock-openai",
+            Provider::BedrockMantle => "bedrock-mantle",
             Provider::Sagemaker => "sagemaker",
             Provider::Other(name) => name,
         }
+    }
+
+    /// Whether it is one of Bedrock's surfaces (Converse or an OpenAI-compatible one).
+    pub fn is_bedrock(&self) -> bool {
+        matches!(
+            self,
+            Provider::Bedrock | Provider::BedrockOpenAi | Provider::BedrockMantle
+        )
     }
 
     /// Its name in telemetry (`gen_ai.provider.name` of the OpenTelemetry GenAI conventions):
     /// `aws.bedrock`, `aws.sagemaker`, else its own name.
     pub fn system(&self) -> &str {
         match self {
-            Provider::Bedrock => "aws.bedrock",
+            Provider::Bedrock | Provider::BedrockOpenAi | Provider::BedrockMantle => "aws.bedrock",
             Provider::Sagemaker => "aws.sagemaker",
             Provider::Other(name) => name,
         }
@@ -158,6 +182,26 @@ impl Target {
             region: region.into(),
             id: model_id.into(),
             profile,
+        }
+    }
+
+    /// A model or inference profile on bedrock-runtime's OpenAI-compatible APIs (`/openai/v1`).
+    pub fn bedrock_openai(
+        region: impl Into<Arc<str>>,
+        model_id: impl Into<Arc<str>>,
+        profile: Option<ProfileScope>,
+    ) -> Self {
+        Self {
+            provider: Provider::BedrockOpenAi,
+            ..Self::bedrock(region, model_id, profile)
+        }
+    }
+
+    /// A model on the bedrock-mantle endpoint, by its id there (mantle serves no profiles).
+    pub fn mantle(region: impl Into<Arc<str>>, model_id: impl Into<Arc<str>>) -> Self {
+        Self {
+            provider: Provider::BedrockMantle,
+            ..Self::bedrock(region, model_id, None)
         }
     }
 

@@ -52,6 +52,58 @@ async fn sdk(emu: &laneway_emulator::Emulator, region: &str) -> aws_sdk_bedrockr
     aws_sdk_bedrockruntime::Client::from_conf(conf)
 }
 
+/// One plain call to an OpenAI-compatible target through Laneway's backend for it.
+async fn openai_call(
+    emu: &laneway_emulator::Emulator,
+    name: &str,
+    model: &laneway::config::ModelConfig,
+    target: &laneway::Target,
+) -> laneway::Result<laneway::backend::Completion> {
+    use laneway::backend::openai::{Endpoint, OpenAiBackend, OpenAiSettings};
+    use laneway::backend::{Backend, Call};
+    let sdk = aws_config::SdkConfig::builder()
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new(
+                    TEST_ACCESS_KEY_ID,
+                    TEST_SECRET_ACCESS_KEY,
+                    None,
+                    None,
+                    "test",
+                ),
+            ),
+        )
+        .build();
+    let (endpoint, url) = match target.provider {
+        laneway::Provider::BedrockMantle => (Endpoint::Mantle, format!("{}/mantle", emu.url())),
+        _ => (Endpoint::Runtime, emu.url()),
+    };
+    let backend = OpenAiBackend::new(
+        endpoint,
+        &sdk,
+        OpenAiSettings {
+            endpoint_url: Some(url),
+            ..OpenAiSettings::default()
+        },
+    );
+    let request = GenerateRequest::user("Say hi.").max_tokens(16);
+    let attempt = laneway::Attempt {
+        model: name.into(),
+        target: target.clone(),
+        tier: Some(laneway::ServiceTier::Standard),
+        latency_optimized: false,
+        shape: Default::default(),
+    };
+    backend
+        .generate(Call {
+            request: &request,
+            attempt: &attempt,
+            model,
+            checkpoints: &[],
+        })
+        .await
+}
+
 /// The catalog and the emulator's Bedrock agree, target by target, through the official SDK:
 /// each profile the catalog offers from a region is served there, and each bare id is served
 /// exactly where the catalog does not require a profile.
@@ -67,6 +119,26 @@ async fn every_catalog_target_in_every_region_is_what_the_emulator_serves() {
         }
         for c in catalog.candidates(name).unwrap() {
             let t = &c.target;
+            if t.provider != laneway::Provider::Bedrock {
+                // An OpenAI-compatible surface: Laneway's own backend, as the router sends.
+                let bare_refused = c.scope.is_none()
+                    && t.provider == laneway::Provider::BedrockOpenAi
+                    && model.requires_profile_in(t.region());
+                match (openai_call(&emu, name, model, t).await, bare_refused) {
+                    (Ok(_), false) => {}
+                    (Err(e), true) => assert!(
+                        e.to_string()
+                            .contains("on-demand throughput isn't supported"),
+                        "{name} {t:?}: {e}"
+                    ),
+                    (Ok(_), true) => {
+                        panic!("{name}: the emulator serves {t:?}, which the catalog refuses")
+                    }
+                    (Err(e), false) => panic!("{name}: {t:?} refused: {e}"),
+                }
+                checked += 1;
+                continue;
+            }
             let client = sdk(&emu, t.region()).await;
             let answer = client
                 .converse()

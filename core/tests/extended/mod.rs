@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::common;
 
 mod geography;
+mod openai;
 
 const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
 const SONNET_46: &str = "anthropic.claude-sonnet-4-6";

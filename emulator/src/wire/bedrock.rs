@@ -280,6 +280,20 @@ fn read_converse(
 ) -> Result<Request, ApiError> {
     let region = authenticate(engine, "bedrock", method, uri, headers, body)?;
     let v = parse_json(Service::Bedrock, body)?;
+    let (_, bare) = engine.scenario.split_profile(&model_id);
+    if engine
+        .scenario
+        .models
+        .iter()
+        .any(|m| m.id == bare && !m.converse)
+    {
+        // Served only by bedrock-mantle's OpenAI-compatible APIs (GPT-5.4, GPT-5.5).
+        return Err(ApiError::new(
+            400,
+            "ValidationException",
+            "The provided model identifier is invalid.",
+        ));
+    }
     converse_request(operation, region, model_id, &v)
 }
 
@@ -358,6 +372,7 @@ pub(super) fn converse_request(
             guard: guard_ask(v).map(Arc::new),
             echo: echo(messages),
             latency_optimized,
+            mantle_quota: None,
         },
         tool_call: forced_tool_call(v, digest),
     })
@@ -714,6 +729,7 @@ pub fn native_ask(
             guard: None,
             echo: None,
             latency_optimized: false,
+            mantle_quota: None,
         },
         native,
     )

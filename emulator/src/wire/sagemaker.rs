@@ -340,6 +340,7 @@ fn read(
             guard: None,
             echo: None,
             latency_optimized: false,
+            mantle_quota: None,
         },
         endpoint.format,
     ))

@@ -58,6 +58,11 @@ pub fn routes() -> Router<Arc<Engine>> {
             on!(MANTLE_OPENAI, chat_completions),
         )
         .route("/mantle/openai/v1/responses", on!(MANTLE_OPENAI, responses))
+        // bedrock-mantle's `/v1` behind one endpoint URL with bedrock-runtime (Laneway sends
+        // mantle calls to `{endpoint_url}/mantle`); `/v1` alone serves `base_url` users.
+        .route("/mantle/v1/chat/completions", on!(MANTLE, chat_completions))
+        .route("/mantle/v1/responses", on!(MANTLE, responses))
+        .route("/mantle/v1/models", axum::routing::get(models))
         .route("/v1/models", axum::routing::get(models))
 }
 
@@ -97,6 +102,7 @@ fn served_model(
     engine: &Engine,
     surface: Surface,
     api: Api,
+    region: &str,
     requested: &str,
 ) -> Result<String, ApiError> {
     let unsupported = |path: &str| {
@@ -145,6 +151,9 @@ fn served_model(
                 .find(|m| m.openai.as_ref().and_then(|o| o.mantle_id.as_deref()) == Some(requested))
                 .ok_or_else(not_found)?;
             let spec = model.openai.as_ref().ok_or_else(not_found)?;
+            if !spec.mantle_serves_in(region, &model.regions) {
+                return Err(not_found());
+            }
             if spec.mantle_prefix != prefix {
                 return Err(ApiError::new(
                     400,
@@ -365,15 +374,38 @@ fn admit(
     v: &Value,
     operation: &'static [&'static str; 2],
 ) -> Result<Admitted, ApiError> {
-    let (model, converse) = chat::converse_of(chat)?;
-    let served = served_model(engine, surface, api, &model)?;
+    let (model, mut converse) = chat::converse_of(chat)?;
+    let served = served_model(engine, surface, api, &region, &model)?;
+    let (_, bare) = engine.scenario.split_profile(&served);
+    let spec = engine.scenario.models.iter().find(|m| m.id == bare);
+    if spec.and_then(|m| m.reasoning) == Some(crate::scenario::ReasoningStyle::OpenAi) {
+        // GPT-5.x spell the effort `reasoning.effort` in Converse's native fields.
+        if let Some(effort) = converse
+            .pointer_mut("/additionalModelRequestFields")
+            .and_then(|f| f.as_object_mut())
+            .and_then(|f| f.remove("reasoning_effort"))
+        {
+            converse["additionalModelRequestFields"]["reasoning"] = json!({ "effort": effort });
+        }
+    }
     let stream = v.get("stream") == Some(&Value::Bool(true));
-    let req = crate::wire::bedrock::converse_request(
+    let mut req = crate::wire::bedrock::converse_request(
         operation[usize::from(stream)],
         region,
         served,
         &converse,
     )?;
+    if let (Surface::Mantle { .. }, Some(m)) = (surface, spec) {
+        let tpm = m.performance.tokens_per_minute;
+        req.ask.mantle_quota = Some(
+            m.openai
+                .as_ref()
+                .and_then(|o| o.mantle_quota.as_ref())
+                .map_or([tpm, tpm], |q| {
+                    [q.input_tokens_per_minute, q.output_tokens_per_minute]
+                }),
+        );
+    }
     let answer = engine.admit(&req.ask)?;
     Ok(Admitted {
         model,

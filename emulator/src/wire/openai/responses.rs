@@ -107,6 +107,25 @@ struct ResponseShape {
     tools: Value,
     tool_choice: Value,
     service_tier: String,
+    /// `reasoning.summary` was asked for: reasoning items carry the reasoning as a summary.
+    summary: bool,
+    /// `include` names `reasoning.encrypted_content`: reasoning items carry it.
+    encrypted: bool,
+}
+
+impl ResponseShape {
+    /// The reasoning item of an answer that reasoned, as far as `text` has come.
+    fn reasoning_item(&self, text: &str, done: bool) -> Value {
+        let mut item =
+            json!({ "type": "reasoning", "id": format!("rs_{}", self.id), "summary": [] });
+        if self.summary && done {
+            item["summary"] = json!([{ "type": "summary_text", "text": text }]);
+        }
+        if self.encrypted && done {
+            item["encrypted_content"] = json!(crate::converse_ext::signature(text));
+        }
+        item
+    }
 }
 
 impl ResponseShape {
@@ -185,6 +204,14 @@ pub(super) async fn responses(
             .cloned()
             .unwrap_or_else(|| json!("auto")),
         service_tier: answer.served_tier.clone(),
+        summary: v
+            .pointer("/reasoning/summary")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s != "none"),
+        encrypted: v
+            .get("include")
+            .and_then(Value::as_array)
+            .is_some_and(|i| i.iter().any(|x| x == "reasoning.encrypted_content")),
     };
     if stream {
         return Ok(responses_stream(engine, req, answer, shape));
@@ -192,9 +219,8 @@ pub(super) async fn responses(
     wait_whole(&answer).await;
     let mut output = Vec::new();
     let reasoning = answer.reasoning_tokens as u32;
-    if reasoning > 0 {
-        output
-            .push(json!({ "type": "reasoning", "id": format!("rs_{}", shape.id), "summary": [] }));
+    if let Some((text, _)) = answer.reasoning() {
+        output.push(shape.reasoning_item(&text, true));
     }
     let produced = match &req.tool_call {
         Some(t) => {
@@ -253,6 +279,7 @@ fn responses_stream(
         let mut output: Vec<Value> = Vec::new();
         let mut steps = std::pin::pin!(steps);
         let mut text = String::new();
+        let mut reasoned = String::new();
         let msg_id = format!("msg_{}", shape.id);
         let mut opened = false;
         let mut produced = answer.output_tokens();
@@ -270,14 +297,30 @@ fn responses_stream(
                 }
                 Step::Done => break,
             };
-            if i + 1 == reasoning {
-                // Reasoning shows as an item without a summary (Bedrock's summaries are not emulated).
-                let item = json!({ "type": "reasoning", "id": format!("rs_{}", shape.id), "summary": [] });
-                yield event("response.output_item.added", &mut seq, json!({ "output_index": output.len(), "item": item }));
-                yield event("response.output_item.done", &mut seq, json!({ "output_index": output.len(), "item": item }));
-                output.push(item);
-            }
             if i < reasoning {
+                let index = output.len();
+                let item_id = format!("rs_{}", shape.id);
+                if i == 0 {
+                    yield event("response.output_item.added", &mut seq, json!({ "output_index": index, "item": shape.reasoning_item("", false) }));
+                    if shape.summary {
+                        yield event("response.reasoning_summary_part.added", &mut seq, json!({ "item_id": item_id, "output_index": index, "summary_index": 0,
+                            "part": { "type": "summary_text", "text": "" } }));
+                    }
+                }
+                reasoned.push_str(&t);
+                if shape.summary {
+                    yield event("response.reasoning_summary_text.delta", &mut seq, json!({ "item_id": item_id, "output_index": index, "summary_index": 0, "delta": t }));
+                }
+                if i + 1 == reasoning {
+                    if shape.summary {
+                        yield event("response.reasoning_summary_text.done", &mut seq, json!({ "item_id": item_id, "output_index": index, "summary_index": 0, "text": reasoned }));
+                        yield event("response.reasoning_summary_part.done", &mut seq, json!({ "item_id": item_id, "output_index": index, "summary_index": 0,
+                            "part": { "type": "summary_text", "text": reasoned } }));
+                    }
+                    let item = shape.reasoning_item(&reasoned, true);
+                    yield event("response.output_item.done", &mut seq, json!({ "output_index": index, "item": item }));
+                    output.push(item);
+                }
                 continue;
             }
             if let Some(call) = &req.tool_call {

@@ -1,0 +1,326 @@
+//! Chat Completions (`POST …/chat/completions`): a request as its body, a `chat.completion` as
+//! a [`Completion`], and `chat.completion.chunk` events as [`BackendEvent`]s.
+//!
+//! Blocks of a streamed answer are numbered reasoning 0, text 1, tool call `n` at `n + 2`: a
+//! chunk says which tool call it continues, not which block.
+
+use serde_json::{json, Map, Value};
+
+use super::input;
+use super::Malformed;
+use crate::backend::{BackendEvent, Call, Completion};
+use crate::types::{
+    ContentBlock, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,
+    StopReason, Tool, ToolChoice, Usage,
+};
+
+const REASONING: u32 = 0;
+const TEXT: u32 = 1;
+const FIRST_TOOL: u32 = 2;
+
+/// The request as a Chat Completions body.
+pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
+    let request = call.request;
+    let mut messages = Vec::new();
+    let system = input::system_text(call);
+    if !system.is_empty() {
+        messages.push(json!({ "role": "system", "content": system }));
+    }
+    for (i, m) in request.messages.iter().enumerate() {
+        let mut parts: Vec<Value> = Vec::new();
+        let mut text_only = true;
+        let mut tool_calls = Vec::new();
+        for (j, b) in m.content.iter().enumerate() {
+            let at = || format!("messages[{i}].content[{j}]");
+            match b {
+                ContentBlock::Text(t) => parts.push(json!({ "type": "text", "text": t })),
+                ContentBlock::Citations(c) => {
+                    parts.push(json!({ "type": "text", "text": c.content.concat() }))
+                }
+                ContentBlock::Image(image) if m.role == Role::User => {
+                    text_only = false;
+                    parts.push(json!({
+                        "type": "image_url",
+                        "image_url": { "url": input::image_url(image, &at())? },
+                    }));
+                }
+                ContentBlock::ToolUse(t) => tool_calls.push(json!({
+                    "id": t.id, "type": "function",
+                    "function": { "name": t.name, "arguments": t.input.to_string() },
+                })),
+                ContentBlock::ToolResult(r) => messages.push(json!({
+                    "role": "tool", "tool_call_id": r.tool_use_id,
+                    "content": input::tool_result_text(&r.content, &at())?,
+                })),
+                // Chat Completions takes no reasoning back; prefixes are cached by the service.
+                ContentBlock::Reasoning(_) | ContentBlock::CachePoint(_) => {}
+                other => return Err(input::unsupported(other, &at())),
+            }
+        }
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        if parts.is_empty() && tool_calls.is_empty() {
+            continue;
+        }
+        let content = if text_only {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            json!(texts.concat())
+        } else {
+            Value::Array(parts)
+        };
+        let mut msg = json!({ "role": role, "content": content });
+        if !tool_calls.is_empty() {
+            msg["tool_calls"] = Value::Array(tool_calls);
+        }
+        messages.push(msg);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(n) = input::max_tokens(call) {
+        body.insert("max_completion_tokens".into(), json!(n));
+    }
+    if let Some(t) = request.inference.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = request.inference.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !request.inference.stop_sequences.is_empty() {
+        body.insert("stop".into(), json!(request.inference.stop_sequences));
+    }
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .filter_map(|t| match t {
+            Tool::Spec(s) => Some(json!({
+                "type": "function",
+                "function": {
+                    "name": s.name, "description": s.description,
+                    "parameters": s.input_schema, "strict": s.strict,
+                },
+            })),
+            Tool::CachePoint(_) => None,
+        })
+        .collect();
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    match &request.tool_choice {
+        None => {}
+        Some(ToolChoice::Auto) => {
+            body.insert("tool_choice".into(), json!("auto"));
+        }
+        Some(ToolChoice::Any) => {
+            body.insert("tool_choice".into(), json!("required"));
+        }
+        Some(ToolChoice::Tool(name)) => {
+            body.insert(
+                "tool_choice".into(),
+                json!({ "type": "function", "function": { "name": name } }),
+            );
+        }
+    }
+    if let Some(format) = &request.output_format {
+        body.insert(
+            "response_format".into(),
+            json!({ "type": "json_schema", "json_schema": {
+                "name": format.name().unwrap_or("output"),
+                "schema": format.schema(),
+                "strict": true,
+            }}),
+        );
+    }
+    if let Some(effort) = input::effort(call) {
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
+    if let Some(tier) = input::service_tier(call) {
+        body.insert("service_tier".into(), json!(tier));
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    Ok(Value::Object(body))
+}
+
+/// A whole `chat.completion` as a completion.
+pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
+    let choice = v
+        .pointer("/choices/0")
+        .ok_or_else(|| bad.error("the answer has no choices"))?;
+    let message = choice.get("message");
+    let mut content = Vec::new();
+    if let Some(r) = message.and_then(reasoning_of) {
+        content.push(OutputBlock::Reasoning(ReasoningBlock::Text(
+            ReasoningText {
+                text: r.to_string(),
+                signature: None,
+            },
+        )));
+    }
+    if let Some(t) = message
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        content.push(OutputBlock::Text(t.to_string()));
+    }
+    for call in message
+        .and_then(|m| m.get("tool_calls"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let args = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
+        content.push(OutputBlock::ToolUse {
+            id: text(call, "/id"),
+            name: text(call, "/function/name"),
+            input: serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.into())),
+        });
+    }
+    Ok(Completion {
+        content,
+        stop_reason: finish(choice).unwrap_or_default(),
+        usage: usage(v.get("usage")),
+        served_tier: input::served_tier(v.get("service_tier").and_then(Value::as_str)),
+        ..Completion::default()
+    })
+}
+
+fn text(v: &Value, path: &str) -> String {
+    v.pointer(path)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The reasoning text of a message or delta, as open-weight servers name it.
+fn reasoning_of(m: &Value) -> Option<&str> {
+    m.get("reasoning_content")
+        .or_else(|| m.get("reasoning"))
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty())
+}
+
+fn finish(choice: &Value) -> Option<StopReason> {
+    match choice.get("finish_reason").and_then(Value::as_str)? {
+        "content_filter" => Some(StopReason::ContentFiltered),
+        other => Some(StopReason::from_wire(other)),
+    }
+}
+
+/// Chat Completions' usage: `prompt_tokens` counts cached ones too, `completion_tokens`
+/// counts reasoning.
+fn usage(u: Option<&Value>) -> Usage {
+    let n = |path: &str| {
+        u.and_then(|u| u.pointer(path))
+            .and_then(Value::as_u64)
+            .map_or(0, crate::types::units::token_count)
+    };
+    let cached = n("/prompt_tokens_details/cached_tokens");
+    Usage {
+        input_tokens: n("/prompt_tokens").saturating_sub(cached),
+        output_tokens: n("/completion_tokens"),
+        cache_read_tokens: cached,
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
+        ..Usage::default()
+    }
+}
+
+/// Turns `chat.completion.chunk`s into backend events.
+#[derive(Debug, Default)]
+pub(super) struct Events {
+    /// The stream said `data: [DONE]`.
+    pub(super) done: bool,
+    /// A finish reason came (usage may follow in a chunk of its own).
+    stopped: bool,
+}
+
+impl Events {
+    /// The stream is over: `[DONE]`, or a finish reason (a server may close without `[DONE]`).
+    pub(super) fn finished(&self) -> bool {
+        self.done || self.stopped
+    }
+
+    /// The backend events of one chunk.
+    pub(super) fn read(&mut self, v: &Value, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
+        if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+            return Err(super::responses::failed(e, bad));
+        }
+        let mut out = Vec::new();
+        if let Some(choice) = v.pointer("/choices/0") {
+            let delta = choice.get("delta");
+            if let Some(r) = delta.and_then(reasoning_of) {
+                out.push(BackendEvent::ReasoningDelta {
+                    index: REASONING,
+                    delta: ReasoningDelta::Text(r.to_string()),
+                });
+            }
+            if let Some(t) = delta
+                .and_then(|d| d.get("content"))
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                out.push(BackendEvent::TextDelta {
+                    index: TEXT,
+                    text: t.to_string(),
+                });
+            }
+            for call in delta
+                .and_then(|d| d.get("tool_calls"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let index = call
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .map_or(Some(FIRST_TOOL), |i| {
+                        u32::try_from(i).ok()?.checked_add(FIRST_TOOL)
+                    })
+                    .ok_or_else(|| bad.error("a tool call's index is out of range"))?;
+                if let (Some(id), Some(name)) = (
+                    call.get("id").and_then(Value::as_str),
+                    call.pointer("/function/name").and_then(Value::as_str),
+                ) {
+                    out.push(BackendEvent::ToolUseStart {
+                        index,
+                        id: id.to_string(),
+                        name: name.to_string(),
+                    });
+                }
+                if let Some(args) = call
+                    .pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .filter(|a| !a.is_empty())
+                {
+                    out.push(BackendEvent::ToolUseDelta {
+                        index,
+                        input_json: args.to_string(),
+                    });
+                }
+            }
+            if let Some(stop) = finish(choice) {
+                self.stopped = true;
+                out.push(BackendEvent::Stop(stop));
+            }
+        }
+        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+            out.push(BackendEvent::Metadata {
+                usage: usage(Some(u)),
+                served_tier: input::served_tier(v.get("service_tier").and_then(Value::as_str)),
+                invoked_model: None,
+            });
+        }
+        Ok(out)
+    }
+}
