@@ -543,6 +543,7 @@ fn output_block(b: &wire::ContentBlock) -> Option<OutputBlock> {
                 ReasoningText {
                     text: r.text().to_string(),
                     signature: r.signature().map(String::from),
+                    id: None,
                 },
             )))
         }

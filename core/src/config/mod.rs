@@ -1065,12 +1065,21 @@ impl Config {
                 ));
             }
         }
-        if let Some(url) = &self.aws.endpoint_url {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(Error::config(
-                    "aws.endpoint_url",
-                    format!("must be an http:// or https:// URL, got {url:?}"),
-                ));
+        for (field, url) in [
+            ("aws.endpoint_url", &self.aws.endpoint_url),
+            ("aws.mantle_endpoint_url", &self.aws.mantle_endpoint_url),
+        ] {
+            if let Some(url) = url {
+                let host = url
+                    .strip_prefix("http://")
+                    .or_else(|| url.strip_prefix("https://"))
+                    .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or_default());
+                if host.is_none_or(str::is_empty) {
+                    return Err(Error::config(
+                        field,
+                        format!("must be an http:// or https:// URL with a host, got {url:?}"),
+                    ));
+                }
             }
         }
         Ok(())

@@ -69,6 +69,10 @@ pub struct ReasoningConfig {
     /// Field: the native field that takes the effort word.
     #[serde(default)]
     pub field: Option<String>,
+    /// OpenAI: the reasoning summary to ask the Responses API for (`auto`, `concise`,
+    /// `detailed`), which comes back as the reasoning block's text; unset, none is asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 fn default_efforts() -> BTreeSet<ReasoningEffort> {
@@ -109,6 +113,19 @@ impl ReasoningConfig {
         }
         if self.format != ReasoningFormat::Field && self.field.is_some() {
             return Err("`reasoning.field` is only for `format = \"field\"`".into());
+        }
+        match (&self.summary, self.format) {
+            (Some(s), ReasoningFormat::OpenAi)
+                if !["auto", "concise", "detailed"].contains(&s.as_str()) =>
+            {
+                return Err(format!(
+                    "`reasoning.summary` is one of auto, concise, detailed; got {s:?}"
+                ));
+            }
+            (Some(_), f) if f != ReasoningFormat::OpenAi => {
+                return Err("`reasoning.summary` is only for `format = \"openai\"`".into());
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -296,6 +313,7 @@ mod tests {
             adaptive,
             adaptive_only: false,
             field: None,
+            summary: None,
         }
     }
 

@@ -133,6 +133,7 @@ enum Block {
         text: String,
         signature: Option<String>,
         redacted: Option<Vec<u8>>,
+        id: Option<String>,
     },
 }
 
@@ -195,6 +196,7 @@ impl Assembly {
                                 text: String::new(),
                                 signature: None,
                                 redacted: None,
+                                id: None,
                             },
                         );
                         self.blocks.get_mut(index).expect("just set")
@@ -204,6 +206,7 @@ impl Assembly {
                     text,
                     signature,
                     redacted,
+                    id,
                 } = block
                 {
                     match &delta {
@@ -214,6 +217,7 @@ impl Assembly {
                         ReasoningDelta::Redacted(b) => {
                             redacted.get_or_insert_with(Vec::new).extend_from_slice(b)
                         }
+                        ReasoningDelta::Id(i) => *id = Some(i.clone()),
                     }
                 }
                 self.delivered.deltas += 1;
@@ -299,10 +303,15 @@ impl Assembly {
                     ..
                 } => OutputBlock::Reasoning(ReasoningBlock::Redacted(data)),
                 Block::Reasoning {
-                    text, signature, ..
-                } => {
-                    OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text, signature }))
-                }
+                    text,
+                    signature,
+                    id,
+                    ..
+                } => OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText {
+                    text,
+                    signature,
+                    id,
+                })),
             })
             .collect();
         Completion {

@@ -33,6 +33,7 @@ pub(crate) fn shape_attempts(
     if let Some(g) = &request.guardrail {
         keep_guarded(g, primary, attempts, reasons)?;
     }
+    keep_carried(request, config, primary, attempts, reasons)?;
     note_what_surfaces_lack(request, config, attempts, reasons);
     if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none() {
         return Ok(());
@@ -105,6 +106,20 @@ pub(crate) fn shape_attempts(
                 // Per attempt, not per model: the fields may name one profile of the model.
                 shape.model_fields =
                     model_fields_go(request, &attempt, attempt.model == *primary, reasons);
+                // Reasoning goes back only to the API that made it: a Responses reasoning
+                // item (it has an id) to Bedrock's OpenAI-compatible surfaces, Converse's
+                // blocks to Converse.
+                if shape.reasoning_history && !history_fits_surface(request, &attempt) {
+                    shape.reasoning_history = false;
+                    let said = reasons.iter().any(|r| {
+                        matches!(r, Reason::ReasoningHistoryDropped { model } if *model == attempt.model)
+                    });
+                    if !said {
+                        reasons.push(Reason::ReasoningHistoryDropped {
+                            model: Arc::clone(&attempt.model),
+                        });
+                    }
+                }
                 attempt.shape = shape;
                 kept.push(attempt);
             }
@@ -151,6 +166,103 @@ fn keep_guarded(
         ));
     }
     Ok(())
+}
+
+/// What of `request` the surface `provider` of `model` cannot carry, and why: Bedrock's
+/// OpenAI-compatible APIs take no documents, audio, video, S3 images or media in tool
+/// results, and no stop sequences where only Responses serves. `None` for every other
+/// surface. The plan leaves such targets out (`Exclusion::NotCarried`).
+pub(crate) fn surface_refuses(
+    request: &GenerateRequest,
+    model: &ModelConfig,
+    provider: &Provider,
+) -> Option<(String, String)> {
+    let apis = match (provider, model.openai()) {
+        (Provider::BedrockOpenAi, Some(o)) => o.runtime.as_slice(),
+        (Provider::BedrockMantle, Some(o)) => o.mantle.as_ref().map_or(&[][..], |m| &m.apis),
+        _ => return None,
+    };
+    uncarried_content(request).or_else(|| {
+        (!request.inference.stop_sequences.is_empty()
+            && !apis.contains(&crate::config::OpenAiApi::ChatCompletions))
+        .then(|| {
+            (
+                "inference.stop_sequences".to_string(),
+                format!("{provider} serves the model only by the Responses API, which has no stop sequences"),
+            )
+        })
+    })
+}
+
+/// Leaves out the attempts (a policy's own included) on surfaces that cannot carry the
+/// request; an error naming the part when none is left.
+fn keep_carried(
+    request: &GenerateRequest,
+    config: &Config,
+    primary: &Arc<str>,
+    attempts: &mut Vec<Attempt>,
+    reasons: &mut Vec<Reason>,
+) -> Result<()> {
+    let mut refused: Option<(String, String)> = None;
+    let before = attempts.len();
+    attempts.retain(|a| {
+        let why = config
+            .models
+            .get(&*a.model)
+            .and_then(|m| surface_refuses(request, m, &a.target.provider));
+        match why {
+            Some(why) => {
+                reasons.push(Reason::TargetExcluded {
+                    target: a.target.id.clone(),
+                    region: a.target.region.clone(),
+                    why: Exclusion::NotCarried,
+                });
+                refused.get_or_insert(why);
+                false
+            }
+            None => true,
+        }
+    });
+    match refused {
+        Some((field, why)) if attempts.is_empty() && before > 0 => Err(Error::invalid(
+            field,
+            format!("no target of {primary} can carry it: {why}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The first part of the request Bedrock's OpenAI-compatible APIs cannot carry, and why.
+fn uncarried_content(request: &GenerateRequest) -> Option<(String, String)> {
+    use crate::types::{ContentBlock as B, MediaSource, ToolResultContent as R};
+    for (i, m) in request.messages.iter().enumerate() {
+        for (j, b) in m.content.iter().enumerate() {
+            let what = match b {
+                B::Document(_) => Some("a document"),
+                B::Audio(_) => Some("audio"),
+                B::Video(_) => Some("video"),
+                B::SearchResult(_) => Some("a search result"),
+                B::GuardContent(_) => Some("guard content"),
+                B::ToolAddition(_) | B::ToolRemoval(_) => Some("a tool addition or removal"),
+                B::Image(img) if matches!(img.source, MediaSource::S3 { .. }) => {
+                    Some("an image in S3")
+                }
+                B::ToolResult(r) => r
+                    .content
+                    .iter()
+                    .find(|c| !matches!(c, R::Text(_) | R::Json(_)))
+                    .map(|_| "media in a tool result"),
+                _ => None,
+            };
+            if let Some(what) = what {
+                return Some((
+                    format!("messages[{i}].content[{j}]"),
+                    format!("{what} cannot be sent to Bedrock's OpenAI-compatible APIs"),
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Says which of the request's fields the attempts on Bedrock's OpenAI-compatible surfaces go
@@ -276,6 +388,23 @@ fn model_fields_go(
         });
     }
     goes
+}
+
+/// Whether the conversation's reasoning was made by the API `attempt` goes by: Responses
+/// reasoning items carry their id, Converse's blocks none.
+fn history_fits_surface(request: &GenerateRequest, attempt: &Attempt) -> bool {
+    let from_responses = request.messages.iter().flat_map(|m| &m.content).any(|b| {
+        matches!(
+            b,
+            crate::types::ContentBlock::Reasoning(crate::types::ReasoningBlock::Text(t))
+                if t.id.is_some()
+        )
+    });
+    let openai_surface = matches!(
+        attempt.target.provider,
+        Provider::BedrockOpenAi | Provider::BedrockMantle
+    );
+    from_responses == openai_surface
 }
 
 /// Whether `id` (a configured name, a model id or an inference-profile id) names `model`.

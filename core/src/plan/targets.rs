@@ -62,6 +62,10 @@ pub fn enumerate(
                     .as_ref()
                     .filter(|r| !allowed(t, r, config))
                     .map(|_| Exclusion::Residency)
+            })
+            .or_else(|| {
+                crate::plan::shape::surface_refuses(request, model, &t.provider)
+                    .map(|_| Exclusion::NotCarried)
             });
         if let Some(why) = excluded {
             exclude(reasons, t, why);

@@ -1040,6 +1040,7 @@ mod tests {
             OutputBlock::Reasoning(ReasoningBlock::Text(crate::ReasoningText {
                 text: "think".into(),
                 signature: Some("sig".into()),
+                id: None,
             })),
             OutputBlock::Reasoning(ReasoningBlock::Redacted(vec![1, 2])),
             OutputBlock::Text("hi".into()),

@@ -314,6 +314,9 @@ pub enum Exclusion {
     /// The request's guardrail cannot be applied there: not a Bedrock target, or a region
     /// other than the one its ARN names.
     NoGuardrail,
+    /// The request has what this surface of the model cannot carry (a document, audio or
+    /// video on Bedrock's OpenAI-compatible APIs; stop sequences where only Responses serves).
+    NotCarried,
 }
 
 impl fmt::Display for Reason {
@@ -409,6 +412,7 @@ impl fmt::Display for Reason {
                     Exclusion::AttemptLimit => "beyond routing.max_attempts",
                     Exclusion::NoStructuredOutput => "the model takes no structured output",
                     Exclusion::NoGuardrail => "the request's guardrail cannot be applied there",
+                    Exclusion::NotCarried => "the surface cannot carry part of the request",
                 };
                 write!(f, "{target} in {region} excluded: {why}")
             }

@@ -121,8 +121,13 @@ impl ReasoningBlock {
 pub struct ReasoningText {
     pub text: String,
     /// The service's signature over the text; required when the block goes back to Claude.
+    /// From Bedrock's OpenAI-compatible APIs: the model's encrypted reasoning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The block's id at the service, when it has one (a Responses API reasoning item,
+    /// `rs_...`): sent back with it on the next turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// A piece of a reasoning block, as a stream delivers it.
@@ -135,6 +140,8 @@ pub enum ReasoningDelta {
     Signature(String),
     /// Encrypted reasoning.
     Redacted(#[serde(with = "super::request::base64_bytes")] Vec<u8>),
+    /// The block's id at the service (a Responses API reasoning item).
+    Id(String),
 }
 
 /// Reasoning as one attempt's model spells it, decided when the call is planned.
@@ -159,6 +166,7 @@ mod tests {
         let text = ReasoningBlock::Text(ReasoningText {
             text: "Two cities, so two calls.".into(),
             signature: Some("sig".into()),
+            id: None,
         });
         let json = serde_json::to_value(&text).unwrap();
         assert_eq!(json["text"]["signature"], "sig");

@@ -75,7 +75,7 @@ impl GenerateResponse {
     /// ```
     /// use laneway::{OutputBlock, ReasoningBlock, ReasoningText, ContentBlock};
     /// let blocks = vec![
-    ///     OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text: "think".into(), signature: Some("s".into()) })),
+    ///     OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText { text: "think".into(), signature: Some("s".into()), id: None })),
     ///     OutputBlock::Text("Hello".into()),
     /// ];
     /// let turn = laneway::GenerateResponse::assistant_turn_of(&blocks);

@@ -423,6 +423,7 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
                 ContentBlock::Reasoning(ReasoningBlock::Text(laneway::ReasoningText {
                     text: "t".into(),
                     signature: Some("s".into()),
+                    id: None,
                 })),
                 ContentBlock::Text("hello".into()),
             ],

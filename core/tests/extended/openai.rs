@@ -427,3 +427,35 @@ async fn fields_an_openai_surface_lacks_are_said_in_the_decision() {
         }
     )));
 }
+
+#[tokio::test]
+async fn what_an_openai_surface_cannot_carry_goes_by_converse_or_is_refused_by_name() {
+    use laneway::{Document, DocumentFormat};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let with_document = |model: &str| {
+        let mut req = GenerateRequest::user("Summarise the contract.").model(model);
+        req.messages[0]
+            .content
+            .push(ContentBlock::Document(Document::inline(
+                DocumentFormat::Txt,
+                "contract",
+                b"The parties agree.".to_vec(),
+            )));
+        req
+    };
+    // GPT-5.6 is on Converse too: the OpenAI-compatible targets are left out, saying why.
+    let r = router.generate(with_document(TERRA)).await.unwrap();
+    assert_eq!(r.decision.provider, Provider::Bedrock);
+    assert!(r.decision.reasons.iter().any(|x| matches!(
+        x,
+        Reason::TargetExcluded {
+            why: laneway::plan::Exclusion::NotCarried,
+            ..
+        }
+    )));
+    // GPT-5.5 is not: the call is refused, naming the block.
+    let err = router.generate(with_document(GPT_55)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidRequest);
+    assert!(err.to_string().contains("messages[0].content[1]"), "{err}");
+}

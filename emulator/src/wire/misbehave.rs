@@ -15,11 +15,31 @@ use futures::StreamExt;
 use crate::engine::Service;
 use crate::faults::{Fault, FaultKind};
 
+/// How a streamed body is framed, which says what a malformed event looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// AWS event-stream frames of Bedrock's events.
+    Bedrock,
+    /// AWS event-stream frames of SageMaker's payload parts.
+    Sagemaker,
+    /// Server-sent events (the OpenAI-compatible APIs).
+    Sse,
+}
+
+impl From<Service> for Framing {
+    fn from(s: Service) -> Self {
+        match s {
+            Service::Bedrock => Framing::Bedrock,
+            Service::Sagemaker => Framing::Sagemaker,
+        }
+    }
+}
+
 /// A response's wire fault, and where in its body it strikes.
 #[derive(Debug, Clone)]
 struct WireMark {
     kind: FaultKind,
-    service: Service,
+    framing: Framing,
     /// For a streamed body: the parts (event frames) passed through before the fault.
     /// `None`: a whole (non-streamed) body.
     parts_before: Option<usize>,
@@ -31,13 +51,13 @@ struct WireMark {
 pub fn with_wire_fault(
     mut resp: Response,
     fault: Option<&Fault>,
-    service: Service,
+    framing: impl Into<Framing>,
     parts_before: Option<fn(u32) -> usize>,
 ) -> Response {
     if let Some(f) = fault {
         resp.extensions_mut().insert(WireMark {
             kind: f.kind,
-            service,
+            framing: framing.into(),
             parts_before: parts_before.map(|p| p(f.after_tokens.unwrap_or(0))),
         });
     }
@@ -59,7 +79,7 @@ pub async fn misbehave(req: Request, next: Next) -> Response {
     let (mut parts, body) = resp.into_parts();
     parts.headers.remove("content-length");
     let body = match mark.parts_before {
-        Some(n) => streamed(body, n, mark.kind, mark.service),
+        Some(n) => streamed(body, n, mark.kind, mark.framing),
         None => {
             let whole = axum::body::to_bytes(body, usize::MAX)
                 .await
@@ -111,7 +131,7 @@ fn whole_body(whole: Bytes, kind: FaultKind) -> Body {
     Body::from_stream(stream)
 }
 
-fn streamed(body: Body, parts_before: usize, kind: FaultKind, service: Service) -> Body {
+fn streamed(body: Body, parts_before: usize, kind: FaultKind, framing: Framing) -> Body {
     let mut data = body.into_data_stream();
     let stream = async_stream::stream! {
         for _ in 0..parts_before {
@@ -132,6 +152,10 @@ fn streamed(body: Body, parts_before: usize, kind: FaultKind, service: Service) 
                     yield Ok(part.slice(..part.len() / 2));
                 }
             }
+            // Server-sent events have no checksum: a bad frame is a malformed event.
+            FaultKind::BadFrame | FaultKind::MalformedJson if framing == Framing::Sse => {
+                yield Ok(malformed_event(framing));
+            }
             FaultKind::BadFrame => {
                 if let Some(Ok(part)) = data.next().await {
                     let mut frame = part.to_vec();
@@ -142,7 +166,7 @@ fn streamed(body: Body, parts_before: usize, kind: FaultKind, service: Service) 
                 }
             }
             FaultKind::MalformedJson => {
-                yield Ok(malformed_event(service));
+                yield Ok(malformed_event(framing));
             }
             _ => {
                 while let Some(part) = data.next().await {
@@ -155,14 +179,17 @@ fn streamed(body: Body, parts_before: usize, kind: FaultKind, service: Service) 
 }
 
 /// A well-framed event whose JSON payload does not parse.
-fn malformed_event(service: Service) -> Bytes {
-    match service {
-        Service::Bedrock => super::eventstream::event(
+fn malformed_event(framing: Framing) -> Bytes {
+    match framing {
+        Framing::Sse => Bytes::from_static(
+            b"event: response.output_text.delta\ndata: {\"type\": \"response.output_text.delta\", \"delta\": \n\n",
+        ),
+        Framing::Bedrock => super::eventstream::event(
             "contentBlockDelta",
             "application/json",
             Bytes::from_static(br#"{"contentBlockIndex":0,"delta":{"text":"#),
         ),
-        Service::Sagemaker => super::eventstream::event(
+        Framing::Sagemaker => super::eventstream::event(
             "PayloadPart",
             "application/octet-stream",
             Bytes::from_static(b"data: {\"token\": {\"text\": \n\n"),

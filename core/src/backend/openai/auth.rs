@@ -12,76 +12,175 @@ use tokio::sync::Mutex;
 
 use crate::types::{Error, ErrorKind, ServiceError};
 
-/// Credentials this close to expiry are fetched again before a call is signed.
-const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
+/// Credentials this close to expiry are fetched again before a call is signed; if that fails,
+/// the held ones sign while they last. (IMDS and ECS offer new credentials about five minutes
+/// before the old expire.)
+const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(120);
 
-/// Signs requests for one endpoint.
-pub(super) enum Auth {
-    /// `Authorization: Bearer <key>` (a Bedrock API key, short- or long-term).
-    Bearer(String),
-    /// SigV4 under `service` (`bedrock` on bedrock-runtime, `bedrock-mantle` on mantle).
-    SigV4 {
-        service: &'static str,
-        credentials: CachedCredentials,
-    },
-    /// No key and no credentials provider: every call fails, saying so.
-    Unsigned,
+/// How a backend proves who sends its calls.
+pub(super) struct Auth {
+    /// SigV4 under this signing name (`bedrock` on bedrock-runtime, `bedrock-mantle` on mantle).
+    service: &'static str,
+    /// Sign the body's SHA-256 as `X-Amz-Content-Sha256` (bedrock-mantle wants it).
+    content_sha256: bool,
+    key: Option<ApiKey>,
+    credentials: Option<CachedCredentials>,
+}
+
+/// Where a Bedrock API key comes from.
+enum ApiKey {
+    /// Given to the router.
+    Given(KeyScope),
+    /// `AWS_BEARER_TOKEN_BEDROCK`, read at each call (a process may rotate it).
+    FromEnvironment,
+}
+
+/// A Bedrock API key and, for a short-term key, the region and time it is valid for.
+struct KeyScope {
+    key: String,
+    region: Option<String>,
+    expires: Option<SystemTime>,
+}
+
+impl KeyScope {
+    /// Reads a short-term key's presigned URL (its credential scope and expiry); a long-term
+    /// key says neither.
+    fn of(key: String) -> Self {
+        use base64::Engine as _;
+        let url = key
+            .strip_prefix("bedrock-api-key-")
+            .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default();
+        let param = |name: &str| {
+            url.split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+                .map(|v| v.replace("%2F", "/").replace("%2f", "/"))
+        };
+        let region =
+            param("X-Amz-Credential").and_then(|c| c.split('/').nth(2).map(str::to_string));
+        let expires = (|| {
+            let date = param("X-Amz-Date")?;
+            let seconds: u64 = param("X-Amz-Expires")?.parse().ok()?;
+            Some(signed_at(&date)? + Duration::from_secs(seconds))
+        })();
+        Self {
+            key,
+            region,
+            expires,
+        }
+    }
+
+    /// Whether it authenticates a call in `region` now.
+    fn serves(&self, region: &str) -> bool {
+        self.region.as_deref().is_none_or(|r| r == region)
+            && self.expires.is_none_or(|at| at > SystemTime::now())
+    }
+}
+
+/// `YYYYMMDDTHHMMSSZ` as a time.
+fn signed_at(date: &str) -> Option<SystemTime> {
+    let digits = |r: std::ops::Range<usize>| date.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (digits(0..4)?, digits(4..6)?, digits(6..8)?);
+    let (h, mi, s) = (digits(9..11)?, digits(11..13)?, digits(13..15)?);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = u64::try_from(days * 86_400 + h * 3600 + mi * 60 + s).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Auth::Bearer(_) => f.write_str("Bearer(..)"),
-            Auth::SigV4 { service, .. } => write!(f, "SigV4({service})"),
-            Auth::Unsigned => f.write_str("Unsigned"),
-        }
+        let key = match &self.key {
+            Some(ApiKey::Given(_)) => "given",
+            Some(ApiKey::FromEnvironment) => "AWS_BEARER_TOKEN_BEDROCK",
+            None => "none",
+        };
+        f.debug_struct("Auth")
+            .field("service", &self.service)
+            .field("api_key", &key)
+            .field("sigv4", &self.credentials.is_some())
+            .finish()
     }
 }
 
 impl Auth {
-    /// Adds the authorization to `request`, whose body is `body`, for `region`.
+    /// Authentication for `service`: a Bedrock API key (given, else the environment's when set)
+    /// for the calls it is valid for, SigV4 with the credentials of `provider` for the others.
+    pub(super) fn new(
+        service: &'static str,
+        api_key: Option<String>,
+        provider: Option<SharedCredentialsProvider>,
+    ) -> Self {
+        let key = match api_key {
+            Some(k) => Some(ApiKey::Given(KeyScope::of(k))),
+            None if std::env::var_os("AWS_BEARER_TOKEN_BEDROCK").is_some() => {
+                Some(ApiKey::FromEnvironment)
+            }
+            None => None,
+        };
+        Self {
+            service,
+            content_sha256: service == "bedrock-mantle",
+            key,
+            credentials: provider.map(CachedCredentials::new),
+        }
+    }
+
+    /// The bearer key for a call in `region`, if one serves it.
+    fn key_for(&self, region: &str) -> Option<String> {
+        match self.key.as_ref()? {
+            ApiKey::Given(k) => k.serves(region).then(|| k.key.clone()),
+            ApiKey::FromEnvironment => {
+                let k = KeyScope::of(std::env::var("AWS_BEARER_TOKEN_BEDROCK").ok()?);
+                (!k.key.is_empty() && k.serves(region)).then_some(k.key)
+            }
+        }
+    }
+
+    /// Adds the authorization to `request` for a call to `target` in `region`: the API key
+    /// where it is valid, else a SigV4 signature.
     pub(super) async fn apply(
         &self,
         request: &mut http::Request<Vec<u8>>,
         region: &str,
         target: &str,
     ) -> Result<(), Error> {
-        match self {
-            Auth::Bearer(key) => {
-                let value =
-                    http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                        Error::config(
-                            "bedrock_api_key",
-                            "the Bedrock API key has characters a header cannot carry",
-                        )
-                    })?;
-                request
-                    .headers_mut()
-                    .insert(http::header::AUTHORIZATION, value);
-                Ok(())
-            }
-            Auth::Unsigned => Err(Error::from(
-                ServiceError::new(
-                    ErrorKind::AccessDenied,
-                    "no Bedrock API key and no AWS credentials provider to sign with",
-                    target,
-                    region,
+        if let Some(key) = self.key_for(region) {
+            let value = http::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                Error::config(
+                    "bedrock_api_key",
+                    "the Bedrock API key has characters a header cannot carry",
                 )
-                .with_code("CredentialsNotLoaded"),
-            )),
-            Auth::SigV4 {
-                service,
-                credentials,
-            } => {
-                let creds = credentials.get(region, target).await?;
-                sign_v4(request, &creds, service, region).map_err(|e| {
-                    Error::invalid(
-                        "request",
-                        format!("the request could not be signed with SigV4: {e}"),
-                    )
-                })
-            }
+            })?;
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, value);
+            return Ok(());
         }
+        let Some(credentials) = &self.credentials else {
+            let why = match &self.key {
+                Some(_) => "the Bedrock API key is not valid for this region (or has expired), and there are no AWS credentials to sign with",
+                None => "no Bedrock API key and no AWS credentials provider to sign with",
+            };
+            return Err(Error::from(
+                ServiceError::new(ErrorKind::AccessDenied, why, target, region)
+                    .with_code("CredentialsNotLoaded"),
+            ));
+        };
+        let creds = credentials.get(region, target).await?;
+        sign_v4(request, &creds, self.service, region, self.content_sha256).map_err(|e| {
+            Error::invalid(
+                "request",
+                format!("the request could not be signed with SigV4: {e}"),
+            )
+        })
     }
 }
 
@@ -90,14 +189,19 @@ fn sign_v4(
     creds: &Credentials,
     service: &str,
     region: &str,
+    content_sha256: bool,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let identity = creds.clone().into();
+    let mut settings = SigningSettings::default();
+    if content_sha256 {
+        settings.payload_checksum_kind = aws_sigv4::http_request::PayloadChecksumKind::XAmzSha256;
+    }
     let params = v4::SigningParams::builder()
         .identity(&identity)
         .region(region)
         .name(service)
         .time(SystemTime::now())
-        .settings(SigningSettings::default())
+        .settings(settings)
         .build()?
         .into();
     let uri = request.uri().to_string();
@@ -132,17 +236,31 @@ impl CachedCredentials {
 
     async fn get(&self, region: &str, target: &str) -> Result<Credentials, Error> {
         let mut held = self.held.lock().await;
-        let fresh = |c: &Credentials| {
-            c.expiry().is_none_or(|at| {
+        let left = |c: &Credentials| {
+            c.expiry().map(|at| {
                 at.duration_since(SystemTime::now())
-                    .is_ok_and(|left| left > REFRESH_BEFORE_EXPIRY)
+                    .unwrap_or(Duration::ZERO)
             })
         };
-        if let Some(c) = held.as_ref().filter(|c| fresh(c)) {
-            return Ok(c.clone());
+        if let Some(c) = held.as_ref() {
+            if left(c).is_none_or(|l| l > REFRESH_BEFORE_EXPIRY) {
+                return Ok(c.clone());
+            }
         }
-        let got = self.provider.provide_credentials().await.map_err(|e| {
-            Error::from(
+        match self.provider.provide_credentials().await {
+            Ok(got) => {
+                *held = Some(got.clone());
+                Ok(got)
+            }
+            // The held ones still sign until they expire.
+            Err(_)
+                if held
+                    .as_ref()
+                    .is_some_and(|c| left(c).is_some_and(|l| l > Duration::ZERO)) =>
+            {
+                Ok(held.clone().expect("checked"))
+            }
+            Err(e) => Err(Error::from(
                 ServiceError::new(
                     ErrorKind::AccessDenied,
                     format!("no AWS credentials to sign with: {e}"),
@@ -150,10 +268,8 @@ impl CachedCredentials {
                     region,
                 )
                 .with_code("CredentialsNotLoaded"),
-            )
-        })?;
-        *held = Some(got.clone());
-        Ok(got)
+            )),
+        }
     }
 }
 
@@ -217,4 +333,34 @@ pub fn short_term_api_key(
         "bedrock-api-key-{}",
         base64::engine::general_purpose::STANDARD.encode(format!("{bare}&Version=1"))
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_term_key_serves_its_own_region_until_it_expires() {
+        let creds = Credentials::new("AKID", "secret", None, None, "test");
+        let key = short_term_api_key(&creds, "eu-west-1", Duration::from_secs(600)).unwrap();
+        let scope = KeyScope::of(key);
+        assert_eq!(scope.region.as_deref(), Some("eu-west-1"));
+        let left = scope
+            .expires
+            .unwrap()
+            .duration_since(SystemTime::now())
+            .unwrap();
+        assert!(
+            left > Duration::from_secs(590) && left <= Duration::from_secs(600),
+            "{left:?}"
+        );
+        assert!(scope.serves("eu-west-1") && !scope.serves("us-east-1"));
+        // A long-term key says neither: it is sent everywhere.
+        let long = KeyScope::of("ABSKexamplelongtermkey".into());
+        assert!(long.serves("us-east-1") && long.serves("eu-west-1"));
+        assert_eq!(
+            signed_at("19700102T000001Z"),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(86_401))
+        );
+    }
 }

@@ -161,15 +161,18 @@ pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
             ReasoningText {
                 text: r.to_string(),
                 signature: None,
+                id: None,
             },
         )));
     }
-    if let Some(t) = message
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-    {
-        content.push(OutputBlock::Text(t.to_string()));
+    for key in ["content", "refusal"] {
+        if let Some(t) = message
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            content.push(OutputBlock::Text(t.to_string()));
+        }
     }
     for call in message
         .and_then(|m| m.get("tool_calls"))
@@ -187,9 +190,17 @@ pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
             input: serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.into())),
         });
     }
+    let called = content
+        .iter()
+        .any(|b| matches!(b, OutputBlock::ToolUse { .. }));
+    let stop_reason = match finish(choice).unwrap_or_default() {
+        // A named tool choice may finish `stop` after its call (vLLM does).
+        StopReason::EndTurn if called => StopReason::ToolUse,
+        other => other,
+    };
     Ok(Completion {
         content,
-        stop_reason: finish(choice).unwrap_or_default(),
+        stop_reason,
         usage: usage(v.get("usage")),
         served_tier: input::served_tier(v.get("service_tier").and_then(Value::as_str)),
         ..Completion::default()
@@ -205,10 +216,9 @@ fn text(v: &Value, path: &str) -> String {
 
 /// The reasoning text of a message or delta, as open-weight servers name it.
 fn reasoning_of(m: &Value) -> Option<&str> {
-    m.get("reasoning_content")
-        .or_else(|| m.get("reasoning"))
-        .and_then(Value::as_str)
-        .filter(|r| !r.is_empty())
+    ["reasoning_content", "reasoning"]
+        .into_iter()
+        .find_map(|k| m.get(k).and_then(Value::as_str).filter(|r| !r.is_empty()))
 }
 
 fn finish(choice: &Value) -> Option<StopReason> {
@@ -236,6 +246,17 @@ fn usage(u: Option<&Value>) -> Usage {
     }
 }
 
+/// A streamed tool call as its chunks arrive: a server may send its id and name once or on
+/// every chunk, and its arguments before its name.
+#[derive(Debug, Default)]
+struct PendingCall {
+    id: Option<String>,
+    name: Option<String>,
+    /// Arguments received before the call could start.
+    held: String,
+    started: bool,
+}
+
 /// Turns `chat.completion.chunk`s into backend events.
 #[derive(Debug, Default)]
 pub(super) struct Events {
@@ -243,6 +264,10 @@ pub(super) struct Events {
     pub(super) done: bool,
     /// A finish reason came (usage may follow in a chunk of its own).
     stopped: bool,
+    /// Tool calls by their index in the chunks.
+    calls: Vec<(u64, PendingCall)>,
+    /// The tier a chunk said served (the usage chunk may not repeat it).
+    served: Option<crate::types::ServiceTier>,
 }
 
 impl Events {
@@ -256,6 +281,9 @@ impl Events {
         if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
             return Err(super::responses::failed(e, bad));
         }
+        if let Some(t) = input::served_tier(v.get("service_tier").and_then(Value::as_str)) {
+            self.served = Some(t);
+        }
         let mut out = Vec::new();
         if let Some(choice) = v.pointer("/choices/0") {
             let delta = choice.get("delta");
@@ -265,15 +293,17 @@ impl Events {
                     delta: ReasoningDelta::Text(r.to_string()),
                 });
             }
-            if let Some(t) = delta
-                .and_then(|d| d.get("content"))
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                out.push(BackendEvent::TextDelta {
-                    index: TEXT,
-                    text: t.to_string(),
-                });
+            for key in ["content", "refusal"] {
+                if let Some(t) = delta
+                    .and_then(|d| d.get(key))
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    out.push(BackendEvent::TextDelta {
+                        index: TEXT,
+                        text: t.to_string(),
+                    });
+                }
             }
             for call in delta
                 .and_then(|d| d.get("tool_calls"))
@@ -281,46 +311,173 @@ impl Events {
                 .into_iter()
                 .flatten()
             {
-                let index = call
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .map_or(Some(FIRST_TOOL), |i| {
-                        u32::try_from(i).ok()?.checked_add(FIRST_TOOL)
-                    })
-                    .ok_or_else(|| bad.error("a tool call's index is out of range"))?;
-                if let (Some(id), Some(name)) = (
-                    call.get("id").and_then(Value::as_str),
-                    call.pointer("/function/name").and_then(Value::as_str),
-                ) {
-                    out.push(BackendEvent::ToolUseStart {
-                        index,
-                        id: id.to_string(),
-                        name: name.to_string(),
-                    });
-                }
-                if let Some(args) = call
-                    .pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .filter(|a| !a.is_empty())
-                {
-                    out.push(BackendEvent::ToolUseDelta {
-                        index,
-                        input_json: args.to_string(),
-                    });
-                }
+                self.tool_call(call, bad, &mut out)?;
             }
             if let Some(stop) = finish(choice) {
                 self.stopped = true;
+                if self.unstarted_call() {
+                    return Err(bad.error("a tool call came without its id or name"));
+                }
+                let stop = match stop {
+                    // A named tool choice may finish `stop` after its call (vLLM does).
+                    StopReason::EndTurn if !self.calls.is_empty() => StopReason::ToolUse,
+                    other => other,
+                };
                 out.push(BackendEvent::Stop(stop));
             }
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             out.push(BackendEvent::Metadata {
                 usage: usage(Some(u)),
-                served_tier: input::served_tier(v.get("service_tier").and_then(Value::as_str)),
+                served_tier: self.served,
                 invoked_model: None,
             });
         }
         Ok(out)
+    }
+
+    /// One tool call's piece: it starts once its id and name are known, with the arguments
+    /// held until then.
+    fn tool_call(
+        &mut self,
+        call: &Value,
+        bad: &Malformed<'_>,
+        out: &mut Vec<BackendEvent>,
+    ) -> Result<()> {
+        let key = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let index = u32::try_from(key)
+            .ok()
+            .and_then(|i| i.checked_add(FIRST_TOOL))
+            .ok_or_else(|| bad.error("a tool call's index is out of range"))?;
+        let at = match self.calls.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                self.calls.push((key, PendingCall::default()));
+                self.calls.len() - 1
+            }
+        };
+        let pending = &mut self.calls[at].1;
+        if let Some(id) = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            pending.id.get_or_insert_with(|| id.to_string());
+        }
+        if let Some(name) = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            pending.name.get_or_insert_with(|| name.to_string());
+        }
+        let args = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if pending.started {
+            if !args.is_empty() {
+                out.push(BackendEvent::ToolUseDelta {
+                    index,
+                    input_json: args.to_string(),
+                });
+            }
+            return Ok(());
+        }
+        pending.held.push_str(args);
+        if let (Some(id), Some(name)) = (&pending.id, &pending.name) {
+            pending.started = true;
+            out.push(BackendEvent::ToolUseStart {
+                index,
+                id: id.clone(),
+                name: name.clone(),
+            });
+            if !pending.held.is_empty() {
+                out.push(BackendEvent::ToolUseDelta {
+                    index,
+                    input_json: std::mem::take(&mut pending.held),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A tool call that never got its id and name: the answer cannot be read.
+    pub(super) fn unstarted_call(&self) -> bool {
+        self.calls.iter().any(|(_, c)| !c.started)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad() -> Malformed<'static> {
+        Malformed {
+            target: "m",
+            region: "r",
+        }
+    }
+
+    fn read(events: &mut Events, chunks: &[Value]) -> Vec<BackendEvent> {
+        chunks
+            .iter()
+            .flat_map(|c| events.read(c, &bad()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_tool_call_starts_once_with_the_arguments_sent_before_its_name() {
+        let chunk =
+            |call: Value| json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [call] } }] });
+        let mut e = Events::default();
+        let got = read(
+            &mut e,
+            &[
+                chunk(json!({ "index": 0, "id": "call_1", "function": { "arguments": "{\"ci" } })),
+                chunk(
+                    json!({ "index": 0, "id": "call_1", "function": { "name": "weather", "arguments": "ty\":" } }),
+                ),
+                chunk(
+                    json!({ "index": 0, "id": "call_1", "function": { "name": "weather", "arguments": "\"Oslo\"}" } }),
+                ),
+                json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }], "service_tier": "default" }),
+                json!({ "choices": [], "usage": { "prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": { "cached_tokens": 4 } } }),
+            ],
+        );
+        let starts = got
+            .iter()
+            .filter(|e| matches!(e, BackendEvent::ToolUseStart { .. }))
+            .count();
+        assert_eq!(starts, 1, "{got:?}");
+        let args: String = got
+            .iter()
+            .filter_map(|e| match e {
+                BackendEvent::ToolUseDelta { input_json, .. } => Some(input_json.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, r#"{"city":"Oslo"}"#);
+        assert!(got.contains(&BackendEvent::Stop(StopReason::ToolUse)));
+        assert!(got.iter().any(|e| matches!(e,
+            BackendEvent::Metadata { usage, served_tier: Some(crate::types::ServiceTier::Standard), .. }
+                if usage.input_tokens == 6 && usage.cache_read_tokens == 4)));
+        assert!(!e.unstarted_call() && e.finished());
+    }
+
+    #[test]
+    fn a_whole_answer_with_a_refusal_or_tool_calls_reads_as_blocks() {
+        let v = json!({ "choices": [{ "message": { "role": "assistant", "content": null, "refusal": "I can't help with that." }, "finish_reason": "stop" }] });
+        let c = completion(&v, &bad()).unwrap();
+        assert_eq!(
+            c.content,
+            vec![OutputBlock::Text("I can't help with that.".into())]
+        );
+        let v = json!({ "choices": [{ "message": { "role": "assistant", "reasoning_content": null, "reasoning": "think",
+            "tool_calls": [{ "id": "c1", "type": "function", "function": { "name": "f", "arguments": "{\"a\":1}" } }] }, "finish_reason": "stop" }] });
+        let c = completion(&v, &bad()).unwrap();
+        assert_eq!(c.stop_reason, StopReason::ToolUse);
+        assert!(matches!(&c.content[0], OutputBlock::Reasoning(_)));
+        assert!(matches!(&c.content[1], OutputBlock::ToolUse { input, .. } if input["a"] == 1));
     }
 }

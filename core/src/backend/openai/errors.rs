@@ -28,7 +28,21 @@ pub(super) fn kind_of_code(code: &str, status: u16) -> ErrorKind {
         | "invalid_prompt"
         | "unsupported_parameter"
         | "unsupported_value"
-        | "BadRequestError" => ErrorKind::Validation,
+        | "BadRequestError"
+        | "invalid_image"
+        | "invalid_image_format"
+        | "invalid_base64_image"
+        | "invalid_image_url"
+        | "image_too_large"
+        | "image_too_small"
+        | "image_parse_error"
+        | "image_content_policy_violation"
+        | "invalid_image_mode"
+        | "image_file_too_large"
+        | "unsupported_image_media_type"
+        | "empty_image_file"
+        | "failed_to_download_image"
+        | "image_file_not_found" => ErrorKind::Validation,
         "model_not_found" | "not_found_error" => ErrorKind::NotFound,
         "permission_denied_error"
         | "access_denied"
@@ -75,11 +89,11 @@ pub(super) fn from_status(
         .or_else(|| headers.get("x-amzn-requestid"))
         .map(str::to_string);
     let mut kind = kind_of_code(&code, status);
-    // A 4xx with a server's word for capacity is still capacity.
+    // The status says capacity or a server fault, whatever word the body uses.
     if status == 429 {
         kind = ErrorKind::Throttled;
-    } else if status == 503 && kind == ErrorKind::Validation {
-        kind = ErrorKind::Unavailable;
+    } else if status >= 500 && !kind.fails_over() {
+        kind = ErrorKind::from_aws_code("", status);
     }
     Error::from(ServiceError {
         kind,

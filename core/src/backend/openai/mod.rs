@@ -31,7 +31,7 @@ use super::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::config::{OpenAiApi, OpenAiConfig};
 use crate::types::{Error, ErrorKind, Provider, Result, ServiceError, Target};
 pub use auth::short_term_api_key;
-use auth::{Auth, CachedCredentials};
+use auth::Auth;
 
 /// Which endpoint a backend sends to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,19 +102,11 @@ impl std::fmt::Debug for OpenAiBackend {
 impl OpenAiBackend {
     /// A backend for `endpoint`, with the SDK configuration's credentials.
     pub fn new(endpoint: Endpoint, sdk: &aws_config::SdkConfig, settings: OpenAiSettings) -> Self {
-        let key = settings.api_key.or_else(|| {
-            std::env::var("AWS_BEARER_TOKEN_BEDROCK")
-                .ok()
-                .filter(|k| !k.is_empty())
-        });
-        let auth = match (key, sdk.credentials_provider()) {
-            (Some(key), _) => Auth::Bearer(key),
-            (None, Some(provider)) => Auth::SigV4 {
-                service: endpoint.service(),
-                credentials: CachedCredentials::new(provider),
-            },
-            (None, None) => Auth::Unsigned,
-        };
+        let auth = Auth::new(
+            endpoint.service(),
+            settings.api_key,
+            sdk.credentials_provider(),
+        );
         let mut connector = HttpConnectorSettings::builder();
         if let Some(t) = settings.connect_timeout {
             connector = connector.connect_timeout(t);
@@ -243,6 +235,12 @@ impl OpenAiBackend {
             )
             .body(body)
             .map_err(|e| Error::config("aws.endpoint_url", format!("not a usable URL: {e}")))?;
+        if request.uri().host().is_none_or(str::is_empty) {
+            return Err(Error::config(
+                "aws.endpoint_url",
+                format!("{} has no host", request.uri()),
+            ));
+        }
         self.auth
             .apply(&mut request, target.region(), target.id())
             .await?;

@@ -52,18 +52,27 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
                     }));
                 }
                 ContentBlock::Reasoning(r) => {
+                    // Only the reasoning items this API made go back (the plan leaves other
+                    // models' reasoning out), each by its id with its encrypted content.
                     if call.attempt.shape.reasoning_history {
                         if let ReasoningBlock::Text(ReasoningText {
                             text,
-                            signature: Some(encrypted),
+                            signature,
+                            id: Some(id),
                         }) = r
                         {
                             flush(&mut items, role, &mut parts);
-                            items.push(json!({
-                                "type": "reasoning",
-                                "summary": [{ "type": "summary_text", "text": text }],
-                                "encrypted_content": encrypted,
-                            }));
+                            let summary: Vec<Value> = if text.is_empty() {
+                                Vec::new()
+                            } else {
+                                vec![json!({ "type": "summary_text", "text": text })]
+                            };
+                            let mut item =
+                                json!({ "type": "reasoning", "id": id, "summary": summary });
+                            if let Some(encrypted) = signature {
+                                item["encrypted_content"] = json!(encrypted);
+                            }
+                            items.push(item);
                         }
                     }
                 }
@@ -131,10 +140,12 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
         );
     }
     if let Some(effort) = input::effort(call) {
-        body.insert(
-            "reasoning".into(),
-            json!({ "effort": effort, "summary": "auto" }),
-        );
+        let mut reasoning = json!({ "effort": effort });
+        if let Some(summary) = call.model.reasoning().and_then(|r| r.summary.as_deref()) {
+            reasoning["summary"] = json!(summary);
+        }
+        body.insert("reasoning".into(), reasoning);
+        // Nothing is stored on the service: the next turn needs the reasoning itself.
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     }
     if let Some(tier) = input::service_tier(call) {
@@ -158,6 +169,10 @@ fn flush(items: &mut Vec<Value>, role: &str, parts: &mut Vec<Value>) {
 pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
     if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
         return Err(failed(e, bad));
+    }
+    if let Some(status @ ("failed" | "cancelled")) = v.get("status").and_then(Value::as_str) {
+        let e = json!({ "code": "server_error", "message": format!("the response is {status}") });
+        return Err(failed(&e, bad));
     }
     let output = v
         .get("output")
@@ -204,6 +219,7 @@ pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
                         ReasoningText {
                             text,
                             signature: encrypted,
+                            id: item.get("id").and_then(Value::as_str).map(str::to_string),
                         },
                     )));
                 }
@@ -229,15 +245,23 @@ fn arguments(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
+/// A reasoning item's text: its summary's paragraphs, else its full reasoning text
+/// (open-weight models on mantle send `content` of `reasoning_text` parts).
 fn summary_text(item: &Value) -> String {
-    let parts: Vec<&str> = item
-        .get("summary")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.get("text").and_then(Value::as_str))
-        .collect();
-    parts.join("\n\n")
+    let texts = |key: &str| -> Vec<&str> {
+        item.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.get("text").and_then(Value::as_str))
+            .collect()
+    };
+    let summary = texts("summary");
+    if summary.is_empty() {
+        texts("content").concat()
+    } else {
+        summary.join("\n\n")
+    }
 }
 
 /// Why a response ended: its status and `incomplete_details.reason`.
@@ -265,10 +289,15 @@ pub(super) fn usage(u: Option<&Value>) -> Usage {
             .map_or(0, crate::types::units::token_count)
     };
     let cached = n("/input_tokens_details/cached_tokens");
+    // Bedrock's extension: the prefix written to the cache (priced as a cache write).
+    let written = n("/input_tokens_details/cache_write_tokens");
     Usage {
-        input_tokens: n("/input_tokens").saturating_sub(cached),
+        input_tokens: n("/input_tokens")
+            .saturating_sub(cached)
+            .saturating_sub(written),
         output_tokens: n("/output_tokens"),
         cache_read_tokens: cached,
+        cache_write_tokens: written,
         reasoning_tokens: n("/output_tokens_details/reasoning_tokens"),
         ..Usage::default()
     }
@@ -277,10 +306,15 @@ pub(super) fn usage(u: Option<&Value>) -> Usage {
 /// A failed response's `error` (or an `error` event's body) as an error: by its code, a
 /// server error fails over, a refused input does not.
 pub(super) fn failed(e: &Value, bad: &Malformed<'_>) -> Error {
+    // A flat `error` event's own `type` is "error": only a nested error's type names a kind.
     let code = e
         .get("code")
         .and_then(Value::as_str)
-        .or_else(|| e.get("type").and_then(Value::as_str))
+        .or_else(|| {
+            e.get("type")
+                .and_then(Value::as_str)
+                .filter(|t| *t != "error")
+        })
         .unwrap_or("server_error");
     let message = e
         .get("message")
@@ -301,13 +335,38 @@ pub(super) fn failed(e: &Value, bad: &Malformed<'_>) -> Error {
 /// `output_index`: each output item is one block.
 #[derive(Debug, Default)]
 pub(super) struct Events {
-    /// The function calls seen, by output index, to tell a stop for tool use.
+    /// A function call was seen: the stop is for tool use.
     called: bool,
+    /// Output indexes of the function calls whose arguments have come (as deltas or whole).
+    argued: Vec<u32>,
     /// The stream reached its terminal event.
     pub(super) done: bool,
 }
 
 impl Events {
+    /// A piece of a function call's arguments, if it has any.
+    fn arguments(&mut self, index: u32, text: &str) -> Option<BackendEvent> {
+        if text.is_empty() {
+            return None;
+        }
+        if !self.argued.contains(&index) {
+            self.argued.push(index);
+        }
+        Some(BackendEvent::ToolUseDelta {
+            index,
+            input_json: text.to_string(),
+        })
+    }
+
+    /// A call's whole arguments, when no piece of them came before (a server that sends
+    /// them only at the end).
+    fn unless_argued(&mut self, index: u32, whole: &str) -> Vec<BackendEvent> {
+        if self.argued.contains(&index) {
+            return Vec::new();
+        }
+        self.arguments(index, whole).into_iter().collect()
+    }
+
     /// The backend events of one stream event (its JSON `data`).
     pub(super) fn read(&mut self, v: &Value, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
         let index = || {
@@ -345,40 +404,55 @@ impl Events {
                     Vec::new()
                 }
             }
-            "response.output_item.added" => match v.pointer("/item/type").and_then(Value::as_str) {
-                Some("function_call") => {
-                    self.called = true;
-                    let item = &v["item"];
-                    vec![BackendEvent::ToolUseStart {
-                        index: index()?,
-                        id: str_of(item, "call_id").to_string(),
-                        name: str_of(item, "name").to_string(),
-                    }]
+            "response.output_item.added" => {
+                let item = &v["item"];
+                match item.get("type").and_then(Value::as_str) {
+                    Some("function_call") => {
+                        self.called = true;
+                        let at = index()?;
+                        let mut out = vec![BackendEvent::ToolUseStart {
+                            index: at,
+                            id: str_of(item, "call_id").to_string(),
+                            name: str_of(item, "name").to_string(),
+                        }];
+                        // Some servers send the arguments whole with the item.
+                        out.extend(self.arguments(at, str_of(item, "arguments")));
+                        out
+                    }
+                    _ => Vec::new(),
                 }
-                _ => Vec::new(),
-            },
+            }
             "response.function_call_arguments.delta" => {
-                let delta = str_of(v, "delta");
-                if delta.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![BackendEvent::ToolUseDelta {
-                        index: index()?,
-                        input_json: delta.to_string(),
-                    }]
-                }
+                let at = index()?;
+                self.arguments(at, str_of(v, "delta")).into_iter().collect()
+            }
+            "response.function_call_arguments.done" => {
+                let at = index()?;
+                self.unless_argued(at, str_of(v, "arguments"))
             }
             "response.output_item.done" => {
                 let item = &v["item"];
                 match item.get("type").and_then(Value::as_str) {
                     Some("reasoning") => {
-                        match item.get("encrypted_content").and_then(Value::as_str) {
-                            Some(encrypted) => vec![BackendEvent::ReasoningDelta {
-                                index: index()?,
-                                delta: ReasoningDelta::Signature(encrypted.to_string()),
-                            }],
-                            None => Vec::new(),
+                        let at = index()?;
+                        let mut out = Vec::new();
+                        if let Some(id) = item.get("id").and_then(Value::as_str) {
+                            out.push(BackendEvent::ReasoningDelta {
+                                index: at,
+                                delta: ReasoningDelta::Id(id.to_string()),
+                            });
                         }
+                        if let Some(e) = item.get("encrypted_content").and_then(Value::as_str) {
+                            out.push(BackendEvent::ReasoningDelta {
+                                index: at,
+                                delta: ReasoningDelta::Signature(e.to_string()),
+                            });
+                        }
+                        out
+                    }
+                    Some("function_call") => {
+                        let at = index()?;
+                        self.unless_argued(at, str_of(item, "arguments"))
                     }
                     _ => Vec::new(),
                 }
@@ -399,7 +473,7 @@ impl Events {
                     },
                 ]
             }
-            "response.failed" => {
+            "response.failed" | "response.cancelled" => {
                 let e = v
                     .pointer("/response/error")
                     .filter(|e| !e.is_null())
@@ -413,5 +487,110 @@ impl Events {
             }
             _ => Vec::new(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad() -> Malformed<'static> {
+        Malformed {
+            target: "m",
+            region: "r",
+        }
+    }
+
+    fn read(events: &[Value]) -> Result<Vec<BackendEvent>> {
+        let mut e = Events::default();
+        let mut out = Vec::new();
+        for v in events {
+            out.extend(e.read(v, &bad())?);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn whole_arguments_count_once_whether_sent_with_the_item_at_done_or_in_pieces() {
+        let item = |args: &str| json!({ "type": "function_call", "call_id": "c1", "name": "f", "arguments": args });
+        let added = |args: &str| json!({ "type": "response.output_item.added", "output_index": 1, "item": item(args) });
+        let args_done = json!({ "type": "response.function_call_arguments.done", "output_index": 1, "arguments": "{}" });
+        let item_done =
+            json!({ "type": "response.output_item.done", "output_index": 1, "item": item("{}") });
+        let deltas = |evs: &[BackendEvent]| -> String {
+            evs.iter()
+                .filter_map(|e| match e {
+                    BackendEvent::ToolUseDelta { input_json, .. } => Some(input_json.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        // Whole with the item.
+        assert_eq!(
+            deltas(&read(&[added("{}"), args_done.clone(), item_done.clone()]).unwrap()),
+            "{}"
+        );
+        // Only at the end.
+        assert_eq!(
+            deltas(&read(&[added(""), args_done.clone(), item_done.clone()]).unwrap()),
+            "{}"
+        );
+        // In pieces, then the whole again at done: counted once.
+        let piece = |d: &str| json!({ "type": "response.function_call_arguments.delta", "output_index": 1, "delta": d });
+        assert_eq!(
+            deltas(&read(&[added(""), piece("{"), piece("}"), args_done, item_done]).unwrap()),
+            "{}"
+        );
+    }
+
+    #[test]
+    fn reasoning_items_bring_their_id_and_encrypted_content_and_failures_are_errors() {
+        let done = json!({ "type": "response.output_item.done", "output_index": 0,
+            "item": { "type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA" } });
+        let evs = read(&[done]).unwrap();
+        assert!(evs.contains(&BackendEvent::ReasoningDelta {
+            index: 0,
+            delta: ReasoningDelta::Id("rs_1".into())
+        }));
+        assert!(evs.contains(&BackendEvent::ReasoningDelta {
+            index: 0,
+            delta: ReasoningDelta::Signature("gAAA".into())
+        }));
+        // A flat error event: its code decides; its own type does not.
+        let err = read(&[json!({ "type": "error", "code": null, "message": "boom" })]).unwrap_err();
+        assert!(err.fails_over(), "{err}");
+        let err =
+            read(&[json!({ "type": "error", "code": "invalid_image", "message": "bad image" })])
+                .unwrap_err();
+        assert!(!err.fails_over(), "{err}");
+        let failed = json!({ "type": "response.failed", "response": { "status": "failed", "error": { "code": "server_error", "message": "x" } } });
+        assert!(read(&[failed]).unwrap_err().fails_over());
+    }
+
+    #[test]
+    fn a_whole_response_reads_reasoning_text_calls_usage_and_refuses_failed_ones() {
+        let v = json!({ "status": "completed", "service_tier": "default", "output": [
+            { "type": "reasoning", "id": "rs_1", "summary": [], "content": [{ "type": "reasoning_text", "text": "think" }] },
+            { "type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"a\":1}" },
+        ], "usage": { "input_tokens": 100, "output_tokens": 20,
+            "input_tokens_details": { "cached_tokens": 30, "cache_write_tokens": 50 },
+            "output_tokens_details": { "reasoning_tokens": 5 } } });
+        let c = completion(&v, &bad()).unwrap();
+        assert_eq!(c.stop_reason, StopReason::ToolUse);
+        let OutputBlock::Reasoning(ReasoningBlock::Text(r)) = &c.content[0] else {
+            panic!()
+        };
+        assert_eq!((r.text.as_str(), r.id.as_deref()), ("think", Some("rs_1")));
+        assert_eq!(
+            (
+                c.usage.input_tokens,
+                c.usage.cache_read_tokens,
+                c.usage.cache_write_tokens,
+                c.usage.reasoning_tokens
+            ),
+            (20, 30, 50, 5)
+        );
+        let failed = json!({ "status": "failed", "error": null, "output": [] });
+        assert!(completion(&failed, &bad()).unwrap_err().fails_over());
     }
 }

@@ -162,7 +162,7 @@ pub(super) async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OpenAiError> {
-    let (region, v) = read_request(&engine, &method, &uri, &headers, &body)?;
+    let (region, v) = read_request(&engine, surface, &method, &uri, &headers, &body)?;
     let Admitted {
         model,
         req,

@@ -176,7 +176,14 @@ async fn models(
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, OpenAiError> {
-    region_of(&engine, &method, &uri, &headers, &Bytes::new())?;
+    region_of(
+        &engine,
+        Surface::Mantle { prefix: "v1" },
+        &method,
+        &uri,
+        &headers,
+        &Bytes::new(),
+    )?;
     let data: Vec<Value> = engine
         .scenario
         .models
@@ -245,6 +252,7 @@ impl IntoResponse for OpenAiError {
 /// scenario's access keys and not have expired.
 fn region_of(
     engine: &Arc<Engine>,
+    surface: Surface,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -255,8 +263,15 @@ fn region_of(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let Some(token) = bearer else {
-        return authenticate(engine, "bedrock", method, uri, headers, body)
-            .or_else(|_| authenticate(engine, "bedrock-mantle", method, uri, headers, body));
+        // bedrock-runtime signs as `bedrock`; mantle as `bedrock-mantle` (OpenAI's SDKs), and
+        // some clients say `bedrock` works there too (unresolved: docs/research/openai-endpoints.md).
+        return match surface {
+            Surface::Runtime => authenticate(engine, "bedrock", method, uri, headers, body),
+            Surface::Mantle { .. } => {
+                authenticate(engine, "bedrock-mantle", method, uri, headers, body)
+                    .or_else(|_| authenticate(engine, "bedrock", method, uri, headers, body))
+            }
+        };
     };
     let denied = |m: &str| ApiError::new(401, "invalid_api_key", m);
     let url = token
@@ -331,12 +346,13 @@ fn text_parts(content: Option<&Value>) -> Vec<String> {
 /// The region of an authenticated call and its JSON body.
 fn read_request(
     engine: &Arc<Engine>,
+    surface: Surface,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<(String, Value), ApiError> {
-    let region = region_of(engine, method, uri, headers, body)?;
+    let region = region_of(engine, surface, method, uri, headers, body)?;
     let v = serde_json::from_slice(body).map_err(|e| {
         ApiError::new(
             400,
@@ -439,7 +455,7 @@ fn sse_answer(
     with_wire_fault(
         resp,
         fault,
-        Service::Bedrock,
+        crate::wire::misbehave::Framing::Sse,
         Some(|tokens| tokens as usize + 1),
     )
 }

@@ -171,7 +171,7 @@ pub(super) async fn responses(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OpenAiError> {
-    let (region, v) = read_request(&engine, &method, &uri, &headers, &body)?;
+    let (region, v) = read_request(&engine, surface, &method, &uri, &headers, &body)?;
     if v.get("background") == Some(&Value::Bool(true)) {
         return Err(ApiError::new(
             400,
