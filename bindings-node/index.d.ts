@@ -69,6 +69,8 @@ export interface Usage {
   /** Tokens written to the prompt cache (all TTLs); `cacheWrite1hTokens` of them at the 1-hour TTL. */
   cacheWriteTokens: number
   cacheWrite1hTokens: number
+  /** Of `outputTokens`, those the model spent reasoning, when the service says. */
+  reasoningTokens: number
   /** True when the input count is Laneway's estimate (the service sent none). */
   inputEstimated: boolean
 }
@@ -130,7 +132,7 @@ export interface ResponseJSON {
     | { reasoning: { text: { text: string; signature?: string } } | { redacted: string } }
   >
   stop_reason: string
-  usage: { input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; cache_write_1h_tokens: number; input_estimated: boolean }
+  usage: { input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; cache_write_1h_tokens: number; reasoning_tokens: number; input_estimated: boolean }
   timings: {
     ttft_ms?: number
     ttft_reasoning_ms?: number | null

@@ -102,7 +102,7 @@ class Response {
   get stopReason () { return this._d.stop_reason }
   get usage () {
     const u = this._d.usage
-    return { inputTokens: u.input_tokens, outputTokens: u.output_tokens, cacheReadTokens: u.cache_read_tokens, cacheWriteTokens: u.cache_write_tokens, cacheWrite1hTokens: u.cache_write_1h_tokens, inputEstimated: u.input_estimated }
+    return { inputTokens: u.input_tokens, outputTokens: u.output_tokens, cacheReadTokens: u.cache_read_tokens, cacheWriteTokens: u.cache_write_tokens, cacheWrite1hTokens: u.cache_write_1h_tokens, reasoningTokens: u.reasoning_tokens ?? 0, inputEstimated: u.input_estimated }
   }
   get timings () {
     const t = this._d.timings

@@ -16,6 +16,9 @@
 //! - *saturated*: 64 calls in flight as fast as they go, for requests per second. Its CPU per
 //!   call also moves with how the client and the emulator happen to batch each other's wake-ups
 //!   at different speeds, so it overstates per-call differences.
+//!
+//! Then Laneway's backends side by side ([`surfaces`]; alone: `LANEWAY_BENCH_ONLY=surfaces`):
+//! Converse against Bedrock's OpenAI-compatible APIs for the same model and answer length.
 
 use std::time::{Duration, Instant};
 
@@ -262,6 +265,10 @@ fn main() {
 
         // One contender alone, for profiling: `LANEWAY_BENCH_ONLY=raw|laneway[-stream]`
         // (saturated, or paced when `LANEWAY_BENCH_RATE` is set).
+        if std::env::var("LANEWAY_BENCH_ONLY").as_deref() == Ok("surfaces") {
+            surfaces(&url, per_round, rounds, rate).await;
+            return;
+        }
         if let Ok(only) = std::env::var("LANEWAY_BENCH_ONLY") {
             let pace = std::env::var("LANEWAY_BENCH_RATE").is_ok().then_some(rate);
             for _ in 0..rounds {
@@ -334,6 +341,101 @@ fn main() {
                 );
             }
         }
+
+        surfaces(&url, per_round, rounds, rate).await;
     }).await.unwrap() });
     emulator_rt.block_on(emulator.shutdown());
+}
+
+/// Laneway's backends side by side: the same model (gpt-oss-120b), request and answer length
+/// through Converse and through Bedrock's OpenAI-compatible APIs (Chat Completions on
+/// bedrock-runtime, Responses on bedrock-mantle), whole and streamed, paced, for answers of 16
+/// and 300 tokens. Reported: client CPU per call and the OpenAI-compatible/Converse ratio
+/// (medians of per-pair ratios, pairs in alternating order).
+async fn surfaces(url: &str, per_round: usize, rounds: usize, rate: f64) {
+    const GPT_OSS: &str = "openai.gpt-oss-120b-1:0";
+    let router_for = |converse: bool, mantle_first: bool| {
+        let url = url.to_string();
+        async move {
+            let mut config = laneway::Config::default();
+            config.routing.stream_generate = false;
+            if let Some(laneway::config::ModelConfig::Bedrock(b)) = config.models.get_mut(GPT_OSS) {
+                b.converse = converse;
+                let o = b
+                    .openai
+                    .as_mut()
+                    .expect("gpt-oss has OpenAI-compatible surfaces");
+                o.first = true;
+                if mantle_first {
+                    o.runtime.clear();
+                }
+            }
+            Router::builder()
+                .config(config)
+                .endpoint_url(url)
+                .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+                .build()
+                .await
+                .unwrap()
+        }
+    };
+    let routers = [
+        ("Converse", router_for(true, false).await),
+        ("Chat Completions (runtime)", router_for(false, false).await),
+        ("Responses (mantle)", router_for(false, true).await),
+    ];
+    let per_round = per_round / 2;
+    println!("Laneway by surface, {GPT_OSS}: {per_round} calls per round, {rounds} round pairs, paced at {rate:.0}/s");
+    for tokens in [16i64, 300] {
+        for streaming in [false, true] {
+            let call = |router: Router| {
+                move |i: usize| {
+                    let router = router.clone();
+                    let req = GenerateRequest::user(format!("Summarise ticket {i}"))
+                        .model(GPT_OSS)
+                        .max_tokens(tokens);
+                    async move {
+                        if streaming {
+                            let mut s = router.stream(req).await.unwrap();
+                            while let Some(ev) = s.next().await {
+                                if let StreamEvent::Completed(_) = ev.unwrap() {}
+                            }
+                        } else {
+                            router.generate(req).await.unwrap();
+                        }
+                    }
+                }
+            };
+            let converse = call(routers[0].1.clone());
+            // Warm-up.
+            measure(per_round, None, &converse).await;
+            for (name, router) in &routers[1..] {
+                let other = call(router.clone());
+                measure(per_round, None, &other).await;
+                let (mut a_cpu, mut b_cpu) = (vec![], vec![]);
+                for round in 0..rounds {
+                    let (a, b) = if round % 2 == 0 {
+                        let a = measure(per_round, Some(rate), &converse).await;
+                        (a, measure(per_round, Some(rate), &other).await)
+                    } else {
+                        let b = measure(per_round, Some(rate), &other).await;
+                        (measure(per_round, Some(rate), &converse).await, b)
+                    };
+                    a_cpu.push(a.cpu_us_per_call);
+                    b_cpu.push(b.cpu_us_per_call);
+                }
+                let ratio = median(b_cpu.iter().zip(&a_cpu).map(|(b, a)| b / a).collect());
+                let mode = if streaming {
+                    "streaming"
+                } else {
+                    "non-streaming"
+                };
+                println!(
+                    "  {tokens:>3} tokens {mode:<14} Converse {:>6.1} us CPU/call | {name} {:>6.1} us CPU/call | ratio {ratio:.3}",
+                    median(a_cpu),
+                    median(b_cpu),
+                );
+            }
+        }
+    }
 }

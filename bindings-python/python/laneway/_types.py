@@ -81,14 +81,16 @@ class Request:
 @dataclass(frozen=True)
 class Usage:
     """Tokens of one call: new input, cache writes (all TTLs; `cache_write_1h_tokens` of them at
-    the 1-hour TTL) and reads, output; `input_estimated` when the input count is Laneway's
-    estimate (the service sent none)."""
+    the 1-hour TTL) and reads, output (`reasoning_tokens` of them spent reasoning, when the
+    service says); `input_estimated` when the input count is Laneway's estimate (the service
+    sent none)."""
 
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
     cache_write_1h_tokens: int = 0
+    reasoning_tokens: int = 0
     input_estimated: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -96,7 +98,7 @@ class Usage:
     def _from(cls, d: Dict[str, Any]) -> "Usage":
         return cls(
             d["input_tokens"], d["output_tokens"], d.get("cache_read_tokens", 0), d.get("cache_write_tokens", 0),
-            d.get("cache_write_1h_tokens", 0), d.get("input_estimated", False), d,
+            d.get("cache_write_1h_tokens", 0), d.get("reasoning_tokens", 0), d.get("input_estimated", False), d,
         )
 
 
