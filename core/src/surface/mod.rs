@@ -21,6 +21,7 @@ pub mod batch;
 pub mod converse;
 mod details;
 pub mod flat;
+pub mod openai;
 mod options;
 pub mod schema;
 mod value;

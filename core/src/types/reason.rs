@@ -215,6 +215,8 @@ pub enum Reason {
     /// A broken stream of this model is not continued from what was delivered: its APIs
     /// take no assistant prefill to continue from, so the stream ends interrupted instead.
     ContinuationRefused { model: Arc<str> },
+    /// A field of an `openai`-shaped request that the call went without, and why.
+    FieldNotHonoured { field: String, why: String },
 }
 
 /// Why the request's own cache checkpoints were changed to fit the model's rules.
@@ -472,6 +474,7 @@ impl fmt::Display for Reason {
             Reason::NotSentTo { model, surface, field } => {
                 write!(f, "{field} not sent to {model} on {surface}: that surface has no such field")
             }
+            Reason::FieldNotHonoured { field, why } => write!(f, "{field} not honoured: {why}"),
             Reason::ContinuationRefused { model } => {
                 write!(f, "a broken stream of {model} is not continued: its APIs take no prefill to continue from")
             }

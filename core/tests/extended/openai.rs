@@ -459,3 +459,71 @@ async fn what_an_openai_surface_cannot_carry_goes_by_converse_or_is_refused_by_n
     assert_eq!(err.kind(), ErrorKind::InvalidRequest);
     assert!(err.to_string().contains("messages[0].content[1]"), "{err}");
 }
+
+/// An app's `chat.completions.create(...)` body through the router: the answer in the SDK's
+/// shapes, whole and as chunks, with Laneway's decision beside it and the fields it went
+/// without said there.
+#[tokio::test]
+async fn an_openai_shaped_chat_call_answers_in_the_sdks_shapes_with_the_decision_beside() {
+    use laneway::surface::openai::{chat, note_unhonoured};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let body = json!({
+        "model": TERRA,
+        "messages": [{ "role": "user", "content": "What is the weather in Oslo?" }],
+        "tools": [{ "type": "function", "function": { "name": "weather", "parameters": {
+            "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] } } }],
+        "tool_choice": "required",
+        "seed": 42,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+        "laneway": { "slo": "interactive" },
+    });
+    let call = chat::request(body.clone()).unwrap();
+    assert!(call.stream && call.include_usage);
+    let mut chunks = chat::Chunks::new(&call.model, call.include_usage);
+    let mut s = router.stream(call.request.clone()).await.unwrap();
+    let mut all = Vec::new();
+    while let Some(ev) = s.next().await {
+        let mut ev = ev.unwrap();
+        if let StreamEvent::Completed(r) = &mut ev {
+            note_unhonoured(r, &call.unhonoured);
+        }
+        all.extend(chunks.event(&ev));
+    }
+    assert_eq!(all[0]["choices"][0]["delta"]["role"], "assistant");
+    let args: String = all
+        .iter()
+        .filter_map(|c| {
+            c.pointer("/choices/0/delta/tool_calls/0/function/arguments")?
+                .as_str()
+        })
+        .collect();
+    assert!(
+        serde_json::from_str::<Value>(&args).unwrap()["city"].is_string(),
+        "{args}"
+    );
+    let finish = all
+        .iter()
+        .find_map(|c| c.pointer("/choices/0/finish_reason")?.as_str())
+        .unwrap();
+    assert_eq!(finish, "tool_calls");
+    let last = all.last().unwrap();
+    assert!(
+        last["choices"].as_array().unwrap().is_empty()
+            && last["usage"]["total_tokens"].as_u64() > Some(0)
+    );
+    let reasons = &last["laneway"]["decision"]["reasons"];
+    assert!(reasons.to_string().contains("seed"), "{reasons}");
+
+    // Whole: one `chat.completion`.
+    let call = chat::request(
+        json!({ "model": TERRA, "messages": [{ "role": "user", "content": "Hello" }] }),
+    )
+    .unwrap();
+    let r = router.generate(call.request).await.unwrap();
+    let c = chat::completion(&r, TERRA);
+    assert_eq!(c["object"], "chat.completion");
+    assert_eq!(c["choices"][0]["message"]["content"], r.text());
+    assert_eq!(c["laneway"]["decision"]["provider"], "bedrock-openai");
+}

@@ -4,6 +4,10 @@
 //! Blocks of a streamed answer are numbered reasoning 0, text 1, tool call `n` at `n + 2`: a
 //! chunk says which tool call it continues, not which block.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::input;
@@ -222,27 +226,118 @@ fn reasoning_of(m: &Value) -> Option<&str> {
 }
 
 fn finish(choice: &Value) -> Option<StopReason> {
-    match choice.get("finish_reason").and_then(Value::as_str)? {
-        "content_filter" => Some(StopReason::ContentFiltered),
-        other => Some(StopReason::from_wire(other)),
-    }
+    choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(finish_word)
+}
+
+fn usage(u: Option<&Value>) -> Usage {
+    u.and_then(|u| ChatUsage::deserialize(u).ok())
+        .unwrap_or_default()
+        .into_usage()
+}
+
+/// One `chat.completion.chunk`, borrowing from its text: the fields Laneway reads.
+#[derive(Debug, Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<ChoiceDelta<'a>>,
+    #[serde(default)]
+    usage: Option<ChatUsage>,
+    #[serde(default, borrow)]
+    service_tier: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChoiceDelta<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 /// Chat Completions' usage: `prompt_tokens` counts cached ones too, `completion_tokens`
 /// counts reasoning.
-fn usage(u: Option<&Value>) -> Usage {
-    let n = |path: &str| {
-        u.and_then(|u| u.pointer(path))
-            .and_then(Value::as_u64)
-            .map_or(0, crate::types::units::token_count)
-    };
-    let cached = n("/prompt_tokens_details/cached_tokens");
-    Usage {
-        input_tokens: n("/prompt_tokens").saturating_sub(cached),
-        output_tokens: n("/completion_tokens"),
-        cache_read_tokens: cached,
-        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
-        ..Usage::default()
+#[derive(Debug, Default, Deserialize)]
+struct ChatUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl ChatUsage {
+    fn into_usage(self) -> Usage {
+        let n = |v: Option<u64>| v.map_or(0, crate::types::units::token_count);
+        let cached = n(self.prompt_tokens_details.and_then(|d| d.cached_tokens));
+        Usage {
+            input_tokens: n(self.prompt_tokens).saturating_sub(cached),
+            output_tokens: n(self.completion_tokens),
+            cache_read_tokens: cached,
+            reasoning_tokens: n(self
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)),
+            ..Usage::default()
+        }
+    }
+}
+
+/// A `finish_reason` word as a stop reason.
+fn finish_word(word: &str) -> StopReason {
+    match word {
+        "content_filter" => StopReason::ContentFiltered,
+        other => StopReason::from_wire(other),
     }
 }
 
@@ -276,49 +371,55 @@ impl Events {
         self.done || self.stopped
     }
 
-    /// The backend events of one chunk.
-    pub(super) fn read(&mut self, v: &Value, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
-        if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-            return Err(super::responses::failed(e, bad));
+    /// The backend events of one chunk (the text of its `data`).
+    pub(super) fn read(&mut self, data: &str, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
+        let v: Chunk<'_> = serde_json::from_str(data)
+            .map_err(|e| bad.error(&format!("a stream chunk is not one: {e}")))?;
+        if let Some(raw) = v.error {
+            let e: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+            if !e.is_null() {
+                let e = if e.is_object() {
+                    e
+                } else {
+                    json!({ "message": e })
+                };
+                return Err(super::responses::failed(&e, bad));
+            }
         }
-        if let Some(t) = input::served_tier(v.get("service_tier").and_then(Value::as_str)) {
+        if let Some(t) = input::served_tier(v.service_tier.as_deref()) {
             self.served = Some(t);
         }
         let mut out = Vec::new();
-        if let Some(choice) = v.pointer("/choices/0") {
-            let delta = choice.get("delta");
-            if let Some(r) = delta.and_then(reasoning_of) {
-                out.push(BackendEvent::ReasoningDelta {
-                    index: REASONING,
-                    delta: ReasoningDelta::Text(r.to_string()),
-                });
-            }
-            for key in ["content", "refusal"] {
-                if let Some(t) = delta
-                    .and_then(|d| d.get(key))
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    out.push(BackendEvent::TextDelta {
-                        index: TEXT,
-                        text: t.to_string(),
+        if let Some(choice) = v.choices.into_iter().next() {
+            if let Some(delta) = choice.delta {
+                let reasoning = delta
+                    .reasoning_content
+                    .filter(|r| !r.is_empty())
+                    .or(delta.reasoning.filter(|r| !r.is_empty()));
+                if let Some(r) = reasoning {
+                    out.push(BackendEvent::ReasoningDelta {
+                        index: REASONING,
+                        delta: ReasoningDelta::Text(r.into_owned()),
                     });
                 }
+                for t in [delta.content, delta.refusal].into_iter().flatten() {
+                    if !t.is_empty() {
+                        out.push(BackendEvent::TextDelta {
+                            index: TEXT,
+                            text: t.into_owned(),
+                        });
+                    }
+                }
+                for call in delta.tool_calls.unwrap_or_default() {
+                    self.tool_call(call, bad, &mut out)?;
+                }
             }
-            for call in delta
-                .and_then(|d| d.get("tool_calls"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                self.tool_call(call, bad, &mut out)?;
-            }
-            if let Some(stop) = finish(choice) {
+            if let Some(reason) = choice.finish_reason {
                 self.stopped = true;
                 if self.unstarted_call() {
                     return Err(bad.error("a tool call came without its id or name"));
                 }
-                let stop = match stop {
+                let stop = match finish_word(&reason) {
                     // A named tool choice may finish `stop` after its call (vLLM does).
                     StopReason::EndTurn if !self.calls.is_empty() => StopReason::ToolUse,
                     other => other,
@@ -326,9 +427,9 @@ impl Events {
                 out.push(BackendEvent::Stop(stop));
             }
         }
-        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+        if let Some(u) = v.usage {
             out.push(BackendEvent::Metadata {
-                usage: usage(Some(u)),
+                usage: u.into_usage(),
                 served_tier: self.served,
                 invoked_model: None,
             });
@@ -340,11 +441,11 @@ impl Events {
     /// held until then.
     fn tool_call(
         &mut self,
-        call: &Value,
+        call: CallDelta<'_>,
         bad: &Malformed<'_>,
         out: &mut Vec<BackendEvent>,
     ) -> Result<()> {
-        let key = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let key = call.index.unwrap_or(0);
         let index = u32::try_from(key)
             .ok()
             .and_then(|i| i.checked_add(FIRST_TOOL))
@@ -357,34 +458,27 @@ impl Events {
             }
         };
         let pending = &mut self.calls[at].1;
-        if let Some(id) = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
-            pending.id.get_or_insert_with(|| id.to_string());
+        if let Some(id) = call.id.filter(|s| !s.is_empty()) {
+            pending.id.get_or_insert_with(|| id.into_owned());
         }
-        if let Some(name) = call
-            .pointer("/function/name")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
-            pending.name.get_or_insert_with(|| name.to_string());
+        let (name, args) = match call.function {
+            Some(f) => (f.name, f.arguments),
+            None => (None, None),
+        };
+        if let Some(name) = name.filter(|s| !s.is_empty()) {
+            pending.name.get_or_insert_with(|| name.into_owned());
         }
-        let args = call
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let args = args.unwrap_or_default();
         if pending.started {
             if !args.is_empty() {
                 out.push(BackendEvent::ToolUseDelta {
                     index,
-                    input_json: args.to_string(),
+                    input_json: args.into_owned(),
                 });
             }
             return Ok(());
         }
-        pending.held.push_str(args);
+        pending.held.push_str(&args);
         if let (Some(id), Some(name)) = (&pending.id, &pending.name) {
             pending.started = true;
             out.push(BackendEvent::ToolUseStart {
@@ -422,7 +516,7 @@ mod tests {
     fn read(events: &mut Events, chunks: &[Value]) -> Vec<BackendEvent> {
         chunks
             .iter()
-            .flat_map(|c| events.read(c, &bad()).unwrap())
+            .flat_map(|c| events.read(&c.to_string(), &bad()).unwrap())
             .collect()
     }
 

@@ -217,10 +217,12 @@ impl OpenAiBackend {
         let surfaces = call.model.openai().expect("checked by api()");
         let body = match api {
             OpenAiApi::Responses => responses::body(call, target.id(), stream)?,
-            OpenAiApi::ChatCompletions => chat::body(call, target.id(), stream)?,
+            OpenAiApi::ChatCompletions => {
+                serde_json::to_vec(&chat::body(call, target.id(), stream)?).map_err(|e| {
+                    Error::invalid("request", format!("the body does not serialize: {e}"))
+                })?
+            }
         };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| Error::invalid("request", format!("the body does not serialize: {e}")))?;
         let mut request = http::Request::builder()
             .method("POST")
             .uri(self.url(target, surfaces, api))
@@ -333,11 +335,9 @@ impl Events {
             }
             return Ok(Vec::new());
         }
-        let v: Value = serde_json::from_str(data)
-            .map_err(|e| bad.error(&format!("a stream event is not JSON: {e}")))?;
         match self {
-            Events::Responses(r) => r.read(&v, bad),
-            Events::Chat(c) => c.read(&v, bad),
+            Events::Responses(r) => r.read(data, bad),
+            Events::Chat(c) => c.read(data, bad),
         }
     }
 
@@ -368,11 +368,13 @@ impl Backend for OpenAiBackend {
                 target: target.id(),
                 region: target.region(),
             };
-            let v: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| bad.error(&format!("the body is not JSON: {e}")))?;
             match api {
-                OpenAiApi::Responses => responses::completion(&v, &bad),
-                OpenAiApi::ChatCompletions => chat::completion(&v, &bad),
+                OpenAiApi::Responses => responses::completion(&bytes, &bad),
+                OpenAiApi::ChatCompletions => {
+                    let v: Value = serde_json::from_slice(&bytes)
+                        .map_err(|e| bad.error(&format!("the body is not JSON: {e}")))?;
+                    chat::completion(&v, &bad)
+                }
             }
         })
     }

@@ -2,7 +2,11 @@
 //! [`Completion`], and its typed stream events (`response.output_text.delta`, ...,
 //! `response.completed`) as [`BackendEvent`]s.
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 
 use super::input;
 use super::Malformed;
@@ -12,44 +16,167 @@ use crate::types::{
     ServiceError, StopReason, Tool, ToolChoice, Usage,
 };
 
+/// A Responses request body, serialized straight from the core request (no JSON tree is
+/// built; schemas and texts are borrowed).
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    input: Vec<InputItem<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<FunctionTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Choice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<TextParam<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningParam<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include: Option<[&'static str; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'static str>,
+    store: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputItem<'a> {
+    Message {
+        role: &'static str,
+        content: Vec<InputPart<'a>>,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: String,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: String,
+    },
+    Reasoning {
+        id: &'a str,
+        summary: Vec<SummaryPart<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<&'a str>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputPart<'a> {
+    InputText { text: Cow<'a, str> },
+    OutputText { text: Cow<'a, str> },
+    InputImage { image_url: String },
+}
+
+#[derive(Serialize)]
+struct SummaryPart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Choice<'a> {
+    Word(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct TextParam<'a> {
+    format: JsonSchemaParam<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaParam<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct ReasoningParam<'a> {
+    effort: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+}
+
 /// The request as a Responses body. Laneway keeps no state on the service (`store: false`):
 /// earlier turns go whole, the model's reasoning as its encrypted content.
-pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
+pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>> {
     let request = call.request;
-    let mut items = Vec::new();
+    let mut input: Vec<InputItem<'_>> = Vec::with_capacity(request.messages.len());
     for (i, m) in request.messages.iter().enumerate() {
-        let mut parts = Vec::new();
-        let text_type = match m.role {
-            Role::User => "input_text",
-            Role::Assistant => "output_text",
-        };
         let role = match m.role {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
+        let text = |t: Cow<'static, str>| -> InputPart<'static> {
+            match m.role {
+                Role::User => InputPart::InputText { text: t },
+                Role::Assistant => InputPart::OutputText { text: t },
+            }
+        };
+        let mut parts: Vec<InputPart<'_>> = Vec::new();
         for (j, b) in m.content.iter().enumerate() {
             let at = || format!("messages[{i}].content[{j}]");
             match b {
-                ContentBlock::Text(t) => parts.push(json!({ "type": text_type, "text": t })),
-                ContentBlock::Citations(c) => {
-                    parts.push(json!({ "type": text_type, "text": c.content.concat() }))
+                ContentBlock::Text(t) => parts.push(match m.role {
+                    Role::User => InputPart::InputText {
+                        text: Cow::Borrowed(t),
+                    },
+                    Role::Assistant => InputPart::OutputText {
+                        text: Cow::Borrowed(t),
+                    },
+                }),
+                ContentBlock::Citations(c) => parts.push(text(Cow::Owned(c.content.concat()))),
+                ContentBlock::Image(image) if m.role == Role::User => {
+                    parts.push(InputPart::InputImage {
+                        image_url: input::image_url(image, &at())?,
+                    })
                 }
-                ContentBlock::Image(image) if m.role == Role::User => parts.push(json!({
-                    "type": "input_image", "image_url": input::image_url(image, &at())?,
-                })),
                 ContentBlock::ToolUse(t) => {
-                    flush(&mut items, role, &mut parts);
-                    items.push(json!({
-                        "type": "function_call", "call_id": t.id, "name": t.name,
-                        "arguments": t.input.to_string(),
-                    }));
+                    flush(&mut input, role, &mut parts);
+                    input.push(InputItem::FunctionCall {
+                        call_id: &t.id,
+                        name: &t.name,
+                        arguments: t.input.to_string(),
+                    });
                 }
                 ContentBlock::ToolResult(r) => {
-                    flush(&mut items, role, &mut parts);
-                    items.push(json!({
-                        "type": "function_call_output", "call_id": r.tool_use_id,
-                        "output": input::tool_result_text(&r.content, &at())?,
-                    }));
+                    flush(&mut input, role, &mut parts);
+                    input.push(InputItem::FunctionCallOutput {
+                        call_id: &r.tool_use_id,
+                        output: input::tool_result_text(&r.content, &at())?,
+                    });
                 }
                 ContentBlock::Reasoning(r) => {
                     // Only the reasoning items this API made go back (the plan leaves other
@@ -61,18 +188,20 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
                             id: Some(id),
                         }) = r
                         {
-                            flush(&mut items, role, &mut parts);
-                            let summary: Vec<Value> = if text.is_empty() {
+                            flush(&mut input, role, &mut parts);
+                            let summary = if text.is_empty() {
                                 Vec::new()
                             } else {
-                                vec![json!({ "type": "summary_text", "text": text })]
+                                vec![SummaryPart {
+                                    kind: "summary_text",
+                                    text,
+                                }]
                             };
-                            let mut item =
-                                json!({ "type": "reasoning", "id": id, "summary": summary });
-                            if let Some(encrypted) = signature {
-                                item["encrypted_content"] = json!(encrypted);
-                            }
-                            items.push(item);
+                            input.push(InputItem::Reasoning {
+                                id,
+                                summary,
+                                encrypted_content: signature.as_deref(),
+                            });
                         }
                     }
                 }
@@ -81,120 +210,181 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
                 other => return Err(input::unsupported(other, &at())),
             }
         }
-        flush(&mut items, role, &mut parts);
+        flush(&mut input, role, &mut parts);
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("input".into(), Value::Array(items));
     let system = input::system_text(call);
-    if !system.is_empty() {
-        body.insert("instructions".into(), json!(system));
-    }
-    if let Some(n) = input::max_tokens(call) {
-        body.insert("max_output_tokens".into(), json!(n));
-    }
-    if let Some(t) = request.inference.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = request.inference.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
-    let tools: Vec<Value> = request
+    let tools = request
         .tools
         .iter()
         .filter_map(|t| match t {
-            Tool::Spec(s) => Some(json!({
-                "type": "function", "name": s.name, "description": s.description,
-                "parameters": s.input_schema, "strict": s.strict,
-            })),
+            Tool::Spec(s) => Some(FunctionTool {
+                kind: "function",
+                name: &s.name,
+                description: s.description.as_deref(),
+                parameters: &s.input_schema,
+                strict: s.strict,
+            }),
             Tool::CachePoint(_) => None,
         })
         .collect();
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    match &request.tool_choice {
-        None => {}
-        Some(ToolChoice::Auto) => {
-            body.insert("tool_choice".into(), json!("auto"));
-        }
-        Some(ToolChoice::Any) => {
-            body.insert("tool_choice".into(), json!("required"));
-        }
-        Some(ToolChoice::Tool(name)) => {
-            body.insert(
-                "tool_choice".into(),
-                json!({ "type": "function", "name": name }),
-            );
-        }
-    }
-    if let Some(format) = &request.output_format {
-        body.insert(
-            "text".into(),
-            json!({ "format": {
-                "type": "json_schema",
-                "name": format.name().unwrap_or("output"),
-                "schema": format.schema(),
-                "strict": true,
-            }}),
-        );
-    }
-    if let Some(effort) = input::effort(call) {
-        let mut reasoning = json!({ "effort": effort });
-        if let Some(summary) = call.model.reasoning().and_then(|r| r.summary.as_deref()) {
-            reasoning["summary"] = json!(summary);
-        }
-        body.insert("reasoning".into(), reasoning);
+    let effort = input::effort(call);
+    let body = Body {
+        model,
+        input,
+        instructions: (!system.is_empty()).then_some(system),
+        max_output_tokens: input::max_tokens(call),
+        temperature: request.inference.temperature,
+        top_p: request.inference.top_p,
+        tools,
+        tool_choice: request.tool_choice.as_ref().map(|c| match c {
+            ToolChoice::Auto => Choice::Word("auto"),
+            ToolChoice::Any => Choice::Word("required"),
+            ToolChoice::Tool(name) => Choice::Function {
+                kind: "function",
+                name,
+            },
+        }),
+        text: request.output_format.as_ref().map(|f| TextParam {
+            format: JsonSchemaParam {
+                kind: "json_schema",
+                name: f.name().unwrap_or("output"),
+                schema: f.schema(),
+                strict: true,
+            },
+        }),
+        reasoning: effort.map(|effort| ReasoningParam {
+            effort,
+            summary: call.model.reasoning().and_then(|r| r.summary.as_deref()),
+        }),
         // Nothing is stored on the service: the next turn needs the reasoning itself.
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-    }
-    if let Some(tier) = input::service_tier(call) {
-        body.insert("service_tier".into(), json!(tier));
-    }
-    body.insert("store".into(), json!(false));
-    if stream {
-        body.insert("stream".into(), json!(true));
-    }
-    Ok(Value::Object(body))
+        include: effort.map(|_| ["reasoning.encrypted_content"]),
+        service_tier: input::service_tier(call),
+        store: false,
+        stream,
+    };
+    serde_json::to_vec(&body)
+        .map_err(|e| Error::invalid("request", format!("the body does not serialize: {e}")))
 }
 
 /// Closes the message being gathered, if it has parts.
-fn flush(items: &mut Vec<Value>, role: &str, parts: &mut Vec<Value>) {
+fn flush<'a>(items: &mut Vec<InputItem<'a>>, role: &'static str, parts: &mut Vec<InputPart<'a>>) {
     if !parts.is_empty() {
-        items.push(json!({ "type": "message", "role": role, "content": std::mem::take(parts) }));
+        items.push(InputItem::Message {
+            role,
+            content: std::mem::take(parts),
+        });
     }
 }
 
-/// A whole `response` object as a completion.
-pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
-    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+/// A `response` object, as far as a completion needs it (parsed in one pass: unread fields
+/// are skipped, not built).
+#[derive(Debug, Default, Deserialize)]
+struct ResponseBody {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    output: Option<Vec<Item>>,
+    #[serde(default)]
+    usage: Option<UsageBody>,
+    #[serde(default)]
+    service_tier: Option<String>,
+    #[serde(default)]
+    incomplete_details: Option<Incomplete>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Incomplete {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// An output item: a message, a function call or reasoning (one flat shape for all three,
+/// so that it parses without buffering).
+#[derive(Debug, Default, Deserialize)]
+struct Item {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    content: Option<Vec<Part>>,
+    #[serde(default)]
+    summary: Option<Vec<Part>>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    encrypted_content: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Part {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct UsageBody {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    /// Bedrock's extension: the prefix written to the cache.
+    #[serde(default)]
+    cache_write_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+/// A whole `response` body as a completion.
+pub(super) fn completion(body: &[u8], bad: &Malformed<'_>) -> Result<Completion> {
+    let v: ResponseBody = serde_json::from_slice(body)
+        .map_err(|e| bad.error(&format!("the body is not a response: {e}")))?;
+    if let Some(e) = v.error.as_ref().filter(|e| !e.is_null()) {
         return Err(failed(e, bad));
     }
-    if let Some(status @ ("failed" | "cancelled")) = v.get("status").and_then(Value::as_str) {
+    if let Some(status @ ("failed" | "cancelled")) = v.status.as_deref() {
         let e = json!({ "code": "server_error", "message": format!("the response is {status}") });
         return Err(failed(&e, bad));
     }
     let output = v
-        .get("output")
-        .and_then(Value::as_array)
+        .output
         .ok_or_else(|| bad.error("the response has no output"))?;
     let mut content = Vec::new();
     let mut called = false;
     for item in output {
-        match item.get("type").and_then(Value::as_str) {
+        match item.kind.as_deref() {
             Some("message") => {
-                for part in item
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    match part.get("type").and_then(Value::as_str) {
+                for part in item.content.unwrap_or_default() {
+                    match part.kind.as_deref() {
                         Some("output_text") => {
-                            content.push(OutputBlock::Text(str_of(part, "text").to_string()))
+                            content.push(OutputBlock::Text(part.text.unwrap_or_default()))
                         }
                         Some("refusal") => {
-                            content.push(OutputBlock::Text(str_of(part, "refusal").to_string()))
+                            content.push(OutputBlock::Text(part.refusal.unwrap_or_default()))
                         }
                         _ => {}
                     }
@@ -203,23 +393,19 @@ pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
             Some("function_call") => {
                 called = true;
                 content.push(OutputBlock::ToolUse {
-                    id: str_of(item, "call_id").to_string(),
-                    name: str_of(item, "name").to_string(),
-                    input: arguments(str_of(item, "arguments")),
+                    id: item.call_id.unwrap_or_default(),
+                    name: item.name.unwrap_or_default(),
+                    input: arguments(item.arguments.as_deref().unwrap_or_default()),
                 });
             }
             Some("reasoning") => {
-                let text = summary_text(item);
-                let encrypted = item
-                    .get("encrypted_content")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                if !text.is_empty() || encrypted.is_some() {
+                let text = reasoning_text(item.summary.as_deref(), item.content.as_deref());
+                if !text.is_empty() || item.encrypted_content.is_some() {
                     content.push(OutputBlock::Reasoning(ReasoningBlock::Text(
                         ReasoningText {
                             text,
-                            signature: encrypted,
-                            id: item.get("id").and_then(Value::as_str).map(str::to_string),
+                            signature: item.encrypted_content,
+                            id: item.id,
                         },
                     )));
                 }
@@ -229,15 +415,11 @@ pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
     }
     Ok(Completion {
         content,
-        stop_reason: stop_reason(v, called),
-        usage: usage(v.get("usage")),
-        served_tier: input::served_tier(v.get("service_tier").and_then(Value::as_str)),
+        stop_reason: stop_reason(v.status.as_deref(), v.incomplete_details.as_ref(), called),
+        usage: usage(v.usage.as_ref()),
+        served_tier: input::served_tier(v.service_tier.as_deref()),
         ..Completion::default()
     })
-}
-
-fn str_of<'v>(v: &'v Value, key: &str) -> &'v str {
-    v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// A function call's arguments as JSON (the text itself when it does not parse).
@@ -247,58 +429,56 @@ fn arguments(text: &str) -> Value {
 
 /// A reasoning item's text: its summary's paragraphs, else its full reasoning text
 /// (open-weight models on mantle send `content` of `reasoning_text` parts).
-fn summary_text(item: &Value) -> String {
-    let texts = |key: &str| -> Vec<&str> {
-        item.get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.get("text").and_then(Value::as_str))
+fn reasoning_text(summary: Option<&[Part]>, content: Option<&[Part]>) -> String {
+    fn texts(parts: Option<&[Part]>) -> Vec<&str> {
+        parts
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.text.as_deref())
             .collect()
-    };
-    let summary = texts("summary");
+    }
+    let summary = texts(summary);
     if summary.is_empty() {
-        texts("content").concat()
+        texts(content).concat()
     } else {
         summary.join("\n\n")
     }
 }
 
 /// Why a response ended: its status and `incomplete_details.reason`.
-fn stop_reason(v: &Value, called: bool) -> StopReason {
-    match v.get("status").and_then(Value::as_str) {
-        Some("incomplete") => match v
-            .pointer("/incomplete_details/reason")
-            .and_then(Value::as_str)
-        {
-            Some("max_output_tokens") => StopReason::MaxTokens,
+fn stop_reason(status: Option<&str>, incomplete: Option<&Incomplete>, called: bool) -> StopReason {
+    match status {
+        Some("incomplete") => match incomplete.and_then(|i| i.reason.as_deref()) {
+            Some("max_output_tokens") | None => StopReason::MaxTokens,
             Some("content_filter") => StopReason::ContentFiltered,
             Some(other) => StopReason::Other(other.to_string()),
-            None => StopReason::MaxTokens,
         },
         _ if called => StopReason::ToolUse,
         _ => StopReason::EndTurn,
     }
 }
 
-/// Responses' usage: `input_tokens` counts cached ones too; `output_tokens` counts reasoning.
-pub(super) fn usage(u: Option<&Value>) -> Usage {
-    let n = |path: &str| {
-        u.and_then(|u| u.pointer(path))
-            .and_then(Value::as_u64)
-            .map_or(0, crate::types::units::token_count)
+/// Responses' usage: `input_tokens` counts cached ones too (and, on Bedrock, those written to
+/// the cache); `output_tokens` counts reasoning.
+fn usage(u: Option<&UsageBody>) -> Usage {
+    let n = |v: Option<u64>| v.map_or(0, crate::types::units::token_count);
+    let Some(u) = u else {
+        return Usage::default();
     };
-    let cached = n("/input_tokens_details/cached_tokens");
-    // Bedrock's extension: the prefix written to the cache (priced as a cache write).
-    let written = n("/input_tokens_details/cache_write_tokens");
+    let input = u.input_tokens_details.as_ref();
+    let cached = n(input.and_then(|d| d.cached_tokens));
+    let written = n(input.and_then(|d| d.cache_write_tokens));
     Usage {
-        input_tokens: n("/input_tokens")
+        input_tokens: n(u.input_tokens)
             .saturating_sub(cached)
             .saturating_sub(written),
-        output_tokens: n("/output_tokens"),
+        output_tokens: n(u.output_tokens),
         cache_read_tokens: cached,
         cache_write_tokens: written,
-        reasoning_tokens: n("/output_tokens_details/reasoning_tokens"),
+        reasoning_tokens: n(u
+            .output_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)),
         ..Usage::default()
     }
 }
@@ -329,6 +509,64 @@ pub(super) fn failed(e: &Value, bad: &Malformed<'_>) -> Error {
         )
         .with_code(code),
     )
+}
+
+/// One stream event, borrowing from its text: the fields the events Laneway reads carry
+/// (`item` and `response` are read only where they matter).
+#[derive(Debug, Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    output_index: Option<u32>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default)]
+    summary_index: Option<u64>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    item: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    response: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// An item of an `output_item` event, without its content (the text came as deltas).
+#[derive(Debug, Deserialize)]
+struct ItemHead<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(default)]
+    encrypted_content: Option<String>,
+}
+
+/// A terminal event's `response`, as far as the end of a stream needs it.
+#[derive(Debug, Default, Deserialize)]
+struct Terminal {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageBody>,
+    #[serde(default)]
+    service_tier: Option<String>,
+    #[serde(default)]
+    incomplete_details: Option<Incomplete>,
+    #[serde(default)]
+    error: Option<Value>,
 }
 
 /// Turns Responses stream events into backend events. Blocks are numbered by the event's
@@ -367,56 +605,57 @@ impl Events {
         self.arguments(index, whole).into_iter().collect()
     }
 
-    /// The backend events of one stream event (its JSON `data`).
-    pub(super) fn read(&mut self, v: &Value, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
+    /// The backend events of one stream event (the text of its `data`).
+    pub(super) fn read(&mut self, data: &str, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
+        let v: Event<'_> = serde_json::from_str(data)
+            .map_err(|e| bad.error(&format!("a stream event is not one: {e}")))?;
         let index = || {
-            v.get("output_index")
-                .and_then(Value::as_u64)
-                .and_then(|i| u32::try_from(i).ok())
+            v.output_index
                 .ok_or_else(|| bad.error("a stream event has no output_index"))
         };
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad.error("a stream event has no type"))?;
-        Ok(match kind {
+        let item = || -> Result<ItemHead<'_>> {
+            let raw = v
+                .item
+                .ok_or_else(|| bad.error("an item event has no item"))?;
+            serde_json::from_str(raw.get())
+                .map_err(|e| bad.error(&format!("an item is not one: {e}")))
+        };
+        let delta = v.delta.as_deref().unwrap_or_default();
+        Ok(match &*v.kind {
             "response.output_text.delta" | "response.refusal.delta" => {
                 vec![BackendEvent::TextDelta {
                     index: index()?,
-                    text: str_of(v, "delta").to_string(),
+                    text: delta.to_string(),
                 }]
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 vec![BackendEvent::ReasoningDelta {
                     index: index()?,
-                    delta: ReasoningDelta::Text(str_of(v, "delta").to_string()),
+                    delta: ReasoningDelta::Text(delta.to_string()),
                 }]
             }
-            "response.reasoning_summary_part.added" => {
-                // Summary parts of one item are paragraphs of one block.
-                let part = v.get("summary_index").and_then(Value::as_u64).unwrap_or(0);
-                if part > 0 {
-                    vec![BackendEvent::ReasoningDelta {
-                        index: index()?,
-                        delta: ReasoningDelta::Text("\n\n".into()),
-                    }]
-                } else {
-                    Vec::new()
-                }
+            // Summary parts of one item are paragraphs of one block.
+            "response.reasoning_summary_part.added" if v.summary_index.unwrap_or(0) > 0 => {
+                vec![BackendEvent::ReasoningDelta {
+                    index: index()?,
+                    delta: ReasoningDelta::Text("\n\n".into()),
+                }]
             }
             "response.output_item.added" => {
-                let item = &v["item"];
-                match item.get("type").and_then(Value::as_str) {
+                let item = item()?;
+                match item.kind.as_deref() {
                     Some("function_call") => {
                         self.called = true;
                         let at = index()?;
                         let mut out = vec![BackendEvent::ToolUseStart {
                             index: at,
-                            id: str_of(item, "call_id").to_string(),
-                            name: str_of(item, "name").to_string(),
+                            id: item.call_id.unwrap_or_default(),
+                            name: item.name.unwrap_or_default(),
                         }];
                         // Some servers send the arguments whole with the item.
-                        out.extend(self.arguments(at, str_of(item, "arguments")));
+                        out.extend(
+                            self.arguments(at, item.arguments.as_deref().unwrap_or_default()),
+                        );
                         out
                     }
                     _ => Vec::new(),
@@ -424,66 +663,79 @@ impl Events {
             }
             "response.function_call_arguments.delta" => {
                 let at = index()?;
-                self.arguments(at, str_of(v, "delta")).into_iter().collect()
+                self.arguments(at, delta).into_iter().collect()
             }
             "response.function_call_arguments.done" => {
                 let at = index()?;
-                self.unless_argued(at, str_of(v, "arguments"))
+                self.unless_argued(at, v.arguments.as_deref().unwrap_or_default())
             }
             "response.output_item.done" => {
-                let item = &v["item"];
-                match item.get("type").and_then(Value::as_str) {
+                let item = item()?;
+                let at = index()?;
+                match item.kind.as_deref() {
                     Some("reasoning") => {
-                        let at = index()?;
                         let mut out = Vec::new();
-                        if let Some(id) = item.get("id").and_then(Value::as_str) {
+                        if let Some(id) = item.id {
                             out.push(BackendEvent::ReasoningDelta {
                                 index: at,
-                                delta: ReasoningDelta::Id(id.to_string()),
+                                delta: ReasoningDelta::Id(id),
                             });
                         }
-                        if let Some(e) = item.get("encrypted_content").and_then(Value::as_str) {
+                        if let Some(e) = item.encrypted_content {
                             out.push(BackendEvent::ReasoningDelta {
                                 index: at,
-                                delta: ReasoningDelta::Signature(e.to_string()),
+                                delta: ReasoningDelta::Signature(e),
                             });
                         }
                         out
                     }
                     Some("function_call") => {
-                        let at = index()?;
-                        self.unless_argued(at, str_of(item, "arguments"))
+                        self.unless_argued(at, item.arguments.as_deref().unwrap_or_default())
                     }
                     _ => Vec::new(),
                 }
             }
             "response.completed" | "response.incomplete" => {
                 self.done = true;
-                let response = v
-                    .get("response")
+                let raw = v
+                    .response
                     .ok_or_else(|| bad.error("a terminal event has no response"))?;
+                let r: Terminal = serde_json::from_str(raw.get()).map_err(|e| {
+                    bad.error(&format!("a terminal event's response is not one: {e}"))
+                })?;
                 vec![
-                    BackendEvent::Stop(stop_reason(response, self.called)),
+                    BackendEvent::Stop(stop_reason(
+                        r.status.as_deref(),
+                        r.incomplete_details.as_ref(),
+                        self.called,
+                    )),
                     BackendEvent::Metadata {
-                        usage: usage(response.get("usage")),
-                        served_tier: input::served_tier(
-                            response.get("service_tier").and_then(Value::as_str),
-                        ),
+                        usage: usage(r.usage.as_ref()),
+                        served_tier: input::served_tier(r.service_tier.as_deref()),
                         invoked_model: None,
                     },
                 ]
             }
             "response.failed" | "response.cancelled" => {
-                let e = v
-                    .pointer("/response/error")
+                let r: Terminal = v
+                    .response
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .unwrap_or_default();
+                let e = r
+                    .error
                     .filter(|e| !e.is_null())
-                    .cloned()
-                    .unwrap_or_else(|| json!({ "code": "server_error" }));
+                    .unwrap_or_else(|| json!({ "code": "server_error", "message": format!("the response ended {}", v.kind) }));
                 return Err(failed(&e, bad));
             }
             "error" => {
-                let e = v.get("error").unwrap_or(v);
-                return Err(failed(e, bad));
+                let e = match v
+                    .error
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                {
+                    Some(nested) if nested.is_object() => nested,
+                    _ => json!({ "code": v.code, "message": v.message }),
+                };
+                return Err(failed(&e, bad));
             }
             _ => Vec::new(),
         })
@@ -505,7 +757,7 @@ mod tests {
         let mut e = Events::default();
         let mut out = Vec::new();
         for v in events {
-            out.extend(e.read(v, &bad())?);
+            out.extend(e.read(&v.to_string(), &bad())?);
         }
         Ok(out)
     }
@@ -575,7 +827,7 @@ mod tests {
         ], "usage": { "input_tokens": 100, "output_tokens": 20,
             "input_tokens_details": { "cached_tokens": 30, "cache_write_tokens": 50 },
             "output_tokens_details": { "reasoning_tokens": 5 } } });
-        let c = completion(&v, &bad()).unwrap();
+        let c = completion(v.to_string().as_bytes(), &bad()).unwrap();
         assert_eq!(c.stop_reason, StopReason::ToolUse);
         let OutputBlock::Reasoning(ReasoningBlock::Text(r)) = &c.content[0] else {
             panic!()
@@ -591,6 +843,8 @@ mod tests {
             (20, 30, 50, 5)
         );
         let failed = json!({ "status": "failed", "error": null, "output": [] });
-        assert!(completion(&failed, &bad()).unwrap_err().fails_over());
+        assert!(completion(failed.to_string().as_bytes(), &bad())
+            .unwrap_err()
+            .fails_over());
     }
 }

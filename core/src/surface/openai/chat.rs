@@ -1,0 +1,775 @@
+//! Chat Completions as the `openai` SDKs call it: `chat.completions.create(**body)`.
+//!
+//! ```
+//! use laneway::surface::openai::chat;
+//! let call = chat::request(serde_json::json!({
+//!     "model": "amazon.nova-lite-v1:0",
+//!     "messages": [
+//!         { "role": "system", "content": "Be brief." },
+//!         { "role": "user", "content": "Hello" },
+//!     ],
+//!     "max_completion_tokens": 64,
+//!     "stream": true,
+//!     "laneway": { "slo": "interactive" },
+//! })).unwrap();
+//! assert_eq!(call.request.inference.max_tokens, Some(64));
+//! assert!(call.stream && call.unhonoured.is_empty());
+//! ```
+
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+use super::{laneway_extras, now_unix, Unhonoured};
+use crate::surface::flat::{self, Casing};
+use crate::types::{
+    ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
+    OutputBlock, ReasoningDelta, Result, Role, StopReason, StreamEvent, SystemBlock, Tool,
+    ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+};
+
+/// A Chat Completions body read for Laneway.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatCall {
+    pub request: GenerateRequest,
+    /// `stream: true`.
+    pub stream: bool,
+    /// `stream_options.include_usage`: a last chunk with the usage.
+    pub include_usage: bool,
+    /// The `model` asked for, echoed in the answer.
+    pub model: String,
+    /// Fields the call goes without, and why (said in its decision).
+    pub unhonoured: Unhonoured,
+}
+
+/// Fields carried on without effect, and why.
+const NOT_HONOURED: &[(&str, &str)] = &[
+    (
+        "frequency_penalty",
+        "Bedrock's models take no frequency penalty",
+    ),
+    (
+        "presence_penalty",
+        "Bedrock's models take no presence penalty",
+    ),
+    ("logit_bias", "Bedrock's models take no logit bias"),
+    ("logprobs", "Laneway's backends return no log probabilities"),
+    (
+        "top_logprobs",
+        "Laneway's backends return no log probabilities",
+    ),
+    ("seed", "sampling is not seeded on Bedrock"),
+    (
+        "user",
+        "no end-user id is sent (use `laneway.task_id` or `metadata`)",
+    ),
+    ("store", "nothing is stored on the service"),
+    (
+        "parallel_tool_calls",
+        "the model decides how many tools it calls",
+    ),
+    ("prediction", "predicted outputs are not sent"),
+    (
+        "prompt_cache_key",
+        "Laneway places prompt-cache checkpoints itself",
+    ),
+    ("safety_identifier", "no end-user id is sent"),
+    ("verbosity", "not sent to Bedrock's models"),
+];
+
+/// Fields Laneway refuses, and why.
+const REFUSED: &[(&str, &str)] = &[
+    ("audio", "audio output is not routed by Laneway"),
+    ("modalities", "only text output is routed by Laneway"),
+    (
+        "web_search_options",
+        "server-side web search is not routed by Laneway",
+    ),
+    (
+        "functions",
+        "the deprecated `functions` field: give `tools`",
+    ),
+    (
+        "function_call",
+        "the deprecated `function_call` field: give `tool_choice`",
+    ),
+];
+
+/// The fields read into the core request.
+const READ: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "reasoning_effort",
+    "service_tier",
+    "metadata",
+    "stream",
+    "stream_options",
+    "n",
+    "laneway",
+];
+
+/// A Chat Completions body (with Laneway's options under `laneway`) as a core request.
+pub fn request(body: Value) -> Result<ChatCall> {
+    let Value::Object(mut body) = body else {
+        return Err(Error::invalid(
+            "request",
+            "a Chat Completions body is an object",
+        ));
+    };
+    for (field, why) in REFUSED {
+        if body.get(*field).is_some_and(|v| !v.is_null()) {
+            return Err(Error::invalid(*field, *why));
+        }
+    }
+    let mut unhonoured = Unhonoured::new();
+    for (key, value) in &body {
+        if value.is_null() || READ.contains(&key.as_str()) {
+            continue;
+        }
+        match NOT_HONOURED.iter().find(|(f, _)| f == key) {
+            Some((f, why)) => unhonoured.push((f.to_string(), why.to_string())),
+            None => {
+                return Err(Error::invalid(
+                    key.as_str(),
+                    "not a Chat Completions field Laneway knows (Laneway's own options go under `laneway`)",
+                ))
+            }
+        }
+    }
+    if let Some(n) = body.get("n").and_then(Value::as_u64).filter(|n| *n != 1) {
+        return Err(Error::invalid(
+            "n",
+            format!("{n} choices: Laneway routes one answer per call"),
+        ));
+    }
+    let model = match body.remove("model") {
+        Some(Value::String(m)) if !m.is_empty() => m,
+        _ => {
+            return Err(Error::invalid(
+                "model",
+                "a model or family name is required",
+            ))
+        }
+    };
+    // Laneway's options, read as the flat form reads them (so they are checked by name).
+    let mut options = match body.remove("laneway") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(Error::invalid("laneway", "an object of Laneway's options")),
+    };
+    for owned in [
+        "messages",
+        "prompt",
+        "system",
+        "tools",
+        "tool_choice",
+        "model",
+    ] {
+        if options.contains_key(owned) {
+            return Err(Error::invalid(
+                format!("laneway.{owned}"),
+                "give it in the Chat Completions body itself",
+            ));
+        }
+    }
+    if !options.contains_key("family") {
+        options.insert("model".into(), Value::String(model.clone()));
+    }
+    let max = body
+        .get("max_completion_tokens")
+        .filter(|v| !v.is_null())
+        .or_else(|| body.get("max_tokens").filter(|v| !v.is_null()));
+    if let Some(m) = max {
+        options.insert("max_tokens".into(), m.clone());
+    }
+    for key in ["temperature", "top_p", "metadata"] {
+        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+            options.insert(key.into(), v.clone());
+        }
+    }
+    match body.get("stop") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            options.insert("stop_sequences".into(), json!([s]));
+        }
+        Some(v @ Value::Array(_)) => {
+            options.insert("stop_sequences".into(), v.clone());
+        }
+        Some(_) => return Err(Error::invalid("stop", "a string or a list of strings")),
+    }
+    if let Some(effort) = body.get("reasoning_effort").and_then(Value::as_str) {
+        match reasoning_effort(effort)? {
+            Some(e) => {
+                options.insert("reasoning".into(), json!(e));
+            }
+            None => unhonoured.push((
+                "reasoning_effort".into(),
+                "\"none\": the request asks for no reasoning (a model that always reasons still does)".into(),
+            )),
+        }
+    }
+    tier_option(body.get("service_tier"), &mut options)?;
+    if let Some(format) = body.get("response_format").filter(|v| !v.is_null()) {
+        match format.get("type").and_then(Value::as_str) {
+            Some("text") => {}
+            Some("json_schema") => {
+                let schema = format.pointer("/json_schema/schema").ok_or_else(|| {
+                    Error::invalid(
+                        "response_format.json_schema.schema",
+                        "a JSON schema is required",
+                    )
+                })?;
+                options.insert("output_schema".into(), schema.clone());
+            }
+            Some("json_object") => unhonoured.push((
+                "response_format".into(),
+                "json_object without a schema: give a json_schema for structured output".into(),
+            )),
+            _ => {
+                return Err(Error::invalid(
+                    "response_format.type",
+                    "one of text, json_schema, json_object",
+                ))
+            }
+        }
+    }
+    let mut request =
+        flat::request(Value::Object(options), Casing::Snake).map_err(under_laneway)?;
+    let (system, messages) = messages(body.get("messages"))?;
+    request.system = system;
+    request.messages = messages;
+    request.tools = tools(body.get("tools"))?;
+    request.tool_choice = tool_choice(body.get("tool_choice"))?;
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let include_usage = body
+        .get("stream_options")
+        .and_then(|o| o.get("include_usage"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(ChatCall {
+        request,
+        stream,
+        include_usage,
+        model,
+        unhonoured,
+    })
+}
+
+/// `service_tier` as a forced tier: `default` is standard; `auto` leaves it to the SLO.
+pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -> Result<()> {
+    match v.and_then(Value::as_str) {
+        None | Some("auto") => {}
+        Some("default") => {
+            options.insert("tier".into(), json!("standard"));
+        }
+        Some(t @ ("priority" | "flex")) => {
+            options.insert("tier".into(), json!(t));
+        }
+        Some(other) => {
+            return Err(Error::invalid(
+                "service_tier",
+                format!("{other:?}: one of auto, default, priority, flex"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// An error of the Laneway options' reading, named under `laneway.`.
+pub(super) fn under_laneway(e: Error) -> Error {
+    match e {
+        Error::InvalidRequest { field, reason } => Error::InvalidRequest {
+            field: format!("laneway.{field}"),
+            reason,
+        },
+        other => other,
+    }
+}
+
+/// An effort word as Laneway's (`minimal` is low, `xhigh` max); `None` for `none`.
+pub(super) fn reasoning_effort(word: &str) -> Result<Option<&'static str>> {
+    Ok(Some(match word {
+        "none" => return Ok(None),
+        "minimal" | "low" => "low",
+        "medium" => "medium",
+        "high" => "high",
+        "xhigh" | "max" => "max",
+        other => {
+            return Err(Error::invalid(
+                "reasoning_effort",
+                format!("{other:?}: one of none, minimal, low, medium, high, xhigh, max"),
+            ))
+        }
+    }))
+}
+
+/// The messages: system and developer turns as system blocks, the rest as turns.
+fn messages(list: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
+    let list = list
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::invalid("messages", "a list of messages is required"))?;
+    let mut system = Vec::new();
+    let mut out: Vec<Message> = Vec::new();
+    for (i, m) in list.iter().enumerate() {
+        let at = format!("messages[{i}]");
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        let blocks = content(m.get("content"), &at)?;
+        let (role, blocks) = match role {
+            "system" | "developer" => {
+                for b in blocks {
+                    match b {
+                        ContentBlock::Text(t) => system.push(SystemBlock::Text(t)),
+                        _ => {
+                            return Err(Error::invalid(
+                                format!("{at}.content"),
+                                "a system message takes text only",
+                            ))
+                        }
+                    }
+                }
+                continue;
+            }
+            "user" => (Role::User, blocks),
+            "assistant" => {
+                let mut blocks = blocks;
+                for (k, call) in m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let args = call
+                        .pointer("/function/arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or("{}");
+                    let input = serde_json::from_str(args).map_err(|e| {
+                        Error::invalid(
+                            format!("{at}.tool_calls[{k}].function.arguments"),
+                            format!("not JSON: {e}"),
+                        )
+                    })?;
+                    blocks.push(ContentBlock::ToolUse(ToolUse {
+                        id: text_at(call, "/id").to_string(),
+                        name: text_at(call, "/function/name").to_string(),
+                        input,
+                    }));
+                }
+                if let Some(r) = m.get("refusal").and_then(Value::as_str) {
+                    blocks.push(ContentBlock::Text(r.to_string()));
+                }
+                (Role::Assistant, blocks)
+            }
+            "tool" => {
+                let text: String = blocks
+                    .into_iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t),
+                        _ => None,
+                    })
+                    .collect();
+                let result = ContentBlock::ToolResult(ToolResult {
+                    tool_use_id: text_at(m, "/tool_call_id").to_string(),
+                    content: vec![ToolResultContent::Text(text)],
+                    is_error: false,
+                });
+                // Consecutive tool results answer one assistant turn: one user turn.
+                match out.last_mut() {
+                    Some(last)
+                        if last.role == Role::User
+                            && last
+                                .content
+                                .iter()
+                                .all(|b| matches!(b, ContentBlock::ToolResult(_))) =>
+                    {
+                        last.content.push(result);
+                        continue;
+                    }
+                    _ => (Role::User, vec![result]),
+                }
+            }
+            other => {
+                return Err(Error::invalid(
+                    format!("{at}.role"),
+                    format!("{other:?}: one of system, developer, user, assistant, tool"),
+                ))
+            }
+        };
+        if !blocks.is_empty() {
+            out.push(Message {
+                role,
+                content: blocks,
+            });
+        }
+    }
+    Ok((system, out))
+}
+
+fn text_at<'v>(v: &'v Value, path: &str) -> &'v str {
+    v.pointer(path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A message's `content`: a string or a list of parts (text, images as data URLs).
+fn content(v: Option<&Value>, at: &str) -> Result<Vec<ContentBlock>> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![ContentBlock::Text(s.clone())]),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let at = format!("{at}.content[{j}]");
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => Ok(ContentBlock::Text(text_at(p, "/text").to_string())),
+                    Some("image_url") => image(text_at(p, "/image_url/url"), &at),
+                    Some(other) => Err(Error::invalid(
+                        at,
+                        format!("a {other:?} part is not routed by Laneway (text and images are)"),
+                    )),
+                    None => Err(Error::invalid(at, "a content part needs a type")),
+                }
+            })
+            .collect(),
+        Some(_) => Err(Error::invalid(
+            format!("{at}.content"),
+            "a string or a list of parts",
+        )),
+    }
+}
+
+/// An image part: a `data:` URL (Bedrock takes bytes, not links).
+pub(super) fn image(url: &str, at: &str) -> Result<ContentBlock> {
+    let refuse = |why: &str| Error::invalid(format!("{at}.image_url.url"), why.to_string());
+    let rest = url.strip_prefix("data:").ok_or_else(|| {
+        refuse("a data: URL (Bedrock's models take the image's bytes, not a link)")
+    })?;
+    let (mime, data) = rest
+        .split_once(";base64,")
+        .ok_or_else(|| refuse("a base64 data: URL"))?;
+    let format = match mime {
+        "image/png" => ImageFormat::Png,
+        "image/jpeg" | "image/jpg" => ImageFormat::Jpeg,
+        "image/gif" => ImageFormat::Gif,
+        "image/webp" => ImageFormat::Webp,
+        _ => return Err(refuse("png, jpeg, gif or webp")),
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| refuse(&format!("not base64: {e}")))?;
+    Ok(ContentBlock::Image(Image::inline(format, bytes)))
+}
+
+fn tools(v: Option<&Value>) -> Result<Vec<Tool>> {
+    let Some(list) = v.filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| Error::invalid("tools", "a list of tools"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.get("type").and_then(Value::as_str) != Some("function") {
+                return Err(Error::invalid(
+                    format!("tools[{i}].type"),
+                    "only function tools are routed by Laneway",
+                ));
+            }
+            let f = t.get("function").unwrap_or(&Value::Null);
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| Error::invalid(format!("tools[{i}].function.name"), "required"))?;
+            Ok(Tool::Spec(ToolSpec {
+                name: name.to_string(),
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                input_schema: f
+                    .get("parameters")
+                    .cloned()
+                    .unwrap_or_else(|| json!({ "type": "object", "properties": {} })),
+                strict: f.get("strict").and_then(Value::as_bool).unwrap_or(false),
+            }))
+        })
+        .collect()
+}
+
+fn tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => match s.as_str() {
+            "auto" => Ok(Some(ToolChoice::Auto)),
+            "required" => Ok(Some(ToolChoice::Any)),
+            // No tool: the call goes without its tools.
+            "none" => Ok(None),
+            other => Err(Error::invalid(
+                "tool_choice",
+                format!("{other:?}: one of auto, required, none, or a function"),
+            )),
+        },
+        Some(o) => match o.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => Ok(Some(ToolChoice::Tool(name.to_string()))),
+            None => Err(Error::invalid(
+                "tool_choice",
+                "{ type: \"function\", function: { name } }",
+            )),
+        },
+    }
+}
+
+/// The answer's `finish_reason`.
+fn finish_reason(stop: &StopReason) -> &'static str {
+    match stop {
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => "length",
+        StopReason::ContentFiltered | StopReason::GuardrailIntervened => "content_filter",
+        _ => "stop",
+    }
+}
+
+fn usage(r: &GenerateResponse) -> Value {
+    let u = &r.usage;
+    let prompt = u.total_input_tokens();
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": prompt + u.output_tokens,
+        "prompt_tokens_details": { "cached_tokens": u.cache_read_tokens },
+        "completion_tokens_details": { "reasoning_tokens": u.reasoning_tokens },
+    })
+}
+
+pub(super) fn service_tier(r: &GenerateResponse) -> &'static str {
+    match r.decision.served_tier.or(r.decision.tier) {
+        Some(crate::ServiceTier::Priority) => "priority",
+        Some(crate::ServiceTier::Flex) => "flex",
+        _ => "default",
+    }
+}
+
+/// The answer as a `chat.completion` with `laneway` (decision, timings, cost) beside it.
+pub fn completion(r: &GenerateResponse, model: &str) -> Value {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut calls = Vec::new();
+    for b in &r.content {
+        match b {
+            OutputBlock::Text(t) => text.push_str(t),
+            OutputBlock::Citations(c) => text.push_str(&c.content.concat()),
+            OutputBlock::Reasoning(rb) => reasoning.push_str(rb.text()),
+            OutputBlock::ToolUse { id, name, input } => calls.push(json!({
+                "id": id, "type": "function",
+                "function": { "name": name, "arguments": input.to_string() },
+            })),
+        }
+    }
+    let mut message = json!({
+        "role": "assistant",
+        "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) },
+        "refusal": null,
+    });
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = json!(reasoning);
+    }
+    json!({
+        "id": format!("chatcmpl-{}", r.decision.call_id),
+        "object": "chat.completion",
+        "created": now_unix(),
+        "model": model,
+        "choices": [{
+            "index": 0, "message": message, "logprobs": null,
+            "finish_reason": finish_reason(&r.stop_reason),
+        }],
+        "usage": usage(r),
+        "service_tier": service_tier(r),
+        "system_fingerprint": null,
+        "laneway": laneway_extras(r),
+    })
+}
+
+/// Writes a stream's events as `chat.completion.chunk`s: a first chunk with the role, the
+/// text, reasoning and tool-call deltas, the finish, and (with `include_usage`) a last chunk
+/// with the usage; the last chunk carries `laneway`.
+#[derive(Debug)]
+pub struct Chunks {
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+    started: bool,
+    /// Block indexes of the tool calls, in order: a call's place is its chunk index.
+    calls: Vec<u32>,
+}
+
+impl Chunks {
+    /// Chunks for a call to `model`; `id` is the answer's.
+    pub fn new(model: &str, include_usage: bool) -> Self {
+        Self {
+            id: format!("chatcmpl-laneway{:x}", now_unix()),
+            created: now_unix(),
+            model: model.to_string(),
+            include_usage,
+            started: false,
+            calls: Vec::new(),
+        }
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created,
+            "model": self.model, "system_fingerprint": null,
+            "choices": [{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }],
+        })
+    }
+
+    /// The chunks of one stream event.
+    pub fn event(&mut self, ev: &StreamEvent) -> Vec<Value> {
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out.push(self.chunk(json!({ "role": "assistant", "content": "" }), None));
+        }
+        match ev {
+            StreamEvent::TextDelta { text, .. } => {
+                out.push(self.chunk(json!({ "content": text }), None));
+            }
+            StreamEvent::ReasoningDelta {
+                delta: ReasoningDelta::Text(t),
+                ..
+            } => out.push(self.chunk(json!({ "reasoning_content": t }), None)),
+            StreamEvent::ToolUseStart { index, id, name } => {
+                let k = self.calls.len();
+                self.calls.push(*index);
+                out.push(self.chunk(
+                    json!({ "tool_calls": [{ "index": k, "id": id, "type": "function",
+                        "function": { "name": name, "arguments": "" } }] }),
+                    None,
+                ));
+            }
+            StreamEvent::ToolUseDelta { index, input_json } => {
+                if let Some(k) = self.calls.iter().position(|i| i == index) {
+                    out.push(self.chunk(
+                        json!({ "tool_calls": [{ "index": k, "function": { "arguments": input_json } }] }),
+                        None,
+                    ));
+                }
+            }
+            StreamEvent::Completed(r) => {
+                let mut last = self.chunk(json!({}), Some(finish_reason(&r.stop_reason)));
+                last["service_tier"] = json!(service_tier(r));
+                if self.include_usage {
+                    out.push(last);
+                    last = json!({
+                        "id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                        "model": self.model, "system_fingerprint": null, "choices": [],
+                        "usage": usage(r), "service_tier": service_tier(r),
+                    });
+                }
+                last["laneway"] = laneway_extras(r);
+                out.push(last);
+            }
+            // Signatures, citations and the seam of a continuation have no chunk of their own.
+            _ => {}
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_with_every_part_reads_into_the_core_request() {
+        let png = base64::engine::general_purpose::STANDARD.encode([137u8, 80, 78, 71]);
+        let call = request(json!({
+            "model": "openai.gpt-5.6-terra",
+            "messages": [
+                { "role": "developer", "content": "Be brief." },
+                { "role": "user", "content": [
+                    { "type": "text", "text": "What is in this picture, and the weather?" },
+                    { "type": "image_url", "image_url": { "url": format!("data:image/png;base64,{png}") } },
+                ]},
+                { "role": "assistant", "content": null, "tool_calls": [
+                    { "id": "c1", "type": "function", "function": { "name": "weather", "arguments": "{\"city\":\"Oslo\"}" } },
+                ]},
+                { "role": "tool", "tool_call_id": "c1", "content": "Sunny" },
+            ],
+            "tools": [{ "type": "function", "function": { "name": "weather", "parameters": { "type": "object" }, "strict": true } }],
+            "tool_choice": "required",
+            "stop": "END",
+            "reasoning_effort": "xhigh",
+            "service_tier": "flex",
+            "response_format": { "type": "json_schema", "json_schema": { "name": "a", "schema": { "type": "object" } } },
+            "seed": 7,
+            "laneway": { "slo": "background", "task_id": "t1" },
+        }))
+        .unwrap();
+        let r = &call.request;
+        assert_eq!(r.system, vec![SystemBlock::Text("Be brief.".into())]);
+        assert_eq!(r.messages.len(), 3);
+        assert!(
+            matches!(&r.messages[0].content[1], ContentBlock::Image(i) if i.format == ImageFormat::Png)
+        );
+        assert!(
+            matches!(&r.messages[1].content[0], ContentBlock::ToolUse(t) if t.input["city"] == "Oslo")
+        );
+        assert!(
+            matches!(&r.messages[2].content[0], ContentBlock::ToolResult(t) if t.tool_use_id == "c1")
+        );
+        assert_eq!(r.tool_choice, Some(ToolChoice::Any));
+        assert_eq!(r.inference.stop_sequences, ["END"]);
+        assert_eq!(
+            r.reasoning.unwrap().effort,
+            Some(crate::ReasoningEffort::Max)
+        );
+        assert_eq!(r.tier, Some(crate::ServiceTier::Flex));
+        assert!(r.output_format.is_some());
+        assert_eq!(r.task_id.as_deref(), Some("t1"));
+        assert_eq!(
+            call.unhonoured,
+            vec![(
+                "seed".to_string(),
+                "sampling is not seeded on Bedrock".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn what_laneway_cannot_do_is_refused_by_name() {
+        let base = || json!({ "model": "m", "messages": [{ "role": "user", "content": "x" }] });
+        for (field, value) in [
+            ("n", json!(2)),
+            ("audio", json!({ "voice": "alloy" })),
+            ("made_up", json!(1)),
+        ] {
+            let mut body = base();
+            body[field] = value;
+            let e = request(body).unwrap_err();
+            assert!(e.to_string().contains(field), "{field}: {e}");
+        }
+        let mut body = base();
+        body["laneway"] = json!({ "sloo": "interactive" });
+        assert!(request(body)
+            .unwrap_err()
+            .to_string()
+            .contains("laneway.sloo"));
+        let mut body = base();
+        body["messages"][0]["content"] =
+            json!([{ "type": "image_url", "image_url": { "url": "https://example.com/a.png" } }]);
+        assert!(request(body).unwrap_err().to_string().contains("data: URL"));
+    }
+}
