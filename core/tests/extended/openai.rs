@@ -527,3 +527,38 @@ async fn an_openai_shaped_chat_call_answers_in_the_sdks_shapes_with_the_decision
     assert_eq!(c["choices"][0]["message"]["content"], r.text());
     assert_eq!(c["laneway"]["decision"]["provider"], "bedrock-openai");
 }
+
+#[tokio::test]
+async fn the_gpt_family_routes_by_the_builtin_router_and_answers() {
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let easy = GenerateRequest::user("Hi!").family("gpt");
+    let hard = GenerateRequest::user(
+        "Prove that there are infinitely many primes p such that p + 2 is also prime, or explain \
+         precisely why the question is open, with the strongest partial results and their proofs.",
+    )
+    .family("gpt");
+    for req in [easy, hard] {
+        let plan = router.plan(&req).unwrap();
+        assert!(
+            [
+                "openai.gpt-5.6-luna",
+                "openai.gpt-5.6-terra",
+                "openai.gpt-5.6-sol"
+            ]
+            .contains(&&*plan.model),
+            "{}",
+            plan.model
+        );
+        assert!(
+            plan.reasons
+                .iter()
+                .any(|r| matches!(r, Reason::VariantScored { .. })),
+            "{:?}",
+            plan.reasons
+        );
+        let r = router.generate(req).await.unwrap();
+        assert_eq!(r.decision.family.as_deref(), Some("gpt"));
+        assert!(r.decision.provider.is_bedrock());
+    }
+}
