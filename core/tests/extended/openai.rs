@@ -562,3 +562,70 @@ async fn the_gpt_family_routes_by_the_builtin_router_and_answers() {
         assert!(r.decision.provider.is_bedrock());
     }
 }
+
+/// An app's `responses.create(...)` body through the router, streamed: the typed events in
+/// order, numbered, each item added before its deltas and done after, the whole response last.
+#[tokio::test]
+async fn an_openai_shaped_responses_stream_is_the_sdks_event_sequence() {
+    use laneway::surface::openai::{note_unhonoured, responses};
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let call = responses::request(json!({
+        "model": TERRA,
+        "instructions": "Think, then answer.",
+        "input": "Plan a trip to Lisbon.",
+        "reasoning": { "effort": "medium" },
+        "store": false,
+        "stream": true,
+    }))
+    .unwrap();
+    let mut events = responses::Events::new(&call.model);
+    let mut s = router.stream(call.request.clone()).await.unwrap();
+    let mut all = Vec::new();
+    while let Some(ev) = s.next().await {
+        let mut ev = ev.unwrap();
+        if let StreamEvent::Completed(r) = &mut ev {
+            note_unhonoured(r, &call.unhonoured);
+        }
+        all.extend(events.on(&ev));
+    }
+    let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds[..2], ["response.created", "response.in_progress"]);
+    assert_eq!(*kinds.last().unwrap(), "response.completed");
+    let numbers: Vec<u64> = all.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
+    // Reasoning first (its summary), then the message.
+    let first_reasoning = kinds.iter().position(|k| *k == "response.reasoning_summary_text.delta").unwrap();
+    let first_text = kinds.iter().position(|k| *k == "response.output_text.delta").unwrap();
+    assert!(first_reasoning < first_text);
+    let done = &all.last().unwrap()["response"];
+    assert_eq!(done["output"][0]["type"], "reasoning");
+    assert!(done["output"][0]["encrypted_content"].is_string());
+    assert_eq!(done["output"][1]["type"], "message");
+    let streamed: String = all
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(done["output"][1]["content"][0]["text"], streamed.as_str());
+    assert!(done["laneway"]["decision"]["reasons"].to_string().contains("store"));
+
+    // Whole: one `response` whose reasoning item goes back on the next turn.
+    let mut whole = call.request.clone();
+    whole.messages[0] = laneway::Message::user("Plan a trip to Porto.");
+    let r = router.generate(whole).await.unwrap();
+    let v = responses::response(&r, TERRA);
+    assert_eq!((v["object"].as_str(), v["status"].as_str()), (Some("response"), Some("completed")));
+    let next = responses::request(json!({
+        "model": TERRA,
+        "input": [
+            { "role": "user", "content": "Plan a trip to Porto." },
+            v["output"][0].clone(),
+            v["output"][1].clone(),
+            { "role": "user", "content": "And Madrid?" },
+        ],
+        "reasoning": { "effort": "medium" },
+    }))
+    .unwrap();
+    assert!(router.generate(next.request).await.is_ok());
+}

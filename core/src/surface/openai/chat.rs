@@ -19,7 +19,7 @@
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use super::{laneway_extras, now_unix, Unhonoured};
+use super::{fresh_id, laneway_extras, now_unix, Unhonoured};
 use crate::surface::flat::{self, Casing};
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
@@ -618,7 +618,7 @@ impl Chunks {
     /// Chunks for a call to `model`; `id` is the answer's.
     pub fn new(model: &str, include_usage: bool) -> Self {
         Self {
-            id: format!("chatcmpl-laneway{:x}", now_unix()),
+            id: fresh_id("chatcmpl-"),
             created: now_unix(),
             model: model.to_string(),
             include_usage,

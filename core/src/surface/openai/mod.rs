@@ -40,6 +40,19 @@ pub fn laneway_extras(r: &GenerateResponse) -> Value {
     })
 }
 
+/// A fresh id for a streamed answer (its call id is known only at its end): `prefix`, the
+/// process, the time and a counter.
+fn fresh_id(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}laneway{:x}{:x}{:06x}",
+        std::process::id(),
+        now_unix(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// Seconds since the epoch, as the SDKs' `created` fields count.
 fn now_unix() -> u64 {
     std::time::SystemTime::now()

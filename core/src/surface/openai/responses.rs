@@ -15,7 +15,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{laneway_extras, now_unix, Unhonoured};
+use super::{fresh_id, laneway_extras, now_unix, Unhonoured};
 use crate::surface::flat::{self, Casing};
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Message, OutputBlock, ReasoningBlock,
@@ -581,7 +581,7 @@ impl Events {
     /// Events for a call to `model`.
     pub fn new(model: &str) -> Self {
         Self {
-            id: format!("resp_laneway{:x}", now_unix()),
+            id: fresh_id("resp_"),
             created_at: now_unix(),
             model: model.to_string(),
             sequence: 0,
