@@ -11,6 +11,7 @@ mod runtime;
 use std::sync::{Arc, Mutex};
 
 use laneway::surface::flat::{self, Casing};
+use laneway::surface::openai::{chat, note_unhonoured, responses, Unhonoured};
 use laneway::surface::{converse, AnyValue, RouterOptions};
 use laneway::{GenerateRequest, Router};
 use pyo3::prelude::*;
@@ -45,6 +46,54 @@ struct NativeRouter {
 pub(crate) fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
     let AnyValue(value) = depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))?;
     flat::request(value, Casing::Snake).map_err(to_py_err)
+}
+
+/// An `openai` SDK body (a dict) as the core reads it: which API, the request, the model
+/// asked for, the fields not honoured.
+fn openai_call_of(
+    api: &str,
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<(GenerateRequest, String, Unhonoured)> {
+    let AnyValue(value) = depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))?;
+    let (request, model, unhonoured, stream) = match api {
+        "chat" => {
+            let c = chat::request(value).map_err(to_py_err)?;
+            (c.request, c.model, c.unhonoured, c.stream)
+        }
+        "responses" => {
+            let c = responses::request(value).map_err(to_py_err)?;
+            (c.request, c.model, c.unhonoured, c.stream)
+        }
+        other => {
+            return Err(to_py_err(laneway::Error::InvalidRequest {
+                field: "api".into(),
+                reason: format!("{other:?}: \"chat\" or \"responses\""),
+            }))
+        }
+    };
+    if stream {
+        return Err(to_py_err(laneway::Error::InvalidRequest {
+            field: "stream".into(),
+            reason: "this call answers whole: open a stream for `stream: true`".into(),
+        }));
+    }
+    Ok((request, model, unhonoured))
+}
+
+/// A whole answer in the `openai` SDK's shape of `api`, the fields not honoured said in its
+/// decision.
+fn openai_answer(
+    py: Python<'_>,
+    api: &str,
+    mut r: laneway::GenerateResponse,
+    model: &str,
+    unhonoured: &Unhonoured,
+) -> PyResult<Py<PyAny>> {
+    note_unhonoured(&mut r, unhonoured);
+    match api {
+        "chat" => to_py(py, &chat::completion(&r, model)),
+        _ => to_py(py, &responses::response(&r, model)),
+    }
 }
 
 fn converse_request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
@@ -145,6 +194,39 @@ impl NativeRouter {
         errors::guard(|| {
             let r = self.send_blocking(py, converse_request_of(request)?)?;
             to_py(py, &converse::response(&r))
+        })
+    }
+
+    /// Sends an `openai` SDK body (`api`: "chat" for `chat.completions.create`, "responses"
+    /// for `responses.create`; not streamed); a future (of `dispatcher`'s event loop) of the
+    /// answer in that SDK's shape, Laneway's decision under `laneway`.
+    fn openai<'py>(
+        &self,
+        py: Python<'py>,
+        api: &str,
+        body: &Bound<'py, PyAny>,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        errors::guard(|| {
+            let (req, model, unhonoured) = openai_call_of(api, body)?;
+            let api = api.to_string();
+            self.send(py, req, dispatcher, move |py, r| {
+                openai_answer(py, &api, r, &model, &unhonoured)
+            })
+        })
+    }
+
+    /// `openai`, blocking without the GIL.
+    fn openai_blocking(
+        &self,
+        py: Python<'_>,
+        api: &str,
+        body: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let (req, model, unhonoured) = openai_call_of(api, body)?;
+            let r = self.send_blocking(py, req)?;
+            openai_answer(py, api, r, &model, &unhonoured)
         })
     }
 

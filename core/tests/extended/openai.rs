@@ -592,11 +592,20 @@ async fn an_openai_shaped_responses_stream_is_the_sdks_event_sequence() {
     let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds[..2], ["response.created", "response.in_progress"]);
     assert_eq!(*kinds.last().unwrap(), "response.completed");
-    let numbers: Vec<u64> = all.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+    let numbers: Vec<u64> = all
+        .iter()
+        .map(|e| e["sequence_number"].as_u64().unwrap())
+        .collect();
     assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
     // Reasoning first (its summary), then the message.
-    let first_reasoning = kinds.iter().position(|k| *k == "response.reasoning_summary_text.delta").unwrap();
-    let first_text = kinds.iter().position(|k| *k == "response.output_text.delta").unwrap();
+    let first_reasoning = kinds
+        .iter()
+        .position(|k| *k == "response.reasoning_summary_text.delta")
+        .unwrap();
+    let first_text = kinds
+        .iter()
+        .position(|k| *k == "response.output_text.delta")
+        .unwrap();
     assert!(first_reasoning < first_text);
     let done = &all.last().unwrap()["response"];
     assert_eq!(done["output"][0]["type"], "reasoning");
@@ -608,14 +617,19 @@ async fn an_openai_shaped_responses_stream_is_the_sdks_event_sequence() {
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
     assert_eq!(done["output"][1]["content"][0]["text"], streamed.as_str());
-    assert!(done["laneway"]["decision"]["reasons"].to_string().contains("store"));
+    assert!(done["laneway"]["decision"]["reasons"]
+        .to_string()
+        .contains("store"));
 
     // Whole: one `response` whose reasoning item goes back on the next turn.
     let mut whole = call.request.clone();
     whole.messages[0] = laneway::Message::user("Plan a trip to Porto.");
     let r = router.generate(whole).await.unwrap();
     let v = responses::response(&r, TERRA);
-    assert_eq!((v["object"].as_str(), v["status"].as_str()), (Some("response"), Some("completed")));
+    assert_eq!(
+        (v["object"].as_str(), v["status"].as_str()),
+        (Some("response"), Some("completed"))
+    );
     let next = responses::request(json!({
         "model": TERRA,
         "input": [

@@ -464,7 +464,7 @@ fn usage(r: &GenerateResponse) -> Value {
     let input = u.total_input_tokens();
     json!({
         "input_tokens": input,
-        "input_tokens_details": { "cached_tokens": u.cache_read_tokens },
+        "input_tokens_details": { "cached_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens },
         "output_tokens": u.output_tokens,
         "output_tokens_details": { "reasoning_tokens": u.reasoning_tokens },
         "total_tokens": input + u.output_tokens,
@@ -538,6 +538,13 @@ pub fn response(r: &GenerateResponse, model: &str) -> Value {
         "usage": usage(r),
         "incomplete_details": incomplete,
         "error": null,
+        "instructions": null,
+        "metadata": {},
+        "parallel_tool_calls": true,
+        "temperature": null,
+        "top_p": null,
+        "tool_choice": "auto",
+        "tools": [],
         "service_tier": super::chat::service_tier(r),
         "store": false,
         "laneway": laneway_extras(r),
@@ -600,7 +607,9 @@ impl Events {
     fn shell(&self, status: &str) -> Value {
         json!({ "id": self.id, "object": "response", "created_at": self.created_at,
             "status": status, "model": self.model, "output": [], "usage": null, "error": null,
-            "incomplete_details": null, "store": false })
+            "incomplete_details": null, "instructions": null, "metadata": {},
+            "parallel_tool_calls": true, "temperature": null, "top_p": null,
+            "tool_choice": "auto", "tools": [], "store": false })
     }
 
     /// The output index of block `index`, opening its item with `open` if it is new.
