@@ -274,18 +274,13 @@ fn note_what_surfaces_lack(
     attempts: &[Attempt],
     reasons: &mut Vec<Reason>,
 ) {
-    let has_checkpoints = request
-        .messages
-        .iter()
-        .flat_map(|m| &m.content)
-        .any(|b| matches!(b, crate::types::ContentBlock::CachePoint(_)))
-        || request
-            .system
-            .iter()
-            .any(|b| matches!(b, crate::types::SystemBlock::CachePoint(_)));
+    // Only a plan with an attempt on such a surface looks for the request's checkpoints.
+    let mut has_checkpoints = None;
     for a in attempts {
         let surface = &a.target.provider;
         if matches!(surface, Provider::BedrockOpenAi | Provider::BedrockMantle) {
+            let has_checkpoints =
+                *has_checkpoints.get_or_insert_with(|| !request.pinned_cache_points().is_empty());
             let lacking = [
                 ("metadata", !request.metadata.is_empty()),
                 ("latency_optimized", a.latency_optimized),

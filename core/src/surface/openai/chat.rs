@@ -19,8 +19,10 @@
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use super::{fresh_id, laneway_extras, now_unix, Unhonoured};
-use crate::surface::flat::{self, Casing};
+use super::{
+    effort_option, finish, format_option, fresh_id, laneway_extras, now_unix, start, Fields,
+    Started, Unhonoured,
+};
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
     OutputBlock, ReasoningDelta, Result, Role, StopReason, StreamEvent, SystemBlock, Tool,
@@ -115,6 +117,13 @@ const READ: &[&str] = &[
     "laneway",
 ];
 
+const FIELDS: Fields = Fields {
+    api: "Chat Completions",
+    read: READ,
+    not_honoured: NOT_HONOURED,
+    refused: REFUSED,
+};
+
 /// A Chat Completions body (with Laneway's options under `laneway`) as a core request.
 pub fn request(body: Value) -> Result<ChatCall> {
     let Value::Object(mut body) = body else {
@@ -123,76 +132,23 @@ pub fn request(body: Value) -> Result<ChatCall> {
             "a Chat Completions body is an object",
         ));
     };
-    for (field, why) in REFUSED {
-        if body.get(*field).is_some_and(|v| !v.is_null()) {
-            return Err(Error::invalid(*field, *why));
-        }
-    }
-    let mut unhonoured = Unhonoured::new();
-    for (key, value) in &body {
-        if value.is_null() || READ.contains(&key.as_str()) {
-            continue;
-        }
-        match NOT_HONOURED.iter().find(|(f, _)| f == key) {
-            Some((f, why)) => unhonoured.push((f.to_string(), why.to_string())),
-            None => {
-                return Err(Error::invalid(
-                    key.as_str(),
-                    "not a Chat Completions field Laneway knows (Laneway's own options go under `laneway`)",
-                ))
-            }
-        }
-    }
     if let Some(n) = body.get("n").and_then(Value::as_u64).filter(|n| *n != 1) {
         return Err(Error::invalid(
             "n",
             format!("{n} choices: Laneway routes one answer per call"),
         ));
     }
-    let model = match body.remove("model") {
-        Some(Value::String(m)) if !m.is_empty() => m,
-        _ => {
-            return Err(Error::invalid(
-                "model",
-                "a model or family name is required",
-            ))
-        }
-    };
-    // Laneway's options, read as the flat form reads them (so they are checked by name).
-    let mut options = match body.remove("laneway") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(Error::invalid("laneway", "an object of Laneway's options")),
-    };
-    for owned in [
-        "messages",
-        "prompt",
-        "system",
-        "tools",
-        "tool_choice",
-        "model",
-    ] {
-        if options.contains_key(owned) {
-            return Err(Error::invalid(
-                format!("laneway.{owned}"),
-                "give it in the Chat Completions body itself",
-            ));
-        }
-    }
-    if !options.contains_key("family") {
-        options.insert("model".into(), Value::String(model.clone()));
-    }
+    let Started {
+        model,
+        mut options,
+        mut unhonoured,
+    } = start(&mut body, &FIELDS)?;
     let max = body
         .get("max_completion_tokens")
         .filter(|v| !v.is_null())
         .or_else(|| body.get("max_tokens").filter(|v| !v.is_null()));
     if let Some(m) = max {
         options.insert("max_tokens".into(), m.clone());
-    }
-    for key in ["temperature", "top_p", "metadata"] {
-        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-            options.insert(key.into(), v.clone());
-        }
     }
     match body.get("stop") {
         None | Some(Value::Null) => {}
@@ -205,43 +161,21 @@ pub fn request(body: Value) -> Result<ChatCall> {
         Some(_) => return Err(Error::invalid("stop", "a string or a list of strings")),
     }
     if let Some(effort) = body.get("reasoning_effort").and_then(Value::as_str) {
-        match reasoning_effort(effort)? {
-            Some(e) => {
-                options.insert("reasoning".into(), json!(e));
-            }
-            None => unhonoured.push((
-                "reasoning_effort".into(),
-                "\"none\": the request asks for no reasoning (a model that always reasons still does)".into(),
-            )),
-        }
+        effort_option(effort, "reasoning_effort", &mut options, &mut unhonoured)?;
     }
     tier_option(body.get("service_tier"), &mut options)?;
     if let Some(format) = body.get("response_format").filter(|v| !v.is_null()) {
-        match format.get("type").and_then(Value::as_str) {
-            Some("text") => {}
-            Some("json_schema") => {
-                let schema = format.pointer("/json_schema/schema").ok_or_else(|| {
-                    Error::invalid(
-                        "response_format.json_schema.schema",
-                        "a JSON schema is required",
-                    )
-                })?;
-                options.insert("output_schema".into(), schema.clone());
-            }
-            Some("json_object") => unhonoured.push((
-                "response_format".into(),
-                "json_object without a schema: give a json_schema for structured output".into(),
-            )),
-            _ => {
-                return Err(Error::invalid(
-                    "response_format.type",
-                    "one of text, json_schema, json_object",
-                ))
-            }
-        }
+        let schema = format.pointer("/json_schema/schema");
+        format_option(
+            format,
+            "response_format",
+            schema,
+            "response_format.json_schema.schema",
+            &mut options,
+            &mut unhonoured,
+        )?;
     }
-    let mut request =
-        flat::request(Value::Object(options), Casing::Snake).map_err(under_laneway)?;
+    let mut request = finish(options)?;
     let (system, messages) = messages(body.get("messages"))?;
     request.system = system;
     request.messages = messages;
@@ -280,17 +214,6 @@ pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -
         }
     }
     Ok(())
-}
-
-/// An error of the Laneway options' reading, named under `laneway.`.
-pub(super) fn under_laneway(e: Error) -> Error {
-    match e {
-        Error::InvalidRequest { field, reason } => Error::InvalidRequest {
-            field: format!("laneway.{field}"),
-            reason,
-        },
-        other => other,
-    }
 }
 
 /// An effort word as Laneway's (`minimal` is low, `xhigh` max); `None` for `none`.

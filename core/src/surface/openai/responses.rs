@@ -13,10 +13,12 @@
 //! assert_eq!(call.request.inference.max_tokens, Some(200));
 //! ```
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::{fresh_id, laneway_extras, now_unix, Unhonoured};
-use crate::surface::flat::{self, Casing};
+use super::{
+    effort_option, finish, format_option, fresh_id, laneway_extras, now_unix, start, Fields,
+    Started, Unhonoured,
+};
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Message, OutputBlock, ReasoningBlock,
     ReasoningDelta, ReasoningText, Result, Role, StopReason, StreamEvent, SystemBlock, Tool,
@@ -101,90 +103,34 @@ const READ: &[&str] = &[
     "laneway",
 ];
 
+const FIELDS: Fields = Fields {
+    api: "Responses",
+    read: READ,
+    not_honoured: NOT_HONOURED,
+    refused: REFUSED,
+};
+
 /// A Responses body (with Laneway's options under `laneway`) as a core request.
 pub fn request(body: Value) -> Result<ResponsesCall> {
     let Value::Object(mut body) = body else {
         return Err(Error::invalid("request", "a Responses body is an object"));
     };
-    for (field, why) in REFUSED {
-        if body
-            .get(*field)
-            .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
-        {
-            return Err(Error::invalid(*field, *why));
-        }
-    }
-    let mut unhonoured = Unhonoured::new();
-    for (key, value) in &body {
-        if value.is_null() || READ.contains(&key.as_str()) {
-            continue;
-        }
-        match NOT_HONOURED.iter().find(|(f, _)| f == key) {
-            Some((f, why)) => unhonoured.push((f.to_string(), why.to_string())),
-            None if REFUSED.iter().any(|(f, _)| f == key) => {}
-            None => return Err(Error::invalid(
-                key.as_str(),
-                "not a Responses field Laneway knows (Laneway's own options go under `laneway`)",
-            )),
-        }
-    }
-    let model = match body.remove("model") {
-        Some(Value::String(m)) if !m.is_empty() => m,
-        _ => {
-            return Err(Error::invalid(
-                "model",
-                "a model or family name is required",
-            ))
-        }
-    };
-    let mut options = match body.remove("laneway") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(Error::invalid("laneway", "an object of Laneway's options")),
-    };
-    for owned in [
-        "messages",
-        "prompt",
-        "system",
-        "tools",
-        "tool_choice",
-        "model",
-    ] {
-        if options.contains_key(owned) {
-            return Err(Error::invalid(
-                format!("laneway.{owned}"),
-                "give it in the Responses body itself",
-            ));
-        }
-    }
-    if !options.contains_key("family") {
-        options.insert("model".into(), Value::String(model.clone()));
-    }
+    let Started {
+        model,
+        mut options,
+        mut unhonoured,
+    } = start(&mut body, &FIELDS)?;
     if let Some(m) = body.get("max_output_tokens").filter(|v| !v.is_null()) {
         options.insert("max_tokens".into(), m.clone());
     }
-    for key in ["temperature", "top_p", "metadata"] {
-        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-            options.insert(key.into(), v.clone());
-        }
-    }
-    if let Some(effort) = body
-        .get("reasoning")
+    let reasoning = body.get("reasoning");
+    if let Some(effort) = reasoning
         .and_then(|r| r.get("effort"))
         .and_then(Value::as_str)
     {
-        match super::chat::reasoning_effort(effort)? {
-            Some(e) => {
-                options.insert("reasoning".into(), json!(e));
-            }
-            None => unhonoured.push((
-                "reasoning.effort".into(),
-                "\"none\": the request asks for no reasoning (a model that always reasons still does)".into(),
-            )),
-        }
+        effort_option(effort, "reasoning.effort", &mut options, &mut unhonoured)?;
     }
-    if body
-        .get("reasoning")
+    if reasoning
         .and_then(|r| r.get("summary"))
         .is_some_and(|s| !s.is_null())
     {
@@ -200,28 +146,17 @@ pub fn request(body: Value) -> Result<ResponsesCall> {
         .and_then(|t| t.get("format"))
         .filter(|v| !v.is_null())
     {
-        match format.get("type").and_then(Value::as_str) {
-            Some("text") => {}
-            Some("json_schema") => {
-                let schema = format.get("schema").ok_or_else(|| {
-                    Error::invalid("text.format.schema", "a JSON schema is required")
-                })?;
-                options.insert("output_schema".into(), schema.clone());
-            }
-            Some("json_object") => unhonoured.push((
-                "text.format".into(),
-                "json_object without a schema: give a json_schema for structured output".into(),
-            )),
-            _ => {
-                return Err(Error::invalid(
-                    "text.format.type",
-                    "one of text, json_schema, json_object",
-                ))
-            }
-        }
+        let schema = format.get("schema");
+        format_option(
+            format,
+            "text.format",
+            schema,
+            "text.format.schema",
+            &mut options,
+            &mut unhonoured,
+        )?;
     }
-    let mut request =
-        flat::request(Value::Object(options), Casing::Snake).map_err(super::chat::under_laneway)?;
+    let mut request = finish(options)?;
     if let Some(i) = body.get("instructions").and_then(Value::as_str) {
         request.system.push(SystemBlock::Text(i.to_string()));
     }
