@@ -182,6 +182,8 @@ export interface RouterOptions {
   endpointUrl?: string
   accessKeyId?: string
   secretAccessKey?: string
+  /** A Bedrock API key, sent as the bearer token to Bedrock's OpenAI-compatible endpoints. */
+  bedrockApiKey?: string
 }
 
 export class Router {

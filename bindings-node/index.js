@@ -21,6 +21,9 @@ function loadNative () {
   throw new Error(`laneway: no native addon for ${platform} (tried ${tried.join(', ')}): install the prebuilt package, or build from source with \`npm run build\` in bindings-node (needs Rust)`)
 }
 
+/** The Laneway class an error of another class hierarchy stands for. */
+const STANDS_FOR = Symbol('laneway.standsFor')
+
 const camel = key => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 
 /** Every error Laneway throws. `kind` is the stable error kind (e.g. 'throttled', the core's
@@ -29,6 +32,14 @@ const camel = key => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
  * `httpStatus`, `requestId`, `retryAfterMs`, `attempts`, `budgetExhausted`, `delivered`) are
  * properties, and all of them, as the core gives them, are `details`. */
 class LanewayError extends Error {
+  /** An error of the `openai`-shaped client (`laneway/openai`) is an instance of the `openai`
+   * SDK's class for its kind, and of Laneway's class too. */
+  static [Symbol.hasInstance] (value) {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true
+    const stands = value != null && value[STANDS_FOR]
+    return typeof stands === 'function' && (stands === this || stands.prototype instanceof this)
+  }
+
   constructor (details, options) {
     super(details.message, options)
     this.name = this.constructor.name
@@ -142,7 +153,7 @@ const abandoned = new FinalizationRegistry(({ native, id }) => {
   try { native.closeStream(id) } catch {}
 })
 
-async function * streamEvents (native, id, signal) {
+async function * streamEvents (native, id, signal, wrap = event) {
   const onAbort = () => call(() => native.closeStream(id))
   if (signal) signal.addEventListener('abort', onAbort, { once: true })
   try {
@@ -159,7 +170,7 @@ async function * streamEvents (native, id, signal) {
         if (signal && signal.aborted) throw abortError(signal)
         return
       }
-      for (const ev of batch) yield event(ev)
+      for (const ev of batch) yield wrap(ev)
     }
   } finally {
     if (signal) signal.removeEventListener('abort', onAbort)
@@ -168,14 +179,14 @@ async function * streamEvents (native, id, signal) {
 }
 
 /** The router options' names in the core's schema. */
-const OPTION_KEYS = { config: 'config', configPath: 'config_path', endpointUrl: 'endpoint_url', accessKeyId: 'access_key_id', secretAccessKey: 'secret_access_key' }
+const OPTION_KEYS = { config: 'config', configPath: 'config_path', endpointUrl: 'endpoint_url', accessKeyId: 'access_key_id', secretAccessKey: 'secret_access_key', bedrockApiKey: 'bedrock_api_key' }
 
 /** Routes calls per their SLO. */
 class Router {
   /**
    * @param {object} [options] `config` (an object in the TOML layout, TOML text, or a path to a
    *   TOML file), or `configPath`; `endpointUrl` (the emulator), `accessKeyId` /
-   *   `secretAccessKey`. A path that does not exist is a `ConfigError`.
+   *   `secretAccessKey`; `bedrockApiKey` (a Bedrock API key for the OpenAI-compatible endpoints). A path that does not exist is a `ConfigError`.
    */
   constructor (options = {}) {
     const o = {}
@@ -375,4 +386,8 @@ function camelKeys (value) {
   return out
 }
 
+/** For `laneway/openai`: the pieces it converts with. */
+const internals = { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR, KINDS }
+
 module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
+Object.defineProperty(module.exports, '_internals', { value: internals })

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The bindings benchmark: Laneway's Python binding against boto3 and its Node binding against
-# the AWS SDK for JavaScript, each client pinned to one core, the emulator (release build) to
+# The bindings benchmark: Laneway's Python binding against boto3 (and its openai-shaped client
+# against the openai SDK) and its Node binding against the AWS SDK for JavaScript, each client pinned to one core, the emulator (release build) to
 # another. Installs what it needs; figures go to stdout (and into BENCHMARKS.md by hand).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -8,8 +8,10 @@ cargo build --release --locked -p laneway-emulator
 # The floor: the official Rust SDK alone, which the Python rows are also measured against.
 cargo build --release --locked -p laneway --example raw_sdk_floor
 python3 -m venv target/py
-target/py/bin/pip install --quiet "maturin>=1.5,<2" boto3 ./bindings-python
+target/py/bin/pip install --quiet "maturin>=1.5,<2" boto3 "openai>=2" ./bindings-python
 target/py/bin/python bench/bindings/python_vs_boto3.py
+# The openai-shaped client against the openai SDK on the emulator's OpenAI-compatible endpoint.
+target/py/bin/python bench/bindings/python_vs_openai.py
 (cd bindings-node && npm install --omit=optional --no-audit --no-fund --silent && npm run build)
 (cd bench/bindings && npm install --omit=optional --no-audit --no-fund --silent)
 taskset -c 0 node bench/bindings/node_vs_sdk.js

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use laneway::surface::flat::{self, Casing};
+use laneway::surface::openai::{Api, Call, Encoder};
 use laneway::surface::{converse, ErrorDetails, RouterOptions};
 use laneway::{Error, GenerateRequest, Router};
 use napi::bindgen_prelude::block_on;
@@ -86,7 +87,36 @@ fn to_json(value: &impl serde::Serialize) -> napi::Result<String> {
     })
 }
 
-type SharedStream = Arc<laneway::LazyStream>;
+/// An open stream, and for an `openai`-shaped one the encoder of its API's events.
+#[derive(Clone)]
+struct SharedStream {
+    stream: Arc<laneway::LazyStream>,
+    encoder: Option<Arc<Mutex<Encoder>>>,
+}
+
+impl SharedStream {
+    /// A burst of the core's events as JSON: the core's schema, or the API's events. `None`
+    /// for a burst that makes no event of the API's (a signature, a continuation's seam).
+    fn encode(&self, events: &[laneway::StreamEvent]) -> napi::Result<Option<String>> {
+        match &self.encoder {
+            None => to_json(&events).map(Some),
+            Some(encoder) => {
+                let out = lock(encoder).on_all(events);
+                if out.is_empty() && !events.is_empty() {
+                    return Ok(None);
+                }
+                to_json(&out).map(Some)
+            }
+        }
+    }
+}
+
+/// An `openai` SDK body (JSON) of `api` ("chat" or "responses") as the core reads it.
+fn openai_call_of(api: &str, json: &str) -> napi::Result<Call> {
+    let api: Api = api.parse().map_err(js_error)?;
+    let value = serde_json::from_str(json).map_err(invalid_request)?;
+    Call::read(api, value).map_err(js_error)
+}
 
 /// Events delivered together at most (a long answer's burst is split, to bound a batch).
 const BATCH: usize = 256;
@@ -177,11 +207,48 @@ impl NativeRouter {
     pub fn open_stream(&self, request_json: String) -> napi::Result<u32> {
         guard(|| {
             let req = request_of(&request_json)?;
-            let mut next = lock(&self.next_stream);
-            *next = next.wrapping_add(1);
-            let state = Arc::new(self.router.lazy_stream(req));
-            lock(&self.streams).insert(*next, state);
-            Ok(*next)
+            Ok(self.register_stream(req, None))
+        })
+    }
+
+    /// Sends an `openai` SDK body (`api`: "chat" or "responses", not streamed); resolves to
+    /// the answer's JSON in that SDK's shape, Laneway's decision under `laneway`.
+    /// `cancel(callId)` aborts it.
+    #[napi]
+    pub async fn openai(
+        &self,
+        api: String,
+        body_json: String,
+        call_id: u32,
+    ) -> napi::Result<String> {
+        guard_async(async move {
+            let Call { request, reply } = openai_call_of(&api, &body_json)?;
+            if reply.stream() {
+                return Err(js_error(Error::InvalidRequest {
+                    field: "stream".into(),
+                    reason: "this call answers whole: open a stream (`openOpenaiStream`) for `stream: true`".into(),
+                }));
+            }
+            let r = self.abortable(call_id, request).await?;
+            to_json(&reply.whole(r))
+        })
+        .await
+    }
+
+    /// Opens the stream of an `openai` SDK body with `stream: true`: its events come in the
+    /// API's shape (chunks, or typed events), Laneway's decision on the last.
+    #[napi]
+    pub fn open_openai_stream(&self, api: String, body_json: String) -> napi::Result<u32> {
+        guard(|| {
+            let Call { request, reply } = openai_call_of(&api, &body_json)?;
+            if !reply.stream() {
+                return Err(js_error(Error::InvalidRequest {
+                    field: "stream".into(),
+                    reason: "a stream is opened for `stream: true`".into(),
+                }));
+            }
+            let encoder = Arc::new(Mutex::new(reply.encoder()));
+            Ok(self.register_stream(request, Some(encoder)))
         })
     }
 
@@ -193,13 +260,13 @@ impl NativeRouter {
             let Some(state) = lock(&self.streams).get(&stream_id).cloned() else {
                 return Ok(Some("[]".into()));
             };
-            match state.ready_batch(BATCH) {
+            match state.stream.ready_batch(BATCH) {
                 None => Ok(None),
                 Some(Ok(events)) => {
                     if events.is_empty() {
                         lock(&self.streams).remove(&stream_id);
                     }
-                    to_json(&events).map(Some)
+                    state.encode(&events)
                 }
                 Some(Err(e)) => {
                     lock(&self.streams).remove(&stream_id);
@@ -220,7 +287,15 @@ impl NativeRouter {
             let (handle, registration) = futures::future::AbortHandle::new_pair();
             lock(&self.waiting).insert(stream_id, handle);
             let out = futures::future::Abortable::new(
-                async move { state.next_batch(BATCH).await },
+                async move {
+                    // A burst that makes no event of an `openai`-shaped stream's API is read past.
+                    loop {
+                        let events = state.stream.next_batch(BATCH).await?;
+                        if let Some(json) = state.encode(&events).map_err(Outcome::Js)? {
+                            return Ok::<_, Outcome>((events.is_empty(), json));
+                        }
+                    }
+                },
                 registration,
             )
             .await;
@@ -229,15 +304,15 @@ impl NativeRouter {
                 return Ok("[]".into());
             };
             match out {
-                Ok(events) => {
-                    if events.is_empty() {
+                Ok((ended, json)) => {
+                    if ended {
                         lock(&self.streams).remove(&stream_id);
                     }
-                    to_json(&events)
+                    Ok(json)
                 }
                 Err(e) => {
                     lock(&self.streams).remove(&stream_id);
-                    Err(js_error(e))
+                    Err(e.into())
                 }
             }
         })
@@ -369,7 +444,40 @@ impl NativeRouter {
     }
 }
 
+/// How reading a stream failed: the core's error, or encoding its events.
+enum Outcome {
+    Core(Error),
+    Js(napi::Error),
+}
+
+impl From<Error> for Outcome {
+    fn from(e: Error) -> Self {
+        Outcome::Core(e)
+    }
+}
+
+impl From<Outcome> for napi::Error {
+    fn from(e: Outcome) -> Self {
+        match e {
+            Outcome::Core(e) => js_error(e),
+            Outcome::Js(e) => e,
+        }
+    }
+}
+
 impl NativeRouter {
+    /// Registers a stream (with the encoder of an `openai`-shaped one); its id.
+    fn register_stream(&self, req: GenerateRequest, encoder: Option<Arc<Mutex<Encoder>>>) -> u32 {
+        let mut next = lock(&self.next_stream);
+        *next = next.wrapping_add(1);
+        let state = SharedStream {
+            stream: Arc::new(self.router.lazy_stream(req)),
+            encoder,
+        };
+        lock(&self.streams).insert(*next, state);
+        *next
+    }
+
     /// Runs a call that `cancel(call_id)` can abort. Already on napi's tokio runtime: abortable
     /// in place, no second task to hand off to.
     async fn abortable(

@@ -6,12 +6,13 @@ mod batch;
 mod bridge;
 mod errors;
 mod events;
+mod openai;
 mod runtime;
 
 use std::sync::{Arc, Mutex};
 
 use laneway::surface::flat::{self, Casing};
-use laneway::surface::openai::{chat, note_unhonoured, responses, Unhonoured};
+use laneway::surface::openai::Call;
 use laneway::surface::{converse, AnyValue, RouterOptions};
 use laneway::{GenerateRequest, Router};
 use pyo3::prelude::*;
@@ -48,52 +49,17 @@ pub(crate) fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
     flat::request(value, Casing::Snake).map_err(to_py_err)
 }
 
-/// An `openai` SDK body (a dict) as the core reads it: which API, the request, the model
-/// asked for, the fields not honoured.
-fn openai_call_of(
-    api: &str,
-    obj: &Bound<'_, PyAny>,
-) -> PyResult<(GenerateRequest, String, Unhonoured)> {
-    let AnyValue(value) = depythonize(obj).map_err(|e| errors::invalid_request(e.to_string()))?;
-    let (request, model, unhonoured, stream) = match api {
-        "chat" => {
-            let c = chat::request(value).map_err(to_py_err)?;
-            (c.request, c.model, c.unhonoured, c.stream)
-        }
-        "responses" => {
-            let c = responses::request(value).map_err(to_py_err)?;
-            (c.request, c.model, c.unhonoured, c.stream)
-        }
-        other => {
-            return Err(to_py_err(laneway::Error::InvalidRequest {
-                field: "api".into(),
-                reason: format!("{other:?}: \"chat\" or \"responses\""),
-            }))
-        }
-    };
-    if stream {
+/// An `openai` SDK body of `api` for a whole answer.
+fn whole_openai_call(api: &str, body: &Bound<'_, PyAny>) -> PyResult<Call> {
+    let call = openai::call_of(api, body)?;
+    if call.reply.stream() {
         return Err(to_py_err(laneway::Error::InvalidRequest {
             field: "stream".into(),
-            reason: "this call answers whole: open a stream for `stream: true`".into(),
+            reason: "this call answers whole: open a stream (`openai_stream`) for `stream: true`"
+                .into(),
         }));
     }
-    Ok((request, model, unhonoured))
-}
-
-/// A whole answer in the `openai` SDK's shape of `api`, the fields not honoured said in its
-/// decision.
-fn openai_answer(
-    py: Python<'_>,
-    api: &str,
-    mut r: laneway::GenerateResponse,
-    model: &str,
-    unhonoured: &Unhonoured,
-) -> PyResult<Py<PyAny>> {
-    note_unhonoured(&mut r, unhonoured);
-    match api {
-        "chat" => to_py(py, &chat::completion(&r, model)),
-        _ => to_py(py, &responses::response(&r, model)),
-    }
+    Ok(call)
 }
 
 fn converse_request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
@@ -208,10 +174,9 @@ impl NativeRouter {
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
         errors::guard(|| {
-            let (req, model, unhonoured) = openai_call_of(api, body)?;
-            let api = api.to_string();
-            self.send(py, req, dispatcher, move |py, r| {
-                openai_answer(py, &api, r, &model, &unhonoured)
+            let Call { request, reply } = whole_openai_call(api, body)?;
+            self.send(py, request, dispatcher, move |py, r| {
+                to_py(py, &reply.whole(r))
             })
         })
     }
@@ -224,9 +189,31 @@ impl NativeRouter {
         body: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
         errors::guard(|| {
-            let (req, model, unhonoured) = openai_call_of(api, body)?;
-            let r = self.send_blocking(py, req)?;
-            openai_answer(py, api, r, &model, &unhonoured)
+            let Call { request, reply } = whole_openai_call(api, body)?;
+            let r = self.send_blocking(py, request)?;
+            to_py(py, &reply.whole(r))
+        })
+    }
+
+    /// Opens a stream of an `openai` SDK body with `stream: true`: the API's events (chunks,
+    /// or typed events) as dicts, Laneway's decision on the last. Nothing is sent until the
+    /// first event is asked for.
+    fn openai_stream(
+        &self,
+        py: Python<'_>,
+        api: &str,
+        body: &Bound<'_, PyAny>,
+    ) -> PyResult<openai::NativeOpenAiStream> {
+        errors::guard(|| {
+            let Call { request, reply } = openai::call_of(api, body)?;
+            if !reply.stream() {
+                return Err(to_py_err(laneway::Error::InvalidRequest {
+                    field: "stream".into(),
+                    reason: "a stream is opened for `stream: true`".into(),
+                }));
+            }
+            let stream = self.router(py)?.lazy_stream(request);
+            Ok(openai::NativeOpenAiStream::new(stream, reply.encoder()))
         })
     }
 
@@ -412,6 +399,7 @@ fn _error_class(py: Python<'_>, kind: &str) -> Py<PyAny> {
 fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRouter>()?;
     m.add_class::<NativeStream>()?;
+    m.add_class::<openai::NativeOpenAiStream>()?;
     m.add_class::<events::StreamEvent>()?;
     m.add_class::<batch::BatchHandle>()?;
     m.add_class::<batch::NativeBatchSession>()?;

@@ -3,6 +3,7 @@
 //!
 //! `cargo run -p laneway --example cross_language -- SCENARIO ENDPOINT_URL KEY_ID SECRET`
 
+use laneway::surface::openai::{Api, Call};
 use laneway::surface::{ErrorDetails, RouterOptions};
 use laneway::{GenerateRequest, StreamEvent};
 use serde_json::{json, Value};
@@ -31,6 +32,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn outcome(router: &laneway::Router, case: &Value) -> Value {
+    if let Some(shaped) = case.get("openai") {
+        return openai_outcome(router, shaped).await;
+    }
     let request: GenerateRequest = match serde_json::from_value(case["request"].clone()) {
         Ok(r) => r,
         Err(e) => {
@@ -67,4 +71,33 @@ async fn streamed(
         field: "stream".into(),
         reason: "ended without a completed event".into(),
     })
+}
+
+/// An `openai`-shaped case: `{ "openai": answer }`, `{ "openai_events": [...] }` or an error.
+async fn openai_outcome(router: &laneway::Router, shaped: &Value) -> Value {
+    let read = shaped["api"]
+        .as_str()
+        .unwrap_or_default()
+        .parse::<Api>()
+        .and_then(|api| Call::read(api, shaped["body"].clone()));
+    let Call { request, reply } = match read {
+        Ok(call) => call,
+        Err(e) => return json!({ "error": ErrorDetails::of(&e) }),
+    };
+    if !reply.stream() {
+        return match router.generate(request).await {
+            Ok(r) => json!({ "openai": reply.whole(r) }),
+            Err(e) => json!({ "error": ErrorDetails::of(&e) }),
+        };
+    }
+    let stream = router.lazy_stream(request);
+    let mut encoder = reply.encoder();
+    let mut events = Vec::new();
+    loop {
+        match stream.next_batch(256).await {
+            Ok(burst) if burst.is_empty() => return json!({ "openai_events": events }),
+            Ok(burst) => events.extend(encoder.on_all(&burst)),
+            Err(e) => return json!({ "error": ErrorDetails::of(&e) }),
+        }
+    }
 }

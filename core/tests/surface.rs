@@ -272,3 +272,106 @@ async fn dropping_a_stream_mid_stall_cancels_its_request() {
         .expect("the request was not cancelled")
         .unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn closing_a_stream_mid_stall_ends_the_waiting_read() {
+    let (tx, dropped) = tokio::sync::oneshot::channel();
+    let router = laneway::Router::builder()
+        .backend(
+            Provider::Bedrock,
+            Arc::new(Stall {
+                dropped: std::sync::Mutex::new(Some(tx)),
+            }),
+        )
+        .build()
+        .await
+        .unwrap();
+    let stream = Arc::new(
+        router.lazy_stream(laneway::GenerateRequest::user("go").model("amazon.nova-lite-v1:0")),
+    );
+    assert_eq!(stream.next_batch(256).await.unwrap().len(), 1);
+    // A second read waits on the stall, holding the stream; a close from elsewhere ends it.
+    let reader = tokio::spawn({
+        let stream = Arc::clone(&stream);
+        async move { stream.next_batch(256).await }
+    });
+    tokio::task::yield_now().await;
+    tokio::time::timeout(std::time::Duration::from_millis(10), stream.close())
+        .await
+        .expect("close waited for the stalled read");
+    let read = tokio::time::timeout(std::time::Duration::from_millis(10), reader)
+        .await
+        .expect("the waiting read did not end")
+        .unwrap();
+    assert!(read.unwrap().is_empty());
+    tokio::time::timeout(std::time::Duration::from_millis(10), dropped)
+        .await
+        .expect("the request was not cancelled")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_openai_shaped_stream_is_the_apis_events_with_the_decision_last() {
+    use laneway::surface::openai::{Api, Call};
+    let router = burst_router(false).await;
+    for (api, body) in [
+        (
+            Api::Chat,
+            json!({ "model": "amazon.nova-lite-v1:0", "stream": true, "seed": 1,
+                "messages": [{ "role": "user", "content": "go" }] }),
+        ),
+        (
+            Api::Responses,
+            json!({ "model": "amazon.nova-lite-v1:0", "stream": true, "input": "go", "store": false }),
+        ),
+    ] {
+        let Call { request, reply } = Call::read(api, body).unwrap();
+        assert!(reply.stream());
+        let stream = router.lazy_stream(request);
+        let mut encoder = reply.encoder();
+        let mut out = Vec::new();
+        loop {
+            let burst = stream.next_batch(256).await.unwrap();
+            if burst.is_empty() {
+                break;
+            }
+            out.extend(encoder.on_all(&burst));
+        }
+        let text: String = out
+            .iter()
+            .filter_map(|e| {
+                e["choices"][0]["delta"]["content"].as_str().or_else(|| {
+                    (e["type"] == "response.output_text.delta")
+                        .then(|| e["delta"].as_str())
+                        .flatten()
+                })
+            })
+            .collect();
+        assert_eq!(text, "one two three", "{api:?}");
+        let last = out.last().unwrap();
+        // A chunk carries Laneway's extras itself; a Responses event in its response.
+        let extras = if api == Api::Chat {
+            &last["laneway"]
+        } else {
+            &last["response"]["laneway"]
+        };
+        let reasons = &extras["decision"]["reasons"];
+        let field = if api == Api::Chat { "seed" } else { "store" };
+        assert!(
+            reasons
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["field"] == field),
+            "{api:?}: {reasons}"
+        );
+        if api == Api::Responses {
+            assert_eq!(last["type"], "response.completed");
+            let numbers: Vec<u64> = out
+                .iter()
+                .map(|e| e["sequence_number"].as_u64().unwrap())
+                .collect();
+            assert_eq!(numbers, (0..out.len() as u64).collect::<Vec<_>>());
+        }
+    }
+}

@@ -39,8 +39,38 @@ def run(language, command, scenario):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# Fields of `openai`-shaped answers that are made fresh per call: ids and clocks.
+FRESH = {"id", "created", "created_at", "item_id"}
+
+
+def shaped(value):
+    """An `openai`-shaped answer or event as it must agree: fresh ids and times left out,
+    Laneway's extras as the essentials of its decision."""
+    if isinstance(value, list):
+        return [shaped(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k in FRESH:
+            continue
+        if k == "laneway":
+            d = v["decision"]
+            out[k] = {
+                "decision": {x: d.get(x) for x in ("provider", "model", "family", "target", "region", "tier", "served_tier")},
+                "failed_attempts": [{x: a.get(x) for x in ("target", "region", "kind")} for a in d.get("failed_attempts", [])],
+                "reasons": sorted({r.get("reason", "") for r in d.get("reasons", [])}),
+                "cost_usd": round(v["cost_usd"], 12),
+            }
+        else:
+            out[k] = shaped(v)
+    return out
+
+
 def essentials(outcome):
     """What must agree across languages."""
+    if "openai" in outcome or "openai_events" in outcome:
+        return shaped(outcome)
     if "error" in outcome:
         e = outcome["error"]
         first = (e.get("attempts") or [{}])[0]
@@ -58,6 +88,16 @@ def essentials(outcome):
     }
 
 
+def summary(outcome):
+    if "error" in outcome:
+        return "error " + outcome["error"]["kind"]
+    if "openai" in outcome or "openai_events" in outcome:
+        last = outcome["openai"] if "openai" in outcome else outcome["openai_events"][-1]
+        d = last.get("response", last)["laneway"]["decision"]
+        return f"openai-shaped, {d['model']} in {d['region']} ({d['provider']})"
+    return outcome["decision"]["model"] + " in " + outcome["decision"]["region"]
+
+
 def main():
     with open(SCENARIO) as f:
         scenario = json.load(f)
@@ -68,11 +108,16 @@ def main():
         for lang in ("python", "node"):
             if results[lang][i] != rust:
                 failures.append(f"case {case['name']!r}: {lang} differs from rust\n  rust:   {json.dumps(rust, sort_keys=True)}\n  {lang}: {json.dumps(results[lang][i], sort_keys=True)}")
-        print(f"  {case['name']}: {'error ' + rust['error']['kind'] if 'error' in rust else rust['decision']['model'] + ' in ' + rust['decision']['region']}")
+        print(f"  {case['name']}: {summary(rust)}")
     # The scenario must exercise what it claims: a stream with tools, a failover, a refusal.
     kinds = [r.get("error", {}).get("kind") for r in results["rust"]]
     assert "invalid_request" in kinds, kinds
     assert any(r.get("failed_attempts") for r in results["rust"]), "no case failed over"
+    # And its openai-shaped cases: a stream, a failover on the OpenAI surface, a refusal.
+    shaped_cases = [r for r, c in zip(results["rust"], scenario["cases"]) if "openai" in c]
+    assert any("openai_events" in r for r in shaped_cases), "no openai-shaped stream"
+    assert any(r.get("openai", {}).get("laneway", {}).get("failed_attempts") for r in shaped_cases), "no openai-shaped case failed over"
+    assert any(r.get("error", {}).get("kind") == "invalid_request" for r in shaped_cases), "no openai-shaped refusal"
     if failures:
         raise SystemExit("the languages disagree:\n" + "\n".join(failures))
     print(f"cross-language: {len(scenario['cases'])} cases agree in Rust, Python and Node")

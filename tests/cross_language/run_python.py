@@ -5,9 +5,24 @@ import json
 import sys
 
 import laneway
+from laneway.openai import OpenAI
 
 
-def outcome(case, router):
+def openai_outcome(shaped, client):
+    """An `openai`-shaped case through `laneway.openai.OpenAI`."""
+    create = client.chat.completions.create if shaped["api"] == "chat" else client.responses.create
+    try:
+        answer = create(**shaped["body"])
+        if shaped["body"].get("stream"):
+            return {"openai_events": [event.model_dump() for event in answer]}
+        return {"openai": answer.model_dump()}
+    except laneway.LanewayError as e:
+        return {"error": e.details}
+
+
+def outcome(case, router, client):
+    if "openai" in case:
+        return openai_outcome(case["openai"], client)
     try:
         if case.get("stream"):
             response = None
@@ -27,7 +42,8 @@ def main():
     with open(scenario) as f:
         s = json.load(f)
     router = laneway.Router(s["options"]["config"], endpoint_url=url, access_key_id=key, secret_access_key=secret)
-    print(json.dumps([outcome(c, router) for c in s["cases"]]))
+    client = OpenAI(router=router)
+    print(json.dumps([outcome(c, router, client) for c in s["cases"]]))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,11 @@ with Emulator(scenario="fast") as emu:
     r = laneway.Router(**emu.router_kwargs()).generate_sync("Hello from a wheel", family="nova", max_tokens=8)
     assert r.text and r.cost_usd > 0, r
     print(f"  python: {laneway.__file__}: {r.decision.model} in {r.decision.region}, {r.usage.output_tokens} tokens")
+    # The openai-shaped client, without the openai package: Laneway's own errors and views.
+    from laneway.openai import OpenAI
+    c = OpenAI(**emu.router_kwargs()).chat.completions.create(model="openai.gpt-5.6-terra", messages=[{"role": "user", "content": "Hi"}], max_tokens=8)
+    assert c.choices[0].message.content and c.laneway.cost_usd > 0, c
+    print(f"  python: laneway.openai: {c.object} from {c.laneway.decision.provider}")
 PY
 
 echo "== Node: the packed packages into a fresh folder, offline, no Rust on PATH"
@@ -56,6 +61,11 @@ const { startEmulator } = require('laneway/testing')
     const r = await new laneway.Router(emu.routerOptions()).generate('Hello from npm', { family: 'nova', maxTokens: 8 })
     if (!r.text || !(r.costUsd > 0)) throw new Error('no answer')
     console.log(`  node: ${require.resolve('laneway-linux-x64-gnu')}: ${r.decision.model} in ${r.decision.region}, ${r.usage.outputTokens} tokens`)
+    // The openai-shaped client, without the openai package.
+    const { OpenAI } = require('laneway/openai')
+    const c = await new OpenAI(emu.routerOptions()).chat.completions.create({ model: 'openai.gpt-5.6-terra', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 8 })
+    if (!c.choices[0].message.content || !(c.laneway.cost_usd > 0)) throw new Error('no openai-shaped answer')
+    console.log(`  node: laneway/openai: ${c.object} from ${c.laneway.decision.provider}`)
   } finally { await emu.stop() }
 })().catch(e => { console.error(e); process.exit(1) })
 JS

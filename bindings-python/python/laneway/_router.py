@@ -48,7 +48,9 @@ class Router:
     - `config`: a dict of configuration (the TOML layout of README), TOML text, or a path to a
       TOML file (a path that does not exist is a `ConfigError`); omitted, the built-in one;
     - `endpoint_url`: send every call there (the emulator) instead of AWS;
-    - `access_key_id` / `secret_access_key`: static credentials; omitted, AWS's default chain.
+    - `access_key_id` / `secret_access_key`: static credentials; omitted, AWS's default chain;
+    - `bedrock_api_key`: a Bedrock API key for Bedrock's OpenAI-compatible endpoints (sent as a
+      bearer token; `AWS_BEARER_TOKEN_BEDROCK` is read too).
 
     `await router.generate(...)` and `async for event in router.stream(...)` are the async API;
     `generate_sync` and `stream_sync` block (the GIL is released while Rust works). A request is
@@ -63,11 +65,12 @@ class Router:
         endpoint_url: Optional[str] = None,
         access_key_id: Optional[str] = None,
         secret_access_key: Optional[str] = None,
+        bedrock_api_key: Optional[str] = None,
     ):
         options: Dict[str, Any] = {}
         if config is not None:
             options["config"] = dict(config) if isinstance(config, Mapping) else os.fspath(config)
-        for key, value in (("endpoint_url", endpoint_url), ("access_key_id", access_key_id), ("secret_access_key", secret_access_key)):
+        for key, value in (("endpoint_url", endpoint_url), ("access_key_id", access_key_id), ("secret_access_key", secret_access_key), ("bedrock_api_key", bedrock_api_key)):
             if value is not None:
                 options[key] = value
         self._native = _laneway.NativeRouter(options)

@@ -52,12 +52,16 @@ enum State {
 /// ```
 pub struct LazyStream {
     state: tokio::sync::Mutex<State>,
+    /// The pump's handle, outside the state's lock: a close stops the request at once even
+    /// while a read holds the lock waiting on a stalled stream.
+    pump: std::sync::OnceLock<AbortHandle>,
 }
 
 impl LazyStream {
     pub(crate) fn new(router: Router, request: GenerateRequest) -> Self {
         Self {
             state: tokio::sync::Mutex::new(State::Pending(Box::new((router, request)))),
+            pump: std::sync::OnceLock::new(),
         }
     }
 
@@ -87,7 +91,7 @@ impl LazyStream {
     pub async fn next_batch(&self, max: usize) -> Result<Vec<StreamEvent>> {
         crate::failpoint::check("stream_event");
         let mut state = self.state.lock().await;
-        open(&mut state, &tokio::runtime::Handle::current());
+        self.open(&mut state, &tokio::runtime::Handle::current());
         let first = match &mut *state {
             State::Open { events, .. } => events.recv().await,
             _ => None,
@@ -115,7 +119,7 @@ impl LazyStream {
     ) -> Result<Vec<StreamEvent>> {
         crate::failpoint::check("stream_event");
         let mut state = self.state.blocking_lock();
-        open(&mut state, runtime);
+        self.open(&mut state, runtime);
         let first = match &mut *state {
             State::Open { events, .. } => events.blocking_recv(),
             _ => None,
@@ -154,14 +158,30 @@ impl LazyStream {
         Some(take_burst(&mut state, first, max))
     }
 
-    /// Ends the stream now, cancelling its request (waits for a pending read to finish).
+    /// Ends the stream now, cancelling its request; a read waiting on it ends too.
     pub async fn close(&self) {
+        self.stop_pump();
         end(&mut *self.state.lock().await);
     }
 
     /// [`close`](Self::close) for a thread outside the runtime.
     pub fn close_blocking(&self) {
+        self.stop_pump();
         end(&mut self.state.blocking_lock());
+    }
+
+    /// Aborts the pump, whoever holds the state: a waiting read then sees the stream end.
+    fn stop_pump(&self) {
+        if let Some(pump) = self.pump.get() {
+            pump.abort();
+        }
+    }
+
+    /// Starts the pump on the first read.
+    fn open(&self, state: &mut State, runtime: &tokio::runtime::Handle) {
+        if let Some(pump) = open(state, runtime) {
+            let _ = self.pump.set(pump);
+        }
     }
 }
 
@@ -178,10 +198,10 @@ fn end(state: &mut State) {
     *state = State::Done;
 }
 
-/// Starts the pump on the first read.
-fn open(state: &mut State, runtime: &tokio::runtime::Handle) {
+/// Starts the pump if the stream is not open yet; its handle.
+fn open(state: &mut State, runtime: &tokio::runtime::Handle) -> Option<AbortHandle> {
     if !matches!(state, State::Pending(_)) {
-        return;
+        return None;
     }
     let State::Pending(pending) = std::mem::replace(state, State::Done) else {
         unreachable!("matched above")
@@ -198,7 +218,11 @@ fn open(state: &mut State, runtime: &tokio::runtime::Handle) {
             }
         })
         .abort_handle();
-    *state = State::Open { events, pump };
+    *state = State::Open {
+        events,
+        pump: pump.clone(),
+    };
+    Some(pump)
 }
 
 /// Opens the stream and forwards its events until the last, an error, or the reader leaving.

@@ -39,6 +39,10 @@ pub struct RouterOptions {
     pub access_key_id: Option<String>,
     #[serde(default)]
     pub secret_access_key: Option<String>,
+    /// A Bedrock API key, sent as a bearer token to Bedrock's OpenAI-compatible endpoints
+    /// ([`RouterBuilder::bedrock_api_key`]).
+    #[serde(default)]
+    pub bedrock_api_key: Option<String>,
 }
 
 /// A configuration as a binding's caller gives it.
@@ -90,6 +94,9 @@ impl RouterOptions {
         let mut b = crate::client::Router::builder().config(self.config()?);
         if let Some(url) = &self.endpoint_url {
             b = b.endpoint_url(url.clone());
+        }
+        if let Some(key) = &self.bedrock_api_key {
+            b = b.bedrock_api_key(key.clone());
         }
         match (&self.access_key_id, &self.secret_access_key) {
             (Some(id), Some(secret)) => b = b.static_credentials(id.clone(), secret.clone()),

@@ -518,7 +518,7 @@ pub fn completion(r: &GenerateResponse, model: &str) -> Value {
         }],
         "usage": usage(r),
         "service_tier": service_tier(r),
-        "system_fingerprint": null,
+
         "laneway": laneway_extras(r),
     })
 }
@@ -553,7 +553,7 @@ impl Chunks {
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
         json!({
             "id": self.id, "object": "chat.completion.chunk", "created": self.created,
-            "model": self.model, "system_fingerprint": null,
+            "model": self.model,
             "choices": [{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }],
         })
     }
@@ -597,7 +597,7 @@ impl Chunks {
                     out.push(last);
                     last = json!({
                         "id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                        "model": self.model, "system_fingerprint": null, "choices": [],
+                        "model": self.model, "choices": [],
                         "usage": usage(r), "service_tier": service_tier(r),
                     });
                 }

@@ -1,8 +1,9 @@
 //! The `openai` SDKs' request and response shapes, for apps written against them: a
-//! `chat.completions.create(...)` body read into a core request, and the answer written back as
-//! a `chat.completion` (or its `chat.completion.chunk`s), with Laneway's decision, timings and
-//! cost beside it under `laneway`. The bindings' `openai`-shaped clients only pass bodies
-//! through these.
+//! `chat.completions.create(...)` or `responses.create(...)` body read into a core request, and
+//! the answer written back as a `chat.completion` (or its `chat.completion.chunk`s) or a
+//! `response` (or its typed events), with Laneway's decision, timings and cost beside it under
+//! `laneway`. The bindings' `openai`-shaped clients only pass bodies and events through
+//! [`Call`].
 //!
 //! Laneway's own options go in a `laneway` object of the body (the SDKs' `extra_body`): the
 //! flat form's keys ([`flat::KEYS`](super::flat::KEYS): `slo`, `family`, `task_id`,
@@ -10,8 +11,11 @@
 //! audio output) or carried on with the call and said in its decision
 //! ([`Reason::FieldNotHonoured`](crate::Reason::FieldNotHonoured)): never dropped silently.
 
+mod call;
 pub mod chat;
 pub mod responses;
+
+pub use call::{Api, Call, Encoder, Reply};
 
 use serde_json::{json, Map, Value};
 
@@ -51,6 +55,16 @@ pub(crate) struct Fields {
     pub refused: &'static [(&'static str, &'static str)],
 }
 
+/// The `openai` clients' per-request options that a facade passes in the body under their own
+/// names, since Laneway does not send them: each is said, not dropped.
+const CLIENT_OPTIONS: &[(&str, &str)] = &[
+    (
+        "extra_headers",
+        "Laneway signs its own requests and sends no caller headers",
+    ),
+    ("extra_query", "Laneway sends no caller query parameters"),
+];
+
 /// What both APIs read alike from a body: the model asked for, Laneway's options in the flat
 /// form's keys (with the model, `temperature`, `top_p`, `metadata`), and the fields the call
 /// goes without.
@@ -70,6 +84,11 @@ pub(crate) fn start(body: &mut Map<String, Value>, fields: &Fields) -> Result<St
         }
     }
     let mut unhonoured = Unhonoured::new();
+    for (option, why) in CLIENT_OPTIONS {
+        if body.remove(*option).is_some_and(|v| set(&v)) {
+            unhonoured.push((option.to_string(), why.to_string()));
+        }
+    }
     for (key, value) in body.iter() {
         let known =
             fields.read.contains(&key.as_str()) || fields.refused.iter().any(|(f, _)| f == key);

@@ -481,7 +481,6 @@ pub fn response(r: &GenerateResponse, model: &str) -> Value {
         "tool_choice": "auto",
         "tools": [],
         "service_tier": super::chat::service_tier(r),
-        "store": false,
         "laneway": laneway_extras(r),
     })
 }
@@ -544,7 +543,7 @@ impl Events {
             "status": status, "model": self.model, "output": [], "usage": null, "error": null,
             "incomplete_details": null, "instructions": null, "metadata": {},
             "parallel_tool_calls": true, "temperature": null, "top_p": null,
-            "tool_choice": "auto", "tools": [], "store": false })
+            "tool_choice": "auto", "tools": [] })
     }
 
     /// The output index of block `index`, opening its item with `open` if it is new.
@@ -725,6 +724,7 @@ impl Events {
                 whole["usage"] = usage(r);
                 whole["incomplete_details"] = incomplete;
                 whole["service_tier"] = json!(super::chat::service_tier(r));
+                whole["output_text"] = json!(r.text());
                 whole["laneway"] = laneway_extras(r);
                 let kind = if status == "completed" {
                     "response.completed"

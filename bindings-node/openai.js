@@ -1,0 +1,195 @@
+'use strict'
+// `require('laneway/openai')`: the `openai` SDK's client shape over a Laneway router.
+// `chat.completions.create(body, options)` and `responses.create(body, options)` for every model
+// Laneway routes; answers and stream events in the SDK's shapes with Laneway's decision, timings
+// and cost under `laneway`. Reading bodies and writing answers is the Rust core's
+// (`laneway::surface::openai`); this file only converts.
+//
+//   // const OpenAI = require('openai')
+//   const { OpenAI } = require('laneway/openai')
+//   const client = new OpenAI()
+
+const laneway = require('./index.js')
+
+const { convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR } = laneway._internals
+
+/** The `openai` package, when the app has it: errors are then its classes too. */
+function sdk () {
+  if (sdk.loaded === undefined) {
+    try { sdk.loaded = require('openai') } catch { sdk.loaded = null }
+  }
+  return sdk.loaded
+}
+
+// The SDK's error class and HTTP status for each of Laneway's error kinds.
+const SDK_ERRORS = {
+  invalid_request: ['BadRequestError', 400],
+  validation: ['BadRequestError', 400],
+  config: ['BadRequestError', 400],
+  authentication: ['AuthenticationError', 401],
+  access_denied: ['PermissionDeniedError', 403],
+  not_found: ['NotFoundError', 404],
+  throttled: ['RateLimitError', 429],
+  quota_exceeded: ['RateLimitError', 429],
+  model_error: ['APIError', 424],
+  internal: ['InternalServerError', 500],
+  laneway_internal: ['InternalServerError', 500],
+  unavailable: ['InternalServerError', 503],
+  model_not_ready: ['InternalServerError', 503],
+  all_targets_failed: ['InternalServerError', 503],
+  timeout: ['APIConnectionTimeoutError', undefined],
+  transport: ['APIConnectionError', undefined],
+  stream_interrupted: ['APIError', undefined],
+  aborted: ['APIUserAbortError', undefined]
+}
+
+/** A Laneway error as an instance of the SDK's class for its kind (with `status`, `error`,
+ * `code`, `param`, `type`, `requestID`), still `instanceof` Laneway's class, with its details;
+ * the Laneway error itself when the app has no `openai` package. */
+function sdkError (e) {
+  const openai = sdk()
+  if (!openai || !(e instanceof laneway.LanewayError)) return e
+  let [name, status] = SDK_ERRORS[e.kind] || ['APIError', undefined]
+  const attempts = (e.details && e.details.attempts) || []
+  if (e.kind === 'all_targets_failed' && attempts.length && attempts.every(a => a.kind === 'throttled' || a.kind === 'quota_exceeded')) {
+    // Every target refused for rate: callers back off on a RateLimitError.
+    [name, status] = ['RateLimitError', 429]
+  }
+  const Class = openai[name] || openai.APIError
+  const body = { message: e.message, type: e.kind, code: e.code, param: e.field ?? null }
+  let out
+  if (status !== undefined || Class === openai.APIError) {
+    out = new Class(status, body, e.message, new Headers(e.requestId ? { 'x-request-id': e.requestId } : {}))
+  } else {
+    out = new Class({ message: e.message, cause: e })
+  }
+  out.message = e.message
+  for (const [k, v] of Object.entries(e)) if (!(k in out) || ['code', 'type'].includes(k)) out[k] = v
+  out.code = e.code
+  out.type = e.kind
+  out.param = body.param
+  out.error = body
+  out.cause = e
+  out[STANDS_FOR] = e.constructor
+  return out
+}
+
+/** A streamed answer: `for await (const chunk of stream)`; `stream.controller.abort()` or
+ * breaking out of the loop ends it and cancels the request; `toReadableStream()` gives the
+ * events as newline-delimited JSON, as the SDK's does. */
+class Stream {
+  constructor (items, controller) {
+    this._items = items
+    this.controller = controller
+    this._consumed = false
+  }
+
+  [Symbol.asyncIterator] () {
+    if (this._consumed) throw new Error('laneway: a stream is read once')
+    this._consumed = true
+    const items = this._items
+    const controller = this.controller
+    return (async function * () {
+      try {
+        for await (const item of items) yield item
+      } catch (e) {
+        // As the SDK's streams: an abort by `controller.abort()` ends the iteration quietly.
+        if (controller.signal.aborted) return
+        throw sdkError(e)
+      }
+    })()
+  }
+
+  toReadableStream () {
+    const iterator = this[Symbol.asyncIterator]()
+    const encoder = new TextEncoder()
+    return new ReadableStream({
+      async pull (ctrl) {
+        try {
+          const { value, done } = await iterator.next()
+          if (done) return ctrl.close()
+          ctrl.enqueue(encoder.encode(JSON.stringify(value) + '\n'))
+        } catch (e) { ctrl.error(e) }
+      },
+      async cancel () { await iterator.return() }
+    })
+  }
+}
+
+// The SDK client's options that mean nothing to Laneway: said once, not used.
+const CLIENT_OPTIONS = ['organization', 'project', 'baseURL', 'maxRetries', 'defaultHeaders', 'defaultQuery', 'fetch', 'fetchOptions', 'httpAgent', 'dangerouslyAllowBrowser', 'webhookSecret', 'logLevel', 'logger']
+
+/** The options of a router: Laneway's own, or an existing `router`. */
+const ROUTER_OPTIONS = ['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey']
+
+class OpenAI {
+  /**
+   * @param {object} [options] `router` (a `laneway.Router`), or the options to build one
+   *   (`config`, `configPath`, `endpointUrl`, `accessKeyId`, `secretAccessKey`); `apiKey` may be
+   *   a Bedrock API key (sent as the bearer token to Bedrock's OpenAI-compatible endpoints);
+   *   `timeout` (ms) is each call's deadline. The SDK's other client options are warned of.
+   */
+  constructor (options = {}) {
+    const { router, apiKey, timeout, ...rest } = options
+    const ignored = []
+    const own = {}
+    for (const [k, v] of Object.entries(rest)) {
+      if (v === undefined) continue
+      if (ROUTER_OPTIONS.includes(k)) own[k] = v
+      else if (CLIENT_OPTIONS.includes(k)) ignored.push(k)
+      else throw new TypeError(`laneway/openai: unknown option ${k}`)
+    }
+    if (ignored.length) process.emitWarning(`laneway/openai: ${ignored.join(', ')} not used: Laneway chooses the endpoint, retries and connections itself`)
+    if (apiKey) {
+      if (/^(ABSK|bedrock-api-key-)/.test(apiKey)) own.bedrockApiKey = apiKey
+      else process.emitWarning('laneway/openai: apiKey is not a Bedrock API key and is not sent (AWS credentials sign the calls)')
+    }
+    if (router) {
+      if (Object.keys(own).length) throw new TypeError('laneway/openai: give a router, or the options to build one, not both')
+      this.router = router
+    } else {
+      this.router = new laneway.Router(own)
+    }
+    this.timeout = timeout
+    this.chat = { completions: { create: (body, opts) => this._call('chat', body, opts) } }
+    this.responses = { create: (body, opts) => this._call('responses', body, opts) }
+  }
+
+  /** The body the core reads: `timeout` as the deadline, headers and query said as not sent. */
+  _body (body, opts) {
+    const out = { ...body }
+    const timeout = opts.timeout ?? this.timeout
+    if (timeout !== undefined) out.laneway = { deadline_ms: Math.round(timeout), ...(out.laneway || {}) }
+    if (opts.headers && Object.keys(opts.headers).length) out.extra_headers = opts.headers
+    if (opts.query && Object.keys(opts.query).length) out.extra_query = opts.query
+    return toJson(out)
+  }
+
+  async _call (api, body, opts = {}) {
+    if (body === null || typeof body !== 'object') throw sdkError(convertError(new Error(JSON.stringify({ kind: 'invalid_request', field: 'body', message: 'body: an object of the API\'s fields' }))))
+    const json = this._body(body, opts)
+    const router = this.router
+    if (body.stream) {
+      let id
+      try {
+        id = router._n.openOpenaiStream(api, json)
+      } catch (e) { throw sdkError(convertError(e)) }
+      const controller = new AbortController()
+      if (opts.signal) {
+        if (opts.signal.aborted) controller.abort(opts.signal.reason)
+        else opts.signal.addEventListener('abort', () => controller.abort(opts.signal.reason), { once: true })
+      }
+      const items = streamEvents(router._n, id, controller.signal, ev => ev)
+      abandoned.register(items, { native: router._n, id }, items)
+      return new Stream(items, controller)
+    }
+    try {
+      return JSON.parse(await router._abortable(id => router._n.openai(api, json, id), opts.signal))
+    } catch (e) {
+      if (e && e.kind === 'aborted' && opts.signal) throw sdkError(abortError(opts.signal))
+      throw sdkError(e)
+    }
+  }
+}
+
+module.exports = { OpenAI, Stream, default: OpenAI }
