@@ -11,7 +11,7 @@
 
 const laneway = require('./index.js')
 
-const { convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR } = laneway._internals
+const { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR } = laneway._internals
 
 /** The `openai` package, when the app has it: errors are then its classes too. */
 function sdk () {
@@ -21,27 +21,8 @@ function sdk () {
   return sdk.loaded
 }
 
-// The SDK's error class and HTTP status for each of Laneway's error kinds.
-const SDK_ERRORS = {
-  invalid_request: ['BadRequestError', 400],
-  validation: ['BadRequestError', 400],
-  config: ['BadRequestError', 400],
-  authentication: ['AuthenticationError', 401],
-  access_denied: ['PermissionDeniedError', 403],
-  not_found: ['NotFoundError', 404],
-  throttled: ['RateLimitError', 429],
-  quota_exceeded: ['RateLimitError', 429],
-  model_error: ['APIError', 424],
-  internal: ['InternalServerError', 500],
-  laneway_internal: ['InternalServerError', 500],
-  unavailable: ['InternalServerError', 503],
-  model_not_ready: ['InternalServerError', 503],
-  all_targets_failed: ['InternalServerError', 503],
-  timeout: ['APIConnectionTimeoutError', undefined],
-  transport: ['APIConnectionError', undefined],
-  stream_interrupted: ['APIError', undefined],
-  aborted: ['APIUserAbortError', undefined]
-}
+// The Python SDK's names (the core's table) that the JavaScript SDK spells otherwise.
+const JS_NAMES = { APITimeoutError: 'APIConnectionTimeoutError', APIStatusError: 'APIError' }
 
 /** A Laneway error as an instance of the SDK's class for its kind (with `status`, `error`,
  * `code`, `param`, `type`, `requestID`), still `instanceof` Laneway's class, with its details;
@@ -49,13 +30,12 @@ const SDK_ERRORS = {
 function sdkError (e) {
   const openai = sdk()
   if (!openai || !(e instanceof laneway.LanewayError)) return e
-  let [name, status] = SDK_ERRORS[e.kind] || ['APIError', undefined]
   const attempts = (e.details && e.details.attempts) || []
-  if (e.kind === 'all_targets_failed' && attempts.length && attempts.every(a => a.kind === 'throttled' || a.kind === 'quota_exceeded')) {
-    // Every target refused for rate: callers back off on a RateLimitError.
-    [name, status] = ['RateLimitError', 429]
-  }
-  const Class = openai[name] || openai.APIError
+  const sdkClass = e.kind === 'aborted'
+    ? { class: 'APIUserAbortError', status: null }
+    : JSON.parse(native.openaiError(e.kind, attempts.map(a => String(a.kind))))
+  const status = sdkClass.status ?? undefined
+  const Class = openai[JS_NAMES[sdkClass.class] || sdkClass.class] || openai.APIError
   const body = { message: e.message, type: e.kind, code: e.code, param: e.field ?? null }
   let out
   if (status !== undefined || Class === openai.APIError) {
@@ -91,7 +71,10 @@ class Stream {
     const controller = this.controller
     return (async function * () {
       try {
-        for await (const item of items) yield item
+        for await (const item of items) {
+          if (controller.signal.aborted) return
+          yield item
+        }
       } catch (e) {
         // As the SDK's streams: an abort by `controller.abort()` ends the iteration quietly.
         if (controller.signal.aborted) return
@@ -120,7 +103,7 @@ class Stream {
 const CLIENT_OPTIONS = ['organization', 'project', 'baseURL', 'maxRetries', 'defaultHeaders', 'defaultQuery', 'fetch', 'fetchOptions', 'httpAgent', 'dangerouslyAllowBrowser', 'webhookSecret', 'logLevel', 'logger']
 
 /** The options of a router: Laneway's own, or an existing `router`. */
-const ROUTER_OPTIONS = ['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey']
+const ROUTER_OPTIONS = ['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey', 'bedrockApiKey']
 
 class OpenAI {
   /**
@@ -141,7 +124,7 @@ class OpenAI {
     }
     if (ignored.length) process.emitWarning(`laneway/openai: ${ignored.join(', ')} not used: Laneway chooses the endpoint, retries and connections itself`)
     if (apiKey) {
-      if (/^(ABSK|bedrock-api-key-)/.test(apiKey)) own.bedrockApiKey = apiKey
+      if (native.isBedrockApiKey(apiKey)) own.bedrockApiKey = apiKey
       else process.emitWarning('laneway/openai: apiKey is not a Bedrock API key and is not sent (AWS credentials sign the calls)')
     }
     if (router) {
@@ -155,13 +138,18 @@ class OpenAI {
     this.responses = { create: (body, opts) => this._call('responses', body, opts) }
   }
 
-  /** The body the core reads: `timeout` as the deadline, headers and query said as not sent. */
+  /** The body the core reads: `timeout` as the deadline, headers and query said as not sent;
+   * the SDK's per-request retry options, which Laneway does not use, warned of. */
   _body (body, opts) {
     const out = { ...body }
     const timeout = opts.timeout ?? this.timeout
     if (timeout !== undefined) out.laneway = { deadline_ms: Math.round(timeout), ...(out.laneway || {}) }
-    if (opts.headers && Object.keys(opts.headers).length) out.extra_headers = opts.headers
-    if (opts.query && Object.keys(opts.query).length) out.extra_query = opts.query
+    const headers = plainObject(opts.headers)
+    if (Object.keys(headers).length) out.extra_headers = headers
+    const query = plainObject(opts.query)
+    if (Object.keys(query).length) out.extra_query = query
+    const unused = ['maxRetries', 'idempotencyKey', 'fetchOptions'].filter(k => opts[k] !== undefined)
+    if (unused.length) process.emitWarning(`laneway/openai: ${unused.join(', ')} not used: Laneway retries and fails over itself`)
     return toJson(out)
   }
 
@@ -170,17 +158,35 @@ class OpenAI {
     const json = this._body(body, opts)
     const router = this.router
     if (body.stream) {
+      if (opts.signal && opts.signal.aborted) throw sdkError(abortError(opts.signal))
       let id
       try {
         id = router._n.openOpenaiStream(api, json)
       } catch (e) { throw sdkError(convertError(e)) }
       const controller = new AbortController()
-      if (opts.signal) {
-        if (opts.signal.aborted) controller.abort(opts.signal.reason)
-        else opts.signal.addEventListener('abort', () => controller.abort(opts.signal.reason), { once: true })
+      const signal = opts.signal
+      const forward = () => controller.abort(signal.reason)
+      if (signal) signal.addEventListener('abort', forward, { once: true })
+      const events = streamEvents(router._n, id, controller.signal, ev => ev)
+      abandoned.register(events, { native: router._n, id }, events)
+      // As the SDK's: the stream is returned once the answer has begun, so that a call that
+      // fails before its first event (throttled everywhere, refused) rejects here.
+      let first
+      try {
+        first = await events.next()
+      } catch (e) {
+        if (signal) signal.removeEventListener('abort', forward)
+        throw sdkError(e)
       }
-      const items = streamEvents(router._n, id, controller.signal, ev => ev)
-      abandoned.register(items, { native: router._n, id }, items)
+      const items = (async function * () {
+        try {
+          if (!first.done) yield first.value
+          yield * events
+        } finally {
+          if (signal) signal.removeEventListener('abort', forward)
+          await events.return()
+        }
+      })()
       return new Stream(items, controller)
     }
     try {
@@ -190,6 +196,14 @@ class OpenAI {
       throw sdkError(e)
     }
   }
+}
+
+/** Headers or query parameters (an object, a `Headers`, entries) as a plain object. */
+function plainObject (value) {
+  if (!value) return {}
+  if (typeof value.entries === 'function' && !Array.isArray(value)) return Object.fromEntries(value.entries())
+  if (Array.isArray(value)) return Object.fromEntries(value)
+  return { ...value }
 }
 
 module.exports = { OpenAI, Stream, default: OpenAI }

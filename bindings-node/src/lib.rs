@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use laneway::surface::flat::{self, Casing};
-use laneway::surface::openai::{Api, Call, Encoder};
+use laneway::surface::openai::{self as shaped, Api, Call, ShapedStream};
 use laneway::surface::{converse, ErrorDetails, RouterOptions};
 use laneway::{Error, GenerateRequest, Router};
 use napi::bindgen_prelude::block_on;
@@ -87,25 +87,37 @@ fn to_json(value: &impl serde::Serialize) -> napi::Result<String> {
     })
 }
 
-/// An open stream, and for an `openai`-shaped one the encoder of its API's events.
+/// An open stream: the core's events, or an `openai`-shaped call's in its API's shape.
 #[derive(Clone)]
-struct SharedStream {
-    stream: Arc<laneway::LazyStream>,
-    encoder: Option<Arc<Mutex<Encoder>>>,
+enum SharedStream {
+    Core(Arc<laneway::LazyStream>),
+    Shaped(Arc<ShapedStream>),
 }
 
 impl SharedStream {
-    /// A burst of the core's events as JSON: the core's schema, or the API's events. `None`
-    /// for a burst that makes no event of the API's (a signature, a continuation's seam).
-    fn encode(&self, events: &[laneway::StreamEvent]) -> napi::Result<Option<String>> {
-        match &self.encoder {
-            None => to_json(&events).map(Some),
-            Some(encoder) => {
-                let out = lock(encoder).on_all(events);
-                if out.is_empty() && !events.is_empty() {
-                    return Ok(None);
-                }
-                to_json(&out).map(Some)
+    /// The events already read ahead as JSON, and whether they were the end (none); `None`
+    /// when none are read ahead yet.
+    fn ready(&self) -> Option<napi::Result<(bool, String)>> {
+        fn json<T: serde::Serialize>(r: laneway::Result<Vec<T>>) -> napi::Result<(bool, String)> {
+            let events = r.map_err(js_error)?;
+            Ok((events.is_empty(), to_json(&events)?))
+        }
+        match self {
+            SharedStream::Core(s) => s.ready_batch(BATCH).map(json),
+            SharedStream::Shaped(s) => s.ready_batch(BATCH).map(json),
+        }
+    }
+
+    /// The next events as JSON, and whether they were the end (none).
+    async fn next(&self) -> napi::Result<(bool, String)> {
+        match self {
+            SharedStream::Core(s) => {
+                let events = s.next_batch(BATCH).await.map_err(js_error)?;
+                Ok((events.is_empty(), to_json(&events)?))
+            }
+            SharedStream::Shaped(s) => {
+                let events = s.next_batch(BATCH).await.map_err(js_error)?;
+                Ok((events.is_empty(), to_json(&events)?))
             }
         }
     }
@@ -207,7 +219,8 @@ impl NativeRouter {
     pub fn open_stream(&self, request_json: String) -> napi::Result<u32> {
         guard(|| {
             let req = request_of(&request_json)?;
-            Ok(self.register_stream(req, None))
+            let stream = SharedStream::Core(Arc::new(self.router.lazy_stream(req)));
+            Ok(self.register_stream(stream))
         })
     }
 
@@ -223,12 +236,7 @@ impl NativeRouter {
     ) -> napi::Result<String> {
         guard_async(async move {
             let Call { request, reply } = openai_call_of(&api, &body_json)?;
-            if reply.stream() {
-                return Err(js_error(Error::InvalidRequest {
-                    field: "stream".into(),
-                    reason: "this call answers whole: open a stream (`openOpenaiStream`) for `stream: true`".into(),
-                }));
-            }
+            reply.expect_stream(false).map_err(js_error)?;
             let r = self.abortable(call_id, request).await?;
             to_json(&reply.whole(r))
         })
@@ -241,14 +249,9 @@ impl NativeRouter {
     pub fn open_openai_stream(&self, api: String, body_json: String) -> napi::Result<u32> {
         guard(|| {
             let Call { request, reply } = openai_call_of(&api, &body_json)?;
-            if !reply.stream() {
-                return Err(js_error(Error::InvalidRequest {
-                    field: "stream".into(),
-                    reason: "a stream is opened for `stream: true`".into(),
-                }));
-            }
-            let encoder = Arc::new(Mutex::new(reply.encoder()));
-            Ok(self.register_stream(request, Some(encoder)))
+            reply.expect_stream(true).map_err(js_error)?;
+            let stream = ShapedStream::new(self.router.lazy_stream(request), reply.encoder());
+            Ok(self.register_stream(SharedStream::Shaped(Arc::new(stream))))
         })
     }
 
@@ -260,17 +263,17 @@ impl NativeRouter {
             let Some(state) = lock(&self.streams).get(&stream_id).cloned() else {
                 return Ok(Some("[]".into()));
             };
-            match state.stream.ready_batch(BATCH) {
+            match state.ready() {
                 None => Ok(None),
-                Some(Ok(events)) => {
-                    if events.is_empty() {
+                Some(Ok((ended, json))) => {
+                    if ended {
                         lock(&self.streams).remove(&stream_id);
                     }
-                    state.encode(&events)
+                    Ok(Some(json))
                 }
                 Some(Err(e)) => {
                     lock(&self.streams).remove(&stream_id);
-                    Err(js_error(e))
+                    Err(e)
                 }
             }
         })
@@ -286,19 +289,9 @@ impl NativeRouter {
             };
             let (handle, registration) = futures::future::AbortHandle::new_pair();
             lock(&self.waiting).insert(stream_id, handle);
-            let out = futures::future::Abortable::new(
-                async move {
-                    // A burst that makes no event of an `openai`-shaped stream's API is read past.
-                    loop {
-                        let events = state.stream.next_batch(BATCH).await?;
-                        if let Some(json) = state.encode(&events).map_err(Outcome::Js)? {
-                            return Ok::<_, Outcome>((events.is_empty(), json));
-                        }
-                    }
-                },
-                registration,
-            )
-            .await;
+            let out =
+                futures::future::Abortable::new(async move { state.next().await }, registration)
+                    .await;
             lock(&self.waiting).remove(&stream_id);
             let Ok(out) = out else {
                 return Ok("[]".into());
@@ -312,7 +305,7 @@ impl NativeRouter {
                 }
                 Err(e) => {
                     lock(&self.streams).remove(&stream_id);
-                    Err(e.into())
+                    Err(e)
                 }
             }
         })
@@ -444,37 +437,12 @@ impl NativeRouter {
     }
 }
 
-/// How reading a stream failed: the core's error, or encoding its events.
-enum Outcome {
-    Core(Error),
-    Js(napi::Error),
-}
-
-impl From<Error> for Outcome {
-    fn from(e: Error) -> Self {
-        Outcome::Core(e)
-    }
-}
-
-impl From<Outcome> for napi::Error {
-    fn from(e: Outcome) -> Self {
-        match e {
-            Outcome::Core(e) => js_error(e),
-            Outcome::Js(e) => e,
-        }
-    }
-}
-
 impl NativeRouter {
-    /// Registers a stream (with the encoder of an `openai`-shaped one); its id.
-    fn register_stream(&self, req: GenerateRequest, encoder: Option<Arc<Mutex<Encoder>>>) -> u32 {
+    /// Registers a stream; its id.
+    fn register_stream(&self, stream: SharedStream) -> u32 {
         let mut next = lock(&self.next_stream);
         *next = next.wrapping_add(1);
-        let state = SharedStream {
-            stream: Arc::new(self.router.lazy_stream(req)),
-            encoder,
-        };
-        lock(&self.streams).insert(*next, state);
+        lock(&self.streams).insert(*next, stream);
         *next
     }
 
@@ -508,6 +476,20 @@ pub fn arm_failpoint(name: Option<String>) {
 #[napi]
 pub fn schema() -> String {
     laneway::surface::schema::names().to_string()
+}
+
+/// The `openai` SDK's error class (its Python name) and HTTP status for an error of `kind`
+/// whose failed attempts were of `attemptKinds`, as JSON `{ class, status }`.
+#[napi]
+pub fn openai_error(kind: String, attempt_kinds: Vec<String>) -> String {
+    let e = shaped::sdk_error(&kind, attempt_kinds.iter().map(String::as_str));
+    serde_json::json!({ "class": e.class, "status": e.status }).to_string()
+}
+
+/// Whether an `apiKey` is a Bedrock API key.
+#[napi]
+pub fn is_bedrock_api_key(key: String) -> bool {
+    shaped::is_bedrock_api_key(&key)
 }
 
 /// The version of the addon.

@@ -155,28 +155,33 @@ impl NativeStream {
         slf
     }
 
-    /// The next event, waiting without the GIL only when none has been read ahead.
+    /// The next event, waiting without the GIL only when none has been read ahead. The
+    /// read-ahead is never locked across the wait: a `close` from another thread (holding the
+    /// GIL) must not wait for a reader that needs the GIL back.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<StreamEvent>>> {
         errors::guard(|| {
-            let mut ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
-            if ahead.is_empty() {
-                let stream = &self.stream;
-                let burst =
-                    bridge::blocking(py, |runtime| stream.next_batch_blocking(runtime, BATCH))?;
-                ahead.extend(burst.map_err(to_py_err)?);
+            let ahead = || self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(event) = ahead().pop_front() {
+                return event_to_py(py, event).map(Some);
             }
-            match ahead.pop_front() {
-                Some(event) => event_to_py(py, event).map(Some),
-                None => Ok(None),
-            }
+            let stream = &self.stream;
+            let burst = bridge::blocking(py, |runtime| stream.next_batch_blocking(runtime, BATCH))?
+                .map_err(to_py_err)?;
+            let mut burst = VecDeque::from(burst);
+            let Some(first) = burst.pop_front() else {
+                return Ok(None);
+            };
+            ahead().extend(burst);
+            event_to_py(py, first).map(Some)
         })
     }
 
-    /// Ends the stream now, cancelling its request.
+    /// Ends the stream now, cancelling its request (a read waiting on it ends too).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         errors::guard(|| {
+            bridge::blocking(py, |_| self.stream.close_blocking())?;
             self.ahead.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            bridge::blocking(py, |_| self.stream.close_blocking())
+            Ok(())
         })
     }
 }

@@ -52,13 +52,7 @@ pub(crate) fn request_of(obj: &Bound<'_, PyAny>) -> PyResult<GenerateRequest> {
 /// An `openai` SDK body of `api` for a whole answer.
 fn whole_openai_call(api: &str, body: &Bound<'_, PyAny>) -> PyResult<Call> {
     let call = openai::call_of(api, body)?;
-    if call.reply.stream() {
-        return Err(to_py_err(laneway::Error::InvalidRequest {
-            field: "stream".into(),
-            reason: "this call answers whole: open a stream (`openai_stream`) for `stream: true`"
-                .into(),
-        }));
-    }
+    call.reply.expect_stream(false).map_err(to_py_err)?;
     Ok(call)
 }
 
@@ -206,14 +200,11 @@ impl NativeRouter {
     ) -> PyResult<openai::NativeOpenAiStream> {
         errors::guard(|| {
             let Call { request, reply } = openai::call_of(api, body)?;
-            if !reply.stream() {
-                return Err(to_py_err(laneway::Error::InvalidRequest {
-                    field: "stream".into(),
-                    reason: "a stream is opened for `stream: true`".into(),
-                }));
-            }
+            reply.expect_stream(true).map_err(to_py_err)?;
             let stream = self.router(py)?.lazy_stream(request);
-            Ok(openai::NativeOpenAiStream::new(stream, reply.encoder()))
+            Ok(openai::NativeOpenAiStream::new(
+                laneway::surface::openai::ShapedStream::new(stream, reply.encoder()),
+            ))
         })
     }
 
@@ -407,6 +398,8 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_arm_failpoint, m)?)?;
     m.add_function(wrap_pyfunction!(_schema, m)?)?;
     m.add_function(wrap_pyfunction!(_error_class, m)?)?;
+    m.add_function(wrap_pyfunction!(openai::_openai_error, m)?)?;
+    m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
     errors::register(m)?;
     let _ = PyDict::new(m.py());

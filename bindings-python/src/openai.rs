@@ -1,11 +1,11 @@
 //! `openai`-shaped calls: a body (a dict) read by the core (`laneway::surface::openai::Call`),
-//! the whole answer as a dict of the SDK's shape, or a stream of the API's events as dicts,
-//! encoded on the runtime's threads.
+//! the whole answer as a dict of the SDK's shape, or a stream of the API's events as dicts
+//! (`laneway::surface::openai::ShapedStream`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use laneway::surface::openai::{Api, Call, Encoder};
+use laneway::surface::openai::{self as shaped, Api, Call, ShapedStream};
 use laneway::surface::AnyValue;
 use pyo3::prelude::*;
 use pythonize::depythonize;
@@ -35,16 +35,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// (dicts) as a list, empty after the last; iterating it blocks without the GIL.
 #[pyclass(module = "laneway._laneway", frozen)]
 pub struct NativeOpenAiStream {
-    stream: Arc<laneway::LazyStream>,
-    encoder: Arc<Mutex<Encoder>>,
+    stream: Arc<ShapedStream>,
+    /// Events of the last burst not yet handed to a blocking iteration. Never held across a
+    /// wait: a `close` from another thread (holding the GIL) must not wait for a reader that
+    /// needs the GIL back.
     ahead: Mutex<VecDeque<Value>>,
 }
 
 impl NativeOpenAiStream {
-    pub fn new(stream: laneway::LazyStream, encoder: Encoder) -> Self {
+    pub fn new(stream: ShapedStream) -> Self {
         Self {
             stream: Arc::new(stream),
-            encoder: Arc::new(Mutex::new(encoder)),
             ahead: Mutex::new(VecDeque::new()),
         }
     }
@@ -52,30 +53,17 @@ impl NativeOpenAiStream {
 
 #[pymethods]
 impl NativeOpenAiStream {
-    /// A future (of `dispatcher`'s event loop) of the next events in the API's shape: every
-    /// one the next burst of the core's makes (a burst that makes none, such as a signature,
-    /// is read past), as a list; empty after the last.
+    /// A future (of `dispatcher`'s event loop) of the next events in the API's shape, as a
+    /// list; empty after the last.
     fn next_batch<'py>(
         &self,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
     ) -> PyResult<Bound<'py, PyAny>> {
         errors::guard(|| {
             let stream = Arc::clone(&self.stream);
-            let encoder = Arc::clone(&self.encoder);
             bridge::Dispatcher::submit(
                 dispatcher,
-                async move {
-                    loop {
-                        let burst = stream.next_batch(BATCH).await?;
-                        if burst.is_empty() {
-                            return Ok(Vec::new());
-                        }
-                        let out = lock(&encoder).on_all(&burst);
-                        if !out.is_empty() {
-                            return Ok(out);
-                        }
-                    }
-                },
+                async move { stream.next_batch(BATCH).await },
                 values_to_py,
             )
         })
@@ -88,29 +76,41 @@ impl NativeOpenAiStream {
     /// The next event (a dict), waiting without the GIL only when none is read ahead.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         errors::guard(|| {
-            let mut ahead = lock(&self.ahead);
-            while ahead.is_empty() {
-                let stream = &self.stream;
-                let burst =
-                    bridge::blocking(py, |runtime| stream.next_batch_blocking(runtime, BATCH))?
-                        .map_err(to_py_err)?;
-                if burst.is_empty() {
-                    return Ok(None);
-                }
-                ahead.extend(lock(&self.encoder).on_all(&burst));
+            if let Some(event) = lock(&self.ahead).pop_front() {
+                return crate::to_py(py, &event).map(Some);
             }
-            match ahead.pop_front() {
-                Some(event) => crate::to_py(py, &event).map(Some),
-                None => Ok(None),
-            }
+            let stream = &self.stream;
+            let burst = bridge::blocking(py, |runtime| stream.next_batch_blocking(runtime, BATCH))?
+                .map_err(to_py_err)?;
+            let mut burst = VecDeque::from(burst);
+            let Some(first) = burst.pop_front() else {
+                return Ok(None);
+            };
+            lock(&self.ahead).extend(burst);
+            crate::to_py(py, &first).map(Some)
         })
     }
 
-    /// Ends the stream now, cancelling its request.
+    /// Ends the stream now, cancelling its request (a read waiting on it ends too).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         errors::guard(|| {
+            bridge::blocking(py, |_| self.stream.close_blocking())?;
             lock(&self.ahead).clear();
-            bridge::blocking(py, |_| self.stream.close_blocking())
+            Ok(())
         })
     }
+}
+
+/// The `openai` SDK's error class (its Python name) and HTTP status for an error of `kind`
+/// whose failed attempts were of `attempt_kinds`.
+#[pyfunction]
+pub fn _openai_error(kind: &str, attempt_kinds: Vec<String>) -> (&'static str, Option<u16>) {
+    let e = shaped::sdk_error(kind, attempt_kinds.iter().map(String::as_str));
+    (e.class, e.status)
+}
+
+/// Whether an `api_key` is a Bedrock API key.
+#[pyfunction]
+pub fn _is_bedrock_api_key(key: &str) -> bool {
+    shaped::is_bedrock_api_key(key)
 }

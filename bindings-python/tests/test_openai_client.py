@@ -5,6 +5,7 @@ SDK's classes as well as Laneway's."""
 import asyncio
 import json
 import pickle
+import threading
 import warnings
 
 import openai
@@ -163,22 +164,61 @@ def test_bad_requests_are_the_sdks_and_laneways_errors(client):
         client.chat.completions.create(model=TERRA, messages=[{"role": "user", "content": "x"}], extra_body={"laneway": {"sloo": "x"}})
 
 
-def test_throttling_everywhere_is_a_rate_limit_error():
+def test_throttling_everywhere_is_a_rate_limit_error_raised_by_create_streamed_or_not():
     with Emulator(scenario="fast") as emu:
         for region in ("us-east-1", "us-west-2", "eu-west-1"):
             emu.add_fault({"kind": "throttle", "model": NOVA, "region": region})
         client = OpenAI(config={"routing": {"max_attempts": 2}}, **emu.router_kwargs())
+        body = {"model": NOVA, "messages": [{"role": "user", "content": "x"}], "extra_body": {"laneway": {"deadline_ms": 3000}}}
         with pytest.raises(openai.RateLimitError) as e:
-            client.chat.completions.create(model=NOVA, messages=[{"role": "user", "content": "x"}], extra_body={"laneway": {"deadline_ms": 3000}})
-    assert isinstance(e.value, laneway.LanewayError) and e.value.status_code == 429
+            client.chat.completions.create(**body)
+        assert isinstance(e.value, laneway.LanewayError) and e.value.status_code == 429
+        # As the SDK does, a stream that cannot begin fails in `create`, not on iteration.
+        with pytest.raises(openai.RateLimitError):
+            client.chat.completions.create(**body, stream=True)
+
+
+def test_a_timeout_is_the_calls_deadline_per_call_or_for_the_client():
+    with Emulator(scenario="fast") as emu:
+        for region in ("us-east-1", "us-west-2", "eu-west-1"):
+            emu.add_fault({"kind": "stall", "model": NOVA, "region": region})
+        messages = [{"role": "user", "content": "x"}]
+        for client, kw in ((OpenAI(**emu.router_kwargs()), {"timeout": 0.4}), (OpenAI(timeout=0.4, **emu.router_kwargs()), {"timeout": openai.NOT_GIVEN})):
+            with pytest.raises(openai.APITimeoutError) as e:
+                client.chat.completions.create(model=NOVA, messages=messages, **kw)
+            assert "DeadlineExceeded" in str(e.value) and e.value.attempts[0]["code"] == "DeadlineExceeded", e.value
 
 
 def test_closing_a_stream_early_ends_it(client):
     stream = client.chat.completions.create(model=NOVA, messages=[{"role": "user", "content": "Tell me a long story"}], max_tokens=400, stream=True)
     first = next(iter(stream))
-    assert first.object == "chat.completion.chunk"
+    # An iterator let go of does not end the stream; close() does.
+    second = next(stream)
+    assert first.object == second.object == "chat.completion.chunk"
     stream.close()
     assert list(stream) == []
+
+
+def test_a_stream_closed_from_another_thread_while_a_read_waits_ends_that_read():
+    with Emulator(scenario="fast") as emu:
+        for region in ("us-east-1", "us-west-2", "eu-west-1"):
+            emu.add_fault({"kind": "stall_mid_stream", "model": NOVA, "region": region, "after_tokens": 2})
+        client = OpenAI(**emu.router_kwargs())
+        stream = client.chat.completions.create(model=NOVA, messages=[{"role": "user", "content": "A story"}], max_tokens=200, stream=True)
+        got, done = [], threading.Event()
+
+        def read():
+            got.extend(stream)
+            done.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        # The reader is parked on the stalled stream (the idle limit is the class's 30 s).
+        assert not done.wait(0.3)
+        stream.close()
+        # Well within the idle limit: the waiting read ended with the close.
+        assert done.wait(10), "the read waiting on the stall did not end"
+        assert got and got[0].object == "chat.completion.chunk"
 
 
 def test_async_clients_answer_whole_and_streamed_many_at_once(emulator):

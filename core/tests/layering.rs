@@ -50,7 +50,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "types", "config", "cost", "plan", "backend", "batch", "execute", "client",
         ],
     ),
-    ("surface", &["types", "config", "client", "batch"]),
+    (
+        "surface",
+        &["types", "config", "execute", "client", "batch"],
+    ),
 ];
 
 /// The `crate::<module>` paths in a file's code (comments left out).

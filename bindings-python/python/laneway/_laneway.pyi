@@ -1,6 +1,6 @@
 """The native module: the Rust core behind `laneway.Router`. Use `laneway.Router` instead."""
 
-from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Optional, final, overload
+from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, final, overload
 
 from ._types import Response
 
@@ -53,6 +53,11 @@ def _arm_failpoint(name: Optional[str] = None) -> None: ...
 def _schema() -> Dict[str, Any]:
     """The core's surface names: request options per casing, error kinds, and the keys of
     usage, timings and decision (for the tests that check the typed views against them)."""
+def _openai_error(kind: str, attempt_kinds: List[str]) -> Tuple[str, Optional[int]]:
+    """The `openai` SDK's error class name and HTTP status for an error of `kind`."""
+
+def _is_bedrock_api_key(key: str) -> bool: ...
+
 def _error_class(kind: str) -> type:
     """The exception class an error of `kind` raises."""
 
@@ -172,6 +177,8 @@ __all__ = [
     "_arm_failpoint",
     "_schema",
     "_error_class",
+    "_openai_error",
+    "_is_bedrock_api_key",
     "Dispatcher",
     "LanewayError",
     "ThrottledError",

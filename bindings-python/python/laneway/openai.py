@@ -146,6 +146,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
+NOT_GIVEN_HERE: Any = type("NotGiven", (), {})()
+
 # Per-request options of the SDK's `create` that are not body fields.
 _REQUEST_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
 
@@ -170,7 +172,7 @@ def _body(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     if timeout is not None:
         lw = body.get("laneway")
         lw = dict(lw) if isinstance(lw, dict) else {}
-        lw.setdefault("deadline_ms", int(timeout * 1000))
+        lw.setdefault("deadline_ms", round(timeout * 1000))
         body["laneway"] = lw
     return body
 
@@ -187,27 +189,6 @@ def _seconds(timeout: Any) -> Optional[float]:
             return float(value)
     return None
 
-
-# The SDK's error classes by Laneway's error kind: (class name, HTTP status).
-_SDK_ERRORS = {
-    "invalid_request": ("BadRequestError", 400),
-    "validation": ("BadRequestError", 400),
-    "config": ("BadRequestError", 400),
-    "authentication": ("AuthenticationError", 401),
-    "access_denied": ("PermissionDeniedError", 403),
-    "not_found": ("NotFoundError", 404),
-    "throttled": ("RateLimitError", 429),
-    "quota_exceeded": ("RateLimitError", 429),
-    "model_error": ("APIStatusError", 424),
-    "internal": ("InternalServerError", 500),
-    "laneway_internal": ("InternalServerError", 500),
-    "unavailable": ("InternalServerError", 503),
-    "model_not_ready": ("InternalServerError", 503),
-    "all_targets_failed": ("InternalServerError", 503),
-    "timeout": ("APITimeoutError", None),
-    "transport": ("APIConnectionError", None),
-    "stream_interrupted": ("APIError", None),
-}
 
 _combined: Dict[type, Any] = {}
 
@@ -228,14 +209,11 @@ def _sdk_error(e: LanewayError) -> BaseException:
             break
         except ImportError:
             continue
-    if httpx is None:
+    if httpx is None or isinstance(e, sdk.OpenAIError):
         return e
     kind = str(getattr(e, "kind", ""))
-    name, status = _SDK_ERRORS.get(kind, ("APIError", None))
     attempts = getattr(e, "attempts", None) or []
-    if kind == "all_targets_failed" and attempts and all(a.get("kind") in ("throttled", "quota_exceeded") for a in attempts):
-        # Every target refused for rate: the SDK's callers back off on a RateLimitError.
-        name, status = "RateLimitError", 429
+    name, status = _laneway._openai_error(kind, [str(a.get("kind")) for a in attempts])
     sdk_class = getattr(sdk, name)
     cls: Any = _combined.get(type(e))
     if cls is None or not issubclass(cls, sdk_class):
@@ -267,37 +245,38 @@ def _raise_as_sdk(e: LanewayError) -> None:
 
 class Stream:
     """A streamed answer: iterate it for the API's chunks or events (`OpenAIObject`s); `with`
-    closes it; `close()` ends the iteration and cancels the request."""
+    closes it; `close()` ends the iteration and cancels the request. As the SDK's, it is made
+    once the answer has begun: a call that fails before its first event (throttled
+    everywhere, refused) raises from `create`."""
 
     def __init__(self, native: "_laneway.NativeOpenAiStream"):
         self._native = native
         self._closed = False
+        self._first: Optional[Dict[str, Any]] = self._read()
 
-    def __iter__(self) -> Iterator[OpenAIObject]:
+    def _read(self) -> Optional[Dict[str, Any]]:
         try:
-            for event in self._native:
-                if self._closed:
-                    return
-                yield OpenAIObject(event)
+            event = next(self._native, None)
         except LanewayError as e:
-            _raise_as_sdk(e)
-        finally:
             self.close()
+            _raise_as_sdk(e)
+        if event is None:
+            self.close()
+        return event
+
+    def __iter__(self) -> "Stream":
+        return self
 
     def __next__(self) -> OpenAIObject:
-        if self._closed:
+        event, self._first = self._first, None
+        if event is None and not self._closed:
+            event = self._read()
+        if event is None:
             raise StopIteration
-        try:
-            event = next(self._native)
-        except LanewayError as e:
-            self.close()
-            _raise_as_sdk(e)
-        except StopIteration:
-            self.close()
-            raise
         return OpenAIObject(event)
 
     def close(self) -> None:
+        self._first = None
         if not self._closed:
             self._closed = True
             self._native.close()
@@ -311,7 +290,7 @@ class Stream:
 
 class AsyncStream:
     """A streamed answer for `async for`; `async with` closes it; `await close()` ends the
-    iteration and cancels the request."""
+    iteration and cancels the request. Made once the answer has begun (see `Stream`)."""
 
     def __init__(self, native: "_laneway.NativeOpenAiStream"):
         self._native = native
@@ -319,30 +298,36 @@ class AsyncStream:
         self._batch: List[Dict[str, Any]] = []
         self._at = 0
 
+    async def _start(self) -> "AsyncStream":
+        await self._fill()
+        return self
+
+    async def _fill(self) -> None:
+        try:
+            self._batch = await self._native.next_batch(_dispatcher())
+        except LanewayError as e:
+            await self.close()
+            _raise_as_sdk(e)
+        self._at = 0
+        if not self._batch:
+            await self.close()
+
     def __aiter__(self) -> "AsyncStream":
         return self
 
     async def __anext__(self) -> OpenAIObject:
+        if self._at >= len(self._batch) and not self._closed:
+            await self._fill()
         if self._at >= len(self._batch):
-            if self._closed:
-                raise StopAsyncIteration
-            try:
-                self._batch = await self._native.next_batch(_dispatcher())
-            except LanewayError as e:
-                await self.close()
-                _raise_as_sdk(e)
-            self._at = 0
-            if not self._batch:
-                await self.close()
-                raise StopAsyncIteration
+            raise StopAsyncIteration
         event = self._batch[self._at]
         self._at += 1
         return OpenAIObject(event)
 
     async def close(self) -> None:
+        self._batch, self._at = [], 0
         if not self._closed:
             self._closed = True
-            self._batch, self._at = [], 0
             self._native.close()
 
     async def __aenter__(self) -> "AsyncStream":
@@ -409,7 +394,7 @@ class _Client(abc.ABC):
         if api_key:
             # A Bedrock API key (long-term `ABSK...`, short-term `bedrock-api-key-...`) is sent
             # as the bearer token; an OpenAI key means nothing to Bedrock.
-            if api_key.startswith(("ABSK", "bedrock-api-key-")):
+            if _laneway._is_bedrock_api_key(api_key):
                 bedrock_key = api_key
             else:
                 warnings.warn("laneway.openai: api_key is not a Bedrock API key and is not sent (AWS credentials sign the calls)", stacklevel=3)
@@ -430,7 +415,7 @@ class _Client(abc.ABC):
         awaitable of one."""
 
     def _body(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        if self.timeout is not None and "timeout" not in kwargs:
+        if self.timeout is not None and _is_omitted(kwargs.get("timeout", NOT_GIVEN_HERE)):
             kwargs = {**kwargs, "timeout": self.timeout}
         return _body(kwargs)
 
@@ -459,7 +444,7 @@ class AsyncOpenAI(_Client):
         body = self._body(kwargs)
         try:
             if body.get("stream"):
-                return AsyncStream(self._native.openai_stream(api, body))
+                return await AsyncStream(self._native.openai_stream(api, body))._start()
             return OpenAIObject(await self._native.openai(api, body, _dispatcher()))
         except LanewayError as e:
             _raise_as_sdk(e)

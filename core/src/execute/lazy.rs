@@ -55,6 +55,9 @@ pub struct LazyStream {
     /// The pump's handle, outside the state's lock: a close stops the request at once even
     /// while a read holds the lock waiting on a stalled stream.
     pump: std::sync::OnceLock<AbortHandle>,
+    /// Set by a close before it looks for the pump: a pump started after that is stopped by
+    /// its opener (one of the two always sees the other).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl LazyStream {
@@ -62,6 +65,7 @@ impl LazyStream {
         Self {
             state: tokio::sync::Mutex::new(State::Pending(Box::new((router, request)))),
             pump: std::sync::OnceLock::new(),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -172,15 +176,19 @@ impl LazyStream {
 
     /// Aborts the pump, whoever holds the state: a waiting read then sees the stream end.
     fn stop_pump(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(pump) = self.pump.get() {
             pump.abort();
         }
     }
 
-    /// Starts the pump on the first read.
+    /// Starts the pump on the first read (and stops it at once if a close came meanwhile).
     fn open(&self, state: &mut State, runtime: &tokio::runtime::Handle) {
         if let Some(pump) = open(state, runtime) {
-            let _ = self.pump.set(pump);
+            let _ = self.pump.set(pump.clone());
+            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                pump.abort();
+            }
         }
     }
 }

@@ -116,6 +116,22 @@ impl Reply {
         self.stream
     }
 
+    /// Refuses, naming `stream`, a body whose `stream` is not `streamed`: for a binding's
+    /// entry point that answers only whole, or only streamed.
+    pub fn expect_stream(&self, streamed: bool) -> Result<()> {
+        if self.stream == streamed {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "stream",
+            if streamed {
+                "this entry point streams: give `stream: true`"
+            } else {
+                "this entry point answers whole: open a stream for `stream: true`"
+            },
+        ))
+    }
+
     /// The `model` the body named, echoed in the answer.
     pub fn model(&self) -> &str {
         &self.model

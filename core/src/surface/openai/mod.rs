@@ -13,9 +13,13 @@
 
 mod call;
 pub mod chat;
+mod errors;
 pub mod responses;
+mod stream;
 
 pub use call::{Api, Call, Encoder, Reply};
+pub use errors::{is_bedrock_api_key, sdk_error, SdkError};
+pub use stream::ShapedStream;
 
 use serde_json::{json, Map, Value};
 
