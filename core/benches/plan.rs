@@ -71,8 +71,11 @@ fn warmed_state(config: &Config) -> State {
                 a.target.id(),
                 a.tier,
                 a.tier,
-                Some(Duration::from_millis(300)),
-                Some(120.0),
+                &laneway::state::AttemptSpeed {
+                    ttft: Some(Duration::from_millis(300)),
+                    tokens_per_second: Some(120.0),
+                    longest_gap: None,
+                },
             );
         }
     }

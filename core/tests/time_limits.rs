@@ -43,6 +43,8 @@ enum Behaviour {
 #[derive(Default)]
 struct Scripted {
     regions: HashMap<&'static str, Behaviour>,
+    /// What a region does from now on, instead of `regions`' (a fault that begins mid-run).
+    changed: std::sync::Mutex<HashMap<&'static str, Behaviour>>,
     sent: AtomicU32,
 }
 
@@ -62,7 +64,16 @@ fn refusal(call: &Call<'_>, kind: ErrorKind, retry_after: Option<Duration>) -> E
 impl Scripted {
     fn behaviour(&self, call: &Call<'_>) -> Behaviour {
         self.sent.fetch_add(1, Ordering::Relaxed);
-        self.regions[call.attempt.target.region()]
+        let region = call.attempt.target.region();
+        match self.changed.lock().unwrap().get(region) {
+            Some(b) => *b,
+            None => self.regions[region],
+        }
+    }
+
+    /// From now on, `region` does `behaviour`.
+    fn change(&self, region: &'static str, behaviour: Behaviour) {
+        self.changed.lock().unwrap().insert(region, behaviour);
     }
 }
 
@@ -175,7 +186,7 @@ fn executor(
 ) -> (Arc<Executor>, Arc<Scripted>) {
     let backend = Arc::new(Scripted {
         regions: regions.into_iter().collect(),
-        sent: AtomicU32::new(0),
+        ..Scripted::default()
     });
     let config = common::config(extra);
     let mut backends = Backends::default();
@@ -215,6 +226,140 @@ async fn stream(
         }
     }
     panic!("the stream ended without Completed or an error")
+}
+
+/// The limit, its length and its source of every time limit that fired.
+fn limit_sources(reasons: &[Reason]) -> Vec<(TimeLimit, u64, laneway::LimitSource)> {
+    reasons
+        .iter()
+        .filter_map(|r| match r {
+            Reason::TimeLimitHit {
+                limit,
+                limit_ms,
+                source,
+                ..
+            } => Some((*limit, *limit_ms, *source)),
+            _ => None,
+        })
+        .collect()
+}
+
+const ALL_FAST: [(&str, Behaviour); 3] = [
+    ("us-east-1", FAST),
+    ("us-west-2", FAST),
+    ("eu-west-1", FAST),
+];
+
+/// Calls answered by us-east-1 (the plan's first target), enough for its limits to be learnt.
+async fn warm_up(exec: &Arc<Executor>, calls: u32) {
+    for _ in 0..calls {
+        let done = generate(exec, request()).await.unwrap();
+        assert_eq!(done.decision.region, "us-east-1");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_region_that_stalls_after_answering_costs_its_learnt_limit_not_the_class_ceiling() {
+    let (exec, backend) = executor("", ALL_FAST);
+    warm_up(&exec, 25).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    // 3 x its 100 ms first tokens is under the 1 s floor: the stall cost 1 s, not the
+    // standard class's 30 s, then the next region's 100 ms first token and 19 x 10 ms.
+    assert_eq!(started.elapsed(), Duration::from_millis(1000 + 100 + 190));
+    let learned = laneway::LimitSource::Learned {
+        quantile: 0.99,
+        observed_ms: 100,
+        factor: 3.0,
+        samples: 25,
+    };
+    assert_eq!(
+        limit_sources(&done.decision.reasons),
+        vec![(TimeLimit::FirstToken, 1000, learned)]
+    );
+
+    // A slower target's own limit is its quantile times the factor, above the floor.
+    let slow = Behaviour::Answer {
+        ttft: Duration::from_millis(600),
+        gap: Duration::from_millis(10),
+        tokens: 20,
+    };
+    let (exec, backend) = executor(
+        "",
+        [
+            ("us-east-1", slow),
+            ("us-west-2", FAST),
+            ("eu-west-1", FAST),
+        ],
+    );
+    warm_up(&exec, 20).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(1800 + 100 + 190));
+    assert_eq!(limit_sources(&done.decision.reasons)[0].1, 1800);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_goes_quiet_after_answering_costs_its_learnt_idle_limit() {
+    let (exec, backend) = executor("", ALL_FAST);
+    warm_up(&exec, 25).await;
+    backend.change("us-east-1", Behaviour::StallAfter { tokens: 5 });
+    let started = Instant::now();
+    // Whole: nothing reached the caller, so the next region answers it.
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    // 50 ms and 4 x 10 ms of tokens, the learnt 1 s of silence (its gaps were 10 ms), then the
+    // next region's answer.
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(50 + 40 + 1000 + 100 + 190)
+    );
+    let hit = limit_sources(&done.decision.reasons);
+    assert_eq!(hit.len(), 1);
+    assert_eq!((hit[0].0, hit[0].1), (TimeLimit::Idle, 1000));
+    assert!(
+        matches!(
+            hit[0].2,
+            laneway::LimitSource::Learned {
+                observed_ms: 10,
+                samples: 25,
+                ..
+            }
+        ),
+        "{hit:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn limits_are_the_class_s_until_a_target_is_known_or_with_learning_off() {
+    let first_token = |exec: &Arc<Executor>| exec.config.routing.timeouts.standard.first_token;
+    // Too few answers seen: the class's limit.
+    let (exec, backend) = executor("", ALL_FAST);
+    warm_up(&exec, 19).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(
+        started.elapsed(),
+        first_token(&exec) + Duration::from_millis(290)
+    );
+    assert_eq!(
+        limit_sources(&done.decision.reasons),
+        vec![(TimeLimit::FirstToken, 30_000, laneway::LimitSource::Class)]
+    );
+    // Learning off.
+    let (exec, backend) = executor("[routing.timeouts.learned]\nenabled = false\n", ALL_FAST);
+    warm_up(&exec, 25).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    let started = Instant::now();
+    generate(&exec, request()).await.unwrap();
+    assert_eq!(
+        started.elapsed(),
+        first_token(&exec) + Duration::from_millis(290)
+    );
 }
 
 fn limits_hit(reasons: &[Reason]) -> Vec<(TimeLimit, String)> {

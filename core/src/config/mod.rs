@@ -433,6 +433,10 @@ pub struct TimeoutsConfig {
     /// before its first token.
     #[serde(default = "default_reasoning_tokens_per_second")]
     pub reasoning_tokens_per_second: f64,
+    /// First-token and idle limits learnt from each target's own latency
+    /// (`[routing.timeouts.learned]`).
+    #[serde(default)]
+    pub learned: LearnedLimits,
     #[serde(default = "ClassTimeouts::interactive")]
     pub interactive: ClassTimeouts,
     #[serde(default = "ClassTimeouts::standard")]
@@ -442,6 +446,45 @@ pub struct TimeoutsConfig {
     /// Requests of class `batch` sent on line (a small or urgent submission goes to flex).
     #[serde(default = "ClassTimeouts::background")]
     pub batch: ClassTimeouts,
+}
+
+/// Time limits learnt per target (`[routing.timeouts.learned]`): once a target (a region, id
+/// and tier) has answered `min_samples` times, an attempt on it waits for its first token at
+/// most `factor` times the `quantile` of its recent first-token times, and between a stream's
+/// events at most `factor` times that quantile of its streams' longest gaps: never less than
+/// `floor`, never more than the class's limit (the ceiling). A target that stalls then costs
+/// about a second, not the class's ceiling.
+///
+/// ```
+/// let c = laneway::Config::from_toml_str("[routing.timeouts.learned]\nfactor = 4.0\n").unwrap();
+/// assert_eq!(c.routing.timeouts.learned.factor, 4.0);
+/// assert!(c.routing.timeouts.learned.enabled);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LearnedLimits {
+    pub enabled: bool,
+    /// The quantile of the recent observations (0 to 1).
+    pub quantile: f64,
+    /// The limit is this multiple of the quantile (at least 1).
+    pub factor: f64,
+    /// The shortest learnt limit (milliseconds).
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub floor: Duration,
+    /// Observations of a target before its own limits apply (the class's until then).
+    pub min_samples: u32,
+}
+
+impl Default for LearnedLimits {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            quantile: 0.99,
+            factor: 3.0,
+            floor: Duration::from_secs(1),
+            min_samples: 20,
+        }
+    }
 }
 
 /// The time limits of one SLO class.
@@ -508,6 +551,7 @@ impl Default for TimeoutsConfig {
             min_first_token: default_min_first_token(),
             min_tokens_per_second: default_min_tokens_per_second(),
             reasoning_tokens_per_second: default_reasoning_tokens_per_second(),
+            learned: LearnedLimits::default(),
             interactive: ClassTimeouts::interactive(),
             standard: ClassTimeouts::standard(),
             background: ClassTimeouts::background(),
@@ -1171,6 +1215,7 @@ impl Config {
                 "routing.timeouts.reasoning_tokens_per_second",
                 t.reasoning_tokens_per_second,
             ),
+            ("routing.timeouts.learned.factor", t.learned.factor),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::config(
@@ -1178,6 +1223,26 @@ impl Config {
                     format!("must be a finite number > 0, got {v}"),
                 ));
             }
+        }
+        let learned = &t.learned;
+        if !(learned.quantile > 0.0 && learned.quantile <= 1.0) {
+            return Err(Error::config(
+                "routing.timeouts.learned.quantile",
+                format!("must be in (0, 1], got {}", learned.quantile),
+            ));
+        }
+        if learned.factor < 1.0 {
+            return Err(Error::config(
+                "routing.timeouts.learned.factor",
+                format!("must be at least 1, got {}", learned.factor),
+            ));
+        }
+        positive("routing.timeouts.learned.floor", learned.floor)?;
+        if learned.min_samples == 0 {
+            return Err(Error::config(
+                "routing.timeouts.learned.min_samples",
+                "must be at least 1",
+            ));
         }
         if r.retry.max_backoff < r.retry.backoff {
             return Err(Error::config(

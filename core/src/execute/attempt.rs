@@ -43,11 +43,14 @@ pub struct InFlight<'a> {
     /// Whether it holds one of its breaker's probe slots (only then may it free one).
     probe: bool,
     settled: bool,
-    /// When the attempt was admitted: its own TTFT counts from here, not from the call's start.
-    started: Instant,
+    /// When the attempt was admitted (on the call's clock, tokio's): its own TTFT counts from
+    /// here, not from the call's start.
+    started: tokio::time::Instant,
     /// Its admission against the target's on-demand quota, the quota's limits and the
     /// model's output burndown.
     quota: Option<(QuotaClaim, QuotaTerms)>,
+    /// The time limit that ended it, if one did (its length and source go in the decision).
+    pub fired: Option<super::limits::Bound>,
 }
 
 impl<'a> InFlight<'a> {
@@ -65,7 +68,7 @@ impl<'a> InFlight<'a> {
         let verdict = state.admit(now, region, id, tier);
         if verdict == Some(false) && tier != Some(ServiceTier::Reserved) {
             // The common case, without a wait: a closed breaker, no reservation.
-            return Some(Self::admitted(state, attempt, None, false, now));
+            return Some(Self::admitted(state, attempt, None, false));
         }
         // A probe (which, with shared state, needs the fleet's lease) or the reserved tier may
         // wait on Redis: boxed, so that every call's future does not carry that size.
@@ -80,7 +83,6 @@ impl<'a> InFlight<'a> {
         attempt: Attempt,
         ticket: Option<ReservationTicket>,
         probe: bool,
-        now: Instant,
     ) -> Self {
         Self {
             state,
@@ -88,9 +90,21 @@ impl<'a> InFlight<'a> {
             ticket,
             probe,
             settled: false,
-            started: now,
+            started: tokio::time::Instant::now(),
             quota: None,
+            fired: None,
         }
+    }
+
+    /// The error of this attempt ended by `bound` (remembered for the decision).
+    pub fn timed_out(&mut self, bound: super::limits::Bound) -> crate::types::Error {
+        self.fired = Some(bound);
+        crate::types::Error::timed_out(
+            bound.limit,
+            bound.length,
+            self.attempt.target.id(),
+            self.attempt.target.region(),
+        )
     }
 
     /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
@@ -150,7 +164,7 @@ impl<'a> InFlight<'a> {
         }
         // A forced attempt through an open breaker holds no probe slot.
         let probe = probe && admitted;
-        Some(Self::admitted(state, attempt, ticket, probe, now))
+        Some(Self::admitted(state, attempt, ticket, probe))
     }
 
     /// How long ago the attempt was admitted.
@@ -167,7 +181,7 @@ impl<'a> InFlight<'a> {
         usage: &Usage,
         timings: &Timings,
         served: Option<ServiceTier>,
-        call_started: Instant,
+        call_started: tokio::time::Instant,
     ) {
         let a = &self.attempt;
         let before_this_attempt = self.started.saturating_duration_since(call_started);
@@ -176,8 +190,11 @@ impl<'a> InFlight<'a> {
             a.target.id(),
             a.tier,
             served,
-            timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
-            timings.output_tokens_per_second,
+            &crate::state::AttemptSpeed {
+                ttft: timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
+                tokens_per_second: timings.output_tokens_per_second,
+                longest_gap: timings.inter_token.map(|s| s.max),
+            },
         );
         if let Some((claim, terms)) = self.quota.take() {
             self.state.settle_quota(
@@ -285,7 +302,7 @@ mod tests {
             .unwrap();
         // The call began 5 s before this attempt (earlier attempts failed); its first token came
         // 5.1 s into the call.
-        let call_started = Instant::now() - Duration::from_secs(5);
+        let call_started = tokio::time::Instant::now() - Duration::from_secs(5);
         let timings = Timings {
             ttft: Some(Duration::from_millis(5_100)),
             ..Timings::default()

@@ -1,6 +1,11 @@
 //! Timing of one call as the caller sees it: TTFT, gaps between deltas, total, tokens/s.
+//!
+//! Instants are tokio's, as the call's time limits are (`limits.rs`): what a call measured and
+//! when its limits fire are read from one clock, which tests pause and advance.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::types::{InterTokenSummary, Timings};
 

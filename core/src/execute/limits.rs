@@ -11,9 +11,10 @@ use std::task::{Poll, Waker};
 
 use tokio::time::{Instant, Sleep};
 
-use crate::config::RoutingConfig;
+use crate::config::{LearnedLimits, RoutingConfig};
+use crate::state::LearnedLatency;
 use crate::types::GenerateRequest;
-use crate::types::TimeLimit;
+use crate::types::{LimitSource, TimeLimit};
 
 /// The limits of one call, fixed when it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,18 @@ pub struct Limits {
     pub idle: Duration,
     /// A whole non-streamed answer.
     pub answer: Duration,
+    /// What a reasoning call's first-token limit grew by (zero without reasoning).
+    reasoning_allowance: Duration,
+}
+
+/// An attempt's own first-token and idle limits (learnt from its target, or its class's), each
+/// with where it came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptLimits {
+    pub first_token: (Duration, LimitSource),
+    pub idle: (Duration, LimitSource),
+    /// A whole non-streamed answer: the class's, less what the learnt first-token limit saves.
+    pub answer: (Duration, LimitSource),
 }
 
 /// Seconds as a duration, saturating at [`crate::MAX_DURATION`].
@@ -68,6 +81,41 @@ impl Limits {
             answer: first_token
                 .saturating_add(generation)
                 .min(crate::MAX_DURATION),
+            reasoning_allowance: Duration::ZERO,
+        }
+    }
+
+    /// The limits of an attempt on a target that has shown `observed`: each learnt limit is
+    /// `learned.factor` times the observed quantile, at least `learned.floor`, and (for the
+    /// first token) plus the reasoning allowance; the class's limit when that is shorter, or
+    /// when the target has been seen fewer than `learned.min_samples` times.
+    pub fn for_attempt(&self, learned: &LearnedLimits, observed: LearnedLatency) -> AttemptLimits {
+        let derive = |ceiling: Duration, seen: Option<(Duration, usize)>, extra: Duration| {
+            let Some((q, n)) =
+                seen.filter(|&(_, n)| learned.enabled && n >= learned.min_samples as usize)
+            else {
+                return (ceiling, LimitSource::Class);
+            };
+            let own = saturating_secs(q.as_secs_f64() * learned.factor)
+                .max(learned.floor)
+                .saturating_add(extra);
+            if own >= ceiling {
+                return (ceiling, LimitSource::Class);
+            }
+            let source = LimitSource::Learned {
+                quantile: learned.quantile,
+                observed_ms: u64::try_from(q.as_millis()).unwrap_or(u64::MAX),
+                factor: learned.factor,
+                samples: u32::try_from(n).unwrap_or(u32::MAX),
+            };
+            (own, source)
+        };
+        let first_token = derive(self.first_token, observed.ttft, self.reasoning_allowance);
+        let saved = self.first_token.saturating_sub(first_token.0);
+        AttemptLimits {
+            first_token,
+            idle: derive(self.idle, observed.gap, Duration::ZERO),
+            answer: (self.answer.saturating_sub(saved), first_token.1),
         }
     }
 
@@ -88,6 +136,7 @@ impl Limits {
             .first_token
             .saturating_add(allowance)
             .min(crate::MAX_DURATION);
+        self.reasoning_allowance = allowance;
         self.answer = self
             .answer
             .saturating_add(allowance)
@@ -119,19 +168,35 @@ impl Limits {
     /// When a wait that `limit` bounds to `length` from `now` must end, and which limit that
     /// is: `limit` itself, or the deadline when it comes first.
     pub fn bound(&self, now: Instant, limit: TimeLimit, length: Duration) -> Bound {
+        self.bound_from(now, limit, (length, LimitSource::Class))
+    }
+
+    /// [`bound`](Self::bound) for a limit whose length has a source (an [`AttemptLimits`]'s).
+    pub fn bound_from(
+        &self,
+        now: Instant,
+        limit: TimeLimit,
+        (length, source): (Duration, LimitSource),
+    ) -> Bound {
         match now.checked_add(length) {
-            Some(at) if at < self.deadline => Bound { at, limit, length },
+            Some(at) if at < self.deadline => Bound {
+                at,
+                limit,
+                length,
+                source,
+            },
             _ => Bound {
                 at: self.deadline,
                 limit: TimeLimit::Deadline,
                 length: self.deadline - self.started,
+                source: LimitSource::Deadline,
             },
         }
     }
 }
 
 /// The end of one bounded wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bound {
     /// When it fires.
     pub at: Instant,
@@ -139,6 +204,8 @@ pub struct Bound {
     pub limit: TimeLimit,
     /// That limit's length (for the error message).
     pub length: Duration,
+    /// Where the length came from (for the decision).
+    pub source: LimitSource,
 }
 
 impl Bound {
@@ -274,6 +341,56 @@ mod tests {
         assert_eq!(b.limit, TimeLimit::Deadline);
     }
 
+    #[test]
+    fn a_learnt_first_token_limit_keeps_a_reasoning_calls_allowance() {
+        let start = Instant::now();
+        let allowance = Duration::from_secs(5);
+        let limits = Limits {
+            started: start,
+            deadline: start + Duration::from_secs(120),
+            first_token: Duration::from_secs(30) + allowance,
+            idle: Duration::from_secs(30),
+            answer: Duration::from_secs(60) + allowance,
+            reasoning_allowance: allowance,
+        };
+        let learned = LearnedLimits::default();
+        let seen = LearnedLatency {
+            ttft: Some((Duration::from_millis(100), 30)),
+            gap: Some((Duration::from_millis(500), 30)),
+        };
+        let a = limits.for_attempt(&learned, seen);
+        // max(3 x 100 ms, the 1 s floor) and the 5 s a silent reasoning may take.
+        assert_eq!(a.first_token.0, Duration::from_secs(6));
+        assert_eq!(a.idle.0, Duration::from_millis(1500));
+        // The whole answer's limit saves what the first token's does.
+        assert_eq!(a.answer.0, Duration::from_secs(36));
+        assert!(matches!(
+            a.idle.1,
+            LimitSource::Learned {
+                observed_ms: 500,
+                samples: 30,
+                ..
+            }
+        ));
+        // Seen too few times, or learning off: the class's.
+        let few = LearnedLatency {
+            ttft: Some((Duration::from_millis(100), 3)),
+            gap: None,
+        };
+        assert_eq!(
+            limits.for_attempt(&learned, few).first_token,
+            (limits.first_token, LimitSource::Class)
+        );
+        let off = LearnedLimits {
+            enabled: false,
+            ..learned
+        };
+        assert_eq!(
+            limits.for_attempt(&off, seen).idle,
+            (limits.idle, LimitSource::Class)
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn one_timer_serves_a_streams_waits_and_fires_at_the_last_bound() {
         let start = Instant::now();
@@ -283,6 +400,7 @@ mod tests {
             first_token: Duration::from_secs(1),
             idle: Duration::from_secs(1),
             answer: Duration::from_secs(5),
+            reasoning_allowance: Duration::ZERO,
         };
         let mut timer = IdleTimer::new(limits.deadline());
         let gap = Duration::from_millis(600);
@@ -332,6 +450,7 @@ mod tests {
             at: start + Duration::from_secs(1),
             limit: TimeLimit::Idle,
             length: Duration::from_secs(1),
+            source: LimitSource::Class,
         };
         let mut timer = IdleTimer::new(start + Duration::from_secs(5));
         let mut wait = Box::pin(timer.wait(|| bound, std::future::pending::<()>()));

@@ -178,12 +178,13 @@ impl Executor {
         }
         let mut run = Run::new(self, request, plan);
         loop {
-            let Some(inflight) = run.next_attempt().await else {
+            let Some(mut inflight) = run.next_attempt().await else {
                 let e = run.exhausted();
                 return Err(run.failed_with(e));
             };
             let checkpoints = run.checkpoints_for(&inflight.attempt);
-            let bound = run.bound(TimeLimit::Answer, run.limits.answer);
+            let answer = run.attempt_limits(&inflight.attempt).answer;
+            let bound = run.bound_from(TimeLimit::Answer, answer);
             let result = match self.call(request, &inflight.attempt, &checkpoints) {
                 Ok((backend, call)) => bound
                     .run(crate::telemetry::span::within(
@@ -191,7 +192,7 @@ impl Executor {
                         backend.generate(call),
                     ))
                     .await
-                    .unwrap_or_else(|fired| Err(run.timed_out(&inflight.attempt, fired))),
+                    .unwrap_or_else(|fired| Err(inflight.timed_out(fired))),
                 Err(e) => Err(e),
             };
             match result {

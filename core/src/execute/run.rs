@@ -125,6 +125,34 @@ impl<'a> Run<'a> {
             .bound(tokio::time::Instant::now(), limit, length)
     }
 
+    /// The bound of a wait that `limit` of an attempt's own limits (`length` with its source)
+    /// limits from now.
+    pub fn bound_from(
+        &self,
+        limit: TimeLimit,
+        length: (std::time::Duration, crate::types::LimitSource),
+    ) -> Bound {
+        self.limits
+            .bound_from(tokio::time::Instant::now(), limit, length)
+    }
+
+    /// An attempt's own first-token and idle limits: learnt from its target's latency at its
+    /// tier (`[routing.timeouts.learned]`), or the class's.
+    pub fn attempt_limits(&self, attempt: &Attempt) -> super::limits::AttemptLimits {
+        let learned = &self.exec.config.routing.timeouts.learned;
+        let observed = if learned.enabled {
+            self.exec.state.learned_latency(
+                attempt.target.region(),
+                attempt.target.id(),
+                attempt.tier,
+                learned.quantile,
+            )
+        } else {
+            crate::state::LearnedLatency::default()
+        };
+        self.limits.for_attempt(learned, observed)
+    }
+
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
     /// may differ: it gets none).
     pub fn checkpoints_for(&self, attempt: &Attempt) -> Vec<crate::types::Checkpoint> {
@@ -267,26 +295,26 @@ impl<'a> Run<'a> {
         let a = inflight.attempt.clone();
         if let Error::Service(e) = &err {
             if let Some(limit) = time_limit_of(&e.code) {
+                let after_ms = u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let (limit_ms, source) = match inflight.fired {
+                    Some(b) if b.limit == limit => (
+                        u64::try_from(b.length.as_millis()).unwrap_or(u64::MAX),
+                        b.source,
+                    ),
+                    _ => (after_ms, crate::types::LimitSource::Class),
+                };
                 self.reasons.push(Reason::TimeLimitHit {
                     limit,
                     target: a.target.id.clone(),
                     region: a.target.region.clone(),
-                    after_ms: u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    after_ms,
+                    limit_ms,
+                    source,
                 });
             }
         }
         inflight.fail(&err);
         self.failed.push((err.as_failed_attempt(&a), err));
-    }
-
-    /// The error of an attempt that `bound` ended.
-    pub fn timed_out(&self, attempt: &Attempt, bound: Bound) -> Error {
-        Error::timed_out(
-            bound.limit,
-            bound.length,
-            attempt.target.id(),
-            attempt.target.region(),
-        )
     }
 
     /// Books a failed attempt and decides: `Ok` to go on with the next attempt (after a

@@ -345,7 +345,7 @@ async fn open<'a>(
     exec: &Executor,
     request: &GenerateRequest,
     checkpoints: Vec<Checkpoint>,
-    inflight: InFlight<'a>,
+    mut inflight: InFlight<'a>,
     bound: Bound,
 ) -> (InFlight<'a>, Opened) {
     let result = {
@@ -356,15 +356,10 @@ async fn open<'a>(
             let first = events.next().await;
             Ok((events, first))
         };
-        bound.run(first).await.unwrap_or_else(|fired| {
-            let target = &inflight.attempt.target;
-            Err(Error::timed_out(
-                fired.limit,
-                fired.length,
-                target.id(),
-                target.region(),
-            ))
-        })
+        match bound.run(first).await {
+            Ok(opened) => opened,
+            Err(fired) => Err(inflight.timed_out(fired)),
+        }
     };
     (inflight, result)
 }
@@ -445,11 +440,12 @@ pub(super) fn run(
                 return;
             };
             let req = resumed.as_ref().unwrap_or(&request);
-            let (inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
+            let (mut inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
                 let delay = hedge_delay(exec, req, &first.attempt);
                 let primary_region = first.attempt.target.region().to_string();
                 let cps = run.checkpoints_for(&first.attempt);
-                let primary = open(exec, req, cps, first, run.bound(TimeLimit::FirstToken, run.limits.first_token));
+                let first_token = run.attempt_limits(&first.attempt).first_token;
+                let primary = open(exec, req, cps, first, run.bound_from(TimeLimit::FirstToken, first_token));
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
@@ -461,7 +457,8 @@ pub(super) fn run(
                         Some(second) => {
                             let hedge_target = second.attempt.target.id().to_string();
                             let cps = run.checkpoints_for(&second.attempt);
-                            let hedge = open(exec, req, cps, second, run.bound(TimeLimit::FirstToken, run.limits.first_token));
+                            let first_token = run.attempt_limits(&second.attempt).first_token;
+                            let hedge = open(exec, req, cps, second, run.bound_from(TimeLimit::FirstToken, first_token));
                             futures::pin_mut!(hedge);
                             let (done, hedge_won) = match futures::future::select(primary, hedge).await {
                                 Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
@@ -483,7 +480,8 @@ pub(super) fn run(
                 }
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
-                let bound = run.bound(TimeLimit::FirstToken, run.limits.first_token);
+                let first_token = run.attempt_limits(&first.attempt).first_token;
+                let bound = run.bound_from(TimeLimit::FirstToken, first_token);
                 open(exec, req, cps, first, bound).await
             };
             let (mut events, mut pending) = match into_parts(opened) {
@@ -502,14 +500,16 @@ pub(super) fn run(
                     continue;
                 }
             };
+            // Read once per attempt: the idle limit's length for every wait of its stream.
+            let idle_limit = run.attempt_limits(&inflight.attempt).idle;
             loop {
                 let next = match pending.take() {
                     Some(ev) => Some(ev),
                     None => {
-                        let idle = || run.bound(TimeLimit::Idle, run.limits.idle);
+                        let idle = || run.bound_from(TimeLimit::Idle, idle_limit);
                         match idle_timer.wait(idle, events.next()).await {
                             Ok(next) => next,
-                            Err(fired) => Some(Err(run.timed_out(&inflight.attempt, fired))),
+                            Err(fired) => Some(Err(inflight.timed_out(fired))),
                         }
                     }
                 };

@@ -1,13 +1,23 @@
-//! What a target has been like lately: EWMAs of TTFT and tokens/s, recent TTFTs for quantiles,
-//! and a decaying count of throttles.
+//! What a target has been like lately: EWMAs of TTFT and tokens/s, recent TTFTs and streams'
+//! longest gaps for quantiles (the learnt time limits), and a decaying count of throttles.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Weight of the newest sample in the moving averages.
 const ALPHA: f64 = 0.2;
-/// TTFTs kept for quantiles.
+/// TTFTs (and longest gaps) kept for quantiles.
 const RECENT: usize = 64;
+
+/// What one successful attempt showed of its target's speed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AttemptSpeed {
+    /// Until its first token (of either kind), from the attempt's own start.
+    pub ttft: Option<Duration>,
+    pub tokens_per_second: Option<f64>,
+    /// Its stream's longest wait between two events after the first.
+    pub longest_gap: Option<Duration>,
+}
 /// Half-life of the throttle score.
 const THROTTLE_HALF_LIFE: Duration = Duration::from_secs(10);
 
@@ -17,6 +27,7 @@ pub struct LatencyTrack {
     ttft_ewma_s: Option<f64>,
     tps_ewma: Option<f64>,
     recent_ttft: VecDeque<Duration>,
+    recent_gaps: VecDeque<Duration>,
     throttle_score: f64,
     throttle_at: Option<Instant>,
 }
@@ -30,6 +41,27 @@ impl LatencyTrack {
             self.recent_ttft.pop_front();
         }
         self.recent_ttft.push_back(ttft);
+    }
+
+    /// Records a stream's longest gap between events.
+    pub fn record_longest_gap(&mut self, gap: Duration) {
+        if self.recent_gaps.len() == RECENT {
+            self.recent_gaps.pop_front();
+        }
+        self.recent_gaps.push_back(gap);
+    }
+
+    /// Records what a successful attempt showed.
+    pub fn record(&mut self, speed: &AttemptSpeed) {
+        if let Some(ttft) = speed.ttft {
+            self.record_ttft(ttft);
+        }
+        if let Some(tps) = speed.tokens_per_second {
+            self.record_tokens_per_second(tps);
+        }
+        if let Some(gap) = speed.longest_gap {
+            self.record_longest_gap(gap);
+        }
     }
 
     /// A success shows capacity is back: the throttle score starts again from zero.
@@ -63,13 +95,17 @@ impl LatencyTrack {
 
     /// A quantile of recent TTFTs (`q` in 0..=1); `None` before any.
     pub fn ttft_quantile(&self, q: f64) -> Option<Duration> {
-        if self.recent_ttft.is_empty() {
-            return None;
-        }
-        let mut v: Vec<Duration> = self.recent_ttft.iter().copied().collect();
-        v.sort_unstable();
-        let i = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-        Some(v[i])
+        quantile(&self.recent_ttft, q)
+    }
+
+    /// A quantile of recent streams' longest gaps, and how many there are; `None` before any.
+    pub fn gap_quantile(&self, q: f64) -> Option<(Duration, usize)> {
+        quantile(&self.recent_gaps, q).map(|d| (d, self.recent_gaps.len()))
+    }
+
+    /// How many recent TTFTs are kept (at most 64).
+    pub fn ttft_samples(&self) -> usize {
+        self.recent_ttft.len()
     }
 
     /// Throttles lately, decayed with a ten-second half-life.
@@ -82,6 +118,16 @@ impl LatencyTrack {
             }
         }
     }
+}
+
+fn quantile(samples: &VecDeque<Duration>, q: f64) -> Option<Duration> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut v: Vec<Duration> = samples.iter().copied().collect();
+    v.sort_unstable();
+    let i = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    Some(v[i])
 }
 
 #[cfg(test)]

@@ -22,7 +22,15 @@ pub use crate::plan::observe::{Fresh, Observations, TargetView};
 pub use crate::types::BreakerView;
 pub use breaker::Breaker;
 pub use budget::RetryBudget;
-pub use latency::LatencyTrack;
+pub use latency::{AttemptSpeed, LatencyTrack};
+
+/// A quantile of a target's recent first-token times and of its streams' longest gaps, each
+/// with the number of observations it is of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LearnedLatency {
+    pub ttft: Option<(Duration, usize)>,
+    pub gap: Option<(Duration, usize)>,
+}
 pub use ledger::{Ledger, Ticket};
 
 use crate::config::Config;
@@ -470,28 +478,20 @@ impl State {
     }
 
     /// An attempt sent at `tier` succeeded, served at `served` (the tier the response
-    /// reported), with the TTFT and speed it showed: the breaker of what was sent closes, and
-    /// the latency is the served tier's.
+    /// reported), with the speed it showed: the breaker of what was sent closes, and the
+    /// latency is the served tier's.
     pub fn record_success(
         &self,
         region: &str,
         id: &str,
         tier: Option<ServiceTier>,
         served: Option<ServiceTier>,
-        ttft: Option<Duration>,
-        tokens_per_second: Option<f64>,
+        speed: &AttemptSpeed,
     ) {
         if let Some(sh) = &self.shared {
             sh.publish_closed(shared::target_key(region, id, tier));
         }
-        let record_latency = |t: &mut TargetState| {
-            if let Some(ttft) = ttft {
-                t.latency.record_ttft(ttft);
-            }
-            if let Some(tps) = tokens_per_second {
-                t.latency.record_tokens_per_second(tps);
-            }
-        };
+        let record_latency = |t: &mut TargetState| t.latency.record(speed);
         self.with_target(region, id, tier, |t| {
             t.breaker.on_success();
             t.latency.clear_throttles();
@@ -740,6 +740,24 @@ impl State {
             .map(|l| l.used(now))
     }
 
+    /// What a target's time limits may be learnt from: the `q` quantile of its recent TTFTs and
+    /// how many there are, and of its streams' longest gaps (with their count).
+    pub fn learned_latency(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        q: f64,
+    ) -> LearnedLatency {
+        self.with_target(region, id, tier, |t| LearnedLatency {
+            ttft: t
+                .latency
+                .ttft_quantile(q)
+                .map(|d| (d, t.latency.ttft_samples())),
+            gap: t.latency.gap_quantile(q),
+        })
+    }
+
     /// A quantile of a target's recent TTFTs, if any were seen.
     pub fn ttft_quantile(
         &self,
@@ -907,8 +925,10 @@ mod tests {
             id,
             Some(ServiceTier::Reserved),
             Some(ServiceTier::Standard),
-            Some(Duration::from_millis(300)),
-            None,
+            &AttemptSpeed {
+                ttft: Some(Duration::from_millis(300)),
+                ..AttemptSpeed::default()
+            },
         );
         assert!(state
             .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)

@@ -304,6 +304,32 @@ impl fmt::Display for TimeLimit {
     }
 }
 
+/// Where the length of an attempt's time limit came from (said in
+/// [`Reason::TimeLimitHit`](crate::Reason::TimeLimitHit)).
+///
+/// ```
+/// let learned = laneway::LimitSource::Learned { quantile: 0.99, observed_ms: 240, factor: 3.0, samples: 40 };
+/// assert_eq!(serde_json::to_value(learned).unwrap()["from"], "learned");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum LimitSource {
+    /// The SLO class's limit (or the one the request's `ttft_target` gives): the target had
+    /// not been observed enough yet, learning is off, or what it learnt reached the ceiling.
+    Class,
+    /// The target's own latency at its tier: the `quantile` of its last `samples`
+    /// observations (first tokens, or a stream's longest gap), `observed_ms`, times `factor`,
+    /// within `[routing.timeouts.learned]`'s floor and the class's limit.
+    Learned {
+        quantile: f64,
+        observed_ms: u64,
+        factor: f64,
+        samples: u32,
+    },
+    /// The call's deadline, which came before the attempt's own limit.
+    Deadline,
+}
+
 /// How much of a stream reached the caller before it failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Delivered {

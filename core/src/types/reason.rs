@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::error::TimeLimit;
+use super::error::{LimitSource, TimeLimit};
 use super::geography::ProfileScope;
 use super::request::{GenerateRequest, ServiceTier, SloClass};
 
@@ -173,6 +173,10 @@ pub enum Reason {
         region: Arc<str>,
         /// How long the attempt had run, in milliseconds.
         after_ms: u64,
+        /// The limit's length, in milliseconds.
+        limit_ms: u64,
+        /// How that length was derived: the class's, or learnt from the target's latency.
+        source: LimitSource,
     },
     /// Every candidate had failed: another round over the plan's targets after a back-off.
     RetryRound {
@@ -453,8 +457,8 @@ impl fmt::Display for Reason {
             Reason::CacheAffinity { target, region, won, why } => {
                 write!(f, "cached prefix in {target} at {region}: {} ({why})", if *won { "preferred" } else { "not preferred" })
             }
-            Reason::TimeLimitHit { limit, target, region, after_ms } => {
-                write!(f, "{target} in {region}: {limit} limit reached after {after_ms} ms, attempt cancelled")
+            Reason::TimeLimitHit { limit, target, region, after_ms, limit_ms, source } => {
+                write!(f, "{target} in {region}: {limit} limit ({limit_ms} ms, {}) reached after {after_ms} ms, attempt cancelled", source_text(source))
             }
             Reason::RetryRound { round, wait_ms } => {
                 write!(f, "every candidate failed: retry round {round} after {wait_ms} ms")
@@ -513,5 +517,21 @@ impl Objective {
         } else {
             Objective::Cost
         }
+    }
+}
+
+fn source_text(source: &LimitSource) -> String {
+    match source {
+        LimitSource::Class => "the class's".into(),
+        LimitSource::Deadline => "the call's deadline".into(),
+        LimitSource::Learned {
+            quantile,
+            observed_ms,
+            factor,
+            samples,
+        } => format!(
+            "learnt: p{:.0} of {samples} observations {observed_ms} ms x {factor}",
+            quantile * 100.0
+        ),
     }
 }
