@@ -75,6 +75,7 @@ fn warmed_state(config: &Config) -> State {
                     ttft: Some(Duration::from_millis(300)),
                     tokens_per_second: Some(120.0),
                     longest_gap: None,
+                    input_tokens: 0,
                 },
             );
         }

@@ -334,6 +334,29 @@ async fn a_stream_that_goes_quiet_after_answering_costs_its_learnt_idle_limit() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_prompt_longer_than_any_seen_may_take_longer_for_its_first_token() {
+    let (exec, backend) = executor("", ALL_FAST);
+    warm_up(&exec, 25).await;
+    // A first token after 3 s, as a long prompt's prefill may take: within the learnt limit
+    // grown by the input beyond what was seen (about 40,000 tokens at 5,000 a second), so the
+    // region answers instead of being cut at 1 s.
+    backend.change(
+        "us-east-1",
+        Behaviour::Answer {
+            ttft: Duration::from_secs(3),
+            gap: Duration::from_millis(10),
+            tokens: 20,
+        },
+    );
+    let long = GenerateRequest::user("lorem ipsum dolor sit amet ".repeat(6_000))
+        .model("amazon.nova-lite-v1:0")
+        .max_tokens(20);
+    let done = generate(&exec, long).await.unwrap();
+    assert_eq!(done.decision.region, "us-east-1");
+    assert!(limit_sources(&done.decision.reasons).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn limits_are_the_class_s_until_a_target_is_known_or_with_learning_off() {
     let first_token = |exec: &Arc<Executor>| exec.config.routing.timeouts.standard.first_token;
     // Too few answers seen: the class's limit.

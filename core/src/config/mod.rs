@@ -452,8 +452,10 @@ pub struct TimeoutsConfig {
 /// and tier) has answered `min_samples` times, an attempt on it waits for its first token at
 /// most `factor` times the `quantile` of its recent first-token times, and between a stream's
 /// events at most `factor` times that quantile of its streams' longest gaps: never less than
-/// `floor`, never more than the class's limit (the ceiling). A target that stalls then costs
-/// about a second, not the class's ceiling.
+/// `floor`, never more than the class's limit (the ceiling). An attempt whose input is larger
+/// than any of those first tokens came after may also take the excess at
+/// `prefill_tokens_per_second`. A target that stalls then costs about a second, not the class's
+/// ceiling.
 ///
 /// ```
 /// let c = laneway::Config::from_toml_str("[routing.timeouts.learned]\nfactor = 4.0\n").unwrap();
@@ -473,6 +475,9 @@ pub struct LearnedLimits {
     pub floor: Duration,
     /// Observations of a target before its own limits apply (the class's until then).
     pub min_samples: u32,
+    /// A first token comes later after a longer input: an attempt whose input is larger than
+    /// any the target's recent first tokens came after may take its excess at this rate too.
+    pub prefill_tokens_per_second: f64,
 }
 
 impl Default for LearnedLimits {
@@ -483,6 +488,7 @@ impl Default for LearnedLimits {
             factor: 3.0,
             floor: Duration::from_secs(1),
             min_samples: 20,
+            prefill_tokens_per_second: 5000.0,
         }
     }
 }
@@ -1216,6 +1222,10 @@ impl Config {
                 t.reasoning_tokens_per_second,
             ),
             ("routing.timeouts.learned.factor", t.learned.factor),
+            (
+                "routing.timeouts.learned.prefill_tokens_per_second",
+                t.learned.prefill_tokens_per_second,
+            ),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::config(

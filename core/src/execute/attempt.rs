@@ -194,6 +194,7 @@ impl<'a> InFlight<'a> {
                 ttft: timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
                 tokens_per_second: timings.output_tokens_per_second,
                 longest_gap: timings.inter_token.map(|s| s.max),
+                input_tokens: usage.total_input_tokens(),
             },
         );
         if let Some((claim, terms)) = self.quota.take() {

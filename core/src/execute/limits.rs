@@ -85,11 +85,18 @@ impl Limits {
         }
     }
 
-    /// The limits of an attempt on a target that has shown `observed`: each learnt limit is
-    /// `learned.factor` times the observed quantile, at least `learned.floor`, and (for the
-    /// first token) plus the reasoning allowance; the class's limit when that is shorter, or
-    /// when the target has been seen fewer than `learned.min_samples` times.
-    pub fn for_attempt(&self, learned: &LearnedLimits, observed: LearnedLatency) -> AttemptLimits {
+    /// The limits of an attempt reading `input_tokens` on a target that has shown `observed`:
+    /// each learnt limit is `learned.factor` times the observed quantile, at least
+    /// `learned.floor`, and (for the first token) plus the reasoning allowance and the input
+    /// beyond the largest the target's first tokens were seen after, at
+    /// `learned.prefill_tokens_per_second`; the class's limit when that is shorter, or when
+    /// the target has been seen fewer than `learned.min_samples` times.
+    pub fn for_attempt(
+        &self,
+        learned: &LearnedLimits,
+        observed: LearnedLatency,
+        input_tokens: u64,
+    ) -> AttemptLimits {
         let derive = |ceiling: Duration, seen: Option<(Duration, usize)>, extra: Duration| {
             let Some((q, n)) =
                 seen.filter(|&(_, n)| learned.enabled && n >= learned.min_samples as usize)
@@ -110,7 +117,13 @@ impl Limits {
             };
             (own, source)
         };
-        let first_token = derive(self.first_token, observed.ttft, self.reasoning_allowance);
+        let excess = input_tokens.saturating_sub(u64::from(observed.largest_input));
+        let prefill = saturating_secs(excess as f64 / learned.prefill_tokens_per_second);
+        let first_token = derive(
+            self.first_token,
+            observed.ttft,
+            self.reasoning_allowance.saturating_add(prefill),
+        );
         let saved = self.first_token.saturating_sub(first_token.0);
         AttemptLimits {
             first_token,
@@ -357,8 +370,9 @@ mod tests {
         let seen = LearnedLatency {
             ttft: Some((Duration::from_millis(100), 30)),
             gap: Some((Duration::from_millis(500), 30)),
+            largest_input: 2_000,
         };
-        let a = limits.for_attempt(&learned, seen);
+        let a = limits.for_attempt(&learned, seen, 1_000);
         // max(3 x 100 ms, the 1 s floor) and the 5 s a silent reasoning may take.
         assert_eq!(a.first_token.0, Duration::from_secs(6));
         assert_eq!(a.idle.0, Duration::from_millis(1500));
@@ -372,13 +386,17 @@ mod tests {
                 ..
             }
         ));
+        // A prompt 50,000 tokens longer than any seen may take 10 s more for its first token.
+        let long = limits.for_attempt(&learned, seen, 52_000);
+        assert_eq!(long.first_token.0, Duration::from_secs(16));
         // Seen too few times, or learning off: the class's.
         let few = LearnedLatency {
             ttft: Some((Duration::from_millis(100), 3)),
             gap: None,
+            largest_input: 0,
         };
         assert_eq!(
-            limits.for_attempt(&learned, few).first_token,
+            limits.for_attempt(&learned, few, 10).first_token,
             (limits.first_token, LimitSource::Class)
         );
         let off = LearnedLimits {
@@ -386,7 +404,7 @@ mod tests {
             ..learned
         };
         assert_eq!(
-            limits.for_attempt(&off, seen).idle,
+            limits.for_attempt(&off, seen, 10).idle,
             (limits.idle, LimitSource::Class)
         );
     }

@@ -137,7 +137,7 @@ impl<'a> Run<'a> {
     }
 
     /// An attempt's own first-token and idle limits: learnt from its target's latency at its
-    /// tier (`[routing.timeouts.learned]`), or the class's.
+    /// tier (`[routing.timeouts.learned]`) and the call's estimated input, or the class's.
     pub fn attempt_limits(&self, attempt: &Attempt) -> super::limits::AttemptLimits {
         let learned = &self.exec.config.routing.timeouts.learned;
         let observed = if learned.enabled {
@@ -150,7 +150,7 @@ impl<'a> Run<'a> {
         } else {
             crate::state::LearnedLatency::default()
         };
-        self.limits.for_attempt(learned, observed)
+        self.limits.for_attempt(learned, observed, self.estimate.0)
     }
 
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules

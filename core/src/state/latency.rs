@@ -17,6 +17,8 @@ pub struct AttemptSpeed {
     pub tokens_per_second: Option<f64>,
     /// Its stream's longest wait between two events after the first.
     pub longest_gap: Option<Duration>,
+    /// The input it read (a first token's time grows with it).
+    pub input_tokens: u32,
 }
 /// Half-life of the throttle score.
 const THROTTLE_HALF_LIFE: Duration = Duration::from_secs(10);
@@ -27,6 +29,8 @@ pub struct LatencyTrack {
     ttft_ewma_s: Option<f64>,
     tps_ewma: Option<f64>,
     recent_ttft: VecDeque<Duration>,
+    /// The input of each of `recent_ttft`'s attempts.
+    recent_inputs: VecDeque<u32>,
     recent_gaps: VecDeque<Duration>,
     throttle_score: f64,
     throttle_at: Option<Instant>,
@@ -55,6 +59,10 @@ impl LatencyTrack {
     pub fn record(&mut self, speed: &AttemptSpeed) {
         if let Some(ttft) = speed.ttft {
             self.record_ttft(ttft);
+            if self.recent_inputs.len() == RECENT {
+                self.recent_inputs.pop_front();
+            }
+            self.recent_inputs.push_back(speed.input_tokens);
         }
         if let Some(tps) = speed.tokens_per_second {
             self.record_tokens_per_second(tps);
@@ -101,6 +109,11 @@ impl LatencyTrack {
     /// A quantile of recent streams' longest gaps, and how many there are; `None` before any.
     pub fn gap_quantile(&self, q: f64) -> Option<(Duration, usize)> {
         quantile(&self.recent_gaps, q).map(|d| (d, self.recent_gaps.len()))
+    }
+
+    /// The largest input among the attempts whose TTFTs are kept (0 when not recorded).
+    pub fn largest_recent_input(&self) -> u32 {
+        self.recent_inputs.iter().copied().max().unwrap_or(0)
     }
 
     /// How many recent TTFTs are kept (at most 64).

@@ -25,11 +25,13 @@ pub use budget::RetryBudget;
 pub use latency::{AttemptSpeed, LatencyTrack};
 
 /// A quantile of a target's recent first-token times and of its streams' longest gaps, each
-/// with the number of observations it is of.
+/// with the number of observations it is of, and the largest input those first tokens came
+/// after.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LearnedLatency {
     pub ttft: Option<(Duration, usize)>,
     pub gap: Option<(Duration, usize)>,
+    pub largest_input: u32,
 }
 pub use ledger::{Ledger, Ticket};
 
@@ -755,6 +757,7 @@ impl State {
                 .ttft_quantile(q)
                 .map(|d| (d, t.latency.ttft_samples())),
             gap: t.latency.gap_quantile(q),
+            largest_input: t.latency.largest_recent_input(),
         })
     }
 
