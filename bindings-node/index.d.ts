@@ -305,6 +305,9 @@ export class TransportError extends LanewayError {}
 export class ModelError extends LanewayError {}
 export class ValidationError extends LanewayError {}
 export class AccessDeniedError extends LanewayError {}
+/** The credentials were refused or could not be had (an expired token, a bad signature, no
+ * credentials): the call fails at once, with no failover. */
+export class AuthenticationError extends LanewayError {}
 export class NotFoundError extends LanewayError {}
 export class QuotaExceededError extends LanewayError {}
 export class StreamInterruptedError extends LanewayError {}

@@ -65,6 +65,7 @@ const KINDS = {
   model_error: 'ModelError',
   validation: 'ValidationError',
   access_denied: 'AccessDeniedError',
+  authentication: 'AuthenticationError',
   not_found: 'NotFoundError',
   quota_exceeded: 'QuotaExceededError',
   stream_interrupted: 'StreamInterruptedError',

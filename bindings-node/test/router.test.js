@@ -171,7 +171,7 @@ for (const [fault, Class] of [['throttle', 'ThrottledError'], ['model_not_ready'
 
 test('refusals have their classes', async () => {
   await assert.rejects(new laneway.Router({ ...emu.routerOptions(), secretAccessKey: 'not-the-secret' }).generate('Hi', { model: 'amazon.nova-lite-v1:0', maxTokens: 4 }),
-    e => e instanceof laneway.AccessDeniedError && e.kind === 'access_denied' && e.httpStatus === 403)
+    e => e instanceof laneway.AuthenticationError && e.kind === 'authentication' && e.httpStatus === 403)
   const config = '[models."amazon.titan-text-express-v1"]\nprovider = "bedrock"\nregions = ["us-east-1"]\nprice = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n'
   await assert.rejects(new laneway.Router({ config, ...emu.routerOptions() }).generate('Hi', { model: 'amazon.titan-text-express-v1', maxTokens: 4 }),
     e => e instanceof laneway.ValidationError && e.kind === 'validation' && e.code === 'ValidationException')

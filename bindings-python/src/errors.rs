@@ -67,7 +67,13 @@ create_exception!(
     _laneway,
     AccessDeniedError,
     LanewayError,
-    "Credentials or permissions were refused."
+    "Permission was refused for a target (a model not enabled in its region, say)."
+);
+create_exception!(
+    _laneway,
+    AuthenticationError,
+    LanewayError,
+    "The credentials were refused or could not be had (an expired token, a bad signature, no credentials): the call fails at once."
 );
 create_exception!(
     _laneway,
@@ -124,6 +130,7 @@ fn new_err(kind: &str, message: String) -> PyErr {
         "model_error" => ModelError::new_err(message),
         "validation" => ValidationError::new_err(message),
         "access_denied" => AccessDeniedError::new_err(message),
+        "authentication" => AuthenticationError::new_err(message),
         "not_found" => NotFoundError::new_err(message),
         "quota_exceeded" => QuotaExceededError::new_err(message),
         "stream_interrupted" => StreamInterruptedError::new_err(message),
@@ -222,6 +229,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("ModelError", py.get_type::<ModelError>()),
         ("ValidationError", py.get_type::<ValidationError>()),
         ("AccessDeniedError", py.get_type::<AccessDeniedError>()),
+        ("AuthenticationError", py.get_type::<AuthenticationError>()),
         ("NotFoundError", py.get_type::<NotFoundError>()),
         ("QuotaExceededError", py.get_type::<QuotaExceededError>()),
         (

@@ -186,9 +186,9 @@ def test_each_service_failure_has_its_class(fault, error):
 
 def test_refusals_have_their_classes(emulator):
     wrong_key = dict(emulator.router_kwargs(), secret_access_key="not-the-secret")
-    with pytest.raises(laneway.AccessDeniedError) as e:
+    with pytest.raises(laneway.AuthenticationError) as e:
         laneway.Router(**wrong_key).generate_sync("Hi", model="amazon.nova-lite-v1:0", max_tokens=4)
-    assert e.value.kind == "access_denied" and e.value.http_status == 403
+    assert e.value.kind == "authentication" and e.value.http_status == 403 and e.value.code == "InvalidSignatureException"
     # A model the configuration knows and the service does not.
     config = '[models."amazon.titan-text-express-v1"]\nprovider = "bedrock"\nregions = ["us-east-1"]\nprice = { input_per_1k = 0.0002, output_per_1k = 0.0006 }\n'
     with pytest.raises(laneway.ValidationError) as e:

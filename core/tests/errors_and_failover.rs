@@ -157,7 +157,7 @@ async fn validation_from_the_service_is_never_retried() {
 }
 
 #[tokio::test]
-async fn bad_signature_is_access_denied_and_not_retried() {
+async fn bad_signature_is_an_authentication_error_and_not_retried() {
     let emu = emulator().await;
     let router = Router::builder()
         .config(config(""))
@@ -170,7 +170,7 @@ async fn bad_signature_is_access_denied_and_not_retried() {
         .generate(GenerateRequest::user("hi").family("nova"))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::AccessDenied, "{err}");
+    assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
     let Error::Service(e) = &err else { panic!() };
     assert_eq!(
         (e.code.as_str(), e.http_status),
@@ -339,4 +339,126 @@ async fn credentials_and_the_redis_password_stay_out_of_debug_output() {
     assert!(!debug.contains("aws-secret-key-value"), "{debug}");
     let builder = Router::builder().static_credentials("AKIDEXAMPLE", "aws-secret-key-value");
     assert!(!format!("{builder:?}").contains("aws-secret-key-value"));
+}
+
+#[tokio::test]
+async fn a_model_not_enabled_in_one_region_fails_over_and_is_kept_away() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(
+        Fault::new(FaultKind::AccessDenied)
+            .for_model("amazon.nova-lite-v1:0")
+            .for_region("us-east-1"),
+    );
+    let req = || {
+        GenerateRequest::user("hi")
+            .model("amazon.nova-lite-v1:0")
+            .max_tokens(8)
+    };
+    let first = router.generate(req()).await.unwrap();
+    assert_ne!(first.decision.region, "us-east-1");
+    let refused = &first.decision.failed_attempts[0];
+    assert_eq!(
+        (refused.region.as_str(), refused.code.as_str()),
+        ("us-east-1", "AccessDeniedException")
+    );
+    // Kept away for routing.breaker.access_denied_for (10 minutes): not asked again.
+    for _ in 0..3 {
+        let next = router.generate(req()).await.unwrap();
+        assert_ne!(next.decision.region, "us-east-1");
+        assert!(
+            next.decision
+                .failed_attempts
+                .iter()
+                .all(|a| a.region != "us-east-1"),
+            "{:?}",
+            next.decision.failed_attempts
+        );
+    }
+}
+
+#[tokio::test]
+async fn access_denied_everywhere_ends_after_one_pass_without_retry_rounds() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(Fault::new(FaultKind::AccessDenied).for_model("amazon.nova-lite-v1:0"));
+    let err = router
+        .generate(
+            GenerateRequest::user("hi")
+                .model("amazon.nova-lite-v1:0")
+                .max_tokens(8),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AllTargetsFailed, "{err}");
+    let Error::AllTargetsFailed { attempts, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(attempts.iter().all(|a| a.code == "AccessDeniedException"));
+    assert!(!err.to_string().contains("round"), "no retry rounds: {err}");
+}
+
+#[tokio::test]
+async fn an_expired_token_fails_at_once_without_retries() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    emu.add_fault(Fault::new(FaultKind::ExpiredToken));
+    let err = router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
+    let Error::Service(e) = &err else {
+        panic!("one attempt, its own error: {err:?}")
+    };
+    assert_eq!(e.code, "ExpiredTokenException");
+}
+
+/// A credential provider that never has credentials (an expired SSO session, no profile).
+#[derive(Debug)]
+struct NoCredentials;
+
+impl aws_credential_types::provider::ProvideCredentials for NoCredentials {
+    fn provide_credentials<'a>(
+        &'a self,
+    ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+            aws_credential_types::provider::error::CredentialsError::not_loaded(
+                "the SSO session has expired",
+            ),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_credential_chain_that_gives_nothing_fails_at_once() {
+    let emu = emulator().await;
+    let sdk = aws_config::SdkConfig::builder()
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(NoCredentials),
+        )
+        .region(aws_config::Region::new("us-east-1"))
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .build();
+    let router = Router::builder()
+        .config(config(""))
+        .endpoint_url(emu.url())
+        .sdk_config(sdk)
+        .build()
+        .await
+        .unwrap();
+    let err = router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
+    let Error::Service(e) = &err else {
+        panic!("one attempt, its own error: {err:?}")
+    };
+    assert_eq!(e.code, "CredentialsNotLoaded");
+    assert!(e.message.contains("SSO session"), "{}", e.message);
+    assert_eq!(requests_seen(&emu), 0);
 }

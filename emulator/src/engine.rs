@@ -822,6 +822,18 @@ fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
             "InternalFailure",
             "An internal server error occurred. Retry your request.",
         ),
+        FaultKind::AccessDenied => (
+            403,
+            "AccessDeniedException",
+            "AccessDeniedException",
+            "You don't have access to the model with the specified model ID.",
+        ),
+        FaultKind::ExpiredToken => (
+            403,
+            "ExpiredTokenException",
+            "ExpiredTokenException",
+            "The security token included in the request is expired",
+        ),
         FaultKind::HtmlError => return Some(ApiError::html_bad_gateway()),
         FaultKind::RetryAfter => {
             let mut e = ApiError::new(

@@ -47,6 +47,10 @@ pub enum FaultKind {
     ContainerOverloaded,
     /// SageMaker: a container streaming plain JSON lines, without the `data:` prefix.
     PlainJsonLines,
+    /// 403 AccessDeniedException, as Bedrock answers for a model not enabled in the region.
+    AccessDenied,
+    /// 403 ExpiredTokenException: the caller's session credentials have expired.
+    ExpiredToken,
 }
 
 impl FaultKind {

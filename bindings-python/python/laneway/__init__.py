@@ -16,6 +16,7 @@ failover) is made by the Rust core; this package converts Python values and call
 
 from ._laneway import (
     AccessDeniedError,
+    AuthenticationError,
     AllTargetsFailedError,
     BatchHandle,
     ConfigError,
@@ -70,6 +71,7 @@ __all__ = [
     "ModelError",
     "ValidationError",
     "AccessDeniedError",
+    "AuthenticationError",
     "NotFoundError",
     "QuotaExceededError",
     "StreamInterruptedError",

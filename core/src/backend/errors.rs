@@ -130,6 +130,21 @@ where
     E: std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
+    if let Some(why) = credentials_failure(&err) {
+        // The SDK's credential chain gave nothing (an expired SSO session, no profile): no
+        // target would take the call, so it fails at once.
+        return Error::from(ServiceError {
+            kind: ErrorKind::Authentication,
+            code: "CredentialsNotLoaded".into(),
+            message: format!("no AWS credentials to sign with: {why}"),
+            target: site.target.to_string(),
+            region: site.region.to_string(),
+            http_status: None,
+            request_id: None,
+            retry_after: None,
+            source: Some(crate::types::Cause::new(err)),
+        });
+    }
     let kind = match &err {
         SdkError::TimeoutError(_) => ErrorKind::Timeout,
         SdkError::DispatchFailure(d) if d.is_timeout() => ErrorKind::Timeout,
@@ -155,4 +170,17 @@ where
         retry_after: None,
         source: Some(crate::types::Cause::new(err)),
     })
+}
+
+/// The credential provider's error in `err`'s chain, if that is why the call failed.
+fn credentials_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = next {
+        if let Some(c) = e.downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
+        {
+            return Some(DisplayErrorContext(c).to_string());
+        }
+        next = e.source();
+    }
+    None
 }

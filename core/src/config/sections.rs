@@ -19,6 +19,17 @@ pub struct BreakerConfig {
     pub open_for: Duration,
     /// Requests let through at once while half-open.
     pub half_open_probes: u32,
+    /// How long a target that refused access (AccessDeniedException: a model not enabled in
+    /// that region) is kept away from at once, before one probe asks again.
+    #[serde(
+        default = "default_access_denied_for",
+        with = "crate::types::units::serde_millis"
+    )]
+    pub access_denied_for: Duration,
+}
+
+fn default_access_denied_for() -> Duration {
+    Duration::from_secs(600)
 }
 
 impl Default for BreakerConfig {
@@ -27,6 +38,7 @@ impl Default for BreakerConfig {
             failure_threshold: 3,
             open_for: Duration::from_secs(2),
             half_open_probes: 1,
+            access_denied_for: default_access_denied_for(),
         }
     }
 }

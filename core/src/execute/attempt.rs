@@ -236,7 +236,10 @@ impl<'a> InFlight<'a> {
                 );
             }
         }
-        if err.fails_over() {
+        if err.kind() == ErrorKind::AccessDenied {
+            self.state
+                .record_refusal(Instant::now(), a.target.region(), a.target.id(), a.tier);
+        } else if err.fails_over() {
             let throttled = err.kind() == ErrorKind::Throttled;
             self.state.record_failure(
                 Instant::now(),

@@ -290,6 +290,28 @@ impl<'a> Run<'a> {
         inflight.claim_quota(terms, ask, force).await
     }
 
+    /// A model refused access in a region is refused for every id called there (its bare id
+    /// and the profiles invoked from it, at every tier): its other candidate targets in the
+    /// region are kept away too, rather than each asked once.
+    fn refused_in_region(&self, refused: &Attempt) {
+        let now = Instant::now();
+        let Some(candidates) = self.exec.planner.catalog().candidates(&refused.model) else {
+            return;
+        };
+        let state = &self.exec.state;
+        let tiers = crate::types::ServiceTier::ALL.map(Some);
+        for c in candidates
+            .iter()
+            .filter(|c| c.target.region == refused.target.region)
+        {
+            for tier in std::iter::once(None).chain(tiers) {
+                if c.target.id != refused.target.id || tier != refused.tier {
+                    state.record_refusal(now, c.target.region(), c.target.id(), tier);
+                }
+            }
+        }
+    }
+
     /// Books a failed attempt without deciding what follows (a hedge's loser).
     pub fn record_failed(&mut self, inflight: InFlight<'a>, err: Error) {
         let a = inflight.attempt.clone();
@@ -330,12 +352,23 @@ impl<'a> Run<'a> {
         if region_is_suspect(err.kind()) {
             self.defer_region(attempt.target.region());
         }
+        if err.kind() == crate::types::ErrorKind::AccessDenied {
+            self.refused_in_region(&attempt);
+        }
         self.record_failed(inflight, err);
         if !fails_over {
             return Err(self.failed.pop().expect("just recorded").1);
         }
         if self.has_more() {
             return Ok(());
+        }
+        if self
+            .failed
+            .iter()
+            .all(|(_, e)| e.kind() == crate::types::ErrorKind::AccessDenied)
+        {
+            // Every target refused access: another round would be refused the same.
+            return Err(self.exhausted());
         }
         self.next_round(&attempt, retry_after).await
     }

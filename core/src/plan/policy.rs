@@ -440,6 +440,11 @@ impl Planner {
     }
 
     /// Adds a policy after the others.
+    /// The catalog of the configuration's models and their candidate targets.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
     pub fn with_policy(mut self, policy: Arc<dyn Policy>) -> Self {
         self.policies.push(policy);
         self

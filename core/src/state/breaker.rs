@@ -79,6 +79,14 @@ impl Breaker {
         };
     }
 
+    /// The target refused in a way that will last (access denied): the breaker opens at once
+    /// until `now + length`, whatever it was.
+    pub fn open_for(&mut self, now: Instant, length: std::time::Duration) {
+        self.phase = Phase::Open {
+            until: now + length,
+        };
+    }
+
     /// A probe ended without a verdict (cancelled): its slot is freed.
     pub fn release_probe(&mut self) {
         if let Phase::HalfOpen { probes } = self.phase {
@@ -95,11 +103,24 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn a_refusal_opens_at_once_for_its_own_length_then_probes() {
+        let c = BreakerConfig::default();
+        let mut b = Breaker::default();
+        let now = Instant::now();
+        b.open_for(now, c.access_denied_for);
+        assert_eq!(b.view(now + c.open_for * 2, &c), BreakerView::Open);
+        assert_eq!(b.admit(now + c.open_for * 2, &c), None);
+        let later = now + c.access_denied_for;
+        assert_eq!(b.admit(later, &c), Some(true));
+    }
+
+    #[test]
     fn opens_after_threshold_probes_then_closes() {
         let c = BreakerConfig {
             failure_threshold: 2,
             open_for: Duration::from_secs(1),
             half_open_probes: 1,
+            ..BreakerConfig::default()
         };
         let t0 = Instant::now();
         let mut b = Breaker::default();
@@ -127,6 +148,7 @@ mod tests {
             failure_threshold: 1,
             open_for: Duration::from_secs(1),
             half_open_probes: 1,
+            ..BreakerConfig::default()
         };
         let t0 = Instant::now();
         let mut b = Breaker::default();

@@ -638,6 +638,16 @@ impl State {
         }
     }
 
+    /// A target refused access (a model not enabled in its region): its breaker opens at once
+    /// for `routing.breaker.access_denied_for`, fleet-wide with shared state.
+    pub fn record_refusal(&self, now: Instant, region: &str, id: &str, tier: Option<ServiceTier>) {
+        let length = self.breaker.access_denied_for;
+        self.with_target(region, id, tier, |t| t.breaker.open_for(now, length));
+        if let Some(sh) = &self.shared {
+            sh.publish_open(shared::target_key(region, id, tier), length);
+        }
+    }
+
     /// An attempt ended without a verdict on the target (cancelled): a probe slot is freed.
     pub fn release_probe(&self, region: &str, id: &str, tier: Option<ServiceTier>) {
         self.with_target(region, id, tier, |t| t.breaker.release_probe());

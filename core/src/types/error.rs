@@ -25,8 +25,14 @@ pub enum ErrorKind {
     ModelError,
     /// The service refused the request as invalid (ValidationException, 400).
     Validation,
-    /// Credentials or permissions were refused (AccessDenied, bad or missing signature).
+    /// Permission was refused for this target (AccessDeniedException: say, a model not
+    /// enabled in that region). Fails over: another region or profile may serve it.
     AccessDenied,
+    /// The caller's credentials were refused or could not be had (ExpiredTokenException,
+    /// UnrecognizedClientException, a bad or missing signature, a refused Bedrock API key, a
+    /// credential chain that gave nothing). Fails the call at once: no other target would
+    /// take them either.
+    Authentication,
     /// The model, profile or endpoint does not exist (ResourceNotFoundException).
     NotFound,
     /// An account quota was exceeded (ServiceQuotaExceededException).
@@ -43,7 +49,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Throttled,
         ErrorKind::Unavailable,
         ErrorKind::ModelNotReady,
@@ -53,6 +59,7 @@ impl ErrorKind {
         ErrorKind::ModelError,
         ErrorKind::Validation,
         ErrorKind::AccessDenied,
+        ErrorKind::Authentication,
         ErrorKind::NotFound,
         ErrorKind::QuotaExceeded,
         ErrorKind::StreamInterrupted,
@@ -72,6 +79,7 @@ impl ErrorKind {
                 | ErrorKind::Timeout
                 | ErrorKind::Internal
                 | ErrorKind::Transport
+                | ErrorKind::AccessDenied
         )
     }
 
@@ -87,6 +95,7 @@ impl ErrorKind {
             ErrorKind::ModelError => "model_error",
             ErrorKind::Validation => "validation",
             ErrorKind::AccessDenied => "access_denied",
+            ErrorKind::Authentication => "authentication",
             ErrorKind::NotFound => "not_found",
             ErrorKind::QuotaExceeded => "quota_exceeded",
             ErrorKind::StreamInterrupted => "stream_interrupted",
@@ -121,21 +130,23 @@ impl ErrorKind {
             | "modelstreamerror" => ErrorKind::Internal,
             "modelerrorexception" | "modelerror" => ErrorKind::ModelError,
             "validationexception" | "validationerror" => ErrorKind::Validation,
-            "accessdeniedexception"
-            | "unrecognizedclientexception"
+            "accessdeniedexception" => ErrorKind::AccessDenied,
+            "unrecognizedclientexception"
             | "invalidsignatureexception"
             | "missingauthenticationtokenexception"
             | "incompletesignatureexception"
             | "expiredtokenexception"
+            | "expiredtoken"
             | "invalidclienttokenid"
-            | "signaturedoesnotmatch" => ErrorKind::AccessDenied,
+            | "signaturedoesnotmatch" => ErrorKind::Authentication,
             "resourcenotfoundexception" => ErrorKind::NotFound,
             "servicequotaexceededexception" => ErrorKind::QuotaExceeded,
             _ => match http_status {
                 429 => ErrorKind::Throttled,
                 503 => ErrorKind::Unavailable,
                 408 | 504 => ErrorKind::Timeout,
-                401 | 403 => ErrorKind::AccessDenied,
+                401 => ErrorKind::Authentication,
+                403 => ErrorKind::AccessDenied,
                 404 => ErrorKind::NotFound,
                 424 => ErrorKind::ModelError,
                 400..=499 => ErrorKind::Validation,
@@ -512,7 +523,13 @@ mod tests {
             ("ModelTimeoutException", 408, ErrorKind::Timeout, true),
             ("ModelErrorException", 424, ErrorKind::ModelError, false),
             ("ValidationException", 400, ErrorKind::Validation, false),
-            ("AccessDeniedException", 403, ErrorKind::AccessDenied, false),
+            ("AccessDeniedException", 403, ErrorKind::AccessDenied, true),
+            (
+                "ExpiredTokenException",
+                403,
+                ErrorKind::Authentication,
+                false,
+            ),
             ("ResourceNotFoundException", 404, ErrorKind::NotFound, false),
             (
                 "ServiceQuotaExceededException",
@@ -536,13 +553,13 @@ mod tests {
             (
                 "InvalidSignatureException",
                 403,
-                ErrorKind::AccessDenied,
+                ErrorKind::Authentication,
                 false,
             ),
             (
                 "UnrecognizedClientException",
                 403,
-                ErrorKind::AccessDenied,
+                ErrorKind::Authentication,
                 false,
             ),
         ];

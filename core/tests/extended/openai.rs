@@ -376,7 +376,7 @@ async fn a_bedrock_api_key_authenticates_both_endpoints_and_a_bad_one_is_refused
         .generate(GenerateRequest::user("Hello").model(GPT_55))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::AccessDenied, "{err}");
+    assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
 }
 
 #[tokio::test]

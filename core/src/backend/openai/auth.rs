@@ -170,7 +170,7 @@ impl Auth {
                 None => "no Bedrock API key and no AWS credentials provider to sign with",
             };
             return Err(Error::from(
-                ServiceError::new(ErrorKind::AccessDenied, why, target, region)
+                ServiceError::new(ErrorKind::Authentication, why, target, region)
                     .with_code("CredentialsNotLoaded"),
             ));
         };
@@ -262,7 +262,7 @@ impl CachedCredentials {
             }
             Err(e) => Err(Error::from(
                 ServiceError::new(
-                    ErrorKind::AccessDenied,
+                    ErrorKind::Authentication,
                     format!("no AWS credentials to sign with: {e}"),
                     target,
                     region,

@@ -44,11 +44,8 @@ pub(super) fn kind_of_code(code: &str, status: u16) -> ErrorKind {
         | "failed_to_download_image"
         | "image_file_not_found" => ErrorKind::Validation,
         "model_not_found" | "not_found_error" => ErrorKind::NotFound,
-        "permission_denied_error"
-        | "access_denied"
-        | "authentication_error"
-        | "invalid_api_key"
-        | "unauthorized" => ErrorKind::AccessDenied,
+        "permission_denied_error" | "access_denied" => ErrorKind::AccessDenied,
+        "authentication_error" | "invalid_api_key" | "unauthorized" => ErrorKind::Authentication,
         "insufficient_quota" => ErrorKind::QuotaExceeded,
         other => ErrorKind::from_aws_code(other, status),
     }
@@ -172,7 +169,7 @@ mod tests {
             (500, ErrorKind::Internal),
             (502, ErrorKind::Internal),
             (504, ErrorKind::Timeout),
-            (401, ErrorKind::AccessDenied),
+            (401, ErrorKind::Authentication),
             (403, ErrorKind::AccessDenied),
             (404, ErrorKind::NotFound),
         ] {
