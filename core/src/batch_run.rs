@@ -327,8 +327,10 @@ impl Router {
             tries += 1;
             match call().await {
                 Ok(v) => return Ok(v),
+                // A denied bucket or role stays denied: only transient failures are retried.
                 Err(e)
                     if e.fails_over()
+                        && e.kind() != crate::types::ErrorKind::AccessDenied
                         && tries < CONTROL_TRIES
                         && exec.state.spend_extra_attempt(std::time::Instant::now()) =>
                 {

@@ -250,6 +250,9 @@ const ALL_FAST: [(&str, Behaviour); 3] = [
     ("eu-west-1", FAST),
 ];
 
+/// Learnt limits turned on (off by default for now).
+const LEARNING: &str = "[routing.timeouts.learned]\nenabled = true\n";
+
 /// Calls answered by us-east-1 (the plan's first target), enough for its limits to be learnt.
 async fn warm_up(exec: &Arc<Executor>, calls: u32) {
     for _ in 0..calls {
@@ -260,7 +263,7 @@ async fn warm_up(exec: &Arc<Executor>, calls: u32) {
 
 #[tokio::test(start_paused = true)]
 async fn a_region_that_stalls_after_answering_costs_its_learnt_limit_not_the_class_ceiling() {
-    let (exec, backend) = executor("", ALL_FAST);
+    let (exec, backend) = executor(LEARNING, ALL_FAST);
     warm_up(&exec, 25).await;
     backend.change("us-east-1", Behaviour::Stall);
     let started = Instant::now();
@@ -287,7 +290,7 @@ async fn a_region_that_stalls_after_answering_costs_its_learnt_limit_not_the_cla
         tokens: 20,
     };
     let (exec, backend) = executor(
-        "",
+        LEARNING,
         [
             ("us-east-1", slow),
             ("us-west-2", FAST),
@@ -304,7 +307,7 @@ async fn a_region_that_stalls_after_answering_costs_its_learnt_limit_not_the_cla
 
 #[tokio::test(start_paused = true)]
 async fn a_stream_that_goes_quiet_after_answering_costs_its_learnt_idle_limit() {
-    let (exec, backend) = executor("", ALL_FAST);
+    let (exec, backend) = executor(LEARNING, ALL_FAST);
     warm_up(&exec, 25).await;
     backend.change("us-east-1", Behaviour::StallAfter { tokens: 5 });
     let started = Instant::now();
@@ -335,7 +338,7 @@ async fn a_stream_that_goes_quiet_after_answering_costs_its_learnt_idle_limit() 
 
 #[tokio::test(start_paused = true)]
 async fn a_prompt_longer_than_any_seen_may_take_longer_for_its_first_token() {
-    let (exec, backend) = executor("", ALL_FAST);
+    let (exec, backend) = executor(LEARNING, ALL_FAST);
     warm_up(&exec, 25).await;
     // A first token after 3 s, as a long prompt's prefill may take: within the learnt limit
     // grown by the input beyond what was seen (about 40,000 tokens at 5,000 a second), so the
@@ -360,7 +363,7 @@ async fn a_prompt_longer_than_any_seen_may_take_longer_for_its_first_token() {
 async fn limits_are_the_class_s_until_a_target_is_known_or_with_learning_off() {
     let first_token = |exec: &Arc<Executor>| exec.config.routing.timeouts.standard.first_token;
     // Too few answers seen: the class's limit.
-    let (exec, backend) = executor("", ALL_FAST);
+    let (exec, backend) = executor(LEARNING, ALL_FAST);
     warm_up(&exec, 19).await;
     backend.change("us-east-1", Behaviour::Stall);
     let started = Instant::now();
@@ -373,8 +376,8 @@ async fn limits_are_the_class_s_until_a_target_is_known_or_with_learning_off() {
         limit_sources(&done.decision.reasons),
         vec![(TimeLimit::FirstToken, 30_000, laneway::LimitSource::Class)]
     );
-    // Learning off.
-    let (exec, backend) = executor("[routing.timeouts.learned]\nenabled = false\n", ALL_FAST);
+    // Learning off (the default for now).
+    let (exec, backend) = executor("", ALL_FAST);
     warm_up(&exec, 25).await;
     backend.change("us-east-1", Behaviour::Stall);
     let started = Instant::now();

@@ -176,9 +176,16 @@ where
 fn credentials_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = next {
-        if let Some(c) = e.downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
-        {
-            return Some(DisplayErrorContext(c).to_string());
+        use aws_credential_types::provider::error::CredentialsError;
+        if let Some(c) = e.downcast_ref::<CredentialsError>() {
+            // Lasting: no credentials, or a chain misconfigured. A provider that timed out or
+            // failed on the way (IMDS, STS) may answer the next time: a transport failure.
+            return matches!(
+                c,
+                CredentialsError::CredentialsNotLoaded(_)
+                    | CredentialsError::InvalidConfiguration(_)
+            )
+            .then(|| DisplayErrorContext(c).to_string());
         }
         next = e.source();
     }

@@ -366,7 +366,10 @@ mod tests {
             answer: Duration::from_secs(60) + allowance,
             reasoning_allowance: allowance,
         };
-        let learned = LearnedLimits::default();
+        let learned = LearnedLimits {
+            enabled: true,
+            ..LearnedLimits::default()
+        };
         let seen = LearnedLatency {
             ttft: Some((Duration::from_millis(100), 30)),
             gap: Some((Duration::from_millis(500), 30)),
