@@ -593,3 +593,156 @@ async fn redis_hung_mid_run_loses_nothing() {
     assert_eq!(before.failed_total() + frozen.failed_total(), 0);
     assert!(status.degraded, "the router noticed Redis hung: {status:?}");
 }
+
+/// What one row of the defaults matrix measured.
+#[derive(Debug, Default)]
+struct DefaultsRow {
+    latencies: Vec<Duration>,
+    /// Failures by kind, each with the longest it took.
+    failed: BTreeMap<String, (usize, Duration)>,
+    /// Calls that paid the fault: an attempt of theirs failed in the faulty region, or a hedge
+    /// answered for it.
+    paid: usize,
+}
+
+impl DefaultsRow {
+    fn quantile(&self, q: f64) -> Duration {
+        let mut l = self.latencies.clone();
+        l.sort_unstable();
+        l.get(((l.len() as f64 * q).ceil() as usize).clamp(1, l.len().max(1)) - 1)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn slowest(&self) -> Duration {
+        self.latencies.iter().max().copied().unwrap_or_default()
+    }
+}
+
+/// `calls` standard-class calls of `amazon.nova-lite-v1:0` (three regions, us-east-1 first),
+/// `in_flight` at once, through `router`.
+async fn defaults_row(router: &Router, calls: usize, in_flight: usize) -> DefaultsRow {
+    let results: Vec<_> = futures::stream::iter(0..calls)
+        .map(|i| async move {
+            let started = Instant::now();
+            let r = router.generate(request(Lane::Bedrock, i)).await;
+            (r, started.elapsed())
+        })
+        .buffer_unordered(in_flight)
+        .collect()
+        .await;
+    let mut row = DefaultsRow::default();
+    for (result, latency) in results {
+        match result {
+            Ok(done) => {
+                row.latencies.push(latency);
+                let d = &done.decision;
+                let failed_there = d.failed_attempts.iter().any(|a| a.region == "us-east-1");
+                let hedged_away = d.hedge.as_ref().is_some_and(|h| h.hedge_won);
+                row.paid += usize::from(failed_there || hedged_away);
+            }
+            Err(e) => {
+                let slot = row.failed.entry(e.kind().to_string()).or_default();
+                slot.0 += 1;
+                slot.1 = slot.1.max(latency);
+            }
+        }
+    }
+    row
+}
+
+/// Fault-free calls, so that the router learns its targets' latency.
+async fn warm_up_defaults(router: &Router, calls: usize, in_flight: usize) {
+    let w = defaults_row(router, calls, in_flight).await;
+    assert_eq!(w.latencies.len(), calls, "warm-up failed: {:?}", w.failed);
+}
+
+/// The faults a user meets, with the defaults a user gets (no time limit configured): one
+/// region of three stalling, silent after headers, silent mid-answer, trickling a byte every
+/// two seconds, refusing access; and expired credentials everywhere. Each row: a fresh router
+/// warmed up by 40 fault-free calls (its targets' latency learnt), then the fault, then 40
+/// standard-class calls, 8 in flight. Every call is answered (expired credentials: every call
+/// fails typed within a second), the slowest within 5 s of the fault-free p99, and no more
+/// calls pay the fault than were in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_cost_seconds_with_the_defaults_a_user_gets() {
+    const CALLS: usize = 40;
+    const IN: usize = 8;
+    let emu = emulator().await;
+    let fresh = || async { common::router_with(&emu, common::config("")).await };
+    let baseline = {
+        let r = fresh().await;
+        warm_up_defaults(&r, CALLS, IN).await;
+        defaults_row(&r, CALLS, IN).await
+    };
+    let p99 = baseline.quantile(0.99);
+    let mid = |kind| Fault::new(kind).after(20);
+    let mut trickle = Fault::new(FaultKind::Trickle).after(20);
+    trickle.delay_ms = Some(2_000);
+    let faults: Vec<(&str, Fault)> = vec![
+        (
+            "stall (accepted, never answered)",
+            Fault::new(FaultKind::Stall),
+        ),
+        (
+            "silent after the headers",
+            Fault::new(FaultKind::StallAfterHeaders),
+        ),
+        (
+            "silent mid-answer (20 tokens)",
+            mid(FaultKind::StallMidStream),
+        ),
+        ("trickle: 1 byte / 2 s after 20 tokens", trickle),
+        (
+            "403 AccessDeniedException",
+            Fault::new(FaultKind::AccessDenied),
+        ),
+    ];
+    println!("\nFaults with the defaults: {CALLS} standard calls, {IN} in flight, after {CALLS} fault-free ones\n");
+    println!("| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |");
+    println!("|---|---|---|---|---|");
+    let ms = |d: Duration| d.as_millis();
+    println!(
+        "| none | {}/{CALLS} | {} | {} ({}) | 0 |",
+        baseline.latencies.len(),
+        ms(baseline.slowest()),
+        ms(p99),
+        ms(p99)
+    );
+    for (name, fault) in faults {
+        let r = fresh().await;
+        warm_up_defaults(&r, CALLS, IN).await;
+        let id = emu.add_fault(fault.for_region("us-east-1"));
+        let row = defaults_row(&r, CALLS, IN).await;
+        emu.remove_fault(id);
+        println!(
+            "| {name} | {}/{CALLS} | {} | {} ({}) | {} |",
+            row.latencies.len(),
+            ms(row.slowest()),
+            ms(row.quantile(0.99)),
+            ms(p99),
+            row.paid
+        );
+        assert!(row.failed.is_empty(), "{name}: {:?}", row.failed);
+        assert!(
+            row.slowest() <= p99 + Duration::from_secs(5),
+            "{name}: the slowest call took {:?}, the fault-free p99 is {p99:?}",
+            row.slowest()
+        );
+        assert!(row.paid <= IN, "{name}: {} calls paid the fault", row.paid);
+    }
+    // Expired credentials everywhere: each call fails at once, typed, naming the cause.
+    let r = fresh().await;
+    warm_up_defaults(&r, CALLS, IN).await;
+    let id = emu.add_fault(Fault::new(FaultKind::ExpiredToken));
+    let row = defaults_row(&r, CALLS, IN).await;
+    emu.remove_fault(id);
+    let (failed, slowest) = row
+        .failed
+        .get("authentication")
+        .copied()
+        .unwrap_or_default();
+    println!("| expired credentials (everywhere) | 0/{CALLS}: {failed} failed `authentication`, the slowest in {} ms | | | |", ms(slowest));
+    assert_eq!(failed, CALLS, "{:?}", row.failed);
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+}

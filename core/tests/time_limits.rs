@@ -250,8 +250,9 @@ const ALL_FAST: [(&str, Behaviour); 3] = [
     ("eu-west-1", FAST),
 ];
 
-/// Learnt limits turned on (off by default for now).
-const LEARNING: &str = "[routing.timeouts.learned]\nenabled = true\n";
+/// Learnt limits alone (on by default), without the standard class's hedges, which would
+/// answer from another region before a limit fired.
+const LEARNING: &str = "[routing.hedge]\nstandard = false\n";
 
 /// Calls answered by us-east-1 (the plan's first target), enough for its limits to be learnt.
 async fn warm_up(exec: &Arc<Executor>, calls: u32) {
@@ -341,8 +342,8 @@ async fn a_prompt_longer_than_any_seen_may_take_longer_for_its_first_token() {
     let (exec, backend) = executor(LEARNING, ALL_FAST);
     warm_up(&exec, 25).await;
     // A first token after 3 s, as a long prompt's prefill may take: within the learnt limit
-    // grown by the input beyond what was seen (about 40,000 tokens at 5,000 a second), so the
-    // region answers instead of being cut at 1 s.
+    // grown by its input (about 40,000 tokens at 5,000 a second), so the region answers
+    // instead of being cut at 1 s.
     backend.change(
         "us-east-1",
         Behaviour::Answer {
@@ -357,6 +358,95 @@ async fn a_prompt_longer_than_any_seen_may_take_longer_for_its_first_token() {
     let done = generate(&exec, long).await.unwrap();
     assert_eq!(done.decision.region, "us-east-1");
     assert!(limit_sources(&done.decision.reasons).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_target_cut_by_its_learnt_limit_is_given_longer_and_measured_again() {
+    let (exec, backend) = executor(LEARNING, ALL_FAST);
+    warm_up(&exec, 25).await;
+    // us-east-1 slows down for good: its first tokens now take 1.5 s, past its learnt 1 s.
+    let slower = Behaviour::Answer {
+        ttft: Duration::from_millis(1500),
+        gap: Duration::from_millis(10),
+        tokens: 20,
+    };
+    backend.change("us-east-1", slower);
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    assert_eq!(
+        limit_sources(&done.decision.reasons)[0].1,
+        1000,
+        "cut at its learnt limit"
+    );
+    // The cut counts as a first token at 1 s: the limit grows to 3 x 1 s, and the region is
+    // measured at its new speed instead of being cut at 1 s for good.
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-east-1");
+    assert!(limit_sources(&done.decision.reasons).is_empty());
+    assert_eq!(done.timings.ttft, Some(Duration::from_millis(1500)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standard_call_hedges_after_its_first_targets_high_quantile() {
+    let (exec, backend) = executor("", ALL_FAST);
+    warm_up(&exec, 25).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    let hedge = done.decision.hedge.expect("hedged");
+    assert!(hedge.hedge_won);
+    // Its first tokens took 100 ms, so did its 95th percentile: the hedge went then, and its
+    // answer took 100 ms and 19 x 10 ms. No time limit was waited for.
+    assert_eq!(hedge.delay, Duration::from_millis(100));
+    assert_eq!(started.elapsed(), Duration::from_millis(100 + 100 + 190));
+    assert!(limit_sources(&done.decision.reasons).is_empty());
+    // Before its first tokens are known, a standard call is not hedged.
+    let (exec, _) = executor("", EAST_STALLS);
+    let done = generate(&exec, request()).await.unwrap();
+    assert!(done.decision.hedge.is_none());
+}
+
+/// Whether the plan demoted `region`'s targets for the region's ejection.
+fn ejected(reasons: &[Reason], region: &str) -> bool {
+    reasons.iter().any(|r| {
+        matches!(r, Reason::TargetDemoted { region: r, health: laneway::BreakerView::RegionEjected, .. } if &**r == region)
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_region_that_stalls_is_ejected_for_every_model_and_profile_called_there() {
+    let (exec, backend) = executor("", ALL_FAST);
+    warm_up(&exec, 25).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    // Three calls hedge away from the stall: the third ejects the region.
+    for call in 1..=3 {
+        let done = generate(&exec, request()).await.unwrap();
+        assert!(done.decision.hedge.is_some_and(|h| h.hedge_won));
+        let ejection = done
+            .decision
+            .reasons
+            .iter()
+            .find(|r| matches!(r, Reason::RegionEjected { .. }));
+        assert_eq!(
+            ejection.is_some(),
+            call == 3,
+            "call {call}: {:?}",
+            done.decision.reasons
+        );
+    }
+    // Now no call waits on it, for this model or another one, its bare id or a profile
+    // called from there.
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    assert!(done.decision.hedge.is_none());
+    assert_eq!(started.elapsed(), Duration::from_millis(100 + 190));
+    assert!(ejected(&done.decision.reasons, "us-east-1"));
+    let other = GenerateRequest::user("hello").model("amazon.nova-pro-v1:0");
+    let plan = exec.plan(&other).unwrap();
+    assert_ne!(plan.attempts[0].target.region(), "us-east-1");
+    assert!(ejected(&plan.reasons, "us-east-1"), "{:?}", plan.reasons);
 }
 
 #[tokio::test(start_paused = true)]
@@ -376,8 +466,11 @@ async fn limits_are_the_class_s_until_a_target_is_known_or_with_learning_off() {
         limit_sources(&done.decision.reasons),
         vec![(TimeLimit::FirstToken, 30_000, laneway::LimitSource::Class)]
     );
-    // Learning off (the default for now).
-    let (exec, backend) = executor("", ALL_FAST);
+    // Learning off.
+    let (exec, backend) = executor(
+        "[routing.timeouts.learned]\nenabled = false\n[routing.hedge]\nstandard = false\n",
+        ALL_FAST,
+    );
     warm_up(&exec, 25).await;
     backend.change("us-east-1", Behaviour::Stall);
     let started = Instant::now();

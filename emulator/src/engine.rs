@@ -868,6 +868,7 @@ fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
         | FaultKind::Stall
         | FaultKind::StallAfterHeaders
         | FaultKind::StallMidStream
+        | FaultKind::Trickle
         | FaultKind::Reset
         | FaultKind::Truncate
         | FaultKind::MalformedJson

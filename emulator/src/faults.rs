@@ -28,6 +28,10 @@ pub enum FaultKind {
     StallAfterHeaders,
     /// A stream (or a body) goes quiet after `after_tokens` tokens and never resumes.
     StallMidStream,
+    /// After `after_tokens` tokens (or right after the headers), the rest of the answer
+    /// trickles one byte every `delay_ms` (default 2,000 ms of wall-clock time, not
+    /// time-scaled): bytes keep coming, whole events do not.
+    Trickle,
     /// The connection is closed abruptly: right after the headers, or after `after_tokens`
     /// tokens when set.
     Reset,
@@ -62,6 +66,7 @@ impl FaultKind {
             FaultKind::Stall
                 | FaultKind::StallAfterHeaders
                 | FaultKind::StallMidStream
+                | FaultKind::Trickle
                 | FaultKind::Reset
                 | FaultKind::Truncate
                 | FaultKind::MalformedJson
@@ -95,7 +100,8 @@ pub struct Fault {
     /// on Bedrock, `ModelStreamError` on SageMaker).
     #[serde(default)]
     pub exception: Option<String>,
-    /// For `slow_first_token`: extra milliseconds before the first token (not time-scaled).
+    /// For `slow_first_token`: extra milliseconds before the first token; for `trickle`, between
+    /// two bytes (neither time-scaled).
     #[serde(default)]
     pub delay_ms: Option<u64>,
     /// For `retry_after`: the header's value, sent as is (`"3"`, `"3600"`, `"1e20"`, a date).

@@ -13,8 +13,8 @@ pub use model::{BedrockModel, ModelConfig, OtherModel, QuotaTerms, SagemakerMode
 pub use openai::{MantleConfig, MantlePrefix, OpenAiApi, OpenAiConfig};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use sections::{
-    ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, Price, QuotaConfig,
-    ReservationConfig, ScopeMultipliers, TierMultipliers,
+    ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, OutlierConfig,
+    Price, QuotaConfig, ReservationConfig, ScopeMultipliers, TierMultipliers,
 };
 
 use serde::{Deserialize, Serialize};
@@ -315,13 +315,17 @@ pub struct RoutingConfig {
     /// Per-target circuit breakers.
     #[serde(default)]
     pub breaker: BreakerConfig,
+    /// Region-level outlier detection: regions that stall or fail are ejected as a whole.
+    #[serde(default)]
+    pub outlier: OutlierConfig,
     /// The share of extra load retries, failovers and hedges may add.
     #[serde(default)]
     pub budget: BudgetConfig,
     /// Retrying the same target when no other is left.
     #[serde(default)]
     pub retry: RetryConfig,
-    /// Hedging of interactive calls with a TTFT target.
+    /// Hedging: of interactive calls with a TTFT target, and of standard calls once their first
+    /// target's first-token times are known.
     #[serde(default)]
     pub hedge: HedgeConfig,
     /// Time limits: connect, first token, idle gaps and the overall deadline.
@@ -449,19 +453,22 @@ pub struct TimeoutsConfig {
 }
 
 /// Time limits learnt per target (`[routing.timeouts.learned]`): once a target (a region, id
-/// and tier) has answered `min_samples` times, an attempt on it waits for its first token at
-/// most `factor` times the `quantile` of its recent first-token times, and between a stream's
-/// events at most `factor` times that quantile of its streams' longest gaps: never less than
-/// `floor`, never more than the class's limit (the ceiling). An attempt whose input is larger
-/// than any of those first tokens came after may also take the excess at
-/// `prefill_tokens_per_second`. A target that stalls then costs about a second, not the class's
-/// ceiling.
+/// and tier sent) has answered `min_samples` times, an attempt on it waits for its first token
+/// at most `factor` times the `quantile` of its recent first-token times, each less the time
+/// its new input took at `prefill_tokens_per_second`, plus the attempt's own input at that rate
+/// (and a reasoning call's allowance); and between a stream's text or reasoning deltas at most
+/// `factor` times that quantile of its streams' longest gaps. Never less than `floor`, never
+/// more than the class's limit (the ceiling). A target that stalls then costs about a second,
+/// not the class's ceiling. An attempt cut by a learnt limit counts as an observation at that
+/// limit, so a target that really slowed down is given `factor` times longer after a few cuts
+/// and is measured again, not cut for good. Tool input streams at its model's own pace: while
+/// a tool-use block is open, the class's idle limit applies.
 ///
 /// ```
 /// let c = laneway::Config::from_toml_str("[routing.timeouts.learned]\nenabled = true\nfactor = 4.0\n").unwrap();
 /// assert_eq!(c.routing.timeouts.learned.factor, 4.0);
 /// assert!(c.routing.timeouts.learned.enabled);
-/// assert!(!laneway::Config::default().routing.timeouts.learned.enabled);
+/// assert!(laneway::Config::default().routing.timeouts.learned.enabled);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -476,17 +483,15 @@ pub struct LearnedLimits {
     pub floor: Duration,
     /// Observations of a target before its own limits apply (the class's until then).
     pub min_samples: u32,
-    /// A first token comes later after a longer input: an attempt whose input is larger than
-    /// any the target's recent first tokens came after may take its excess at this rate too.
+    /// How fast a target is assumed to read new input before its first token (a conservative
+    /// rate): observations are net of it, and each attempt's limit adds its input at it.
     pub prefill_tokens_per_second: f64,
 }
 
 impl Default for LearnedLimits {
     fn default() -> Self {
         Self {
-            // Off until a target that slows down past its learnt limit is measured again
-            // rather than cut for good (issue 29's review): turn on to try it.
-            enabled: false,
+            enabled: true,
             quantile: 0.99,
             factor: 3.0,
             floor: Duration::from_secs(1),
@@ -583,14 +588,21 @@ impl TimeoutsConfig {
 
 /// Hedging: a second attempt when the first token is late.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct HedgeConfig {
     pub enabled: bool,
-    /// The quantile of the first target's recent TTFTs after which the hedge is sent.
+    /// The quantile of the first target's recent TTFTs after which an interactive call's
+    /// hedge is sent (at most its TTFT target).
     pub quantile: f64,
     /// Never hedge sooner than this (milliseconds).
     #[serde(with = "crate::types::units::serde_millis")]
     pub min_delay: Duration,
+    /// Hedge standard calls too: after `standard_quantile` of the first target's recent
+    /// first-token times, once `routing.timeouts.learned.min_samples` of them are known, as
+    /// gRPC hedges after a delay and "The Tail at Scale" after the 95th percentile. Each hedge
+    /// is an extra attempt: the retry budget bounds them.
+    pub standard: bool,
+    pub standard_quantile: f64,
 }
 
 impl Default for HedgeConfig {
@@ -599,6 +611,8 @@ impl Default for HedgeConfig {
             enabled: true,
             quantile: 0.9,
             min_delay: Duration::from_millis(50),
+            standard: true,
+            standard_quantile: 0.95,
         }
     }
 }
@@ -1160,6 +1174,31 @@ impl Config {
             return Err(Error::config(
                 "routing.breaker.failure_threshold",
                 "must be at least 1, got 0",
+            ));
+        }
+        let o = &r.outlier;
+        if o.consecutive_failures == 0 {
+            return Err(Error::config(
+                "routing.outlier.consecutive_failures",
+                "must be at least 1, got 0",
+            ));
+        }
+        if !(0.0..=1.0).contains(&o.max_ejected_share) {
+            return Err(Error::config(
+                "routing.outlier.max_ejected_share",
+                format!("must be between 0 and 1, got {}", o.max_ejected_share),
+            ));
+        }
+        if o.base_ejection.is_zero() || o.max_ejection < o.base_ejection {
+            return Err(Error::config(
+                "routing.outlier.max_ejection",
+                "base_ejection must be longer than 0 ms and max_ejection at least as long",
+            ));
+        }
+        if !(0.0..=1.0).contains(&r.hedge.standard_quantile) {
+            return Err(Error::config(
+                "routing.hedge.standard_quantile",
+                format!("must be between 0 and 1, got {}", r.hedge.standard_quantile),
             ));
         }
         number("routing.budget.ratio", r.budget.ratio)?;

@@ -43,6 +43,48 @@ impl Default for BreakerConfig {
     }
 }
 
+/// Region-level outlier detection (`[routing.outlier]`), as Envoy's for hosts: a region whose
+/// attempts stall, reset, time out or meet server errors `consecutive_failures` times in a row
+/// (with no success between) is ejected as a whole, every model, profile and tier called
+/// there, for `base_ejection` times the number of its ejections in a row (at most
+/// `max_ejection`); never more than `max_ejected_share` of the regions the router has called
+/// (at least one of two or more, never all). Throttles, refused access and bad requests do not
+/// count: they say nothing of the region's health.
+///
+/// ```
+/// let c = laneway::Config::from_toml_str("[routing.outlier]\nconsecutive_failures = 5\n").unwrap();
+/// assert_eq!(c.routing.outlier.consecutive_failures, 5);
+/// assert!(c.routing.outlier.enabled);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutlierConfig {
+    pub enabled: bool,
+    /// Failures in a row that eject a region.
+    pub consecutive_failures: u32,
+    /// The first ejection's length (milliseconds); each ejection in a row lasts one more.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub base_ejection: Duration,
+    /// The longest ejection (milliseconds); a region that stayed in this long since its last
+    /// ejection starts again from `base_ejection`.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub max_ejection: Duration,
+    /// The largest share of regions ejected at once (0 to 1).
+    pub max_ejected_share: f64,
+}
+
+impl Default for OutlierConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            consecutive_failures: 3,
+            base_ejection: Duration::from_secs(30),
+            max_ejection: Duration::from_secs(300),
+            max_ejected_share: 0.5,
+        }
+    }
+}
+
 /// How much extra load retries, failovers and hedges may add.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -51,7 +51,14 @@ pub struct InFlight<'a> {
     quota: Option<(QuotaClaim, QuotaTerms)>,
     /// The time limit that ended it, if one did (its length and source go in the decision).
     pub fired: Option<super::limits::Bound>,
+    /// When its own first event arrived (a stream's): its TTFT, whatever came before it.
+    pub first_event: Option<tokio::time::Instant>,
+    /// Its own time limits, once asked for ([`Run::attempt_limits`](super::Run)).
+    pub limits: Option<super::limits::AttemptLimits>,
 }
+
+/// What an attempt's end did to its region (for the decision).
+pub type RegionVerdict = Option<crate::state::outlier::Ejection>;
 
 impl<'a> InFlight<'a> {
     /// Admits the attempt through its breaker (`None`: the breaker is open and `force` is off)
@@ -93,6 +100,8 @@ impl<'a> InFlight<'a> {
             started: tokio::time::Instant::now(),
             quota: None,
             fired: None,
+            first_event: None,
+            limits: None,
         }
     }
 
@@ -172,29 +181,31 @@ impl<'a> InFlight<'a> {
         self.started.elapsed()
     }
 
-    /// The attempt succeeded at `served` (the tier the response reports, else the one sent);
-    /// `call_started` is when the whole call began, which `timings` count from. The target is
-    /// credited with its own TTFT, without earlier failed attempts, on the served tier's
-    /// latency track; the reservation's ledger learns what the service did with the call.
+    /// The attempt succeeded at `served` (the tier the response reports, else the one sent),
+    /// its own stream's longest gap between deltas `longest_gap`. The target is credited with
+    /// its own TTFT (from its own start to its own first event, whatever came before); the
+    /// reservation's ledger learns what the service did with the call.
     pub fn succeed(
         mut self,
         usage: &Usage,
         timings: &Timings,
         served: Option<ServiceTier>,
-        call_started: tokio::time::Instant,
+        longest_gap: Option<Duration>,
     ) {
         let a = &self.attempt;
-        let before_this_attempt = self.started.saturating_duration_since(call_started);
         self.state.record_success(
             a.target.region(),
             a.target.id(),
             a.tier,
             served,
             &crate::state::AttemptSpeed {
-                ttft: timings.ttft.map(|t| t.saturating_sub(before_this_attempt)),
+                ttft: self
+                    .first_event
+                    .map(|at| at.saturating_duration_since(self.started)),
                 tokens_per_second: timings.output_tokens_per_second,
-                longest_gap: timings.inter_token.map(|s| s.max),
-                input_tokens: usage.total_input_tokens(),
+                longest_gap,
+                // Input read anew: a cache read costs its first token next to nothing.
+                input_tokens: usage.input_tokens.saturating_add(usage.cache_write_tokens),
             },
         );
         if let Some((claim, terms)) = self.quota.take() {
@@ -221,9 +232,25 @@ impl<'a> InFlight<'a> {
         self.settled = true;
     }
 
-    /// The attempt failed with `err`.
-    pub fn fail(mut self, err: &Error) {
+    /// The attempt failed with `err`; what that did to its region, if anything.
+    pub fn fail(mut self, err: &Error) -> RegionVerdict {
         let a = &self.attempt;
+        let now = Instant::now();
+        if let Some(b) = self.fired {
+            if matches!(b.source, crate::types::LimitSource::Learned { .. }) {
+                let waited = match b.limit {
+                    crate::types::TimeLimit::Idle => b.length,
+                    _ => self.limits.map_or(b.length, |l| l.first_token_learnt),
+                };
+                self.state
+                    .record_cut(a.target.region(), a.target.id(), a.tier, b.limit, waited);
+            }
+        }
+        let verdict = if super::run::region_is_unhealthy(err.kind()) {
+            self.state.record_regional_failure(now, a.target.region())
+        } else {
+            None
+        };
         if let Some((claim, terms)) = self.quota.take() {
             if err.kind() == ErrorKind::Throttled {
                 // Refused: the service counted nothing.
@@ -238,16 +265,11 @@ impl<'a> InFlight<'a> {
         }
         if err.kind() == ErrorKind::AccessDenied {
             self.state
-                .record_refusal(Instant::now(), a.target.region(), a.target.id(), a.tier);
+                .record_refusal(now, a.target.region(), a.target.id(), a.tier);
         } else if err.fails_over() {
             let throttled = err.kind() == ErrorKind::Throttled;
-            self.state.record_failure(
-                Instant::now(),
-                a.target.region(),
-                a.target.id(),
-                a.tier,
-                throttled,
-            );
+            self.state
+                .record_failure(now, a.target.region(), a.target.id(), a.tier, throttled);
         } else if self.probe {
             self.state
                 .release_probe(a.target.region(), a.target.id(), a.tier);
@@ -256,6 +278,7 @@ impl<'a> InFlight<'a> {
             self.state.correct_call(&a.model, t, 0, 0);
         }
         self.settled = true;
+        verdict
     }
 }
 
@@ -301,19 +324,20 @@ mod tests {
         let config = crate::Config::default();
         let state = State::new(&config);
         let (attempt, (region, id, tier)) = first_attempt(&config);
-        let inflight = InFlight::admit(&state, attempt, (10, 10), false)
+        let mut inflight = InFlight::admit(&state, attempt, (10, 10), false)
             .await
             .unwrap();
-        // The call began 5 s before this attempt (earlier attempts failed); its first token came
-        // 5.1 s into the call.
-        let call_started = tokio::time::Instant::now() - Duration::from_secs(5);
+        // The call's first token came 5.1 s into it (earlier attempts failed, or an earlier
+        // attempt's stream broke and this one continued it); this attempt's own first event
+        // came 100 ms after it was sent.
+        inflight.first_event = Some(inflight.started + Duration::from_millis(100));
         let timings = Timings {
             ttft: Some(Duration::from_millis(5_100)),
             ..Timings::default()
         };
-        inflight.succeed(&Usage::default(), &timings, tier, call_started);
-        let recorded = state.ttft_quantile(&region, &id, tier, 1.0).unwrap();
-        assert!(recorded < Duration::from_millis(200), "{recorded:?}");
+        inflight.succeed(&Usage::default(), &timings, tier, None);
+        let (recorded, _) = state.ttft_quantile(&region, &id, tier, 1.0).unwrap();
+        assert_eq!(recorded, Duration::from_millis(100));
     }
 
     #[tokio::test]

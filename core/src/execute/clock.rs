@@ -18,6 +18,9 @@ pub struct Clock {
     first_answer: Option<Instant>,
     last: Option<Instant>,
     gaps: Vec<Duration>,
+    /// Where the current attempt's own gaps begin in `gaps` (after a continuation, the gap
+    /// across the failover is no target's).
+    attempt_gaps_from: usize,
 }
 
 impl Clock {
@@ -29,6 +32,7 @@ impl Clock {
             first_answer: None,
             last: None,
             gaps: Vec::new(),
+            attempt_gaps_from: 0,
         }
     }
 
@@ -70,6 +74,22 @@ impl Clock {
         self.first_answer = None;
         self.last = None;
         self.gaps.clear();
+        self.attempt_gaps_from = 0;
+    }
+
+    /// Another attempt continues a broken stream: the caller's gaps go on, the next gap (across
+    /// the failover) and those before it are not the new attempt's.
+    pub fn continue_attempt(&mut self) {
+        self.attempt_gaps_from = self.gaps.len() + 1;
+    }
+
+    /// The longest gap between the current attempt's own deltas (before [`finish`](Self::finish)).
+    pub fn attempt_longest_gap(&self) -> Option<Duration> {
+        self.gaps
+            .get(self.attempt_gaps_from..)?
+            .iter()
+            .max()
+            .copied()
     }
 
     /// The timings so far; `output_tokens` gives the throughput. (The gaps are sorted for

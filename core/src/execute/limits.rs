@@ -36,7 +36,13 @@ pub struct Limits {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttemptLimits {
     pub first_token: (Duration, LimitSource),
+    /// The learnt part of `first_token` (without its input and reasoning allowances): what an
+    /// attempt it cuts is recorded as having waited. Zero for the class's limit.
+    pub first_token_learnt: Duration,
+    /// Between a stream's text and reasoning deltas.
     pub idle: (Duration, LimitSource),
+    /// While a tool-use block is open (tool input streams at the model's own pace).
+    pub class_idle: Duration,
     /// A whole non-streamed answer: the class's, less what the learnt first-token limit saves.
     pub answer: (Duration, LimitSource),
 }
@@ -87,10 +93,10 @@ impl Limits {
 
     /// The limits of an attempt reading `input_tokens` on a target that has shown `observed`:
     /// each learnt limit is `learned.factor` times the observed quantile, at least
-    /// `learned.floor`, and (for the first token) plus the reasoning allowance and the input
-    /// beyond the largest the target's first tokens were seen after, at
-    /// `learned.prefill_tokens_per_second`; the class's limit when that is shorter, or when
-    /// the target has been seen fewer than `learned.min_samples` times.
+    /// `learned.floor`; the first token's also takes the attempt's input at
+    /// `learned.prefill_tokens_per_second` and the reasoning allowance. The class's limit when
+    /// that is shorter, or when the target has been seen fewer than `learned.min_samples`
+    /// times.
     pub fn for_attempt(
         &self,
         learned: &LearnedLimits,
@@ -101,13 +107,12 @@ impl Limits {
             let Some((q, n)) =
                 seen.filter(|&(_, n)| learned.enabled && n >= learned.min_samples as usize)
             else {
-                return (ceiling, LimitSource::Class);
+                return ((ceiling, LimitSource::Class), Duration::ZERO);
             };
-            let own = saturating_secs(q.as_secs_f64() * learned.factor)
-                .max(learned.floor)
-                .saturating_add(extra);
-            if own >= ceiling {
-                return (ceiling, LimitSource::Class);
+            let own = saturating_secs(q.as_secs_f64() * learned.factor).max(learned.floor);
+            let whole = own.saturating_add(extra);
+            if whole >= ceiling {
+                return ((ceiling, LimitSource::Class), Duration::ZERO);
             }
             let source = LimitSource::Learned {
                 quantile: learned.quantile,
@@ -115,19 +120,22 @@ impl Limits {
                 factor: learned.factor,
                 samples: u32::try_from(n).unwrap_or(u32::MAX),
             };
-            (own, source)
+            ((whole, source), own)
         };
-        let excess = input_tokens.saturating_sub(u64::from(observed.largest_input));
-        let prefill = saturating_secs(excess as f64 / learned.prefill_tokens_per_second);
-        let first_token = derive(
+        let prefill =
+            crate::state::latency::prefill_time(input_tokens, learned.prefill_tokens_per_second);
+        let (first_token, first_token_learnt) = derive(
             self.first_token,
             observed.ttft,
             self.reasoning_allowance.saturating_add(prefill),
         );
+        let (idle, _) = derive(self.idle, observed.gap, Duration::ZERO);
         let saved = self.first_token.saturating_sub(first_token.0);
         AttemptLimits {
             first_token,
-            idle: derive(self.idle, observed.gap, Duration::ZERO),
+            first_token_learnt,
+            idle,
+            class_idle: self.idle,
             answer: (self.answer.saturating_sub(saved), first_token.1),
         }
     }
@@ -373,14 +381,15 @@ mod tests {
         let seen = LearnedLatency {
             ttft: Some((Duration::from_millis(100), 30)),
             gap: Some((Duration::from_millis(500), 30)),
-            largest_input: 2_000,
         };
         let a = limits.for_attempt(&learned, seen, 1_000);
-        // max(3 x 100 ms, the 1 s floor) and the 5 s a silent reasoning may take.
-        assert_eq!(a.first_token.0, Duration::from_secs(6));
+        // max(3 x 100 ms, the 1 s floor), 1,000 tokens of input at 5,000 tokens/s and the 5 s
+        // a silent reasoning may take.
+        assert_eq!(a.first_token.0, Duration::from_millis(6_200));
+        assert_eq!(a.first_token_learnt, Duration::from_secs(1));
         assert_eq!(a.idle.0, Duration::from_millis(1500));
         // The whole answer's limit saves what the first token's does.
-        assert_eq!(a.answer.0, Duration::from_secs(36));
+        assert_eq!(a.answer.0, Duration::from_millis(36_200));
         assert!(matches!(
             a.idle.1,
             LimitSource::Learned {
@@ -389,14 +398,17 @@ mod tests {
                 ..
             }
         ));
-        // A prompt 50,000 tokens longer than any seen may take 10 s more for its first token.
-        let long = limits.for_attempt(&learned, seen, 52_000);
+        // A prompt of 50,000 tokens may take 10 s for them.
+        let long = limits.for_attempt(&learned, seen, 50_000);
         assert_eq!(long.first_token.0, Duration::from_secs(16));
+        // Past the class's ceiling: the class's.
+        let huge = limits.for_attempt(&learned, seen, 500_000);
+        assert_eq!(huge.first_token, (limits.first_token, LimitSource::Class));
+        assert_eq!(huge.first_token_learnt, Duration::ZERO);
         // Seen too few times, or learning off: the class's.
         let few = LearnedLatency {
             ttft: Some((Duration::from_millis(100), 3)),
             gap: None,
-            largest_input: 0,
         };
         assert_eq!(
             limits.for_attempt(&learned, few, 10).first_token,

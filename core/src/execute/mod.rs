@@ -64,6 +64,7 @@ impl Executor {
     /// An executor with fresh state and these policies.
     pub fn with_planner(config: Config, planner: Planner, backends: Backends) -> Self {
         let state = State::new(&config);
+        state.know_regions(planner.catalog().regions());
         let telemetry = crate::telemetry::Telemetry::default();
         telemetry.set_task_idle(config.telemetry.task_idle);
         Self {
@@ -133,12 +134,17 @@ impl Executor {
         ))
     }
 
-    /// Whether a call is hedged: interactive, with a TTFT target, and somewhere to hedge to.
+    /// Whether a call may be hedged, with somewhere to hedge to: interactive with a TTFT
+    /// target; or, with `routing.hedge.standard`, interactive or standard without one (once its
+    /// first target's first tokens are known: see `stream::hedge_delay`).
     fn hedges(&self, request: &GenerateRequest, plan: &Plan) -> bool {
-        self.config.routing.hedge.enabled
-            && request.slo.class == SloClass::Interactive
-            && request.slo.ttft_target.is_some()
-            && plan.attempts.len() > 1
+        let hedge = &self.config.routing.hedge;
+        let class = request.slo.class;
+        let eligible = match request.slo.ttft_target {
+            Some(_) => class == SloClass::Interactive,
+            None => hedge.standard && matches!(class, SloClass::Interactive | SloClass::Standard),
+        };
+        hedge.enabled && eligible && plan.attempts.len() > 1
     }
 
     /// Sends the request down the plan's attempts until one answers.
@@ -147,7 +153,10 @@ impl Executor {
         request: &GenerateRequest,
         plan: Plan,
     ) -> Result<GenerateResponse> {
-        if self.config.routing.stream_generate || self.hedges(request, &plan) {
+        // A hedge races first tokens, which only a stream shows: an interactive call with a
+        // TTFT target is streamed for it; standard calls hedge only when streamed anyway.
+        let races = request.slo.ttft_target.is_some() && self.hedges(request, &plan);
+        if self.config.routing.stream_generate || races {
             // First tokens and gaps between events show a stalled attempt long before a whole
             // answer would be due (and a hedge races first tokens, which only a stream shows).
             let mut events = stream::run(
@@ -183,7 +192,7 @@ impl Executor {
                 return Err(run.failed_with(e));
             };
             let checkpoints = run.checkpoints_for(&inflight.attempt);
-            let answer = run.attempt_limits(&inflight.attempt).answer;
+            let answer = run.attempt_limits(&mut inflight).answer;
             let bound = run.bound_from(TimeLimit::Answer, answer);
             let result = match self.call(request, &inflight.attempt, &checkpoints) {
                 Ok((backend, call)) => bound
@@ -200,12 +209,7 @@ impl Executor {
                     let timings = run.clock.finish(done.usage.output_tokens);
                     let response = run.respond(&inflight.attempt, done, timings);
                     let served = response.decision.served_tier.or(response.decision.tier);
-                    inflight.succeed(
-                        &response.usage,
-                        &response.timings,
-                        served,
-                        run.clock.started(),
-                    );
+                    inflight.succeed(&response.usage, &response.timings, served, None);
                     return Ok(response);
                 }
                 Err(e) => {

@@ -138,19 +138,48 @@ impl<'a> Run<'a> {
 
     /// An attempt's own first-token and idle limits: learnt from its target's latency at its
     /// tier (`[routing.timeouts.learned]`) and the call's estimated input, or the class's.
-    pub fn attempt_limits(&self, attempt: &Attempt) -> super::limits::AttemptLimits {
+    /// Derived once per attempt, when first asked.
+    pub fn attempt_limits(&self, inflight: &mut InFlight<'_>) -> super::limits::AttemptLimits {
+        if let Some(l) = inflight.limits {
+            return l;
+        }
         let learned = &self.exec.config.routing.timeouts.learned;
+        let attempt = &inflight.attempt;
         let observed = if learned.enabled {
             self.exec.state.learned_latency(
                 attempt.target.region(),
                 attempt.target.id(),
                 attempt.tier,
                 learned.quantile,
+                learned.prefill_tokens_per_second,
             )
         } else {
             crate::state::LearnedLatency::default()
         };
-        self.limits.for_attempt(learned, observed, self.estimate.0)
+        *inflight
+            .limits
+            .insert(self.limits.for_attempt(learned, observed, self.estimate.0))
+    }
+
+    /// A hedge produced a first token while the first attempt, in `region`, had none: that
+    /// counts toward ejecting the region, as a stall in the making.
+    pub fn hedge_beat(&mut self, region: &str) {
+        let verdict = self
+            .exec
+            .state
+            .record_regional_failure(Instant::now(), region);
+        self.note_region(region, verdict);
+    }
+
+    /// Says in the decision that `region` was ejected, when it was.
+    fn note_region(&mut self, region: &str, verdict: super::attempt::RegionVerdict) {
+        if let Some(crate::state::outlier::Ejection::Ejected { length, failures }) = verdict {
+            self.reasons.push(Reason::RegionEjected {
+                region: region.into(),
+                failures,
+                for_ms: millis(length),
+            });
+        }
     }
 
     /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
@@ -174,10 +203,24 @@ impl<'a> Run<'a> {
     /// first) the retry budget; `None` when there is none, the budget is spent or the deadline
     /// has passed.
     pub async fn next_attempt(&mut self) -> Option<InFlight<'a>> {
-        if self.limits.remaining(tokio::time::Instant::now()).is_zero() {
-            self.note_on_last_failure("the call's deadline passed before another try");
-            return None;
+        loop {
+            if self.limits.remaining(tokio::time::Instant::now()).is_zero() {
+                self.note_on_last_failure("the call's deadline passed before another try");
+                return None;
+            }
+            if let Some(f) = self.next_in_round().await {
+                return Some(f);
+            }
+            // The round's other candidates are kept away (open breakers, an ejected region)
+            // after some were sent and failed: another round, as after its last one failed.
+            if self.budget_exhausted || self.sent_this_round == 0 || !self.next_round(None).await {
+                return None;
+            }
         }
+    }
+
+    /// The next candidate of this round that is admitted, if any.
+    async fn next_in_round(&mut self) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
         while self.next < self.attempts.len() {
             let attempt = self.attempts[self.next].clone();
@@ -188,7 +231,11 @@ impl<'a> Run<'a> {
             let now = Instant::now();
             let peek = state.at(now);
             let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
-            if !force && view.breaker == crate::types::BreakerView::Open {
+            let kept_away = matches!(
+                view.breaker,
+                crate::types::BreakerView::Open | crate::types::BreakerView::RegionEjected
+            );
+            if !force && kept_away {
                 if self.round == 0 {
                     self.reasons.push(Reason::TargetDemoted {
                         target: attempt.target.id.clone(),
@@ -335,7 +382,8 @@ impl<'a> Run<'a> {
                 });
             }
         }
-        inflight.fail(&err);
+        let verdict = inflight.fail(&err);
+        self.note_region(a.target.region(), verdict);
         self.failed.push((err.as_failed_attempt(&a), err));
     }
 
@@ -370,20 +418,21 @@ impl<'a> Run<'a> {
             // Every target refused access: another round would be refused the same.
             return Err(self.exhausted());
         }
-        self.next_round(&attempt, retry_after).await
+        if self.next_round(retry_after.map(|r| (r, attempt))).await {
+            Ok(())
+        } else {
+            Err(self.exhausted())
+        }
     }
 
-    /// Every candidate of this round failed: waits out a back-off (or the service's
-    /// Retry-After) and starts another round, if the deadline and the retry budget allow.
-    async fn next_round(
-        &mut self,
-        last: &Attempt,
-        retry_after: Option<std::time::Duration>,
-    ) -> Result<(), Error> {
+    /// Every candidate of this round failed (the last one asking to retry after a while, for
+    /// `retry_after`): waits out a back-off (or that Retry-After) and starts another round, if
+    /// the deadline and the retry budget allow; `false` (the last failure says why) if not.
+    async fn next_round(&mut self, retry_after: Option<(std::time::Duration, Attempt)>) -> bool {
         let retry = self.exec.config.routing.retry;
         let left = self.limits.remaining(tokio::time::Instant::now());
         let mut wait = super::attempt::backoff(retry.backoff, retry.max_backoff, self.round);
-        if let Some(asked) = retry_after {
+        if let Some((asked, last)) = retry_after {
             let allowed = retry.max_retry_after.min(left);
             if asked > allowed {
                 self.reasons.push(Reason::RetryAfterRefused {
@@ -406,7 +455,7 @@ impl<'a> Run<'a> {
                     )
                 };
                 self.note_on_last_failure(&why);
-                return Err(self.exhausted());
+                return false;
             }
             wait = wait.max(asked);
         }
@@ -418,12 +467,12 @@ impl<'a> Run<'a> {
                 left.as_millis()
             );
             self.note_on_last_failure(&why);
-            return Err(self.exhausted());
+            return false;
         }
         // The budget is paid before the wait: a call that may not retry fails now, not later.
         if !self.exec.state.spend_extra_attempt(Instant::now()) {
             self.budget_exhausted = true;
-            return Err(self.exhausted());
+            return false;
         }
         self.prepaid = true;
         self.round += 1;
@@ -441,7 +490,7 @@ impl<'a> Run<'a> {
         }
         self.next = 0;
         self.sent_this_round = 0;
-        Ok(())
+        true
     }
 
     /// Moves this round's remaining targets in `region` behind the others: a region that
@@ -641,6 +690,17 @@ fn time_limit_of(code: &str) -> Option<TimeLimit> {
     ]
     .into_iter()
     .find(|l| l.code() == code)
+}
+
+/// Failures that count toward ejecting the attempt's region (`routing.outlier`): stalls, resets,
+/// outages and server errors. A throttle is capacity, not health; refusals and bad requests say
+/// nothing of the region.
+pub(super) fn region_is_unhealthy(kind: crate::ErrorKind) -> bool {
+    use crate::ErrorKind as K;
+    matches!(
+        kind,
+        K::Timeout | K::Transport | K::Unavailable | K::Internal
+    )
 }
 
 /// Failures after which the call's other targets in the same region go last: a stall, reset or

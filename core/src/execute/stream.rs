@@ -361,6 +361,9 @@ async fn open<'a>(
             Err(fired) => Err(inflight.timed_out(fired)),
         }
     };
+    if matches!(result, Ok((_, Some(Ok(_))))) {
+        inflight.first_event = Some(tokio::time::Instant::now());
+    }
     (inflight, result)
 }
 
@@ -376,24 +379,33 @@ fn into_parts(opened: Opened) -> Result<(EventStream, Option<Result<BackendEvent
     }
 }
 
-/// The hedge delay: the first target's recent TTFT quantile (the TTFT target itself before
-/// any was seen), within [min_delay, ttft_target].
-fn hedge_delay(exec: &Executor, request: &GenerateRequest, attempt: &Attempt) -> Duration {
-    let hedge = exec.config.routing.hedge;
-    let target = request
-        .slo
-        .ttft_target
-        .unwrap_or(exec.config.routing.prior_ttft);
-    let observed = exec.state.ttft_quantile(
-        attempt.target.region(),
-        attempt.target.id(),
-        attempt.tier,
-        hedge.quantile,
-    );
-    observed
-        .unwrap_or(target / 2)
-        .min(target)
-        .max(hedge.min_delay)
+/// How long the first attempt has before a hedge goes, if it is hedged at all: with a TTFT
+/// target, its target's recent `routing.hedge.quantile` of first-token times (the TTFT target
+/// itself before any were seen), within [min_delay, ttft_target]; without, its
+/// `standard_quantile` once `routing.timeouts.learned.min_samples` are known (no hedge before:
+/// a guess would hedge a slow model's every call).
+fn hedge_delay(exec: &Executor, request: &GenerateRequest, attempt: &Attempt) -> Option<Duration> {
+    let routing = &exec.config.routing;
+    let hedge = routing.hedge;
+    let observed = |q| {
+        exec.state.ttft_quantile(
+            attempt.target.region(),
+            attempt.target.id(),
+            attempt.tier,
+            q,
+        )
+    };
+    match request.slo.ttft_target {
+        Some(target) => Some(
+            observed(hedge.quantile)
+                .map_or(target / 2, |(d, _)| d)
+                .min(target)
+                .max(hedge.min_delay),
+        ),
+        None => observed(hedge.standard_quantile)
+            .filter(|&(_, n)| n >= routing.timeouts.learned.min_samples as usize)
+            .map(|(d, _)| d.max(hedge.min_delay)),
+    }
 }
 
 /// The request sent to continue a broken stream: the delivered text as the assistant's prefill.
@@ -440,11 +452,16 @@ pub(super) fn run(
                 return;
             };
             let req = resumed.as_ref().unwrap_or(&request);
-            let (mut inflight, opened) = if hedges && run.sent() == 1 && resumed.is_none() {
-                let delay = hedge_delay(exec, req, &first.attempt);
+            let mut first = first;
+            let hedge_after = if hedges && run.sent() == 1 && resumed.is_none() {
+                hedge_delay(exec, req, &first.attempt)
+            } else {
+                None
+            };
+            let (mut inflight, opened) = if let Some(delay) = hedge_after {
                 let primary_region = first.attempt.target.region().to_string();
                 let cps = run.checkpoints_for(&first.attempt);
-                let first_token = run.attempt_limits(&first.attempt).first_token;
+                let first_token = run.attempt_limits(&mut first).first_token;
                 let primary = open(exec, req, cps, first, run.bound_from(TimeLimit::FirstToken, first_token));
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
@@ -454,10 +471,10 @@ pub(super) fn run(
                         run.defer_region(&primary_region);
                         match run.next_attempt().await {
                         None => primary.await,
-                        Some(second) => {
+                        Some(mut second) => {
                             let hedge_target = second.attempt.target.id().to_string();
                             let cps = run.checkpoints_for(&second.attempt);
-                            let first_token = run.attempt_limits(&second.attempt).first_token;
+                            let first_token = run.attempt_limits(&mut second).first_token;
                             let hedge = open(exec, req, cps, second, run.bound_from(TimeLimit::FirstToken, first_token));
                             futures::pin_mut!(hedge);
                             let (done, hedge_won) = match futures::future::select(primary, hedge).await {
@@ -466,7 +483,10 @@ pub(super) fn run(
                                     if let Err(e) = into_parts(a.1) { run.record_failed(a.0, e); }
                                     (hedge.await, true)
                                 }
-                                Either::Right((b, _loser)) if produced_a_token(&b.1) => (b, true),
+                                Either::Right((b, _loser)) if produced_a_token(&b.1) => {
+                                    run.hedge_beat(&primary_region);
+                                    (b, true)
+                                }
                                 Either::Right((b, primary)) => {
                                     if let Err(e) = into_parts(b.1) { run.record_failed(b.0, e); }
                                     (primary.await, false)
@@ -480,7 +500,7 @@ pub(super) fn run(
                 }
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
-                let first_token = run.attempt_limits(&first.attempt).first_token;
+                let first_token = run.attempt_limits(&mut first).first_token;
                 let bound = run.bound_from(TimeLimit::FirstToken, first_token);
                 open(exec, req, cps, first, bound).await
             };
@@ -501,18 +521,29 @@ pub(super) fn run(
                 }
             };
             // Read once per attempt: the idle limit's length for every wait of its stream.
-            let idle_limit = run.attempt_limits(&inflight.attempt).idle;
+            let limits = run.attempt_limits(&mut inflight);
+            let tool_idle = (limits.class_idle, crate::types::LimitSource::Class);
+            // Whether a tool-use block is open: tool input streams at its model's own pace.
+            let mut in_tool = false;
             loop {
                 let next = match pending.take() {
                     Some(ev) => Some(ev),
                     None => {
-                        let idle = || run.bound_from(TimeLimit::Idle, idle_limit);
+                        let limit = if in_tool { tool_idle } else { limits.idle };
+                        let idle = || run.bound_from(TimeLimit::Idle, limit);
                         match idle_timer.wait(idle, events.next()).await {
                             Ok(next) => next,
                             Err(fired) => Some(Err(inflight.timed_out(fired))),
                         }
                     }
                 };
+                if let Some(Ok(ev)) = &next {
+                    match ev {
+                        BackendEvent::ToolUseStart { .. } => in_tool = true,
+                        BackendEvent::TextDelta { .. } | BackendEvent::ReasoningDelta { .. } => in_tool = false,
+                        _ => {}
+                    }
+                }
                 let failure = match next {
                     Some(Ok(ev)) if delivery == Delivery::Whole => {
                         if let Some(out) = assembly.apply(ev).filter(StreamEvent::is_delta) {
@@ -542,10 +573,11 @@ pub(super) fn run(
                         let mut done = std::mem::take(&mut assembly).into_completion();
                         done.usage.output_tokens = done.usage.output_tokens.saturating_add(carried.output_tokens);
                         done.usage.input_tokens = done.usage.input_tokens.saturating_add(carried.input_tokens);
+                        let longest_gap = run.clock.attempt_longest_gap();
                         let timings = run.clock.finish(done.usage.output_tokens);
                         let response = run.respond(&inflight.attempt, done, timings);
                         let served = response.decision.served_tier.or(response.decision.tier);
-                        inflight.succeed(&response.usage, &response.timings, served, run.clock.started());
+                        inflight.succeed(&response.usage, &response.timings, served, longest_gap);
                         yield Ok(StreamEvent::Completed(Box::new(response)));
                         return;
                     }
@@ -577,6 +609,7 @@ pub(super) fn run(
                     carried.output_tokens = delivered.output_tokens;
                     carried.input_tokens = carried.input_tokens.saturating_add(crate::types::units::token_count(request.estimated_input_tokens()));
                     resumed = Some(continuation(&request, &assembly.text()));
+                    run.clock.continue_attempt();
                     yield Ok(StreamEvent::Continued { delivered, failed_target, kind });
                 } else {
                     let delivered = assembly.delivered();

@@ -73,6 +73,15 @@ impl Catalog {
             .map_or_else(|| Arc::from(family), Arc::clone)
     }
 
+    /// Every region a candidate target of some model is called in.
+    pub fn regions(&self) -> std::collections::BTreeSet<&str> {
+        self.models
+            .values()
+            .flatten()
+            .map(|c| c.target.region())
+            .collect()
+    }
+
     /// A configured model's candidate targets: for Bedrock, each configured region's bare id
     /// and geographic profile in the configuration's region order, then the global profiles;
     /// SageMaker endpoints and other providers' regions in configured order.

@@ -240,7 +240,7 @@ pub fn prefer_cached(
 /// 0 healthy or probing, 1 recently throttled, 2 half-open without a free probe, 3 open.
 fn health_rank(view: &TargetView) -> u8 {
     match view.breaker {
-        BreakerView::Open => 3,
+        BreakerView::Open | BreakerView::RegionEjected => 3,
         BreakerView::HalfOpen {
             probe_available: false,
         } => 2,

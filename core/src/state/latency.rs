@@ -1,75 +1,134 @@
-//! What a target has been like lately: EWMAs of TTFT and tokens/s, recent TTFTs and streams'
-//! longest gaps for quantiles (the learnt time limits), and a decaying count of throttles.
+//! What a target has been like lately: EWMAs of TTFT and tokens/s, recent first-token times and
+//! streams' longest gaps for quantiles (the learnt time limits and the hedge delay), and a
+//! decaying count of throttles.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Weight of the newest sample in the moving averages.
 const ALPHA: f64 = 0.2;
-/// TTFTs (and longest gaps) kept for quantiles.
+/// First-token times (and longest gaps) kept for quantiles.
 const RECENT: usize = 64;
 
 /// What one successful attempt showed of its target's speed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct AttemptSpeed {
-    /// Until its first token (of either kind), from the attempt's own start.
+    /// Until its own first event (a token of either kind), from the attempt's own start.
     pub ttft: Option<Duration>,
     pub tokens_per_second: Option<f64>,
-    /// Its stream's longest wait between two events after the first.
+    /// Its own stream's longest wait between two content deltas.
     pub longest_gap: Option<Duration>,
-    /// The input it read (a first token's time grows with it).
+    /// The input it read anew (not from the prompt cache): a first token's time grows with it.
     pub input_tokens: u32,
 }
 /// Half-life of the throttle score.
 const THROTTLE_HALF_LIFE: Duration = Duration::from_secs(10);
+
+/// One recent first token: how long it took, and the input it came after.
+#[derive(Debug, Clone, Copy)]
+struct FirstToken {
+    after: Duration,
+    input_tokens: u32,
+    /// An attempt cut by its learnt limit: its first token came later than `after` (or never).
+    /// It counts toward the limit (so that a target that slowed down is given longer next
+    /// time, and measured again), not toward the hedge delay.
+    cut: bool,
+}
+
+/// A window of the most recent observations, oldest first.
+#[derive(Debug, Clone)]
+struct Recent<T>(VecDeque<T>);
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Self(VecDeque::new())
+    }
+}
+
+impl<T> Recent<T> {
+    fn push(&mut self, v: T) {
+        if self.0.len() == RECENT {
+            self.0.pop_front();
+        }
+        self.0.push_back(v);
+    }
+}
 
 /// Observed speed of one target.
 #[derive(Debug, Clone, Default)]
 pub struct LatencyTrack {
     ttft_ewma_s: Option<f64>,
     tps_ewma: Option<f64>,
-    recent_ttft: VecDeque<Duration>,
-    /// The input of each of `recent_ttft`'s attempts.
-    recent_inputs: VecDeque<u32>,
-    recent_gaps: VecDeque<Duration>,
+    first_tokens: Recent<FirstToken>,
+    /// Streams' longest gaps (and, for cut streams, the idle limit that cut them).
+    gaps: Recent<Duration>,
     throttle_score: f64,
     throttle_at: Option<Instant>,
 }
 
 impl LatencyTrack {
-    /// Records a first token after `ttft`.
-    pub fn record_ttft(&mut self, ttft: Duration) {
+    /// Records a first token after `ttft`, following `input_tokens` of new input.
+    pub fn record_ttft(&mut self, ttft: Duration, input_tokens: u32) {
         let s = ttft.as_secs_f64();
         self.ttft_ewma_s = Some(self.ttft_ewma_s.map_or(s, |e| e + ALPHA * (s - e)));
-        if self.recent_ttft.len() == RECENT {
-            self.recent_ttft.pop_front();
-        }
-        self.recent_ttft.push_back(ttft);
+        self.first_tokens.push(FirstToken {
+            after: ttft,
+            input_tokens,
+            cut: false,
+        });
     }
 
-    /// Records a stream's longest gap between events.
+    /// Records a stream's longest gap between content deltas.
     pub fn record_longest_gap(&mut self, gap: Duration) {
-        if self.recent_gaps.len() == RECENT {
-            self.recent_gaps.pop_front();
-        }
-        self.recent_gaps.push_back(gap);
+        self.gaps.push(gap);
     }
 
-    /// Records what a successful attempt showed.
-    pub fn record(&mut self, speed: &AttemptSpeed) {
+    /// An attempt was cut by its learnt first-token limit after `waited` (the learnt part of
+    /// the limit, without its input and reasoning allowances): its first token would have come
+    /// later, so the limit learnt from the window grows.
+    pub fn record_first_token_cut(&mut self, waited: Duration) {
+        self.first_tokens.push(FirstToken {
+            after: waited,
+            input_tokens: 0,
+            cut: true,
+        });
+    }
+
+    /// A stream was cut by its learnt idle limit after `waited` of silence.
+    pub fn record_idle_cut(&mut self, waited: Duration) {
+        self.gaps.push(waited);
+    }
+
+    /// Records the moving averages of a successful attempt (its served tier's).
+    pub fn record_averages(&mut self, speed: &AttemptSpeed) {
         if let Some(ttft) = speed.ttft {
-            self.record_ttft(ttft);
-            if self.recent_inputs.len() == RECENT {
-                self.recent_inputs.pop_front();
-            }
-            self.recent_inputs.push_back(speed.input_tokens);
+            let s = ttft.as_secs_f64();
+            self.ttft_ewma_s = Some(self.ttft_ewma_s.map_or(s, |e| e + ALPHA * (s - e)));
         }
         if let Some(tps) = speed.tokens_per_second {
             self.record_tokens_per_second(tps);
         }
+    }
+
+    /// Records the samples of a successful attempt that its time limits and hedge delay are
+    /// learnt from (its sent tier's: the limits of the next attempt sent so).
+    pub fn record_samples(&mut self, speed: &AttemptSpeed) {
+        if let Some(ttft) = speed.ttft {
+            self.first_tokens.push(FirstToken {
+                after: ttft,
+                input_tokens: speed.input_tokens,
+                cut: false,
+            });
+        }
         if let Some(gap) = speed.longest_gap {
             self.record_longest_gap(gap);
         }
+    }
+
+    /// Records what a successful attempt showed, sent and served at the same tier.
+    pub fn record(&mut self, speed: &AttemptSpeed) {
+        self.record_averages(speed);
+        self.record_samples(speed);
     }
 
     /// A success shows capacity is back: the throttle score starts again from zero.
@@ -101,24 +160,40 @@ impl LatencyTrack {
         self.tps_ewma
     }
 
-    /// A quantile of recent TTFTs (`q` in 0..=1); `None` before any.
-    pub fn ttft_quantile(&self, q: f64) -> Option<Duration> {
-        quantile(&self.recent_ttft, q)
+    /// A quantile of recent first-token times (`q` in 0..=1), attempts cut by a limit left
+    /// out, and how many it is of; `None` before any.
+    pub fn ttft_quantile(&self, q: f64) -> Option<(Duration, usize)> {
+        quantile(
+            self.first_tokens
+                .0
+                .iter()
+                .filter(|f| !f.cut)
+                .map(|f| f.after),
+            q,
+        )
+    }
+
+    /// A quantile of recent first-token times less the time their input took at
+    /// `prefill_tokens_per_second` (what is left is the target's queueing and start-up), cut
+    /// attempts included at what they waited, and how many it is of; `None` before any.
+    pub fn first_token_quantile(
+        &self,
+        q: f64,
+        prefill_tokens_per_second: f64,
+    ) -> Option<(Duration, usize)> {
+        let prefill = |tokens: u32| prefill_time(u64::from(tokens), prefill_tokens_per_second);
+        quantile(
+            self.first_tokens
+                .0
+                .iter()
+                .map(|f| f.after.saturating_sub(prefill(f.input_tokens))),
+            q,
+        )
     }
 
     /// A quantile of recent streams' longest gaps, and how many there are; `None` before any.
     pub fn gap_quantile(&self, q: f64) -> Option<(Duration, usize)> {
-        quantile(&self.recent_gaps, q).map(|d| (d, self.recent_gaps.len()))
-    }
-
-    /// The largest input among the attempts whose TTFTs are kept (0 when not recorded).
-    pub fn largest_recent_input(&self) -> u32 {
-        self.recent_inputs.iter().copied().max().unwrap_or(0)
-    }
-
-    /// How many recent TTFTs are kept (at most 64).
-    pub fn ttft_samples(&self) -> usize {
-        self.recent_ttft.len()
+        quantile(self.gaps.0.iter().copied(), q)
     }
 
     /// Throttles lately, decayed with a ten-second half-life.
@@ -133,14 +208,32 @@ impl LatencyTrack {
     }
 }
 
-fn quantile(samples: &VecDeque<Duration>, q: f64) -> Option<Duration> {
-    if samples.is_empty() {
+/// The time `tokens` of input take at `tokens_per_second`, in whole milliseconds (rounded
+/// down: a few tokens take none).
+pub fn prefill_time(tokens: u64, tokens_per_second: f64) -> Duration {
+    let ms = (tokens as f64 / tokens_per_second * 1000.0).floor();
+    if ms.is_finite() && ms < 1e15 {
+        Duration::from_millis(ms.max(0.0) as u64)
+    } else {
+        crate::MAX_DURATION
+    }
+}
+
+/// The `q` quantile of `samples` (nearest rank) and their number. At most [`RECENT`] of them:
+/// copied to the stack and selected, not sorted.
+fn quantile(samples: impl Iterator<Item = Duration>, q: f64) -> Option<(Duration, usize)> {
+    let mut v = [Duration::ZERO; RECENT];
+    let mut n = 0;
+    for (slot, d) in v.iter_mut().zip(samples) {
+        *slot = d;
+        n += 1;
+    }
+    if n == 0 {
         return None;
     }
-    let mut v: Vec<Duration> = samples.iter().copied().collect();
-    v.sort_unstable();
-    let i = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-    Some(v[i])
+    let i = ((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    let (_, at, _) = v[..n].select_nth_unstable(i);
+    Some((*at, n))
 }
 
 #[cfg(test)]
@@ -150,12 +243,41 @@ mod tests {
     #[test]
     fn ewma_moves_toward_new_samples() {
         let mut t = LatencyTrack::default();
-        t.record_ttft(Duration::from_millis(100));
-        t.record_ttft(Duration::from_millis(200));
+        t.record_ttft(Duration::from_millis(100), 0);
+        t.record_ttft(Duration::from_millis(200), 0);
         let e = t.ttft().unwrap().as_secs_f64();
         assert!((e - 0.12).abs() < 1e-9, "{e}");
-        assert_eq!(t.ttft_quantile(1.0), Some(Duration::from_millis(200)));
-        assert_eq!(t.ttft_quantile(0.0), Some(Duration::from_millis(100)));
+        assert_eq!(t.ttft_quantile(1.0), Some((Duration::from_millis(200), 2)));
+        assert_eq!(t.ttft_quantile(0.0), Some((Duration::from_millis(100), 2)));
+    }
+
+    #[test]
+    fn first_token_limits_learn_from_cuts_and_net_of_input() {
+        let mut t = LatencyTrack::default();
+        for _ in 0..20 {
+            // 400 ms, of which 1,000 tokens at 5,000 tokens/s took 200 ms: 200 ms is the target's.
+            t.record_ttft(Duration::from_millis(400), 1_000);
+        }
+        assert_eq!(
+            t.first_token_quantile(0.99, 5_000.0),
+            Some((Duration::from_millis(200), 20))
+        );
+        // Cut twice at 1 s: the limit's quantile grows, the hedge delay's does not.
+        t.record_first_token_cut(Duration::from_secs(1));
+        t.record_first_token_cut(Duration::from_secs(1));
+        assert_eq!(
+            t.first_token_quantile(1.0, 5_000.0),
+            Some((Duration::from_secs(1), 22))
+        );
+        assert_eq!(t.ttft_quantile(1.0), Some((Duration::from_millis(400), 20)));
+        // The window keeps the latest 64.
+        for _ in 0..100 {
+            t.record_ttft(Duration::from_millis(400), 1_000);
+        }
+        assert_eq!(
+            t.first_token_quantile(1.0, 5_000.0),
+            Some((Duration::from_millis(200), 64))
+        );
     }
 
     #[test]

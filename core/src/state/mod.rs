@@ -8,6 +8,7 @@ pub mod breaker;
 pub mod budget;
 pub mod latency;
 pub mod ledger;
+pub mod outlier;
 pub mod quota;
 pub mod shared;
 
@@ -24,14 +25,13 @@ pub use breaker::Breaker;
 pub use budget::RetryBudget;
 pub use latency::{AttemptSpeed, LatencyTrack};
 
-/// A quantile of a target's recent first-token times and of its streams' longest gaps, each
-/// with the number of observations it is of, and the largest input those first tokens came
-/// after.
+/// What a target's time limits are learnt from: a quantile of its recent first-token times
+/// (less what their input took to read) and of its streams' longest gaps, each with the number
+/// of observations it is of.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LearnedLatency {
     pub ttft: Option<(Duration, usize)>,
     pub gap: Option<(Duration, usize)>,
-    pub largest_input: u32,
 }
 pub use ledger::{Ledger, Ticket};
 
@@ -183,6 +183,8 @@ pub struct State {
     quotas: quota::QuotaBook,
     /// Prefixes recently looked up in Redis (found or not): not asked again for a while.
     prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
+    /// Regions ejected for stalling or failing (`routing.outlier`).
+    outliers: outlier::Outliers,
 }
 
 /// How long a prefix looked up in the shared index is not looked up again.
@@ -224,6 +226,7 @@ impl State {
                 .max_capacity(100_000)
                 .time_to_live(PREFIX_LOOKUP_TTL)
                 .build(),
+            outliers: outlier::Outliers::new(config.routing.outlier),
         }
     }
 
@@ -480,8 +483,9 @@ impl State {
     }
 
     /// An attempt sent at `tier` succeeded, served at `served` (the tier the response
-    /// reported), with the speed it showed: the breaker of what was sent closes, and the
-    /// latency is the served tier's.
+    /// reported), with the speed it showed: the breaker of what was sent closes; the samples
+    /// of the learnt limits and hedge delay are the sent tier's (the next attempt sent so meets
+    /// them), the moving averages the served tier's.
     pub fn record_success(
         &self,
         region: &str,
@@ -493,17 +497,37 @@ impl State {
         if let Some(sh) = &self.shared {
             sh.publish_closed(shared::target_key(region, id, tier));
         }
-        let record_latency = |t: &mut TargetState| t.latency.record(speed);
         self.with_target(region, id, tier, |t| {
             t.breaker.on_success();
             t.latency.clear_throttles();
+            t.latency.record_samples(speed);
             if served == tier {
-                record_latency(t);
+                t.latency.record_averages(speed);
             }
         });
         if served != tier {
-            self.with_target(region, id, served, record_latency);
+            self.with_target(region, id, served, |t| t.latency.record_averages(speed));
         }
+        self.outliers.record_success(region);
+    }
+
+    /// An attempt was cut by its learnt `limit` after `waited` (the learnt part of the limit):
+    /// the window its limits are learnt from takes that in, so a target that slowed down gets
+    /// a longer limit next time instead of being cut for good.
+    pub fn record_cut(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        limit: crate::types::TimeLimit,
+        waited: Duration,
+    ) {
+        use crate::types::TimeLimit as L;
+        self.with_target(region, id, tier, |t| match limit {
+            L::FirstToken | L::Answer => t.latency.record_first_token_cut(waited),
+            L::Idle => t.latency.record_idle_cut(waited),
+            L::Deadline => {}
+        });
     }
 
     /// Admits a call booking `ask` (its two counts) against a target's per-minute quota `limits`:
@@ -609,6 +633,18 @@ impl State {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(model.to_string(), now + self.minute / 12);
+    }
+
+    /// The regions the router may call: at most `routing.outlier.max_ejected_share` of them
+    /// are ejected at once.
+    pub fn know_regions<'r>(&self, regions: impl IntoIterator<Item = &'r str>) {
+        self.outliers.know_regions(regions);
+    }
+
+    /// An attempt in `region` stalled, reset, timed out or met a server error, or lost a
+    /// hedge without a first token: it counts toward ejecting the region (`routing.outlier`).
+    pub fn record_regional_failure(&self, now: Instant, region: &str) -> Option<outlier::Ejection> {
+        self.outliers.record_failure(now, region)
     }
 
     /// An attempt failed in a way that counts against the target.
@@ -752,33 +788,32 @@ impl State {
             .map(|l| l.used(now))
     }
 
-    /// What a target's time limits may be learnt from: the `q` quantile of its recent TTFTs and
-    /// how many there are, and of its streams' longest gaps (with their count).
+    /// What a target's time limits at `tier` are learnt from: the `q` quantile of its recent
+    /// first-token times, net of their input at `prefill_tokens_per_second`, and of its
+    /// streams' longest gaps, each with its count.
     pub fn learned_latency(
         &self,
         region: &str,
         id: &str,
         tier: Option<ServiceTier>,
         q: f64,
+        prefill_tokens_per_second: f64,
     ) -> LearnedLatency {
         self.with_target(region, id, tier, |t| LearnedLatency {
-            ttft: t
-                .latency
-                .ttft_quantile(q)
-                .map(|d| (d, t.latency.ttft_samples())),
+            ttft: t.latency.first_token_quantile(q, prefill_tokens_per_second),
             gap: t.latency.gap_quantile(q),
-            largest_input: t.latency.largest_recent_input(),
         })
     }
 
-    /// A quantile of a target's recent TTFTs, if any were seen.
+    /// A quantile of a target's recent first-token times (attempts cut by a limit left out),
+    /// and how many it is of, if any were seen.
     pub fn ttft_quantile(
         &self,
         region: &str,
         id: &str,
         tier: Option<ServiceTier>,
         q: f64,
-    ) -> Option<Duration> {
+    ) -> Option<(Duration, usize)> {
         self.with_target(region, id, tier, |t| t.latency.ttft_quantile(q))
     }
 
@@ -823,16 +858,23 @@ impl Observations for Snapshot<'_> {
                     probe_available: true,
                 },
             });
+        let ejected = self
+            .state
+            .outliers
+            .is_ejected(self.now, region)
+            .then_some(BreakerView::RegionEjected);
         let targets = self.state.targets.read().unwrap_or_else(|p| p.into_inner());
         let Some(cell) = lookup(&targets, region, id, tier) else {
             return TargetView {
-                breaker: remote.unwrap_or(BreakerView::Closed),
+                breaker: ejected.or(remote).unwrap_or(BreakerView::Closed),
                 ..TargetView::UNKNOWN
             };
         };
         let t = locked(cell);
         TargetView {
-            breaker: remote.unwrap_or_else(|| t.breaker.view(self.now, &self.state.breaker)),
+            breaker: ejected
+                .or(remote)
+                .unwrap_or_else(|| t.breaker.view(self.now, &self.state.breaker)),
             ttft: t.latency.ttft(),
             tokens_per_second: t.latency.tokens_per_second(),
             throttle_score: t.latency.throttle_score(self.now),
@@ -932,7 +974,8 @@ mod tests {
         let state = State::new(&config);
         let now = Instant::now();
         let (region, id) = ("us-east-1", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
-        // Sent reserved, served standard: the latency is standard's.
+        // Sent reserved, served standard: the moving averages are standard's, the samples of
+        // the learnt limits and hedge delay reserved's (what the next call sent reserved meets).
         state.record_success(
             region,
             id,
@@ -943,11 +986,14 @@ mod tests {
                 ..AttemptSpeed::default()
             },
         );
-        assert!(state
-            .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
-            .is_some());
+        let view = |tier| state.at(now).target(region, id, Some(tier));
+        assert!(view(ServiceTier::Standard).ttft.is_some());
+        assert!(view(ServiceTier::Reserved).ttft.is_none());
         assert!(state
             .ttft_quantile(region, id, Some(ServiceTier::Reserved), 1.0)
+            .is_some());
+        assert!(state
+            .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
             .is_none());
 
         // Bedrock overflowed a call: the reservation is taken as full for a twelfth of the

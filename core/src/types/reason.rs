@@ -178,6 +178,13 @@ pub enum Reason {
         /// How that length was derived: the class's, or learnt from the target's latency.
         source: LimitSource,
     },
+    /// A region's attempts stalled or failed `failures` times in a row: the whole region (every
+    /// model, profile and tier called there) is ejected for `for_ms` (`routing.outlier`).
+    RegionEjected {
+        region: Arc<str>,
+        failures: u32,
+        for_ms: u64,
+    },
     /// Every candidate had failed: another round over the plan's targets after a back-off.
     RetryRound {
         /// 1 for the first round after the plan's.
@@ -460,6 +467,10 @@ impl fmt::Display for Reason {
             Reason::TimeLimitHit { limit, target, region, after_ms, limit_ms, source } => {
                 write!(f, "{target} in {region}: {limit} limit ({limit_ms} ms, {}) reached after {after_ms} ms, attempt cancelled", source_text(source))
             }
+            Reason::RegionEjected { region, failures, for_ms } => write!(
+                f,
+                "{region}: {failures} stalls or failures in a row, every target there ejected for {for_ms} ms"
+            ),
             Reason::RetryRound { round, wait_ms } => {
                 write!(f, "every candidate failed: retry round {round} after {wait_ms} ms")
             }
@@ -493,6 +504,8 @@ pub enum BreakerView {
     Closed,
     /// Open until its timer runs out: traffic goes elsewhere.
     Open,
+    /// Its whole region is ejected (`routing.outlier`): traffic goes elsewhere.
+    RegionEjected,
     /// Probing: a request may go if a probe slot is free.
     HalfOpen {
         probe_available: bool,

@@ -39,6 +39,8 @@ impl From<Service> for Framing {
 #[derive(Debug, Clone)]
 struct WireMark {
     kind: FaultKind,
+    /// For a trickle: the wait between two bytes.
+    byte_every: Duration,
     framing: Framing,
     /// For a streamed body: the parts (event frames) passed through before the fault.
     /// `None`: a whole (non-streamed) body.
@@ -57,6 +59,7 @@ pub fn with_wire_fault(
     if let Some(f) = fault {
         resp.extensions_mut().insert(WireMark {
             kind: f.kind,
+            byte_every: Duration::from_millis(f.delay_ms.unwrap_or(2_000)),
             framing: framing.into(),
             parts_before: parts_before.map(|p| p(f.after_tokens.unwrap_or(0))),
         });
@@ -79,7 +82,7 @@ pub async fn misbehave(req: Request, next: Next) -> Response {
     let (mut parts, body) = resp.into_parts();
     parts.headers.remove("content-length");
     let body = match mark.parts_before {
-        Some(n) => streamed(body, n, mark.kind, mark.framing),
+        Some(n) => streamed(body, n, &mark),
         None => {
             let whole = axum::body::to_bytes(body, usize::MAX)
                 .await
@@ -90,7 +93,7 @@ pub async fn misbehave(req: Request, next: Next) -> Response {
                     .headers
                     .insert("content-length", HeaderValue::from(whole.len()));
             }
-            whole_body(whole, mark.kind)
+            whole_body(whole, &mark)
         }
     };
     Response::from_parts(parts, body)
@@ -110,9 +113,30 @@ async fn silence() {
     }
 }
 
-fn whole_body(whole: Bytes, kind: FaultKind) -> Body {
+/// `rest` one byte every `every`, as a congested link or a wedged proxy delivers it.
+fn trickle(
+    rest: Bytes,
+    every: Duration,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    async_stream::stream! {
+        for i in 0..rest.len() {
+            tokio::time::sleep(every).await;
+            yield Ok(rest.slice(i..i + 1));
+        }
+    }
+}
+
+fn whole_body(whole: Bytes, mark: &WireMark) -> Body {
+    let every = mark.byte_every;
+    let kind = mark.kind;
     let stream = async_stream::stream! {
         match kind {
+            FaultKind::Trickle => {
+                let mut bytes = std::pin::pin!(trickle(whole, every));
+                while let Some(b) = bytes.next().await {
+                    yield b;
+                }
+            }
             FaultKind::StallAfterHeaders => silence().await,
             FaultKind::StallMidStream => {
                 yield Ok(whole.slice(..whole.len() / 2));
@@ -131,7 +155,8 @@ fn whole_body(whole: Bytes, kind: FaultKind) -> Body {
     Body::from_stream(stream)
 }
 
-fn streamed(body: Body, parts_before: usize, kind: FaultKind, framing: Framing) -> Body {
+fn streamed(body: Body, parts_before: usize, mark: &WireMark) -> Body {
+    let (kind, framing, every) = (mark.kind, mark.framing, mark.byte_every);
     let mut data = body.into_data_stream();
     let stream = async_stream::stream! {
         for _ in 0..parts_before {
@@ -147,6 +172,14 @@ fn streamed(body: Body, parts_before: usize, kind: FaultKind, framing: Framing) 
                 silence().await;
             }
             FaultKind::Reset => yield Err(reset()),
+            FaultKind::Trickle => {
+                while let Some(Ok(part)) = data.next().await {
+                    let mut bytes = std::pin::pin!(trickle(part, every));
+                    while let Some(b) = bytes.next().await {
+                        yield b;
+                    }
+                }
+            }
             FaultKind::Truncate => {
                 if let Some(Ok(part)) = data.next().await {
                     yield Ok(part.slice(..part.len() / 2));

@@ -1,0 +1,217 @@
+//! Region-level outlier detection, as Envoy does it for hosts: a region whose attempts stall,
+//! reset or time out several times in a row is ejected as a whole (every model, profile and
+//! tier called there) for a while that grows with each ejection; never more than a bounded
+//! share of the regions at once, so a fleet-wide fault never ejects them all.
+//!
+//! A breaker learns one target at a time: after a regional endpoint stalls, each of its other
+//! targets would still be tried (and cost a time limit) before its own breaker opened.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use crate::config::OutlierConfig;
+
+/// One region's recent record.
+#[derive(Debug, Clone, Default)]
+struct RegionHealth {
+    /// Failures in a row since the last success.
+    consecutive: u32,
+    /// Until when the region is ejected (in the past once it ran out).
+    ejected_until: Option<Instant>,
+    /// Ejections in a row: the next lasts `base_ejection` times one more than this.
+    ejections: u32,
+}
+
+/// What recording a failure did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ejection {
+    /// The region is ejected for this long (for the decision).
+    Ejected { length: Duration, failures: u32 },
+    /// It would have been, but as many regions as may be are ejected already.
+    Capped,
+}
+
+/// Every region's record, behind one lock (taken only when an attempt ends and when a plan
+/// asks about a region with a record).
+#[derive(Debug)]
+pub struct Outliers {
+    config: OutlierConfig,
+    regions: RwLock<HashMap<String, RegionHealth>>,
+}
+
+impl Outliers {
+    pub fn new(config: OutlierConfig) -> Self {
+        Self {
+            config,
+            regions: RwLock::default(),
+        }
+    }
+
+    fn regions(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, RegionHealth>> {
+        self.regions.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The regions the router may call (the share of them ejected is bounded).
+    pub fn know_regions<'r>(&self, regions: impl IntoIterator<Item = &'r str>) {
+        let mut known = self.regions();
+        for r in regions {
+            if !known.contains_key(r) {
+                known.insert(r.to_string(), RegionHealth::default());
+            }
+        }
+    }
+
+    /// An attempt in `region` succeeded: its run of failures ends.
+    pub fn record_success(&self, region: &str) {
+        if !self.config.enabled {
+            return;
+        }
+        {
+            // Nearly always: a known region without failures, under the shared lock.
+            let regions = self.regions.read().unwrap_or_else(|p| p.into_inner());
+            if regions.get(region).is_some_and(|h| h.consecutive == 0) {
+                return;
+            }
+        }
+        let mut regions = self.regions();
+        match regions.get_mut(region) {
+            Some(h) => h.consecutive = 0,
+            None => {
+                regions.insert(region.to_string(), RegionHealth::default());
+            }
+        }
+    }
+
+    /// An attempt in `region` stalled, reset, timed out or met a server error at `now`; the
+    /// region is ejected when that makes `consecutive_failures` in a row and the share of
+    /// regions ejected allows it.
+    pub fn record_failure(&self, now: Instant, region: &str) -> Option<Ejection> {
+        let c = &self.config;
+        if !c.enabled {
+            return None;
+        }
+        let mut regions = self.regions();
+        let known = regions.len() + usize::from(!regions.contains_key(region));
+        let ejected_now = regions
+            .iter()
+            .filter(|(r, h)| *r != region && h.ejected_until.is_some_and(|u| u > now))
+            .count();
+        let h = regions.entry(region.to_string()).or_default();
+        if h.ejected_until.is_some_and(|u| u > now) {
+            return None; // attempts sent before the ejection, ending now
+        }
+        h.consecutive += 1;
+        if h.consecutive < c.consecutive_failures {
+            return None;
+        }
+        // Never every region: a fault everywhere is not an outlier.
+        let allowed = ((known as f64 * c.max_ejected_share).floor() as usize)
+            .max(1)
+            .min(known.saturating_sub(1));
+        if ejected_now >= allowed {
+            return Some(Ejection::Capped);
+        }
+        // A region healthy for the longest ejection since its last one starts again.
+        let healed = h
+            .ejected_until
+            .is_some_and(|u| now.saturating_duration_since(u) >= c.max_ejection);
+        if healed {
+            h.ejections = 0;
+        }
+        h.ejections += 1;
+        let length = c
+            .base_ejection
+            .saturating_mul(h.ejections)
+            .min(c.max_ejection);
+        h.ejected_until = Some(now + length);
+        let failures = std::mem::take(&mut h.consecutive);
+        Some(Ejection::Ejected { length, failures })
+    }
+
+    /// Whether `region` is ejected at `now`.
+    pub fn is_ejected(&self, now: Instant, region: &str) -> bool {
+        if !self.config.enabled {
+            return false;
+        }
+        self.regions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(region)
+            .and_then(|h| h.ejected_until)
+            .is_some_and(|u| u > now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outliers() -> Outliers {
+        Outliers::new(OutlierConfig::default())
+    }
+
+    #[test]
+    fn failures_in_a_row_eject_a_region_and_a_success_between_them_does_not() {
+        let o = outliers();
+        let now = Instant::now();
+        o.know_regions(["us-east-1", "us-west-2", "eu-west-1"]);
+        o.record_failure(now, "us-east-1");
+        o.record_failure(now, "us-east-1");
+        o.record_success("us-east-1");
+        o.record_failure(now, "us-east-1");
+        o.record_failure(now, "us-east-1");
+        assert!(!o.is_ejected(now, "us-east-1"));
+        let third = o.record_failure(now, "us-east-1");
+        let base = OutlierConfig::default().base_ejection;
+        assert_eq!(
+            third,
+            Some(Ejection::Ejected {
+                length: base,
+                failures: 3
+            })
+        );
+        assert!(o.is_ejected(now, "us-east-1"));
+        assert!(!o.is_ejected(now + base, "us-east-1"));
+        // Back, and failing again at once: ejected for twice as long.
+        let later = now + base;
+        for _ in 0..2 {
+            o.record_failure(later, "us-east-1");
+        }
+        assert_eq!(
+            o.record_failure(later, "us-east-1"),
+            Some(Ejection::Ejected {
+                length: base * 2,
+                failures: 3
+            })
+        );
+    }
+
+    #[test]
+    fn at_most_the_allowed_share_of_regions_is_ejected_never_all() {
+        let o = outliers();
+        let now = Instant::now();
+        let regions = ["us-east-1", "us-west-2", "eu-west-1"];
+        o.know_regions(regions);
+        let mut outcomes = Vec::new();
+        for r in regions {
+            for _ in 0..3 {
+                if let Some(e) = o.record_failure(now, r) {
+                    outcomes.push(e);
+                }
+            }
+        }
+        let ejected = regions.iter().filter(|r| o.is_ejected(now, r)).count();
+        assert_eq!(ejected, 1, "half of three regions, rounded down");
+        assert_eq!(
+            outcomes.iter().filter(|e| **e == Ejection::Capped).count(),
+            2
+        );
+        // One region alone is never ejected.
+        let lone = outliers();
+        for _ in 0..10 {
+            lone.record_failure(now, "us-east-1");
+        }
+        assert!(!lone.is_ejected(now, "us-east-1"));
+    }
+}
