@@ -1,0 +1,67 @@
+'use strict'
+// Faults in one region of three with the defaults a user gets (no time limit configured): a
+// stalled region costs a call about a second (its learnt limit, or a hedge after its first
+// target's usual first-token time), not the standard class's 30-second ceiling, and is then
+// ejected; expired credentials fail every call at once, typed.
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const laneway = require('..')
+const { startEmulator } = require('../testing')
+
+const CALLS = 40
+const IN_FLIGHT = 8
+const MODEL = 'amazon.nova-lite-v1:0' // three regions, us-east-1 first
+
+// `n` standard-class calls, IN_FLIGHT at once: { answer | error, ms } each, in start order.
+async function calls (router, n = CALLS) {
+  const results = new Array(n)
+  let next = 0
+  async function worker () {
+    while (next < n) {
+      const i = next++
+      const started = performance.now()
+      try {
+        const answer = await router.generate(`Request ${i}: a short paragraph on reliable systems.`, { model: MODEL, maxTokens: 200, slo: 'standard' })
+        results[i] = { answer, ms: performance.now() - started }
+      } catch (error) {
+        results[i] = { error, ms: performance.now() - started }
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+  return results
+}
+
+const p99 = ms => [...ms].sort((a, b) => a - b)[Math.max(0, Math.ceil(ms.length * 0.99) - 1)]
+
+test('a stalled region costs seconds, not the class ceiling, and is ejected', async () => {
+  const emu = await startEmulator({ scenario: 'fast' })
+  try {
+    const router = new laneway.Router(emu.routerOptions())
+    const warm = await calls(router)
+    assert.ok(warm.every(r => r.answer), 'the warm-up failed')
+    const faultFree = p99(warm.map(r => r.ms))
+    await emu.addFault({ kind: 'stall', region: 'us-east-1' })
+    const results = await calls(router)
+    assert.deepEqual(results.filter(r => r.error).map(r => String(r.error)), [])
+    const slowest = Math.max(...results.map(r => r.ms))
+    assert.ok(slowest <= faultFree + 5000, `slowest ${slowest} ms, fault-free p99 ${faultFree} ms`)
+    const paid = results.filter(({ answer: { decision: d } }) => d.failedAttempts.some(f => f.region === 'us-east-1') || (d.hedge && d.hedge.hedge_won))
+    assert.ok(paid.length <= IN_FLIGHT, `${paid.length} calls paid the stall`)
+    assert.ok(results.slice(-IN_FLIGHT).every(r => r.answer.decision.region !== 'us-east-1'))
+  } finally { await emu.stop() }
+})
+
+test('expired credentials fail every call at once, typed', async () => {
+  const emu = await startEmulator({ scenario: 'fast' })
+  try {
+    await emu.addFault({ kind: 'expired_token' })
+    const router = new laneway.Router(emu.routerOptions())
+    for (const { error, ms } of await calls(router, 16)) {
+      assert.ok(error instanceof laneway.AuthenticationError, String(error))
+      assert.equal(error.code, 'ExpiredTokenException')
+      // No retry rounds until the 60 s deadline: at once.
+      assert.ok(ms < 5000, `${ms} ms`)
+    }
+  } finally { await emu.stop() }
+})

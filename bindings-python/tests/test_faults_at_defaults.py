@@ -1,0 +1,68 @@
+"""Faults in one region of three with the defaults a user gets: no time limit configured.
+
+A stalled region costs a call about a second (its learnt limit, or a hedge after its first
+target's usual first-token time), not the standard class's 30-second ceiling, and the region is
+then ejected: later calls do not pay it. Expired credentials fail every call at once, typed.
+"""
+
+import asyncio
+import time
+
+import laneway
+from laneway.testing import Emulator
+
+CALLS = 40
+IN_FLIGHT = 8
+MODEL = "amazon.nova-lite-v1:0"  # three regions, us-east-1 first
+
+
+async def _calls(router, n=CALLS):
+    """`n` standard-class calls, `IN_FLIGHT` at once: (answer or error, seconds) each."""
+    gate = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(i):
+        async with gate:
+            started = time.monotonic()
+            try:
+                answer = await router.generate(f"Request {i}: a short paragraph on reliable systems.", model=MODEL, max_tokens=200, slo="standard")
+            except laneway.LanewayError as e:
+                return e, time.monotonic() - started
+            return answer, time.monotonic() - started
+
+    return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def _p99(seconds):
+    ordered = sorted(seconds)
+    return ordered[max(0, -(-len(ordered) * 99 // 100) - 1)]
+
+
+async def test_a_stalled_region_costs_seconds_not_the_class_ceiling():
+    with Emulator(scenario="fast") as emu:
+        router = laneway.Router(**emu.router_kwargs())
+        warm = await _calls(router)
+        assert all(not isinstance(a, Exception) for a, _ in warm)
+        fault_free_p99 = _p99([s for _, s in warm])
+        emu.add_fault({"kind": "stall", "region": "us-east-1"})
+        results = await _calls(router)
+        errors = [a for a, _ in results if isinstance(a, Exception)]
+        assert not errors, errors
+        slowest = max(s for _, s in results)
+        # The class's ceiling is 30 s; learnt limits and hedges make a stall cost about one.
+        assert slowest <= fault_free_p99 + 5, (slowest, fault_free_p99)
+        paid = [a for a, _ in results if any(f["region"] == "us-east-1" for f in a.decision.failed_attempts) or (a.decision.hedge or {}).get("hedge_won")]
+        assert len(paid) <= IN_FLIGHT, len(paid)
+        # Ejected: the last calls did not go there at all.
+        assert all(a.decision.region != "us-east-1" for a, _ in results[-IN_FLIGHT:])
+
+
+async def test_expired_credentials_fail_every_call_at_once_typed():
+    with Emulator(scenario="fast") as emu:
+        router = laneway.Router(**emu.router_kwargs())
+        emu.add_fault({"kind": "expired_token"})
+        results = await _calls(router, 16)
+        for error, seconds in results:
+            assert isinstance(error, laneway.AuthenticationError), error
+            assert error.code == "ExpiredTokenException"
+            # No retry rounds until the 60 s deadline: at once.
+            assert seconds < 5, seconds
