@@ -25,8 +25,9 @@ echo "== Python: venv with maturin and pytest, the package built from the checko
 python3 -m venv target/py
 target/py/bin/pip install --quiet --upgrade pip
 # boto3: the official Python SDK drives the emulator's batch flow in one test; openai: the official
-# OpenAI SDK checks the emulator's OpenAI-compatible endpoints.
-target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 "mypy>=1.10" "openai>=2"
+# OpenAI SDK checks the emulator's OpenAI-compatible endpoints; moto[server]: a third-party
+# implementation of sagemaker-runtime (InvokeEndpoint only) that SageMaker calls are checked on.
+target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 "mypy>=1.10" "openai>=2" "moto[server]>=5.1,<6"
 target/py/bin/pip install --quiet ./bindings-python
 # The tests start the emulator binary that `cargo test` built (target/debug/laneway-emulator).
 cargo build --locked -p laneway-emulator

@@ -56,5 +56,5 @@ pub use types::{
     ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, Residency, Result, Role,
     RouteDecision, SearchResult, ServiceError, ServiceTier, Slo, SloClass, Span, StopReason,
     StreamEvent, SystemBlock, Target, TimeLimit, Timings, Tool, ToolChoice, ToolReference,
-    ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, MAX_DURATION,
+    ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, WholeWhy, MAX_DURATION,
 };

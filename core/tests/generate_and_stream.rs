@@ -267,3 +267,64 @@ fn documents_are_checked_against_bedrocks_limits() {
     from_assistant.messages[1].role = laneway::Role::Assistant;
     assert!(problem(from_assistant).contains("user message"));
 }
+
+/// SageMaker endpoints whose containers do not stream (the emulator answers their
+/// InvokeEndpointWithResponseStream with a 404 page, as a server without the operation does):
+/// the first call learns it and is answered whole, later calls go whole at once, and an
+/// endpoint configured `streams = false` is never asked to stream. Streams of them deliver the
+/// whole answer.
+#[tokio::test]
+async fn sagemaker_endpoints_that_do_not_stream_are_sent_whole() {
+    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+    for e in &mut scenario.endpoints {
+        e.streams = false;
+    }
+    let emu = laneway_emulator::Emulator::start(scenario).await.unwrap();
+    let configured = r#"
+[models."chat-whole"]
+provider = "sagemaker"
+endpoints = [{ name = "laneway-demo-chat", region = "us-east-1", format = "openai_chat", inference_component = "llama-3-8b-ic", streams = false }]
+price = { input_per_1k = 0.0002, output_per_1k = 0.0006 }
+"#;
+    let router = common::router_with(&emu, common::config(configured)).await;
+    let whole = |r: &laneway::GenerateResponse| {
+        r.decision.reasons.iter().find_map(|x| match x {
+            Reason::SentWhole { why, .. } => Some(*why),
+            _ => None,
+        })
+    };
+    for (model, first_why) in [
+        ("laneway-demo-llm", laneway::WholeWhy::Refused),
+        ("chat-whole", laneway::WholeWhy::Configured),
+    ] {
+        for call in 0..5 {
+            let r = router
+                .generate(GenerateRequest::user("hello").model(model).max_tokens(7))
+                .await
+                .unwrap();
+            assert_eq!(r.text().split(' ').count(), 7, "{model}");
+            assert!(r.decision.failed_attempts.is_empty(), "{:?}", r.decision);
+            assert_eq!(whole(&r), Some(first_why), "{model}, call {call}");
+            assert_eq!(r.decision.attempts_sent, 1);
+        }
+    }
+    let mut s = router
+        .stream(
+            GenerateRequest::user("hello")
+                .model("laneway-demo-llm")
+                .max_tokens(9),
+        )
+        .await
+        .unwrap();
+    let mut deltas = String::new();
+    let mut done = None;
+    while let Some(ev) = s.next().await {
+        match ev.unwrap() {
+            StreamEvent::TextDelta { text, .. } => deltas.push_str(&text),
+            StreamEvent::Completed(d) => done = Some(d),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(done.unwrap().text(), deltas);
+    emu.shutdown().await;
+}

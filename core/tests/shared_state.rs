@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use common::redis_server::RedisServer;
+use common::redis_server::{RedisCluster, RedisServer};
 use futures::StreamExt;
 use laneway::{GenerateRequest, Router};
 use laneway_emulator::{Emulator, Fault, FaultKind, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
@@ -626,5 +626,78 @@ async fn replicas_count_their_admissions_against_one_quota_through_redis() {
         laneway::ErrorKind::Throttled,
         "alone, the second replica learns of the full quota from a 429"
     );
+    emu.shutdown().await;
+}
+
+/// `[shared]` on a three-master Redis Cluster, pointed at a node that does not serve the
+/// router's slot: the client follows the cluster, fleet state is written there, and a node
+/// failing mid-run (the one serving the slot) costs no call: the router says it is degraded
+/// while the slot is unavailable and resumes when it is back. A client not told about the
+/// cluster stays degraded (MOVED), rather than reading healthy between failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_state_lives_on_a_redis_cluster_and_a_node_failing_mid_run_loses_nothing() {
+    let mut cluster = RedisCluster::start(3);
+    let owner = cluster.owner_of("{cluster}:probe");
+    let other = (owner + 1) % cluster.nodes.len();
+    let emu = common::emulator().await;
+    let seed = cluster.nodes[other].url();
+    let config = |cluster_mode: bool| {
+        format!(
+            "[models.\"{LITE}\"]\nquota = {{ tokens_per_minute = 100000000, profile_tokens_per_minute = 100000000 }}\n\
+             [shared]\nredis_url = \"{seed}\"\nkey_prefix = \"cluster\"\ntimeout = 200.0\nsync_interval = 50.0\ncluster = {cluster_mode}\n"
+        )
+    };
+    let ask = |i: usize| {
+        GenerateRequest::user(format!("Summarise ticket {i}"))
+            .model(LITE)
+            .max_tokens(20)
+    };
+    let router = common::router_with(&emu, common::config(&config(true))).await;
+    for i in 0..10 {
+        router.generate(ask(i)).await.unwrap();
+    }
+    let status = router.metrics().shared.unwrap();
+    assert!(
+        !status.degraded && status.degraded_episodes == 0 && status.admissions >= 10,
+        "{status:?}"
+    );
+    let keys = cluster.nodes[owner].command(&["keys", "{cluster}:*"]);
+    assert!(
+        keys.contains("{cluster}:"),
+        "no fleet keys on the slot's node: {keys:?}"
+    );
+
+    // The node serving the slot dies mid-run: every call is still answered, from local state,
+    // and the status says so while it lasts.
+    cluster.nodes[owner].kill();
+    for i in 10..20 {
+        router.generate(ask(i)).await.unwrap();
+    }
+    let down = router.metrics().shared.unwrap();
+    assert!(down.degraded && down.degraded_episodes >= 1, "{down:?}");
+    // Back: the router finds it again by itself and shares state again.
+    cluster.nodes[owner].restart();
+    cluster.wait_ok();
+    common::wait_until("the router used the cluster again", || {
+        !router.metrics().shared.unwrap().degraded
+    })
+    .await;
+    for i in 20..25 {
+        router.generate(ask(i)).await.unwrap();
+    }
+    let back = router.metrics().shared.unwrap();
+    assert!(
+        !back.degraded && back.admissions > down.admissions,
+        "{back:?}"
+    );
+
+    // A client not told about the cluster: answered MOVED, it stays degraded (and says why in
+    // a warning) instead of flapping back to healthy between failures.
+    let plain = common::router_with(&emu, common::config(&config(false))).await;
+    for i in 0..5 {
+        plain.generate(ask(i)).await.unwrap();
+    }
+    let moved = plain.metrics().shared.unwrap();
+    assert!(moved.degraded && moved.admissions == 0, "{moved:?}");
     emu.shutdown().await;
 }

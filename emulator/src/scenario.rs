@@ -280,6 +280,15 @@ pub struct EndpointSpec {
     pub answer_tokens: [u32; 2],
     #[serde(default)]
     pub performance: Performance,
+    /// Whether the endpoint serves InvokeEndpointWithResponseStream. `false`: as a server
+    /// without the operation (a container without response streaming behind a proxy, moto),
+    /// it answers 404 with an HTML page and no AWS error code; InvokeEndpoint works.
+    #[serde(default = "streams_by_default")]
+    pub streams: bool,
+}
+
+fn streams_by_default() -> bool {
+    true
 }
 
 /// What a SageMaker container speaks.

@@ -136,6 +136,11 @@ pub struct SharedConfig {
         with = "crate::types::units::serde_millis"
     )]
     pub sync_interval: Duration,
+    /// A Redis Cluster (cluster-mode ElastiCache or MemoryDB, ElastiCache Serverless, Valkey in
+    /// cluster mode): `redis_url` is any node or the configuration endpoint, and the client
+    /// follows the cluster's slots (every key shares one slot: `{key_prefix}` is a hash tag).
+    #[serde(default)]
+    pub cluster: bool,
 }
 
 impl std::fmt::Debug for SharedConfig {
@@ -146,6 +151,7 @@ impl std::fmt::Debug for SharedConfig {
             .field("replicas", &self.replicas)
             .field("timeout", &self.timeout)
             .field("sync_interval", &self.sync_interval)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -788,6 +794,12 @@ pub struct EndpointConfig {
     /// How many instances serve the endpoint.
     #[serde(default = "one")]
     pub instance_count: u32,
+    /// Whether its container streams (InvokeEndpointWithResponseStream). `false`: every call
+    /// is sent whole (InvokeEndpoint) under the whole-answer limit. Unset: streamed until the
+    /// endpoint refuses to stream (a 404 for the operation, as a server without it answers),
+    /// then sent whole from then on (remembered for the router's life).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<bool>,
 }
 
 fn one() -> u32 {

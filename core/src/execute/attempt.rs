@@ -55,6 +55,8 @@ pub struct InFlight<'a> {
     pub first_event: Option<tokio::time::Instant>,
     /// Its own time limits, once asked for ([`Run::attempt_limits`](super::Run)).
     pub limits: Option<super::limits::AttemptLimits>,
+    /// Sent whole rather than streamed (a SageMaker endpoint that does not stream), and why.
+    pub sent_whole: Option<crate::types::WholeWhy>,
 }
 
 /// What an attempt's end did to its region (for the decision).
@@ -102,6 +104,7 @@ impl<'a> InFlight<'a> {
             fired: None,
             first_event: None,
             limits: None,
+            sent_whole: None,
         }
     }
 

@@ -339,32 +339,185 @@ impl Assembly {
 
 type Opened = Result<(EventStream, Option<Result<BackendEvent>>)>;
 
-/// Sends one attempt and waits for its first event, until `bound` (its first-token limit, or
-/// the call's deadline when sooner).
+/// The bounds of opening one attempt: its first event's, and a whole answer's (for an
+/// endpoint that does not stream).
+#[derive(Clone, Copy)]
+struct OpenBounds {
+    first_token: Bound,
+    answer: Bound,
+}
+
+impl Run<'_> {
+    /// The bounds of opening `inflight` from now.
+    fn open_bounds(&self, inflight: &mut InFlight<'_>) -> OpenBounds {
+        let limits = self.attempt_limits(inflight);
+        OpenBounds {
+            first_token: self.bound_from(TimeLimit::FirstToken, limits.first_token),
+            answer: self.bound_from(TimeLimit::Answer, limits.answer),
+        }
+    }
+}
+
+/// Why `attempt` is sent whole, if it is: a SageMaker endpoint configured not to stream, or
+/// one that refused to.
+fn sent_whole(exec: &Executor, attempt: &Attempt) -> Option<crate::types::WholeWhy> {
+    let t = &attempt.target;
+    if t.provider != crate::types::Provider::Sagemaker {
+        return None;
+    }
+    let configured = exec
+        .config
+        .models
+        .get(&*attempt.model)
+        .and_then(|m| {
+            m.endpoints()
+                .iter()
+                .find(|e| e.name == t.id() && e.region == t.region())
+        })
+        .and_then(|e| e.streams);
+    match configured {
+        Some(false) => Some(crate::types::WholeWhy::Configured),
+        Some(true) => None,
+        None if exec.state.refuses_streaming(t.region(), t.id()) => {
+            Some(crate::types::WholeWhy::Refused)
+        }
+        None => None,
+    }
+}
+
+/// Whether a failure to open a stream says the operation is not served there (a container or
+/// server without response streaming), not that the call failed: a 404 without an AWS error
+/// code, or an unknown operation.
+fn refuses_streaming(e: &Error) -> bool {
+    match e {
+        Error::Service(s) => {
+            s.http_status == Some(404) && s.code.is_empty()
+                || matches!(
+                    s.code.as_str(),
+                    "UnknownOperationException" | "UnknownOperation"
+                )
+        }
+        _ => false,
+    }
+}
+
+/// Sends one attempt and waits for its first event, until its first-token bound (or the call's
+/// deadline when sooner); an endpoint that does not stream is sent the call whole, until its
+/// answer bound, and its answer becomes the events.
 async fn open<'a>(
     exec: &Executor,
     request: &GenerateRequest,
     checkpoints: Vec<Checkpoint>,
     mut inflight: InFlight<'a>,
-    bound: Bound,
+    bounds: OpenBounds,
 ) -> (InFlight<'a>, Opened) {
-    let result = {
-        let span = super::attempt::span(&inflight.attempt);
+    let span = super::attempt::span(&inflight.attempt);
+    let mut whole = sent_whole(exec, &inflight.attempt);
+    let mut result = if whole.is_some() {
+        None
+    } else {
         let first = async {
             let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
-            let mut events = crate::telemetry::span::within(span, backend.stream(call)).await?;
+            let mut events =
+                crate::telemetry::span::within(span.clone(), backend.stream(call)).await?;
             let first = events.next().await;
             Ok((events, first))
         };
-        match bound.run(first).await {
+        Some(match bounds.first_token.run(first).await {
             Ok(opened) => opened,
             Err(fired) => Err(inflight.timed_out(fired)),
+        })
+    };
+    if let Some(Err(e)) = &result {
+        let a = &inflight.attempt;
+        if a.target.provider == crate::types::Provider::Sagemaker && refuses_streaming(e) {
+            exec.state
+                .record_refuses_streaming(a.target.region(), a.target.id());
+            whole = Some(crate::types::WholeWhy::Refused);
+            result = None;
+        }
+    }
+    let result = match result {
+        Some(r) => r,
+        None => {
+            inflight.sent_whole = whole;
+            let answer = async {
+                let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
+                crate::telemetry::span::within(span, backend.generate(call)).await
+            };
+            match bounds.answer.run(answer).await {
+                Ok(Ok(done)) => {
+                    let mut events = completion_events(done).into_iter();
+                    let first = events.next();
+                    Ok((futures::stream::iter(events).boxed(), first))
+                }
+                Ok(Err(e)) => Err(e),
+                Err(fired) => Err(inflight.timed_out(fired)),
+            }
         }
     };
     if matches!(result, Ok((_, Some(Ok(_))))) {
         inflight.first_event = Some(tokio::time::Instant::now());
     }
     (inflight, result)
+}
+
+/// A whole answer as the events a stream of it would have been.
+fn completion_events(done: Completion) -> Vec<Result<BackendEvent>> {
+    let mut events = Vec::with_capacity(done.content.len() + 3);
+    for (i, block) in done.content.into_iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        match block {
+            OutputBlock::ToolUse { id, name, input } => {
+                events.push(BackendEvent::ToolUseStart { index, id, name });
+                events.push(BackendEvent::ToolUseDelta {
+                    index,
+                    input_json: input.to_string(),
+                });
+            }
+            OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
+                events.push(BackendEvent::ReasoningDelta {
+                    index,
+                    delta: ReasoningDelta::Text(r.text),
+                });
+                if let Some(sig) = r.signature {
+                    events.push(BackendEvent::ReasoningDelta {
+                        index,
+                        delta: ReasoningDelta::Signature(sig),
+                    });
+                }
+            }
+            OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
+                events.push(BackendEvent::ReasoningDelta {
+                    index,
+                    delta: ReasoningDelta::Redacted(data),
+                });
+            }
+            OutputBlock::Text(text) => events.push(BackendEvent::TextDelta { index, text }),
+            OutputBlock::Citations(c) => {
+                events.push(BackendEvent::TextDelta {
+                    index,
+                    text: c.content.concat(),
+                });
+                for citation in c.citations {
+                    events.push(BackendEvent::CitationDelta { index, citation });
+                }
+            }
+        }
+    }
+    if let Some(trace) = done.guardrail_trace {
+        events.push(BackendEvent::GuardrailTrace(trace));
+    }
+    events.push(match done.model_response_fields {
+        Some(fields) => BackendEvent::StopWithFields(done.stop_reason, fields),
+        None => BackendEvent::Stop(done.stop_reason),
+    });
+    events.push(BackendEvent::Metadata {
+        usage: done.usage,
+        served_tier: done.served_tier,
+        invoked_model: done.invoked_model,
+    });
+    events.into_iter().map(Ok).collect()
 }
 
 fn produced_a_token(opened: &Opened) -> bool {
@@ -461,8 +614,8 @@ pub(super) fn run(
             let (mut inflight, opened) = if let Some(delay) = hedge_after {
                 let primary_region = first.attempt.target.region().to_string();
                 let cps = run.checkpoints_for(&first.attempt);
-                let first_token = run.attempt_limits(&mut first).first_token;
-                let primary = open(exec, req, cps, first, run.bound_from(TimeLimit::FirstToken, first_token));
+                let bounds = run.open_bounds(&mut first);
+                let primary = open(exec, req, cps, first, bounds);
                 futures::pin_mut!(primary);
                 match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
                     Either::Left((done, _)) => done,
@@ -474,8 +627,8 @@ pub(super) fn run(
                         Some(mut second) => {
                             let hedge_target = second.attempt.target.id().to_string();
                             let cps = run.checkpoints_for(&second.attempt);
-                            let first_token = run.attempt_limits(&mut second).first_token;
-                            let hedge = open(exec, req, cps, second, run.bound_from(TimeLimit::FirstToken, first_token));
+                            let bounds = run.open_bounds(&mut second);
+                            let hedge = open(exec, req, cps, second, bounds);
                             futures::pin_mut!(hedge);
                             let (done, hedge_won) = match futures::future::select(primary, hedge).await {
                                 Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
@@ -500,10 +653,13 @@ pub(super) fn run(
                 }
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
-                let first_token = run.attempt_limits(&mut first).first_token;
-                let bound = run.bound_from(TimeLimit::FirstToken, first_token);
-                open(exec, req, cps, first, bound).await
+                let bounds = run.open_bounds(&mut first);
+                open(exec, req, cps, first, bounds).await
             };
+            if let Some(why) = inflight.sent_whole {
+                let t = &inflight.attempt.target;
+                run.reasons.push(crate::types::Reason::SentWhole { target: t.id.clone(), region: t.region.clone(), why });
+            }
             let (mut events, mut pending) = match into_parts(opened) {
                 Ok(parts) => parts,
                 Err(e) => {

@@ -46,6 +46,8 @@ use crate::types::{CacheTtl, ServiceTier};
 struct TargetState {
     breaker: Breaker,
     latency: LatencyTrack,
+    /// A SageMaker endpoint that refused to stream: sent whole from then on.
+    refuses_streaming: bool,
 }
 
 /// Targets by region, then id, then tier: nested so that lookups by `&str` allocate nothing.
@@ -803,6 +805,17 @@ impl State {
             ttft: t.latency.first_token_quantile(q, prefill_tokens_per_second),
             gap: t.latency.gap_quantile(q),
         })
+    }
+
+    /// A SageMaker endpoint refused to stream: its calls are sent whole from now on.
+    pub fn record_refuses_streaming(&self, region: &str, endpoint: &str) {
+        self.with_target(region, endpoint, None, |t| t.refuses_streaming = true);
+    }
+
+    /// Whether a SageMaker endpoint has refused to stream.
+    pub fn refuses_streaming(&self, region: &str, endpoint: &str) -> bool {
+        let targets = self.targets.read().unwrap_or_else(|p| p.into_inner());
+        lookup(&targets, region, endpoint, None).is_some_and(|t| locked(t).refuses_streaming)
     }
 
     /// A quantile of a target's recent first-token times (attempts cut by a limit left out),

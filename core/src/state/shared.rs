@@ -20,6 +20,45 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::aio::ConnectionManager;
 use redis::Script;
 
+/// A connection to one Redis server (reconnecting), or to a Redis Cluster (following its
+/// slots and failovers): every command and script below goes through either.
+#[derive(Clone)]
+enum Conn {
+    Server(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Server(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Server(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Server(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 use crate::config::SharedConfig;
 
 /// Admits `input`/`output` tokens if the window has room: returns `{1, second}` (the bucket
@@ -101,7 +140,7 @@ pub use crate::telemetry::SharedStatus;
 
 /// The Redis side of the router's state.
 pub struct Shared {
-    conn: ConnectionManager,
+    conn: Conn,
     prefix: String,
     timeout: Duration,
     pub(crate) replicas: u32,
@@ -157,15 +196,34 @@ pub enum RemoteBreaker {
 }
 
 impl Shared {
-    /// Connects lazily: a router starts even while Redis is down.
+    /// Connects lazily: a router starts even while Redis is down. (A cluster's connection is
+    /// made on the tokio runtime this is called on.)
     pub fn new(config: &SharedConfig) -> redis::RedisResult<Self> {
-        let client = redis::Client::open(config.redis_url.as_str())?;
-        let manager = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(config.timeout))
-            .set_connection_timeout(Some(config.timeout.max(Duration::from_millis(200))))
-            .set_number_of_retries(1);
+        let connect_within = config.timeout.max(Duration::from_millis(200));
+        let conn = if config.cluster {
+            let client = redis::cluster::ClusterClientBuilder::new([config.redis_url.as_str()])
+                .connection_timeout(connect_within)
+                .response_timeout(config.timeout)
+                // A call waits `timeout` at most anyway; the client's own retries (after a
+                // MOVED or a failover) stay within it.
+                .retries(2)
+                .min_retry_wait(5)
+                .max_retry_wait(50)
+                .build()?;
+            let settings = redis::cluster::ClusterConfig::new()
+                .set_connection_timeout(connect_within)
+                .set_response_timeout(config.timeout);
+            Conn::Cluster(client.get_pending_async_connection_with_config(settings))
+        } else {
+            let client = redis::Client::open(config.redis_url.as_str())?;
+            let manager = redis::aio::ConnectionManagerConfig::new()
+                .set_response_timeout(Some(config.timeout))
+                .set_connection_timeout(Some(connect_within))
+                .set_number_of_retries(1);
+            Conn::Server(ConnectionManager::new_lazy_with_config(client, manager)?)
+        };
         Ok(Self {
-            conn: ConnectionManager::new_lazy_with_config(client, manager)?,
+            conn,
             prefix: format!("{{{}}}", config.key_prefix),
             timeout: config.timeout,
             replicas: config.replicas,
@@ -192,9 +250,16 @@ impl Shared {
     fn failed(&self, what: &str, e: &dyn std::fmt::Display) {
         if !self.health.degraded.swap(true, Ordering::Relaxed) {
             self.health.episodes.fetch_add(1, Ordering::Relaxed);
+            let error = e.to_string();
+            // A server that answers MOVED is a cluster this client was not told about.
+            let hint = if error.contains("MOVED") || error.contains("CLUSTERDOWN") {
+                ": the server is a Redis Cluster; set shared.cluster = true"
+            } else {
+                ""
+            };
             tracing::warn!(
-                error = %e,
-                "laneway: Redis unreachable ({what}); using local state with 1/{} of each reservation until it returns",
+                error = %error,
+                "laneway: shared state unusable ({what}{hint}); using local state with 1/{} of each reservation until it answers",
                 self.replicas
             );
         }
@@ -564,9 +629,17 @@ impl Shared {
         if self.usable() {
             self.sync_breakers(stale_after).await;
         } else {
+            // A keyed read, not PING: it goes to the node serving this router's slot (a
+            // cluster's PING asks every node), and a server that answers PING but MOVED for
+            // keys (a cluster this client was not told about) stays degraded.
             let mut conn = self.conn.clone();
             let _ = self
-                .run::<String>("ping", redis::cmd("PING").query_async(&mut conn))
+                .run::<Option<String>>(
+                    "check",
+                    redis::cmd("GET")
+                        .arg(self.key("epoch"))
+                        .query_async(&mut conn),
+                )
                 .await;
         }
     }
@@ -751,6 +824,7 @@ mod tests {
             replicas,
             timeout: Duration::from_millis(50),
             sync_interval: Duration::from_millis(200),
+            cluster: false,
         })
         .unwrap()
     }

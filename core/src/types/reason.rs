@@ -185,6 +185,14 @@ pub enum Reason {
         failures: u32,
         for_ms: u64,
     },
+    /// A SageMaker endpoint was sent the call whole (InvokeEndpoint, under the whole-answer
+    /// limit) rather than as a stream: configured so (`streams = false`), or it had refused to
+    /// stream.
+    SentWhole {
+        target: Arc<str>,
+        region: Arc<str>,
+        why: WholeWhy,
+    },
     /// Every candidate had failed: another round over the plan's targets after a back-off.
     RetryRound {
         /// 1 for the first round after the plan's.
@@ -471,6 +479,13 @@ impl fmt::Display for Reason {
                 f,
                 "{region}: {failures} stalls or failures in a row, every target there ejected for {for_ms} ms"
             ),
+            Reason::SentWhole { target, region, why } => {
+                let why = match why {
+                    WholeWhy::Configured => "configured not to stream",
+                    WholeWhy::Refused => "it refused to stream (remembered)",
+                };
+                write!(f, "{target} in {region}: sent whole (InvokeEndpoint): {why}")
+            }
             Reason::RetryRound { round, wait_ms } => {
                 write!(f, "every candidate failed: retry round {round} after {wait_ms} ms")
             }
@@ -495,6 +510,16 @@ impl fmt::Display for Reason {
             }
         }
     }
+}
+
+/// Why a SageMaker endpoint is sent calls whole ([`Reason::SentWhole`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WholeWhy {
+    /// Its configuration says `streams = false`.
+    Configured,
+    /// InvokeEndpointWithResponseStream was refused (the operation is not served there).
+    Refused,
 }
 
 /// What the planner sees of a breaker.

@@ -111,6 +111,15 @@ async fn invoke_stream(
         &headers,
         &body,
     )?;
+    let streams = engine
+        .scenario
+        .endpoints
+        .iter()
+        .find(|e| e.name == ask.target && e.region == ask.region)
+        .is_none_or(|e| e.streams);
+    if !streams {
+        return Ok(not_served());
+    }
     let answer = engine.admit(&ask)?;
     let wire_fault = answer.wire_fault.clone();
     let steps = timeline(&answer);
@@ -219,6 +228,18 @@ fn stream_line(format: PayloadFormat, a: &Answer, i: usize, token: &str, last: b
 
 /// Where the TGI prompt Laneway renders hands the turn to the model.
 const ASSISTANT_TURN: &str = "\n\nAssistant:";
+
+/// What a server without the operation answers: 404, an HTML page, no AWS error code.
+fn not_served() -> Response {
+    let mut resp = (
+        axum::http::StatusCode::NOT_FOUND,
+        "<!doctype html><title>404 Not Found</title><h1>Not Found</h1>",
+    )
+        .into_response();
+    resp.headers_mut()
+        .insert("content-type", HeaderValue::from_static("text/html"));
+    resp
+}
 
 fn read(
     engine: &Arc<Engine>,
