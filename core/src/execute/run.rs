@@ -342,16 +342,29 @@ impl<'a> Run<'a> {
     /// region are kept away too, rather than each asked once.
     fn refused_in_region(&self, refused: &Attempt) {
         let now = Instant::now();
+        // A SageMaker endpoint's access is its own (IAM on the endpoint), not the region's.
+        if refused.target.provider == crate::types::Provider::Sagemaker {
+            return;
+        }
         let Some(candidates) = self.exec.planner.catalog().candidates(&refused.model) else {
             return;
         };
         let state = &self.exec.state;
-        let tiers = crate::types::ServiceTier::ALL.map(Some);
+        // The tiers its attempts may be sent at (each has a breaker of its own): no more, so
+        // that a refusal publishes few entries to a fleet's Redis.
+        let mut tiers: Vec<Option<ServiceTier>> = match self.exec.config.models.get(&*refused.model)
+        {
+            Some(m) => m.tiers().iter().copied().map(Some).collect(),
+            None => Vec::new(),
+        };
+        if !tiers.contains(&refused.tier) {
+            tiers.push(refused.tier);
+        }
         for c in candidates
             .iter()
             .filter(|c| c.target.region == refused.target.region)
         {
-            for tier in std::iter::once(None).chain(tiers) {
+            for &tier in &tiers {
                 if c.target.id != refused.target.id || tier != refused.tier {
                     state.record_refusal(now, c.target.region(), c.target.id(), tier);
                 }
