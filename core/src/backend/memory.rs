@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use super::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::types::Result;
 use crate::types::{ContentBlock, Role};
-use crate::types::{OutputBlock, ReasoningBlock, ReasoningDelta, StopReason, Usage};
+use crate::types::{OutputBlock, StopReason, Usage};
 
 type Answer = dyn Fn(&Call<'_>) -> Result<Completion> + Send + Sync;
 
@@ -108,62 +108,21 @@ impl Completion {
     }
 }
 
-/// A whole answer as the events a streaming service would send for it.
+/// A whole answer as the events a streaming service would send for it: its text word by word.
 fn events_of(done: Completion) -> Vec<BackendEvent> {
-    let mut events = Vec::new();
-    for (i, block) in done.content.into_iter().enumerate() {
-        let index = crate::types::units::token_count(i as u64);
-        match block {
-            OutputBlock::Text(text) => {
-                events.extend(text.split_inclusive(char::is_whitespace).map(|word| {
-                    BackendEvent::TextDelta {
-                        index,
-                        text: word.to_string(),
-                    }
-                }))
-            }
-            OutputBlock::ToolUse { id, name, input } => {
-                events.push(BackendEvent::ToolUseStart { index, id, name });
-                events.push(BackendEvent::ToolUseDelta {
+    done.into_events()
+        .into_iter()
+        .flat_map(|ev| match ev {
+            BackendEvent::TextDelta { index, text } => text
+                .split_inclusive(char::is_whitespace)
+                .map(|word| BackendEvent::TextDelta {
                     index,
-                    input_json: input.to_string(),
-                });
-            }
-            OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
-                events.push(BackendEvent::ReasoningDelta {
-                    index,
-                    delta: ReasoningDelta::Text(r.text),
-                });
-                if let Some(signature) = r.signature {
-                    events.push(BackendEvent::ReasoningDelta {
-                        index,
-                        delta: ReasoningDelta::Signature(signature),
-                    });
-                }
-            }
-            OutputBlock::Citations(c) => {
-                for text in c.content {
-                    events.push(BackendEvent::TextDelta { index, text });
-                }
-                for citation in c.citations {
-                    events.push(BackendEvent::CitationDelta { index, citation });
-                }
-            }
-            OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
-                events.push(BackendEvent::ReasoningDelta {
-                    index,
-                    delta: ReasoningDelta::Redacted(data),
-                });
-            }
-        }
-    }
-    events.push(BackendEvent::Stop(done.stop_reason));
-    events.push(BackendEvent::Metadata {
-        usage: done.usage,
-        served_tier: done.served_tier,
-        invoked_model: done.invoked_model,
-    });
-    events
+                    text: word.to_string(),
+                })
+                .collect(),
+            other => vec![other],
+        })
+        .collect()
 }
 
 impl Backend for MemoryBackend {

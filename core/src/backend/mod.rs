@@ -64,6 +64,75 @@ pub struct Completion {
     pub guardrail_trace: Option<serde_json::Value>,
 }
 
+impl Completion {
+    /// The events a stream of this answer would have been, in order: each block whole (a tool
+    /// call's input as one delta), then the guardrail's trace, the stop and the usage.
+    ///
+    /// ```
+    /// use laneway::backend::{BackendEvent, Completion};
+    /// let done = Completion { content: vec![laneway::OutputBlock::Text("hello".into())], ..Completion::default() };
+    /// let events = done.into_events();
+    /// assert!(matches!(&events[0], BackendEvent::TextDelta { text, .. } if text == "hello"));
+    /// assert!(matches!(events.last(), Some(BackendEvent::Metadata { .. })));
+    /// ```
+    pub fn into_events(self) -> Vec<BackendEvent> {
+        use crate::types::{ReasoningBlock, ReasoningDelta};
+        let mut events = Vec::with_capacity(self.content.len() + 3);
+        for (i, block) in self.content.into_iter().enumerate() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            match block {
+                OutputBlock::Text(text) => events.push(BackendEvent::TextDelta { index, text }),
+                OutputBlock::ToolUse { id, name, input } => {
+                    events.push(BackendEvent::ToolUseStart { index, id, name });
+                    events.push(BackendEvent::ToolUseDelta {
+                        index,
+                        input_json: input.to_string(),
+                    });
+                }
+                OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
+                    events.push(BackendEvent::ReasoningDelta {
+                        index,
+                        delta: ReasoningDelta::Text(r.text),
+                    });
+                    if let Some(signature) = r.signature {
+                        events.push(BackendEvent::ReasoningDelta {
+                            index,
+                            delta: ReasoningDelta::Signature(signature),
+                        });
+                    }
+                }
+                OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
+                    events.push(BackendEvent::ReasoningDelta {
+                        index,
+                        delta: ReasoningDelta::Redacted(data),
+                    });
+                }
+                OutputBlock::Citations(c) => {
+                    for text in c.content {
+                        events.push(BackendEvent::TextDelta { index, text });
+                    }
+                    for citation in c.citations {
+                        events.push(BackendEvent::CitationDelta { index, citation });
+                    }
+                }
+            }
+        }
+        if let Some(trace) = self.guardrail_trace {
+            events.push(BackendEvent::GuardrailTrace(trace));
+        }
+        events.push(match self.model_response_fields {
+            Some(fields) => BackendEvent::StopWithFields(self.stop_reason, fields),
+            None => BackendEvent::Stop(self.stop_reason),
+        });
+        events.push(BackendEvent::Metadata {
+            usage: self.usage,
+            served_tier: self.served_tier,
+            invoked_model: self.invoked_model,
+        });
+        events
+    }
+}
+
 /// One event of a backend's stream, in the order the service sends them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BackendEvent {

@@ -385,10 +385,13 @@ fn sent_whole(exec: &Executor, attempt: &Attempt) -> Option<crate::types::WholeW
     }
 }
 
-/// Whether a failure to open a stream says the operation is not served there (a container or
-/// server without response streaming), not that the call failed: a 404 without an AWS error
-/// code, or an unknown operation.
-fn refuses_streaming(e: &Error) -> bool {
+/// Whether a SageMaker endpoint's failure to open a stream says the operation is not served
+/// there (a container or server without response streaming), not that the call failed: a 404
+/// without an AWS error code, or an unknown operation.
+fn refuses_streaming(attempt: &Attempt, e: &Error) -> bool {
+    if attempt.target.provider != crate::types::Provider::Sagemaker {
+        return false;
+    }
     match e {
         Error::Service(s) => {
             s.http_status == Some(404) && s.code.is_empty()
@@ -402,8 +405,9 @@ fn refuses_streaming(e: &Error) -> bool {
 }
 
 /// Sends one attempt and waits for its first event, until its first-token bound (or the call's
-/// deadline when sooner); an endpoint that does not stream is sent the call whole, until its
-/// answer bound, and its answer becomes the events.
+/// deadline when sooner); an endpoint that does not stream (configured so, or refusing the
+/// stream now) is sent the call whole, until its answer bound, and its answer becomes the
+/// events.
 async fn open<'a>(
     exec: &Executor,
     request: &GenerateRequest,
@@ -412,112 +416,65 @@ async fn open<'a>(
     bounds: OpenBounds,
 ) -> (InFlight<'a>, Opened) {
     let span = super::attempt::span(&inflight.attempt);
-    let mut whole = sent_whole(exec, &inflight.attempt);
-    let mut result = if whole.is_some() {
-        None
-    } else {
-        let first = async {
-            let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
-            let mut events =
-                crate::telemetry::span::within(span.clone(), backend.stream(call)).await?;
-            let first = events.next().await;
-            Ok((events, first))
-        };
-        Some(match bounds.first_token.run(first).await {
-            Ok(opened) => opened,
-            Err(fired) => Err(inflight.timed_out(fired)),
-        })
-    };
-    if let Some(Err(e)) = &result {
-        let a = &inflight.attempt;
-        if a.target.provider == crate::types::Provider::Sagemaker && refuses_streaming(e) {
-            exec.state
-                .record_refuses_streaming(a.target.region(), a.target.id());
-            whole = Some(crate::types::WholeWhy::Refused);
-            result = None;
-        }
-    }
-    let result = match result {
-        Some(r) => r,
+    let whole = match sent_whole(exec, &inflight.attempt) {
+        Some(why) => Some(why),
         None => {
-            inflight.sent_whole = whole;
-            let answer = async {
-                let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
-                crate::telemetry::span::within(span, backend.generate(call)).await
-            };
-            match bounds.answer.run(answer).await {
-                Ok(Ok(done)) => {
-                    let mut events = completion_events(done).into_iter();
-                    let first = events.next();
-                    Ok((futures::stream::iter(events).boxed(), first))
+            match open_streamed(exec, request, &checkpoints, &mut inflight, bounds, &span).await {
+                Err(e) if refuses_streaming(&inflight.attempt, &e) => {
+                    let t = &inflight.attempt.target;
+                    exec.state.record_refuses_streaming(t.region(), t.id());
+                    Some(crate::types::WholeWhy::Refused)
                 }
-                Ok(Err(e)) => Err(e),
-                Err(fired) => Err(inflight.timed_out(fired)),
+                opened => {
+                    return (first_event_now(inflight, &opened), opened);
+                }
             }
         }
     };
-    if matches!(result, Ok((_, Some(Ok(_))))) {
-        inflight.first_event = Some(tokio::time::Instant::now());
-    }
-    (inflight, result)
+    inflight.sent_whole = whole;
+    let answer = async {
+        let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
+        crate::telemetry::span::within(span, backend.generate(call)).await
+    };
+    let opened = match bounds.answer.run(answer).await {
+        Ok(Ok(done)) => {
+            let mut events = done.into_events().into_iter().map(Ok);
+            let first = events.next();
+            Ok((futures::stream::iter(events).boxed(), first))
+        }
+        Ok(Err(e)) => Err(e),
+        Err(fired) => Err(inflight.timed_out(fired)),
+    };
+    (first_event_now(inflight, &opened), opened)
 }
 
-/// A whole answer as the events a stream of it would have been.
-fn completion_events(done: Completion) -> Vec<Result<BackendEvent>> {
-    let mut events = Vec::with_capacity(done.content.len() + 3);
-    for (i, block) in done.content.into_iter().enumerate() {
-        let index = u32::try_from(i).unwrap_or(u32::MAX);
-        match block {
-            OutputBlock::ToolUse { id, name, input } => {
-                events.push(BackendEvent::ToolUseStart { index, id, name });
-                events.push(BackendEvent::ToolUseDelta {
-                    index,
-                    input_json: input.to_string(),
-                });
-            }
-            OutputBlock::Reasoning(ReasoningBlock::Text(r)) => {
-                events.push(BackendEvent::ReasoningDelta {
-                    index,
-                    delta: ReasoningDelta::Text(r.text),
-                });
-                if let Some(sig) = r.signature {
-                    events.push(BackendEvent::ReasoningDelta {
-                        index,
-                        delta: ReasoningDelta::Signature(sig),
-                    });
-                }
-            }
-            OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => {
-                events.push(BackendEvent::ReasoningDelta {
-                    index,
-                    delta: ReasoningDelta::Redacted(data),
-                });
-            }
-            OutputBlock::Text(text) => events.push(BackendEvent::TextDelta { index, text }),
-            OutputBlock::Citations(c) => {
-                events.push(BackendEvent::TextDelta {
-                    index,
-                    text: c.content.concat(),
-                });
-                for citation in c.citations {
-                    events.push(BackendEvent::CitationDelta { index, citation });
-                }
-            }
-        }
+/// Opens the attempt's stream and waits for its first event, until its first-token bound.
+async fn open_streamed(
+    exec: &Executor,
+    request: &GenerateRequest,
+    checkpoints: &[Checkpoint],
+    inflight: &mut InFlight<'_>,
+    bounds: OpenBounds,
+    span: &tracing::Span,
+) -> Opened {
+    let first = async {
+        let (backend, call) = exec.call(request, &inflight.attempt, checkpoints)?;
+        let mut events = crate::telemetry::span::within(span.clone(), backend.stream(call)).await?;
+        let first = events.next().await;
+        Ok((events, first))
+    };
+    match bounds.first_token.run(first).await {
+        Ok(opened) => opened,
+        Err(fired) => Err(inflight.timed_out(fired)),
     }
-    if let Some(trace) = done.guardrail_trace {
-        events.push(BackendEvent::GuardrailTrace(trace));
+}
+
+/// Notes when the attempt's own first event arrived (its TTFT), if it opened with one.
+fn first_event_now<'a>(mut inflight: InFlight<'a>, opened: &Opened) -> InFlight<'a> {
+    if matches!(opened, Ok((_, Some(Ok(_))))) {
+        inflight.first_event = Some(tokio::time::Instant::now());
     }
-    events.push(match done.model_response_fields {
-        Some(fields) => BackendEvent::StopWithFields(done.stop_reason, fields),
-        None => BackendEvent::Stop(done.stop_reason),
-    });
-    events.push(BackendEvent::Metadata {
-        usage: done.usage,
-        served_tier: done.served_tier,
-        invoked_model: done.invoked_model,
-    });
-    events.into_iter().map(Ok).collect()
+    inflight
 }
 
 fn produced_a_token(opened: &Opened) -> bool {
