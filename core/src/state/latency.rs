@@ -67,18 +67,8 @@ pub struct LatencyTrack {
 }
 
 impl LatencyTrack {
-    /// Records a first token after `ttft`, following `input_tokens` of new input.
-    pub fn record_ttft(&mut self, ttft: Duration, input_tokens: u32) {
-        let s = ttft.as_secs_f64();
-        self.ttft_ewma_s = Some(self.ttft_ewma_s.map_or(s, |e| e + ALPHA * (s - e)));
-        self.first_tokens.push(FirstToken {
-            after: ttft,
-            input_tokens,
-            cut: false,
-        });
-    }
-
-    /// Records a stream's longest gap between content deltas.
+    /// Records a stream's longest gap between content deltas (or, for a stream its learnt idle
+    /// limit cut, that limit: its gap was longer).
     pub fn record_longest_gap(&mut self, gap: Duration) {
         self.gaps.push(gap);
     }
@@ -92,11 +82,6 @@ impl LatencyTrack {
             input_tokens: 0,
             cut: true,
         });
-    }
-
-    /// A stream was cut by its learnt idle limit after `waited` of silence.
-    pub fn record_idle_cut(&mut self, waited: Duration) {
-        self.gaps.push(waited);
     }
 
     /// Records the moving averages of a successful attempt (its served tier's).
@@ -123,12 +108,6 @@ impl LatencyTrack {
         if let Some(gap) = speed.longest_gap {
             self.record_longest_gap(gap);
         }
-    }
-
-    /// Records what a successful attempt showed, sent and served at the same tier.
-    pub fn record(&mut self, speed: &AttemptSpeed) {
-        self.record_averages(speed);
-        self.record_samples(speed);
     }
 
     /// A success shows capacity is back: the throttle score starts again from zero.
@@ -239,6 +218,19 @@ fn quantile(samples: impl Iterator<Item = Duration>, q: f64) -> Option<(Duration
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl LatencyTrack {
+        /// A successful first token after `ttft`, following `input_tokens` of new input.
+        fn record_ttft(&mut self, ttft: Duration, input_tokens: u32) {
+            let speed = AttemptSpeed {
+                ttft: Some(ttft),
+                input_tokens,
+                ..AttemptSpeed::default()
+            };
+            self.record_averages(&speed);
+            self.record_samples(&speed);
+        }
+    }
 
     #[test]
     fn ewma_moves_toward_new_samples() {

@@ -527,7 +527,7 @@ impl State {
         use crate::types::TimeLimit as L;
         self.with_target(region, id, tier, |t| match limit {
             L::FirstToken | L::Answer => t.latency.record_first_token_cut(waited),
-            L::Idle => t.latency.record_idle_cut(waited),
+            L::Idle => t.latency.record_longest_gap(waited),
             L::Deadline => {}
         });
     }
