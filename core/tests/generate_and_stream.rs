@@ -101,6 +101,24 @@ async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
     );
 }
 
+/// Streams a request that answers text only: its deltas joined, and its response.
+async fn text_stream(
+    router: &laneway::Router,
+    req: GenerateRequest,
+) -> (String, Box<laneway::GenerateResponse>) {
+    let mut s = router.stream(req).await.unwrap();
+    let mut deltas = String::new();
+    let mut done = None;
+    while let Some(ev) = s.next().await {
+        match ev.unwrap() {
+            StreamEvent::TextDelta { text, .. } => deltas.push_str(&text),
+            StreamEvent::Completed(d) => done = Some(d),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    (deltas, done.expect("the stream completed"))
+}
+
 #[tokio::test]
 async fn sagemaker_tgi_and_openai_chat_generate_and_stream() {
     let emu = emulator().await;
@@ -117,20 +135,11 @@ async fn sagemaker_tgi_and_openai_chat_generate_and_stream() {
         assert_eq!(r.decision.tier, None);
         assert!(r.cost_usd > 0.0);
 
-        let mut s = router
-            .stream(GenerateRequest::user("hello").model(model).max_tokens(9))
-            .await
-            .unwrap();
-        let mut deltas = String::new();
-        let mut done = None;
-        while let Some(ev) = s.next().await {
-            match ev.unwrap() {
-                StreamEvent::TextDelta { text, .. } => deltas.push_str(&text),
-                StreamEvent::Completed(d) => done = Some(d),
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-        let done = done.unwrap();
+        let (deltas, done) = text_stream(
+            &router,
+            GenerateRequest::user("hello").model(model).max_tokens(9),
+        )
+        .await;
         assert_eq!(
             done.text(),
             deltas,
@@ -308,23 +317,13 @@ price = { input_per_1k = 0.0002, output_per_1k = 0.0006 }
             assert_eq!(r.decision.attempts_sent, 1);
         }
     }
-    let mut s = router
-        .stream(
-            GenerateRequest::user("hello")
-                .model("laneway-demo-llm")
-                .max_tokens(9),
-        )
-        .await
-        .unwrap();
-    let mut deltas = String::new();
-    let mut done = None;
-    while let Some(ev) = s.next().await {
-        match ev.unwrap() {
-            StreamEvent::TextDelta { text, .. } => deltas.push_str(&text),
-            StreamEvent::Completed(d) => done = Some(d),
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-    assert_eq!(done.unwrap().text(), deltas);
+    let (deltas, done) = text_stream(
+        &router,
+        GenerateRequest::user("hello")
+            .model("laneway-demo-llm")
+            .max_tokens(9),
+    )
+    .await;
+    assert_eq!(done.text(), deltas);
     emu.shutdown().await;
 }

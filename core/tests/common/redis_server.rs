@@ -16,6 +16,25 @@ fn binary() -> String {
     std::env::var("LANEWAY_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
 }
 
+/// Polls (bounded: 10 s) until a server started as another process listens on `port`. The
+/// process gives no other sign, so this waits on it, 20 ms between tries; no test measures
+/// this time.
+fn wait_for_port(port: u16) {
+    poll_until("redis-server to listen", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+}
+
+/// Asks `condition` of another process (each ask a connection or a `redis-cli` run) until it
+/// holds, 20 ms between asks; panics after `within`.
+fn poll_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !condition() {
+        assert!(Instant::now() < deadline, "waited {within:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 impl RedisServer {
     /// Starts a server without persistence and waits until it answers.
     pub fn start() -> Self {
@@ -48,11 +67,7 @@ impl RedisServer {
                 )
             });
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_port(self.port);
     }
 
     /// Kills the server (SIGKILL: no goodbye to clients).
@@ -144,11 +159,7 @@ impl ClusterNode {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {} ({e})", binary()));
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_port(self.port);
     }
 
     /// Kills the node (SIGKILL).
@@ -225,16 +236,12 @@ impl RedisCluster {
 
     /// Waits (bounded) until every running node says the cluster is ok.
     pub fn wait_ok(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self
-            .nodes
-            .iter()
-            .filter(|n| n.child.is_some())
-            .all(|n| n.cluster_state() == "ok")
-        {
-            assert!(Instant::now() < deadline, "the cluster never became ok");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        poll_until("the cluster to be ok", Duration::from_secs(30), || {
+            self.nodes
+                .iter()
+                .filter(|n| n.child.is_some())
+                .all(|n| n.cluster_state() == "ok")
+        });
     }
 
     /// The index of the node serving `key`'s slot.
