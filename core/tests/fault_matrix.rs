@@ -601,7 +601,7 @@ struct DefaultsRow {
     /// Failures by kind, each with the longest it took.
     failed: BTreeMap<String, (usize, Duration)>,
     /// Calls that paid the fault: an attempt of theirs failed in the faulty region, or a hedge
-    /// answered for it.
+    /// answered for its attempt there.
     paid: usize,
 }
 
@@ -638,7 +638,12 @@ async fn defaults_row(router: &Router, calls: usize, in_flight: usize) -> Defaul
                 row.latencies.push(latency);
                 let d = &done.decision;
                 let failed_there = d.failed_attempts.iter().any(|a| a.region == "us-east-1");
-                let hedged_away = d.hedge.as_ref().is_some_and(|h| h.hedge_won);
+                // A hedge won away from us-east-1, when the plan still put it first (not a
+                // hedge between healthy regions after its ejection).
+                let east_ejected = d.reasons.iter().any(|r| {
+                    matches!(r, laneway::Reason::TargetDemoted { region, health: laneway::BreakerView::RegionEjected, .. } if &**region == "us-east-1")
+                });
+                let hedged_away = !east_ejected && d.hedge.as_ref().is_some_and(|h| h.hedge_won);
                 row.paid += usize::from(failed_there || hedged_away);
             }
             Err(e) => {

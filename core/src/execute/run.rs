@@ -161,9 +161,12 @@ impl<'a> Run<'a> {
             .insert(self.limits.for_attempt(learned, observed, self.estimate.0))
     }
 
-    /// A hedge produced a first token while the first attempt, in `region`, had none: that
-    /// counts toward ejecting the region, as a stall in the making.
-    pub fn hedge_beat(&mut self, region: &str) {
+    /// The first attempt, in `region`, has no first token at its hedge delay (its target's
+    /// usual worst): that counts toward ejecting the region, as a stall in the making. Counted
+    /// when the hedge goes, not when it answers, so that attempts stalling together eject their
+    /// region before any of their calls ends and another is planned there; a success in the
+    /// region (the late attempt's own included) resets the count.
+    pub fn first_token_late(&mut self, region: &str) {
         let verdict = self
             .exec
             .state

@@ -578,6 +578,7 @@ pub(super) fn run(
                     Either::Left((done, _)) => done,
                     Either::Right(((), primary)) => {
                         // A late first token may be the region's fault: hedge elsewhere first.
+                        run.first_token_late(&primary_region);
                         run.defer_region(&primary_region);
                         match run.next_attempt().await {
                         None => primary.await,
@@ -593,10 +594,7 @@ pub(super) fn run(
                                     if let Err(e) = into_parts(a.1) { run.record_failed(a.0, e); }
                                     (hedge.await, true)
                                 }
-                                Either::Right((b, _loser)) if produced_a_token(&b.1) => {
-                                    run.hedge_beat(&primary_region);
-                                    (b, true)
-                                }
+                                Either::Right((b, _loser)) if produced_a_token(&b.1) => (b, true),
                                 Either::Right((b, primary)) => {
                                     if let Err(e) = into_parts(b.1) { run.record_failed(b.0, e); }
                                     (primary.await, false)

@@ -643,8 +643,8 @@ impl State {
         self.outliers.know_regions(regions);
     }
 
-    /// An attempt in `region` stalled, reset, timed out or met a server error, or lost a
-    /// hedge without a first token: it counts toward ejecting the region (`routing.outlier`).
+    /// An attempt in `region` stalled, reset, timed out or met a server error, or had no first
+    /// token at its hedge delay: it counts toward ejecting the region (`routing.outlier`).
     pub fn record_regional_failure(&self, now: Instant, region: &str) -> Option<outlier::Ejection> {
         self.outliers.record_failure(now, region)
     }
