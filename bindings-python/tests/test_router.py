@@ -140,14 +140,20 @@ async def test_a_thousand_concurrent_requests():
     scenario = os.path.join(os.path.dirname(__file__), "many.toml")
     with Emulator(scenario=scenario) as emu:
         router = laneway.Router(**emu.router_kwargs())
-        # Several rounds: completions racing the event loop's wake-ups must never be lost.
-        for round in range(3):
+        # Several rounds: completions racing the event loop's wake-ups must never be lost, and
+        # the hedges a burst's late first tokens send (to us-west-2, which this emulator
+        # refuses) must not eject the only region answering.
+        sent = 0
+        for round in range(1, 4):
             results = await asyncio.wait_for(
                 asyncio.gather(*(router.generate(f"Question {i}", model="amazon.nova-lite-v1:0", max_tokens=4) for i in range(1000))),
                 timeout=60,
             )
             assert len(results) == 1000 and all(r.text for r in results)
-        assert sum(r["ok"] for r in emu.counters()) == 3000
+            sent += sum(r.decision.attempts_sent for r in results)
+            # Every call answered once; a hedge's loser may have finished too.
+            ok = sum(r["ok"] for r in emu.counters())
+            assert 1000 * round <= ok <= sent, (ok, sent)
 
 
 def test_the_router_works_in_a_forked_child(router):

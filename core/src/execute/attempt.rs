@@ -250,7 +250,11 @@ impl<'a> InFlight<'a> {
             }
         }
         let verdict = if super::run::region_is_unhealthy(err.kind()) {
-            self.state.record_regional_failure(now, a.target.region())
+            self.state.record_regional_failure(
+                now,
+                a.target.region(),
+                crate::state::outlier::Evidence::Failed,
+            )
         } else {
             None
         };

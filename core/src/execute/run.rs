@@ -8,6 +8,7 @@ use super::{Clock, Executor};
 use crate::backend::Completion;
 use crate::config::QuotaTerms;
 use crate::plan::{tier, Plan};
+use crate::state::outlier::Evidence;
 use crate::state::Observations;
 use crate::types::{Attempt, OverflowCause, Reason};
 use crate::types::{Error, FailedAttempt, TimeLimit};
@@ -162,15 +163,25 @@ impl<'a> Run<'a> {
     }
 
     /// The first attempt, in `region`, has no first token at its hedge delay (its target's
-    /// usual worst): that counts toward ejecting the region, as a stall in the making. Counted
-    /// when the hedge goes, not when it answers, so that attempts stalling together eject their
-    /// region before any of their calls ends and another is planned there; a success in the
-    /// region (the late attempt's own included) resets the count.
+    /// usual worst): a suspicion that counts toward ejecting the region, counted when the hedge
+    /// goes so that attempts stalling together reach the run before any of their calls ends;
+    /// it ejects only once [`Run::hedge_answered_first`] or a failure confirms it. A success
+    /// in the region (the late attempt's own included) resets the count.
     pub fn first_token_late(&mut self, region: &str) {
+        self.judge_region(region, Evidence::Late);
+    }
+
+    /// The hedge of a late first attempt in `region` produced a token first: the suspicion
+    /// [`Run::first_token_late`] counted is confirmed.
+    pub fn hedge_answered_first(&mut self, region: &str) {
+        self.judge_region(region, Evidence::LateConfirmed);
+    }
+
+    fn judge_region(&mut self, region: &str, evidence: Evidence) {
         let verdict = self
             .exec
             .state
-            .record_regional_failure(Instant::now(), region);
+            .record_regional_failure(Instant::now(), region, evidence);
         self.note_region(region, verdict);
     }
 

@@ -594,7 +594,10 @@ pub(super) fn run(
                                     if let Err(e) = into_parts(a.1) { run.record_failed(a.0, e); }
                                     (hedge.await, true)
                                 }
-                                Either::Right((b, _loser)) if produced_a_token(&b.1) => (b, true),
+                                Either::Right((b, _loser)) if produced_a_token(&b.1) => {
+                                    run.hedge_answered_first(&primary_region);
+                                    (b, true)
+                                }
                                 Either::Right((b, primary)) => {
                                     if let Err(e) = into_parts(b.1) { run.record_failed(b.0, e); }
                                     (primary.await, false)

@@ -645,8 +645,13 @@ impl State {
 
     /// An attempt in `region` stalled, reset, timed out or met a server error, or had no first
     /// token at its hedge delay: it counts toward ejecting the region (`routing.outlier`).
-    pub fn record_regional_failure(&self, now: Instant, region: &str) -> Option<outlier::Ejection> {
-        self.outliers.record_failure(now, region)
+    pub fn record_regional_failure(
+        &self,
+        now: Instant,
+        region: &str,
+        evidence: outlier::Evidence,
+    ) -> Option<outlier::Ejection> {
+        self.outliers.record_failure(now, region, evidence)
     }
 
     /// An attempt failed in a way that counts against the target.

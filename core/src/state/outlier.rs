@@ -5,6 +5,12 @@
 //!
 //! A breaker learns one target at a time: after a regional endpoint stalls, each of its other
 //! targets would still be tried (and cost a time limit) before its own breaker opened.
+//!
+//! A first token late enough to send a hedge is only a suspicion: it counts toward the run of
+//! failures, so attempts stalling together reach it before any of them ends, but it ejects
+//! nothing until a failure confirms it (the hedge answering first from elsewhere, a time limit,
+//! a reset). A load spike makes many first tokens late at once and their first attempts then
+//! answer: a success ends the run, and the only region that was answering stays.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -21,6 +27,18 @@ struct RegionHealth {
     ejected_until: Option<Instant>,
     /// Ejections in a row: the next lasts `base_ejection` times one more than this.
     ejections: u32,
+}
+
+/// What an attempt showed of its region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// It stalled, reset, timed out or met a server error.
+    Failed,
+    /// Its first token was late enough to send a hedge: counted, never ejecting by itself.
+    Late,
+    /// A late attempt counted already was beaten by its hedge: ejects when the run is long
+    /// enough, without counting the attempt twice.
+    LateConfirmed,
 }
 
 /// What recording a failure did.
@@ -83,10 +101,15 @@ impl Outliers {
         }
     }
 
-    /// An attempt in `region` stalled, reset, timed out or met a server error at `now`; the
-    /// region is ejected when that makes `consecutive_failures` in a row and the share of
-    /// regions ejected allows it.
-    pub fn record_failure(&self, now: Instant, region: &str) -> Option<Ejection> {
+    /// What an attempt in `region` showed at `now`; the region is ejected when a failure (not
+    /// a late first token alone) makes `consecutive_failures` in a row and the share of regions
+    /// ejected allows it.
+    pub fn record_failure(
+        &self,
+        now: Instant,
+        region: &str,
+        evidence: Evidence,
+    ) -> Option<Ejection> {
         let c = &self.config;
         if !c.enabled {
             return None;
@@ -101,8 +124,10 @@ impl Outliers {
         if h.ejected_until.is_some_and(|u| u > now) {
             return None; // attempts sent before the ejection, ending now
         }
-        h.consecutive += 1;
-        if h.consecutive < c.consecutive_failures {
+        if evidence != Evidence::LateConfirmed {
+            h.consecutive += 1;
+        }
+        if evidence == Evidence::Late || h.consecutive < c.consecutive_failures {
             return None;
         }
         // Never every region: a fault everywhere is not an outlier.
@@ -156,13 +181,13 @@ mod tests {
         let o = outliers();
         let now = Instant::now();
         o.know_regions(["us-east-1", "us-west-2", "eu-west-1"]);
-        o.record_failure(now, "us-east-1");
-        o.record_failure(now, "us-east-1");
+        o.record_failure(now, "us-east-1", Evidence::Failed);
+        o.record_failure(now, "us-east-1", Evidence::Failed);
         o.record_success("us-east-1");
-        o.record_failure(now, "us-east-1");
-        o.record_failure(now, "us-east-1");
+        o.record_failure(now, "us-east-1", Evidence::Failed);
+        o.record_failure(now, "us-east-1", Evidence::Failed);
         assert!(!o.is_ejected(now, "us-east-1"));
-        let third = o.record_failure(now, "us-east-1");
+        let third = o.record_failure(now, "us-east-1", Evidence::Failed);
         let base = OutlierConfig::default().base_ejection;
         assert_eq!(
             third,
@@ -176,10 +201,10 @@ mod tests {
         // Back, and failing again at once: ejected for twice as long.
         let later = now + base;
         for _ in 0..2 {
-            o.record_failure(later, "us-east-1");
+            o.record_failure(later, "us-east-1", Evidence::Failed);
         }
         assert_eq!(
-            o.record_failure(later, "us-east-1"),
+            o.record_failure(later, "us-east-1", Evidence::Failed),
             Some(Ejection::Ejected {
                 length: base * 2,
                 failures: 3
@@ -196,7 +221,7 @@ mod tests {
         let mut outcomes = Vec::new();
         for r in regions {
             for _ in 0..3 {
-                if let Some(e) = o.record_failure(now, r) {
+                if let Some(e) = o.record_failure(now, r, Evidence::Failed) {
                     outcomes.push(e);
                 }
             }
@@ -210,8 +235,36 @@ mod tests {
         // One region alone is never ejected.
         let lone = outliers();
         for _ in 0..10 {
-            lone.record_failure(now, "us-east-1");
+            lone.record_failure(now, "us-east-1", Evidence::Failed);
         }
         assert!(!lone.is_ejected(now, "us-east-1"));
+    }
+
+    #[test]
+    fn late_first_tokens_eject_only_once_a_failure_confirms_them() {
+        let o = outliers();
+        let now = Instant::now();
+        o.know_regions(["us-east-1", "us-west-2"]);
+        // A load spike: many late first tokens at once, then their attempts answer.
+        for _ in 0..10 {
+            assert_eq!(o.record_failure(now, "us-east-1", Evidence::Late), None);
+        }
+        assert!(!o.is_ejected(now, "us-east-1"));
+        o.record_success("us-east-1");
+        assert_eq!(
+            o.record_failure(now, "us-east-1", Evidence::LateConfirmed),
+            None
+        );
+        assert!(!o.is_ejected(now, "us-east-1"));
+        // A stall: late first tokens pile up, and the first hedge answering ejects at once.
+        for _ in 0..3 {
+            o.record_failure(now, "us-east-1", Evidence::Late);
+        }
+        let confirmed = o.record_failure(now, "us-east-1", Evidence::LateConfirmed);
+        assert!(
+            matches!(confirmed, Some(Ejection::Ejected { failures: 3, .. })),
+            "{confirmed:?}"
+        );
+        assert!(o.is_ejected(now, "us-east-1"));
     }
 }
