@@ -259,3 +259,82 @@ pub fn metrics_table(m: &laneway::telemetry::MetricsSnapshot) -> String {
     }
     out
 }
+
+/// The shadow-mode report: per family, what routing would have chosen and saved, and per cell
+/// the feedback on the served calls.
+pub fn shadow_table(report: &laneway::telemetry::shadow::ShadowReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if report.families.is_empty() {
+        out.push_str("no family in shadow mode has answered a call (set router = { shadow = true } on a family)\n");
+        return out;
+    }
+    for (name, f) in &report.families {
+        let served = f
+            .served
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map_or("", |(v, _)| v.as_str());
+        let _ = writeln!(
+            out,
+            "family {name}: {} calls served by {served}; routed, they would have cost ${:.6} instead of ${:.6} ({:+.1}%)",
+            f.calls,
+            f.would_usd,
+            f.served_usd,
+            -f.saving() * 100.0
+        );
+        for (variant, n) in &f.would_choose {
+            let _ = writeln!(
+                out,
+                "  routing would choose {variant:<46} {n:>7} calls ({:.1}%)",
+                *n as f64 / f.calls.max(1) as f64 * 100.0
+            );
+        }
+        let (moved, good, bad) = f.moved(served);
+        if good + bad > 0 {
+            let _ = writeln!(
+                out,
+                "  cells routing would move: {moved} calls; feedback there says {served} answered {good} of {} well ({:.1}%)",
+                good + bad,
+                good as f64 / (good + bad) as f64 * 100.0
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  cells routing would move: {moved} calls; no feedback yet (Router::feedback, finish_task)"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>7} {:>12} {:>12} {:>8} {:>10}  would choose",
+            "cell", "calls", "served $", "routed $", "saving", "feedback"
+        );
+        for (cell, c) in &f.cells {
+            let saving = if c.served_usd > 0.0 {
+                format!("{:+.0}%", (c.would_usd / c.served_usd - 1.0) * 100.0)
+            } else {
+                "-".into()
+            };
+            let feedback = if c.good + c.bad > 0 {
+                format!("{}/{} good", c.good, c.good + c.bad)
+            } else {
+                "-".into()
+            };
+            let choices: Vec<String> = c
+                .would_choose
+                .iter()
+                .map(|(v, n)| format!("{v} {n}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {cell:<12} {:>7} {:>12.6} {:>12.6} {saving:>8} {feedback:>10}  {}",
+                c.calls,
+                c.served_usd,
+                c.would_usd,
+                choices.join(", ")
+            );
+        }
+    }
+    out.push_str("routed cost prices each served call's tokens at the would-be variant's prices; quality on the cheaper variants is not measured in shadow mode\n");
+    out
+}

@@ -17,6 +17,19 @@ pub enum RouterCommand {
     Eval(EvalArgs),
     /// Prints the loss threshold that meets a target on the data.
     Calibrate(CalibrateArgs),
+    /// Prints what families in shadow mode (`router = { shadow = true }`) would have done
+    /// routed, from a metrics JSON file (`Router::metrics()` or `Router::shadow_report()`
+    /// serialised; `-` reads standard input).
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The JSON file: a metrics snapshot with a `shadow` section, or a shadow report.
+    file: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Where the data comes from and how to read it.
@@ -78,6 +91,8 @@ pub struct TrainArgs {
     seed: u64,
     #[command(flatten)]
     training: TrainingArgs,
+    #[command(flatten)]
+    operating: OperatingArgs,
 }
 
 /// How to train (`router train`, and `router eval --leave-one-source-out`).
@@ -87,10 +102,27 @@ pub struct TrainingArgs {
     #[arg(long, default_value_t = 15)]
     bits: u32,
     /// Inverse regularisation strength.
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = TrainOptions::default().c)]
     c: f64,
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = TrainOptions::default().steps)]
     steps: usize,
+    /// Leave out the static sentence vector (the MiniLM token table).
+    #[arg(long)]
+    no_embedding: bool,
+    /// Read the hashed word counts too (they fit the training sources' vocabulary and, held
+    /// out, routed worse).
+    #[arg(long)]
+    words: bool,
+    /// Weigh every row alike, not every source alike.
+    #[arg(long)]
+    no_source_balance: bool,
+    /// Score the weakest variant by the difference of the two variants' heads, not by a gap
+    /// head (P(only the strongest answers well)).
+    #[arg(long)]
+    no_gap: bool,
+    /// Read every dense feature (shape and cue-word counts), not only the prompt's length.
+    #[arg(long)]
+    all_dense: bool,
 }
 
 impl TrainingArgs {
@@ -101,6 +133,11 @@ impl TrainingArgs {
             steps: self.steps,
             seed,
             trained_on,
+            embedding: !self.no_embedding,
+            words: self.words,
+            balance_sources: !self.no_source_balance,
+            gap: !self.no_gap,
+            length_only: !self.all_dense,
             ..TrainOptions::default()
         }
     }
@@ -127,6 +164,20 @@ pub struct EvalArgs {
     /// Training options for --leave-one-source-out (as `router train`).
     #[command(flatten)]
     training: TrainingArgs,
+    #[command(flatten)]
+    operating: OperatingArgs,
+}
+
+/// Where the router's default threshold sits and what a call costs.
+#[derive(Debug, Args)]
+pub struct OperatingArgs {
+    /// The quality loss (0..1, against always the strongest variant) the default threshold
+    /// is chosen within, as a family's `quality_loss_budget`.
+    #[arg(long, default_value_t = eval::DEFAULT_QUALITY_LOSS_BUDGET)]
+    quality_loss_budget: f64,
+    /// A call to the weak variant costs this share of one to the strong (for "cost saved").
+    #[arg(long, default_value_t = eval::DEFAULT_COST_RATIO)]
+    cost_ratio: f64,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +199,7 @@ pub fn run(cmd: RouterCommand) -> Result<()> {
         RouterCommand::Train(a) => train_cmd(a),
         RouterCommand::Eval(a) => eval_cmd(a),
         RouterCommand::Calibrate(a) => calibrate_cmd(a),
+        RouterCommand::Report(a) => report_cmd(a),
     }
 }
 
@@ -181,9 +233,42 @@ fn train_cmd(a: TrainArgs) -> Result<()> {
         ),
     );
     let mut model = train(&rows, &opts)?;
+    // What each share of strong calls costs in quality, measured on data the model did not
+    // see: each source held out in turn when there are several, else the held-out split.
+    let eval_opts = eval::Options {
+        seed: a.seed,
+        default_share: None,
+        cost_ratio: a.operating.cost_ratio,
+    };
+    let by_source = all.by_capability_order().sources().len();
+    if by_source >= 2 {
+        eprintln!(
+            "measuring held-out quality by share: each of {by_source} sources held out in turn ..."
+        );
+        let found =
+            eval::leave_one_source_out(&all, &opts, &eval_opts, a.operating.quality_loss_budget)?;
+        print_held_out_by_source(&found, &eval_opts);
+        model.info.quality_lost_by_share = found.mean_curve().iter().map(|x| *x as f32).collect();
+        eval::set_blend(&mut model, found.model_weight, found.novelty_threshold);
+        model.info.quality_lost_measured_on = format!(
+            "leave-one-source-out over {} (each source alike; the heads' weakest and strongest variants)",
+            found.curves.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    } else if split == Split::Train {
+        let held = all.split(Split::HeldOut);
+        model.info.quality_lost_by_share = eval::quality_lost_by_share(&held, &model)?
+            .iter()
+            .map(|x| *x as f32)
+            .collect();
+        model.info.quality_lost_measured_on = "the 20% held-out split".into();
+    }
     if split == Split::Train {
         let held = all.split(Split::HeldOut);
-        let summary = eval::evaluate(&held, &model, a.seed)?;
+        let options = eval::Options {
+            default_share: model.share_for_quality_loss(a.operating.quality_loss_budget as f32),
+            ..eval_opts.clone()
+        };
+        let summary = eval::evaluate_with(&held, &model, &options)?;
         print_summary(&summary);
         model.info.held_out = Some(summary.without_curves());
     }
@@ -199,7 +284,12 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
     }
     let model = load_model(&a.model)?;
     let data = a.data.load(Split::HeldOut)?;
-    let summary = eval::evaluate(&data, &model, a.seed)?;
+    let options = eval::Options {
+        seed: a.seed,
+        default_share: model.share_for_quality_loss(a.operating.quality_loss_budget as f32),
+        cost_ratio: a.operating.cost_ratio,
+    };
+    let summary = eval::evaluate_with(&data, &model, &options)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -211,17 +301,26 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
 fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
     let data = a.data.load(Split::All)?;
     let opts = a.training.options(a.seed, String::new());
-    let sections = eval::leave_one_source_out(&data, &opts, a.seed)?;
+    let eval_opts = eval::Options {
+        seed: a.seed,
+        default_share: None,
+        cost_ratio: a.operating.cost_ratio,
+    };
+    let found =
+        eval::leave_one_source_out(&data, &opts, &eval_opts, a.operating.quality_loss_budget)?;
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "sections": sections }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&found)?);
         return Ok(());
     }
+    print_held_out_by_source(&found, &eval_opts);
+    Ok(())
+}
+
+/// The leave-one-source-out tables: the curves' summaries, then the default threshold.
+fn print_held_out_by_source(found: &eval::HeldOutBySource, opts: &eval::Options) {
     println!("each source held out in turn (trained on the others), then in distribution:\n");
     println!(
-        "{:<18} {:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9} {:>8}",
+        "{:<18} {:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9} {:>8} {:>10}",
         "held out",
         "rows",
         "weak",
@@ -232,9 +331,10 @@ fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
         "length",
         "vs length",
         "CPT(50%)",
-        "novelty"
+        "novelty",
+        "blend"
     );
-    for s in &sections {
+    for s in &found.sections {
         let apgr = |name: &str| s.router(name).map_or(f64::NAN, |r| r.apgr);
         let cpt = s.router("laneway").map_or(f64::NAN, |r| r.cpt50);
         let novelty = match s.novelty {
@@ -242,7 +342,7 @@ fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
             None => "-".into(),
         };
         println!(
-            "{:<18} {:>6} {:>6.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>+10.3} {:>8.1}% {:>8}",
+            "{:<18} {:>6} {:>6.3} {:>7.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>+10.3} {:>8.1}% {:>8} {:>10}",
             s.name,
             s.rows,
             s.weak_quality,
@@ -253,11 +353,59 @@ fn leave_one_source_out_cmd(a: &EvalArgs) -> Result<()> {
             apgr("prompt-length"),
             apgr("laneway") - apgr("prompt-length"),
             cpt * 100.0,
-            novelty
+            novelty,
+            s.blend
+                .map_or("-".into(), |(w, t)| format!("{w:.1} / {t:.1}"))
         );
     }
+    println!("\nblend: the model's weight against prompt length / the novelty above which length alone routes, chosen on the other sources");
     println!("\nlaneway: as routed (* novelty above {}: the prompt-length fallback); model: the model's scores alone", eval::NOVELTY_THRESHOLD);
-    Ok(())
+    println!(
+        "\nat the default threshold (the smallest share of training prompts to strong whose mean held-out loss over the \
+         other sources is within {:.3}; in distribution, over all of them: {:.0}%), a weak call costing {:.2} of a strong one:\n",
+        found.budget,
+        found.default_share * 100.0,
+        opts.cost_ratio
+    );
+    print_operating_header();
+    for s in &found.sections {
+        print_operating_row(s);
+    }
+}
+
+fn print_operating_header() {
+    println!(
+        "{:<18} {:>9} {:>9} {:>8} {:>8} {:>9} {:>10} {:>11} {:>11} {:>11}",
+        "rows of",
+        "threshold",
+        "to strong",
+        "quality",
+        "best one",
+        "lost",
+        "cost saved",
+        "random lost",
+        "length lost",
+        "vs length"
+    );
+}
+
+fn print_operating_row(s: &eval::Section) {
+    let Some(p) = &s.at_default else {
+        return;
+    };
+    println!(
+        "{:<18} {:>8.0}% {:>8.1}% {:>8.3} {:>8.3} {:>+9.3} {:>9.1}% {:>+11.3} {:>+11.3} {:>+11.3}",
+        s.name,
+        p.training_share * 100.0,
+        p.strong_share * 100.0,
+        p.quality,
+        s.weak_quality.max(s.strong_quality),
+        p.quality_lost,
+        p.cost_saved * 100.0,
+        p.random_quality_lost,
+        p.length_quality_lost,
+        p.length_quality_lost - p.quality_lost
+    );
 }
 
 fn calibrate_cmd(a: CalibrateArgs) -> Result<()> {
@@ -277,8 +425,8 @@ fn calibrate_cmd(a: CalibrateArgs) -> Result<()> {
         .iter()
         .filter_map(|r| {
             let (w, s) = (r.outcomes[0]?, r.outcomes[data.variants.len() - 1]?);
-            let p = model.probabilities(&r.prompt);
-            Some((p[strong] - p[weak], w, s))
+            let scored = model.score(&r.prompt);
+            Some((scored.loss(weak, strong), w, s))
         })
         .collect();
     if scored.is_empty() {
@@ -356,6 +504,18 @@ fn print_summary(s: &Summary) {
                 }
             );
         }
+        if let Some(p) = &section.at_default {
+            println!(
+                "  at the default threshold ({:.0}% of training prompts to strong): {:.1}% to strong, quality {:.3}, lost {:+.3} (random at that share {:+.3}, length {:+.3}), cost saved {:.1}%",
+                p.training_share * 100.0,
+                p.strong_share * 100.0,
+                p.quality,
+                p.quality_lost,
+                p.random_quality_lost,
+                p.length_quality_lost,
+                p.cost_saved * 100.0
+            );
+        }
         println!(
             "  {:<14} {:>6} {:>8} {:>8}",
             "router", "APGR", "CPT(50%)", "CPT(80%)"
@@ -385,4 +545,33 @@ fn print_summary(s: &Summary) {
             }
         }
     }
+}
+
+fn report_cmd(a: ReportArgs) -> Result<()> {
+    use laneway::telemetry::shadow::ShadowReport;
+    let text = if a.file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(&a.file)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", a.file.display()))?
+    };
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", a.file.display()))?;
+    let shadow = value.get("shadow").cloned().unwrap_or(value);
+    let report: ShadowReport = if shadow.as_object().is_some_and(|o| o.is_empty()) {
+        ShadowReport::default()
+    } else {
+        serde_json::from_value(shadow).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: neither a metrics snapshot with a shadow section nor a shadow report: {e}",
+                a.file.display()
+            )
+        })?
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    print!("{}", crate::report::shadow_table(&report));
+    Ok(())
 }

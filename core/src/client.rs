@@ -86,6 +86,7 @@ impl Router {
             // Calls of models asked for by name teach no router: not an error for a task.
             if let Ok(call) = crate::types::CallRef::parse(&id) {
                 if call.cell.is_some() {
+                    self.shadow_feedback(&call, success);
                     let _ = self.exec.planner.feedback(&call, success);
                 }
             }
@@ -113,7 +114,33 @@ impl Router {
     pub fn feedback(&self, call_id: &str, good: bool) -> Result<()> {
         crate::failpoint::check("feedback");
         let call = crate::types::CallRef::parse(call_id)?;
-        self.exec.planner.feedback(&call, good)
+        self.exec.planner.feedback(&call, good)?;
+        self.shadow_feedback(&call, good);
+        Ok(())
+    }
+
+    /// Feedback on a call of a family in shadow mode joins its cell's shadow figures.
+    fn shadow_feedback(&self, call: &crate::types::CallRef<'_>, good: bool) {
+        if let (Some(family), Some(cell)) = (call.family, call.cell) {
+            self.exec.telemetry.shadow.feedback(family, cell, good);
+        }
+    }
+
+    /// What the families in shadow mode (`router = { shadow = true }`) would have done
+    /// routed: per family and cell, the calls, the variant routing would have chosen, the cost
+    /// served and the cost routed (the served tokens at the would-be variant's prices), and the
+    /// feedback on the served calls. Also in [`Router::metrics`]; `laneway router report`
+    /// prints it.
+    ///
+    /// ```no_run
+    /// # fn show(router: laneway::Router) {
+    /// for (family, f) in &router.shadow_report().families {
+    ///     println!("{family}: {} calls, routing would save {:.0}%", f.calls, f.saving() * 100.0);
+    /// }
+    /// # }
+    /// ```
+    pub fn shadow_report(&self) -> crate::telemetry::shadow::ShadowReport {
+        self.exec.telemetry.shadow.report()
     }
 
     /// What the family routers have learned from feedback: per family, each cell (task kind

@@ -13,6 +13,7 @@ or a git directory of the repository and a commit, read with `git show COMMIT:ev
     python3 data/mmlupro/derive.py --git /path/to/MMLU-Pro/.git f418b116db00b065c2aea046518d8fcf74d39872
 """
 
+import gzip
 import io
 import json
 import pathlib
@@ -96,8 +97,9 @@ def main(args: list) -> None:
                 raise SystemExit(f"question {qid}, {name}: pred {r['pred']!r} is not {found!r}")
             # No letter in the output: the file's `pred` is a placeholder ("G"), counted wrong.
             row["outcomes"][name] = found is not None and r["pred"] == r["answer"]
-    out = pathlib.Path(__file__).with_name("mmlupro.jsonl")
-    with out.open("w") as f:
+    out = pathlib.Path(__file__).with_name("mmlupro.jsonl.gz")
+    # mtime 0 and no file name in the header: the same rows give the same bytes.
+    with out.open("wb") as file, gzip.GzipFile(filename="", mode="wb", fileobj=file, mtime=0) as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:
         for qid in sorted(rows):
             row = rows[qid]
             if len(row["outcomes"]) != len(MODELS):

@@ -85,16 +85,26 @@ impl Dataset {
         let mut raw: Vec<RawRow> = Vec::new();
         for path in paths {
             let source = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
+                .file_name()
+                .map(|s| s.to_string_lossy())
+                .map(|s| {
+                    let s = s.strip_suffix(".gz").unwrap_or(&s);
+                    match s.rsplit_once('.') {
+                        Some((stem, _)) if !path.is_dir() => stem.to_string(),
+                        _ => s.to_string(),
+                    }
+                })
                 .unwrap_or_default();
             for file in files_of(path)? {
-                let text = std::fs::read_to_string(&file).map_err(|e| ClassifierError::Io {
-                    path: file.display().to_string(),
-                    reason: e.to_string(),
-                })?;
+                let text = read_text(&file)?;
                 let name = file.display().to_string();
-                let is_jsonl = file
+                // `x.jsonl.gz` is read as `x.jsonl`.
+                let inner = if file.extension().is_some_and(|e| e == "gz") {
+                    file.with_extension("")
+                } else {
+                    file.clone()
+                };
+                let is_jsonl = inner
                     .extension()
                     .is_some_and(|e| e == "jsonl" || e == "json");
                 let rows = if is_jsonl {
@@ -218,6 +228,25 @@ struct RawRow {
     prompt: String,
     outcomes: BTreeMap<String, bool>,
     source: String,
+}
+
+/// A data file's text; a `.gz` file is gunzipped.
+fn read_text(file: &Path) -> Result<String, ClassifierError> {
+    let io = |e: std::io::Error| ClassifierError::Io {
+        path: file.display().to_string(),
+        reason: e.to_string(),
+    };
+    let bytes = std::fs::read(file).map_err(io)?;
+    if file.extension().is_some_and(|e| e == "gz") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .map_err(io)?;
+        return Ok(text);
+    }
+    String::from_utf8(bytes).map_err(|e| ClassifierError::Io {
+        path: file.display().to_string(),
+        reason: format!("not UTF-8 text: {e}"),
+    })
 }
 
 fn files_of(path: &Path) -> Result<Vec<PathBuf>, ClassifierError> {

@@ -480,6 +480,17 @@ fn dense(scanned: &str, n: Counts, total_chars: u32) -> [f32; DENSE] {
 /// Prompts longer than twice this many bytes are read at their start and their end only.
 const WINDOW: usize = 2048;
 
+/// The parts of a prompt the classifier reads: all of it, or of a prompt over twice
+/// [`WINDOW`] bytes its first and last [`WINDOW`] bytes (cut at character boundaries).
+pub(crate) fn windows(prompt: &str) -> (&str, Option<&str>) {
+    if prompt.len() <= 2 * WINDOW {
+        return (prompt, None);
+    }
+    let head = &prompt[..prompt.floor_char_boundary(WINDOW)];
+    let tail = &prompt[prompt.ceil_char_boundary(prompt.len() - WINDOW)..];
+    (head, Some(tail))
+}
+
 /// Walks a prompt's words and dense features, calling `word` with each word's bucket; returns
 /// the dense features and the number of words walked.
 ///
@@ -488,12 +499,10 @@ const WINDOW: usize = 2048;
 /// length. Its length feature still counts every character.
 fn walk(prompt: &str, bits: u32, mut word: impl FnMut(u32)) -> ([f32; DENSE], u32) {
     let mask = (1u64 << bits) - 1;
-    if prompt.len() <= 2 * WINDOW {
+    let (head, Some(tail)) = windows(prompt) else {
         let n = scan(prompt, mask, &mut word);
         return (dense(prompt, n, n.chars), n.words);
-    }
-    let head = &prompt[..prompt.floor_char_boundary(WINDOW)];
-    let tail = &prompt[prompt.ceil_char_boundary(prompt.len() - WINDOW)..];
+    };
     let n = scan(head, mask, &mut word).add(scan(tail, mask, &mut word));
     let total_chars = prompt.chars().count() as u32;
     // Answer options, if any, come at the end.

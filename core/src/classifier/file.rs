@@ -14,6 +14,9 @@ pub const FORMAT_VERSION: u16 = 1;
 struct Header {
     variants: Vec<String>,
     info: ModelInfo,
+    /// A gap head follows the variants' heads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    gap: bool,
 }
 
 fn corrupt(why: impl Into<String>) -> ClassifierError {
@@ -26,6 +29,7 @@ impl Classifier {
         let header = serde_json::to_vec(&Header {
             variants: self.heads.iter().map(|h| h.variant.clone()).collect(),
             info: self.info.clone(),
+            gap: self.gap.is_some(),
         })
         .expect("the header serialises");
         let mut out = Vec::with_capacity(
@@ -40,7 +44,7 @@ impl Classifier {
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&(header.len() as u32).to_le_bytes());
         out.extend_from_slice(&header);
-        for h in &self.heads {
+        for h in self.heads.iter().chain(&self.gap) {
             out.extend_from_slice(&h.bias.to_le_bytes());
             for w in &h.weights {
                 out.extend_from_slice(&w.to_le_bytes());
@@ -76,7 +80,14 @@ impl Classifier {
             .ok_or_else(|| corrupt("the header is longer than the file"))?;
         let header: Header =
             serde_json::from_slice(header_bytes).map_err(|e| corrupt(format!("header: {e}")))?;
-        let info = header.info;
+        let mut info = header.info;
+        if let Some(b) = &mut info.blend {
+            // Out of range is refused below, unchanged.
+            let weight = b.model_weight;
+            if (0.0..=1.0).contains(&weight) {
+                b.set_weight(weight);
+            }
+        }
         if info.features != super::FEATURES_VERSION {
             return Err(ClassifierError::Features {
                 found: info.features,
@@ -104,15 +115,39 @@ impl Classifier {
         if header.variants.len() < 2 {
             return Err(corrupt("a model needs at least two variants"));
         }
-        let per_head = (1usize << info.bits) + DENSE;
+        let embedding_dims = match &info.embedding {
+            None => 0,
+            Some(e) => {
+                let table = super::StaticTable::builtin();
+                if e.table != format!("{:016x}", table.id()) {
+                    return Err(ClassifierError::Table {
+                        found: e.table.clone(),
+                        shipped: format!("{:016x}", table.id()),
+                    });
+                }
+                if e.dims() != table.dims() || e.std.len() != e.dims() {
+                    return Err(corrupt(format!(
+                        "an embedding block of {} means and {} deviations for a table of {} dimensions",
+                        e.dims(),
+                        e.std.len(),
+                        table.dims()
+                    )));
+                }
+                if !e.mean.iter().chain(&e.std).all(|x| x.is_finite()) {
+                    return Err(corrupt("the embedding block holds a non-finite number"));
+                }
+                e.dims()
+            }
+        };
+        let per_head = (1usize << info.bits) + DENSE + embedding_dims;
         let mut rest = &body[14 + header_len..];
-        if rest.len() != header.variants.len() * (per_head + 1) * 4 {
+        let stored = header.variants.len() + usize::from(header.gap);
+        if rest.len() != stored * (per_head + 1) * 4 {
             return Err(corrupt(format!(
-                "{} bytes of weights where {} variants x {} values need {}",
+                "{} bytes of weights where {stored} heads x {} values need {}",
                 rest.len(),
-                header.variants.len(),
                 per_head + 1,
-                header.variants.len() * (per_head + 1) * 4
+                stored * (per_head + 1) * 4
             )));
         }
         let mut take = || {
@@ -120,8 +155,9 @@ impl Classifier {
             rest = tail;
             f32::from_le_bytes(v.try_into().expect("4 bytes"))
         };
-        let mut heads = Vec::with_capacity(header.variants.len());
-        for variant in header.variants {
+        let mut heads = Vec::with_capacity(stored);
+        let gap = header.gap.then(|| "gap".to_string());
+        for variant in header.variants.into_iter().chain(gap) {
             let bias = take();
             let weights: Vec<f32> = (0..per_head).map(|_| take()).collect();
             if !bias.is_finite() || weights.iter().any(|w| !w.is_finite()) {
@@ -138,10 +174,26 @@ impl Classifier {
         {
             return Err(corrupt("the header holds a non-finite number"));
         }
+        if let Some(b) = &info.blend {
+            let ok = |x: f32| (0.0..=1.0).contains(&x);
+            if !ok(b.model_weight) || !b.ranks.iter().all(|(l, n)| ok(*l) && ok(*n)) {
+                return Err(corrupt("the blend holds a value outside 0..=1"));
+            }
+        }
+        if info
+            .novelty_threshold
+            .is_some_and(|t| !(0.0..=1.0).contains(&t))
+        {
+            return Err(corrupt("the novelty threshold is outside 0..=1"));
+        }
+        if !finite(&info.quality_lost_by_share) {
+            return Err(corrupt("the header holds a non-finite quality loss"));
+        }
         if info.loss_percentiles.windows(2).any(|w| w[0] > w[1]) {
             return Err(corrupt("loss percentiles are not in order"));
         }
-        Ok(Classifier { info, heads })
+        let gap = if header.gap { heads.pop() } else { None };
+        Ok(Classifier { info, heads, gap })
     }
 }
 
@@ -193,6 +245,14 @@ mod tests {
                     seen: vec![u64::MAX, 0, 1, 2],
                     calibration: Some([-1.0, 2.0, 0.5]),
                 }),
+                quality_lost_by_share: vec![0.2, 0.1, 0.0],
+                quality_lost_measured_on: "test".into(),
+                blend: Some(crate::classifier::Blend::new(
+                    0.5,
+                    vec![(0.1, 0.9), (0.5, 0.5)],
+                )),
+                novelty_threshold: Some(0.7),
+                embedding: None,
             },
             heads: vec![
                 Head {
@@ -206,6 +266,11 @@ mod tests {
                     weights: vec![-0.25; per_head],
                 },
             ],
+            gap: Some(Head {
+                variant: "gap".into(),
+                bias: -0.5,
+                weights: vec![0.125; per_head],
+            }),
         }
     }
 

@@ -25,7 +25,9 @@ pub mod eval;
 mod features;
 mod file;
 mod novelty;
+mod static_table;
 pub mod train;
+mod wordpiece;
 
 use std::sync::{Arc, OnceLock};
 
@@ -33,6 +35,8 @@ use serde::{Deserialize, Serialize};
 
 pub use features::{task_kind, Features, DENSE, DENSE_NAMES, FEATURES_VERSION, TASK_KINDS};
 pub use novelty::{Novelty, Raw as NoveltyMeasures};
+pub use static_table::StaticTable;
+pub use wordpiece::{VocabError, WordPiece};
 
 /// What can go wrong loading, training or evaluating a classifier.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -56,6 +60,9 @@ pub enum ClassifierError {
     /// A model trained with another feature extractor: its weights mean nothing here.
     #[error("the model was trained with feature extractor version {found}; this build extracts version {supported}: retrain it with `laneway router train`")]
     Features { found: u32, supported: u32 },
+    /// A model trained on another static token table: its embedding weights mean nothing here.
+    #[error("the model was trained with static token table {found}; this build ships {shipped}: retrain it with `laneway router train`")]
+    Table { found: String, shipped: String },
     /// A row of training or evaluation data is malformed (`line` counts from 1).
     #[error("{file}, row {line}: {reason}")]
     Row {
@@ -68,8 +75,8 @@ pub enum ClassifierError {
     Data(String),
 }
 
-/// The default model's bytes: trained on `shared/datasets/routellm` (README, "Variant routing").
-const BUILTIN: &[u8] = include_bytes!("../../models/routellm.lwc");
+/// The default model's bytes: trained on the six outcome sources under `data/` (README, "Variant routing").
+const BUILTIN: &[u8] = include_bytes!("../../models/router.lwc");
 
 /// One variant's logistic head.
 #[derive(Clone, PartialEq)]
@@ -77,7 +84,8 @@ pub struct Head {
     /// The variant (as named in the training data) this head predicts success for.
     pub variant: String,
     pub bias: f32,
-    /// `2^bits` word-bucket weights, then [`DENSE`] dense weights.
+    /// `2^bits` word-bucket weights, then [`DENSE`] dense weights, then one weight per
+    /// embedding dimension ([`ModelInfo::embedding`]).
     pub weights: Vec<f32>,
 }
 
@@ -108,7 +116,118 @@ pub struct ModelInfo {
     /// What scores a prompt's novelty (out-of-distribution probability), if recorded.
     #[serde(default)]
     pub novelty: Option<Novelty>,
+    /// The quality lost (the strongest variant's share of good answers minus the routed
+    /// share) measured on held-out data when each share 0%, 1%, ..., 100% of the training
+    /// prompts is sent to the strongest: what a threshold costs, as
+    /// [`Classifier::share_for_quality_loss`] reads it. Empty when not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quality_lost_by_share: Vec<f32>,
+    /// What [`ModelInfo::quality_lost_by_share`] was measured on.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub quality_lost_measured_on: String,
+    /// How the router's score blends the model with prompt length, if it does
+    /// ([`Classifier::blended_loss`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blend: Option<Blend>,
+    /// The traffic novelty above which the prompt-length fallback decides, as chosen on
+    /// held-out sources (a family's `novelty_threshold` overrides it; 0.5 when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub novelty_threshold: Option<f32>,
+    /// The static-embedding block the heads read after the dense features, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<EmbeddingInfo>,
 }
+
+/// A model's static-embedding features: which table gave them and how they are standardised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingInfo {
+    /// The table's [`StaticTable::id`], in hexadecimal: a model trained on another table is
+    /// refused.
+    pub table: String,
+    /// Mean and standard deviation of each dimension on the training prompts.
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+}
+
+impl EmbeddingInfo {
+    /// The dimension of the block.
+    pub fn dims(&self) -> usize {
+        self.mean.len()
+    }
+}
+
+/// The router's score as a blend of ranks: `model_weight` times the prompt's rank by the
+/// model's expected loss among the training prompts, plus the rest times its rank by length,
+/// put back on the loss scale through the training prompts' own blends (so that a threshold
+/// still sends the same share of them to the strongest variant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Blend {
+    /// The model's weight, 0..=1 (1: the model alone; 0: prompt length alone).
+    pub model_weight: f32,
+    /// (rank by loss, rank by length), each 0..=1, of up to 512 training prompts.
+    pub ranks: Vec<(f32, f32)>,
+    /// Their blends at `model_weight`, sorted ([`Blend::set_weight`] keeps them).
+    #[serde(skip)]
+    sorted: Vec<f32>,
+}
+
+impl Blend {
+    /// A blend of the model and length at `model_weight` over training prompts' ranks.
+    pub fn new(model_weight: f32, ranks: Vec<(f32, f32)>) -> Blend {
+        let mut b = Blend {
+            model_weight,
+            ranks,
+            sorted: Vec::new(),
+        };
+        b.set_weight(model_weight);
+        b
+    }
+
+    /// Sets the model's weight (0..=1).
+    pub fn set_weight(&mut self, model_weight: f32) {
+        let a = model_weight.clamp(0.0, 1.0);
+        self.model_weight = a;
+        self.sorted = self
+            .ranks
+            .iter()
+            .map(|(l, n)| a * l + (1.0 - a) * n)
+            .collect();
+        self.sorted.sort_by(f32::total_cmp);
+    }
+}
+
+/// Where `x` falls among sorted values (0..=1, interpolated).
+pub(crate) fn rank_in(sorted: &[f32], x: f32) -> f32 {
+    let n = sorted.len();
+    if n < 2 {
+        return 0.5;
+    }
+    let at = sorted.partition_point(|v| *v < x);
+    if at == 0 {
+        return 0.0;
+    }
+    if at == n {
+        return 1.0;
+    }
+    let (lo, hi) = (sorted[at - 1], sorted[at]);
+    let within = if hi > lo { (x - lo) / (hi - lo) } else { 0.5 };
+    ((at - 1) as f32 + within) / (n - 1) as f32
+}
+
+/// The value at rank `q` (0..=1) of sorted values, interpolated.
+pub(crate) fn value_at(sorted: &[f32], q: f32) -> f32 {
+    let n = sorted.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let x = q.clamp(0.0, 1.0) * (n - 1) as f32;
+    let lo = x.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (x - lo as f32)
+}
+
+/// Most dimensions a model's embedding block may have (the shipped table has 128).
+pub(crate) const MAX_EMBEDDING_DIMS: usize = 1024;
 
 /// What the classifier makes of one prompt.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +239,20 @@ pub struct Scored {
     pub novelty: Option<f32>,
     /// The kind of work it asks for, an index into [`TASK_KINDS`].
     pub kind: usize,
+    /// The gap head's probability, if the model has one.
+    pub gap: Option<f32>,
+}
+
+impl Scored {
+    /// The expected quality lost by sending the prompt to head `cheaper` instead of head
+    /// `stronger`: the gap head's probability for the weakest against the strongest, when the
+    /// model has one, else the difference of the two heads' probabilities.
+    pub fn loss(&self, cheaper: usize, stronger: usize) -> f32 {
+        match self.gap {
+            Some(g) if cheaper == 0 && stronger + 1 == self.probabilities.len() => g,
+            _ => self.probabilities[stronger] - self.probabilities[cheaper],
+        }
+    }
 }
 
 impl std::fmt::Debug for Head {
@@ -138,6 +271,10 @@ pub struct Classifier {
     pub info: ModelInfo,
     /// One head per variant, cheapest first.
     pub heads: Vec<Head>,
+    /// A head for the gap itself, if trained (`TrainOptions::gap`): the probability that the
+    /// strongest variant answers well where the weakest does not. It is then the loss of the
+    /// weakest variant against the strongest ([`Scored::loss`]).
+    pub gap: Option<Head>,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -208,6 +345,18 @@ impl Classifier {
     /// ```
     pub fn score(&self, prompt: &str) -> Scored {
         let bits = self.info.bits;
+        let mut embedded = [0f32; MAX_EMBEDDING_DIMS];
+        let embedded = match &self.info.embedding {
+            Some(e) => {
+                let v = &mut embedded[..e.dims()];
+                StaticTable::builtin().embed_into(prompt, v);
+                for ((x, m), s) in v.iter_mut().zip(&e.mean).zip(&e.std) {
+                    *x = (*x - m) / s.max(1e-6);
+                }
+                &embedded[..e.dims()]
+            }
+            None => &embedded[..0],
+        };
         Features::with_counts(prompt, bits, |counts, touched, dense| {
             let norm = features::l2_norm(counts, touched);
             let kind = task_kind(&dense);
@@ -218,27 +367,27 @@ impl Classifier {
                 .novelty
                 .as_ref()
                 .and_then(|n| n.probability(n.raw(counts, touched, &dense)));
-            let probabilities = self
-                .heads
-                .iter()
-                .map(|h| {
-                    let w: f32 = touched
-                        .iter()
-                        .map(|&b| h.weights[b as usize] * f32::from(counts[b as usize]))
-                        .sum::<f32>()
-                        / norm;
-                    let d: f32 = dense
-                        .iter()
-                        .zip(&h.weights[words..])
-                        .map(|(x, w)| x * w)
-                        .sum();
-                    sigmoid(h.bias + w + d)
-                })
-                .collect();
+            let logit = |h: &Head| {
+                let w: f32 = touched
+                    .iter()
+                    .map(|&b| h.weights[b as usize] * f32::from(counts[b as usize]))
+                    .sum::<f32>()
+                    / norm;
+                let d: f32 = dense
+                    .iter()
+                    .chain(embedded)
+                    .zip(&h.weights[words..])
+                    .map(|(x, w)| x * w)
+                    .sum();
+                h.bias + w + d
+            };
+            let probabilities = self.heads.iter().map(|h| sigmoid(logit(h))).collect();
+            let gap = self.gap.as_ref().map(|h| sigmoid(logit(h)));
             Scored {
                 probabilities,
                 novelty,
                 kind,
+                gap,
             }
         })
     }
@@ -265,14 +414,45 @@ impl Classifier {
         Some(losses[at])
     }
 
-    /// The quality expected to be lost by sending `prompt` to head `cheaper` instead of the
-    /// strongest head: P(strongest good) − P(cheaper good), in −1..=1.
-    pub fn expected_loss(&self, prompt: &str, cheaper: usize) -> f32 {
-        let p = self.probabilities(prompt);
-        match (p.get(cheaper), p.last()) {
-            (Some(c), Some(s)) => s - c,
-            _ => 0.0,
+    /// The router's score of a prompt whose model loss is `loss`: the model's loss, or with a
+    /// [`Blend`] the blend of its rank by that loss and its rank by length, on the loss scale.
+    ///
+    /// ```
+    /// let c = laneway::classifier::Classifier::builtin();
+    /// let p = "Prove that the square root of two is irrational.";
+    /// let loss = c.expected_loss(p, 0);
+    /// assert!((-1.0..=1.0).contains(&c.blended_loss(loss, p)));
+    /// ```
+    pub fn blended_loss(&self, loss: f32, prompt: &str) -> f32 {
+        let (Some(blend), losses, lengths) = (
+            &self.info.blend,
+            &self.info.loss_percentiles,
+            &self.info.length_percentiles,
+        ) else {
+            return loss;
+        };
+        if blend.sorted.len() < 2 || losses.len() < 2 || lengths.len() < 2 {
+            return loss;
         }
+        let a = blend.model_weight;
+        let by_loss = rank_in(losses, loss);
+        let by_length = rank_in(lengths, (prompt.chars().count() as f32).ln_1p());
+        value_at(
+            losses,
+            rank_in(&blend.sorted, a * by_loss + (1.0 - a) * by_length),
+        )
+    }
+
+    /// The quality expected to be lost by sending `prompt` to head `cheaper` instead of the
+    /// strongest head: P(strongest good) − P(cheaper good), in −1..=1 (with a gap head, for the
+    /// weakest: the probability that only the strongest answers well).
+    pub fn expected_loss(&self, prompt: &str, cheaper: usize) -> f32 {
+        let s = self.score(prompt);
+        let last = s.probabilities.len() - 1;
+        if cheaper > last {
+            return 0.0;
+        }
+        s.loss(cheaper, last)
     }
 
     /// The loss threshold that sends about `share` (0..=1) of the training prompts to the
@@ -284,6 +464,25 @@ impl Classifier {
         }
         let at = ((1.0 - share.clamp(0.0, 1.0)) * (p.len() - 1) as f64).round() as usize;
         p[at.min(p.len() - 1)]
+    }
+
+    /// The smallest share of the training prompts to send to the strongest variant whose
+    /// measured held-out quality loss is within `budget` (`None` for a model with no such
+    /// measurements); all of them when no share is.
+    ///
+    /// ```
+    /// let c = laneway::classifier::Classifier::builtin();
+    /// let strict = c.share_for_quality_loss(0.01).unwrap();
+    /// let loose = c.share_for_quality_loss(0.10).unwrap();
+    /// assert!(loose <= strict && strict <= 1.0);
+    /// ```
+    pub fn share_for_quality_loss(&self, budget: f32) -> Option<f64> {
+        let lost = &self.info.quality_lost_by_share;
+        if lost.len() < 2 {
+            return None;
+        }
+        let at = lost.iter().position(|l| *l <= budget + 1e-6);
+        Some(at.map_or(1.0, |p| p as f64 / (lost.len() - 1) as f64))
     }
 
     pub(crate) fn standardise(&self, dense: [f32; DENSE]) -> [f32; DENSE] {

@@ -21,17 +21,34 @@ pub struct TrainOptions {
     pub seed: u64,
     /// A note on what the model was trained on, kept in the file.
     pub trained_on: String,
+    /// Read the prompt's static sentence vector ([`StaticTable`](super::StaticTable)) too.
+    pub embedding: bool,
+    /// Read the hashed word counts (off, their weights stay zero).
+    pub words: bool,
+    /// Also fit a gap head: the probability that the strongest variant answers well where the
+    /// weakest does not, which then scores the weakest against the strongest.
+    pub gap: bool,
+    /// Of the dense features, read only the prompt's length (the others' weights stay zero).
+    pub length_only: bool,
+    /// Weigh every source's rows alike in total, so that a large source does not decide the
+    /// model for the small ones (off: every row alike).
+    pub balance_sources: bool,
 }
 
 impl Default for TrainOptions {
     fn default() -> Self {
         Self {
             bits: 15,
-            c: 0.3,
-            steps: 300,
+            c: 0.01,
+            steps: 400,
             learning_rate: 0.05,
             seed: 0,
             trained_on: String::new(),
+            embedding: true,
+            words: false,
+            gap: true,
+            length_only: true,
+            balance_sources: true,
         }
     }
 }
@@ -72,23 +89,57 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
             opts.bits,
         ),
     };
-    let standardised: Vec<[f32; DENSE]> = features
+    let table = super::StaticTable::builtin();
+    let embedded: Vec<Vec<f32>> = if opts.embedding {
+        data.rows.iter().map(|r| table.embed(&r.prompt)).collect()
+    } else {
+        Vec::new()
+    };
+    let embedding = opts.embedding.then(|| {
+        let (mean, std) = column_moments(&embedded, table.dims());
+        super::EmbeddingInfo {
+            table: format!("{:016x}", table.id()),
+            mean,
+            std,
+        }
+    });
+    // Each row's dense block: the standardised dense features, then the standardised
+    // embedding.
+    let standardised: Vec<Vec<f32>> = features
         .iter()
-        .map(|f| {
-            let mut d = f.dense;
-            for (i, v) in d.iter_mut().enumerate() {
-                *v = (*v - dense_mean[i]) / dense_std[i].max(1e-6);
+        .enumerate()
+        .map(|(r, f)| {
+            let mut d: Vec<f32> = (0..DENSE)
+                .map(|i| {
+                    if opts.length_only && i != 0 {
+                        0.0
+                    } else {
+                        (f.dense[i] - dense_mean[i]) / dense_std[i].max(1e-6)
+                    }
+                })
+                .collect();
+            if let Some(e) = &embedding {
+                d.extend(
+                    embedded[r]
+                        .iter()
+                        .zip(&e.mean)
+                        .zip(&e.std)
+                        .map(|((x, m), s)| (x - m) / s.max(1e-6)),
+                );
             }
             d
         })
         .collect();
+    let weight_of_source = source_weights(&sources, opts.balance_sources);
     let mut heads = Vec::with_capacity(data.variants.len());
     for (h, variant) in data.variants.iter().enumerate() {
-        let labelled: Vec<(usize, f32)> = data
+        let labelled: Vec<(usize, f32, f32)> = data
             .rows
             .iter()
             .enumerate()
-            .filter_map(|(i, r)| r.outcomes[h].map(|good| (i, if good { 1.0 } else { 0.0 })))
+            .filter_map(|(i, r)| {
+                r.outcomes[h].map(|good| (i, if good { 1.0 } else { 0.0 }, weight_of_source[i]))
+            })
             .collect();
         if labelled.is_empty() {
             return Err(ClassifierError::Data(format!(
@@ -102,6 +153,32 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
             weights,
         });
     }
+    let gap = if opts.gap {
+        let last = data.variants.len() - 1;
+        let labelled: Vec<(usize, f32, f32)> = data
+            .rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match (r.outcomes[0], r.outcomes[last]) {
+                (Some(w), Some(s)) => Some((i, f32::from(u8::from(s && !w)), weight_of_source[i])),
+                _ => None,
+            })
+            .collect();
+        if labelled.is_empty() {
+            return Err(ClassifierError::Data(
+                "no row has outcomes of both the weakest and the strongest variant for a gap head"
+                    .into(),
+            ));
+        }
+        let (bias, weights) = fit(&features, &standardised, &labelled, opts);
+        Some(Head {
+            variant: "gap".into(),
+            bias,
+            weights,
+        })
+    } else {
+        None
+    };
     let mut model = Classifier {
         info: ModelInfo {
             features: super::FEATURES_VERSION,
@@ -115,8 +192,14 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
             held_out: None,
             length_percentiles: Vec::new(),
             novelty: Some(novelty),
+            quality_lost_by_share: Vec::new(),
+            blend: None,
+            novelty_threshold: None,
+            quality_lost_measured_on: String::new(),
+            embedding,
         },
         heads,
+        gap,
     };
     let mut losses: Vec<f32> = data
         .rows
@@ -132,6 +215,22 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
         .collect();
     lengths.sort_by(f32::total_cmp);
     model.info.length_percentiles = percentiles(&lengths);
+    // The (loss, length) ranks of up to 512 evenly spread training prompts, for blends.
+    let step = data.rows.len().div_ceil(512).max(1);
+    let ranks = data
+        .rows
+        .iter()
+        .step_by(step)
+        .map(|r| {
+            let loss = model.expected_loss(&r.prompt, 0);
+            let length = (r.prompt.chars().count() as f32).ln_1p();
+            (
+                super::rank_in(&model.info.loss_percentiles, loss),
+                super::rank_in(&model.info.length_percentiles, length),
+            )
+        })
+        .collect();
+    model.info.blend = Some(super::Blend::new(1.0, ranks));
     Ok(model)
 }
 
@@ -142,38 +241,83 @@ fn percentiles(sorted: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// Fits one head: minimises mean log-loss + `|w|^2 / (2 C n)` with Adam over full batches.
+/// Each row's weight: 1, or with `balance` the rows of each source sharing an equal part of
+/// the total (so the weights still sum to the number of rows).
+fn source_weights(sources: &[&str], balance: bool) -> Vec<f32> {
+    if !balance {
+        return vec![1.0; sources.len()];
+    }
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for s in sources {
+        *counts.entry(s).or_default() += 1;
+    }
+    let share = sources.len() as f32 / counts.len() as f32;
+    sources.iter().map(|s| share / counts[s] as f32).collect()
+}
+
+/// The mean and standard deviation of each column of equal-length rows.
+fn column_moments(rows: &[Vec<f32>], dims: usize) -> (Vec<f32>, Vec<f32>) {
+    let n = rows.len().max(1) as f64;
+    let mut mean = vec![0f64; dims];
+    for r in rows {
+        mean.iter_mut()
+            .zip(r)
+            .for_each(|(m, x)| *m += f64::from(*x));
+    }
+    mean.iter_mut().for_each(|m| *m /= n);
+    let mut var = vec![0f64; dims];
+    for r in rows {
+        var.iter_mut()
+            .zip(r)
+            .zip(&mean)
+            .for_each(|((v, x), m)| *v += (f64::from(*x) - m).powi(2));
+    }
+    (
+        mean.iter().map(|m| *m as f32).collect(),
+        var.iter().map(|v| (v / n).sqrt() as f32).collect(),
+    )
+}
+
+/// Fits one head: minimises the weighted mean log-loss + `|w|^2 / (2 C n)` with Adam over
+/// full batches. `labelled` is (row, outcome, weight).
 fn fit(
     features: &[Features],
-    dense: &[[f32; DENSE]],
-    labelled: &[(usize, f32)],
+    dense: &[Vec<f32>],
+    labelled: &[(usize, f32, f32)],
     opts: &TrainOptions,
 ) -> (f32, Vec<f32>) {
     let words = 1usize << opts.bits;
-    let dim = words + DENSE;
+    let dim = words + dense.first().map_or(DENSE, Vec::len);
     let n = labelled.len() as f64;
     let l2 = 1.0 / (opts.c * n);
-    // The bias starts at the base rate's log-odds.
-    let rate = labelled.iter().map(|(_, y)| f64::from(*y)).sum::<f64>() / n;
+    // The bias starts at the (weighted) base rate's log-odds.
+    let total: f64 = labelled.iter().map(|(.., w)| f64::from(*w)).sum();
+    let rate = labelled
+        .iter()
+        .map(|(_, y, w)| f64::from(*y) * f64::from(*w))
+        .sum::<f64>()
+        / total;
     let rate = rate.clamp(1e-3, 1.0 - 1e-3);
     let mut bias = (rate / (1.0 - rate)).ln();
     let mut w = vec![0f64; dim];
     let (mut m, mut v) = (vec![0f64; dim + 1], vec![0f64; dim + 1]);
     let (beta1, beta2, eps) = (0.9f64, 0.999f64, 1e-8f64);
     let mut grad = vec![0f64; dim + 1];
+    let no_words: &[(u32, f32)] = &[];
     for step in 1..=opts.steps {
         grad.iter_mut().for_each(|g| *g = 0.0);
-        for &(i, y) in labelled {
+        for &(i, y, weight) in labelled {
             let f = &features[i];
+            let sparse = if opts.words { &f.words[..] } else { no_words };
             let mut z = bias;
-            for &(b, x) in &f.words {
+            for &(b, x) in sparse {
                 z += w[b as usize] * f64::from(x);
             }
             for (j, x) in dense[i].iter().enumerate() {
                 z += w[words + j] * f64::from(*x);
             }
-            let err = (f64::from(sigmoid(z as f32)) - f64::from(y)) / n;
-            for &(b, x) in &f.words {
+            let err = (f64::from(sigmoid(z as f32)) - f64::from(y)) * f64::from(weight) / total;
+            for &(b, x) in sparse {
                 grad[b as usize] += err * f64::from(x);
             }
             for (j, x) in dense[i].iter().enumerate() {

@@ -660,12 +660,16 @@ pub struct FamilyConfig {
 /// How a family's variant is picked per request: the classifier's expected quality loss of
 /// each cheaper variant against the strongest, and the thresholds it must stay within.
 ///
-/// Exactly one of `threshold`, `thresholds` and `max_strong_share` is given:
+/// At most one of `threshold`, `thresholds` and `max_strong_share` is given. With none, the
+/// thresholds are the model's own, chosen on held-out data so that the quality it measured
+/// lost there is within `quality_loss_budget`
+/// ([`Classifier::share_for_quality_loss`](crate::classifier::Classifier::share_for_quality_loss)):
 ///
 /// ```toml
 /// [families.nova]
 /// variants = ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"]
-/// router = { model = "builtin", max_strong_share = 0.3 }
+/// router = { model = "builtin" }                         # within quality_loss_budget (0.05)
+/// # router = { model = "builtin", max_strong_share = 0.3 }  # or: a share to the strongest
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -689,16 +693,21 @@ pub struct VariantRouterConfig {
     /// `none` (the model's scores regardless).
     #[serde(default)]
     pub fallback: crate::types::VariantFallback,
-    /// The mean novelty (0..=1) above which the fallback decides.
-    #[serde(default = "default_novelty_threshold")]
-    pub novelty_threshold: f32,
+    /// The mean novelty (0..=1) above which the fallback decides; by default the model's
+    /// own, chosen on held-out sources
+    /// ([`ModelInfo::novelty_threshold`](crate::classifier::ModelInfo::novelty_threshold)),
+    /// else 0.5.
+    #[serde(default)]
+    pub novelty_threshold: Option<f32>,
     /// How many recent prompts the mean novelty spans (an exponential moving average; 1
     /// decides per prompt).
     #[serde(default = "default_novelty_window")]
     pub novelty_window: u32,
-    /// How much lower (0..=1) a cheaper variant's success rate may be than the strongest's,
-    /// in a difficulty band, before feedback moves that band's prompts up; a cheaper variant
-    /// this close to the strongest takes the band's prompts even above its threshold.
+    /// How much lower (0..=1) the share of good answers may be than always the strongest
+    /// variant's: with no threshold given, the model's held-out measurements set the
+    /// thresholds within it; in a difficulty band, feedback moves the band's prompts up when a
+    /// cheaper variant's success rate falls further below the strongest's, and a cheaper
+    /// variant this close to the strongest takes the band's prompts even above its threshold.
     #[serde(default = "default_quality_loss_budget")]
     pub quality_loss_budget: f32,
     /// The share of a band's calls (0..=0.5) that try another variant once feedback has
@@ -709,6 +718,12 @@ pub struct VariantRouterConfig {
     /// estimates follow a variant that changes.
     #[serde(default = "default_feedback_half_life")]
     pub feedback_half_life: u32,
+    /// Shadow mode: serve the family's default variant, and record per cell what routing
+    /// would have chosen, the cost it would have saved and the feedback that arrives
+    /// (`Router::shadow_report`, `laneway router report`), to see routing's saving and risk
+    /// on your own traffic before turning it on.
+    #[serde(default)]
+    pub shadow: bool,
 }
 
 fn default_quality_loss_budget() -> f32 {
@@ -721,11 +736,6 @@ fn default_explore_share() -> f32 {
 
 fn default_feedback_half_life() -> u32 {
     100
-}
-
-fn default_novelty_threshold() -> f32 {
-    // The same as `classifier::eval::NOVELTY_THRESHOLD`, which evaluation applies.
-    0.5
 }
 
 fn default_novelty_window() -> u32 {
@@ -1511,10 +1521,10 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
     .iter()
     .filter(|g| **g)
     .count();
-    if given != 1 {
+    if given > 1 {
         return Err(Error::config(
             field,
-            "give exactly one of threshold, thresholds and max_strong_share",
+            "give at most one of threshold, thresholds and max_strong_share",
         ));
     }
     if variants < 2 {
@@ -1523,10 +1533,13 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
             "routing needs a family of two variants or more",
         ));
     }
-    if !(r.novelty_threshold.is_finite() && (0.0..=1.0).contains(&r.novelty_threshold)) {
+    if let Some(t) = r
+        .novelty_threshold
+        .filter(|t| !(t.is_finite() && (0.0..=1.0).contains(t)))
+    {
         return Err(Error::config(
             format!("{field}.novelty_threshold"),
-            format!("{} is outside 0..=1", r.novelty_threshold),
+            format!("{t} is outside 0..=1"),
         ));
     }
     if r.novelty_window == 0 {

@@ -656,6 +656,40 @@ impl<'a> Run<'a> {
             } if Some(f) == family.as_ref() => Some((*kind, *band)),
             _ => None,
         });
+        let shadow = reasons.iter().find_map(|r| match r {
+            Reason::VariantShadow {
+                family: f,
+                would_choose,
+                ..
+            } if Some(f) == family.as_ref() => Some(would_choose.as_str()),
+            _ => None,
+        });
+        if let (Some(family), Some((kind, band)), Some(would_choose)) =
+            (family.as_deref(), cell, shadow)
+        {
+            // The served call's own tokens at the would-be variant's prices.
+            let would_usd = config.models.get(would_choose).map_or(cost_usd, |m| {
+                crate::cost::call_cost(
+                    m.price(),
+                    &config.pricing,
+                    &done.usage,
+                    served,
+                    priced_profile,
+                )
+            });
+            self.exec
+                .telemetry
+                .shadow
+                .answered(&crate::telemetry::shadow::ShadowCall {
+                    family,
+                    kind,
+                    band,
+                    served: priced_id,
+                    would_choose,
+                    served_usd: cost_usd,
+                    would_usd,
+                });
+        }
         let call_id = crate::types::CallRef {
             family: family.as_deref(),
             model: priced_id,

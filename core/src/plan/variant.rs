@@ -138,7 +138,7 @@ impl VariantRouters {
                     Error::config(format!("families.{name}.router.model"), e.to_string())
                 })?)
             };
-            let thresholds = thresholds(router, family.variants.len(), &classifier);
+            let thresholds = thresholds(router, family, config, &classifier);
             // Bands of equal share of the training prompts, by expected loss.
             let edges = std::array::from_fn(|k| {
                 classifier.threshold_for_strong_share(1.0 - (k + 1) as f64 / BANDS as f64)
@@ -240,16 +240,32 @@ impl VariantRouters {
     }
 }
 
-/// The loss threshold of each cheaper variant of a family of `variants` variants.
-fn thresholds(router: &VariantRouterConfig, variants: usize, classifier: &Classifier) -> Vec<f32> {
-    let cheaper = variants.saturating_sub(1);
+/// The loss threshold of each cheaper variant of a family, cheapest first.
+///
+/// Given thresholds are used as they are. `max_strong_share` sends about that share of the
+/// model's training prompts to the strongest variant and splits the rest evenly between the
+/// cheaper ones. With neither, the model's held-out measurements decide
+/// ([`measured_thresholds`]).
+fn thresholds(
+    router: &VariantRouterConfig,
+    family: &crate::config::FamilyConfig,
+    config: &Config,
+    classifier: &Classifier,
+) -> Vec<f32> {
+    let cheaper = family.variants.len().saturating_sub(1);
     if let Some(t) = &router.thresholds {
         return t.clone();
     }
     if let Some(t) = router.threshold {
         return vec![t; cheaper];
     }
-    let share = router.max_strong_share.unwrap_or(0.5);
+    let measured = classifier.share_for_quality_loss(router.quality_loss_budget);
+    if let (None, Some(kept)) = (router.max_strong_share, measured) {
+        if let Some(t) = measured_thresholds(family, config, classifier, kept) {
+            return t;
+        }
+    }
+    let share = router.max_strong_share.or(measured).unwrap_or(0.5);
     // Variant i (cheapest first) takes its slice of the (1 - share) below the strongest.
     (0..cheaper)
         .map(|i| {
@@ -257,6 +273,63 @@ fn thresholds(router: &VariantRouterConfig, variants: usize, classifier: &Classi
             classifier.threshold_for_strong_share(above)
         })
         .collect()
+}
+
+/// The default thresholds of a family whose default variant has cheaper variants below it,
+/// from `kept`: the share of the model's training prompts that must stay on the default
+/// variant (or above) for the quality measured lost on held-out data to be within the
+/// family's budget. The variants below the default split the other `1 - kept` evenly, the
+/// easiest prompts; the variants above it take the hardest prompts, as many as the cheaper
+/// ones paid for, so that on prompts like the training data the family costs at most what its
+/// default variant costs (a call priced at equal input and output tokens); the default keeps
+/// the rest. `None` when the default is the cheapest variant.
+fn measured_thresholds(
+    family: &crate::config::FamilyConfig,
+    config: &Config,
+    classifier: &Classifier,
+    kept: f64,
+) -> Option<Vec<f32>> {
+    let n = family.variants.len();
+    let d = family
+        .variants
+        .iter()
+        .position(|v| v == family.default_variant())?;
+    if d == 0 {
+        return None;
+    }
+    let price = |i: usize| {
+        config
+            .models
+            .get(&family.variants[i])
+            .map_or(0.0, |m| m.price().input_per_1k + m.price().output_per_1k)
+    };
+    let below_each = (1.0 - kept) / d as f64;
+    let saved: f64 = (0..d)
+        .map(|i| below_each * (price(d) - price(i)).max(0.0))
+        .sum();
+    let above = n - 1 - d;
+    let up = if above == 0 {
+        0.0
+    } else {
+        let extra = (d + 1..n).map(|i| price(i) - price(d)).sum::<f64>() / above as f64;
+        if extra > 0.0 {
+            (saved / extra).min(kept)
+        } else {
+            kept
+        }
+    };
+    Some(
+        (0..n - 1)
+            .map(|i| {
+                let share_above = if i < d {
+                    kept + (1.0 - kept) * (d - 1 - i) as f64 / d as f64
+                } else {
+                    up * (n - 1 - i) as f64 / above as f64
+                };
+                classifier.threshold_for_strong_share(share_above)
+            })
+            .collect(),
+    )
 }
 
 /// Resolves the request's model reference against the configuration.
@@ -347,11 +420,13 @@ pub fn choose(
         let fallback = scored
             .novelty
             .map(|n| loaded.traffic.with(n))
-            .filter(|mean| *mean > router.novelty_threshold)
+            .filter(|mean| *mean > novelty_threshold(router, &loaded.classifier))
             .map(|_| router.fallback)
             .filter(|f| *f != VariantFallback::None);
-        let mut scores =
-            score_variants(&family.variants, &scored.probabilities, &loaded.classifier);
+        let mut scores = score_variants(&family.variants, &scored, &loaded.classifier);
+        scores
+            .iter_mut()
+            .for_each(|s| *s = loaded.classifier.blended_loss(*s, &text));
         if fallback == Some(VariantFallback::Length) {
             if let Some(loss) = loaded.classifier.loss_by_length(&text) {
                 scores.iter_mut().for_each(|s| *s = loss);
@@ -374,7 +449,18 @@ pub fn choose(
         let band = loaded.feedback.band_of(scores[0]);
         let kind = TASK_KINDS[scored.kind];
         let cell = FamilyFeedback::cell(scored.kind, band).expect("a scored kind and band");
-        let (at, adapted) = loaded.feedback.adjust(cell, by_rule, min);
+        let (routed, adapted) = loaded.feedback.adjust(cell, by_rule, min);
+        // In shadow mode the default variant serves and the routed pick is only recorded.
+        let at = if router.shadow {
+            family
+                .variants
+                .iter()
+                .position(|v| v == family.default_variant())
+                .unwrap_or(strongest)
+                .max(min)
+        } else {
+            routed
+        };
         let variant = family.variants[at].clone();
         reasons.push(Reason::VariantScored {
             family: name.to_string(),
@@ -389,6 +475,13 @@ pub fn choose(
             band,
             adapted: adapted.map(|a| a.named(&family.variants)),
         });
+        if router.shadow {
+            reasons.push(Reason::VariantShadow {
+                family: name.to_string(),
+                served: variant.clone(),
+                would_choose: family.variants[routed].clone(),
+            });
+        }
         return Ok(ChosenModel {
             model: catalog.model_name(&variant),
             family: Some(catalog.family_name(name)),
@@ -460,7 +553,12 @@ pub(crate) fn prefer_cached(
     let Some(name) = chosen.family.as_deref() else {
         return;
     };
-    let Some(family) = config.families.get(name).filter(|f| f.router.is_some()) else {
+    // A family in shadow mode serves its default variant, cached or not.
+    let Some(family) = config
+        .families
+        .get(name)
+        .filter(|f| f.router.as_ref().is_some_and(|r| !r.shadow))
+    else {
         return;
     };
     let Some(pick) = family.variants.iter().position(|v| **v == *chosen.model) else {
@@ -503,13 +601,28 @@ pub(crate) fn tracking_rules<'c>(
 /// family's own variants has a head for each; otherwise (the built-in model, say) its weakest
 /// and strongest heads give one loss for every cheaper variant, which per-variant thresholds
 /// then split into bands.
-fn score_variants(variants: &[String], p: &[f32], classifier: &Classifier) -> Vec<f32> {
+fn score_variants(
+    variants: &[String],
+    scored: &crate::classifier::Scored,
+    classifier: &Classifier,
+) -> Vec<f32> {
     let heads: Option<Vec<usize>> = variants.iter().map(|v| classifier.head_of(v)).collect();
     let cheaper = variants.len() - 1;
     match heads {
-        Some(h) => (0..cheaper).map(|i| p[h[cheaper]] - p[h[i]]).collect(),
-        None => vec![p[p.len() - 1] - p[0]; cheaper],
+        Some(h) => (0..cheaper)
+            .map(|i| scored.loss(h[i], h[cheaper]))
+            .collect(),
+        None => vec![scored.loss(0, scored.probabilities.len() - 1); cheaper],
     }
+}
+
+/// The traffic novelty above which a family's fallback decides: its own setting, else its
+/// model's (chosen on held-out sources), else [`NOVELTY_THRESHOLD`](crate::classifier::eval::NOVELTY_THRESHOLD).
+pub(crate) fn novelty_threshold(router: &VariantRouterConfig, classifier: &Classifier) -> f32 {
+    router
+        .novelty_threshold
+        .or(classifier.info.novelty_threshold)
+        .unwrap_or(crate::classifier::eval::NOVELTY_THRESHOLD as f32)
 }
 
 /// The feedback cell of a task kind's name and a band.
@@ -752,13 +865,16 @@ mod tests {
     #[test]
     fn novel_traffic_falls_back_to_the_configured_rule_and_says_so() {
         let classifier = Classifier::builtin();
+        let config = routed("{ threshold = 0.1 }");
         assert_eq!(
-            routed("{ threshold = 0.1 }").families["nova"]
-                .router
-                .as_ref()
-                .unwrap()
-                .novelty_threshold,
-            crate::classifier::eval::NOVELTY_THRESHOLD as f32,
+            novelty_threshold(
+                config.families["nova"].router.as_ref().unwrap(),
+                &classifier
+            ),
+            classifier
+                .info
+                .novelty_threshold
+                .unwrap_or(crate::classifier::eval::NOVELTY_THRESHOLD as f32),
             "routers and evaluation fall back at the same novelty by default"
         );
         // Novelty always above 0: the fallback decides every call.
@@ -806,8 +922,8 @@ mod tests {
                 panic!()
             };
             assert_eq!(fallback, None, "{router}");
-            let p = classifier.probabilities(HARD);
-            assert_eq!(scores[0].1, p[1] - p[0]);
+            let loss = classifier.score(HARD).loss(0, 1);
+            assert_eq!(scores[0].1, classifier.blended_loss(loss, HARD));
         }
     }
 
@@ -819,8 +935,13 @@ mod tests {
             HARD,
             "Write a Python function that merges overlapping intervals and explain its complexity.",
         );
-        assert!(novelty(familiar) < 0.5 && novelty(novel) > 0.5);
-        let config = routed("{ max_strong_share = 0.3, novelty_window = 8 }");
+        let (low, high) = (novelty(familiar), novelty(novel));
+        assert!(low + 0.1 < high, "{low} {high}");
+        // Halfway: one novel prompt in a window of 8 moves the mean an eighth of the way.
+        let config = routed(&format!(
+            "{{ max_strong_share = 0.3, novelty_window = 8, novelty_threshold = {} }}",
+            (low + high) / 2.0
+        ));
         let routers = routers(&config);
         // Planning alone leaves the traffic as it was: only calls sent count.
         for _ in 0..20 {
@@ -860,8 +981,7 @@ mod tests {
                 "novelty_threshold",
             ),
             ("{ threshold = 0.1, novelty_window = 0 }", "novelty_window"),
-            ("{ }", "exactly one"),
-            ("{ threshold = 0.1, max_strong_share = 0.3 }", "exactly one"),
+            ("{ threshold = 0.1, max_strong_share = 0.3 }", "at most one"),
             ("{ thresholds = [0.1, 0.2] }", "2 thresholds for 1"),
             ("{ threshold = 3.0 }", "outside -1..=1"),
             ("{ max_strong_share = 1.5 }", "outside 0..=1"),

@@ -17,6 +17,7 @@ pub mod catalog;
 mod http;
 pub mod otel;
 mod prometheus;
+pub mod shadow;
 pub mod span;
 
 #[cfg(feature = "metrics-http")]
@@ -196,6 +197,9 @@ pub struct MetricsSnapshot {
     pub in_flight: i64,
     /// The state shared through Redis, when configured: whether it is degraded to local state.
     pub shared: Option<SharedStatus>,
+    /// What the families in shadow mode would have done routed ([`shadow`]).
+    #[serde(skip_serializing_if = "shadow::ShadowReport::is_empty")]
+    pub shadow: shadow::ShadowReport,
 }
 
 /// How the shared state is doing, for metrics.
@@ -301,6 +305,8 @@ pub struct Telemetry {
     finished: Mutex<(TaskCosts, BTreeMap<SloClass, TaskCosts>)>,
     in_flight: AtomicI64,
     otel: Option<otel::OtelInstruments>,
+    /// Families in shadow mode: what routing would have done.
+    pub(crate) shadow: shadow::ShadowLedger,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -538,6 +544,7 @@ impl Telemetry {
             tasks_by_class: finished.1,
             in_flight: self.in_flight.load(Ordering::Relaxed),
             shared: None,
+            shadow: self.shadow.report(),
         }
     }
 }

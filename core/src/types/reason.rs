@@ -89,6 +89,15 @@ pub enum Reason {
     },
     /// If the chosen variant cannot serve, the plan steps up to this stronger one.
     VariantStepUp { from: String, to: String },
+    /// The family's router is in shadow mode (`router.shadow = true`): `served`, the default
+    /// variant (or the request's minimum), serves, while routing would have chosen
+    /// `would_choose` (`VariantScored` says why). The answered call is recorded in the
+    /// router's shadow figures ([`crate::telemetry::shadow`]).
+    VariantShadow {
+        family: String,
+        served: String,
+        would_choose: String,
+    },
     /// The family's Bedrock prompt router goes first; it picks the model.
     PromptRouter { arn: String },
     /// The SLO class mapped to this tier.
@@ -404,6 +413,14 @@ impl fmt::Display for Reason {
             } => write!(
                 f,
                 "family {family}: {to} costs less with its cached prefix (${to_usd:.6} against ${from_usd:.6} on {from})"
+            ),
+            Reason::VariantShadow {
+                family,
+                served,
+                would_choose,
+            } => write!(
+                f,
+                "family {family} in shadow mode: {served} serves, routing would choose {would_choose}"
             ),
             Reason::VariantStepUp { from, to } => {
                 write!(f, "{from} unavailable -> step up to {to}")
