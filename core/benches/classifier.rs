@@ -60,11 +60,21 @@ fn main() {
         "[families.nova]\nvariants = [\"amazon.nova-micro-v1:0\", \"amazon.nova-lite-v1:0\", \"amazon.nova-pro-v1:0\"]\nrouter = { max_strong_share = 0.3 }\n",
     )
     .unwrap();
+    // A model file to time beside the shipped one in the same run (say, the last release's:
+    // `git show <commit>:core/models/routellm.lwc > old.lwc`).
+    let baseline = std::env::var("LANEWAY_BASELINE_MODEL")
+        .ok()
+        .map(|p| Classifier::load(&p).expect("LANEWAY_BASELINE_MODEL is a model file"));
     println!("individually timed, 20,000 calls after 2,000 warm-up:");
     for (name, p) in &prompts {
         percentiles(&format!("score {name} ({} chars)", p.len()), || {
-            black_box(model.probabilities(black_box(p)));
+            black_box(model.score(black_box(p)));
         });
+        if let Some(b) = &baseline {
+            percentiles(&format!("baseline model: score {name}"), || {
+                black_box(b.score(black_box(p)));
+            });
+        }
         percentiles(&format!("baseline: copy the {name} prompt"), || {
             black_box(black_box(p).clone());
         });

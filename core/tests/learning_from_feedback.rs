@@ -275,3 +275,60 @@ async fn feedback_errors_name_what_is_wrong_and_tasks_give_feedback() {
         );
     }
 }
+
+/// Shadow mode: the family serves its default variant whatever the router would choose, and
+/// the router records per cell what it would have chosen, what that would have cost, and the
+/// feedback on the served calls.
+#[tokio::test]
+async fn shadow_mode_serves_the_default_and_records_what_routing_would_have_done() {
+    let emu = common::emulator().await;
+    let router = common::router_with(
+        &emu,
+        common::config("[families.nova]\nrouter = { model = \"builtin\", shadow = true }\n"),
+    )
+    .await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut would = std::collections::BTreeMap::<String, u64>::new();
+    for i in 0..60 {
+        let (_, text) = prompt(&mut rng);
+        let r = router
+            .generate(GenerateRequest::user(text).family("nova").max_tokens(32))
+            .await
+            .unwrap();
+        assert_eq!(
+            r.decision.model, LITE,
+            "the default variant serves in shadow mode"
+        );
+        let shadowed = r.decision.reasons.iter().find_map(|reason| match reason {
+            Reason::VariantShadow { would_choose, .. } => Some(would_choose.clone()),
+            _ => None,
+        });
+        *would
+            .entry(shadowed.expect("a shadow decision"))
+            .or_default() += 1;
+        router.feedback(&r.decision.call_id, i % 4 != 0).unwrap();
+    }
+    let report = router.shadow_report();
+    let nova = &report.families["nova"];
+    assert_eq!(nova.calls, 60);
+    assert_eq!(nova.served, [(LITE.to_string(), 60)].into_iter().collect());
+    assert_eq!(
+        nova.would_choose, would,
+        "every call's would-be variant is counted"
+    );
+    assert!(
+        would.contains_key(MICRO),
+        "some of these short prompts would go to Micro: {would:?}"
+    );
+    let cells: u64 = nova.cells.values().map(|c| c.calls).sum();
+    let feedback: u64 = nova.cells.values().map(|c| c.good + c.bad).sum();
+    assert_eq!((cells, feedback), (60, 60));
+    assert_eq!(nova.cells.values().map(|c| c.bad).sum::<u64>(), 15);
+    // Micro is cheaper than Lite: with no call that would go to Pro, routing would save.
+    assert!(nova.would_usd > 0.0 && nova.served_usd > 0.0);
+    if !would.contains_key(PRO) {
+        assert!(nova.would_usd < nova.served_usd, "{nova:?}");
+    }
+    // The same figures are in the router's metrics.
+    assert_eq!(router.metrics().shadow, report);
+}

@@ -9,10 +9,11 @@ use laneway_emulator::{Fault, FaultKind};
 const EASY: &str = "Which of these is a mammal?\nA. Shark\nB. Dolphin\nC. Trout\nD. Eel\nAnswer:";
 const HARD: &str = "Janet has 3 times as many marbles as Tom. After giving 12 to Ann, she has 2 more than twice Tom's count. How many marbles did Janet have at first? Show each step.";
 
+// One threshold between the two prompts' losses (about 0.02 and 0.16 with the shipped model).
 const ROUTED: &str = r#"
 [families.nova]
 variants = ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"]
-router = { max_strong_share = 0.3, fallback = "none" }
+router = { threshold = 0.08, fallback = "none" }
 "#;
 
 #[tokio::test]
@@ -120,7 +121,7 @@ async fn calls_sent_not_plans_looked_at_move_the_familys_traffic_novelty() {
         r#"
 [families.nova]
 variants = ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"]
-router = { max_strong_share = 0.3, novelty_window = 2 }
+router = { max_strong_share = 0.3, novelty_window = 2, novelty_threshold = 0.5 }
 "#,
     );
     let router = common::router_with(&emu, config).await;

@@ -4,6 +4,7 @@
 
 mod compare;
 mod naive;
+mod routing;
 
 use std::time::{Duration, Instant};
 
@@ -184,10 +185,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
         elapsed.as_secs_f64()
     );
     let batch_ok = batch_lane(&router).await?;
+    let routing_errors = routing::run(&router, &config).await;
 
     println!("\nThe router's own metrics (router.metrics()):\n");
     print!("{}", metrics_table(&router.metrics()));
     let mut failures: Vec<String> = stats.iter().flat_map(|l| l.errors.clone()).collect();
+    failures.extend(routing_errors);
     if batch_ok < BATCH_REQUESTS {
         failures.push(format!(
             "the batch lane answered {batch_ok} of {BATCH_REQUESTS}"

@@ -193,7 +193,12 @@ impl Classifier {
             return Err(corrupt("loss percentiles are not in order"));
         }
         let gap = if header.gap { heads.pop() } else { None };
-        Ok(Classifier { info, heads, gap })
+        Ok(Classifier {
+            info,
+            heads,
+            gap,
+            reads_words: Default::default(),
+        })
     }
 }
 
@@ -271,6 +276,7 @@ mod tests {
                 bias: -0.5,
                 weights: vec![0.125; per_head],
             }),
+            reads_words: Default::default(),
         }
     }
 

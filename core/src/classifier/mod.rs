@@ -275,6 +275,8 @@ pub struct Classifier {
     /// strongest variant answers well where the weakest does not. It is then the loss of the
     /// weakest variant against the strongest ([`Scored::loss`]).
     pub gap: Option<Head>,
+    /// Whether any head reads word counts, found at the first score.
+    reads_words: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -367,12 +369,18 @@ impl Classifier {
                 .novelty
                 .as_ref()
                 .and_then(|n| n.probability(n.raw(counts, touched, &dense)));
+            // A model trained without word counts has zero word weights: skip them.
+            let reads_words = self.info.bits > 0 && !self.heads.is_empty() && self.reads_words();
             let logit = |h: &Head| {
-                let w: f32 = touched
-                    .iter()
-                    .map(|&b| h.weights[b as usize] * f32::from(counts[b as usize]))
-                    .sum::<f32>()
-                    / norm;
+                let w: f32 = if reads_words {
+                    touched
+                        .iter()
+                        .map(|&b| h.weights[b as usize] * f32::from(counts[b as usize]))
+                        .sum::<f32>()
+                        / norm
+                } else {
+                    0.0
+                };
                 let d: f32 = dense
                     .iter()
                     .chain(embedded)
@@ -483,6 +491,17 @@ impl Classifier {
         }
         let at = lost.iter().position(|l| *l <= budget + 1e-6);
         Some(at.map_or(1.0, |p| p as f64 / (lost.len() - 1) as f64))
+    }
+
+    /// Whether any head has a nonzero word weight (checked once per model).
+    fn reads_words(&self) -> bool {
+        *self.reads_words.get_or_init(|| {
+            let words = 1usize << self.info.bits;
+            self.heads
+                .iter()
+                .chain(&self.gap)
+                .any(|h| h.weights[..words].iter().any(|w| *w != 0.0))
+        })
     }
 
     pub(crate) fn standardise(&self, dense: [f32; DENSE]) -> [f32; DENSE] {

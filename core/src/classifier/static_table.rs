@@ -24,6 +24,10 @@ use super::wordpiece::WordPiece;
 use super::ClassifierError;
 
 const MAGIC: &[u8; 4] = b"LWT1";
+/// A long prompt's sentence vector reads its first this many bytes...
+pub const EMBED_HEAD: usize = 768;
+/// ...and its last this many.
+pub const EMBED_TAIL: usize = 256;
 const TABLE: &[u8] = include_bytes!("../../models/minilm_static.lwt");
 const VOCAB: &str = include_str!("../../models/minilm_vocab.txt");
 
@@ -37,6 +41,7 @@ pub struct StaticTable {
     rows: Cow<'static, [u8]>,
     /// XXH3-64 of the table's bytes: a model records the table it was trained with.
     id: u64,
+    dequantised: OnceLock<Vec<f32>>,
 }
 
 impl std::fmt::Debug for StaticTable {
@@ -119,6 +124,19 @@ impl StaticTable {
             scales,
             rows,
             id,
+            dequantised: OnceLock::new(),
+        })
+    }
+
+    /// The rows as `f32` (`scale · i8`), made at first use: adding them is several times
+    /// faster than converting `i8` rows as they are read (15.6 MB for the shipped table).
+    fn dequantised(&self) -> &[f32] {
+        self.dequantised.get_or_init(|| {
+            let mut out = Vec::with_capacity(self.rows.len());
+            for (row, scale) in self.rows.chunks_exact(self.dims).zip(&self.scales) {
+                out.extend(row.iter().map(|&q| scale * f32::from(q as i8)));
+            }
+            out
         })
     }
 
@@ -144,21 +162,34 @@ impl StaticTable {
         out
     }
 
-    /// [`StaticTable::embed`] into `out` (of [`StaticTable::dims`] values), reading a long
-    /// prompt only in its first and last 2 KB as the rest of the classifier does.
+    /// [`StaticTable::embed`] into `out` (of [`StaticTable::dims`] values). A prompt over
+    /// [`EMBED_HEAD`] + [`EMBED_TAIL`] bytes is read only in its first [`EMBED_HEAD`] and last
+    /// [`EMBED_TAIL`] bytes (about 190 and 65 tokens of English), where instructions and the
+    /// question sit: the sentence model it was distilled from reads at most 256 tokens.
     pub fn embed_into(&self, text: &str, out: &mut [f32]) {
         assert_eq!(out.len(), self.dims, "the output has the table's dimension");
         out.iter_mut().for_each(|x| *x = 0.0);
-        let (head, tail) = super::features::windows(text);
+        let (head, tail) = if text.len() <= EMBED_HEAD + EMBED_TAIL {
+            (text, None)
+        } else {
+            let head = &text[..text.floor_char_boundary(EMBED_HEAD)];
+            // The tail starts after a white space, so that it does not begin mid-word.
+            let from = text.ceil_char_boundary(text.len() - EMBED_TAIL);
+            let tail = &text[from..];
+            let tail = tail
+                .find(char::is_whitespace)
+                .map_or(tail, |at| &tail[at..]);
+            (head, Some(tail))
+        };
+        let rows = self.dequantised();
         let mut add = |id: u32| {
             let id = id as usize;
-            let scale = self.scales[id];
-            if scale == 0.0 {
+            if self.scales[id] == 0.0 {
                 return;
             }
-            let row = &self.rows[id * self.dims..(id + 1) * self.dims];
-            for (o, &q) in out.iter_mut().zip(row) {
-                *o += scale * f32::from(q as i8);
+            let row = &rows[id * self.dims..(id + 1) * self.dims];
+            for (o, r) in out.iter_mut().zip(row) {
+                *o += r;
             }
         };
         self.tokenizer.for_each_id(head, &mut add);

@@ -200,6 +200,7 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
         },
         heads,
         gap,
+        reads_words: Default::default(),
     };
     let mut losses: Vec<f32> = data
         .rows

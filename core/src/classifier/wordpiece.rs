@@ -22,7 +22,13 @@
 
 use unicode_normalization::char::decompose_canonical;
 use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeGeneralCategory};
-use xxhash_rust::xxh3::xxh3_64;
+
+/// The hash of a token's bytes in the lookup tables (foldhash with a fixed seed: the tables
+/// are built and read in one process).
+fn token_hash(bytes: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x6c61_6e65_7761_79).hash_one(bytes)
+}
 
 /// Words of more characters than this are a single `[UNK]`, as in BERT.
 const MAX_WORD_CHARS: usize = 100;
@@ -54,53 +60,52 @@ impl std::fmt::Debug for WordPiece {
     }
 }
 
-/// An open-addressed table from token bytes to ids (xxh3 of the bytes, linear probing).
+/// An open-addressed table from token bytes to ids ([`token_hash`], linear probing). A
+/// slot holds the hash, the id and where the token's bytes are, so a lookup reads one slot
+/// and the bytes it compares: the table is about 1 MB, and each indirection is a cache miss.
 #[derive(Clone)]
 struct Lookup {
-    /// (hash, id + 1) per slot; 0 is empty.
-    slots: Vec<(u64, u32)>,
-    /// Every token's bytes, and each id's range in them.
+    /// (hash, id + 1, start << 8 | length) per slot; id 0 is empty.
+    slots: Vec<(u64, u32, u32)>,
+    /// Every token's bytes.
     bytes: Vec<u8>,
-    spans: Vec<(u32, u32)>,
     len: usize,
 }
 
 impl Lookup {
-    fn new(tokens: &[(&[u8], u32)], vocab_size: usize) -> Lookup {
+    fn new(tokens: &[(&[u8], u32)]) -> Lookup {
         let capacity = (tokens.len() * 2).next_power_of_two().max(16);
         let mut out = Lookup {
-            slots: vec![(0, 0); capacity],
+            slots: vec![(0, 0, 0); capacity],
             bytes: Vec::new(),
-            spans: vec![(0, 0); vocab_size],
             len: tokens.len(),
         };
         let mask = capacity - 1;
         for &(token, id) in tokens {
             let start = out.bytes.len() as u32;
             out.bytes.extend_from_slice(token);
-            out.spans[id as usize] = (start, out.bytes.len() as u32);
-            let h = xxh3_64(token);
+            let h = token_hash(token);
             let mut slot = h as usize & mask;
             while out.slots[slot].1 != 0 {
                 slot = (slot + 1) & mask;
             }
-            out.slots[slot] = (h, id + 1);
+            out.slots[slot] = (h, id + 1, start << 8 | token.len() as u32);
         }
         out
     }
 
     fn get(&self, token: &[u8]) -> Option<u32> {
-        let h = xxh3_64(token);
+        let h = token_hash(token);
         let mask = self.slots.len() - 1;
         let mut slot = h as usize & mask;
         loop {
-            let (sh, id) = self.slots[slot];
+            let (sh, id, at) = self.slots[slot];
             if id == 0 {
                 return None;
             }
             if sh == h {
-                let (a, b) = self.spans[id as usize - 1];
-                if &self.bytes[a as usize..b as usize] == token {
+                let (start, len) = ((at >> 8) as usize, (at & 0xff) as usize);
+                if len == token.len() && &self.bytes[start..start + len] == token {
                     return Some(id - 1);
                 }
             }
@@ -155,8 +160,11 @@ impl WordPiece {
         let mut longest = 0;
         for (id, token) in tokens.iter().enumerate() {
             let id = u32::try_from(id).map_err(|_| VocabError("too many tokens".into()))?;
-            if token.is_empty() {
-                return Err(VocabError(format!("line {} is empty", id + 1)));
+            if token.is_empty() || token.len() > 255 {
+                return Err(VocabError(format!(
+                    "line {} is empty or longer than 255 bytes",
+                    id + 1
+                )));
             }
             if *token == unk {
                 unk_id = Some(id);
@@ -176,9 +184,12 @@ impl WordPiece {
             }
         }
         let unk = unk_id.ok_or_else(|| VocabError(format!("it has no {unk:?} token")))?;
+        if vocab.len() >= 1 << 24 {
+            return Err(VocabError("it is over 16 MB".into()));
+        }
         Ok(WordPiece {
-            starts: Lookup::new(&starts, tokens.len()),
-            continuations: Lookup::new(&continuations, tokens.len()),
+            starts: Lookup::new(&starts),
+            continuations: Lookup::new(&continuations),
             longest,
             unk,
             vocab_size: tokens.len(),

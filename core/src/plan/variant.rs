@@ -138,7 +138,7 @@ impl VariantRouters {
                     Error::config(format!("families.{name}.router.model"), e.to_string())
                 })?)
             };
-            let thresholds = thresholds(router, family, config, &classifier);
+            let thresholds = thresholds(router, family, &classifier);
             // Bands of equal share of the training prompts, by expected loss.
             let edges = std::array::from_fn(|k| {
                 classifier.threshold_for_strong_share(1.0 - (k + 1) as f64 / BANDS as f64)
@@ -249,7 +249,6 @@ impl VariantRouters {
 fn thresholds(
     router: &VariantRouterConfig,
     family: &crate::config::FamilyConfig,
-    config: &Config,
     classifier: &Classifier,
 ) -> Vec<f32> {
     let cheaper = family.variants.len().saturating_sub(1);
@@ -261,7 +260,7 @@ fn thresholds(
     }
     let measured = classifier.share_for_quality_loss(router.quality_loss_budget);
     if let (None, Some(kept)) = (router.max_strong_share, measured) {
-        if let Some(t) = measured_thresholds(family, config, classifier, kept) {
+        if let Some(t) = measured_thresholds(family, classifier, kept) {
             return t;
         }
     }
@@ -277,15 +276,14 @@ fn thresholds(
 
 /// The default thresholds of a family whose default variant has cheaper variants below it,
 /// from `kept`: the share of the model's training prompts that must stay on the default
-/// variant (or above) for the quality measured lost on held-out data to be within the
-/// family's budget. The variants below the default split the other `1 - kept` evenly, the
-/// easiest prompts; the variants above it take the hardest prompts, as many as the cheaper
-/// ones paid for, so that on prompts like the training data the family costs at most what its
-/// default variant costs (a call priced at equal input and output tokens); the default keeps
-/// the rest. `None` when the default is the cheapest variant.
+/// variant for the quality measured lost on held-out data to be within the family's budget.
+/// The variants below the default split the other `1 - kept` evenly, the easiest prompts; the
+/// default keeps the rest. Variants above the default get none: what they would add is not
+/// measured, so a family's default router only saves (they still serve a request's
+/// `min_variant`, and failover steps up to them). `None` when the default is the cheapest
+/// variant.
 fn measured_thresholds(
     family: &crate::config::FamilyConfig,
-    config: &Config,
     classifier: &Classifier,
     kept: f64,
 ) -> Option<Vec<f32>> {
@@ -297,36 +295,16 @@ fn measured_thresholds(
     if d == 0 {
         return None;
     }
-    let price = |i: usize| {
-        config
-            .models
-            .get(&family.variants[i])
-            .map_or(0.0, |m| m.price().input_per_1k + m.price().output_per_1k)
-    };
-    let below_each = (1.0 - kept) / d as f64;
-    let saved: f64 = (0..d)
-        .map(|i| below_each * (price(d) - price(i)).max(0.0))
-        .sum();
-    let above = n - 1 - d;
-    let up = if above == 0 {
-        0.0
-    } else {
-        let extra = (d + 1..n).map(|i| price(i) - price(d)).sum::<f64>() / above as f64;
-        if extra > 0.0 {
-            (saved / extra).min(kept)
-        } else {
-            kept
-        }
-    };
     Some(
         (0..n - 1)
             .map(|i| {
-                let share_above = if i < d {
-                    kept + (1.0 - kept) * (d - 1 - i) as f64 / d as f64
+                if i < d {
+                    let share_above = kept + (1.0 - kept) * (d - 1 - i) as f64 / d as f64;
+                    classifier.threshold_for_strong_share(share_above)
                 } else {
-                    up * (n - 1 - i) as f64 / above as f64
-                };
-                classifier.threshold_for_strong_share(share_above)
+                    // Every loss is at most 1: the default takes all the rest.
+                    1.0
+                }
             })
             .collect(),
     )
