@@ -31,6 +31,14 @@ fn demo_runs_and_prints_every_lane() {
         stdout.contains("priority") && stdout.contains("flex"),
         "{stdout}"
     );
+    // Variant routing beside the family's default variant, on prompts with known outcomes.
+    let routed = stdout
+        .lines()
+        .find(|l| l.starts_with("routed (the family's default router)"))
+        .unwrap_or_else(|| panic!("no routing row:\n{stdout}"));
+    assert!(routed.contains("haiku"), "{routed}");
+    assert!(stdout.contains("default variant only"), "{stdout}");
+    assert!(stdout.contains("against the default variant"), "{stdout}");
     // The router's own metrics close the demo: lanes, SLO attainment, cost per successful task.
     assert!(stdout.contains("router.metrics()"), "{stdout}");
     assert!(stdout.contains("SLO interactive:"), "{stdout}");

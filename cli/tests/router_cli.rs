@@ -276,3 +276,43 @@ fn eval_holds_each_source_out_in_turn() {
         text(&one)
     );
 }
+
+#[test]
+fn report_prints_a_shadow_report_from_a_metrics_file_and_names_a_bad_one() {
+    let dir = workdir("report");
+    let metrics = serde_json::json!({
+        "lanes": [],
+        "shadow": {"families": {"claude": {
+            "calls": 4, "served_usd": 0.004, "would_usd": 0.003,
+            "served": {"sonnet": 4},
+            "would_choose": {"haiku": 2, "sonnet": 2},
+            "cells": {"general.1": {"calls": 4, "served_usd": 0.004, "would_usd": 0.003,
+                "would_choose": {"haiku": 2, "sonnet": 2}, "good": 3, "bad": 1}}
+        }}}
+    });
+    let file = dir.join("metrics.json");
+    std::fs::write(&file, metrics.to_string()).unwrap();
+    let out = laneway(&["router", "report", file.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("family claude: 4 calls served by sonnet"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(-25.0%)"), "{stdout}");
+    assert!(stdout.contains("routing would choose haiku"), "{stdout}");
+    assert!(stdout.contains("answered 3 of 4 well"), "{stdout}");
+    assert!(stdout.contains("general.1"), "{stdout}");
+    let json = laneway(&["router", "report", file.to_str().unwrap(), "--json"]);
+    let parsed: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(parsed["families"]["claude"]["calls"], 4);
+
+    std::fs::write(&file, "{\"shadow\": {\"families\": 3}}").unwrap();
+    let out = laneway(&["router", "report", file.to_str().unwrap()]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("metrics.json") && stderr.contains("shadow"),
+        "{stderr}"
+    );
+}
