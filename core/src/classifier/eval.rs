@@ -538,9 +538,8 @@ pub fn quality_lost_by_share(
     let rows = paired_rows(data)?;
     let scored: Vec<super::Scored> = rows.iter().map(|(p, ..)| model.score(p)).collect();
     let novelty: Option<Vec<f64>> = scored.iter().map(|s| s.novelty.map(f64::from)).collect();
-    let fell_back = novelty.is_some_and(|v| {
-        v.iter().sum::<f64>() / v.len() as f64 > f64::from(novelty_threshold(model))
-    });
+    let fell_back =
+        novelty.is_some_and(|v| v.iter().sum::<f64>() / v.len() as f64 > novelty_threshold(model));
     let losses: Vec<f64> = rows
         .iter()
         .zip(&scored)

@@ -27,7 +27,7 @@ use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeGeneralCa
 /// are built and read in one process).
 fn token_hash(bytes: &[u8]) -> u64 {
     use std::hash::BuildHasher;
-    foldhash::fast::FixedState::with_seed(0x6c61_6e65_7761_79).hash_one(bytes)
+    foldhash::fast::FixedState::with_seed(0x006c_616e_6577_6179).hash_one(bytes)
 }
 
 /// Words of more characters than this are a single `[UNK]`, as in BERT.
