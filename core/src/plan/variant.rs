@@ -412,13 +412,15 @@ pub fn choose(
         }
         let thresholds = &loaded.thresholds;
         let strongest = family.variants.len() - 1;
+        // The family's default variant, not below the request's minimum.
+        let default_at = family
+            .variants
+            .iter()
+            .position(|v| v == family.default_variant())
+            .unwrap_or(strongest)
+            .max(min);
         let by_rule = if fallback == Some(VariantFallback::DefaultVariant) {
-            family
-                .variants
-                .iter()
-                .position(|v| v == family.default_variant())
-                .unwrap_or(strongest)
-                .max(min)
+            default_at
         } else {
             (min..strongest)
                 .find(|&i| scores[i] <= thresholds[i])
@@ -429,16 +431,7 @@ pub fn choose(
         let cell = FamilyFeedback::cell(scored.kind, band).expect("a scored kind and band");
         let (routed, adapted) = loaded.feedback.adjust(cell, by_rule, min);
         // In shadow mode the default variant serves and the routed pick is only recorded.
-        let at = if router.shadow {
-            family
-                .variants
-                .iter()
-                .position(|v| v == family.default_variant())
-                .unwrap_or(strongest)
-                .max(min)
-        } else {
-            routed
-        };
+        let at = if router.shadow { default_at } else { routed };
         let variant = family.variants[at].clone();
         reasons.push(Reason::VariantScored {
             family: name.to_string(),
