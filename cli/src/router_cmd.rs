@@ -249,7 +249,7 @@ fn train_cmd(a: TrainArgs) -> Result<()> {
             eval::leave_one_source_out(&all, &opts, &eval_opts, a.operating.quality_loss_budget)?;
         print_held_out_by_source(&found, &eval_opts);
         model.info.quality_lost_by_share = found.mean_curve().iter().map(|x| *x as f32).collect();
-        eval::set_blend(&mut model, found.model_weight, found.novelty_threshold);
+        eval::set_blend(&mut model, &found.blend);
         model.info.quality_lost_measured_on = format!(
             "leave-one-source-out over {} (each source alike; the heads' weakest and strongest variants)",
             found.curves.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(", ")
@@ -355,10 +355,13 @@ fn print_held_out_by_source(found: &eval::HeldOutBySource, opts: &eval::Options)
             cpt * 100.0,
             novelty,
             s.blend
-                .map_or("-".into(), |(w, t)| format!("{w:.1} / {t:.1}"))
+                .map_or("-".into(), |b| format!(
+                    "{:.1} / {:.1} / {:.1}",
+                    b.model_weight, b.math_weight, b.novelty_threshold
+                ))
         );
     }
-    println!("\nblend: the model's weight against prompt length / the novelty above which length alone routes, chosen on the other sources");
+    println!("\nblend: the model's weight against prompt length / its weight for prompts of the math kind / the novelty above which length alone routes, chosen on the other sources");
     println!("\nlaneway: as routed (* novelty above {}: the prompt-length fallback); model: the model's scores alone", eval::NOVELTY_THRESHOLD);
     println!(
         "\nat the default threshold (the smallest share of training prompts to strong whose mean held-out loss over the \

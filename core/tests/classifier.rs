@@ -115,4 +115,18 @@ fn retraining_on_the_train_split_rebuilds_the_shipped_weights() {
         again.info.length_percentiles,
         shipped.info.length_percentiles
     );
+    // The blend's training prompts and their kinds (its weights come from the
+    // leave-one-source-out run of `router train`).
+    let ranks = |m: &Classifier| {
+        m.info
+            .blend
+            .as_ref()
+            .map(|b| (b.ranks.clone(), b.math.clone()))
+    };
+    assert_eq!(ranks(&again), ranks(&shipped));
+    assert!(shipped
+        .info
+        .blend
+        .as_ref()
+        .is_some_and(|b| b.math.contains(&true)));
 }

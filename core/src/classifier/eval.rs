@@ -41,10 +41,10 @@ pub struct Section {
     #[serde(default)]
     pub fell_back: bool,
     pub routers: Vec<RouterFigures>,
-    /// The blend's model weight and the novelty threshold the section was routed with, when
-    /// chosen on other sources ([`leave_one_source_out`]).
+    /// The blend the section was routed with, when chosen on other sources
+    /// ([`leave_one_source_out`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blend: Option<(f32, f32)>,
+    pub blend: Option<BlendChoice>,
     /// The router at its default threshold, when one was set ([`Options::default_share`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_default: Option<OperatingPoint>,
@@ -179,7 +179,8 @@ pub fn evaluate_with(
     let blended: Vec<f64> = rows
         .iter()
         .zip(&scores)
-        .map(|((p, ..), l)| f64::from(model.blended_loss(*l as f32, p)))
+        .zip(&scored)
+        .map(|(((p, ..), l), s)| f64::from(model.blended_loss(*l as f32, s.kind, p)))
         .collect();
     // The prompt-length rule on the model's loss scale, as the router's fallback routes.
     let length_losses: Vec<f64> = rows
@@ -274,9 +275,18 @@ pub struct HeldOutBySource {
     /// budget ([`share_within_budget`]).
     pub default_share: f64,
     pub budget: f64,
-    /// The blend's model weight and the novelty threshold chosen over all held-out sources
-    /// .
+    /// The blend chosen over all held-out sources.
+    pub blend: BlendChoice,
+}
+
+/// A blend of the model with prompt length, as [`leave_one_source_out`] chooses it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BlendChoice {
+    /// The model's weight against prompt length (0..=1).
     pub model_weight: f32,
+    /// The model's weight for prompts of the `math` kind ([`super::MATH_KIND`]).
+    pub math_weight: f32,
+    /// The traffic novelty above which prompt length alone routes.
     pub novelty_threshold: f32,
 }
 
@@ -330,11 +340,11 @@ pub fn leave_one_source_out(
             .filter(|(j, _)| *j != k)
             .map(|(_, f)| &f.3)
             .collect();
-        let (weight, threshold) = choose_blend(&others);
+        let choice = choose_blend(&others);
         let (source, held_out, model, _) = &mut folds[k];
-        set_blend(model, weight, threshold);
+        set_blend(model, &choice);
         curves.push((source.clone(), quality_lost_by_share(held_out, model)?));
-        tuned.push((weight, threshold));
+        tuned.push(choice);
     }
     let mut sections = Vec::new();
     for (k, (source, held_out, model, _)) in folds.iter().enumerate() {
@@ -360,9 +370,9 @@ pub fn leave_one_source_out(
     let all: Vec<&[f64]> = curves.iter().map(|c| c.1.as_slice()).collect();
     let default_share = share_within_budget(&all, budget);
     let all_ranks: Vec<&FoldRanks> = folds.iter().map(|f| &f.3).collect();
-    let (model_weight, novelty_threshold) = choose_blend(&all_ranks);
+    let blend = choose_blend(&all_ranks);
     let mut model = crate::classifier::train::train(&data.split(super::data::Split::Train), opts)?;
-    set_blend(&mut model, model_weight, novelty_threshold);
+    set_blend(&mut model, &blend);
     let options = Options {
         default_share: Some(default_share),
         ..eval.clone()
@@ -372,15 +382,14 @@ pub fn leave_one_source_out(
         .cloned()
         .expect("an evaluation has an all section");
     s.name = "in-distribution".into();
-    s.blend = Some((model_weight, novelty_threshold));
+    s.blend = Some(blend);
     sections.push(s);
     Ok(HeldOutBySource {
         sections,
         curves,
         default_share,
         budget,
-        model_weight,
-        novelty_threshold,
+        blend,
     })
 }
 
@@ -389,6 +398,8 @@ pub fn leave_one_source_out(
 struct FoldRanks {
     by_loss: Vec<f64>,
     by_length: Vec<f64>,
+    /// Whether each row is of the `math` kind.
+    math: Vec<bool>,
     novelty: f64,
     weak: Vec<bool>,
     strong: Vec<bool>,
@@ -401,6 +412,7 @@ fn fold_ranks(data: &Dataset, model: &Classifier) -> Result<FoldRanks, Classifie
     let mut out = FoldRanks {
         by_loss: Vec::with_capacity(rows.len()),
         by_length: Vec::with_capacity(rows.len()),
+        math: Vec::with_capacity(rows.len()),
         novelty: 0.0,
         weak: rows.iter().map(|r| r.2).collect(),
         strong: rows.iter().map(|r| r.3).collect(),
@@ -410,6 +422,7 @@ fn fold_ranks(data: &Dataset, model: &Classifier) -> Result<FoldRanks, Classifie
     for (p, ..) in &rows {
         let s = model.score(p);
         let loss = s.loss(wh, sh);
+        out.math.push(s.kind == super::MATH_KIND);
         out.by_loss.push(f64::from(super::rank_in(
             &model.info.loss_percentiles,
             loss,
@@ -427,16 +440,20 @@ fn fold_ranks(data: &Dataset, model: &Classifier) -> Result<FoldRanks, Classifie
     Ok(out)
 }
 
-/// How much better than prompt length (in APGR) a fold routes with the model's weight `a` and
-/// novelty threshold `t`.
-fn blend_gain(f: &FoldRanks, a: f64, t: f64) -> f64 {
+/// How much better than prompt length (in APGR) a fold routes with the model's weight `a`
+/// (`m` for prompts of the `math` kind) and novelty threshold `t`.
+fn blend_gain(f: &FoldRanks, a: f64, m: f64, t: f64) -> f64 {
     let order: Vec<f64> = if f.novelty > t {
         f.by_length.clone()
     } else {
         f.by_loss
             .iter()
             .zip(&f.by_length)
-            .map(|(l, n)| a * l + (1.0 - a) * n)
+            .zip(&f.math)
+            .map(|((l, n), math)| {
+                let a = if *math { m } else { a };
+                a * l + (1.0 - a) * n
+            })
             .collect()
     };
     figures("blend", &pgr_curve(&order, &f.weak, &f.strong)).apgr - f.length_apgr
@@ -447,36 +464,53 @@ fn blend_gain(f: &FoldRanks, a: f64, t: f64) -> f64 {
 /// held-out GSM8K 0.025 worse (the folds disagreed on it).
 const NOVELTY_THRESHOLDS: [f32; 1] = [1.0];
 
-/// The model's weight (0, 0.1, ..., 1) and the novelty threshold (of [`NOVELTY_THRESHOLDS`])
-/// that route held-out sources best against prompt length: the mean gain in APGR, with every
-/// source's shortfall beyond 0.01 below length counted three times over, so that a blend that
-/// wins on some sources by losing on others is not chosen.
-fn choose_blend(folds: &[&FoldRanks]) -> (f32, f32) {
-    let mut best = (f64::NEG_INFINITY, 1.0f32, 1.0f32);
+/// The model's weights (0, 0.1, ..., 1; one for prompts of the `math` kind, one for the rest)
+/// and the novelty threshold (of [`NOVELTY_THRESHOLDS`]) that route held-out sources best
+/// against prompt length: the mean gain in APGR, with every source's shortfall beyond 0.01
+/// below length counted three times over, so that a blend that wins on some sources by losing
+/// on others is not chosen.
+fn choose_blend(folds: &[&FoldRanks]) -> BlendChoice {
+    let mut best = (
+        f64::NEG_INFINITY,
+        BlendChoice {
+            model_weight: 1.0,
+            math_weight: 1.0,
+            novelty_threshold: 1.0,
+        },
+    );
+    let grid = || (0..=10).map(|a| a as f32 / 10.0);
     for t in NOVELTY_THRESHOLDS {
-        for a in 0..=10 {
-            let a = a as f32 / 10.0;
-            let gains: Vec<f64> = folds
-                .iter()
-                .map(|f| blend_gain(f, f64::from(a), f64::from(t)))
-                .collect();
-            let n = gains.len().max(1) as f64;
-            let objective = gains.iter().sum::<f64>() / n
-                + 3.0 * gains.iter().map(|g| (g + 0.01).min(0.0)).sum::<f64>() / n;
-            if objective > best.0 + 1e-9 {
-                best = (objective, a, t);
+        for a in grid() {
+            for m in grid() {
+                let gains: Vec<f64> = folds
+                    .iter()
+                    .map(|f| blend_gain(f, f64::from(a), f64::from(m), f64::from(t)))
+                    .collect();
+                let n = gains.len().max(1) as f64;
+                let objective = gains.iter().sum::<f64>() / n
+                    + 3.0 * gains.iter().map(|g| (g + 0.01).min(0.0)).sum::<f64>() / n;
+                if objective > best.0 + 1e-9 {
+                    best = (
+                        objective,
+                        BlendChoice {
+                            model_weight: a,
+                            math_weight: m,
+                            novelty_threshold: t,
+                        },
+                    );
+                }
             }
         }
     }
-    (best.1, best.2)
+    best.1
 }
 
-/// Sets a model's blend weight and novelty threshold.
-pub fn set_blend(model: &mut Classifier, model_weight: f32, novelty_threshold: f32) {
+/// Sets a model's blend weights and novelty threshold.
+pub fn set_blend(model: &mut Classifier, choice: &BlendChoice) {
     if let Some(b) = &mut model.info.blend {
-        b.set_weight(model_weight);
+        b.set_weights(choice.model_weight, Some(choice.math_weight));
     }
-    model.info.novelty_threshold = Some(novelty_threshold);
+    model.info.novelty_threshold = Some(choice.novelty_threshold);
 }
 
 /// The traffic novelty above which the model's router falls back to prompt length.
@@ -545,7 +579,7 @@ pub fn quality_lost_by_share(
         .zip(&scored)
         .map(|((p, ..), s)| match model.loss_by_length(p) {
             Some(l) if fell_back => f64::from(l),
-            _ => f64::from(model.blended_loss(s.loss(wh, sh), p)),
+            _ => f64::from(model.blended_loss(s.loss(wh, sh), s.kind, p)),
         })
         .collect();
     let length: Vec<f64> = rows
@@ -705,7 +739,12 @@ mod tests {
             let mut m = (*crate::classifier::Classifier::builtin()).clone();
             m.info.novelty.as_mut().unwrap().calibration = Some([bias, 0.0, 0.0]);
             // The model alone, and the hard fallback at the default novelty.
-            set_blend(&mut m, 1.0, NOVELTY_THRESHOLD as f32);
+            let alone = BlendChoice {
+                model_weight: 1.0,
+                math_weight: 1.0,
+                novelty_threshold: NOVELTY_THRESHOLD as f32,
+            };
+            set_blend(&mut m, &alone);
             evaluate(&data, &m, 0).unwrap()
         };
         for (bias, falls_back, follows) in [(10.0, true, "prompt-length"), (-10.0, false, "model")]
@@ -816,6 +855,59 @@ mod tests {
             leave_one_source_out(&one, &opts, &Options::default(), 0.05).is_err(),
             "one source cannot be held out"
         );
+    }
+
+    #[test]
+    fn the_blend_weighs_the_model_by_kind_where_it_helps() {
+        // Two held-out folds where the model knows which non-math prompts need the strong
+        // variant and length knows which math ones do: the blend leans on each where it helps.
+        let fold = |seed: u64| {
+            let mut f = FoldRanks {
+                by_loss: Vec::new(),
+                by_length: Vec::new(),
+                math: Vec::new(),
+                novelty: 0.2,
+                weak: Vec::new(),
+                strong: Vec::new(),
+                length_apgr: 0.0,
+            };
+            let mut x = seed;
+            let mut next = || {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                (x >> 11) as f64 / (1u64 << 53) as f64
+            };
+            for i in 0..600 {
+                let math = i % 2 == 0;
+                let (hard, noise, blind) = (next(), next(), next());
+                let informed = hard * 0.8 + noise * 0.2;
+                let (by_loss, by_length) = if math {
+                    (blind, informed)
+                } else {
+                    (informed, blind)
+                };
+                f.by_loss.push(by_loss);
+                f.by_length.push(by_length);
+                f.math.push(math);
+                f.weak.push(hard < 0.6);
+                f.strong.push(true);
+            }
+            f.length_apgr = figures("length", &pgr_curve(&f.by_length, &f.weak, &f.strong)).apgr;
+            f
+        };
+        let (a, b) = (fold(1), fold(2));
+        let choice = choose_blend(&[&a, &b]);
+        assert!(choice.model_weight >= 0.7, "{choice:?}");
+        assert!(choice.math_weight <= 0.3, "{choice:?}");
+        let gain = |f: &FoldRanks, c: &BlendChoice| {
+            blend_gain(f, f64::from(c.model_weight), f64::from(c.math_weight), 1.0)
+        };
+        let one_weight = BlendChoice {
+            math_weight: choice.model_weight,
+            ..choice
+        };
+        assert!(gain(&a, &choice) > gain(&a, &one_weight) + 0.05);
     }
 
     #[test]

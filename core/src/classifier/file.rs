@@ -83,9 +83,9 @@ impl Classifier {
         let mut info = header.info;
         if let Some(b) = &mut info.blend {
             // Out of range is refused below, unchanged.
-            let weight = b.model_weight;
-            if (0.0..=1.0).contains(&weight) {
-                b.set_weight(weight);
+            let (weight, math) = (b.model_weight, b.math_weight);
+            if (0.0..=1.0).contains(&weight) && math.is_none_or(|w| (0.0..=1.0).contains(&w)) {
+                b.set_weights(weight, math);
             }
         }
         if info.features != super::FEATURES_VERSION {
@@ -176,8 +176,14 @@ impl Classifier {
         }
         if let Some(b) = &info.blend {
             let ok = |x: f32| (0.0..=1.0).contains(&x);
-            if !ok(b.model_weight) || !b.ranks.iter().all(|(l, n)| ok(*l) && ok(*n)) {
+            if !ok(b.model_weight)
+                || !b.math_weight.is_none_or(ok)
+                || !b.ranks.iter().all(|(l, n)| ok(*l) && ok(*n))
+            {
                 return Err(corrupt("the blend holds a value outside 0..=1"));
+            }
+            if !b.math.is_empty() && b.math.len() != b.ranks.len() {
+                return Err(corrupt("the blend's kinds do not match its ranks"));
             }
         }
         if info
@@ -254,7 +260,9 @@ mod tests {
                 quality_lost_measured_on: "test".into(),
                 blend: Some(crate::classifier::Blend::new(
                     0.5,
+                    Some(0.2),
                     vec![(0.1, 0.9), (0.5, 0.5)],
+                    vec![false, true],
                 )),
                 novelty_threshold: Some(0.7),
                 embedding: None,

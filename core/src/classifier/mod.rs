@@ -33,7 +33,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-pub use features::{task_kind, Features, DENSE, DENSE_NAMES, FEATURES_VERSION, TASK_KINDS};
+pub use features::{
+    task_kind, Features, DENSE, DENSE_NAMES, FEATURES_VERSION, MATH_KIND, TASK_KINDS,
+};
 pub use novelty::{Novelty, Raw as NoveltyMeasures};
 pub use static_table::StaticTable;
 pub use wordpiece::{VocabError, WordPiece};
@@ -159,40 +161,79 @@ impl EmbeddingInfo {
 /// The router's score as a blend of ranks: `model_weight` times the prompt's rank by the
 /// model's expected loss among the training prompts, plus the rest times its rank by length,
 /// put back on the loss scale through the training prompts' own blends (so that a threshold
-/// still sends the same share of them to the strongest variant).
+/// still sends the same share of them to the strongest variant). Prompts of the `math` task
+/// kind (arithmetic, word problems) may weigh the model differently: there a prompt's meaning
+/// says least about how hard it is.
+///
+/// ```
+/// use laneway::classifier::{Blend, MATH_KIND};
+/// let b = Blend::new(0.8, Some(0.2), vec![(0.1, 0.9), (0.5, 0.5)], vec![false, true]);
+/// assert_eq!(b.weight_for(0), 0.8);
+/// assert_eq!(b.weight_for(MATH_KIND), 0.2);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Blend {
     /// The model's weight, 0..=1 (1: the model alone; 0: prompt length alone).
     pub model_weight: f32,
+    /// The model's weight for prompts of the `math` kind ([`MATH_KIND`]); `None`:
+    /// `model_weight` for every kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub math_weight: Option<f32>,
     /// (rank by loss, rank by length), each 0..=1, of up to 512 training prompts.
     pub ranks: Vec<(f32, f32)>,
-    /// Their blends at `model_weight`, sorted ([`Blend::set_weight`] keeps them).
+    /// Whether each of `ranks` is of the `math` kind (empty in models from before the kind
+    /// was recorded: none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub math: Vec<bool>,
+    /// Their blends at their kinds' weights, sorted ([`Blend::set_weights`] keeps them).
     #[serde(skip)]
     sorted: Vec<f32>,
 }
 
 impl Blend {
-    /// A blend of the model and length at `model_weight` over training prompts' ranks.
-    pub fn new(model_weight: f32, ranks: Vec<(f32, f32)>) -> Blend {
+    /// A blend at `model_weight` (and `math_weight` for the `math` kind) over training
+    /// prompts' ranks and whether each is of the `math` kind.
+    pub fn new(
+        model_weight: f32,
+        math_weight: Option<f32>,
+        ranks: Vec<(f32, f32)>,
+        math: Vec<bool>,
+    ) -> Blend {
         let mut b = Blend {
             model_weight,
+            math_weight,
             ranks,
+            math,
             sorted: Vec::new(),
         };
-        b.set_weight(model_weight);
+        b.set_weights(model_weight, math_weight);
         b
     }
 
-    /// Sets the model's weight (0..=1).
-    pub fn set_weight(&mut self, model_weight: f32) {
-        let a = model_weight.clamp(0.0, 1.0);
-        self.model_weight = a;
-        self.sorted = self
+    /// Sets the model's weights (each 0..=1).
+    pub fn set_weights(&mut self, model_weight: f32, math_weight: Option<f32>) {
+        self.model_weight = model_weight.clamp(0.0, 1.0);
+        self.math_weight = math_weight.map(|w| w.clamp(0.0, 1.0));
+        let mut sorted: Vec<f32> = self
             .ranks
             .iter()
-            .map(|(l, n)| a * l + (1.0 - a) * n)
+            .enumerate()
+            .map(|(i, (l, n))| {
+                let math = self.math.get(i).copied().unwrap_or(false);
+                let a = self.weight_for(if math { MATH_KIND } else { 0 });
+                a * l + (1.0 - a) * n
+            })
             .collect();
-        self.sorted.sort_by(f32::total_cmp);
+        sorted.sort_by(f32::total_cmp);
+        self.sorted = sorted;
+    }
+
+    /// The model's weight for a prompt of task kind `kind` (an index into [`TASK_KINDS`]).
+    pub fn weight_for(&self, kind: usize) -> f32 {
+        match self.math_weight {
+            Some(w) if kind == MATH_KIND => w,
+            _ => self.model_weight,
+        }
     }
 }
 
@@ -422,16 +463,18 @@ impl Classifier {
         Some(losses[at])
     }
 
-    /// The router's score of a prompt whose model loss is `loss`: the model's loss, or with a
-    /// [`Blend`] the blend of its rank by that loss and its rank by length, on the loss scale.
+    /// The router's score of a prompt whose model loss is `loss` and whose task kind is
+    /// `kind` ([`Scored::kind`]): the model's loss, or with a [`Blend`] the blend of its rank
+    /// by that loss and its rank by length, on the loss scale.
     ///
     /// ```
     /// let c = laneway::classifier::Classifier::builtin();
     /// let p = "Prove that the square root of two is irrational.";
-    /// let loss = c.expected_loss(p, 0);
-    /// assert!((-1.0..=1.0).contains(&c.blended_loss(loss, p)));
+    /// let s = c.score(p);
+    /// let loss = s.loss(0, s.probabilities.len() - 1);
+    /// assert!((-1.0..=1.0).contains(&c.blended_loss(loss, s.kind, p)));
     /// ```
-    pub fn blended_loss(&self, loss: f32, prompt: &str) -> f32 {
+    pub fn blended_loss(&self, loss: f32, kind: usize, prompt: &str) -> f32 {
         let (Some(blend), losses, lengths) = (
             &self.info.blend,
             &self.info.loss_percentiles,
@@ -442,7 +485,7 @@ impl Classifier {
         if blend.sorted.len() < 2 || losses.len() < 2 || lengths.len() < 2 {
             return loss;
         }
-        let a = blend.model_weight;
+        let a = blend.weight_for(kind);
         let by_loss = rank_in(losses, loss);
         let by_length = rank_in(lengths, (prompt.chars().count() as f32).ln_1p());
         value_at(

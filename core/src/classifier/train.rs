@@ -218,20 +218,24 @@ pub fn train(data: &Dataset, opts: &TrainOptions) -> Result<Classifier, Classifi
     model.info.length_percentiles = percentiles(&lengths);
     // The (loss, length) ranks of up to 512 evenly spread training prompts, for blends.
     let step = data.rows.len().div_ceil(512).max(1);
-    let ranks = data
+    let (ranks, math): (Vec<(f32, f32)>, Vec<bool>) = data
         .rows
         .iter()
         .step_by(step)
         .map(|r| {
-            let loss = model.expected_loss(&r.prompt, 0);
+            let scored = model.score(&r.prompt);
+            let loss = scored.loss(0, scored.probabilities.len() - 1);
             let length = (r.prompt.chars().count() as f32).ln_1p();
             (
-                super::rank_in(&model.info.loss_percentiles, loss),
-                super::rank_in(&model.info.length_percentiles, length),
+                (
+                    super::rank_in(&model.info.loss_percentiles, loss),
+                    super::rank_in(&model.info.length_percentiles, length),
+                ),
+                scored.kind == super::MATH_KIND,
             )
         })
-        .collect();
-    model.info.blend = Some(super::Blend::new(1.0, ranks));
+        .unzip();
+    model.info.blend = Some(super::Blend::new(1.0, None, ranks, math));
     Ok(model)
 }
 

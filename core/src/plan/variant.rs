@@ -404,7 +404,7 @@ pub fn choose(
         let mut scores = score_variants(&family.variants, &scored, &loaded.classifier);
         scores
             .iter_mut()
-            .for_each(|s| *s = loaded.classifier.blended_loss(*s, &text));
+            .for_each(|s| *s = loaded.classifier.blended_loss(*s, scored.kind, &text));
         if fallback == Some(VariantFallback::Length) {
             if let Some(loss) = loaded.classifier.loss_by_length(&text) {
                 scores.iter_mut().for_each(|s| *s = loss);
@@ -894,8 +894,12 @@ mod tests {
                 panic!()
             };
             assert_eq!(fallback, None, "{router}");
-            let loss = classifier.score(HARD).loss(0, 1);
-            assert_eq!(scores[0].1, classifier.blended_loss(loss, HARD));
+            let scored = classifier.score(HARD);
+            let loss = scored.loss(0, 1);
+            assert_eq!(
+                scores[0].1,
+                classifier.blended_loss(loss, scored.kind, HARD)
+            );
         }
     }
 
