@@ -114,10 +114,10 @@ impl NativeBatchSession {
 }
 
 /// What a progress callback receives: the status JSON.
-pub type Progress = ThreadsafeFunction<String, (), String, napi::Status, false>;
+pub(crate) type Progress = ThreadsafeFunction<String, (), String, napi::Status, false>;
 
 /// Submits requests (a JSON array) to the batch lane.
-pub fn submit<'env>(
+pub(crate) fn submit<'env>(
     env: &'env Env,
     router: laneway::Router,
     requests_json: &str,
@@ -139,7 +139,7 @@ pub fn submit<'env>(
 }
 
 /// Every job's status: JSON of `{jobs, done, total, finished}`.
-pub fn status<'env>(
+pub(crate) fn status<'env>(
     env: &'env Env,
     router: laneway::Router,
     handle: Arc<BatchHandle>,
@@ -152,7 +152,7 @@ pub fn status<'env>(
 
 /// Polls until every job has ended, passing each status (JSON) to `progress`; resolves to the
 /// last status. Abortable through `abort`.
-pub fn wait<'env>(
+pub(crate) fn wait<'env>(
     env: &'env Env,
     router: laneway::Router,
     handle: Arc<BatchHandle>,
@@ -179,7 +179,7 @@ pub fn wait<'env>(
 }
 
 /// One item per request, in submission order: JSON of `[{output} | {error}]`.
-pub fn results<'env>(
+pub(crate) fn results<'env>(
     env: &'env Env,
     router: laneway::Router,
     handle: Arc<BatchHandle>,
@@ -191,7 +191,7 @@ pub fn results<'env>(
 }
 
 /// Stops the jobs that have not ended; resolves to how many were stopped.
-pub fn cancel<'env>(
+pub(crate) fn cancel<'env>(
     env: &'env Env,
     router: laneway::Router,
     handle: Arc<BatchHandle>,

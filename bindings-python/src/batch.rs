@@ -123,7 +123,7 @@ struct CallbackFailure {
 
 /// Waits for every job to end, calling `progress(status)` (a dict: `jobs`, `done`, `total`,
 /// `finished`) after each poll. An exception from `progress` ends the wait and is raised.
-pub fn wait(
+pub(crate) fn wait(
     py: Python<'_>,
     router: Router,
     handle: Arc<laneway::batch::BatchHandle>,
@@ -165,7 +165,7 @@ pub fn wait(
 }
 
 /// Submits requests (dicts in the core's shape) to the batch lane.
-pub fn submit(
+pub(crate) fn submit(
     py: Python<'_>,
     router: Router,
     requests: &Bound<'_, PyAny>,
@@ -184,7 +184,7 @@ pub fn submit(
 }
 
 /// Every job's status, as `wait` reports it.
-pub fn status(
+pub(crate) fn status(
     py: Python<'_>,
     router: Router,
     handle: Arc<laneway::batch::BatchHandle>,
@@ -199,7 +199,7 @@ pub fn status(
 }
 
 /// One item per request, in submission order: `{"output": ...}` or `{"error": ...}`.
-pub fn results(
+pub(crate) fn results(
     py: Python<'_>,
     router: Router,
     handle: Arc<laneway::batch::BatchHandle>,
@@ -214,7 +214,7 @@ pub fn results(
 }
 
 /// Stops the jobs that have not ended; how many were stopped.
-pub fn cancel(
+pub(crate) fn cancel(
     py: Python<'_>,
     router: Router,
     handle: Arc<laneway::batch::BatchHandle>,

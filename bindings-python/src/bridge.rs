@@ -175,7 +175,7 @@ impl Dispatcher {
 
 /// Runs `work` for Python: with a dispatcher, an asyncio future of `convert(result)`; without
 /// one, blocks (without the GIL) and returns `convert(result)`.
-pub fn run<F, T, C>(
+pub(crate) fn run<F, T, C>(
     py: Python<'_>,
     dispatcher: Option<&Bound<'_, Dispatcher>>,
     work: F,
@@ -196,7 +196,7 @@ where
 }
 
 /// Runs `work` on the runtime and waits for it; call without the GIL.
-pub fn block_on<F, T>(work: F) -> PyResult<T>
+pub(crate) fn block_on<F, T>(work: F) -> PyResult<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
@@ -218,7 +218,7 @@ where
 
 /// Runs blocking work (a wait that parks this thread) without the GIL, with the runtime's handle
 /// for anything it starts there. A panic becomes a `LanewayError`.
-pub fn blocking<T: Send>(
+pub(crate) fn blocking<T: Send>(
     py: Python<'_>,
     work: impl FnOnce(&tokio::runtime::Handle) -> T + Send,
 ) -> PyResult<T> {

@@ -144,7 +144,7 @@ fn new_err(kind: &str, message: String) -> PyErr {
 /// The Python exception for error details: the class of its kind, every detail an attribute
 /// (`kind`, `code`, `field`, `http_status`, `retry_after_ms`, `attempts`, `delivered`, `cause`,
 /// ...; absent ones are `None`), and all of them as the dict `details`.
-pub fn raise(details: &ErrorDetails) -> PyErr {
+pub(crate) fn raise(details: &ErrorDetails) -> PyErr {
     let err = new_err(details.kind, details.message.clone());
     Python::attach(|py| {
         let value = err.value(py);
@@ -181,23 +181,23 @@ const ATTRIBUTES: &[&str] = &[
 ];
 
 /// The Python exception for a core error.
-pub fn to_py_err(e: Error) -> PyErr {
+pub(crate) fn to_py_err(e: Error) -> PyErr {
     raise(&ErrorDetails::of(&e))
 }
 
-pub fn invalid_request(message: String) -> PyErr {
+pub(crate) fn invalid_request(message: String) -> PyErr {
     to_py_err(Error::InvalidRequest {
         field: "request".into(),
         reason: message,
     })
 }
 
-pub fn internal(message: String) -> PyErr {
+pub(crate) fn internal(message: String) -> PyErr {
     raise(&ErrorDetails::internal(message))
 }
 
 /// The text of a caught panic, as the message of a [`LanewayInternalError`].
-pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -208,12 +208,12 @@ pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs a synchronous entry point; a panic inside becomes a [`LanewayInternalError`] instead
 /// of pyo3's `PanicException` (which `except Exception` does not catch).
-pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .unwrap_or_else(|panic| Err(internal(panic_text(&*panic))))
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     for (name, class) in [
         ("LanewayError", py.get_type::<LanewayError>()),

@@ -12,7 +12,7 @@ use crate::bridge;
 use crate::errors::{self, to_py_err};
 
 /// Events delivered together at most (a long answer's burst is split, to bound a batch's memory).
-pub const BATCH: usize = 256;
+pub(crate) const BATCH: usize = 256;
 
 /// One event of a stream. `type` is "text_delta", "tool_use_start", "tool_use_delta",
 /// "reasoning_delta", "continued" or "completed"; `text` holds a delta's text ("" for other events); `response`
@@ -106,7 +106,10 @@ fn event_to_py(py: Python<'_>, event: laneway::StreamEvent) -> PyResult<Py<Strea
 }
 
 /// Stream events as a list of [`StreamEvent`]s.
-pub fn events_to_py(py: Python<'_>, events: Vec<laneway::StreamEvent>) -> PyResult<Py<PyAny>> {
+pub(crate) fn events_to_py(
+    py: Python<'_>,
+    events: Vec<laneway::StreamEvent>,
+) -> PyResult<Py<PyAny>> {
     let items = events
         .into_iter()
         .map(|event| event_to_py(py, event))

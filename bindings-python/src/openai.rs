@@ -16,7 +16,7 @@ use crate::errors::{self, to_py_err};
 use crate::events::BATCH;
 
 /// A body of `api` ("chat" or "responses") as the core reads it.
-pub fn call_of(api: &str, body: &Bound<'_, PyAny>) -> PyResult<Call> {
+pub(crate) fn call_of(api: &str, body: &Bound<'_, PyAny>) -> PyResult<Call> {
     let api: Api = api.parse().map_err(to_py_err)?;
     let AnyValue(value) = depythonize(body).map_err(|e| errors::invalid_request(e.to_string()))?;
     Call::read(api, value).map_err(to_py_err)
@@ -104,13 +104,13 @@ impl NativeOpenAiStream {
 /// The `openai` SDK's error class (its Python name) and HTTP status for an error of `kind`
 /// whose failed attempts were of `attempt_kinds`.
 #[pyfunction]
-pub fn _openai_error(kind: &str, attempt_kinds: Vec<String>) -> (&'static str, Option<u16>) {
+pub(crate) fn _openai_error(kind: &str, attempt_kinds: Vec<String>) -> (&'static str, Option<u16>) {
     let e = shaped::sdk_error(kind, attempt_kinds.iter().map(String::as_str));
     (e.class, e.status)
 }
 
 /// Whether an `api_key` is a Bedrock API key.
 #[pyfunction]
-pub fn _is_bedrock_api_key(key: &str) -> bool {
+pub(crate) fn _is_bedrock_api_key(key: &str) -> bool {
     shaped::is_bedrock_api_key(key)
 }

@@ -8,7 +8,7 @@ use tokio::runtime::Runtime;
 static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
 /// The runtime of this process, started on first use.
-pub fn get() -> std::io::Result<&'static Runtime> {
+pub(crate) fn get() -> std::io::Result<&'static Runtime> {
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((owner, rt)) = *slot {

@@ -58,6 +58,9 @@ def test_a_chat_completion_has_the_sdks_shape_and_laneways_decision(client):
     assert pickle.loads(pickle.dumps(c)) == c
     assert "refusal" not in c.to_dict()["choices"][0]["message"] and "refusal" in c.model_dump()["choices"][0]["message"]
     assert json.loads(c.to_json())["id"] == c.id
+    # Equal by value and mutable, so unhashable, as the SDK's pydantic models are.
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(c)
 
 
 @pytest.mark.parametrize("model", [TERRA, HAIKU, NOVA, "nova", "laneway-demo-llm"])

@@ -11,7 +11,7 @@ use laneway::{Config, GenerateRequest};
 
 /// `laneway check --config FILE`.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The configuration file (TOML), merged over the built-in defaults.
     #[arg(long)]
     config: PathBuf,
@@ -22,7 +22,7 @@ pub struct CheckArgs {
 
 /// `laneway plan --config FILE [request options]`.
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// The configuration file (TOML), merged over the built-in defaults; the defaults alone
     /// when absent.
     #[arg(long)]
@@ -71,7 +71,7 @@ fn load(path: &std::path::Path) -> anyhow::Result<Config> {
 }
 
 /// Validates the configuration and prints each model's tiers, targets, prices and quotas.
-pub fn check(args: CheckArgs) -> anyhow::Result<()> {
+pub(crate) fn check(args: CheckArgs) -> anyhow::Result<()> {
     let config = load(&args.config)?;
     let catalog = laneway::plan::Catalog::new(&config);
     let mut models = Vec::new();
@@ -156,7 +156,7 @@ fn describe(name: &str, model: &ModelConfig, targets: Vec<serde_json::Value>) ->
 
 /// Plans one request with the configuration and a router that has seen nothing, and prints
 /// the attempts and every reason; nothing is sent.
-pub fn plan(args: PlanArgs) -> anyhow::Result<()> {
+pub(crate) fn plan(args: PlanArgs) -> anyhow::Result<()> {
     let config = match &args.config {
         Some(path) => load(path)?,
         None => Config::default(),

@@ -9,14 +9,14 @@ use laneway::Config;
 use crate::bench::Candidate;
 
 /// Evaluation outcomes: prompts with, per model id, whether its answer was good enough.
-pub struct Outcomes {
+pub(crate) struct Outcomes {
     data: Dataset,
 }
 
 impl Outcomes {
     /// Reads outcomes in the `router train` formats (CSV or JSONL, a directory of CSVs);
     /// `pass_mark` turns scores into good-or-not.
-    pub fn load(path: &Path, pass_mark: Option<f64>) -> anyhow::Result<Self> {
+    pub(crate) fn load(path: &Path, pass_mark: Option<f64>) -> anyhow::Result<Self> {
         let opts = LoadOptions {
             pass_mark,
             ..LoadOptions::default()
@@ -29,7 +29,7 @@ impl Outcomes {
     /// The share of prompts the candidate answers well: its model's outcome on each prompt
     /// that has one; for a family, the outcome of the variant the router plans for that prompt.
     /// `None` when no prompt has an outcome for what the candidate would use.
-    pub fn quality_of(
+    pub(crate) fn quality_of(
         &self,
         candidate: &Candidate,
         config: &Config,

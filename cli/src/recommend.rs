@@ -11,7 +11,7 @@ use crate::bench::{self, BenchArgs, BenchReport, CandidateResult};
 
 /// Options of `laneway recommend`.
 #[derive(Debug, clap::Args)]
-pub struct RecommendArgs {
+pub(crate) struct RecommendArgs {
     /// Read results written by `laneway bench --out DIR` (DIR/bench.json) instead of running.
     #[arg(long)]
     from: Option<PathBuf>,
@@ -38,7 +38,7 @@ pub struct RecommendArgs {
 /// What `recommend` optimises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Objective {
+pub(crate) enum Objective {
     /// Lowest cost per request.
     Cost,
     /// Lowest end-to-end p99 latency.
@@ -50,7 +50,7 @@ pub enum Objective {
 /// A measure a constraint can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Metric {
+pub(crate) enum Metric {
     TtftP50,
     TtftP90,
     TtftP99,
@@ -118,7 +118,7 @@ impl Metric {
     }
 
     /// The candidate's value (ms for times, a fraction for shares), if it was measured.
-    pub fn of(self, r: &CandidateResult) -> Option<f64> {
+    pub(crate) fn of(self, r: &CandidateResult) -> Option<f64> {
         use Metric::*;
         let q = |q: &bench::Quantiles, v: f64| (q.samples > 0).then_some(v);
         match self {
@@ -157,7 +157,7 @@ impl Metric {
 
 /// `metric < value` (or `<=`, `>`, `>=`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Constraint {
+pub(crate) struct Constraint {
     pub metric: Metric,
     pub at_most: bool,
     pub inclusive: bool,
@@ -167,7 +167,7 @@ pub struct Constraint {
 
 impl Constraint {
     /// Parses `ttft_p99<800ms`, `latency_p99<=5s`, `error_rate<1%`, `throughput>=20`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let s: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         let Some(at) = s.find(['<', '>']) else {
             return Err(format!("{text:?}: expected METRIC<VALUE or METRIC>VALUE"));
@@ -229,7 +229,7 @@ impl Constraint {
     }
 
     /// How far the candidate misses: `None` when it meets the constraint.
-    pub fn miss(&self, r: &CandidateResult) -> Option<Miss> {
+    pub(crate) fn miss(&self, r: &CandidateResult) -> Option<Miss> {
         let Some(v) = self.metric.of(r) else {
             return Some(Miss {
                 constraint: *self,
@@ -268,14 +268,14 @@ impl fmt::Display for Constraint {
 
 /// A constraint a candidate failed, and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Miss {
+pub(crate) struct Miss {
     pub constraint: Constraint,
     pub value: Option<f64>,
 }
 
 impl Miss {
     /// How far past the limit, relative to it (0.25 = 25% over).
-    pub fn relative(&self) -> f64 {
+    pub(crate) fn relative(&self) -> f64 {
         match self.value {
             None => f64::INFINITY,
             Some(v) if self.constraint.limit == 0.0 => v.abs(),
@@ -303,7 +303,7 @@ impl fmt::Display for Miss {
 
 /// The outcome of a recommendation.
 #[derive(Debug, Clone, Serialize)]
-pub struct Recommendation {
+pub(crate) struct Recommendation {
     pub objective: Objective,
     pub constraints: Vec<Constraint>,
     /// Index into the results of the best candidate, if one meets every constraint.
@@ -334,7 +334,7 @@ fn describe(objective: Objective, r: &CandidateResult) -> String {
 
 /// Ranks the results: those meeting every constraint first, by the objective; then the rest,
 /// fewest and smallest misses first.
-pub fn recommend(
+pub(crate) fn recommend(
     results: &[CandidateResult],
     objective: Objective,
     constraints: &[Constraint],
@@ -437,7 +437,7 @@ pub fn recommend(
 
 impl Recommendation {
     /// The recommendation as text (Markdown-friendly).
-    pub fn render(&self, results: &[CandidateResult]) -> String {
+    pub(crate) fn render(&self, results: &[CandidateResult]) -> String {
         let mut out = String::new();
         let cons: Vec<String> = self.constraints.iter().map(|c| c.to_string()).collect();
         let objective = match self.objective {
@@ -495,7 +495,7 @@ impl Recommendation {
     }
 }
 
-pub async fn run(args: RecommendArgs) -> anyhow::Result<std::process::ExitCode> {
+pub(crate) async fn run(args: RecommendArgs) -> anyhow::Result<std::process::ExitCode> {
     let mut report: BenchReport = match &args.from {
         Some(path) => {
             let file = if path.is_dir() {

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use laneway::{GenerateResponse, ServiceTier};
 
 /// What one lane of traffic did.
-pub struct LaneStats {
+pub(crate) struct LaneStats {
     pub name: String,
     pub requests: u64,
     pub ok: u64,
@@ -23,7 +23,7 @@ pub struct LaneStats {
 }
 
 impl LaneStats {
-    pub fn new(name: impl Into<String>) -> Self {
+    pub(crate) fn new(name: impl Into<String>) -> Self {
         let hist =
             || Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds");
         Self {
@@ -42,7 +42,7 @@ impl LaneStats {
         }
     }
 
-    pub fn record(&mut self, outcome: Result<GenerateResponse, String>) {
+    pub(crate) fn record(&mut self, outcome: Result<GenerateResponse, String>) {
         self.requests += 1;
         let r = match outcome {
             Ok(r) => r,
@@ -95,7 +95,7 @@ fn ms(h: &Histogram<u64>, q: f64) -> String {
 }
 
 /// The lanes as an aligned text table.
-pub fn table(lanes: &[&LaneStats]) -> String {
+pub(crate) fn table(lanes: &[&LaneStats]) -> String {
     let header = [
         "lane",
         "ok/req",
@@ -173,7 +173,7 @@ fn aligned(rows: &[Vec<String>]) -> String {
 
 /// The router's own metrics: a row per lane (model, target, region, tier, SLO class), SLO
 /// attainment per class, and cost per task and per successful task.
-pub fn metrics_table(m: &laneway::telemetry::MetricsSnapshot) -> String {
+pub(crate) fn metrics_table(m: &laneway::telemetry::MetricsSnapshot) -> String {
     let ms = |p: &laneway::telemetry::Percentiles, v: f64| {
         if p.count == 0 {
             "-".to_string()
@@ -262,7 +262,7 @@ pub fn metrics_table(m: &laneway::telemetry::MetricsSnapshot) -> String {
 
 /// The shadow-mode report: per family, what routing would have chosen and saved, and per cell
 /// the feedback on the served calls.
-pub fn shadow_table(report: &laneway::telemetry::shadow::ShadowReport) -> String {
+pub(crate) fn shadow_table(report: &laneway::telemetry::shadow::ShadowReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     if report.families.is_empty() {

@@ -10,7 +10,7 @@ use laneway::classifier::train::{train, TrainOptions};
 use laneway::classifier::Classifier;
 
 #[derive(Debug, Subcommand)]
-pub enum RouterCommand {
+pub(crate) enum RouterCommand {
     /// Trains a classifier and writes the model file.
     Train(TrainArgs),
     /// Prints the quality-versus-cost curve, APGR and CPT of a model next to baselines.
@@ -24,7 +24,7 @@ pub enum RouterCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// The JSON file: a metrics snapshot with a `shadow` section, or a shadow report.
     file: PathBuf,
     /// Print JSON instead of tables.
@@ -34,7 +34,7 @@ pub struct ReportArgs {
 
 /// Where the data comes from and how to read it.
 #[derive(Debug, Args)]
-pub struct DataArgs {
+pub(crate) struct DataArgs {
     /// CSV or JSONL files, or directories of CSV files (repeatable).
     #[arg(long = "data", required = true)]
     data: Vec<PathBuf>,
@@ -81,7 +81,7 @@ impl DataArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TrainArgs {
+pub(crate) struct TrainArgs {
     #[command(flatten)]
     data: DataArgs,
     /// The model file to write.
@@ -97,7 +97,7 @@ pub struct TrainArgs {
 
 /// How to train (`router train`, and `router eval --leave-one-source-out`).
 #[derive(Debug, Args)]
-pub struct TrainingArgs {
+pub(crate) struct TrainingArgs {
     /// Word buckets are 2^bits.
     #[arg(long, default_value_t = 15)]
     bits: u32,
@@ -144,7 +144,7 @@ impl TrainingArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     #[command(flatten)]
     data: DataArgs,
     /// A model file (default: the model built into Laneway).
@@ -170,7 +170,7 @@ pub struct EvalArgs {
 
 /// Where the router's default threshold sits and what a call costs.
 #[derive(Debug, Args)]
-pub struct OperatingArgs {
+pub(crate) struct OperatingArgs {
     /// The quality loss (0..1, against always the strongest variant) the default threshold
     /// is chosen within, as a family's `quality_loss_budget`.
     #[arg(long, default_value_t = eval::DEFAULT_QUALITY_LOSS_BUDGET)]
@@ -181,7 +181,7 @@ pub struct OperatingArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CalibrateArgs {
+pub(crate) struct CalibrateArgs {
     #[command(flatten)]
     data: DataArgs,
     #[arg(long)]
@@ -194,7 +194,7 @@ pub struct CalibrateArgs {
     max_quality_loss: Option<f64>,
 }
 
-pub fn run(cmd: RouterCommand) -> Result<()> {
+pub(crate) fn run(cmd: RouterCommand) -> Result<()> {
     match cmd {
         RouterCommand::Train(a) => train_cmd(a),
         RouterCommand::Eval(a) => eval_cmd(a),

@@ -5,6 +5,9 @@
 //! Besides criterion's estimates, prints p50 / p99 over individually timed calls, with the
 //! baseline of the same run: copying the prompt.
 
+// A benchmark times the wall clock, not the router's (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::PathBuf;
 use std::time::Instant;
 

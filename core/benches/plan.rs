@@ -8,6 +8,9 @@
 //!
 //! Besides criterion's estimates, the run prints p50 / p99 over individually timed calls.
 
+// A benchmark times the wall clock, not the router's (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, Criterion};

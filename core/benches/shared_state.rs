@@ -8,6 +8,9 @@
 //! - whole reserved calls through the router to the emulator, with and without `[shared]`, and
 //!   how many of the shared ones waited for Redis.
 
+// A benchmark times the wall clock, not the router's (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "../tests/common/redis_server.rs"]
 mod redis_server;
 

@@ -20,6 +20,9 @@
 //! Then Laneway's backends side by side ([`surfaces`]; alone: `LANEWAY_BENCH_ONLY=surfaces`):
 //! Converse against Bedrock's OpenAI-compatible APIs for the same model and answer length.
 
+// A benchmark times the wall clock, not the router's (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 use std::time::{Duration, Instant};
 
 use aws_config::retry::RetryConfig;

@@ -2,6 +2,9 @@
 //! `cargo run --release -p laneway --example overhead`. Prints client CPU per call for
 //! generate and stream, median of 20 rounds.
 
+// A measurement of wall-clock time, not the router's clock (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -8,6 +8,9 @@
 //!
 //! `cargo run --release -p laneway --example quota_routing` (`LANEWAY_QUOTA_CALLS`, default 400).
 
+// A measurement of wall-clock time, not the router's clock (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 use std::time::{Duration, Instant};
 
 use laneway::{Config, ErrorKind, GenerateRequest, Router};

@@ -13,6 +13,9 @@
 //! Prints RSS every tenth of the run and exits with status 1 if, after the first tenth (the
 //! warm-up), it grows by more than 10%.
 
+// A measurement of wall-clock time, not the router's clock (`laneway::time`).
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};

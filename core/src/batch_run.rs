@@ -332,7 +332,7 @@ impl Router {
                     if e.fails_over()
                         && e.kind() != crate::types::ErrorKind::AccessDenied
                         && tries < CONTROL_TRIES
-                        && exec.state.spend_extra_attempt(std::time::Instant::now()) =>
+                        && exec.state.spend_extra_attempt(crate::time::now()) =>
                 {
                     let wait = match &e {
                         Error::Service(s) => s.retry_after,

@@ -26,6 +26,8 @@
 pub mod backend;
 pub mod batch;
 mod batch_run;
+#[cfg(doctest)]
+mod book;
 pub use batch_run::BatchSession;
 pub mod classifier;
 mod client;
@@ -37,6 +39,7 @@ pub mod failpoint;
 pub mod plan;
 pub mod surface;
 pub mod telemetry;
+pub mod time;
 pub mod types;
 
 pub use client::{Router, RouterBuilder};

@@ -318,7 +318,7 @@ async fn a_breaker_opened_in_one_process_is_honoured_by_the_others() {
     emu.remove_fault(outage);
     let east = |r: &mut Replica| r.call(json!({"cmd": "health"}))["us-east-1"].clone();
     for r in [&mut b, &mut c] {
-        common::wait_until("A's open breaker reached B and C", || east(r) == "Open").await;
+        common::poll_until("A's open breaker reached B and C", || east(r) == "Open").await;
     }
     for r in [&mut b, &mut c] {
         let out = r.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 3, "concurrency": 1}));
@@ -332,7 +332,7 @@ async fn a_breaker_opened_in_one_process_is_honoured_by_the_others() {
     // Once the open period is over, one probe goes for the whole fleet: B and C ask at once,
     // one of them holds the lease and probes us-east-1, the other goes elsewhere.
     for r in [&mut b, &mut c] {
-        common::wait_until("the open period ended", || east(r).is_null()).await;
+        common::poll_until("the open period ended", || east(r).is_null()).await;
     }
     b.send(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
     c.send(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
@@ -345,7 +345,7 @@ async fn a_breaker_opened_in_one_process_is_honoured_by_the_others() {
     // The probe succeeded: everyone is back on us-east-1 once their next sync has closed
     // their own half-open breaker (one call at a time until one lands there).
     for r in [&mut a, &mut b, &mut c] {
-        common::wait_until("the probe's success reached every replica", || {
+        common::poll_until("the probe's success reached every replica", || {
             let out = r.call(json!({"cmd": "run", "model": LITE, "regions": ["us-east-1", "us-west-2"], "requests": 1, "concurrency": 1}));
             out["regions"]["us-east-1"] == 1
         })
@@ -370,7 +370,7 @@ async fn killing_redis_mid_run_loses_no_request() {
         r.send(json!({"cmd": "run", "model": SONNET, "requests": 60, "concurrency": 2}));
     }
     // Mid-run: once the fleet has sent a sixth of its calls.
-    common::wait_until("the replicas' calls started", || {
+    common::poll_until("the replicas' calls started", || {
         common::requests_seen(&emu) >= 30
     })
     .await;
@@ -391,7 +391,7 @@ async fn killing_redis_mid_run_loses_no_request() {
     // Redis returns: the replicas use it again once their health check has seen it.
     redis.restart();
     for r in &mut replicas {
-        common::wait_until("the replica saw Redis back", || {
+        common::poll_until("the replica saw Redis back", || {
             r.call(json!({"cmd": "status"}))["degraded"] == false
         })
         .await;
@@ -494,7 +494,7 @@ async fn a_prefix_cached_by_one_replica_draws_the_others_to_its_region() {
     assert_ne!(first.decision.region, usual.region());
     assert!(first.usage.cache_write_tokens > 0, "{:?}", first.usage);
     // Published off the call's path: wait for the write to complete.
-    common::wait_until("the first replica published its prefix", || {
+    common::poll_until("the first replica published its prefix", || {
         first_router.metrics().shared.unwrap().prefixes_published >= 1
     })
     .await;
@@ -568,7 +568,7 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
         });
         !status.degraded && status.breaker_syncs >= synced + 2 && !open
     };
-    common::wait_until("the router caught up with the restarted Redis", ready).await;
+    common::poll_until("the router caught up with the restarted Redis", ready).await;
     for _ in 0..3 {
         router.generate(req()).await.unwrap();
     }
@@ -678,7 +678,7 @@ async fn fleet_state_lives_on_a_redis_cluster_and_a_node_failing_mid_run_loses_n
     // Back: the router finds it again by itself and shares state again.
     cluster.nodes[owner].restart();
     cluster.wait_ok();
-    common::wait_until("the router used the cluster again", || {
+    common::poll_until("the router used the cluster again", || {
         !router.metrics().shared.unwrap().degraded
     })
     .await;

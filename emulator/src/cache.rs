@@ -12,7 +12,7 @@ use crate::text;
 
 /// One checkpoint of a request: what precedes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CachePointAt {
+pub(crate) struct CachePointAt {
     /// Digest of every block before the checkpoint, in prompt order.
     pub digest: [u8; 32],
     /// Estimated tokens before the checkpoint.
@@ -29,7 +29,7 @@ pub struct CachePointAt {
 
 /// A model's rules for checkpoints (Bedrock's, per model).
 #[derive(Debug, Clone, Copy)]
-pub struct CacheRules<'a> {
+pub(crate) struct CacheRules<'a> {
     pub tools: bool,
     pub after_tool_result: bool,
     pub ttls: &'a std::collections::BTreeSet<String>,
@@ -38,7 +38,10 @@ pub struct CacheRules<'a> {
 
 /// Whether a request's checkpoints keep the model's rules; the error message Bedrock gives
 /// when they do not.
-pub fn check_placement(points: &[CachePointAt], rules: CacheRules<'_>) -> Result<(), String> {
+pub(crate) fn check_placement(
+    points: &[CachePointAt],
+    rules: CacheRules<'_>,
+) -> Result<(), String> {
     let extraneous = |p: &CachePointAt| {
         format!(
             "Malformed input request: #/{}: extraneous key [cachePoint] is not permitted, please reformat your input and try again.",
@@ -84,7 +87,7 @@ fn ttl_duration(ttl: &str) -> Duration {
 }
 
 /// The checkpoints of a Converse body, walking tools, then system, then messages.
-pub fn cache_points(body: &Value) -> Vec<CachePointAt> {
+pub(crate) fn cache_points(body: &Value) -> Vec<CachePointAt> {
     let mut hasher = Sha256::new();
     let mut chars = 0usize;
     let mut points = Vec::new();
@@ -137,7 +140,7 @@ pub fn cache_points(body: &Value) -> Vec<CachePointAt> {
 
 /// What the cache did for one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CacheUse {
+pub(crate) struct CacheUse {
     pub read: u32,
     pub write: u32,
     /// Tokens written per TTL.
@@ -148,14 +151,14 @@ type Key = (String, String, [u8; 32]);
 
 /// Cached prefixes with their expiry.
 #[derive(Debug, Default)]
-pub struct PromptCache {
+pub(crate) struct PromptCache {
     entries: Mutex<HashMap<Key, Instant>>,
 }
 
 impl PromptCache {
     /// Reads the longest live cached prefix and writes the checkpoints after it. Checkpoints
     /// with fewer than `min_tokens` before them cache nothing. TTLs are scaled by `scale`.
-    pub fn apply(
+    pub(crate) fn apply(
         &self,
         region: &str,
         model: &str,

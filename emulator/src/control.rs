@@ -13,7 +13,7 @@ use crate::engine::Engine;
 use crate::faults::Fault;
 
 /// The control routes.
-pub fn routes() -> Router<Arc<Engine>> {
+pub(crate) fn routes() -> Router<Arc<Engine>> {
     Router::new()
         .route(
             "/__laneway/health",

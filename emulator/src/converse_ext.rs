@@ -11,7 +11,7 @@ use crate::scenario::{ModelSpec, ReasoningStyle};
 
 /// What a Converse request carries beyond the conversation, read before its model is known.
 #[derive(Debug, Clone, Default)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// `additionalModelRequestFields`.
     fields: Map<String, Value>,
     /// `additionalModelResponseFieldPaths`.
@@ -36,7 +36,7 @@ pub struct Extras {
 
 /// What the model is to do with them.
 #[derive(Debug, Clone, Default)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     /// Reasoning tokens at most, when it reasons.
     pub reasoning: Option<u32>,
     /// Reasoning is answered as `[REDACTED]` (Nova 2).
@@ -65,7 +65,7 @@ fn block_kind(b: &Value) -> &'static str {
 }
 
 /// Reads the fields, refusing what Bedrock refuses before any model sees it.
-pub fn read(v: &Value) -> Result<Extras, String> {
+pub(crate) fn read(v: &Value) -> Result<Extras, String> {
     let mut x = Extras::default();
     if let Some(f) = v.get("additionalModelRequestFields") {
         x.fields = f
@@ -235,7 +235,7 @@ pub fn read(v: &Value) -> Result<Extras, String> {
 }
 
 /// The signature the emulator gives a reasoning text (and checks when it comes back).
-pub fn signature(text: &str) -> String {
+pub(crate) fn signature(text: &str) -> String {
     let digest =
         Sha256::digest([b"laneway-emulator-thinking\0".as_slice(), text.as_bytes()].concat());
     use base64::Engine as _;
@@ -259,7 +259,11 @@ fn effort_tokens(effort: &str) -> Option<u32> {
 
 /// Checks the fields against the model that serves, as it would (`max_tokens` from
 /// `inferenceConfig`).
-pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<Admitted, String> {
+pub(crate) fn check(
+    x: &Extras,
+    model: &ModelSpec,
+    max_tokens: Option<u32>,
+) -> Result<Admitted, String> {
     let mut out = Admitted::default();
     let mut fields = x.fields.clone();
     let style = model.reasoning;
@@ -428,7 +432,7 @@ pub fn check(x: &Extras, model: &ModelSpec, max_tokens: Option<u32>) -> Result<A
 /// A value conforming to `schema`, built from its types (strings from `seed`'s words); past
 /// 32 levels of nesting, `null` (the request's schema is untrusted: its depth and `minItems`
 /// are bounded here).
-pub fn conforming(schema: &Value, seed: u64) -> Value {
+pub(crate) fn conforming(schema: &Value, seed: u64) -> Value {
     conforming_at(schema, seed, 0)
 }
 

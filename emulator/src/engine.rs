@@ -25,7 +25,7 @@ pub enum Service {
 
 /// An error answered on the wire: the AWS error code, HTTP status and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     pub status: u16,
     pub code: String,
     pub message: String,
@@ -39,7 +39,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
         Self {
             status,
             code: code.into(),
@@ -50,13 +50,13 @@ impl ApiError {
         }
     }
     /// A `502 Bad Gateway` page from a load balancer in front of the service.
-    pub fn html_bad_gateway() -> Self {
+    pub(crate) fn html_bad_gateway() -> Self {
         Self {
             html: true,
             ..Self::new(502, "", "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n")
         }
     }
-    pub fn validation(service: Service, message: impl Into<String>) -> Self {
+    pub(crate) fn validation(service: Service, message: impl Into<String>) -> Self {
         match service {
             Service::Bedrock => Self::new(400, "ValidationException", message),
             Service::Sagemaker => Self::new(400, "ValidationError", message),
@@ -66,7 +66,7 @@ impl ApiError {
 
 /// What the caller asked for, reduced to what the simulation needs.
 #[derive(Debug, Clone)]
-pub struct Ask {
+pub(crate) struct Ask {
     pub service: Service,
     pub operation: &'static str,
     pub region: String,
@@ -103,7 +103,7 @@ pub struct Ask {
 impl Ask {
     /// The surface it came to, as faults name it: `bedrock` (Converse, InvokeModel),
     /// `bedrock-openai`, `bedrock-mantle` or `sagemaker`.
-    pub fn surface(&self) -> &'static str {
+    pub(crate) fn surface(&self) -> &'static str {
         match self.service {
             Service::Sagemaker => "sagemaker",
             Service::Bedrock if self.mantle_quota.is_some() => "bedrock-mantle",
@@ -121,7 +121,7 @@ impl Ask {
 /// An admitted request: the answer to give and its timeline. Holds its capacity slot until
 /// dropped.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The bare model id or endpoint name that served.
     pub model: String,
     /// The tier that served, as the response reports it: the one asked for, or `default` for
@@ -163,11 +163,11 @@ pub struct Answer {
 
 impl Answer {
     /// The whole answer text (after any reasoning).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.tokens[self.reasoning_tokens..].concat()
     }
     /// The reasoning's text as the response shows it, and its signature.
-    pub fn reasoning(&self) -> Option<(String, Option<String>)> {
+    pub(crate) fn reasoning(&self) -> Option<(String, Option<String>)> {
         if self.reasoning_tokens == 0 {
             return None;
         }
@@ -182,14 +182,14 @@ impl Answer {
     }
     /// Tokens in the whole answer (none when a guardrail blocked the input: the model was not
     /// called).
-    pub fn output_tokens(&self) -> u32 {
+    pub(crate) fn output_tokens(&self) -> u32 {
         if self.guardrail.input_blocked {
             return 0;
         }
         self.tokens.len() as u32
     }
     /// Input tokens reported (none when a guardrail blocked the input).
-    pub fn reported_input_tokens(&self) -> u32 {
+    pub(crate) fn reported_input_tokens(&self) -> u32 {
         if self.guardrail.input_blocked {
             0
         } else {
@@ -244,7 +244,7 @@ fn counter_key(ask: &Ask, tier: &str) -> CounterKey {
 
 /// The emulated world with its live state.
 #[derive(Debug)]
-pub struct Engine {
+pub(crate) struct Engine {
     pub scenario: Scenario,
     pub faults: FaultRegistry,
     cache: crate::cache::PromptCache,
@@ -264,7 +264,7 @@ enum Served<'a> {
 }
 
 impl Engine {
-    pub fn new(scenario: Scenario) -> Self {
+    pub(crate) fn new(scenario: Scenario) -> Self {
         let faults = FaultRegistry::default();
         for f in &scenario.faults {
             faults.add(f.clone());
@@ -284,12 +284,12 @@ impl Engine {
     }
 
     /// Scales a simulated duration by the scenario's time scale.
-    pub fn scaled(&self, d: Duration) -> Duration {
+    pub(crate) fn scaled(&self, d: Duration) -> Duration {
         d.mul_f64(self.scenario.time_scale)
     }
 
     /// Decides a request: refused with an AWS error, or admitted with its answer.
-    pub fn admit(&self, ask: &Ask) -> Result<Answer, ApiError> {
+    pub(crate) fn admit(&self, ask: &Ask) -> Result<Answer, ApiError> {
         let result = self.admit_inner(ask);
         let tier = result
             .as_ref()
@@ -315,7 +315,12 @@ impl Engine {
 
     /// A fault on a control-plane call (the batch jobs' Create/Get/Stop): faults with
     /// `tier = "control"` match them, filtered by region and by model or operation name.
-    pub fn control_refusal(&self, region: &str, operation: &str, model: &str) -> Option<ApiError> {
+    pub(crate) fn control_refusal(
+        &self,
+        region: &str,
+        operation: &str,
+        model: &str,
+    ) -> Option<ApiError> {
         let hits = self.faults.take_matching(
             &Subject {
                 region,
@@ -330,12 +335,12 @@ impl Engine {
     }
 
     /// Records that a stream was broken by a fault after it was admitted at `served_tier`.
-    pub fn record_broken_stream(&self, ask: &Ask, served_tier: &str) {
+    pub(crate) fn record_broken_stream(&self, ask: &Ask, served_tier: &str) {
         self.update_counter(ask, served_tier, |c| c.streams_broken += 1);
     }
 
     /// Records that a stream's client went away before its end.
-    pub fn record_cancelled(&self, ask: &Ask, served_tier: &str) {
+    pub(crate) fn record_cancelled(&self, ask: &Ask, served_tier: &str) {
         self.update_counter(ask, served_tier, |c| c.cancelled += 1);
     }
 
@@ -347,7 +352,7 @@ impl Engine {
     }
 
     /// Everything served so far.
-    pub fn counters(&self) -> Vec<CounterRow> {
+    pub(crate) fn counters(&self) -> Vec<CounterRow> {
         self.counters
             .lock()
             .expect("counters lock")
@@ -366,7 +371,7 @@ impl Engine {
     }
 
     /// Forgets the counters.
-    pub fn reset_counters(&self) {
+    pub(crate) fn reset_counters(&self) {
         self.counters.lock().expect("counters lock").clear();
     }
 

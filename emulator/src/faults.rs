@@ -203,7 +203,7 @@ impl Fault {
 
 /// The request a fault is checked against.
 #[derive(Debug, Clone, Copy)]
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     pub region: &'a str,
     /// The bare model id or endpoint name.
     pub model: &'a str,
@@ -216,7 +216,7 @@ pub struct Subject<'a> {
 
 /// The faults in force, each with an id for removal.
 #[derive(Debug, Default)]
-pub struct FaultRegistry {
+pub(crate) struct FaultRegistry {
     inner: Mutex<Registry>,
 }
 
@@ -228,7 +228,7 @@ struct Registry {
 
 impl FaultRegistry {
     /// Adds a fault and returns its id.
-    pub fn add(&self, fault: Fault) -> u64 {
+    pub(crate) fn add(&self, fault: Fault) -> u64 {
         let mut r = self.inner.lock().expect("fault registry lock");
         r.next_id += 1;
         let id = r.next_id;
@@ -237,7 +237,7 @@ impl FaultRegistry {
     }
 
     /// Removes one fault; false when there was none with that id.
-    pub fn remove(&self, id: u64) -> bool {
+    pub(crate) fn remove(&self, id: u64) -> bool {
         let mut r = self.inner.lock().expect("fault registry lock");
         let before = r.faults.len();
         r.faults.retain(|(i, _)| *i != id);
@@ -245,7 +245,7 @@ impl FaultRegistry {
     }
 
     /// Removes every fault.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.inner
             .lock()
             .expect("fault registry lock")
@@ -254,7 +254,7 @@ impl FaultRegistry {
     }
 
     /// The faults in force with their ids.
-    pub fn list(&self) -> Vec<(u64, Fault)> {
+    pub(crate) fn list(&self) -> Vec<(u64, Fault)> {
         self.inner
             .lock()
             .expect("fault registry lock")
@@ -263,7 +263,7 @@ impl FaultRegistry {
     }
 
     /// The faults that hit this request, each counted once against its `count`.
-    pub fn take_matching(&self, at: &Subject<'_>, since_start: Duration) -> Vec<Fault> {
+    pub(crate) fn take_matching(&self, at: &Subject<'_>, since_start: Duration) -> Vec<Fault> {
         let mut r = self.inner.lock().expect("fault registry lock");
         let mut hits = Vec::new();
         for (_, f) in r.faults.iter_mut() {

@@ -88,7 +88,7 @@ pub enum PiiAction {
 
 /// What the request asked: the guardrail, its trace, and the text it is to evaluate.
 #[derive(Debug, Clone)]
-pub struct GuardAsk {
+pub(crate) struct GuardAsk {
     pub identifier: String,
     pub version: String,
     pub trace: String,
@@ -97,7 +97,7 @@ pub struct GuardAsk {
 
 /// What a guardrail did to one call.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// It intervened: the stop reason is `guardrail_intervened`.
     pub intervened: bool,
     /// The input was blocked: the model was not called (no tokens counted).
@@ -185,7 +185,7 @@ impl GuardrailSpec {
 }
 
 /// The guardrail an identifier (an id or an ARN) names in `region`, or Bedrock's 400 text.
-pub fn find<'s>(
+pub(crate) fn find<'s>(
     guardrails: &'s [GuardrailSpec],
     ask: &GuardAsk,
     region: &str,
@@ -217,7 +217,7 @@ pub fn find<'s>(
 
 /// Applies `g` to the request's guarded input: `Some(outcome)` when it blocks the input (the
 /// answer is then its blocked message).
-pub fn check_input(g: &GuardrailSpec, ask: &GuardAsk) -> (Option<Outcome>, Option<Value>) {
+pub(crate) fn check_input(g: &GuardrailSpec, ask: &GuardAsk) -> (Option<Outcome>, Option<Value>) {
     let f = g.assess(&ask.input);
     let assessment = f.found.then(|| json!({ &g.id: f.assessment }));
     if !f.block {
@@ -238,7 +238,7 @@ pub fn check_input(g: &GuardrailSpec, ask: &GuardAsk) -> (Option<Outcome>, Optio
 
 /// Applies `g` to the answer: the text to give instead (its blocked message, or the masked
 /// text), and the outcome. `input` is what the input check found without blocking.
-pub fn check_output(
+pub(crate) fn check_output(
     g: &GuardrailSpec,
     ask: &GuardAsk,
     answer: &str,

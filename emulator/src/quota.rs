@@ -20,7 +20,7 @@ const FLEX_SHARE: f64 = 0.8;
 
 /// One request's claim on capacity.
 #[derive(Debug, Clone)]
-pub struct Demand<'a> {
+pub(crate) struct Demand<'a> {
     /// Region and the id as sent (model, profile or endpoint): quotas are per both.
     pub region: &'a str,
     pub target: &'a str,
@@ -108,7 +108,7 @@ struct Pools {
 
 /// Every pool of the emulated world, with the length of its minute.
 #[derive(Debug, Clone)]
-pub struct Quotas {
+pub(crate) struct Quotas {
     pools: Arc<Mutex<Pools>>,
     /// A minute of scenario time (60 s times the time scale).
     minute: Duration,
@@ -116,7 +116,7 @@ pub struct Quotas {
 
 /// Which pool a request was admitted to and so which tier served it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Served {
+pub(crate) enum Served {
     OnDemand,
     Reserved,
     /// Above the reservation: served by the on-demand pool at the standard tier.
@@ -129,7 +129,7 @@ pub enum Served {
 /// A request's hold on its pool: a concurrency slot until dropped, and its window entry,
 /// settled to actual usage when dropped.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     quotas: Quotas,
     key: String,
     entry: u64,
@@ -140,7 +140,7 @@ pub struct Slot {
 
 impl Slot {
     /// Records the answer's actual usage: new input, cache reads and writes, output.
-    pub fn settle_on(
+    pub(crate) fn settle_on(
         &mut self,
         demand: &Demand<'_>,
         new_input: u64,
@@ -168,7 +168,7 @@ impl Drop for Slot {
 
 impl Quotas {
     /// Pools whose minute lasts `minute` of wall time.
-    pub fn new(minute: Duration) -> Self {
+    pub(crate) fn new(minute: Duration) -> Self {
         Self {
             pools: Arc::default(),
             minute,
@@ -177,7 +177,7 @@ impl Quotas {
 
     /// Admits a request to its pool, or refuses it with Bedrock's throttling error. A reserved
     /// request above its reservation overflows to the on-demand pool, as Bedrock does.
-    pub fn admit(&self, demand: &Demand<'_>) -> Result<Slot, ApiError> {
+    pub(crate) fn admit(&self, demand: &Demand<'_>) -> Result<Slot, ApiError> {
         self.admit_at(demand, Instant::now())
     }
 

@@ -125,7 +125,7 @@ impl Drop for Emulator {
 }
 
 /// The whole HTTP application: both services and the control API.
-pub fn app(engine: Arc<Engine>) -> Router {
+pub(crate) fn app(engine: Arc<Engine>) -> Router {
     Router::new()
         .merge(wire::bedrock::routes())
         .merge(wire::openai::routes())

@@ -22,7 +22,7 @@ const PATH: &AsciiSet = &STRICT.remove(b'/');
 
 /// Who signed a request, and for which region and service.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignedScope {
+pub(crate) struct SignedScope {
     pub access_key_id: String,
     pub region: String,
     pub service: String,
@@ -30,7 +30,7 @@ pub struct SignedScope {
 
 /// Why a signature was refused: the AWS error code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthError {
+pub(crate) struct AuthError {
     pub code: &'static str,
     pub message: String,
 }
@@ -47,7 +47,7 @@ provided. Check your AWS Secret Access Key and signing method. Consult the servi
 for details.";
 
 /// Verifies a SigV4-signed request against the accepted credentials.
-pub fn verify(
+pub(crate) fn verify(
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,

@@ -10,7 +10,7 @@ const WORDS: &[&str] = &[
 ];
 
 /// A stable 64-bit digest of some bytes, for seeding.
-pub fn digest64(parts: &[&[u8]]) -> u64 {
+pub(crate) fn digest64(parts: &[&[u8]]) -> u64 {
     let mut h = Sha256::new();
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());
@@ -21,14 +21,14 @@ pub fn digest64(parts: &[&[u8]]) -> u64 {
 }
 
 /// The natural length of an answer, in tokens, within `[min, max]`.
-pub fn natural_length(prompt_digest: u64, range: [u32; 2]) -> u32 {
+pub(crate) fn natural_length(prompt_digest: u64, range: [u32; 2]) -> u32 {
     let span = u64::from(range[1] - range[0]) + 1;
     range[0] + (prompt_digest % span) as u32
 }
 
 /// `n` tokens of answer text; every token but the first starts with a space, so concatenating
 /// them gives the text.
-pub fn tokens(prompt_digest: u64, n: u32) -> Vec<String> {
+pub(crate) fn tokens(prompt_digest: u64, n: u32) -> Vec<String> {
     (0..n)
         .map(|i| {
             let mut x = prompt_digest ^ (u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -46,7 +46,7 @@ pub fn tokens(prompt_digest: u64, n: u32) -> Vec<String> {
 }
 
 /// `text` in pieces of about `size` bytes (on character boundaries), as a stream delivers it.
-pub fn chunks(text: &str, size: usize) -> Vec<String> {
+pub(crate) fn chunks(text: &str, size: usize) -> Vec<String> {
     let mut out = Vec::with_capacity(text.len() / size.max(1) + 1);
     let mut rest = text;
     while !rest.is_empty() {
@@ -62,12 +62,12 @@ pub fn chunks(text: &str, size: usize) -> Vec<String> {
 }
 
 /// Estimated tokens of a text: a quarter of its characters, rounded up.
-pub fn estimate_tokens(chars: usize) -> u32 {
+pub(crate) fn estimate_tokens(chars: usize) -> u32 {
     chars.div_ceil(4) as u32
 }
 
 /// Characters in every string of a JSON value (keys excluded), for token estimates.
-pub fn json_text_chars(v: &serde_json::Value) -> usize {
+pub(crate) fn json_text_chars(v: &serde_json::Value) -> usize {
     match v {
         serde_json::Value::String(s) => s.chars().count(),
         serde_json::Value::Array(a) => a.iter().map(json_text_chars).sum(),

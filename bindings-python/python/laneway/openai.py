@@ -72,8 +72,9 @@ class OpenAIObject:
             return self._d == other._d
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return id(self)
+    # Equal by value and mutable, so unhashable, as the SDK's pydantic models are: hashing by
+    # identity would give two equal objects different hashes.
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         kind = self._d.get("object") or self._d.get("type") or "object"

@@ -13,7 +13,7 @@ use super::workload::WorkloadKind;
 /// One configuration to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub name: String,
     /// A model id, a family name (its variants routed by the classifier) or a self-hosted
     /// model's name.
@@ -29,7 +29,7 @@ pub struct Candidate {
 
 impl Candidate {
     /// Applies this candidate to a workload request.
-    pub fn apply(&self, config: &Config, mut request: GenerateRequest) -> GenerateRequest {
+    pub(crate) fn apply(&self, config: &Config, mut request: GenerateRequest) -> GenerateRequest {
         request = if config.families.contains_key(&self.model) {
             request.family(self.model.clone())
         } else {
@@ -45,7 +45,7 @@ impl Candidate {
     }
 
     /// Checks the candidate against the router's configuration.
-    pub fn check(&self, config: &Config) -> anyhow::Result<()> {
+    pub(crate) fn check(&self, config: &Config) -> anyhow::Result<()> {
         if self.concurrency == 0 {
             bail!("candidate {:?}: concurrency must be at least 1", self.name);
         }
@@ -68,7 +68,7 @@ impl Candidate {
 /// The built-in product shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Preset {
+pub(crate) enum Preset {
     /// An interactive chat or copilot: TTFT-bound chat turns on Claude and Nova.
     Chat,
     /// A high-throughput enterprise API: long generations on Nova, standard vs flex.
@@ -80,14 +80,14 @@ pub enum Preset {
 
 impl Preset {
     /// The workload the shape is measured on.
-    pub fn workload(self) -> WorkloadKind {
+    pub(crate) fn workload(self) -> WorkloadKind {
         match self {
             Preset::Chat | Preset::SelfHosted => WorkloadKind::Interact,
             Preset::EnterpriseApi => WorkloadKind::Generate,
         }
     }
 
-    pub fn candidates(self) -> Vec<Candidate> {
+    pub(crate) fn candidates(self) -> Vec<Candidate> {
         let c = |name: &str, model: &str, tier: Option<ServiceTier>, concurrency| Candidate {
             name: name.into(),
             model: model.into(),
@@ -164,7 +164,7 @@ impl Preset {
 }
 
 /// A grid: every model x tier x region set x concurrency.
-pub fn grid(
+pub(super) fn grid(
     models: &[String],
     tiers: &[String],
     regions: &[String],
@@ -232,7 +232,7 @@ pub fn grid(
 }
 
 /// Reads `[[candidates]]` from a TOML file.
-pub fn read(path: &Path) -> anyhow::Result<Vec<Candidate>> {
+pub(super) fn read(path: &Path) -> anyhow::Result<Vec<Candidate>> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct File {

@@ -101,7 +101,7 @@ fn label(v: f64) -> String {
 }
 
 /// Indices of the candidates on the frontier, by increasing cost.
-pub fn frontier(points: &[(usize, f64, f64)]) -> Vec<usize> {
+pub(super) fn frontier(points: &[(usize, f64, f64)]) -> Vec<usize> {
     let mut sorted = points.to_vec();
     sorted.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
     let mut best = f64::INFINITY;
@@ -116,7 +116,7 @@ pub fn frontier(points: &[(usize, f64, f64)]) -> Vec<usize> {
 }
 
 /// The chart as an SVG document.
-pub fn frontier_svg(results: &[CandidateResult], recommended: Option<usize>) -> String {
+pub(super) fn frontier_svg(results: &[CandidateResult], recommended: Option<usize>) -> String {
     let use_ttft = results.iter().all(|r| r.ok == 0 || r.ttft_ms.samples > 0);
     let y_name = if use_ttft {
         "TTFT p99 (ms)"

@@ -14,7 +14,7 @@ use super::workload::WorkItem;
 
 /// p50 / p90 / p99 and mean of one measure, in milliseconds of scenario time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Quantiles {
+pub(crate) struct Quantiles {
     pub samples: u64,
     pub p50: f64,
     pub p90: f64,
@@ -24,7 +24,7 @@ pub struct Quantiles {
 
 /// What one candidate did on the workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CandidateResult {
+pub(crate) struct CandidateResult {
     pub candidate: Candidate,
     pub requests: u64,
     pub ok: u64,
@@ -62,7 +62,7 @@ pub struct CandidateResult {
 }
 
 impl CandidateResult {
-    pub fn error_rate(&self) -> f64 {
+    pub(crate) fn error_rate(&self) -> f64 {
         if self.requests == 0 {
             return 0.0;
         }
@@ -107,7 +107,7 @@ async fn one(router: &Router, request: GenerateRequest) -> Result<GenerateRespon
 /// Replays `items` through `router` as `candidate` says. Arrival times (scenario time) are
 /// honoured when the workload has them, with at most `concurrency` requests in flight;
 /// otherwise requests go closed-loop. `time_scale` converts measured time into scenario time.
-pub async fn run(
+pub(super) async fn run(
     router: &Router,
     config: &Config,
     candidate: &Candidate,

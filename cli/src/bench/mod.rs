@@ -14,9 +14,9 @@ use laneway::{Config, Router};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 use serde::{Deserialize, Serialize};
 
-pub use candidates::{Candidate, Preset};
-pub use measure::{CandidateResult, Quantiles};
-pub use workload::WorkloadKind;
+pub(crate) use candidates::{Candidate, Preset};
+pub(crate) use measure::{CandidateResult, Quantiles};
+pub(crate) use workload::WorkloadKind;
 
 use crate::recommend::Recommendation;
 
@@ -26,7 +26,7 @@ const DEFAULT_CONFIG: &str = include_str!("../../../examples/startup.toml");
 
 /// Options of `laneway bench` (and of `laneway recommend` when it runs the bench itself).
 #[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Candidates and workload of a product shape: chat, enterprise-api or self-hosted.
     #[arg(long, value_enum)]
     pub preset: Option<Preset>,
@@ -79,7 +79,7 @@ pub struct BenchArgs {
 
 /// What was run, and every candidate's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchReport {
+pub(crate) struct BenchReport {
     pub workload: String,
     pub requests: usize,
     pub rate: Option<f64>,
@@ -91,7 +91,7 @@ pub struct BenchReport {
 }
 
 /// The router configuration the bench runs with (`--config`, else the default).
-pub fn router_config(args: &BenchArgs) -> anyhow::Result<Config> {
+pub(crate) fn router_config(args: &BenchArgs) -> anyhow::Result<Config> {
     load_config(args)
 }
 
@@ -127,7 +127,7 @@ fn choose_candidates(args: &BenchArgs) -> anyhow::Result<Vec<Candidate>> {
 }
 
 /// Runs every candidate and returns the report (nothing written).
-pub async fn measure(args: &BenchArgs) -> anyhow::Result<BenchReport> {
+pub(crate) async fn measure(args: &BenchArgs) -> anyhow::Result<BenchReport> {
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
     anyhow::ensure!(
         args.time_scale > 0.0 && args.time_scale.is_finite() && args.time_scale <= 1.0,
@@ -207,7 +207,7 @@ fn ms(q: &Quantiles, v: f64) -> String {
 }
 
 /// The results as a Markdown table.
-pub fn markdown_table(report: &BenchReport) -> String {
+pub(crate) fn markdown_table(report: &BenchReport) -> String {
     let mut out = String::from(
         "| candidate | ok | errors | failovers | TTFT p50/p90/p99 ms | ITL p50 ms | latency p50/p90/p99 ms | req/s | tok/s | TTFT SLO met | $/request | $/1M requests | cost basis |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -260,7 +260,7 @@ fn describe_run(report: &BenchReport) -> String {
 }
 
 /// Prints the results table to stdout.
-pub fn print_table(report: &BenchReport) {
+pub(crate) fn print_table(report: &BenchReport) {
     println!("laneway bench: {}\n", describe_run(report));
     print!("{}", markdown_table(report));
     for r in &report.results {
@@ -271,7 +271,7 @@ pub fn print_table(report: &BenchReport) {
 }
 
 /// Writes `bench.json`, `report.md` and `frontier.svg` into `dir`.
-pub fn write_outputs(
+pub(crate) fn write_outputs(
     report: &BenchReport,
     dir: &Path,
     recommendation: Option<&Recommendation>,
@@ -304,7 +304,7 @@ pub fn write_outputs(
     Ok(())
 }
 
-pub async fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     let report = measure(&args).await?;
     print_table(&report);
     if let Some(out) = &args.out {

@@ -12,7 +12,7 @@ use rand_distr::{Distribution, Exp};
 
 /// Which workload to replay.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WorkloadKind {
+pub(crate) enum WorkloadKind {
     /// Chat turns: short prompts and answers, an 800 ms TTFT target (TTFT-bound).
     Interact,
     /// Long answers to short prompts (throughput-bound).
@@ -54,7 +54,7 @@ impl std::fmt::Display for WorkloadKind {
 /// One request of a workload and when it arrives (scenario time from the start), if the
 /// workload is open-loop.
 #[derive(Debug, Clone)]
-pub struct WorkItem {
+pub(super) struct WorkItem {
     pub at: Option<Duration>,
     pub request: GenerateRequest,
 }
@@ -113,7 +113,7 @@ fn words(rng: &mut ChaCha8Rng, lengths: std::ops::Range<usize>) -> String {
 
 /// Builds `n` requests of a built-in kind, or reads a file (then `n` caps how many are used).
 /// With `rate` (requests per second of scenario time), arrivals follow a Poisson process.
-pub fn build(
+pub(super) fn build(
     kind: &WorkloadKind,
     n: usize,
     rate: Option<f64>,
@@ -185,7 +185,7 @@ pub fn build(
 /// Reads a JSONL workload: one request per line, in Laneway's request format (`messages`,
 /// `system`, `inference`, `slo`, `task_id`, ...) or with `prompt` as a shorthand for one user
 /// message; `at_ms` gives the arrival time.
-pub fn read_jsonl(path: &Path) -> anyhow::Result<Vec<WorkItem>> {
+pub(super) fn read_jsonl(path: &Path) -> anyhow::Result<Vec<WorkItem>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut items = Vec::new();

@@ -9,7 +9,7 @@ use laneway::{GenerateRequest, GenerateResponse, SloClass, Usage};
 
 /// What one call did, whoever sent it.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(super) struct Call {
     pub class: SloClass,
     pub task: Option<String>,
     pub ttft_target: Option<Duration>,
@@ -22,7 +22,7 @@ pub struct Call {
 
 impl Call {
     /// A call not made yet, with what the request asks of it.
-    pub fn of_request(request: &GenerateRequest) -> Self {
+    pub(super) fn of_request(request: &GenerateRequest) -> Self {
         Self {
             class: request.slo.class,
             task: request.task_id.clone(),
@@ -36,7 +36,7 @@ impl Call {
     }
 
     /// What Laneway's call did.
-    pub fn of_laneway(
+    pub(super) fn of_laneway(
         request: &GenerateRequest,
         outcome: &Result<GenerateResponse, String>,
     ) -> Self {
@@ -55,7 +55,7 @@ impl Call {
 }
 
 /// One client's totals.
-pub struct Side {
+pub(super) struct Side {
     pub name: &'static str,
     calls: Vec<Call>,
     /// Scenario time per wall time (TTFTs are shown in scenario time).
@@ -71,7 +71,7 @@ struct ClassFigures {
 }
 
 impl Side {
-    pub fn new(name: &'static str, calls: Vec<Call>, time_scale: f64) -> Self {
+    pub(super) fn new(name: &'static str, calls: Vec<Call>, time_scale: f64) -> Self {
         Self {
             name,
             calls,
@@ -79,11 +79,11 @@ impl Side {
         }
     }
 
-    pub fn ok(&self) -> usize {
+    pub(super) fn ok(&self) -> usize {
         self.calls.iter().filter(|c| c.ok).count()
     }
 
-    pub fn lost(&self) -> usize {
+    pub(super) fn lost(&self) -> usize {
         self.calls.len() - self.ok()
     }
 
@@ -118,13 +118,13 @@ impl Side {
         })
     }
 
-    pub fn cost(&self) -> f64 {
+    pub(super) fn cost(&self) -> f64 {
         self.calls.iter().map(|c| c.cost_usd).sum()
     }
 
     /// Cost of every call over tasks whose calls all succeeded (a call without a task is a
     /// task of its own).
-    pub fn cost_per_successful_task(&self) -> Option<f64> {
+    pub(super) fn cost_per_successful_task(&self) -> Option<f64> {
         let mut tasks: BTreeMap<String, bool> = BTreeMap::new();
         for (i, c) in self.calls.iter().enumerate() {
             let key = c.task.clone().unwrap_or_else(|| format!("#{i}"));
@@ -135,7 +135,7 @@ impl Side {
     }
 
     /// Share of input tokens read from the prompt cache.
-    pub fn cache_share(&self) -> f64 {
+    pub(super) fn cache_share(&self) -> f64 {
         let read: u64 = self
             .calls
             .iter()
@@ -154,12 +154,12 @@ impl Side {
     }
 
     /// Share of calls with a TTFT target that met it, in one class.
-    pub fn ttft_met(&self, class: SloClass) -> Option<f64> {
+    pub(super) fn ttft_met(&self, class: SloClass) -> Option<f64> {
         self.class(class).and_then(|f| f.ttft_met)
     }
 
     /// A few of the errors, for the reader.
-    pub fn errors(&self) -> BTreeSet<String> {
+    pub(super) fn errors(&self) -> BTreeSet<String> {
         self.calls
             .iter()
             .filter_map(|c| c.error.as_ref())
@@ -170,7 +170,7 @@ impl Side {
 }
 
 /// The two sides as a table: a row per figure, a column per client, and the change.
-pub fn table(naive: &Side, laneway: &Side) -> String {
+pub(super) fn table(naive: &Side, laneway: &Side) -> String {
     let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0} ms"));
     let usd = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("${v:.6}"));

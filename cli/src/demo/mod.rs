@@ -26,7 +26,7 @@ const BATCH: &str = "[batch]\nbucket = \"laneway-demo-batch\"\nrole_arn = \"arn:
 
 /// Options of `laneway demo`.
 #[derive(Debug, clap::Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// A built-in emulator scenario or a scenario TOML file.
     #[arg(long, default_value = "startup")]
     scenario: String,
@@ -128,7 +128,7 @@ const LANES: &[Lane] = &[
     },
 ];
 
-pub async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
+pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode> {
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
     anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
     let mut scenario = Scenario::load(&args.scenario)?;

@@ -18,17 +18,17 @@ use laneway::{
 use super::compare::Call;
 
 /// The one region the naive client uses.
-pub const REGION: &str = "us-east-1";
+pub(super) const REGION: &str = "us-east-1";
 
 /// The official SDK clients, as a team would configure them: default retry mode and attempts.
-pub struct NaiveClient {
+pub(super) struct NaiveClient {
     bedrock: bedrock::Client,
     sagemaker: sagemaker::Client,
     config: Config,
 }
 
 impl NaiveClient {
-    pub async fn new(endpoint_url: &str, config: Config) -> Self {
+    pub(super) async fn new(endpoint_url: &str, config: Config) -> Self {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(REGION))
             .endpoint_url(endpoint_url)
@@ -64,7 +64,7 @@ impl NaiveClient {
     }
 
     /// Sends one request; the call's record (TTFT, usage, cost) or its failure.
-    pub async fn call(&self, request: &GenerateRequest) -> Call {
+    pub(super) async fn call(&self, request: &GenerateRequest) -> Call {
         let model = self.model_of(request);
         let started = Instant::now();
         let result = match self.config.models.get(&model) {

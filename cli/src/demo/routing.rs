@@ -19,7 +19,7 @@ const SONNET_OUTCOME: &str = "claude-3-5-sonnet-20240620";
 const PROMPTS: usize = 200;
 
 /// One side's figures.
-pub struct Side {
+pub(super) struct Side {
     pub name: &'static str,
     pub calls: usize,
     pub good: usize,
@@ -85,7 +85,7 @@ async fn side(router: &Router, name: &'static str, routed: bool, default: &str) 
 }
 
 /// Runs both sides and prints them; returns the errors.
-pub async fn run(router: &Router, config: &laneway::Config) -> Vec<String> {
+pub(super) async fn run(router: &Router, config: &laneway::Config) -> Vec<String> {
     let Some(family) = config.families.get("claude") else {
         return vec!["the demo's configuration has no claude family".into()];
     };

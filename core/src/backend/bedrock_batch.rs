@@ -48,7 +48,7 @@ pub struct BedrockBatch {
 }
 
 /// The region of a job ARN (`arn:aws:bedrock:REGION:ACCOUNT:model-invocation-job/ID`).
-pub fn job_region(arn: &str) -> &str {
+pub(crate) fn job_region(arn: &str) -> &str {
     arn.split(':').nth(3).unwrap_or("")
 }
 

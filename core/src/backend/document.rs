@@ -3,7 +3,7 @@
 use aws_smithy_types::{Document, Number};
 use serde_json::Value;
 
-pub fn to_document(v: &Value) -> Document {
+pub(super) fn to_document(v: &Value) -> Document {
     match v {
         Value::Null => Document::Null,
         Value::Bool(b) => Document::Bool(*b),
@@ -22,7 +22,7 @@ pub fn to_document(v: &Value) -> Document {
     }
 }
 
-pub fn to_json(d: &Document) -> Value {
+pub(super) fn to_json(d: &Document) -> Value {
     match d {
         Document::Null => Value::Null,
         Document::Bool(b) => Value::Bool(*b),

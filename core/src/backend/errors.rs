@@ -10,14 +10,14 @@ use crate::types::{Error, ErrorKind, ServiceError};
 /// What a call was sent to: a target's id (model, profile, endpoint) or, for the batch lane's
 /// calls, the bucket, object or job; and its region.
 #[derive(Debug, Clone, Copy)]
-pub struct Site<'a> {
+pub(crate) struct Site<'a> {
     pub target: &'a str,
     pub region: &'a str,
 }
 
 impl<'a> Site<'a> {
     /// The site of a call to `target` in `region`.
-    pub fn new(target: &'a str, region: &'a str) -> Self {
+    pub(crate) fn new(target: &'a str, region: &'a str) -> Self {
         Self { target, region }
     }
 }
@@ -32,7 +32,10 @@ impl<'a> From<&'a crate::types::Target> for Site<'a> {
 }
 
 /// Maps the error of an operation call (an HTTP answer, or none).
-pub fn from_operation<'s, E>(err: SdkError<E, HttpResponse>, site: impl Into<Site<'s>>) -> Error
+pub(crate) fn from_operation<'s, E>(
+    err: SdkError<E, HttpResponse>,
+    site: impl Into<Site<'s>>,
+) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -89,7 +92,7 @@ fn overloaded_container(status: Option<u16>, body: Option<&[u8]>) -> Option<Erro
 }
 
 /// Maps an error from an event stream: an exception inside it, or a broken connection.
-pub fn from_stream<'s, E, R>(err: SdkError<E, R>, site: impl Into<Site<'s>>) -> Error
+pub(crate) fn from_stream<'s, E, R>(err: SdkError<E, R>, site: impl Into<Site<'s>>) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,

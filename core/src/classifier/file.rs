@@ -8,7 +8,7 @@ use super::{Classifier, ClassifierError, Head, ModelInfo, DENSE};
 
 const MAGIC: &[u8; 8] = b"LANEWAYC";
 /// The format version written and read by this build.
-pub const FORMAT_VERSION: u16 = 1;
+pub(super) const FORMAT_VERSION: u16 = 1;
 
 #[derive(Serialize, Deserialize)]
 struct Header {

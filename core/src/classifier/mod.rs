@@ -2,15 +2,18 @@
 //! enough, from the prompt alone, in microseconds.
 //!
 //! A [`Classifier`] holds one logistic head per variant it was trained on (cheapest first) over
-//! the same [`Features`]: hashed word counts and a few dense shape features. The expected
-//! quality lost by sending a prompt to a cheaper variant instead of the strongest is the
-//! difference of their heads' probabilities; the variant policy (`plan::variant`) sends the
-//! prompt to the cheapest variant whose loss stays within its threshold.
+//! the same [`Features`]: the prompt's sentence vector from a static token table distilled from
+//! a pretrained sentence model ([`StaticTable`]), a few dense shape features and prompt length.
+//! The expected quality lost by sending a prompt to a cheaper variant instead of the strongest
+//! is the difference of their heads' probabilities, blended with the prompt's rank by length;
+//! the variant policy (`plan::variant`) sends the prompt to the cheapest variant whose loss
+//! stays within its threshold.
 //!
-//! Models are trained with [`train::train`] (or `laneway router train`), evaluated with
-//! [`eval`] (or `laneway router eval`), stored in a small versioned file ([`Classifier::to_bytes`],
-//! [`Classifier::from_bytes`]), and one trained on the RouteLLM evaluation data ships inside the
-//! crate ([`Classifier::builtin`]).
+//! Models are stored in a small versioned file ([`Classifier::to_bytes`],
+//! [`Classifier::from_bytes`]), and one trained on six public outcome sources ships inside the
+//! crate ([`Classifier::builtin`]). Training, evaluation and data loading (`train`, `eval`,
+//! `data`) are behind the `training` feature, which `laneway router train` and
+//! `laneway router eval` use; what an evaluation found reads without it ([`figures`]).
 //!
 //! ```
 //! use laneway::classifier::Classifier;
@@ -20,12 +23,16 @@
 //! assert!((-1.0..=1.0).contains(&hard) && (-1.0..=1.0).contains(&easy));
 //! ```
 
+#[cfg(feature = "training")]
 pub mod data;
+#[cfg(feature = "training")]
 pub mod eval;
 mod features;
+pub mod figures;
 mod file;
 mod novelty;
 mod static_table;
+#[cfg(feature = "training")]
 pub mod train;
 mod wordpiece;
 
@@ -110,7 +117,7 @@ pub struct ModelInfo {
     pub loss_percentiles: Vec<f32>,
     /// Held-out figures recorded when the model was made, if any.
     #[serde(default)]
-    pub held_out: Option<eval::Summary>,
+    pub held_out: Option<figures::Summary>,
     /// ln(1 + characters) at each percentile of the training prompts, 0..=100: the
     /// prompt-length fallback maps a length onto the loss scale through it.
     #[serde(default)]

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::features::{Features, DENSE};
+use super::features::DENSE;
 use super::sigmoid;
 
 /// What a model keeps to score novelty.
@@ -86,164 +86,180 @@ pub(crate) fn distance(standardised: &[f32; DENSE]) -> f32 {
         .sqrt()
 }
 
-/// The bitset of buckets that at least two of `rows` contain.
-pub(crate) fn seen_buckets(rows: &[&Features], bits: u32) -> Vec<u64> {
-    let mut once = vec![0u64; (1usize << bits).div_ceil(64)];
-    let mut twice = once.clone();
-    for f in rows {
-        for &(b, _) in &f.words {
-            let (w, m) = (b as usize / 64, 1u64 << (b % 64));
-            twice[w] |= once[w] & m;
-            once[w] |= m;
-        }
-    }
-    twice
-}
+#[cfg(feature = "training")]
+pub(crate) use fit::{calibrate, moments, seen_buckets};
 
-/// Mean and standard deviation of each dense feature.
-pub(crate) fn moments(rows: &[&Features]) -> ([f32; DENSE], [f32; DENSE]) {
-    let n = rows.len().max(1) as f64;
-    let mut mean = [0f64; DENSE];
-    for f in rows {
-        for (m, v) in mean.iter_mut().zip(f.dense) {
-            *m += f64::from(v) / n;
-        }
-    }
-    let mut var = [0f64; DENSE];
-    for f in rows {
-        for ((s, v), m) in var.iter_mut().zip(f.dense).zip(mean) {
-            *s += (f64::from(v) - m).powi(2) / n;
-        }
-    }
-    (
-        mean.map(|m| m as f32),
-        var.map(|v| (v.sqrt() as f32).max(1e-6)),
-    )
-}
+/// Fitting the novelty score to training data (the `training` feature).
+#[cfg(feature = "training")]
+mod fit {
+    use super::*;
+    use crate::classifier::features::Features;
 
-/// The raw measures of `f` against a reference set's seen buckets and dense moments.
-fn raw_against(f: &Features, seen: &Novelty, (mean, std): &([f32; DENSE], [f32; DENSE])) -> Raw {
-    let z: [f32; DENSE] = std::array::from_fn(|i| (f.dense[i] - mean[i]) / std[i].max(1e-6));
-    Raw {
-        // The word weights are counts over their L2 norm: squared, the same shares as counts.
-        unseen_share: seen.unseen_share(f.words.iter().map(|&(b, x)| (b, x * x))),
-        distance: distance(&z),
-    }
-}
-
-/// Fits the calibration on leave-one-source-out folds: for each source, the reference is the
-/// other sources' rows outside `held_out`; that source's rows are positives and the other
-/// sources' `held_out` rows negatives. `None` with fewer than two sources.
-pub(crate) fn calibrate(
-    features: &[Features],
-    sources: &[&str],
-    held_out: &[bool],
-    bits: u32,
-) -> Option<[f32; 3]> {
-    let mut names: Vec<&str> = sources.to_vec();
-    names.sort_unstable();
-    names.dedup();
-    if names.len() < 2 {
-        return None;
-    }
-    let mut samples: Vec<(Raw, bool)> = Vec::new();
-    for &h in &names {
-        let reference: Vec<&Features> = (0..features.len())
-            .filter(|&i| sources[i] != h && !held_out[i])
-            .map(|i| &features[i])
-            .collect();
-        if reference.is_empty() {
-            continue;
-        }
-        let seen = Novelty {
-            seen: seen_buckets(&reference, bits),
-            calibration: None,
-        };
-        let m = moments(&reference);
-        for i in 0..features.len() {
-            if sources[i] == h {
-                samples.push((raw_against(&features[i], &seen, &m), true));
-            } else if held_out[i] {
-                samples.push((raw_against(&features[i], &seen, &m), false));
+    /// The bitset of buckets that at least two of `rows` contain.
+    pub(crate) fn seen_buckets(rows: &[&Features], bits: u32) -> Vec<u64> {
+        let mut once = vec![0u64; (1usize << bits).div_ceil(64)];
+        let mut twice = once.clone();
+        for f in rows {
+            for &(b, _) in &f.words {
+                let (w, m) = (b as usize / 64, 1u64 << (b % 64));
+                twice[w] |= once[w] & m;
+                once[w] |= m;
             }
         }
+        twice
     }
-    let positives = samples.iter().filter(|s| s.1).count();
-    if positives == 0 || positives == samples.len() {
-        return None;
-    }
-    Some(fit_logistic(&samples, positives))
-}
 
-/// A three-parameter logistic regression by Newton's method, the classes weighted equally,
-/// with a small ridge so that separable data still converges.
-fn fit_logistic(samples: &[(Raw, bool)], positives: usize) -> [f32; 3] {
-    let negatives = samples.len() - positives;
-    let (wp, wn) = (0.5 / positives as f64, 0.5 / negatives as f64);
-    let mut beta = [0f64; 3];
-    for _ in 0..50 {
-        let mut g = [0f64; 3];
-        let mut h = [[0f64; 3]; 3];
-        for (raw, y) in samples {
-            let x = [1.0, f64::from(raw.unseen_share), f64::from(raw.distance)];
-            let z: f64 = (0..3).map(|k| beta[k] * x[k]).sum();
-            let p = 1.0 / (1.0 + (-z).exp());
-            let w = if *y { wp } else { wn };
-            let err = p - if *y { 1.0 } else { 0.0 };
-            for a in 0..3 {
-                g[a] += w * err * x[a];
-                for b in 0..3 {
-                    h[a][b] += w * p * (1.0 - p) * x[a] * x[b];
+    /// Mean and standard deviation of each dense feature.
+    pub(crate) fn moments(rows: &[&Features]) -> ([f32; DENSE], [f32; DENSE]) {
+        let n = rows.len().max(1) as f64;
+        let mut mean = [0f64; DENSE];
+        for f in rows {
+            for (m, v) in mean.iter_mut().zip(f.dense) {
+                *m += f64::from(v) / n;
+            }
+        }
+        let mut var = [0f64; DENSE];
+        for f in rows {
+            for ((s, v), m) in var.iter_mut().zip(f.dense).zip(mean) {
+                *s += (f64::from(v) - m).powi(2) / n;
+            }
+        }
+        (
+            mean.map(|m| m as f32),
+            var.map(|v| (v.sqrt() as f32).max(1e-6)),
+        )
+    }
+
+    /// The raw measures of `f` against a reference set's seen buckets and dense moments.
+    pub(super) fn raw_against(
+        f: &Features,
+        seen: &Novelty,
+        (mean, std): &([f32; DENSE], [f32; DENSE]),
+    ) -> Raw {
+        let z: [f32; DENSE] = std::array::from_fn(|i| (f.dense[i] - mean[i]) / std[i].max(1e-6));
+        Raw {
+            // The word weights are counts over their L2 norm: squared, the same shares as counts.
+            unseen_share: seen.unseen_share(f.words.iter().map(|&(b, x)| (b, x * x))),
+            distance: distance(&z),
+        }
+    }
+
+    /// Fits the calibration on leave-one-source-out folds: for each source, the reference is the
+    /// other sources' rows outside `held_out`; that source's rows are positives and the other
+    /// sources' `held_out` rows negatives. `None` with fewer than two sources.
+    pub(crate) fn calibrate(
+        features: &[Features],
+        sources: &[&str],
+        held_out: &[bool],
+        bits: u32,
+    ) -> Option<[f32; 3]> {
+        let mut names: Vec<&str> = sources.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        if names.len() < 2 {
+            return None;
+        }
+        let mut samples: Vec<(Raw, bool)> = Vec::new();
+        for &h in &names {
+            let reference: Vec<&Features> = (0..features.len())
+                .filter(|&i| sources[i] != h && !held_out[i])
+                .map(|i| &features[i])
+                .collect();
+            if reference.is_empty() {
+                continue;
+            }
+            let seen = Novelty {
+                seen: seen_buckets(&reference, bits),
+                calibration: None,
+            };
+            let m = moments(&reference);
+            for i in 0..features.len() {
+                if sources[i] == h {
+                    samples.push((raw_against(&features[i], &seen, &m), true));
+                } else if held_out[i] {
+                    samples.push((raw_against(&features[i], &seen, &m), false));
                 }
             }
         }
-        const RIDGE: f64 = 1e-4;
-        for a in 1..3 {
-            g[a] += RIDGE * beta[a];
-            h[a][a] += RIDGE;
-        }
-        let Some(step) = solve3(h, g) else { break };
-        let mut largest = 0f64;
-        for k in 0..3 {
-            beta[k] -= step[k];
-            largest = largest.max(step[k].abs());
-        }
-        if largest < 1e-9 {
-            break;
-        }
-    }
-    beta.map(|b| b as f32)
-}
-
-/// Solves a 3x3 system by Gaussian elimination with partial pivoting.
-fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
-    for col in 0..3 {
-        let pivot = (col..3).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[pivot][col].abs() < 1e-15 {
+        let positives = samples.iter().filter(|s| s.1).count();
+        if positives == 0 || positives == samples.len() {
             return None;
         }
-        a.swap(col, pivot);
-        b.swap(col, pivot);
-        for row in col + 1..3 {
-            let f = a[row][col] / a[col][col];
-            let pivot_row = a[col];
-            for (x, p) in a[row].iter_mut().zip(pivot_row).skip(col) {
-                *x -= f * p;
+        Some(fit_logistic(&samples, positives))
+    }
+
+    /// A three-parameter logistic regression by Newton's method, the classes weighted equally,
+    /// with a small ridge so that separable data still converges.
+    fn fit_logistic(samples: &[(Raw, bool)], positives: usize) -> [f32; 3] {
+        let negatives = samples.len() - positives;
+        let (wp, wn) = (0.5 / positives as f64, 0.5 / negatives as f64);
+        let mut beta = [0f64; 3];
+        for _ in 0..50 {
+            let mut g = [0f64; 3];
+            let mut h = [[0f64; 3]; 3];
+            for (raw, y) in samples {
+                let x = [1.0, f64::from(raw.unseen_share), f64::from(raw.distance)];
+                let z: f64 = (0..3).map(|k| beta[k] * x[k]).sum();
+                let p = 1.0 / (1.0 + (-z).exp());
+                let w = if *y { wp } else { wn };
+                let err = p - if *y { 1.0 } else { 0.0 };
+                for a in 0..3 {
+                    g[a] += w * err * x[a];
+                    for b in 0..3 {
+                        h[a][b] += w * p * (1.0 - p) * x[a] * x[b];
+                    }
+                }
             }
-            b[row] -= f * b[col];
+            const RIDGE: f64 = 1e-4;
+            for a in 1..3 {
+                g[a] += RIDGE * beta[a];
+                h[a][a] += RIDGE;
+            }
+            let Some(step) = solve3(h, g) else { break };
+            let mut largest = 0f64;
+            for k in 0..3 {
+                beta[k] -= step[k];
+                largest = largest.max(step[k].abs());
+            }
+            if largest < 1e-9 {
+                break;
+            }
         }
+        beta.map(|b| b as f32)
     }
-    let mut x = [0f64; 3];
-    for row in (0..3).rev() {
-        let s: f64 = (row + 1..3).map(|k| a[row][k] * x[k]).sum();
-        x[row] = (b[row] - s) / a[row][row];
+
+    /// Solves a 3x3 system by Gaussian elimination with partial pivoting.
+    pub(super) fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
+        for col in 0..3 {
+            let pivot = (col..3).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+            if a[pivot][col].abs() < 1e-15 {
+                return None;
+            }
+            a.swap(col, pivot);
+            b.swap(col, pivot);
+            for row in col + 1..3 {
+                let f = a[row][col] / a[col][col];
+                let pivot_row = a[col];
+                for (x, p) in a[row].iter_mut().zip(pivot_row).skip(col) {
+                    *x -= f * p;
+                }
+                b[row] -= f * b[col];
+            }
+        }
+        let mut x = [0f64; 3];
+        for row in (0..3).rev() {
+            let s: f64 = (row + 1..3).map(|k| a[row][k] * x[k]).sum();
+            x[row] = (b[row] - s) / a[row][row];
+        }
+        Some(x)
     }
-    Some(x)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "training"))]
 mod tests {
+    use super::fit::*;
     use super::*;
+    use crate::classifier::features::Features;
 
     fn feats(prompts: &[String]) -> Vec<Features> {
         prompts.iter().map(|p| Features::extract(p, 12)).collect()

@@ -25,9 +25,9 @@ use super::ClassifierError;
 
 const MAGIC: &[u8; 4] = b"LWT1";
 /// A long prompt's sentence vector reads its first this many bytes...
-pub const EMBED_HEAD: usize = 768;
+pub(super) const EMBED_HEAD: usize = 768;
 /// ...and its last this many.
-pub const EMBED_TAIL: usize = 256;
+pub(super) const EMBED_TAIL: usize = 256;
 const TABLE: &[u8] = include_bytes!("../../models/minilm_static.lwt");
 const VOCAB: &str = include_str!("../../models/minilm_vocab.txt");
 

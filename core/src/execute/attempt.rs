@@ -13,7 +13,7 @@ use crate::types::{Error, ErrorKind};
 use crate::types::{Timings, Usage};
 
 /// The `tracing` span of one attempt: its model, target, region and tier.
-pub fn span(attempt: &Attempt) -> tracing::Span {
+pub(super) fn span(attempt: &Attempt) -> tracing::Span {
     tracing::info_span!(
         "laneway.attempt",
         model = %attempt.model,
@@ -60,7 +60,7 @@ pub struct InFlight<'a> {
 }
 
 /// What an attempt's end did to its region (for the decision).
-pub type RegionVerdict = Option<crate::state::outlier::Ejection>;
+pub(super) type RegionVerdict = Option<crate::state::outlier::Ejection>;
 
 impl<'a> InFlight<'a> {
     /// Admits the attempt through its breaker (`None`: the breaker is open and `force` is off)
@@ -72,7 +72,7 @@ impl<'a> InFlight<'a> {
         estimate: (u64, u64),
         force: bool,
     ) -> Option<Self> {
-        let now = Instant::now();
+        let now = crate::time::now();
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
         let verdict = state.admit(now, region, id, tier);
         if verdict == Some(false) && tier != Some(ServiceTier::Reserved) {
@@ -132,7 +132,14 @@ impl<'a> InFlight<'a> {
         let t = &self.attempt.target;
         match self
             .state
-            .admit_quota(Instant::now(), t.region(), t.id(), terms.limits, ask, force)
+            .admit_quota(
+                crate::time::now(),
+                t.region(),
+                t.id(),
+                terms.limits,
+                ask,
+                force,
+            )
             .await
         {
             Some(claim) => {
@@ -226,10 +233,10 @@ impl<'a> InFlight<'a> {
             let ticket = self.ticket.take();
             if served == Some(ServiceTier::Reserved) {
                 self.state
-                    .reservation_served(Instant::now(), &a.model, ticket, input, output);
+                    .reservation_served(crate::time::now(), &a.model, ticket, input, output);
             } else {
                 self.state
-                    .reservation_overflowed(Instant::now(), &a.model, ticket);
+                    .reservation_overflowed(crate::time::now(), &a.model, ticket);
             }
         }
         self.settled = true;
@@ -238,7 +245,7 @@ impl<'a> InFlight<'a> {
     /// The attempt failed with `err`; what that did to its region, if anything.
     pub fn fail(mut self, err: &Error) -> RegionVerdict {
         let a = &self.attempt;
-        let now = Instant::now();
+        let now = crate::time::now();
         if let Some(b) = self.fired {
             if matches!(b.source, crate::types::LimitSource::Learned { .. }) {
                 let waited = match b.limit {
@@ -314,7 +321,7 @@ mod tests {
         let plan = crate::plan(
             &crate::GenerateRequest::user("hi"),
             config,
-            &crate::state::Fresh(Instant::now()),
+            &crate::state::Fresh(crate::time::now()),
         )
         .unwrap();
         let attempt = plan.attempts[0].clone();
@@ -357,12 +364,15 @@ mod tests {
         let (attempt, (region, id, tier)) = first_attempt(&config);
         let probe_free = || {
             use crate::state::Observations;
-            state.at(Instant::now()).target(&region, &id, tier).breaker
+            state
+                .at(crate::time::now())
+                .target(&region, &id, tier)
+                .breaker
                 == crate::types::BreakerView::HalfOpen {
                     probe_available: true,
                 }
         };
-        state.record_failure(Instant::now(), &region, &id, tier, false);
+        state.record_failure(crate::time::now(), &region, &id, tier, false);
         let probe = InFlight::admit(&state, attempt.clone(), (1, 1), false)
             .await
             .unwrap();

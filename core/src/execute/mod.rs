@@ -10,7 +10,6 @@ mod run;
 mod stream;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt;
 
@@ -81,7 +80,7 @@ impl Executor {
     /// Plans a call against the live state now.
     pub fn plan(&self, request: &GenerateRequest) -> Result<Plan> {
         self.planner
-            .plan(request, &self.config, &self.state.at(Instant::now()))
+            .plan(request, &self.config, &self.state.at(crate::time::now()))
     }
 
     /// Plans a call that will be sent, and tells the policies so ([`Planner::committed`]); with
@@ -94,7 +93,7 @@ impl Executor {
             && !plan.cache.prefixes.is_empty()
             && self
                 .state
-                .import_shared_prefixes(Instant::now(), &plan.cache.prefixes)
+                .import_shared_prefixes(crate::time::now(), &plan.cache.prefixes)
                 .await
         {
             plan = self.plan(request)?;

@@ -1,7 +1,5 @@
 //! Walking a plan: which attempt goes next, what a failure means, and the response at the end.
 
-use std::time::Instant;
-
 use super::attempt::InFlight;
 use super::limits::{Bound, Limits};
 use super::{Clock, Executor};
@@ -49,7 +47,7 @@ pub struct Run<'a> {
 
 impl<'a> Run<'a> {
     pub fn new(exec: &'a Executor, request: &'a GenerateRequest, mut plan: Plan) -> Self {
-        exec.state.record_call(Instant::now());
+        exec.state.record_call(crate::time::now());
         let first_tier = plan.attempts.first().and_then(|a| a.tier);
         let attempts = std::mem::take(&mut plan.attempts);
         let mut limits =
@@ -181,7 +179,7 @@ impl<'a> Run<'a> {
         let verdict = self
             .exec
             .state
-            .record_regional_failure(Instant::now(), region, evidence);
+            .record_regional_failure(crate::time::now(), region, evidence);
         self.note_region(region, verdict);
     }
 
@@ -242,7 +240,7 @@ impl<'a> Run<'a> {
             // Nothing sent in this round and nothing else left: send even through an open
             // breaker (the retry budget bounds how often).
             let force = self.sent_this_round == 0 && self.next == self.attempts.len();
-            let now = Instant::now();
+            let now = crate::time::now();
             let peek = state.at(now);
             let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
             let kept_away = matches!(
@@ -286,7 +284,7 @@ impl<'a> Run<'a> {
         }
         if self.sent > 0
             && !std::mem::take(&mut self.prepaid)
-            && !state.spend_extra_attempt(Instant::now())
+            && !state.spend_extra_attempt(crate::time::now())
         {
             self.budget_exhausted = true;
             return None; // dropping `inflight` frees what it took
@@ -355,7 +353,7 @@ impl<'a> Run<'a> {
     /// and the profiles invoked from it, at every tier): its other candidate targets in the
     /// region are kept away too, rather than each asked once.
     fn refused_in_region(&self, refused: &Attempt) {
-        let now = Instant::now();
+        let now = crate::time::now();
         // A SageMaker endpoint's access is its own (IAM on the endpoint), not the region's.
         if refused.target.provider == crate::types::Provider::Sagemaker {
             return;
@@ -497,7 +495,7 @@ impl<'a> Run<'a> {
             return false;
         }
         // The budget is paid before the wait: a call that may not retry fails now, not later.
-        if !self.exec.state.spend_extra_attempt(Instant::now()) {
+        if !self.exec.state.spend_extra_attempt(crate::time::now()) {
             self.budget_exhausted = true;
             return false;
         }
@@ -623,7 +621,7 @@ impl<'a> Run<'a> {
             let cache = &mut self.plan.cache;
             let state = &self.exec.state;
             state.record_prefixes(
-                Instant::now(),
+                crate::time::now(),
                 &cache.prefixes,
                 &cache.checkpoints,
                 attempt.target.region(),

@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn a_busy_prefix_too_short_for_the_pick_goes_to_a_variant_that_caches_it() {
         let config = Config::default();
-        let busy = Busy(Instant::now());
+        let busy = Busy(crate::time::now());
         // About 2,000 tokens: Sonnet caches it, Haiku (4,096 minimum) cannot.
         let req = with_system(2_000, false);
         let (to, from_usd, to_usd) =
@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn a_prefix_not_seen_yet_needs_more_reads_than_a_task_promises() {
         let config = Config::default();
-        let fresh = Fresh(Instant::now());
+        let fresh = Fresh(crate::time::now());
         // Unseen: no reads expected, or a task's two, which do not pay for Sonnet's write and
         // dearer tokens over Haiku's plain input.
         assert_eq!(

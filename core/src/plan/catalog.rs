@@ -330,7 +330,7 @@ mod tests {
             .plan(
                 &GenerateRequest::user("x").model("nova-lite-eu"),
                 &later,
-                &Fresh(std::time::Instant::now()),
+                &Fresh(crate::time::now()),
             )
             .unwrap();
         assert_eq!(p.attempts[0].target.id(), "nova-lite-eu");

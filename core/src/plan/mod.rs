@@ -57,7 +57,7 @@ pub struct Plan {
 /// ```
 /// use laneway::{plan, state::Fresh, Config, GenerateRequest, SloClass, ServiceTier};
 /// let config = Config::default();
-/// let now = std::time::Instant::now();
+/// let now = laneway::time::now();
 /// let p = plan(&GenerateRequest::user("hi").family("claude").slo_class(SloClass::Interactive), &config, &Fresh(now)).unwrap();
 /// assert!(config.families["claude"].variants.iter().any(|v| **v == *p.model)); // the classifier's pick
 /// assert_eq!(p.attempts[0].tier, Some(ServiceTier::Priority));

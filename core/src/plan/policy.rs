@@ -405,7 +405,7 @@ fn fallback_attempts(
 ///
 /// let config = Config::default();
 /// let planner = Planner::new(&config).unwrap().with_policy(Arc::new(LastRegion("us-east-1")));
-/// let now = std::time::Instant::now();
+/// let now = laneway::time::now();
 /// let p = planner.plan(&GenerateRequest::user("hi").model("amazon.nova-lite-v1:0"), &config, &Fresh(now)).unwrap();
 /// assert_ne!(p.attempts[0].target.region(), "us-east-1");
 /// ```
@@ -656,7 +656,7 @@ mod tests {
             .plan(
                 &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
                 &config,
-                &Fresh(std::time::Instant::now()),
+                &Fresh(crate::time::now()),
             )
             .unwrap();
         assert_eq!(plan.provider, Provider::Other("house".into()));
@@ -670,7 +670,7 @@ mod tests {
             .plan(
                 &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
                 &config,
-                &Fresh(std::time::Instant::now()),
+                &Fresh(crate::time::now()),
             )
             .unwrap_err();
         assert!(unknown.to_string().contains("gpt-17"), "{unknown}");

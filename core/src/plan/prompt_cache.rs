@@ -672,7 +672,7 @@ mod tests {
     }
 
     fn run(req: &GenerateRequest, model: &str, config: &Config) -> (CachePlan, Vec<Reason>) {
-        let obs = Fresh(std::time::Instant::now());
+        let obs = Fresh(crate::time::now());
         let m = &config.models[model];
         let survey = survey(req, m, None, &CharEstimate, &obs);
         let mut reasons = Vec::new();

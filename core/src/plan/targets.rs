@@ -291,7 +291,7 @@ mod tests {
         plan(
             &req,
             config,
-            &crate::plan::observe::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(crate::time::now()),
         )
         .unwrap()
         .attempts
@@ -345,7 +345,7 @@ mod tests {
         let plan = crate::plan(
             &GenerateRequest::user("x").model("amazon.nova-lite-v1:0"),
             &c,
-            &crate::plan::observe::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(crate::time::now()),
         )
         .unwrap();
         let regions: std::collections::BTreeSet<_> =
@@ -366,7 +366,7 @@ mod tests {
 
     impl Observations for Seen {
         fn now(&self) -> std::time::Instant {
-            std::time::Instant::now()
+            crate::time::now()
         }
         fn target(&self, region: &str, id: &str, _: Option<ServiceTier>) -> TargetView {
             self.0
@@ -455,7 +455,7 @@ mod tests {
                 .family("claude")
                 .residency(Residency::Regions(vec!["eu-west-1".into()])),
             &c,
-            &crate::plan::observe::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(crate::time::now()),
         )
         .unwrap_err();
         assert!(e.to_string().contains("residency"), "{e}");

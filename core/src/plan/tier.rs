@@ -202,7 +202,7 @@ mod tests {
             model,
             &c.models[model],
             &c,
-            &crate::plan::observe::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(crate::time::now()),
             &mut Vec::new(),
         )
     }
@@ -227,7 +227,7 @@ mod tests {
             micro,
             &c.models[micro],
             &c,
-            &crate::plan::observe::Fresh(std::time::Instant::now()),
+            &crate::plan::observe::Fresh(crate::time::now()),
             &mut reasons,
         )
         .unwrap();

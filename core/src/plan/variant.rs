@@ -588,12 +588,12 @@ fn score_variants(
 }
 
 /// The traffic novelty above which a family's fallback decides: its own setting, else its
-/// model's (chosen on held-out sources), else [`NOVELTY_THRESHOLD`](crate::classifier::eval::NOVELTY_THRESHOLD).
+/// model's (chosen on held-out sources), else [`NOVELTY_THRESHOLD`](crate::classifier::figures::NOVELTY_THRESHOLD).
 pub(crate) fn novelty_threshold(router: &VariantRouterConfig, classifier: &Classifier) -> f32 {
     router
         .novelty_threshold
         .or(classifier.info.novelty_threshold)
-        .unwrap_or(crate::classifier::eval::NOVELTY_THRESHOLD as f32)
+        .unwrap_or(crate::classifier::figures::NOVELTY_THRESHOLD as f32)
 }
 
 /// The feedback cell of a task kind's name and a band.
@@ -846,7 +846,7 @@ mod tests {
             classifier
                 .info
                 .novelty_threshold
-                .unwrap_or(crate::classifier::eval::NOVELTY_THRESHOLD as f32),
+                .unwrap_or(crate::classifier::figures::NOVELTY_THRESHOLD as f32),
             "routers and evaluation fall back at the same novelty by default"
         );
         // Novelty always above 0: the fallback decides every call.

@@ -106,7 +106,7 @@ mod tests {
     fn a_refusal_opens_at_once_for_its_own_length_then_probes() {
         let c = BreakerConfig::default();
         let mut b = Breaker::default();
-        let now = Instant::now();
+        let now = crate::time::now();
         b.open_for(now, c.access_denied_for);
         assert_eq!(b.view(now + c.open_for * 2, &c), BreakerView::Open);
         assert_eq!(b.admit(now + c.open_for * 2, &c), None);
@@ -122,7 +122,7 @@ mod tests {
             half_open_probes: 1,
             ..BreakerConfig::default()
         };
-        let t0 = Instant::now();
+        let t0 = crate::time::now();
         let mut b = Breaker::default();
         b.on_failure(t0, &c);
         assert_eq!(b.view(t0, &c), BreakerView::Closed);
@@ -150,7 +150,7 @@ mod tests {
             half_open_probes: 1,
             ..BreakerConfig::default()
         };
-        let t0 = Instant::now();
+        let t0 = crate::time::now();
         let mut b = Breaker::default();
         b.on_failure(t0, &c);
         let later = t0 + Duration::from_secs(1);
@@ -165,7 +165,7 @@ mod tests {
             failure_threshold: 2,
             ..BreakerConfig::default()
         };
-        let t0 = Instant::now();
+        let t0 = crate::time::now();
         let mut b = Breaker::default();
         b.on_failure(t0, &c);
         b.on_success();

@@ -19,7 +19,7 @@ impl RetryBudget {
     pub fn new(config: BudgetConfig) -> Self {
         Self {
             config,
-            start: Instant::now(),
+            start: crate::time::now(),
             buckets: [(u64::MAX, 0, 0); BUCKETS],
         }
     }
@@ -80,7 +80,7 @@ mod tests {
         fn extra_attempts_never_exceed_the_budget(calls in 0usize..2000, wants in 0usize..5000, ratio in 0.0f64..1.0, floor in 0.0f64..5.0) {
             let config = BudgetConfig { ratio, min_per_second: floor, window: Duration::from_secs(10) };
             let mut b = RetryBudget::new(config);
-            let now = Instant::now();
+            let now = crate::time::now();
             for _ in 0..calls {
                 b.record_call(now);
             }
@@ -98,7 +98,7 @@ mod tests {
             min_per_second: 0.1,
             window: Duration::from_secs(10),
         });
-        let now = Instant::now();
+        let now = crate::time::now();
         assert!(b.try_spend(now));
         assert!(!b.try_spend(now));
         assert!(b.try_spend(now + Duration::from_secs(11)));

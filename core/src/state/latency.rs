@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn throttle_score_decays() {
         let mut t = LatencyTrack::default();
-        let now = Instant::now();
+        let now = crate::time::now();
         t.record_throttle(now);
         t.record_throttle(now);
         assert!((t.throttle_score(now) - 2.0).abs() < 1e-9);

@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn admits_until_full_then_overflows() {
         let mut l = ledger();
-        let now = Instant::now();
+        let now = crate::time::now();
         assert!(l.admit(now, 600, 50).is_some());
         assert!(l.admit(now, 600, 10).is_none(), "input would exceed");
         assert!(l.admit(now, 100, 60).is_none(), "output would exceed");
@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn corrections_and_releases_adjust_the_window() {
         let mut l = ledger();
-        let now = Instant::now();
+        let now = crate::time::now();
         let t = l.admit(now, 900, 90).unwrap();
         l.correct(t, 300, 20);
         assert_eq!(l.used(now), (300, 20));
@@ -160,7 +160,7 @@ mod tests {
             },
             Duration::from_secs(6),
         );
-        let now = Instant::now();
+        let now = crate::time::now();
         assert!(l.admit(now, 6000, 600).is_some());
         assert!(l.admit(now, 1, 0).is_none());
         assert!(l.admit(now + Duration::from_secs(6), 6000, 600).is_some());

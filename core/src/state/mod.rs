@@ -990,7 +990,7 @@ mod tests {
         ))
         .unwrap();
         let state = State::new(&config);
-        let now = Instant::now();
+        let now = crate::time::now();
         let (region, id) = ("us-east-1", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
         // Sent reserved, served standard: the moving averages are standard's, the samples of
         // the learnt limits and hedge delay reserved's (what the next call sent reserved meets).
@@ -1031,7 +1031,7 @@ mod tests {
     #[test]
     fn a_quota_with_nothing_admitted_has_room_within_its_limits() {
         let state = State::new(&Config::default());
-        let obs = state.at(Instant::now());
+        let obs = state.at(crate::time::now());
         assert!(obs.quota_room("us-east-1", "m", (u64::MAX, 1000), (1, 1000)));
         assert!(!obs.quota_room("us-east-1", "m", (u64::MAX, 1000), (1, 1001)));
         assert!(!obs.quota_room("us-east-1", "m", (500, 1000), (501, 1)));

@@ -179,7 +179,7 @@ mod tests {
     #[test]
     fn failures_in_a_row_eject_a_region_and_a_success_between_them_does_not() {
         let o = outliers();
-        let now = Instant::now();
+        let now = crate::time::now();
         o.know_regions(["us-east-1", "us-west-2", "eu-west-1"]);
         o.record_failure(now, "us-east-1", Evidence::Failed);
         o.record_failure(now, "us-east-1", Evidence::Failed);
@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn at_most_the_allowed_share_of_regions_is_ejected_never_all() {
         let o = outliers();
-        let now = Instant::now();
+        let now = crate::time::now();
         let regions = ["us-east-1", "us-west-2", "eu-west-1"];
         o.know_regions(regions);
         let mut outcomes = Vec::new();
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn late_first_tokens_eject_only_once_a_failure_confirms_them() {
         let o = outliers();
-        let now = Instant::now();
+        let now = crate::time::now();
         o.know_regions(["us-east-1", "us-west-2"]);
         // A load spike: many late first tokens at once, then their attempts answer.
         for _ in 0..10 {

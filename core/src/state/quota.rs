@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn admissions_fill_a_targets_quota_and_settling_frees_it() {
         let book = QuotaBook::new(Duration::from_secs(60));
-        let now = Instant::now();
+        let now = crate::time::now();
         let limits = (u64::MAX, 10_000);
         let t = book
             .admit(now, "us-east-1", "m", limits, (1, 6_000), false)

@@ -400,7 +400,7 @@ impl Shared {
         input: u64,
         output: u64,
     ) -> Option<Option<SharedTicket>> {
-        let now = Instant::now();
+        let now = crate::time::now();
         let chunk = self.chunk(capacity, (input, output));
         if let Some(t) = self.take_from_lease(model, now, input, output) {
             self.health.admissions.fetch_add(1, Ordering::Relaxed);
@@ -476,7 +476,7 @@ impl Shared {
         let me = self.clone();
         let model = model.to_string();
         handle.spawn(async move {
-            let now = Instant::now();
+            let now = crate::time::now();
             if me
                 .take_from_fleet(&model, window, capacity, chunk.0, chunk.1)
                 .await
@@ -496,7 +496,7 @@ impl Shared {
     pub fn settle(&self, model: &str, t: SharedTicket, input: u64, output: u64) {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(l) = leases.get_mut(model) {
-            if l.until == t.lease_until && l.until > Instant::now() {
+            if l.until == t.lease_until && l.until > crate::time::now() {
                 l.input += t.input as i64 - input as i64;
                 l.output += t.output as i64 - output as i64;
             }
@@ -883,7 +883,7 @@ mod tests {
     #[tokio::test]
     async fn a_lease_admits_until_spent_and_takes_back_what_calls_did_not_use() {
         let s = shared(1);
-        let now = Instant::now();
+        let now = crate::time::now();
         s.add_to_lease("m", now, Duration::from_secs(60), 100, 10);
         let t = s.take_from_lease("m", now, 60, 6).unwrap();
         assert!(

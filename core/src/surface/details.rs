@@ -60,7 +60,7 @@ pub struct ErrorDetails {
 
 /// The kind of a defect caught at a binding's edge (a panic, a result that did not convert):
 /// never produced by the router itself.
-pub const LANEWAY_INTERNAL: &str = "laneway_internal";
+pub(super) const LANEWAY_INTERNAL: &str = "laneway_internal";
 
 impl ErrorDetails {
     /// The details of `error`.

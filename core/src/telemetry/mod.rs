@@ -291,7 +291,7 @@ impl Default for OpenTasks {
         Self {
             tasks: HashMap::new(),
             idle: crate::config::TelemetryConfig::default().task_idle,
-            swept: Instant::now(),
+            swept: crate::time::now(),
         }
     }
 }
@@ -396,7 +396,7 @@ impl Telemetry {
     /// Adds a call's cost to its task; the task's class is the most urgent of its calls'.
     fn add_to_task(&self, slo: CallSlo<'_>, cost_usd: f64, call_id: Option<&str>) {
         if let Some(task) = slo.task_id {
-            let now = Instant::now();
+            let now = crate::time::now();
             let mut open = lock(&self.open_tasks);
             let t = open
                 .tasks
@@ -523,7 +523,7 @@ impl Telemetry {
 
     /// Everything measured so far.
     pub fn snapshot(&self) -> MetricsSnapshot {
-        self.expire_tasks(Instant::now());
+        self.expire_tasks(crate::time::now());
         let mut lanes: Vec<(LaneKey, LaneSnapshot)> = lock(&self.lanes)
             .iter()
             .map(|(k, l)| {
@@ -627,9 +627,9 @@ mod tests {
         t.add_to_task(call(SloClass::Interactive, "finished"), 0.25, None);
         assert!(t.finish_task("finished", true).is_some());
         assert_eq!(t.open_tasks(), 1);
-        t.expire_tasks(Instant::now() + Duration::from_secs(30));
+        t.expire_tasks(crate::time::now() + Duration::from_secs(30));
         assert_eq!(t.open_tasks(), 1, "not idle long enough yet");
-        t.expire_tasks(Instant::now() + Duration::from_secs(61));
+        t.expire_tasks(crate::time::now() + Duration::from_secs(61));
         assert_eq!(t.open_tasks(), 0);
         let m = t.snapshot();
         assert_eq!(

@@ -1138,7 +1138,7 @@ mod source_wire {
 
     #[derive(Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
-    pub struct S3 {
+    pub(super) struct S3 {
         uri: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bucket_owner: Option<String>,
@@ -1246,13 +1246,13 @@ pub(super) mod base64_bytes {
     use base64::Engine as _;
     use serde::{Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b))
     }
 
     /// Base64 text, or raw bytes where the format has them (a Python `bytes` through
     /// pythonize, a byte string in CBOR or MessagePack).
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         d.deserialize_any(Bytes)
     }
 
@@ -1281,17 +1281,22 @@ pub(super) mod base64_bytes {
     }
 
     /// The same for an optional field (`None` when absent).
-    pub mod option {
+    pub(crate) mod option {
         use serde::{Deserializer, Serializer};
 
-        pub fn serialize<S: Serializer>(b: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(
+            b: &Option<Vec<u8>>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
             match b {
                 Some(b) => super::serialize(b, s),
                 None => s.serialize_none(),
             }
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Vec<u8>>, D::Error> {
             super::deserialize(d).map(Some)
         }
     }

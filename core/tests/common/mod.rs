@@ -55,11 +55,30 @@ pub fn requests_seen(emu: &Emulator) -> u64 {
     emu.counters().iter().map(|r| r.counter.requests).sum()
 }
 
-/// Waits until `condition` holds, asking it again after every yield to the runtime (so that the
-/// tasks it waits on, the emulator's included, run in between); panics naming `what` if it
-/// has not held within a minute. No timer: the wait ends at the event, and the minute only
-/// stops a broken test from hanging.
+/// Waits until `condition` holds on the router's clock: tokio's clock is paused and moved on
+/// 10 ms at a time (timers due in between fire, the emulator's included) until it does, then
+/// runs again. So a breaker's open period or a budget's window passes at once, whatever the
+/// machine's load; panics naming `what` if it has not held within ten minutes of that clock.
+/// Needs the current-thread runtime (`#[tokio::test]`), whose clock a test may pause.
 pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    tokio::time::pause();
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "{what}: never happened"
+        );
+        tokio::time::advance(std::time::Duration::from_millis(10)).await;
+    }
+    tokio::time::resume();
+}
+
+/// Waits until `condition` holds for what another thread or process does (a replica over
+/// Redis, the emulator's connection handling), asking it again after every yield to the
+/// runtime; panics naming `what` if it has not held within a minute. No timer: the wait ends
+/// at the event, and the minute only stops a broken test from hanging.
+#[allow(clippy::disallowed_methods)] // Another thread's or process's progress: the wall clock.
+pub async fn poll_until(what: &str, mut condition: impl FnMut() -> bool) {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !condition() {
         assert!(

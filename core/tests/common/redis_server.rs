@@ -27,6 +27,7 @@ fn wait_for_port(port: u16) {
 
 /// Asks `condition` of another process (each ask a connection or a `redis-cli` run) until it
 /// holds, 20 ms between asks; panics after `within`.
+#[allow(clippy::disallowed_methods)] // Another process's progress: the wall clock.
 fn poll_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !condition() {

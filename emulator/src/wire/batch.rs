@@ -22,7 +22,7 @@ use super::{authenticate, parse_json};
 use crate::engine::{ApiError, Engine, Service};
 
 /// Fewest records Bedrock accepts in a job.
-pub const MIN_RECORDS: usize = 100;
+pub(crate) const MIN_RECORDS: usize = 100;
 
 #[derive(Debug, Clone)]
 struct Job {
@@ -42,7 +42,7 @@ struct Job {
 
 /// Jobs by id.
 #[derive(Debug, Default)]
-pub struct Jobs {
+pub(crate) struct Jobs {
     jobs: Mutex<HashMap<String, Job>>,
 }
 
@@ -89,7 +89,7 @@ fn now() -> String {
         .unwrap_or_default()
 }
 
-pub fn routes() -> Router<Arc<Engine>> {
+pub(crate) fn routes() -> Router<Arc<Engine>> {
     Router::new()
         .route("/model-invocation-job", post(create))
         .route("/model-invocation-job/{job}", get(describe))

@@ -21,7 +21,7 @@ use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::text;
 
 /// The Bedrock Runtime routes.
-pub fn routes() -> Router<Arc<Engine>> {
+pub(crate) fn routes() -> Router<Arc<Engine>> {
     Router::new()
         .route("/model/{model_id}/converse", post(converse))
         .route("/model/{model_id}/converse-stream", post(converse_stream))
@@ -620,14 +620,14 @@ fn chunk(payload: &Value) -> Bytes {
 
 /// The model's native body format for InvokeModel.
 /// The native body formats InvokeModel speaks.
-pub enum Native {
+pub(crate) enum Native {
     Anthropic,
     Nova,
 }
 
 impl Native {
     /// The whole answer in the model's native response format.
-    pub fn whole(&self, a: &Answer) -> Value {
+    pub(crate) fn whole(&self, a: &Answer) -> Value {
         match self {
             Native::Anthropic => json!({
                 "id": "msg_emulated", "type": "message", "role": "assistant", "model": a.model,
@@ -694,7 +694,7 @@ fn read_invoke(
 }
 
 /// A model's native request body (InvokeModel, or a batch record's `modelInput`) as an ask.
-pub fn native_ask(
+pub(crate) fn native_ask(
     operation: &'static str,
     region: String,
     model_id: String,
@@ -778,7 +778,7 @@ fn json_response(body: Value) -> Response {
 }
 
 /// A streaming `application/vnd.amazon.eventstream` response.
-pub fn event_stream_response(
+pub(crate) fn event_stream_response(
     frames: impl futures::Stream<Item = Bytes> + Send + 'static,
 ) -> Response {
     let body = Body::from_stream(frames.map(Ok::<_, std::convert::Infallible>));

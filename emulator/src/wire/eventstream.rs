@@ -4,7 +4,7 @@ use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use bytes::Bytes;
 
 /// An `event` frame with a JSON or binary payload.
-pub fn event(
+pub(crate) fn event(
     event_type: &'static str,
     content_type: &'static str,
     payload: impl Into<Bytes>,
@@ -27,12 +27,12 @@ pub fn event(
 }
 
 /// A JSON `event` frame.
-pub fn json_event(event_type: &'static str, payload: &serde_json::Value) -> Bytes {
+pub(crate) fn json_event(event_type: &'static str, payload: &serde_json::Value) -> Bytes {
     event(event_type, "application/json", payload.to_string())
 }
 
 /// An `exception` frame: an error that arrives inside the stream.
-pub fn exception(exception_type: &str, payload: &serde_json::Value) -> Bytes {
+pub(crate) fn exception(exception_type: &str, payload: &serde_json::Value) -> Bytes {
     encode(
         Message::new(Bytes::from(payload.to_string()))
             .add_header(Header::new(

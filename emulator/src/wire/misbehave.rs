@@ -17,7 +17,7 @@ use crate::faults::{Fault, FaultKind};
 
 /// How a streamed body is framed, which says what a malformed event looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// AWS event-stream frames of Bedrock's events.
     Bedrock,
     /// AWS event-stream frames of SageMaker's payload parts.
@@ -50,7 +50,7 @@ struct WireMark {
 /// Marks `resp` with an answer's wire fault, if it has one. `parts_before` turns the fault's
 /// `after_tokens` into the body parts (event frames) sent before it strikes; `None` for a
 /// whole, non-streamed body.
-pub fn with_wire_fault(
+pub(crate) fn with_wire_fault(
     mut resp: Response,
     fault: Option<&Fault>,
     framing: impl Into<Framing>,
@@ -68,7 +68,7 @@ pub fn with_wire_fault(
 }
 
 /// The middleware: passes unmarked responses through; breaks marked ones as their fault says.
-pub async fn misbehave(req: Request, next: Next) -> Response {
+pub(crate) async fn misbehave(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let Some(mark) = resp.extensions().get::<WireMark>().cloned() else {
         return resp;

@@ -1,12 +1,12 @@
 //! The wire protocols: Bedrock Runtime and SageMaker Runtime over restJson1 and event streams.
 
-pub mod batch;
-pub mod bedrock;
-pub mod eventstream;
+pub(crate) mod batch;
+pub(crate) mod bedrock;
+pub(crate) mod eventstream;
 mod misbehave;
-pub mod openai;
-pub mod s3;
-pub mod sagemaker;
+pub(crate) mod openai;
+pub(crate) mod s3;
+pub(crate) mod sagemaker;
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::engine::{ApiError, Engine};
 use crate::sigv4;
-pub use misbehave::{misbehave, with_wire_fault};
+pub(crate) use misbehave::{misbehave, with_wire_fault};
 
 /// A restJson1 error response: status, `x-amzn-ErrorType`, `{"message": ...}` and a request id.
 impl IntoResponse for ApiError {
@@ -55,7 +55,7 @@ impl IntoResponse for ApiError {
 }
 
 /// A fresh request id for the `x-amzn-RequestId` header.
-pub fn request_id() -> HeaderValue {
+pub(crate) fn request_id() -> HeaderValue {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -63,7 +63,7 @@ pub fn request_id() -> HeaderValue {
 }
 
 /// Checks the signature and that it was made for `service`; returns the signed region.
-pub fn authenticate(
+pub(crate) fn authenticate(
     engine: &Arc<Engine>,
     service: &str,
     method: &Method,
@@ -94,7 +94,7 @@ pub fn authenticate(
 }
 
 /// Parses a JSON request body, or answers the service's validation error.
-pub fn parse_json(
+pub(crate) fn parse_json(
     service: crate::engine::Service,
     body: &Bytes,
 ) -> Result<serde_json::Value, ApiError> {
@@ -104,7 +104,7 @@ pub fn parse_json(
 
 /// One step of an answer's timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Token `index` is due now.
     Token(usize, String),
     /// The stream breaks here, after the tokens so far.
@@ -115,7 +115,7 @@ pub enum Step {
 
 /// Plays an answer in time: the first token after the TTFT, each next one a token interval
 /// later, a break where a fault says so.
-pub fn timeline(
+pub(crate) fn timeline(
     answer: &crate::engine::Answer,
 ) -> impl futures::Stream<Item = Step> + Send + 'static {
     let tokens = answer.tokens.clone();
@@ -142,7 +142,7 @@ pub fn timeline(
 }
 
 /// Waits as long as a non-streaming answer takes.
-pub async fn wait_whole(answer: &crate::engine::Answer) {
+pub(crate) async fn wait_whole(answer: &crate::engine::Answer) {
     let n = answer.tokens.len().saturating_sub(1) as u32;
     wait_until(tokio::time::Instant::now() + answer.ttft + answer.token_interval * n).await;
 }
@@ -159,7 +159,7 @@ async fn wait_until(deadline: tokio::time::Instant) {
 }
 
 /// Counts a stream as cancelled if it is dropped before [`StreamEnd::finish`].
-pub struct StreamEnd {
+pub(crate) struct StreamEnd {
     engine: Arc<Engine>,
     ask: crate::engine::Ask,
     served_tier: String,
@@ -167,7 +167,7 @@ pub struct StreamEnd {
 }
 
 impl StreamEnd {
-    pub fn new(engine: Arc<Engine>, ask: crate::engine::Ask, served_tier: String) -> Self {
+    pub(crate) fn new(engine: Arc<Engine>, ask: crate::engine::Ask, served_tier: String) -> Self {
         Self {
             engine,
             ask,
@@ -176,7 +176,7 @@ impl StreamEnd {
         }
     }
     /// The stream reached its end (or its injected break).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.finished = true;
     }
 }

@@ -16,12 +16,12 @@ use crate::engine::{ApiError, Engine};
 
 /// Objects by bucket and key.
 #[derive(Debug, Default)]
-pub struct Objects {
+pub(crate) struct Objects {
     buckets: Mutex<BTreeMap<String, BTreeMap<String, Bytes>>>,
 }
 
 impl Objects {
-    pub fn put(&self, bucket: &str, key: &str, body: Bytes) {
+    pub(crate) fn put(&self, bucket: &str, key: &str, body: Bytes) {
         self.buckets
             .lock()
             .expect("objects lock")
@@ -30,7 +30,7 @@ impl Objects {
             .insert(key.to_string(), body);
     }
 
-    pub fn get(&self, bucket: &str, key: &str) -> Option<Bytes> {
+    pub(crate) fn get(&self, bucket: &str, key: &str) -> Option<Bytes> {
         self.buckets
             .lock()
             .expect("objects lock")
@@ -40,7 +40,7 @@ impl Objects {
     }
 
     /// Keys under `prefix`, in order.
-    pub fn list(&self, bucket: &str, prefix: &str) -> Vec<(String, usize)> {
+    pub(crate) fn list(&self, bucket: &str, prefix: &str) -> Vec<(String, usize)> {
         self.buckets
             .lock()
             .expect("objects lock")
@@ -56,13 +56,13 @@ impl Objects {
 }
 
 /// Splits `s3://bucket/key` into its parts.
-pub fn parse_s3_uri(uri: &str) -> Option<(String, String)> {
+pub(crate) fn parse_s3_uri(uri: &str) -> Option<(String, String)> {
     let rest = uri.strip_prefix("s3://")?;
     let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
     (!bucket.is_empty()).then(|| (bucket.to_string(), key.to_string()))
 }
 
-pub fn routes() -> Router<Arc<Engine>> {
+pub(crate) fn routes() -> Router<Arc<Engine>> {
     Router::new()
         .route("/{bucket}", get(list_objects))
         .route("/{bucket}/", get(list_objects))

@@ -22,7 +22,7 @@ use crate::scenario::PayloadFormat;
 use crate::text;
 
 /// The SageMaker Runtime routes.
-pub fn routes() -> Router<Arc<Engine>> {
+pub(crate) fn routes() -> Router<Arc<Engine>> {
     Router::new()
         .route("/endpoints/{name}/invocations", post(invoke))
         .route(

@@ -11,7 +11,11 @@ use crate::types::{Error, ErrorKind, Result, ServiceError};
 use crate::types::{OutputBlock, StopReason, Usage};
 
 /// The request body for a container.
-pub fn request_body(format: PayloadFormat, req: &GenerateRequest, stream: bool) -> Result<Vec<u8>> {
+pub(super) fn request_body(
+    format: PayloadFormat,
+    req: &GenerateRequest,
+    stream: bool,
+) -> Result<Vec<u8>> {
     let body = match format {
         PayloadFormat::Tgi => tgi_request(req, stream)?,
         PayloadFormat::OpenaiChat => openai_request(req, stream)?,
@@ -78,7 +82,7 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
 
 /// Whether the request ends with an assistant message: a prefill the model continues (a
 /// broken stream's delivered text, or the caller's own), never a finished turn.
-pub fn ends_with_prefill(req: &GenerateRequest) -> bool {
+pub(super) fn ends_with_prefill(req: &GenerateRequest) -> bool {
     req.messages
         .last()
         .is_some_and(|m| m.role == Role::Assistant)
@@ -255,12 +259,12 @@ fn tool_result_text(content: &[ToolResultContent], i: usize, j: usize) -> Result
 }
 
 /// Estimated tokens of a text: a quarter of its characters, rounded up.
-pub fn estimate_tokens(text: &str) -> u32 {
+pub(super) fn estimate_tokens(text: &str) -> u32 {
     u32::try_from(text.chars().count().div_ceil(4)).unwrap_or(u32::MAX)
 }
 
 /// A whole (non-streaming) answer.
-pub struct Parsed {
+pub(super) struct Parsed {
     pub content: Vec<OutputBlock>,
     pub stop_reason: StopReason,
     pub usage: Usage,
@@ -268,7 +272,7 @@ pub struct Parsed {
 
 /// Parses a whole answer. `prompt_tokens_estimate` fills the input count where the container
 /// reports none.
-pub fn parse_response(
+pub(super) fn parse_response(
     format: PayloadFormat,
     body: &[u8],
     prompt_tokens_estimate: u32,
@@ -368,14 +372,14 @@ fn openai_usage(u: Option<&Value>, prompt_tokens_estimate: u32) -> Usage {
 
 /// What one stream line means.
 #[derive(Debug, Default)]
-pub struct LineEvents {
+pub(super) struct LineEvents {
     pub events: Vec<BackendEvent>,
     /// The container said the stream is over (`[DONE]`, or TGI's final details).
     pub done: bool,
 }
 
 /// Parses one complete line of a container's stream.
-pub fn parse_stream_line(
+pub(super) fn parse_stream_line(
     format: PayloadFormat,
     line: &str,
     prompt_tokens_estimate: u32,

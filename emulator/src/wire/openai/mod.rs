@@ -32,7 +32,7 @@ use responses::responses;
 /// The routes of both endpoints. bedrock-runtime's are `/openai/v1/...`; bedrock-mantle's are
 /// `/v1/...` and, for models it serves under `/openai/v1`, `/mantle/openai/v1/...` here (on AWS
 /// the host tells the two endpoints apart; here one host serves both).
-pub fn routes() -> Router<Arc<Engine>> {
+pub(crate) fn routes() -> Router<Arc<Engine>> {
     const RUNTIME: Surface = Surface::Runtime;
     const MANTLE: Surface = Surface::Mantle { prefix: "v1" };
     const MANTLE_OPENAI: Surface = Surface::Mantle {
@@ -200,7 +200,7 @@ async fn models(
 }
 
 /// An error in OpenAI's shape: `{"error": {"message", "type", "code", "param"}}`.
-pub struct OpenAiError(ApiError);
+pub(crate) struct OpenAiError(ApiError);
 
 impl From<ApiError> for OpenAiError {
     fn from(e: ApiError) -> Self {

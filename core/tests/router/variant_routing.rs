@@ -1,7 +1,7 @@
 //! Variant routing end to end against the emulator: the classifier's pick, step-up failover,
 //! and a Bedrock prompt router as a family's target.
 
-mod common;
+use crate::common;
 
 use laneway::{GenerateRequest, Reason, StreamEvent};
 use laneway_emulator::{Fault, FaultKind};

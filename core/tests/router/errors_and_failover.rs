@@ -1,7 +1,7 @@
 //! Every error kind through the real SDK, failover where it is allowed, and bad input refused
 //! before anything is sent.
 
-mod common;
+use crate::common;
 
 use common::{config, emulator, requests_seen, router, router_with};
 use futures::StreamExt;

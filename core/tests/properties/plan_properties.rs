@@ -13,7 +13,7 @@ use laneway::{
 };
 use proptest::prelude::*;
 
-const STARTUP: &str = include_str!("../../examples/startup.toml");
+const STARTUP: &str = include_str!("../../../examples/startup.toml");
 
 /// The example configuration, calling from Asia-Pacific and Canada too, so that every
 /// geography's profiles have a region to start in.
@@ -154,7 +154,7 @@ proptest! {
 
     #[test]
     fn plans_respect_residency_tiers_and_limits(config in config(), req in request()) {
-        let Ok(p) = plan(&req, &config, &Fresh(Instant::now())) else { return Ok(()) };
+        let Ok(p) = plan(&req, &config, &Fresh(laneway::time::now())) else { return Ok(()) };
         let model = &config.models[&*p.model];
         prop_assert!(!p.attempts.is_empty());
         prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
@@ -209,7 +209,7 @@ proptest! {
         let text = json.to_string();
         match serde_json::from_str::<GenerateRequest>(&text) {
             Ok(req) => {
-                let _ = plan(&req, &base(), &Fresh(Instant::now()));
+                let _ = plan(&req, &base(), &Fresh(laneway::time::now()));
             }
             Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
@@ -318,7 +318,7 @@ fn live_state() -> impl Strategy<Value = LiveState> {
 
 impl Observations for LiveState {
     fn now(&self) -> Instant {
-        Instant::now()
+        laneway::time::now()
     }
     fn target(&self, region: &str, id: &str, tier: Option<ServiceTier>) -> TargetView {
         use std::hash::{Hash, Hasher};
@@ -353,7 +353,7 @@ fn most_random_requests_plan() {
     for _ in 0..total {
         let c = config().new_tree(&mut runner).unwrap().current();
         let r = request().new_tree(&mut runner).unwrap().current();
-        planned += usize::from(plan(&r, &c, &Fresh(Instant::now())).is_ok());
+        planned += usize::from(plan(&r, &c, &Fresh(laneway::time::now())).is_ok());
     }
     assert!(
         planned * 3 > total,
@@ -387,7 +387,7 @@ proptest! {
         let mut req = GenerateRequest::user(text).family("nova").slo_class(class);
         req.min_variant = min.map(|i| variants[i].clone());
         req.residency = residency;
-        let Ok(p) = plan(&req, &config, &Fresh(Instant::now())) else {
+        let Ok(p) = plan(&req, &config, &Fresh(laneway::time::now())) else {
             // Only a residency nothing satisfies may refuse.
             prop_assert!(req.residency.is_some());
             return Ok(());

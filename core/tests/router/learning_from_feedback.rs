@@ -7,7 +7,7 @@
 //! The emulator serves every call over HTTP as Bedrock would; the evaluator stands for the
 //! caller's own judgement (tests, ratings), which is what feedback carries.
 
-mod common;
+use crate::common;
 
 use laneway::{GenerateRequest, Reason, Router};
 use rand::{Rng, SeedableRng};

@@ -2,7 +2,7 @@
 //! slowly or asks to retry later, and the router's limits fire at exactly the configured
 //! instants. No test waits on the wall clock.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

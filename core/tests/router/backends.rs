@@ -1,7 +1,7 @@
 //! Open backends: providers of one's own, replaced built-in backends, and errors that keep
 //! what the service said (request id, status, tier, model, the SDK's error chain).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -9,14 +9,17 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     ("types", &[]),
     ("failpoint", &[]),
+    ("time", &[]),
+    // The book's chapters as doc comments, for doctests only: it uses nothing.
+    ("book", &[]),
     ("classifier", &[]),
     ("config", &["types"]),
     ("cost", &["types", "config"]),
-    ("plan", &["types", "config", "classifier", "cost"]),
+    ("plan", &["types", "config", "classifier", "cost", "time"]),
     ("backend", &["types", "config"]),
-    ("telemetry", &["types", "config"]),
+    ("telemetry", &["types", "config", "time"]),
     ("batch", &["types", "config"]),
-    ("state", &["types", "config", "plan", "telemetry"]),
+    ("state", &["types", "config", "plan", "telemetry", "time"]),
     (
         "execute",
         &[
@@ -29,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "batch",
             "state",
             "failpoint",
+            "time",
         ],
     ),
     (
@@ -47,7 +51,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "batch_run",
         &[
-            "types", "config", "cost", "plan", "backend", "batch", "execute", "client",
+            "types", "config", "cost", "plan", "backend", "batch", "execute", "client", "time",
         ],
     ),
     (

@@ -2,7 +2,7 @@
 //! reserved overflow, SageMaker cold starts, deadline escalation, hedging, continuation, and
 //! the retry budget.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! batch split into jobs and read back in order, failed records, a resumed handle, and small or
 //! urgent submissions diverted to flex.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -148,7 +148,7 @@ async fn a_handle_is_resumed_after_the_submitting_process_exits() {
             .args([
                 "--ignored",
                 "--exact",
-                "submitting_process",
+                "batch_lane::submitting_process",
                 "--nocapture",
                 "--quiet",
             ])

@@ -1,6 +1,6 @@
 //! generate() and stream() through the real SDK clients against the emulator, on both backends.
 
-mod common;
+use crate::common;
 /// Reasoning, structured output, model fields and metadata: the Converse of 2026.
 mod extended;
 

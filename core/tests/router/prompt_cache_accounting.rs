@@ -2,7 +2,7 @@
 //! caller's own checkpoint gets a cache write on its first step, reads after, and the usage
 //! split, cost and savings that follow from the price book.
 
-mod common;
+use crate::common;
 
 use common::{config, emulator, router_with};
 use laneway::{CachePoint, GenerateRequest, Message, SystemBlock};

@@ -390,7 +390,7 @@ async fn model_fields_go_to_their_model_only_and_return_its_response_fields() {
 async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning_with_reasons() {
     // A SageMaker model whose fallback family is claude: a plan with models of two kinds.
     let config = common::config("[slo_reasoning]\nbackground = { effort = \"low\" }\n");
-    let now = std::time::Instant::now();
+    let now = laneway::time::now();
     let req = GenerateRequest::user("hi")
         .model("laneway-demo-llm")
         .slo_class(laneway::SloClass::Background);
@@ -550,7 +550,7 @@ async fn a_guardrail_blocks_input_masks_output_and_says_why_in_its_trace() {
 #[test]
 fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
     let config = common::config("");
-    let now = std::time::Instant::now();
+    let now = laneway::time::now();
     let arn = "arn:aws:bedrock:us-west-2:123456789012:guardrail/lanewaydemo1";
     let plan = laneway::plan(
         &GenerateRequest::user("hi")

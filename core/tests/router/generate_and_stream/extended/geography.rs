@@ -247,7 +247,7 @@ async fn a_profile_of_a_narrower_geography_keeps_a_request_in_the_wider_one() {
             .model("anthropic.claude-sonnet-4-6")
             .residency(apac),
         &config,
-        &laneway::state::Fresh(std::time::Instant::now()),
+        &laneway::state::Fresh(laneway::time::now()),
     )
     .unwrap();
     // Sonnet 4.6 has no `apac.` profile: from Tokyo and Sydney it goes through `jp.` and `au.`,
@@ -266,7 +266,7 @@ async fn a_profile_of_a_narrower_geography_keeps_a_request_in_the_wider_one() {
             .model("amazon.nova-pro-v1:0")
             .residency(jp),
         &config,
-        &laneway::state::Fresh(std::time::Instant::now()),
+        &laneway::state::Fresh(laneway::time::now()),
     );
     match p {
         Ok(p) => assert!(

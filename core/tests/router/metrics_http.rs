@@ -1,6 +1,6 @@
 //! The scrape endpoint (`metrics-http` feature) answered over real HTTP on loopback.
 
-mod common;
+use crate::common;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -1,6 +1,6 @@
 //! The router's measurements after real calls to the emulator.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
