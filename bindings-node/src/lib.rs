@@ -12,7 +12,6 @@ use laneway::surface::flat::{self, Casing};
 use laneway::surface::openai::{self as shaped, Api, Call, ShapedStream};
 use laneway::surface::{converse, ErrorDetails, RouterOptions};
 use laneway::{Error, GenerateRequest, Router};
-use napi::bindgen_prelude::block_on;
 use napi_derive::napi;
 
 /// An error as the JSON of the core's `ErrorDetails`, which the facade turns into an `Error`
@@ -162,7 +161,11 @@ impl NativeRouter {
                 })
             })?;
             let builder = options.builder().map_err(js_error)?;
-            let router = block_on(builder.build()).map_err(js_error)?;
+            // Nothing waits here, on the event loop: the configuration is checked now, and the
+            // AWS settings load at the first call (Redis connects at its first command).
+            let router =
+                napi::bindgen_prelude::within_runtime_if_available(|| builder.build_deferred())
+                    .map_err(js_error)?;
             Ok(Self {
                 router,
                 calls: Arc::default(),

@@ -23,17 +23,17 @@ const MAX_TOKENS: i64 = 100;
 
 /// The outcome of one mode.
 #[derive(Debug)]
-pub struct Outcome {
-    pub calls: usize,
-    pub successes: usize,
-    pub throttled_attempts: usize,
-    pub p99_ms: f64,
-    pub cost_usd: f64,
+struct Outcome {
+    calls: usize,
+    successes: usize,
+    throttled_attempts: usize,
+    p99_ms: f64,
+    cost_usd: f64,
 }
 
 /// Runs `calls` calls paced evenly over one scaled minute, `tpm` tokens per minute per target
 /// enforced by the emulator; `aware` puts the same quota in the router's configuration.
-pub async fn run(calls: usize, tpm: u64, aware: bool) -> Outcome {
+async fn run(calls: usize, tpm: u64, aware: bool) -> Outcome {
     let mut scenario = Scenario::builtin("fast").unwrap();
     scenario.time_scale = TIME_SCALE;
     let lite = scenario.models.iter_mut().find(|m| m.id == LITE).unwrap();

@@ -22,6 +22,7 @@ use crate::types::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchLane {
+    /// Answered by a batch inference job, at the batch price.
     Batch,
     /// Sent on the flex tier at submission instead (see the item's `diverted` reason).
     Flex,
@@ -30,10 +31,15 @@ pub enum BatchLane {
 /// One answered request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchOutput {
+    /// The answer's text.
     pub text: String,
+    /// The tokens the request used.
     pub usage: Usage,
+    /// What the request cost, in USD, at its lane's price.
     pub cost_usd: f64,
+    /// The configured model that answered.
     pub model: String,
+    /// The lane that served the request.
     pub lane: BatchLane,
     /// Why the request did not go to a batch job, when it did not.
     pub diverted: Option<String>,
@@ -80,6 +86,7 @@ impl BatchErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{}{}: {message}", kind.as_str(), code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
 pub struct BatchRecordError {
+    /// Why the request has no answer.
     pub kind: BatchErrorKind,
     /// For a call or job that failed: the [`ErrorKind`](crate::ErrorKind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +95,7 @@ pub struct BatchRecordError {
     /// or a failed call's AWS error code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// What went wrong, in words.
     pub message: String,
 }
 
@@ -113,9 +121,13 @@ pub type BatchItem = std::result::Result<BatchOutput, BatchRecordError>;
 /// One job of a batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchJob {
+    /// The job's ARN.
     pub arn: String,
+    /// The configured model the job's records are for.
     pub model: String,
+    /// `s3://bucket/key` of the job's JSONL records.
     pub input_uri: String,
+    /// `s3://bucket/prefix/` the job writes its outputs under.
     pub output_uri: String,
     /// Submission indices of its records, in record order.
     pub indices: Vec<usize>,
@@ -124,7 +136,10 @@ pub struct BatchJob {
 /// A submitted batch: serialise it with `serde_json` to resume it elsewhere.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchHandle {
+    /// The batch's id (`batch-` and a hexadecimal timestamp), which its job names and S3
+    /// keys start with.
     pub id: String,
+    /// Requests submitted; the results have one item per request.
     pub total: usize,
     /// Every job that was created, even when a later one could not be.
     pub jobs: Vec<BatchJob>,
@@ -182,11 +197,13 @@ impl DivertedAnswers {
 /// Requests of one would-be job that were never submitted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NotSubmitted {
+    /// The configured model the job was for.
     pub model: String,
     /// Their indices in the submission.
     pub indices: Vec<usize>,
     /// The error kind (`throttled`, `validation`, ...) and the message.
     pub kind: crate::ErrorKind,
+    /// The error's message.
     pub message: String,
 }
 
@@ -205,12 +222,16 @@ impl BatchHandle {
 /// A job's state as Bedrock reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JobStatus {
+    /// The job's ARN.
     pub arn: String,
+    /// The job's status as Bedrock names it (`Submitted`, `InProgress`, `Completed`, ...).
     pub status: String,
+    /// What Bedrock says of the status (why the job failed, say); `None` when it says nothing.
     pub message: Option<String>,
 }
 
 impl JobStatus {
+    /// Whether the job has ended: completed (wholly or partly), failed, stopped or expired.
     pub fn finished(&self) -> bool {
         matches!(
             self.status.as_str(),
@@ -222,10 +243,12 @@ impl JobStatus {
 /// Every job's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BatchStatus {
+    /// Each job's state, in the handle's order.
     pub jobs: Vec<JobStatus>,
 }
 
 impl BatchStatus {
+    /// Whether every job has ended.
     pub fn finished(&self) -> bool {
         self.jobs.iter().all(JobStatus::finished)
     }
@@ -241,8 +264,11 @@ impl BatchStatus {
 /// What the answered items cost in the batch lane against the same tokens on standard and flex.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct BatchCostComparison {
+    /// What the items cost as served, in USD (those diverted to flex at the flex price).
     pub batch_usd: f64,
+    /// What the same tokens would cost on the standard tier, in USD.
     pub standard_usd: f64,
+    /// What the same tokens would cost on the flex tier, in USD.
     pub flex_usd: f64,
 }
 

@@ -69,6 +69,7 @@ impl BatchSession {
         self.requests.len()
     }
 
+    /// Whether no request has been pushed since the last submit.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
     }
@@ -126,7 +127,6 @@ impl Router {
     /// ```
     pub async fn submit_batch(&self, requests: Vec<GenerateRequest>) -> Result<BatchHandle> {
         let config = self.batch_config()?.clone();
-        let exec = self.executor();
         let id = format!(
             "batch-{:x}",
             std::time::SystemTime::now()
@@ -134,14 +134,43 @@ impl Router {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         );
-        let total = requests.len();
-        let mut divert: BTreeMap<usize, String> = BTreeMap::new();
-        // model → (region, [(index, record line)])
-        let mut groups: BTreeMap<String, (String, Vec<(usize, String)>)> = BTreeMap::new();
+        let Sorted {
+            by_model,
+            mut divert,
+        } = self.sort_for_jobs(&requests, &config)?;
+        let chunked = chunk_for_jobs(by_model, &config, &mut divert);
+        let Created {
+            jobs,
+            not_submitted,
+            first_error,
+        } = self.create_jobs(&config, &id, &chunked).await;
+        let pending_flex = self.answer_on_flex(&id, &requests, divert);
+        if jobs.is_empty() && pending_flex.is_empty() {
+            if let Some(error) = first_error {
+                // Nothing was created: no handle to cover, the error itself.
+                return Err(error);
+            }
+        }
+        Ok(BatchHandle {
+            id,
+            total: requests.len(),
+            jobs,
+            immediate: BTreeMap::new(),
+            pending_flex,
+            not_submitted,
+        })
+    }
+
+    /// Each request planned and written as a record of its model's job (in the region its
+    /// jobs run in), or set aside for flex with the reason: it cannot wait, or its model has no
+    /// batch lane here.
+    fn sort_for_jobs(&self, requests: &[GenerateRequest], config: &BatchConfig) -> Result<Sorted> {
+        let exec = self.executor();
+        let mut sorted = Sorted::default();
         for (i, request) in requests.iter().enumerate() {
             request.validate()?;
-            if let Some(why) = divert_reason(request, &config) {
-                divert.insert(i, why);
+            if let Some(why) = divert_reason(request, config) {
+                sorted.divert.insert(i, why);
                 continue;
             }
             let plan = self.plan(request)?;
@@ -153,61 +182,38 @@ impl Router {
                     format!("{model} is not configured"),
                 ));
             };
-            if m.provider() != Provider::Bedrock {
-                let hosting = match &m.provider() {
-                    Provider::Sagemaker => "self-hosted: SageMaker".to_string(),
-                    other => format!("served by {other}, which"),
-                };
-                divert.insert(i, format!("{model} is {hosting} has no batch lane here"));
-                continue;
-            }
-            let Some(region) = exec
-                .config
-                .regions
-                .iter()
-                .find(|r| m.regions().contains(&r.name))
-                .map(|r| r.name.clone())
-            else {
-                divert.insert(
-                    i,
-                    format!("{model} has no in-region deployment for batch jobs"),
-                );
-                continue;
+            let region = match batch_region(&exec.config, &model, m) {
+                Ok(region) => region,
+                Err(why) => {
+                    sorted.divert.insert(i, why);
+                    continue;
+                }
             };
             let (_, output) = crate::plan::tier::estimated_tokens(request, &exec.config);
             let line = serde_json::json!({
                 "recordId": record_id(i),
                 "modelInput": native_body(&model, request, output)?,
             });
-            groups
+            sorted
+                .by_model
                 .entry(model.to_string())
                 .or_insert_with(|| (region, Vec::new()))
                 .1
                 .push((i, line.to_string()));
         }
-        // Records per job within the service's bounds; what cannot make a job goes to flex.
-        let mut chunked: BTreeMap<String, (String, Vec<Vec<Record>>)> = BTreeMap::new();
-        for (model, (region, records)) in std::mem::take(&mut groups) {
-            let (chunks, left) =
-                job_chunks(records, config.min_records, config.max_records_per_job);
-            let n = left.len();
-            for (i, _) in left {
-                divert.insert(
-                    i,
-                    format!(
-                        "{n} requests for {model} left over: fewer than the batch minimum of {} records a job",
-                        config.min_records
-                    ),
-                );
-            }
-            if !chunks.is_empty() {
-                chunked.insert(model, (region, chunks));
-            }
-        }
-        let mut jobs = Vec::new();
-        let mut not_submitted = Vec::new();
-        let mut first_error: Option<Error> = None;
-        for (model, (region, chunks)) in &chunked {
+        Ok(sorted)
+    }
+
+    /// One job per chunk, its records uploaded first; a chunk whose upload or create failed
+    /// (after retries) is named in `not_submitted`, and the jobs created so far keep running.
+    async fn create_jobs(
+        &self,
+        config: &BatchConfig,
+        id: &str,
+        chunked: &BTreeMap<String, (String, Vec<Vec<Record>>)>,
+    ) -> Created {
+        let mut created = Created::default();
+        for (model, (region, chunks)) in chunked {
             let slug: String = model
                 .chars()
                 .map(|c| {
@@ -219,38 +225,43 @@ impl Router {
                 })
                 .collect();
             for (n, chunk) in chunks.iter().enumerate() {
-                let base = format!("{}/{id}/{slug}-{n}", config.prefix.trim_end_matches('/'));
-                let input_key = format!("{base}/input.jsonl");
+                let place = JobPlace {
+                    name: format!("{id}-{slug}-{n}"),
+                    base: format!("{}/{id}/{slug}-{n}", config.prefix.trim_end_matches('/')),
+                };
                 let body: String = chunk.iter().map(|(_, l)| format!("{l}\n")).collect();
-                let job_name = format!("{id}-{slug}-{n}");
-                let created = self
-                    .create_job(&config, region, model, &job_name, &input_key, &base, body)
-                    .await;
-                let (input_uri, output_uri, arn) = match created {
-                    Ok(parts) => parts,
+                let indices = chunk.iter().map(|(i, _)| *i).collect();
+                match self.create_job(config, region, model, &place, body).await {
+                    Ok((input_uri, output_uri, arn)) => created.jobs.push(BatchJob {
+                        arn,
+                        model: model.clone(),
+                        input_uri,
+                        output_uri,
+                        indices,
+                    }),
                     Err(e) => {
-                        // The jobs created so far keep running: the handle covers them, and
-                        // says which requests were not submitted and why.
-                        first_error.get_or_insert_with(|| e.clone());
-                        not_submitted.push(NotSubmitted {
+                        created.first_error.get_or_insert_with(|| e.clone());
+                        created.not_submitted.push(NotSubmitted {
                             model: model.clone(),
-                            indices: chunk.iter().map(|(i, _)| *i).collect(),
+                            indices,
                             kind: e.kind(),
                             message: e.to_string(),
                         });
-                        continue;
                     }
-                };
-                jobs.push(BatchJob {
-                    arn,
-                    model: model.clone(),
-                    input_uri,
-                    output_uri,
-                    indices: chunk.iter().map(|(i, _)| *i).collect(),
-                });
+                }
             }
         }
-        // Diverted requests run in the background: they never delay the handle.
+        created
+    }
+
+    /// Starts the diverted requests on the flex tier in the background (they never delay the
+    /// handle; `batch_results` collects them); their indices.
+    fn answer_on_flex(
+        &self,
+        id: &str,
+        requests: &[GenerateRequest],
+        divert: BTreeMap<usize, String>,
+    ) -> Vec<usize> {
         let pending_flex: Vec<usize> = divert.keys().copied().collect();
         if !divert.is_empty() {
             let router = self.clone();
@@ -262,47 +273,32 @@ impl Router {
             let answers = async move { std::sync::Arc::new(task.await.unwrap_or_default()) }
                 .boxed()
                 .shared();
-            self.executor().diverted.insert(id.clone(), answers);
+            self.executor().diverted.insert(id.to_string(), answers);
         }
-        if jobs.is_empty() && pending_flex.is_empty() {
-            if let Some(error) = first_error {
-                // Nothing was created: no handle to cover, the error itself.
-                return Err(error);
-            }
-        }
-        Ok(BatchHandle {
-            id,
-            total,
-            jobs,
-            immediate: BTreeMap::new(),
-            pending_flex,
-            not_submitted,
-        })
+        pending_flex
     }
 
     /// Uploads one job's records and creates the job, each call retried; the input and output
     /// URIs and the job's ARN.
-    #[allow(clippy::too_many_arguments)]
     async fn create_job(
         &self,
         config: &BatchConfig,
         region: &str,
         model: &str,
-        job_name: &str,
-        input_key: &str,
-        base: &str,
+        place: &JobPlace,
         body: String,
     ) -> Result<(String, String, String)> {
         let aws = self.aws_batch()?;
         let body = body.into_bytes();
-        self.retried(|| aws.put_records(region, &config.bucket, input_key, body.clone()))
+        let input_key = format!("{}/input.jsonl", place.base);
+        self.retried(|| aws.put_records(region, &config.bucket, &input_key, body.clone()))
             .await?;
         let input_uri = format!("s3://{}/{input_key}", config.bucket);
-        let output_uri = format!("s3://{}/{base}/out/", config.bucket);
+        let output_uri = format!("s3://{}/{}/out/", config.bucket, place.base);
         // The same job name on every try: a create that reached Bedrock before its answer was
         // lost is refused as a duplicate rather than run twice.
         let spec = BatchJobSpec {
-            job_name,
+            job_name: &place.name,
             role_arn: &config.role_arn,
             model_id: model,
             input_uri: &input_uri,
@@ -461,165 +457,139 @@ impl Router {
             ));
         }
         let mut items: BTreeMap<usize, BatchItem> = handle.immediate.clone();
-        if !handle.pending_flex.is_empty() {
-            match exec.diverted.get(&handle.id) {
-                Some(answers) => {
-                    for (i, item) in answers.await.iter() {
-                        items.insert(*i, item.clone());
-                    }
-                }
-                // A handle resumed by another router: the submitting one answered these.
-                None => {
-                    for &i in &handle.pending_flex {
-                        items.insert(
-                            i,
-                            Err(BatchRecordError {
-                                kind: BatchErrorKind::DivertedElsewhere,
-                                error_kind: None,
-                                code: None,
-                                message: format!(
-                                    "request {i} was answered on flex by the router that submitted batch {}; its answer is not in this handle",
-                                    handle.id
-                                ),
-                            }),
-                        );
-                    }
-                }
-            }
-        }
-        for ns in &handle.not_submitted {
-            for &i in &ns.indices {
-                items.insert(
-                    i,
-                    Err(BatchRecordError {
-                        kind: BatchErrorKind::NotSubmitted,
-                        error_kind: Some(ns.kind),
-                        code: None,
-                        message: ns.message.clone(),
-                    }),
-                );
-            }
-        }
-        let aws = self.aws_batch()?;
+        items.extend(self.flex_items(handle).await);
+        items.extend(not_submitted_items(handle));
         for (job, st) in handle.jobs.iter().zip(&status.jobs) {
-            let region = crate::backend::bedrock_batch::job_region(&job.arn);
-            let (bucket, prefix) = s3_parts(&job.output_uri).ok_or_else(|| {
-                Error::invalid("batch", format!("{} is not an s3:// URI", job.output_uri))
-            })?;
-            let mut found: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-            // Output lines that are not JSON records with a recordId.
-            let mut unreadable = 0usize;
-            let mut token: Option<String> = None;
-            loop {
-                let page = self
-                    .retried(|| aws.list_keys(region, bucket, prefix, token.clone()))
-                    .await?;
-                for key in page.keys.iter().filter(|k| k.ends_with(".jsonl.out")) {
-                    let body = self
-                        .retried(|| aws.read_object(region, bucket, key))
-                        .await?;
-                    for line in String::from_utf8_lossy(&body)
-                        .lines()
-                        .filter(|l| !l.trim().is_empty())
-                    {
-                        match serde_json::from_str::<serde_json::Value>(line)
-                            .ok()
-                            .and_then(|v| {
-                                let id = v.get("recordId")?.as_str()?.to_string();
-                                Some((id, v))
-                            }) {
-                            Some((id, v)) => {
-                                found.insert(id, v);
-                            }
-                            None => unreadable += 1,
-                        }
-                    }
-                }
-                token = page.next;
-                if token.is_none() {
-                    break;
-                }
-            }
-            let m = &exec.config.models[&job.model];
+            let output = self.job_output(job).await?;
             for &i in &job.indices {
-                let item = match found.get(&record_id(i)) {
-                    // Its line may be among those that could not be read.
-                    None if unreadable > 0 => Err(BatchRecordError {
-                        kind: BatchErrorKind::UnreadableOutput,
-                        error_kind: None,
-                        code: None,
-                        message: format!(
-                            "record {} was not found in the output of job {}, where {unreadable} line(s) could not be read",
-                            record_id(i),
-                            job.arn
-                        ),
-                    }),
-                    None => Err(BatchRecordError {
-                        kind: BatchErrorKind::Missing,
-                        error_kind: None,
-                        code: None,
-                        message: format!(
-                            "record {} is not in the output of job {} ({})",
-                            record_id(i),
-                            job.arn,
-                            st.message.clone().unwrap_or_else(|| st.status.clone())
-                        ),
-                    }),
-                    Some(v) => {
-                        match (v.get("modelOutput").and_then(parse_output), v.get("error")) {
-                            (Some((text, usage)), _) => Ok(BatchOutput {
-                                cost_usd: crate::cost::call_cost(
-                                    m.price(),
-                                    &exec.config.pricing,
-                                    &usage,
-                                    None,
-                                    None,
-                                ) * exec.config.pricing.batch,
-                                text,
-                                usage,
-                                model: job.model.clone(),
-                                lane: BatchLane::Batch,
-                                diverted: None,
-                            }),
-                            (None, Some(err)) => Err(BatchRecordError {
-                                kind: BatchErrorKind::RecordFailed,
-                                error_kind: None,
-                                code: err
-                                    .get("errorCode")
-                                    .map(|c| c.to_string().trim_matches('"').to_string()),
-                                message: err
-                                    .get("errorMessage")
-                                    .and_then(|m| m.as_str())
-                                    .unwrap_or("")
-                                    .to_string(),
-                            }),
-                            (None, None) => Err(BatchRecordError {
-                                kind: BatchErrorKind::Malformed,
-                                error_kind: None,
-                                code: None,
-                                message: format!(
-                                    "record {} has neither modelOutput nor error",
-                                    record_id(i)
-                                ),
-                            }),
-                        }
-                    }
-                };
-                items.insert(i, item);
+                items.insert(i, self.job_item(job, st, &output, i));
             }
         }
         Ok((0..handle.total)
             .map(|i| {
                 items.remove(&i).unwrap_or_else(|| {
-                    Err(BatchRecordError {
-                        kind: BatchErrorKind::Missing,
-                        error_kind: None,
-                        code: None,
-                        message: format!("request {i} is in no job of this handle"),
-                    })
+                    Err(record_error(
+                        BatchErrorKind::Missing,
+                        format!("request {i} is in no job of this handle"),
+                    ))
                 })
             })
             .collect())
+    }
+
+    /// The answers of the requests diverted to flex: this router's, or, for a handle resumed
+    /// by another router, an item saying where they were answered.
+    async fn flex_items(&self, handle: &BatchHandle) -> Vec<(usize, BatchItem)> {
+        if handle.pending_flex.is_empty() {
+            return Vec::new();
+        }
+        match self.executor().diverted.get(&handle.id) {
+            Some(answers) => answers
+                .await
+                .iter()
+                .map(|(i, item)| (*i, item.clone()))
+                .collect(),
+            None => handle
+                .pending_flex
+                .iter()
+                .map(|&i| {
+                    (i, Err(record_error(
+                        BatchErrorKind::DivertedElsewhere,
+                        format!(
+                            "request {i} was answered on flex by the router that submitted batch {}; its answer is not in this handle",
+                            handle.id
+                        ),
+                    )))
+                })
+                .collect(),
+        }
+    }
+
+    /// A finished job's output records by record id, read from every `.jsonl.out` object
+    /// under its output URI, and how many lines were not records.
+    async fn job_output(&self, job: &BatchJob) -> Result<JobOutput> {
+        let aws = self.aws_batch()?;
+        let region = crate::backend::bedrock_batch::job_region(&job.arn);
+        let (bucket, prefix) = s3_parts(&job.output_uri).ok_or_else(|| {
+            Error::invalid("batch", format!("{} is not an s3:// URI", job.output_uri))
+        })?;
+        let mut output = JobOutput::default();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .retried(|| aws.list_keys(region, bucket, prefix, token.clone()))
+                .await?;
+            for key in page.keys.iter().filter(|k| k.ends_with(".jsonl.out")) {
+                let body = self
+                    .retried(|| aws.read_object(region, bucket, key))
+                    .await?;
+                output.read(&body);
+            }
+            token = page.next;
+            if token.is_none() {
+                return Ok(output);
+            }
+        }
+    }
+
+    /// Request `i`'s item from its job's output: the answer priced at the batch rate, the
+    /// record's own error, or why it is missing.
+    fn job_item(&self, job: &BatchJob, st: &JobStatus, output: &JobOutput, i: usize) -> BatchItem {
+        let exec = self.executor();
+        let id = record_id(i);
+        let Some(v) = output.records.get(&id) else {
+            // Its line may be among those that could not be read.
+            let unreadable = output.unreadable;
+            return Err(if unreadable > 0 {
+                record_error(
+                    BatchErrorKind::UnreadableOutput,
+                    format!(
+                        "record {id} was not found in the output of job {}, where {unreadable} line(s) could not be read",
+                        job.arn
+                    ),
+                )
+            } else {
+                record_error(
+                    BatchErrorKind::Missing,
+                    format!(
+                        "record {id} is not in the output of job {} ({})",
+                        job.arn,
+                        st.message.clone().unwrap_or_else(|| st.status.clone())
+                    ),
+                )
+            });
+        };
+        match (v.get("modelOutput").and_then(parse_output), v.get("error")) {
+            (Some((text, usage)), _) => {
+                let m = &exec.config.models[&job.model];
+                let pricing = &exec.config.pricing;
+                Ok(BatchOutput {
+                    cost_usd: crate::cost::call_cost(m.price(), pricing, &usage, None, None)
+                        * pricing.batch,
+                    text,
+                    usage,
+                    model: job.model.clone(),
+                    lane: BatchLane::Batch,
+                    diverted: None,
+                })
+            }
+            (None, Some(err)) => Err(BatchRecordError {
+                code: err
+                    .get("errorCode")
+                    .map(|c| c.to_string().trim_matches('"').to_string()),
+                ..record_error(
+                    BatchErrorKind::RecordFailed,
+                    err.get("errorMessage")
+                        .and_then(|m| m.as_str())
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            }),
+            (None, None) => Err(record_error(
+                BatchErrorKind::Malformed,
+                format!("record {id} has neither modelOutput nor error"),
+            )),
+        }
     }
 
     /// What the answered items cost, against the same tokens on standard and on flex.
@@ -646,6 +616,135 @@ impl Router {
 
 /// A request's index in the submission and its job record line.
 type Record = (usize, String);
+
+/// Requests sorted for the batch lane: each model's records with the region its jobs run in,
+/// and the requests answered on flex instead, with why.
+#[derive(Default)]
+struct Sorted {
+    by_model: BTreeMap<String, (String, Vec<Record>)>,
+    divert: BTreeMap<usize, String>,
+}
+
+/// What creating the jobs gave: the jobs, the chunks that could not be submitted, and the
+/// first error (the call's own, when nothing was created).
+#[derive(Default)]
+struct Created {
+    jobs: Vec<BatchJob>,
+    not_submitted: Vec<NotSubmitted>,
+    first_error: Option<Error>,
+}
+
+/// A finished job's output: its records by record id, and the lines that were not JSON
+/// records with a `recordId`.
+#[derive(Default)]
+struct JobOutput {
+    records: BTreeMap<String, serde_json::Value>,
+    unreadable: usize,
+}
+
+impl JobOutput {
+    /// Reads one output object's lines.
+    fn read(&mut self, body: &[u8]) {
+        for line in String::from_utf8_lossy(body)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
+            let record = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| Some((v.get("recordId")?.as_str()?.to_string(), v)));
+            match record {
+                Some((id, v)) => {
+                    self.records.insert(id, v);
+                }
+                None => self.unreadable += 1,
+            }
+        }
+    }
+}
+
+/// An item's error of `kind`, with no service code or error kind of its own.
+fn record_error(kind: BatchErrorKind, message: String) -> BatchRecordError {
+    BatchRecordError {
+        kind,
+        error_kind: None,
+        code: None,
+        message,
+    }
+}
+
+/// The items of the chunks that could not be submitted: their error, as it was.
+fn not_submitted_items(handle: &BatchHandle) -> Vec<(usize, BatchItem)> {
+    handle
+        .not_submitted
+        .iter()
+        .flat_map(|ns| {
+            ns.indices.iter().map(move |&i| {
+                (
+                    i,
+                    Err(BatchRecordError {
+                        error_kind: Some(ns.kind),
+                        ..record_error(BatchErrorKind::NotSubmitted, ns.message.clone())
+                    }),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A job's name (the same on every try) and the S3 prefix of its input and output.
+struct JobPlace {
+    name: String,
+    base: String,
+}
+
+/// The region a Bedrock model's batch jobs run in (the first configured region it is deployed
+/// in), or why it has none: it is not Bedrock's, or has no in-region deployment.
+fn batch_region(
+    config: &crate::Config,
+    model: &str,
+    m: &crate::config::ModelConfig,
+) -> std::result::Result<String, String> {
+    if m.provider() != Provider::Bedrock {
+        let hosting = match &m.provider() {
+            Provider::Sagemaker => "self-hosted: SageMaker".to_string(),
+            other => format!("served by {other}, which"),
+        };
+        return Err(format!("{model} is {hosting} has no batch lane here"));
+    }
+    config
+        .regions
+        .iter()
+        .find(|r| m.regions().contains(&r.name))
+        .map(|r| r.name.clone())
+        .ok_or_else(|| format!("{model} has no in-region deployment for batch jobs"))
+}
+
+/// Each model's records in chunks of `min_records..=max_records_per_job`; records that cannot
+/// make a job go to flex (into `divert`, with why).
+fn chunk_for_jobs(
+    by_model: BTreeMap<String, (String, Vec<Record>)>,
+    config: &BatchConfig,
+    divert: &mut BTreeMap<usize, String>,
+) -> BTreeMap<String, (String, Vec<Vec<Record>>)> {
+    let mut chunked = BTreeMap::new();
+    for (model, (region, records)) in by_model {
+        let (chunks, left) = job_chunks(records, config.min_records, config.max_records_per_job);
+        let n = left.len();
+        for (i, _) in left {
+            divert.insert(
+                i,
+                format!(
+                    "{n} requests for {model} left over: fewer than the batch minimum of {} records a job",
+                    config.min_records
+                ),
+            );
+        }
+        if !chunks.is_empty() {
+            chunked.insert(model, (region, chunks));
+        }
+    }
+    chunked
+}
 
 /// Splits one model's records into jobs of `min..=max` records (the service refuses a job
 /// below its minimum), as evenly as the bounds allow; the records that cannot make a job come

@@ -55,7 +55,7 @@ impl Router {
         self.exec.state.cache_totals()
     }
 
-    /// A stream that sends the request on its first [`LazyStream::next`] and can be read
+    /// A stream that sends the request on its first [`LazyStream::next`](crate::LazyStream::next) and can be read
     /// through a shared reference (for bindings whose iterators ask one event at a time).
     pub fn lazy_stream(&self, request: GenerateRequest) -> crate::LazyStream {
         crate::LazyStream::new(self.clone(), request)
@@ -68,6 +68,8 @@ impl Router {
         &self.exec
     }
 
+    /// What the router has measured so far: per lane, SLO attainment, task costs, the prompt
+    /// cache, shared state and shadow mode (see [`crate::telemetry::MetricsSnapshot`]).
     pub fn metrics(&self) -> crate::telemetry::MetricsSnapshot {
         let mut snapshot = self.exec.telemetry.snapshot();
         snapshot.shared = self.exec.state.shared_status();
@@ -351,66 +353,86 @@ impl RouterBuilder {
     }
 
     /// Loads the configuration and AWS settings and builds the clients.
+    ///
+    /// The AWS settings (the default credential chain, profile files) are loaded before this
+    /// returns; [`RouterBuilder::build_deferred`] builds without waiting for them.
     pub async fn build(self) -> Result<Router> {
-        let config = match (self.config, self.config_file) {
+        let config = self.load_config()?;
+        let settings = self.sdk_settings(&config);
+        let sdk = crate::backend::aws::SdkSource::ready(
+            crate::backend::aws::sdk_config(
+                settings.given,
+                settings.credentials,
+                &settings.loader_region,
+                settings.connect_timeout,
+                settings.endpoint_url,
+            )
+            .await,
+        );
+        self.assemble(config, sdk)
+    }
+
+    /// Builds the router without waiting for anything: the configuration is loaded and
+    /// checked now (its errors come back here), and the AWS settings load at the first call
+    /// that needs them, once for all of its clients. Planning needs none of them. For a caller
+    /// that must not block, such as an event loop (the Node binding's constructor).
+    ///
+    /// With `[shared]`, call it in a tokio runtime's context (`Handle::enter`, or any code a
+    /// runtime runs): the Redis client is made there, and connects at its first command.
+    ///
+    /// ```
+    /// let router = laneway::Router::builder()
+    ///     .endpoint_url("http://127.0.0.1:4010")
+    ///     .build_deferred()
+    ///     .unwrap();
+    /// let plan = router.plan(&laneway::GenerateRequest::user("hi").family("nova")).unwrap();
+    /// assert!(!plan.attempts.is_empty());
+    /// ```
+    pub fn build_deferred(self) -> Result<Router> {
+        let config = self.load_config()?;
+        let sdk = crate::backend::aws::SdkSource::deferred(self.sdk_settings(&config));
+        self.assemble(config, sdk)
+    }
+
+    fn load_config(&self) -> Result<Config> {
+        match (&self.config, &self.config_file) {
             (Some(c), _) => {
                 c.validate()?;
-                c
+                Ok(c.clone())
             }
-            (None, Some(path)) => Config::from_file(path)?,
-            (None, None) => Config::default(),
-        };
-        let endpoint_url = self
-            .endpoint_url
-            .or_else(|| config.aws.endpoint_url.clone());
-        let base = crate::backend::aws::sdk_config(
-            self.sdk_config,
-            self.credentials,
-            &config.regions[0].name,
-            config.routing.timeouts.connect,
-            endpoint_url,
-        )
-        .await;
-        let regions: Vec<&str> = config.regions.iter().map(|r| r.name.as_str()).collect();
+            (None, Some(path)) => Config::from_file(path),
+            (None, None) => Ok(Config::default()),
+        }
+    }
+
+    fn sdk_settings(&self, config: &Config) -> crate::backend::aws::SdkSettings {
+        crate::backend::aws::SdkSettings {
+            given: self.sdk_config.clone(),
+            credentials: self.credentials.clone(),
+            loader_region: config.regions[0].name.clone(),
+            connect_timeout: config.routing.timeouts.connect,
+            endpoint_url: self
+                .endpoint_url
+                .clone()
+                .or_else(|| config.aws.endpoint_url.clone()),
+        }
+    }
+
+    /// The router over `config`, its built-in backends made from `sdk` now if it is loaded,
+    /// else at their first call.
+    fn assemble(self, config: Config, sdk: Arc<crate::backend::aws::SdkSource>) -> Result<Router> {
+        let regions: Vec<String> = config.regions.iter().map(|r| r.name.clone()).collect();
         let mut backends = self.backends;
-        if !backends.contains(&Provider::Bedrock) {
-            backends.insert(
-                Provider::Bedrock,
-                Arc::new(BedrockBackend::new(&base, regions.iter().copied())),
-            );
-        }
-        use crate::backend::openai::{Endpoint, OpenAiBackend, OpenAiSettings};
-        // The SDK configuration's endpoint URL (the builder's, the file's, or the caller's own
-        // SdkConfig's) serves bedrock-runtime; mantle is its `/mantle` unless configured.
-        let endpoint_url = base.endpoint_url().map(str::to_string);
-        for (endpoint, url) in [
-            (Endpoint::Runtime, endpoint_url.clone()),
-            (
-                Endpoint::Mantle,
-                config.aws.mantle_endpoint_url.clone().or_else(|| {
-                    endpoint_url
-                        .as_ref()
-                        .map(|u| format!("{}/mantle", u.trim_end_matches('/')))
-                }),
-            ),
-        ] {
-            if !backends.contains(&endpoint.provider()) {
-                let settings = OpenAiSettings {
-                    api_key: self.bedrock_api_key.clone(),
-                    endpoint_url: url,
-                    connect_timeout: Some(config.routing.timeouts.connect),
-                };
-                backends.insert(
-                    endpoint.provider(),
-                    Arc::new(OpenAiBackend::new(endpoint, &base, settings)),
-                );
+        let builtin = builtin_backends(&config, &regions, self.bedrock_api_key);
+        for (provider, make) in builtin {
+            if backends.contains(&provider) {
+                continue;
             }
-        }
-        if !backends.contains(&Provider::Sagemaker) {
-            backends.insert(
-                Provider::Sagemaker,
-                Arc::new(SagemakerBackend::new(&base, regions.iter().copied())),
-            );
+            let backend: Arc<dyn Backend> = match sdk.loaded() {
+                Some(ready) => make(ready),
+                None => Arc::new(crate::backend::aws::Deferred::new(Arc::clone(&sdk), make)),
+            };
+            backends.insert(provider, backend);
         }
         if let Some((id, m)) = config
             .models
@@ -436,7 +458,7 @@ impl RouterBuilder {
         if let Some(counter) = self.token_counter {
             exec.state.set_token_counter(counter);
         }
-        exec.batch = Some(crate::backend::BedrockBatch::new(&base));
+        exec.batch = Some(crate::backend::BedrockBatch::from_source(sdk));
         if let Some(meter) = &self.meter {
             exec.telemetry.set_meter(meter);
         }
@@ -455,6 +477,65 @@ impl RouterBuilder {
             exec: Arc::new(exec),
         })
     }
+}
+
+use crate::backend::aws::MakeBackend;
+
+/// How each built-in AWS backend is made from the AWS settings: Bedrock's Converse, its
+/// OpenAI-compatible endpoints (bedrock-runtime's `/openai/v1` at the settings' endpoint URL,
+/// mantle at its `/mantle` unless configured) and SageMaker.
+fn builtin_backends(
+    config: &Config,
+    regions: &[String],
+    api_key: Option<String>,
+) -> Vec<(Provider, MakeBackend)> {
+    use crate::backend::openai::{Endpoint, OpenAiBackend, OpenAiSettings};
+    let bedrock_regions = regions.to_vec();
+    let sagemaker_regions = regions.to_vec();
+    let mut made: Vec<(Provider, MakeBackend)> = vec![(
+        Provider::Bedrock,
+        Box::new(move |sdk: &SdkConfig| -> Arc<dyn Backend> {
+            Arc::new(BedrockBackend::new(
+                sdk,
+                bedrock_regions.iter().map(String::as_str),
+            ))
+        }),
+    )];
+    for endpoint in [Endpoint::Runtime, Endpoint::Mantle] {
+        let mantle_url = config.aws.mantle_endpoint_url.clone();
+        let api_key = api_key.clone();
+        let connect_timeout = config.routing.timeouts.connect;
+        made.push((
+            endpoint.provider(),
+            Box::new(move |sdk: &SdkConfig| -> Arc<dyn Backend> {
+                // The SDK configuration's endpoint URL (the builder's, the file's, or the
+                // caller's own SdkConfig's) serves bedrock-runtime; mantle is its `/mantle`.
+                let runtime_url = sdk.endpoint_url().map(str::to_string);
+                let url = match endpoint {
+                    Endpoint::Runtime => runtime_url,
+                    Endpoint::Mantle => mantle_url.clone().or_else(|| {
+                        runtime_url.map(|u| format!("{}/mantle", u.trim_end_matches('/')))
+                    }),
+                };
+                let settings = OpenAiSettings {
+                    api_key: api_key.clone(),
+                    endpoint_url: url,
+                    connect_timeout: Some(connect_timeout),
+                };
+                Arc::new(OpenAiBackend::new(endpoint, sdk, settings))
+            }),
+        ));
+    }
+    made.push((
+        Provider::Sagemaker,
+        Box::new(move |sdk: &SdkConfig| -> Arc<dyn Backend> {
+            Arc::new(SagemakerBackend::new(
+                sdk,
+                sagemaker_regions.iter().map(String::as_str),
+            ))
+        }),
+    ));
+    made
 }
 
 /// The `tracing` span of one call: what was planned, never the prompt.

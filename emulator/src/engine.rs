@@ -19,7 +19,10 @@ use crate::text;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Service {
+    /// Amazon Bedrock: bedrock-runtime (Converse, InvokeModel, `/openai/v1`), bedrock-mantle and
+    /// batch jobs.
     Bedrock,
+    /// SageMaker real-time endpoints.
     Sagemaker,
 }
 
@@ -201,10 +204,13 @@ impl Answer {
 /// What the emulator served, per (service, region, target, tier, operation).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct Counter {
+    /// Requests decided: admitted or refused.
     pub requests: u64,
+    /// Requests admitted and answered (a stream may still break).
     pub ok: u64,
     /// Refusals by AWS error code.
     pub errors: BTreeMap<String, u64>,
+    /// Admitted streams a fault broke (`break_stream`) before their end.
     pub streams_broken: u64,
     /// Requests that continued this emulator's own answer from a prefill of its start.
     pub continued: u64,
@@ -213,18 +219,29 @@ pub struct Counter {
     pub continuation_mismatches: u64,
     /// Streams whose client went away before the end (a lost hedge, a cancelled call).
     pub cancelled: u64,
+    /// Input tokens of admitted requests processed anew (not read from or written to the
+    /// prompt cache).
     pub input_tokens: u64,
+    /// Output tokens of admitted answers, reasoning included (none when a guardrail blocked the
+    /// input).
     pub output_tokens: u64,
 }
 
 /// One row of the counters.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct CounterRow {
+    /// The service called.
     pub service: Service,
+    /// The region the request was signed for.
     pub region: String,
+    /// The model id, profile id or endpoint name, as sent.
     pub target: String,
+    /// The tier that served (`default`, `priority`, `flex`, `reserved`), or the one asked for
+    /// when refused; SageMaker requests are `default`.
     pub tier: String,
+    /// The API operation (`Converse`, `ConverseStream`, `InvokeModel`, `InvokeEndpoint`, ...).
     pub operation: String,
+    /// What was served there (flattened into the row).
     #[serde(flatten)]
     pub counter: Counter,
 }
@@ -261,6 +278,173 @@ pub(crate) struct Engine {
 enum Served<'a> {
     Model(&'a ModelSpec),
     Endpoint(&'a EndpointSpec),
+}
+
+/// Bedrock's checks of a request against the model that serves it: its extensions (reasoning,
+/// structured output, fields), the tier, cache points and latency-optimized inference; what
+/// they admit.
+fn check_model_request(
+    ask: &Ask,
+    m: &ModelSpec,
+) -> Result<crate::converse_ext::Admitted, ApiError> {
+    let admitted = match &ask.extras {
+        Some(x) => crate::converse_ext::check(x, m, ask.max_tokens)
+            .map_err(|message| ApiError::validation(ask.service, message))?,
+        None => crate::converse_ext::Admitted::default(),
+    };
+    // Batch records are not a request tier: every model in the scenario takes them.
+    if ask.tier != "batch" && !m.tiers.contains(&ask.tier) {
+        return Err(ApiError::validation(
+            ask.service,
+            format!(
+                "The provided service tier {} is not supported for model {}.",
+                ask.tier, m.id
+            ),
+        ));
+    }
+    if !ask.cache_points.is_empty() {
+        if !m.prompt_cache {
+            return Err(ApiError::validation(
+                ask.service,
+                format!("Prompt caching is not supported for model {}.", m.id),
+            ));
+        }
+        let rules = crate::cache::CacheRules {
+            tools: m.cache_tools,
+            after_tool_result: m.cache_after_tool_result,
+            ttls: &m.cache_ttls,
+            max_points: m.max_cache_points,
+        };
+        crate::cache::check_placement(&ask.cache_points, rules)
+            .map_err(|message| ApiError::validation(ask.service, message))?;
+    }
+    if ask.latency_optimized && m.latency_optimized.is_none() {
+        return Err(ApiError::validation(
+            ask.service,
+            format!(
+                "Latency-optimized inference is not supported for model {}.",
+                m.id
+            ),
+        ));
+    }
+    Ok(admitted)
+}
+
+/// The served model's or endpoint's name, its performance for this ask (latency-optimized
+/// where asked) and its range of answer lengths.
+fn served_as<'s>(ask: &Ask, served: &Served<'s>) -> (&'s str, Performance, [u32; 2]) {
+    match served {
+        Served::Model(m) => {
+            let mut performance = m.performance_for(&ask.region, &ask.tier);
+            if let (Some(l), true) = (&m.latency_optimized, ask.latency_optimized) {
+                performance.ttft_median_ms *= l.ttft_factor;
+                performance.ttft_p99_ms *= l.ttft_factor;
+                performance.tokens_per_second *= l.tokens_per_second_factor;
+            }
+            (m.id.as_str(), performance, m.answer_tokens)
+        }
+        Served::Endpoint(e) => (e.name.as_str(), e.performance.clone(), e.answer_tokens),
+    }
+}
+
+/// How long an answer is: its structured text's chunks (when a schema asks for JSON), its
+/// natural length, the reasoning before it, and the answer as `max_tokens` cuts it.
+struct AnswerSize {
+    structured: Option<Vec<String>>,
+    natural: u32,
+    reasoning: u32,
+    answer: u32,
+}
+
+impl AnswerSize {
+    fn of(ask: &Ask, admitted: &crate::converse_ext::Admitted, answer_range: [u32; 2]) -> Self {
+        let structured = admitted.schema.as_ref().map(|schema| {
+            let json = crate::converse_ext::conforming(schema, ask.prompt_digest).to_string();
+            text::chunks(&json, 4)
+        });
+        let natural = match &structured {
+            Some(chunks) => chunks.len() as u32,
+            None => text::natural_length(ask.prompt_digest, answer_range),
+        };
+        // Reasoning comes first and counts against max_tokens, as output.
+        let reasoning = admitted.reasoning.map_or(0, |most| {
+            text::natural_length(
+                ask.prompt_digest.rotate_left(29),
+                [most / 4, most].map(|m| m.max(1)),
+            )
+        });
+        let reasoning = ask.max_tokens.map_or(reasoning, |m| reasoning.min(m));
+        let room = ask.max_tokens.map(|m| m - reasoning);
+        Self {
+            structured,
+            natural,
+            reasoning,
+            answer: room.map_or(natural, |m| natural.min(m)),
+        }
+    }
+}
+
+/// The answer's tokens, reasoning first: the structured text, the echo or generated words,
+/// past a continuation's prefill; a guardrail's intervention replacing them. Also the
+/// reasoning tokens kept, whether the prefill was the answer's start, and the guardrail's
+/// outcome.
+fn answer_tokens(
+    ask: &Ask,
+    size: &AnswerSize,
+    guardrail: Option<(
+        &crate::guardrail::GuardrailSpec,
+        &std::sync::Arc<crate::guardrail::GuardAsk>,
+    )>,
+) -> (Vec<String>, u32, Option<bool>, crate::guardrail::Outcome) {
+    let n = size.answer;
+    let mut tokens = match size.structured.clone() {
+        Some(mut chunks) => {
+            chunks.truncate(n as usize);
+            chunks
+        }
+        None => match &ask.echo {
+            Some(echo) => {
+                let mut words: Vec<String> = echo.split_inclusive(' ').map(String::from).collect();
+                words.truncate(n as usize);
+                words
+            }
+            None => text::tokens(ask.prompt_digest, n),
+        },
+    };
+    let mut continuation = None;
+    if let Some(prefill) = &ask.prefill {
+        let k = continued_from(&tokens, prefill);
+        if let Some(k) = k {
+            tokens.drain(..k);
+        }
+        continuation = Some(k.is_some());
+    }
+    let mut reasoning = size.reasoning;
+    let mut guard_outcome = crate::guardrail::Outcome::default();
+    if let Some((spec, g)) = guardrail {
+        let (blocked, found) = crate::guardrail::check_input(spec, g);
+        match blocked {
+            Some(outcome) => {
+                tokens = text::chunks(&spec.blocked_input_message, 6);
+                reasoning = 0;
+                guard_outcome = outcome;
+            }
+            None => {
+                let (replaced, outcome) =
+                    crate::guardrail::check_output(spec, g, &tokens.concat(), found);
+                if let Some(text) = replaced {
+                    tokens = text.split_inclusive(' ').map(String::from).collect();
+                }
+                guard_outcome = outcome;
+            }
+        }
+    }
+    if reasoning > 0 {
+        let mut all = text::tokens(ask.prompt_digest.rotate_left(29) ^ 0x5EA5, reasoning);
+        all.append(&mut tokens);
+        tokens = all;
+    }
+    (tokens, reasoning, continuation, guard_outcome)
 }
 
 impl Engine {
@@ -388,36 +572,7 @@ impl Engine {
             }
             None => ask,
         };
-        if self.scenario.region(&ask.region).is_none() {
-            return Err(ApiError::new(
-                403,
-                "UnrecognizedClientException",
-                format!(
-                    "The region {} is not served by this emulator scenario.",
-                    ask.region
-                ),
-            ));
-        }
-        let (served, invoked_model) = match self.prompt_router_choice(ask)? {
-            Some(chosen) => {
-                let routed = Ask {
-                    target: chosen.clone(),
-                    ..ask.clone()
-                };
-                let served = self.resolve(&routed)?;
-                let arn = if self.scenario.split_profile(&chosen).0.is_some() {
-                    format!(
-                        "arn:aws:bedrock:{}:000000000000:inference-profile/{chosen}",
-                        ask.region
-                    )
-                } else {
-                    format!("arn:aws:bedrock:{}::foundation-model/{chosen}", ask.region)
-                };
-                (served, Some(arn))
-            }
-            None => (self.resolve(ask)?, None),
-        };
-        let mut admitted = crate::converse_ext::Admitted::default();
+        let (served, invoked_model) = self.route(ask)?;
         let guardrail = match &ask.guard {
             Some(g) if !g.identifier.is_empty() => Some((
                 crate::guardrail::find(&self.scenario.guardrails, g, &ask.region)
@@ -426,63 +581,11 @@ impl Engine {
             )),
             _ => None,
         };
-        let (name, mut performance, answer_range) = match served {
-            Served::Model(m) => {
-                if let Some(x) = &ask.extras {
-                    admitted = crate::converse_ext::check(x, m, ask.max_tokens)
-                        .map_err(|message| ApiError::validation(ask.service, message))?;
-                }
-                // Batch records are not a request tier: every model in the scenario takes them.
-                if ask.tier != "batch" && !m.tiers.contains(&ask.tier) {
-                    return Err(ApiError::validation(
-                        ask.service,
-                        format!(
-                            "The provided service tier {} is not supported for model {}.",
-                            ask.tier, m.id
-                        ),
-                    ));
-                }
-                if !ask.cache_points.is_empty() && !m.prompt_cache {
-                    return Err(ApiError::validation(
-                        ask.service,
-                        format!("Prompt caching is not supported for model {}.", m.id),
-                    ));
-                }
-                if !ask.cache_points.is_empty() {
-                    let rules = crate::cache::CacheRules {
-                        tools: m.cache_tools,
-                        after_tool_result: m.cache_after_tool_result,
-                        ttls: &m.cache_ttls,
-                        max_points: m.max_cache_points,
-                    };
-                    crate::cache::check_placement(&ask.cache_points, rules)
-                        .map_err(|message| ApiError::validation(ask.service, message))?;
-                }
-                if ask.latency_optimized && m.latency_optimized.is_none() {
-                    return Err(ApiError::validation(
-                        ask.service,
-                        format!(
-                            "Latency-optimized inference is not supported for model {}.",
-                            m.id
-                        ),
-                    ));
-                }
-                (
-                    m.id.as_str(),
-                    m.performance_for(&ask.region, &ask.tier),
-                    m.answer_tokens,
-                )
-            }
-            Served::Endpoint(e) => (e.name.as_str(), e.performance.clone(), e.answer_tokens),
+        let admitted = match served {
+            Served::Model(m) => check_model_request(ask, m)?,
+            Served::Endpoint(_) => crate::converse_ext::Admitted::default(),
         };
-        if let (Served::Model(m), true) = (&served, ask.latency_optimized) {
-            if let Some(l) = &m.latency_optimized {
-                performance.ttft_median_ms *= l.ttft_factor;
-                performance.ttft_p99_ms *= l.ttft_factor;
-                performance.tokens_per_second *= l.tokens_per_second_factor;
-            }
-        }
-
+        let (name, performance, answer_range) = served_as(ask, &served);
         let hits = self.faults.take_matching(
             &Subject {
                 region: &ask.region,
@@ -496,25 +599,8 @@ impl Engine {
         if let Some(err) = hits.iter().find_map(|f| refusal(ask.service, f)) {
             return Err(err);
         }
+        let size = AnswerSize::of(ask, &admitted, answer_range);
 
-        let structured = admitted.schema.as_ref().map(|schema| {
-            let json = crate::converse_ext::conforming(schema, ask.prompt_digest).to_string();
-            text::chunks(&json, 4)
-        });
-        let natural = match &structured {
-            Some(chunks) => chunks.len() as u32,
-            None => text::natural_length(ask.prompt_digest, answer_range),
-        };
-        // Reasoning comes first and counts against max_tokens, as output.
-        let reasoning = admitted.reasoning.map_or(0, |most| {
-            text::natural_length(
-                ask.prompt_digest.rotate_left(29),
-                [most / 4, most].map(|m| m.max(1)),
-            )
-        });
-        let reasoning = ask.max_tokens.map_or(reasoning, |m| reasoning.min(m));
-        let room = ask.max_tokens.map(|m| m - reasoning);
-        let n = room.map_or(natural, |m| natural.min(m));
         let (reservation, burndown, max_output) = match served {
             Served::Model(m) => (
                 m.reservation.as_ref(),
@@ -540,7 +626,6 @@ impl Engine {
             crate::quota::Served::Overflow => "default".to_string(),
             _ => ask.tier.clone(),
         };
-
         let cache = match served {
             Served::Model(m) if m.prompt_cache && !ask.cache_points.is_empty() => self.cache.apply(
                 &ask.region,
@@ -551,14 +636,88 @@ impl Engine {
             ),
             _ => crate::cache::CacheUse::default(),
         };
-        let mut ttft = self.draw_ttft(&performance, ask.prompt_digest);
+        let new_input = ask.input_tokens.saturating_sub(cache.read + cache.write);
+        slot.settle_on(
+            &demand,
+            u64::from(new_input),
+            u64::from(cache.write),
+            u64::from(size.reasoning + size.answer),
+        );
+        let (ttft, break_after) = self.first_token(ask, &performance, &cache, &hits);
+        let (tokens, reasoning, continuation, guard_outcome) = answer_tokens(ask, &size, guardrail);
+        Ok(Answer {
+            reasoning_tokens: reasoning as usize,
+            reasoning_redacted: admitted.redacted,
+            reasoning_signed: admitted.signed,
+            response_fields: admitted.response_fields,
+            guardrail: guard_outcome,
+            citation: admitted.citation,
+            model: name.to_string(),
+            served_tier,
+            tokens,
+            truncated: size.answer < size.natural,
+            input_tokens: new_input,
+            cache,
+            ttft,
+            token_interval: self
+                .scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
+            break_after,
+            invoked_model,
+            wire_fault: hits.iter().find(|f| f.kind.is_wire()).cloned(),
+            plain_json_lines: hits.iter().any(|f| f.kind == FaultKind::PlainJsonLines),
+            continuation,
+            _slot: slot,
+        })
+    }
+
+    /// What serves the ask in its region (a prompt router's pick, with the ARN Bedrock reports
+    /// as the invoked model), or Bedrock's refusal: a region the scenario does not serve, an
+    /// unknown id.
+    fn route(&self, ask: &Ask) -> Result<(Served<'_>, Option<String>), ApiError> {
+        if self.scenario.region(&ask.region).is_none() {
+            return Err(ApiError::new(
+                403,
+                "UnrecognizedClientException",
+                format!(
+                    "The region {} is not served by this emulator scenario.",
+                    ask.region
+                ),
+            ));
+        }
+        let Some(chosen) = self.prompt_router_choice(ask)? else {
+            return Ok((self.resolve(ask)?, None));
+        };
+        let routed = Ask {
+            target: chosen.clone(),
+            ..ask.clone()
+        };
+        let served = self.resolve(&routed)?;
+        let arn = if self.scenario.split_profile(&chosen).0.is_some() {
+            format!(
+                "arn:aws:bedrock:{}:000000000000:inference-profile/{chosen}",
+                ask.region
+            )
+        } else {
+            format!("arn:aws:bedrock:{}::foundation-model/{chosen}", ask.region)
+        };
+        Ok((served, Some(arn)))
+    }
+
+    /// The first token's delay: drawn from the performance, less the prefill the cache saves,
+    /// plus a `slow_first_token` fault's delay; and where a `break_stream` fault breaks it.
+    fn first_token(
+        &self,
+        ask: &Ask,
+        performance: &Performance,
+        cache: &crate::cache::CacheUse,
+        hits: &[Fault],
+    ) -> (Duration, Option<(u32, Option<String>)>) {
+        let mut ttft = self.draw_ttft(performance, ask.prompt_digest);
         // Prefill is skipped for the cached share of the input.
         let cached_share = f64::from(cache.read) / f64::from(ask.input_tokens.max(1));
         ttft = ttft.mul_f64((1.0 - 0.85 * cached_share.min(1.0)).max(0.05));
         let mut break_after = None;
-        let wire_fault = hits.iter().find(|f| f.kind.is_wire()).cloned();
-        let plain_json_lines = hits.iter().any(|f| f.kind == FaultKind::PlainJsonLines);
-        for f in &hits {
+        for f in hits {
             match f.kind {
                 FaultKind::SlowFirstToken => {
                     // Not time-scaled: a test wants exactly this delay.
@@ -570,84 +729,7 @@ impl Engine {
                 _ => {}
             }
         }
-        let new_input = ask.input_tokens.saturating_sub(cache.read + cache.write);
-        slot.settle_on(
-            &demand,
-            u64::from(new_input),
-            u64::from(cache.write),
-            u64::from(reasoning + n),
-        );
-        let mut tokens = match structured {
-            Some(mut chunks) => {
-                chunks.truncate(n as usize);
-                chunks
-            }
-            None => match &ask.echo {
-                Some(echo) => {
-                    let mut words: Vec<String> =
-                        echo.split_inclusive(' ').map(String::from).collect();
-                    words.truncate(n as usize);
-                    words
-                }
-                None => text::tokens(ask.prompt_digest, n),
-            },
-        };
-        let mut continuation = None;
-        if let Some(prefill) = &ask.prefill {
-            let k = continued_from(&tokens, prefill);
-            if let Some(k) = k {
-                tokens.drain(..k);
-            }
-            continuation = Some(k.is_some());
-        }
-        let mut reasoning = reasoning;
-        let mut guard_outcome = crate::guardrail::Outcome::default();
-        if let Some((spec, g)) = guardrail {
-            let (blocked, found) = crate::guardrail::check_input(spec, g);
-            match blocked {
-                Some(outcome) => {
-                    tokens = text::chunks(&spec.blocked_input_message, 6);
-                    reasoning = 0;
-                    guard_outcome = outcome;
-                }
-                None => {
-                    let (replaced, outcome) =
-                        crate::guardrail::check_output(spec, g, &tokens.concat(), found);
-                    if let Some(text) = replaced {
-                        tokens = text.split_inclusive(' ').map(String::from).collect();
-                    }
-                    guard_outcome = outcome;
-                }
-            }
-        }
-        if reasoning > 0 {
-            let mut all = text::tokens(ask.prompt_digest.rotate_left(29) ^ 0x5EA5, reasoning);
-            all.append(&mut tokens);
-            tokens = all;
-        }
-        Ok(Answer {
-            reasoning_tokens: reasoning as usize,
-            reasoning_redacted: admitted.redacted,
-            reasoning_signed: admitted.signed,
-            response_fields: admitted.response_fields,
-            guardrail: guard_outcome,
-            citation: admitted.citation,
-            model: name.to_string(),
-            served_tier,
-            tokens,
-            truncated: n < natural,
-            input_tokens: new_input,
-            cache,
-            ttft,
-            token_interval: self
-                .scaled(Duration::from_secs_f64(1.0 / performance.tokens_per_second)),
-            break_after,
-            invoked_model,
-            wire_fault,
-            plain_json_lines,
-            continuation,
-            _slot: slot,
-        })
+        (ttft, break_after)
     }
 
     /// For an application inference profile's ARN: the model or system profile id it wraps;

@@ -79,6 +79,7 @@ impl FaultKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
+    /// What goes wrong: a [`FaultKind`], in snake_case (`kind = "outage"`, `"break_stream"`, ...).
     pub kind: FaultKind,
     /// Only requests signed for this region.
     #[serde(default)]

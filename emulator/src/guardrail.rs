@@ -20,8 +20,12 @@ pub struct GuardrailSpec {
     /// PII it finds, and what it does with it.
     #[serde(default)]
     pub pii: Vec<PiiRule>,
+    /// The answer given instead of the model's when the input is blocked (default: "Sorry, the
+    /// model cannot answer this question.").
     #[serde(default = "default_blocked_input")]
     pub blocked_input_message: String,
+    /// The answer given instead of the model's when the answer is blocked (default as
+    /// `blocked_input_message`).
     #[serde(default = "default_blocked_output")]
     pub blocked_output_message: String,
 }
@@ -45,10 +49,13 @@ pub struct PiiRule {
     pub action: PiiAction,
 }
 
+/// A kind of PII a guardrail finds (a `pii` rule's `type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum PiiKind {
+    /// `EMAIL`: a word with a user, an `@` and a dotted host.
     #[serde(rename = "EMAIL")]
     Email,
+    /// `PHONE`: a word of at least seven digits, with nothing else but `+-().`.
     #[serde(rename = "PHONE")]
     Phone,
 }
@@ -78,10 +85,14 @@ impl PiiKind {
     }
 }
 
+/// What a guardrail does with PII it finds (a `pii` rule's `action`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum PiiAction {
+    /// `BLOCK`: the input or the answer is blocked, and its blocked message answered instead.
     #[serde(rename = "BLOCK")]
     Block,
+    /// `ANONYMIZE`: masked in the answer as `{EMAIL}` or `{PHONE}`; in the input, only
+    /// reported.
     #[serde(rename = "ANONYMIZE")]
     Anonymize,
 }

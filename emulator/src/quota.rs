@@ -166,6 +166,15 @@ impl Drop for Slot {
     }
 }
 
+/// One request being admitted: its entry in the pools' windows, when, what it asks, and the
+/// output it is counted for (`max_tokens` times the burndown).
+struct Admission<'d> {
+    id: u64,
+    now: Instant,
+    demand: &'d Demand<'d>,
+    output: u64,
+}
+
 impl Quotas {
     /// Pools whose minute lasts `minute` of wall time.
     pub(crate) fn new(minute: Duration) -> Self {
@@ -187,6 +196,12 @@ impl Quotas {
         let id = all.next;
         let base = format!("{}|{}", demand.region, demand.target);
         let output = demand.max_output_tokens * demand.output_burndown;
+        let entry = Admission {
+            id,
+            now,
+            demand,
+            output,
+        };
         if let Some(limit) = demand.mantle {
             // Input and `max_tokens` count against input tokens at admission; output is
             // counted as generated, so a call needs only room for one more output token.
@@ -227,60 +242,52 @@ impl Quotas {
                         pool.window.push(id, now, counts);
                         return Ok(self.slot(key, id, Served::Reserved));
                     }
-                    return self
-                        .on_demand(&mut all, &base, id, now, demand, output)
-                        .map(|mut s| {
-                            s.served = Served::Overflow;
-                            s
-                        });
+                    return self.on_demand(&mut all, &base, &entry).map(|mut s| {
+                        s.served = Served::Overflow;
+                        s
+                    });
                 }
                 // A model listing the reserved tier without a reservation in the scenario: a
                 // pool of its own with the model's ordinary limits.
                 None => {
                     let key = format!("{base}|reserved-unlimited");
-                    return self.on_demand_pool(&mut all, key, id, now, demand, output, 1.0);
+                    return self.on_demand_pool(&mut all, key, &entry, 1.0);
                 }
             }
         }
-        self.on_demand(&mut all, &base, id, now, demand, output)
+        self.on_demand(&mut all, &base, &entry)
     }
 
+    /// Admits to the target's on-demand pool (flex to its share of the concurrency).
     fn on_demand(
         &self,
         all: &mut Pools,
         base: &str,
-        id: u64,
-        now: Instant,
-        demand: &Demand<'_>,
-        output: u64,
+        entry: &Admission<'_>,
     ) -> Result<Slot, ApiError> {
-        let share = if demand.tier == "flex" {
+        let share = if entry.demand.tier == "flex" {
             FLEX_SHARE
         } else {
             1.0
         };
-        self.on_demand_pool(
-            all,
-            format!("{base}|on-demand"),
-            id,
-            now,
-            demand,
-            output,
-            share,
-        )
+        self.on_demand_pool(all, format!("{base}|on-demand"), entry, share)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Admits to the pool `key` with the model's ordinary limits, `concurrency_share` of its
+    /// concurrency.
     fn on_demand_pool(
         &self,
         all: &mut Pools,
         key: String,
-        id: u64,
-        now: Instant,
-        demand: &Demand<'_>,
-        output: u64,
+        entry: &Admission<'_>,
         concurrency_share: f64,
     ) -> Result<Slot, ApiError> {
+        let &Admission {
+            id,
+            now,
+            demand,
+            output,
+        } = entry;
         let perf = demand.performance;
         let pool = all.pools.entry(key.clone()).or_default();
         pool.window.expire(now, self.minute);

@@ -53,6 +53,7 @@ pub struct Scenario {
 pub struct ApplicationProfileSpec {
     /// The id at the end of its ARN.
     pub id: String,
+    /// The region it exists in; a request signed for another region is refused.
     pub region: String,
     /// What it wraps: a bare model id or a system profile id (`us.…`, `global.…`).
     pub model: String,
@@ -80,7 +81,9 @@ fn half() -> f64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Credential {
+    /// The access key id requests are signed with.
     pub access_key_id: String,
+    /// Its secret, which SigV4 signatures are checked with.
     pub secret_access_key: String,
 }
 
@@ -128,6 +131,7 @@ fn default_mantle_prefix() -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegionSpec {
+    /// The region's name, e.g. `us-east-1`.
     pub name: String,
     /// The geography whose profiles (`us.`, `jp.`, ...) this region serves.
     #[serde(default)]
@@ -234,8 +238,11 @@ pub struct ModelSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningStyle {
+    /// Claude's `thinking`, with a token budget only.
     Anthropic,
+    /// Claude 4.6's `thinking`: adaptive as well as with a token budget.
     AnthropicAdaptive,
+    /// Nova 2's `reasoningConfig`; the reasoning text is answered as `[REDACTED]`.
     Nova,
     /// The effort word in `reasoning_effort` (gpt-oss); it reasons at `medium` without it.
     Field,
@@ -251,7 +258,9 @@ pub enum ReasoningStyle {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReservationSpec {
+    /// Input tokens per minute (of scenario time).
     pub input_tokens_per_minute: u64,
+    /// Output tokens per minute (of scenario time).
     pub output_tokens_per_minute: u64,
 }
 
@@ -269,15 +278,19 @@ pub struct LatencyOptimized {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointSpec {
+    /// The endpoint's name, as requests address it.
     pub name: String,
+    /// The region it is served in.
     pub region: String,
     /// The container's payload format.
     pub format: PayloadFormat,
     /// Inference components hosted on the endpoint; when non-empty the header is required.
     #[serde(default)]
     pub inference_components: Vec<String>,
+    /// Length of a natural answer in tokens, before the request's maximum cuts it: `[min, max]`.
     #[serde(default = "default_answer_tokens")]
     pub answer_tokens: [u32; 2],
+    /// Its speed and capacity.
     #[serde(default)]
     pub performance: Performance,
     /// Whether the endpoint serves InvokeEndpointWithResponseStream. `false`: as a server
@@ -337,28 +350,42 @@ impl Default for Performance {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PerformanceOverride {
+    /// Only in this region; unset: every region.
     pub region: Option<String>,
+    /// Only at this tier (`default`, `priority`, `flex`, `reserved`); unset: every tier.
     pub tier: Option<String>,
+    /// Median time to first token, milliseconds; unset: unchanged.
     pub ttft_median_ms: Option<f64>,
+    /// 99th percentile time to first token, milliseconds; unset: unchanged.
     pub ttft_p99_ms: Option<f64>,
+    /// Output tokens per second once generation starts; unset: unchanged.
     pub tokens_per_second: Option<f64>,
+    /// Requests served at once; unset: unchanged.
     pub max_concurrency: Option<u32>,
+    /// Quota: requests per minute (of scenario time); unset: unchanged.
     pub requests_per_minute: Option<u64>,
+    /// Quota: tokens per minute (of scenario time); unset: unchanged.
     pub tokens_per_minute: Option<u64>,
 }
 
 /// Errors reading a scenario.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// The scenario file could not be read.
     #[error("cannot read scenario file {path}: {source}")]
     Io {
+        /// The path, as given.
         path: String,
+        /// Why reading it failed.
         source: std::io::Error,
     },
+    /// The text is not TOML, or not a scenario's (an unknown key, a wrong type).
     #[error("scenario is not valid TOML for the emulator: {0}")]
     Parse(#[from] toml::de::Error),
+    /// The scenario parsed but does not hold together (an unknown region, a bad range, ...).
     #[error("invalid scenario: {0}")]
     Invalid(String),
+    /// No built-in scenario has this name: the name asked for, and the built-ins' names.
     #[error("no built-in scenario named {0:?} (built-ins: {1})")]
     UnknownBuiltin(String, String),
 }

@@ -16,7 +16,9 @@ pub struct BatchJobSpec<'a> {
     /// A name unique in the account: a retried create with the same name is refused as a
     /// duplicate instead of running twice.
     pub job_name: &'a str,
+    /// The IAM service role the job runs under (`[batch] role_arn`).
     pub role_arn: &'a str,
+    /// The configured model the job's records are for, sent as the job's `modelId`.
     pub model_id: &'a str,
     /// `s3://bucket/key` of the JSONL records.
     pub input_uri: &'a str,
@@ -29,12 +31,14 @@ pub struct BatchJobSpec<'a> {
 pub struct JobState {
     /// `Submitted`, `InProgress`, `Completed`, `Failed`, `Stopped`, ...
     pub status: String,
+    /// What the service says of the state (why the job failed, say); `None` when it says nothing.
     pub message: Option<String>,
 }
 
 /// One page of object keys under a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyPage {
+    /// The object keys on this page, in the order S3 lists them.
     pub keys: Vec<String>,
     /// The token of the next page, if there is one.
     pub next: Option<String>,
@@ -44,31 +48,37 @@ pub struct KeyPage {
 /// settings (the emulator's endpoint included, with path-style S3 addressing there).
 #[derive(Debug, Clone)]
 pub struct BedrockBatch {
-    sdk: SdkConfig,
+    sdk: std::sync::Arc<super::aws::SdkSource>,
 }
 
 /// The region of a job ARN (`arn:aws:bedrock:REGION:ACCOUNT:model-invocation-job/ID`).
 pub(crate) fn job_region(arn: &str) -> &str {
-    arn.split(':').nth(3).unwrap_or("")
+    crate::types::Arn::parse(arn).map_or("", |a| a.region)
 }
 
 impl BedrockBatch {
     /// A client from the router's AWS settings.
     pub fn new(sdk: &SdkConfig) -> Self {
-        Self { sdk: sdk.clone() }
+        Self::from_source(super::aws::SdkSource::ready(sdk.clone()))
     }
 
-    fn s3(&self, region: &str) -> aws_sdk_s3::Client {
-        let mut b = aws_sdk_s3::config::Builder::from(&self.sdk)
+    /// A client from settings loaded now or at its first call.
+    pub(crate) fn from_source(sdk: std::sync::Arc<super::aws::SdkSource>) -> Self {
+        Self { sdk }
+    }
+
+    async fn s3(&self, region: &str) -> aws_sdk_s3::Client {
+        let sdk = self.sdk.get().await;
+        let mut b = aws_sdk_s3::config::Builder::from(sdk)
             .region(aws_config::Region::new(region.to_string()));
-        if self.sdk.endpoint_url().is_some() {
+        if sdk.endpoint_url().is_some() {
             b = b.force_path_style(true);
         }
         aws_sdk_s3::Client::from_conf(b.build())
     }
 
-    fn control(&self, region: &str) -> aws_sdk_bedrock::Client {
-        let b = aws_sdk_bedrock::config::Builder::from(&self.sdk)
+    async fn control(&self, region: &str) -> aws_sdk_bedrock::Client {
+        let b = aws_sdk_bedrock::config::Builder::from(self.sdk.get().await)
             .region(aws_config::Region::new(region.to_string()));
         aws_sdk_bedrock::Client::from_conf(b.build())
     }
@@ -83,6 +93,7 @@ impl BedrockBatch {
     ) -> Result<()> {
         let uri = format!("s3://{bucket}/{key}");
         self.s3(region)
+            .await
             .put_object()
             .bucket(bucket)
             .key(key)
@@ -106,6 +117,7 @@ impl BedrockBatch {
             .map_err(|e| Error::config("batch.bucket", e.to_string()))?;
         let out = self
             .control(region)
+            .await
             .create_model_invocation_job()
             .job_name(spec.job_name)
             .role_arn(spec.role_arn)
@@ -125,6 +137,7 @@ impl BedrockBatch {
         let region = job_region(arn);
         let out = self
             .control(region)
+            .await
             .get_model_invocation_job()
             .job_identifier(arn)
             .send()
@@ -143,6 +156,7 @@ impl BedrockBatch {
     pub async fn stop_job(&self, arn: &str) -> Result<()> {
         let region = job_region(arn);
         self.control(region)
+            .await
             .stop_model_invocation_job()
             .job_identifier(arn)
             .send()
@@ -162,6 +176,7 @@ impl BedrockBatch {
         let uri = format!("s3://{bucket}/{prefix}");
         let page = self
             .s3(region)
+            .await
             .list_objects_v2()
             .bucket(bucket)
             .prefix(prefix)
@@ -185,6 +200,7 @@ impl BedrockBatch {
         let uri = format!("s3://{bucket}/{key}");
         let out = self
             .s3(region)
+            .await
             .get_object()
             .bucket(bucket)
             .key(key)

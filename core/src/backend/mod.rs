@@ -40,7 +40,9 @@ pub use sagemaker::SagemakerBackend;
 /// One attempt of one request.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
+    /// The caller's request.
     pub request: &'a GenerateRequest,
+    /// Where and how this attempt goes: model, target, tier and request shape.
     pub attempt: &'a Attempt,
     /// The configuration of the attempt's model (`attempt.model`).
     pub model: &'a ModelConfig,
@@ -51,8 +53,11 @@ pub struct Call<'a> {
 /// A whole answer from a backend.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Completion {
+    /// The answer's content blocks, in order.
     pub content: Vec<OutputBlock>,
+    /// Why the model stopped.
     pub stop_reason: StopReason,
+    /// The tokens the call used, as the service counts them.
     pub usage: Usage,
     /// The tier the service says served, when it says.
     pub served_tier: Option<ServiceTier>,
@@ -136,27 +141,41 @@ impl Completion {
 /// One event of a backend's stream, in the order the service sends them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BackendEvent {
+    /// A piece of the text of content block `index`.
     TextDelta {
+        /// The content block the text belongs to.
         index: u32,
+        /// The text, to append to the block's.
         text: String,
     },
+    /// A tool call begins in content block `index`.
     ToolUseStart {
+        /// The content block of the tool call.
         index: u32,
+        /// The tool call's id, which its result refers to.
         id: String,
+        /// The name of the tool called.
         name: String,
     },
+    /// A piece of the JSON input of the tool call in content block `index`.
     ToolUseDelta {
+        /// The content block of the tool call.
         index: u32,
+        /// A fragment of the input's JSON text; the fragments, joined, are the whole input.
         input_json: String,
     },
     /// A citation of the text of block `index`.
     CitationDelta {
+        /// The content block whose text is cited.
         index: u32,
+        /// The source cited and where in it.
         citation: crate::types::Citation,
     },
     /// A piece of the model's reasoning.
     ReasoningDelta {
+        /// The content block of the reasoning.
         index: u32,
+        /// Reasoning text, its signature, or encrypted (redacted) reasoning.
         delta: crate::types::ReasoningDelta,
     },
     /// The model stopped.
@@ -168,8 +187,11 @@ pub enum BackendEvent {
     GuardrailTrace(serde_json::Value),
     /// Final accounting (Bedrock sends it after `Stop`; other formats with their last line).
     Metadata {
+        /// The tokens the call used.
         usage: Usage,
+        /// The tier the service says served, when it says.
         served_tier: Option<ServiceTier>,
+        /// For a Bedrock prompt router: the model it invoked (`trace.promptRouter.invokedModelId`).
         invoked_model: Option<String>,
     },
 }

@@ -18,6 +18,7 @@ use super::ClassifierError;
 /// One prompt and what each variant made of it (`None`: not measured).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// The prompt, as read.
     pub prompt: String,
     /// Per variant of the [`Dataset`], in its order.
     pub outcomes: Vec<Option<bool>>,
@@ -28,7 +29,9 @@ pub struct Row {
 /// Rows with their variants, cheapest (weakest) first.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Dataset {
+    /// The variants' names, cheapest (weakest) first: the order of each row's `outcomes`.
     pub variants: Vec<String>,
+    /// The rows, in the order read (excluded ones left out).
     pub rows: Vec<Row>,
     /// Rows dropped because their prompt was in an exclusion list.
     pub excluded: usize,
@@ -54,6 +57,7 @@ pub enum Split {
     Train,
     /// The 20% held out, by [`is_held_out`].
     HeldOut,
+    /// Every row.
     All,
 }
 

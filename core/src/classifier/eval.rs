@@ -166,6 +166,8 @@ pub struct HeldOutBySource {
     /// The smallest share whose mean quality lost over the held-out sources is within the
     /// budget ([`share_within_budget`]).
     pub default_share: f64,
+    /// The quality loss (0..1, against always the strong variant) `default_share` was chosen
+    /// within.
     pub budget: f64,
     /// The blend chosen over all held-out sources.
     pub blend: BlendChoice,

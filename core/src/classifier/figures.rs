@@ -8,10 +8,14 @@ use serde::{Deserialize, Serialize};
 /// One router's figures on one set of rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RouterFigures {
+    /// The router's name: `laneway`, `model`, `random`, `prompt-length` or `oracle`.
     pub router: String,
+    /// APGR: the mean PGR (the share of the gap between the weak and the strong variant's
+    /// quality recovered) over every share of strong calls, 0% to 100%.
     pub apgr: f64,
     /// Share of strong calls needed for 50% and 80% PGR.
     pub cpt50: f64,
+    /// Share of strong calls needed for 80% PGR (1 when it is never reached).
     pub cpt80: f64,
     /// (share of strong calls, quality, PGR) at 0%, 10%, ..., 100%; empty when stored in a model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -23,8 +27,11 @@ pub struct RouterFigures {
 pub struct Section {
     /// `all`, or the source's name.
     pub name: String,
+    /// How many rows the figures are over (those with outcomes of both variants).
     pub rows: usize,
+    /// The share of the rows the weak variant answered well enough.
     pub weak_quality: f64,
+    /// The share of the rows the strong variant answered well enough.
     pub strong_quality: f64,
     /// The mean novelty (out-of-distribution probability) of the rows, when the model scores it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,6 +40,7 @@ pub struct Section {
     /// above [`NOVELTY_THRESHOLD`]) rather than by the model's scores (`model`).
     #[serde(default)]
     pub fell_back: bool,
+    /// Each router's figures: `laneway`, `model`, `random`, `prompt-length`, `oracle`.
     pub routers: Vec<RouterFigures>,
     /// The blend the section was routed with, when chosen on other sources
     /// (`eval::leave_one_source_out`).
@@ -76,12 +84,15 @@ pub const DEFAULT_QUALITY_LOSS_BUDGET: f64 = 0.05;
 /// A whole evaluation: all rows first, then each source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// The weak variant's name: the data's first (cheapest).
     pub weak: String,
+    /// The strong variant's name: the data's last.
     pub strong: String,
     /// The data's variants are not the model's: its weakest and strongest were scored by the
     /// model's first and last heads, by capability order (outcomes of another model pair).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub heads_by_capability_order: bool,
+    /// The section of all rows (`all`), then one per source.
     pub sections: Vec<Section>,
 }
 

@@ -53,11 +53,18 @@ pub use wordpiece::{VocabError, WordPiece};
 pub enum ClassifierError {
     /// A file could not be read or written.
     #[error("{path}: {reason}")]
-    Io { path: String, reason: String },
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What went wrong, in words.
+        reason: String,
+    },
     /// A model file's error, with the file it came from.
     #[error("{path}: {cause}")]
     InFile {
+        /// The model file.
         path: String,
+        /// What was wrong with it.
         cause: Box<ClassifierError>,
     },
     /// The bytes are not a model file, or were damaged.
@@ -65,18 +72,36 @@ pub enum ClassifierError {
     Corrupt(String),
     /// A model file of a format version this build does not read.
     #[error("classifier model format version {found}; this build reads version {supported}")]
-    Version { found: u16, supported: u16 },
+    Version {
+        /// The version the file declares.
+        found: u16,
+        /// The version this build reads.
+        supported: u16,
+    },
     /// A model trained with another feature extractor: its weights mean nothing here.
     #[error("the model was trained with feature extractor version {found}; this build extracts version {supported}: retrain it with `laneway router train`")]
-    Features { found: u32, supported: u32 },
+    Features {
+        /// The [`FEATURES_VERSION`] the model was trained with.
+        found: u32,
+        /// This build's [`FEATURES_VERSION`].
+        supported: u32,
+    },
     /// A model trained on another static token table: its embedding weights mean nothing here.
     #[error("the model was trained with static token table {found}; this build ships {shipped}: retrain it with `laneway router train`")]
-    Table { found: String, shipped: String },
+    Table {
+        /// The id of the table the model was trained on, in hexadecimal.
+        found: String,
+        /// The id of the table this build ships, in hexadecimal.
+        shipped: String,
+    },
     /// A row of training or evaluation data is malformed (`line` counts from 1).
     #[error("{file}, row {line}: {reason}")]
     Row {
+        /// The data file, as named.
         file: String,
+        /// The row's line in the file (a CSV's header is line 1).
         line: usize,
+        /// What is wrong with it.
         reason: String,
     },
     /// The data as a whole cannot be used (no rows, a single variant, a variant missing).
@@ -92,6 +117,7 @@ const BUILTIN: &[u8] = include_bytes!("../../models/router.lwc");
 pub struct Head {
     /// The variant (as named in the training data) this head predicts success for.
     pub variant: String,
+    /// The intercept of the head's logistic regression.
     pub bias: f32,
     /// `2^bits` word-bucket weights, then [`DENSE`] dense weights, then one weight per
     /// embedding dimension ([`ModelInfo::embedding`]).
@@ -107,10 +133,13 @@ pub struct ModelInfo {
     pub bits: u32,
     /// Mean and standard deviation of each dense feature on the training data.
     pub dense_mean: [f32; DENSE],
+    /// Standard deviation of each dense feature on the training data (see `dense_mean`).
     pub dense_std: [f32; DENSE],
     /// How the model was trained: data, rows, seed, options.
     pub trained_on: String,
+    /// How many rows the model was trained on.
     pub rows: usize,
+    /// The seed given to training (recorded; training has no random step).
     pub seed: u64,
     /// Expected loss (weakest vs strongest head) at each percentile of the training prompts,
     /// 0..=100: used to turn "at most x% to the strongest variant" into a threshold.
@@ -155,6 +184,7 @@ pub struct EmbeddingInfo {
     pub table: String,
     /// Mean and standard deviation of each dimension on the training prompts.
     pub mean: Vec<f32>,
+    /// Standard deviation of each dimension on the training prompts (see `mean`).
     pub std: Vec<f32>,
 }
 
@@ -316,6 +346,7 @@ impl std::fmt::Debug for Head {
 /// A trained complexity classifier.
 #[derive(Clone, PartialEq)]
 pub struct Classifier {
+    /// What the model file says about itself: how it was trained, its percentiles, its figures.
     pub info: ModelInfo,
     /// One head per variant, cheapest first.
     pub heads: Vec<Head>,

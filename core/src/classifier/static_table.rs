@@ -163,8 +163,8 @@ impl StaticTable {
     }
 
     /// [`StaticTable::embed`] into `out` (of [`StaticTable::dims`] values). A prompt over
-    /// [`EMBED_HEAD`] + [`EMBED_TAIL`] bytes is read only in its first [`EMBED_HEAD`] and last
-    /// [`EMBED_TAIL`] bytes (about 190 and 65 tokens of English), where instructions and the
+    /// 1,024 bytes is read only in its first 768 and last 256 bytes (about 190 and 65 tokens
+    /// of English), where instructions and the
     /// question sit: the sentence model it was distilled from reads at most 256 tokens.
     pub fn embed_into(&self, text: &str, out: &mut [f32]) {
         assert_eq!(out.len(), self.dims, "the output has the table's dimension");

@@ -16,6 +16,7 @@ pub struct TrainOptions {
     pub c: f64,
     /// Full-batch optimisation steps.
     pub steps: usize,
+    /// Adam's learning rate (step size).
     pub learning_rate: f64,
     /// Recorded in the model and used by evaluation's random router; training has no random step.
     pub seed: u64,

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
-use crate::types::{CacheTtl, Geography, ServiceTier, SloClass};
+use crate::types::{CacheTtl, Geography, Residency, ServiceTier, SloClass};
 use crate::types::{Error, Result};
 pub use crate::types::{ProfileScope, Provider};
 
@@ -57,17 +57,25 @@ pub struct Config {
     /// regions each one's geographic inference profiles keep requests in.
     #[serde(default)]
     pub geographies: BTreeMap<Geography, GeographyConfig>,
+    /// The service tier each SLO class asks for (`[slo_tiers]`).
     pub slo_tiers: SloTiers,
     /// Reasoning each SLO class asks of a model that reasons, when the request sets none
     /// (`[slo_reasoning] background = { effort = "medium" }`).
     #[serde(default)]
     pub slo_reasoning: BTreeMap<crate::types::SloClass, crate::types::Reasoning>,
+    /// Price multipliers by tier and scope, SageMaker instance prices and the batch discount
+    /// (`[pricing]`).
     pub pricing: PricingConfig,
+    /// How calls are routed, retried, failed over and hedged (`[routing]`).
     pub routing: RoutingConfig,
+    /// Model families by name (`[families.nova]`), for requests that name a family.
     #[serde(default)]
     pub families: BTreeMap<String, FamilyConfig>,
+    /// Models by key (`[models."amazon.nova-lite-v1:0"]`): a Bedrock model's id, or the name a
+    /// SageMaker model or a model of your own provider is called by.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// Settings of the AWS clients (`[aws]`).
     #[serde(default)]
     pub aws: AwsConfig,
     /// Automatic prompt-cache placement.
@@ -196,6 +204,7 @@ fn default_sync_interval() -> Duration {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegionConfig {
+    /// The region's name (`us-east-1`).
     pub name: String,
     /// A geography this region belongs to besides those whose `[geographies]` entry lists it
     /// (for a region the built-in table does not know).
@@ -210,6 +219,7 @@ pub struct RegionConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GeographyConfig {
+    /// Its regions: where its geographic profiles keep requests, and which may call them.
     pub regions: Vec<String>,
 }
 
@@ -217,9 +227,13 @@ pub struct GeographyConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SloTiers {
+    /// The tier `interactive` calls ask for (default `priority`).
     pub interactive: ServiceTier,
+    /// The tier `standard` calls ask for (default `standard`).
     pub standard: ServiceTier,
+    /// The tier `background` calls ask for (default `flex`).
     pub background: ServiceTier,
+    /// The tier `batch` calls sent on line ask for (default `flex`).
     pub batch: ServiceTier,
 }
 
@@ -447,10 +461,13 @@ pub struct TimeoutsConfig {
     /// (`[routing.timeouts.learned]`).
     #[serde(default)]
     pub learned: LearnedLimits,
+    /// Limits of class `interactive` (default: first token and idle 10 s, deadline 30 s).
     #[serde(default = "ClassTimeouts::interactive")]
     pub interactive: ClassTimeouts,
+    /// Limits of class `standard` (default: first token and idle 30 s, deadline 120 s).
     #[serde(default = "ClassTimeouts::standard")]
     pub standard: ClassTimeouts,
+    /// Limits of class `background` (default: first token and idle 60 s, deadline 600 s).
     #[serde(default = "ClassTimeouts::background")]
     pub background: ClassTimeouts,
     /// Requests of class `batch` sent on line (a small or urgent submission goes to flex).
@@ -479,6 +496,8 @@ pub struct TimeoutsConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LearnedLimits {
+    /// Whether limits are learnt per target at all (default: yes); off, the class's limits
+    /// apply.
     pub enabled: bool,
     /// The quantile of the recent observations (0 to 1).
     pub quantile: f64,
@@ -596,6 +615,7 @@ impl TimeoutsConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HedgeConfig {
+    /// Whether calls are hedged at all (default: yes).
     pub enabled: bool,
     /// The quantile of the first target's recent TTFTs after which an interactive call's
     /// hedge is sent (at most its TTFT target).
@@ -608,6 +628,8 @@ pub struct HedgeConfig {
     /// gRPC hedges after a delay and "The Tail at Scale" after the 95th percentile. Each hedge
     /// is an extra attempt: the retry budget bounds them.
     pub standard: bool,
+    /// The quantile of the first target's recent first-token times after which a call without
+    /// a TTFT target is hedged (0 to 1; default 0.95).
     pub standard_quantile: f64,
 }
 
@@ -641,6 +663,7 @@ pub struct AwsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FamilyConfig {
+    /// The variants' model keys, cheapest and weakest first (the last is the strongest).
     pub variants: Vec<String>,
     /// The variant used when nothing else decides; the strongest when unset.
     #[serde(default)]
@@ -787,14 +810,22 @@ fn four() -> usize {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
+    /// The endpoint's name.
     pub name: String,
+    /// The region the endpoint is in.
     pub region: String,
     /// The container's payload format.
     pub format: PayloadFormat,
+    /// The inference component to invoke (`InferenceComponentName`), for an endpoint that hosts
+    /// its models as inference components.
     #[serde(default)]
     pub inference_component: Option<String>,
+    /// The model to invoke on a multi-model endpoint (`TargetModel`); sent with non-streamed
+    /// calls only, since InvokeEndpointWithResponseStream has no such parameter.
     #[serde(default)]
     pub target_model: Option<String>,
+    /// The production variant to send calls to (`TargetVariant`); `None`: SageMaker picks by
+    /// the variants' weights.
     #[serde(default)]
     pub target_variant: Option<String>,
     /// The instance type behind the endpoint (`ml.g5.xlarge`), priced by
@@ -953,6 +984,37 @@ impl Config {
         }
         let mut regions = self.geography_regions(inner).peekable();
         regions.peek().is_some() && regions.all(|r| self.in_geography(r, outer))
+    }
+
+    /// Whether `target` keeps a request within `residency`: under a geography, a region of it
+    /// and no profile, or a geographic profile whose regions it holds (`jp.` keeps a request
+    /// within `apac`, `global.` keeps none); under a list of regions, one of them and no
+    /// profile.
+    ///
+    /// ```
+    /// use laneway::{Geography, Residency, Target};
+    /// let config = laneway::Config::default();
+    /// let eu = Residency::Geography(Geography::new("eu").unwrap());
+    /// let frankfurt = Target::bedrock("eu-central-1", "amazon.nova-lite-v1:0", None);
+    /// let virginia = Target::bedrock("us-east-1", "amazon.nova-lite-v1:0", None);
+    /// assert!(config.keeps_within(&frankfurt, &eu));
+    /// assert!(!config.keeps_within(&virginia, &eu));
+    /// ```
+    pub fn keeps_within(&self, target: &crate::types::Target, residency: &Residency) -> bool {
+        match residency {
+            Residency::Geography(g) => {
+                self.in_geography(target.region(), g)
+                    && match target.profile() {
+                        None => true,
+                        Some(p) => p
+                            .geography()
+                            .is_some_and(|inner| self.geography_within(inner, g)),
+                    }
+            }
+            Residency::Regions(list) => {
+                target.profile().is_none() && list.iter().any(|r| r == target.region())
+            }
+        }
     }
 
     /// The regions of a geography.
@@ -1708,15 +1770,16 @@ fn yes() -> bool {
 /// let arn = "arn:aws:bedrock:us-east-1:123456789012:default-prompt-router/anthropic.claude:1";
 /// assert_eq!(parse_arn(arn), Some(("us-east-1", "anthropic.claude:1")));
 /// assert_eq!(parse_arn("amazon.nova-lite-v1:0"), None);
+/// // Every partition, as `laneway::types::Arn` reads them.
+/// let china = "arn:aws-cn:bedrock:cn-north-1:123456789012:prompt-router/abc";
+/// assert_eq!(parse_arn(china), Some(("cn-north-1", "abc")));
 /// ```
 pub fn parse_prompt_router_arn(arn: &str) -> Option<(&str, &str)> {
-    let rest = arn.strip_prefix("arn:aws:bedrock:")?;
-    let mut parts = rest.splitn(3, ':');
-    let (region, _account, resource) = (parts.next()?, parts.next()?, parts.next()?);
-    let name = resource
-        .strip_prefix("default-prompt-router/")
-        .or_else(|| resource.strip_prefix("prompt-router/"))?;
-    (!region.is_empty() && !name.is_empty()).then_some((region, name))
+    let arn = crate::types::Arn::parse_bedrock(arn)?;
+    let name = arn
+        .resource_id("default-prompt-router")
+        .or_else(|| arn.resource_id("prompt-router"))?;
+    Some((arn.region, name))
 }
 
 #[cfg(test)]

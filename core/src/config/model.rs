@@ -119,8 +119,11 @@ static STANDARD_ONLY: LazyLock<BTreeSet<ServiceTier>> = LazyLock::new(standard_o
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "ModelSpec", into = "ModelSpec")]
 pub enum ModelConfig {
+    /// A Bedrock model (`provider = "bedrock"`), keyed by its model id.
     Bedrock(Box<BedrockModel>),
+    /// A model on SageMaker real-time endpoints (`provider = "sagemaker"`).
     Sagemaker(SagemakerModel),
+    /// A model of a provider of your own (any other `provider`).
     Other(OtherModel),
 }
 
@@ -164,6 +167,7 @@ pub struct BedrockModel {
     pub converse: bool,
     /// Its OpenAI-compatible surfaces, if any. (Boxed: few models have them.)
     pub openai: Option<Box<OpenAiConfig>>,
+    /// What it costs, in US dollars per 1,000 tokens (on-demand, standard tier).
     pub price: Price,
 }
 
@@ -174,6 +178,7 @@ pub struct SagemakerModel {
     pub endpoints: Vec<EndpointConfig>,
     /// A Bedrock family to fall back to when every endpoint fails.
     pub fallback_family: Option<String>,
+    /// What it costs, in US dollars per 1,000 tokens.
     pub price: Price,
 }
 
@@ -181,11 +186,13 @@ pub struct SagemakerModel {
 /// [`RouterBuilder::backend`](crate::RouterBuilder::backend)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OtherModel {
+    /// The provider (its `provider` key), whose backend is registered under the same name.
     pub provider: Provider,
     /// The id sent to the provider, when it is not the model's key.
     pub model_id: Option<String>,
     /// The regions (or any names) that serve it, one target each, in order.
     pub regions: Vec<String>,
+    /// What it costs, in US dollars per 1,000 tokens.
     pub price: Price,
 }
 

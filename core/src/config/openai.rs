@@ -40,9 +40,11 @@ impl OpenAiApi {
 /// route").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MantlePrefix {
+    /// `/v1`: most open-weight models (the default).
     #[default]
     #[serde(rename = "/v1")]
     V1,
+    /// `/openai/v1`: OpenAI's GPT-5.x.
     #[serde(rename = "/openai/v1")]
     OpenAiV1,
 }
@@ -104,6 +106,7 @@ pub struct MantleConfig {
     /// `openai.gpt-oss-120b-1:0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The path prefix mantle serves it under (default `/v1`).
     #[serde(default)]
     pub prefix: MantlePrefix,
     /// The regions whose mantle endpoint serves it; absent, the model's `regions`.

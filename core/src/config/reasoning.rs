@@ -46,6 +46,7 @@ pub enum ReasoningFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReasoningConfig {
+    /// How its request asks for reasoning.
     pub format: ReasoningFormat,
     /// The efforts it takes; an effort above them is sent as the highest (said in the
     /// decision).

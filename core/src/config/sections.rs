@@ -59,6 +59,7 @@ impl Default for BreakerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutlierConfig {
+    /// Whether regions are ejected at all (default: yes).
     pub enabled: bool,
     /// Failures in a row that eject a region.
     pub consecutive_failures: u32,
@@ -126,12 +127,16 @@ pub struct ReservationConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuotaConfig {
+    /// Tokens per minute for its in-region id; `None`: not tracked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_minute: Option<u64>,
+    /// Requests per minute for its in-region id; `None`: not tracked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests_per_minute: Option<u64>,
+    /// Tokens per minute for its inference profiles; `None`: not tracked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_tokens_per_minute: Option<u64>,
+    /// Requests per minute for its inference profiles; `None`: not tracked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_requests_per_minute: Option<u64>,
 }
@@ -176,12 +181,9 @@ impl ApplicationProfile {
     /// assert_eq!(p.region(), Some("us-east-1"));
     /// ```
     pub fn region(&self) -> Option<&str> {
-        let rest = self.arn.strip_prefix("arn:aws:bedrock:")?;
-        let mut parts = rest.splitn(3, ':');
-        let (region, account, resource) = (parts.next()?, parts.next()?, parts.next()?);
-        let id = resource.strip_prefix("application-inference-profile/")?;
-        (!region.is_empty() && !account.is_empty() && !id.is_empty() && !id.contains('/'))
-            .then_some(region)
+        let arn = crate::types::Arn::parse_bedrock(&self.arn)?;
+        let id = arn.resource_id("application-inference-profile")?;
+        (!arn.account.is_empty() && !id.contains('/')).then_some(arn.region)
     }
 }
 
@@ -255,7 +257,9 @@ fn default_turnaround() -> Duration {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
+    /// Input tokens neither read from nor written to the cache.
     pub input_per_1k: f64,
+    /// Output tokens.
     pub output_per_1k: f64,
     /// Reading cached input; defaults to the input price (no discount) when not configured.
     #[serde(default)]
@@ -287,10 +291,13 @@ pub struct Price {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeMultipliers {
+    /// Targets that call the model's in-Region id.
     #[serde(default = "one")]
     pub in_region: f64,
+    /// Geographic inference profiles (`us.`, `jp.`, ...).
     #[serde(default = "one")]
     pub geographic: f64,
+    /// The global inference profile.
     #[serde(default = "one")]
     pub global: f64,
 }
@@ -328,12 +335,16 @@ impl ScopeMultipliers {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TierMultipliers {
+    /// The priority tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<f64>,
+    /// The standard tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<f64>,
+    /// The flex tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flex: Option<f64>,
+    /// The reserved tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserved: Option<f64>,
 }

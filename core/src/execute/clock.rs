@@ -24,6 +24,7 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// A clock started now, with no delta yet.
     pub fn start() -> Self {
         Self {
             start: Instant::now(),

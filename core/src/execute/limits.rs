@@ -35,6 +35,8 @@ pub struct Limits {
 /// with where it came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttemptLimits {
+    /// Until the attempt's first token (or, not streamed, until its answer begins), its input and
+    /// reasoning allowances included.
     pub first_token: (Duration, LimitSource),
     /// The learnt part of `first_token` (without its input and reasoning allowances): what an
     /// attempt it cuts is recorded as having waited. Zero for the class's limit.

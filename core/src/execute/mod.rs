@@ -31,12 +31,15 @@ pub use stream::ResponseStream;
 
 /// The configuration, the backends and the live state: everything a call needs.
 pub struct Executor {
+    /// The router's configuration.
     pub config: Config,
     /// The routing policies, with the configuration's model files loaded.
     pub planner: Planner,
     /// The backend of each provider.
     pub backends: Backends,
+    /// The live state every outcome feeds: breakers, latencies, quotas, the retry budget, ...
     pub state: State,
+    /// The router's measurements: per-lane latencies, tokens and cost, errors, SLO attainment.
     pub telemetry: crate::telemetry::Telemetry,
     /// The batch lane's calls to AWS, when the router has AWS settings.
     pub batch: Option<crate::backend::BedrockBatch>,

@@ -34,10 +34,13 @@ pub struct Run<'a> {
     estimate: (u64, u64),
     /// The request's `max_tokens`, which Bedrock counts against the token quota.
     request_max_tokens: Option<u64>,
+    /// The call's timing as the caller sees it (TTFT, gaps between deltas, total).
     pub clock: Clock,
+    /// Every failed attempt so far, with its error.
     pub failed: Vec<(FailedAttempt, Error)>,
     /// Decisions made while executing (overflows, skipped targets), after the plan's.
     pub reasons: Vec<Reason>,
+    /// The hedge sent, if one was.
     pub hedge: Option<HedgeReport>,
     /// The tier the plan gave its first target (whose lane counts a failed call; built only
     /// when a call fails).
@@ -46,6 +49,8 @@ pub struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
+    /// Starts walking `plan` for `request`: counts the call, sets its limits (allowing for the
+    /// reasoning asked for) and starts its clock.
     pub fn new(exec: &'a Executor, request: &'a GenerateRequest, mut plan: Plan) -> Self {
         exec.state.record_call(crate::time::now());
         let first_tier = plan.attempts.first().and_then(|a| a.tier);

@@ -38,6 +38,7 @@ pub struct Catalog {
 /// live state choose among them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
+    /// Where a call goes: the provider, the region and the id sent.
     pub target: Target,
     /// For a Bedrock target: the inference profile its id names (`None` for the bare model id).
     pub scope: Option<ProfileScope>,

@@ -265,8 +265,13 @@ impl FamilyFeedback {
 /// Why the variant moved, by the index of the variant it moved from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AdaptedFrom {
+    /// The classifier's pick trails the strongest variant by more than the quality-loss budget
+    /// in this cell: a stronger variant serves.
     OverBudget(usize),
+    /// A cheaper variant than the classifier's pick stays within the budget in this cell.
     WithinBudget(usize),
+    /// The call explores another variant instead of the one feedback chose (one call in
+    /// `explore_share`).
     Explored(usize),
 }
 

@@ -16,9 +16,9 @@ pub mod policy;
 pub mod prompt_cache;
 pub mod prompt_router;
 pub(crate) mod shape;
-pub mod targets;
-pub mod tier;
-pub mod variant;
+pub(crate) mod targets;
+pub(crate) mod tier;
+pub(crate) mod variant;
 
 use std::sync::Arc;
 
@@ -41,6 +41,7 @@ pub struct Plan {
     pub model: Arc<str>,
     /// The family the request named, if any.
     pub family: Option<Arc<str>>,
+    /// Who serves the chosen model (Bedrock, SageMaker, an OpenAI-compatible surface, ...).
     pub provider: Provider,
     /// Targets to try, best first; a failure that allows failover moves to the next.
     pub attempts: Vec<Attempt>,
@@ -82,7 +83,7 @@ fn prompt_router_attempt(
     let target = Target::bedrock(region, arn, None);
     let allowed = match &request.residency {
         None => true,
-        Some(r @ crate::types::Residency::Geography(_)) => targets::allowed(&target, r, config),
+        Some(r @ crate::types::Residency::Geography(_)) => config.keeps_within(&target, r),
         Some(crate::types::Residency::Regions(_)) => false,
     };
     if !allowed {
@@ -103,50 +104,54 @@ fn prompt_router_attempt(
     })
 }
 
+/// What every step of planning one request reads: the request, the configuration, its
+/// catalog and the live state.
+#[derive(Clone, Copy)]
+pub(crate) struct Inputs<'a> {
+    pub(crate) request: &'a GenerateRequest,
+    pub(crate) config: &'a Config,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) obs: &'a dyn Observations,
+}
+
 /// The ordered attempts on one model: its tier, then its targets.
-#[allow(clippy::too_many_arguments)]
 fn attempts_for(
-    request: &GenerateRequest,
+    inputs: Inputs<'_>,
     chosen: &variant::ChosenModel,
     model: &ModelConfig,
-    config: &Config,
-    catalog: &Catalog,
-    obs: &(impl Observations + ?Sized),
     affinity: Option<&(String, String)>,
     reasons: &mut Vec<Reason>,
 ) -> Result<Vec<Attempt>> {
+    let Inputs {
+        request,
+        config,
+        obs,
+        ..
+    } = inputs;
     let tier = tier::choose(request, &chosen.model, model, config, obs, reasons)?;
     let latency_optimized = tier::latency_optimized(request, model, reasons);
     Ok(attempts_at(
-        request,
+        inputs,
         chosen,
         model,
         (tier, latency_optimized),
-        config,
-        catalog,
-        obs,
         affinity,
         reasons,
     ))
 }
 
 /// The ordered attempts on one model at a tier chosen already.
-#[allow(clippy::too_many_arguments)]
 fn attempts_at(
-    request: &GenerateRequest,
+    inputs: Inputs<'_>,
     chosen: &variant::ChosenModel,
     model: &ModelConfig,
     (tier, latency_optimized): (Option<crate::types::ServiceTier>, bool),
-    config: &Config,
-    catalog: &Catalog,
-    obs: &(impl Observations + ?Sized),
     affinity: Option<&(String, String)>,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Attempt> {
-    let mut ordered =
-        targets::enumerate(request, chosen, model, tier, config, catalog, obs, reasons);
+    let mut ordered = targets::enumerate(inputs, chosen, model, tier, reasons);
     if let Some(cached_at) = affinity {
-        targets::prefer_cached(&mut ordered, cached_at, request, tier, config, obs, reasons);
+        targets::prefer_cached(&mut ordered, cached_at, inputs, tier, reasons);
     }
     ordered
         .into_iter()

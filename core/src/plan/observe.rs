@@ -14,6 +14,7 @@ use crate::types::{BreakerView, ServiceTier};
 /// What the planner may know about one (region, target id, tier).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TargetView {
+    /// Its breaker as the planner sees it (closed, open, half-open, or its region ejected).
     pub breaker: BreakerView,
     /// Moving average of time to first token.
     pub ttft: Option<Duration>,

@@ -9,7 +9,9 @@ use super::catalog::Catalog;
 use super::feedback::FeedbackReport;
 use super::observe::Observations;
 use super::variant::{ChosenModel, VariantRouters};
-use super::{attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant, Plan};
+use super::{
+    attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant, Inputs, Plan,
+};
 use crate::config::{Config, ModelConfig};
 use crate::types::{
     Attempt, CallRef, Error, Exclusion, GenerateRequest, Reason, Result, ServiceTier,
@@ -17,7 +19,9 @@ use crate::types::{
 
 /// A plan under construction: what the policies so far decided, and why.
 pub struct Draft<'a> {
+    /// The request being planned.
     pub request: &'a GenerateRequest,
+    /// The configuration planned with.
     pub config: &'a Config,
     /// The configuration's model names and candidate targets, made when the planner was built.
     pub catalog: &'a Catalog,
@@ -28,6 +32,7 @@ pub struct Draft<'a> {
     /// The chosen model's service tier (`None` for providers without tiers), and whether to ask
     /// for latency-optimized inference (the tier policy sets them).
     pub tier: Option<ServiceTier>,
+    /// Whether to ask for latency-optimized inference (the tier policy sets it).
     pub latency_optimized: bool,
     /// Prompt-cache checkpoints and the request's prefixes (the checkpoint policy sets them).
     pub cache: prompt_cache::CachePlan,
@@ -240,16 +245,19 @@ impl Policy for TargetPolicy {
     }
     fn apply(&self, d: &mut Draft<'_>) -> Result<()> {
         let (chosen, model) = chosen_model(&d.chosen, d.config, &d.looked_up, self.name())?;
-        let (request, config, catalog, obs) = (d.request, d.config, d.catalog, d.observations);
+        let inputs = Inputs {
+            request: d.request,
+            config: d.config,
+            catalog: d.catalog,
+            obs: d.observations,
+        };
+        let (request, config, obs) = (d.request, d.config, d.observations);
         let reasons = &mut d.reasons;
         let mut attempts = attempts_at(
-            request,
+            inputs,
             chosen,
             model,
             (d.tier, d.latency_optimized),
-            config,
-            catalog,
-            obs,
             d.cache.affinity.as_ref(),
             reasons,
         );
@@ -269,8 +277,8 @@ impl Policy for TargetPolicy {
                 attempts.insert(0, router);
             }
         }
-        let step_up = step_up_attempts(chosen, config, catalog, request, obs, reasons);
-        let fallback = fallback_attempts(model, config, catalog, request, obs, reasons);
+        let step_up = step_up_attempts(chosen, inputs, reasons);
+        let fallback = fallback_attempts(model, inputs, reasons);
         let limit = config.routing.max_attempts as usize;
         // Keep room for one step-up attempt and one fallback attempt within the limit.
         let kept = usize::from(!step_up.is_empty()) + usize::from(!fallback.is_empty());
@@ -308,10 +316,7 @@ impl Policy for TargetPolicy {
 /// A stronger variant of the family, if the chosen one cannot serve: never a weaker one.
 fn step_up_attempts(
     chosen: &ChosenModel,
-    config: &Config,
-    catalog: &Catalog,
-    request: &GenerateRequest,
-    obs: &dyn Observations,
+    inputs: Inputs<'_>,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Attempt> {
     let Some(stronger) = &chosen.step_up else {
@@ -326,12 +331,9 @@ fn step_up_attempts(
     };
     let mut no_reasons = Vec::new();
     let attempts = attempts_for(
-        request,
+        inputs,
         &stronger_model,
-        &config.models[&**stronger],
-        config,
-        catalog,
-        obs,
+        &inputs.config.models[&**stronger],
         None,
         &mut no_reasons,
     )
@@ -348,12 +350,12 @@ fn step_up_attempts(
 /// A SageMaker model's Bedrock fallback family, at its default variant.
 fn fallback_attempts(
     model: &ModelConfig,
-    config: &Config,
-    catalog: &Catalog,
-    request: &GenerateRequest,
-    obs: &dyn Observations,
+    inputs: Inputs<'_>,
     reasons: &mut Vec<Reason>,
 ) -> Vec<Attempt> {
+    let Inputs {
+        config, catalog, ..
+    } = inputs;
     let Some(family) = &model.fallback_family() else {
         return Vec::new();
     };
@@ -374,17 +376,7 @@ fn fallback_attempts(
     let fb = &config.models[&*fallback_model.model];
     // A fallback whose own tier is impossible (a forced SageMaker-only tier) is skipped.
     let mut no_reasons = Vec::new();
-    attempts_for(
-        request,
-        &fallback_model,
-        fb,
-        config,
-        catalog,
-        obs,
-        None,
-        &mut no_reasons,
-    )
-    .unwrap_or_default()
+    attempts_for(inputs, &fallback_model, fb, None, &mut no_reasons).unwrap_or_default()
 }
 
 /// Runs policies in order over a draft: the built-in ones, and yours.
@@ -439,12 +431,12 @@ impl Planner {
         })
     }
 
-    /// Adds a policy after the others.
     /// The catalog of the configuration's models and their candidate targets.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }
 
+    /// Adds `policy` after the others: it runs last, on the draft they left.
     pub fn with_policy(mut self, policy: Arc<dyn Policy>) -> Self {
         self.policies.push(policy);
         self

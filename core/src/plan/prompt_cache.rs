@@ -33,6 +33,7 @@ pub const MAX_CHECKPOINTS: usize = 4;
 /// Counts the tokens of a text. The default is [`CharEstimate`]; plug in an exact tokenizer
 /// with [`RouterBuilder::token_counter`](crate::RouterBuilder::token_counter).
 pub trait TokenCounter: Send + Sync + fmt::Debug {
+    /// The tokens `text` counts as.
     fn count(&self, text: &str) -> u32;
 }
 
@@ -73,14 +74,18 @@ impl Serialize for PrefixDigest {
 /// A prefix of the prompt: where it ends, its digest, its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Prefix {
+    /// The boundary the prefix ends at.
     pub at: Boundary,
+    /// The SHA-256 digest of the prompt up to the boundary.
     pub digest: PrefixDigest,
+    /// The prefix's tokens, from the start of the prompt, by the [`TokenCounter`].
     pub tokens: u32,
 }
 
 /// What was seen of a prefix before.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PrefixStats {
+    /// How many times it arrived before.
     pub seen: u32,
     /// Time since it was last seen.
     pub since_last: std::time::Duration,
@@ -213,7 +218,9 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
 /// a longer prompt sharing it only digests what follows.
 #[derive(Clone)]
 pub struct Digested {
+    /// The prefix's SHA-256 digest.
     pub digest: PrefixDigest,
+    /// The prefix's tokens, from the start of the prompt.
     pub tokens: u32,
     state: Sha256,
 }
@@ -236,6 +243,7 @@ impl fmt::Debug for Digested {
 
 /// Where digests of earlier prompts are kept; keyed by a fast 128-bit hash (XXH3) of the prefix.
 pub trait DigestMemo {
+    /// The digest remembered for the prefix hashed to `key`, if any.
     fn digested(&self, key: u128) -> Option<Digested>;
 }
 
@@ -394,6 +402,7 @@ pub(crate) fn expected_reads(
 /// The checkpoints for one request on one model, the prefixes seen, and the reasons.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CachePlan {
+    /// The checkpoints to send, in prompt order.
     pub checkpoints: Vec<Checkpoint>,
     /// Every prefix of the request, for the state to learn recurrence from.
     pub prefixes: Vec<Prefix>,

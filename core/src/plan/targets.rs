@@ -2,14 +2,15 @@
 //! or SageMaker endpoints, restricted by residency and capped by `routing.max_attempts`.
 
 use crate::config::{Config, ModelConfig};
-use crate::plan::catalog::{self, Catalog};
+use crate::plan::catalog;
 use crate::plan::observe::{Observations, TargetView};
 use crate::plan::variant::ChosenModel;
-pub use crate::types::Objective;
+use crate::plan::Inputs;
+pub(crate) use crate::types::Objective;
 use crate::types::{
     AffinityOutcome, BreakerView, Exclusion, ProfileScope, Provider, Reason, Target,
 };
-use crate::types::{GenerateRequest, Residency, ServiceTier};
+use crate::types::{GenerateRequest, ServiceTier};
 
 /// The candidate targets of one model, allowed by the residency, best first.
 ///
@@ -18,17 +19,19 @@ use crate::types::{GenerateRequest, Residency, ServiceTier};
 /// Order: healthy targets (closed breaker, or half-open with a probe slot free) before recently
 /// throttled ones, before those waiting on a probe, before open ones; then by the objective;
 /// then by configured order.
-#[allow(clippy::too_many_arguments)]
-pub fn enumerate(
-    request: &GenerateRequest,
+pub(crate) fn enumerate(
+    inputs: Inputs<'_>,
     chosen: &ChosenModel,
     model: &ModelConfig,
     tier: Option<ServiceTier>,
-    config: &Config,
-    catalog: &Catalog,
-    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) -> Vec<Target> {
+    let Inputs {
+        request,
+        config,
+        catalog,
+        obs,
+    } = inputs;
     // A planner plans with the configuration it was built from; a model it does not know (a
     // configuration changed since) gets its candidates made here.
     let made;
@@ -60,7 +63,7 @@ pub fn enumerate(
                 request
                     .residency
                     .as_ref()
-                    .filter(|r| !allowed(t, r, config))
+                    .filter(|r| !config.keeps_within(t, r))
                     .map(|_| Exclusion::Residency)
             })
             .or_else(|| {
@@ -195,15 +198,19 @@ fn profile_rule(
 /// Moves the target holding the request's longest cached prefix to the front while it is
 /// healthy and, for a call with a TTFT target, expected to meet it. Caches are per region, so
 /// elsewhere the prefix would be written again.
-pub fn prefer_cached(
+pub(crate) fn prefer_cached(
     ordered: &mut Vec<Target>,
     cached_at: &(String, String),
-    request: &GenerateRequest,
+    inputs: Inputs<'_>,
     tier: Option<ServiceTier>,
-    config: &Config,
-    obs: &(impl Observations + ?Sized),
     reasons: &mut Vec<Reason>,
 ) {
+    let Inputs {
+        request,
+        config,
+        obs,
+        ..
+    } = inputs;
     let (region, id) = cached_at;
     let Some(pos) = ordered
         .iter()
@@ -261,31 +268,11 @@ fn exclude(reasons: &mut Vec<Reason>, t: &Target, why: Exclusion) {
     });
 }
 
-/// Whether a target keeps the request within the residency: under a geography, a region of
-/// it, and no profile or a geographic one whose regions it holds (`jp.` keeps a request within
-/// `apac`); under a list of regions, one of them and no profile.
-pub fn allowed(target: &Target, residency: &Residency, config: &Config) -> bool {
-    match residency {
-        Residency::Geography(g) => {
-            config.in_geography(target.region(), g)
-                && match target.profile() {
-                    None => true,
-                    Some(p) => p
-                        .geography()
-                        .is_some_and(|inner| config.geography_within(inner, g)),
-                }
-        }
-        Residency::Regions(list) => {
-            target.profile().is_none() && list.iter().any(|r| r == target.region())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::plan;
-    use crate::types::{Geography, SloClass};
+    use crate::types::{Geography, Residency, SloClass};
 
     fn ids(req: GenerateRequest, config: &Config) -> Vec<(String, String)> {
         plan(

@@ -13,7 +13,7 @@ use crate::types::{GenerateRequest, ServiceTier, SloClass};
 /// A tier the SLO class asks for but the model lacks falls back to standard (or the model's
 /// first tier); a tier the request forces but the model lacks is an error. Either way a tier
 /// the model does not support is never returned.
-pub fn choose(
+pub(crate) fn choose(
     request: &GenerateRequest,
     model_id: &str,
     model: &ModelConfig,
@@ -58,7 +58,7 @@ fn reserve_if_room(
 }
 
 /// The (input, output) tokens a call is expected to use, for reservations and deadlines.
-pub fn estimated_tokens(request: &GenerateRequest, config: &Config) -> (u64, u64) {
+pub(crate) fn estimated_tokens(request: &GenerateRequest, config: &Config) -> (u64, u64) {
     let output = request
         .inference
         .max_tokens
@@ -71,7 +71,7 @@ pub fn estimated_tokens(request: &GenerateRequest, config: &Config) -> (u64, u64
 /// A flex call whose first target is expected to miss the deadline goes at standard instead:
 /// expected TTFT at flex plus expected generation time (output tokens over tokens/s) against
 /// the deadline. Returns the new tier when it escalates.
-pub fn escalate_for_deadline(
+pub(crate) fn escalate_for_deadline(
     request: &GenerateRequest,
     model: &ModelConfig,
     first: &Attempt,
@@ -163,7 +163,7 @@ fn choose_capable(
 }
 
 /// Whether to ask for latency-optimized inference: interactive calls on models that offer it.
-pub fn latency_optimized(
+pub(crate) fn latency_optimized(
     request: &GenerateRequest,
     model: &ModelConfig,
     reasons: &mut Vec<Reason>,

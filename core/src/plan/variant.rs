@@ -15,8 +15,11 @@ use crate::types::{Reason, VariantFallback};
 /// The model chosen, with the family and pinned profile it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChosenModel {
+    /// The chosen model's name in the configuration.
     pub model: Arc<str>,
+    /// The family it is a variant of (`None` when the request named a model).
     pub family: Option<Arc<str>>,
+    /// The inference profile the request named (`us.<model>`, ...), if it named one.
     pub pinned_profile: Option<ProfileScope>,
     /// The next stronger variant, when the family's router chose a variant below the strongest:
     /// failover may step up to it (never down).
@@ -29,7 +32,7 @@ pub struct ChosenModel {
 /// and its thresholds. Built once per router (model files are read here, relative to
 /// [`Config::base_dir`]), so that calls only score.
 #[derive(Clone, Default)]
-pub struct VariantRouters {
+pub(crate) struct VariantRouters {
     by_family: std::collections::HashMap<String, LoadedRouter>,
 }
 
@@ -49,7 +52,7 @@ struct LoadedRouter {
 /// An exponential moving average of a family's prompts' novelty over about `window` prompts
 /// (a plain running mean until that many have been seen), updated without a lock.
 #[derive(Debug)]
-pub struct TrafficNovelty {
+pub(crate) struct TrafficNovelty {
     window: u32,
     /// The mean's `f32` bits and the number of prompts seen (saturating at `window`), packed
     /// in one word so that an update is a single compare-and-swap.
@@ -58,7 +61,7 @@ pub struct TrafficNovelty {
 
 impl TrafficNovelty {
     /// A tracker over about `window` prompts (at least 1).
-    pub fn new(window: u32) -> Self {
+    pub(crate) fn new(window: u32) -> Self {
         Self {
             window: window.max(1),
             state: std::sync::atomic::AtomicU64::new(0),
@@ -67,16 +70,7 @@ impl TrafficNovelty {
 
     /// The mean as it would be with one more prompt of this novelty, leaving it unchanged
     /// (planning reads; [`TrafficNovelty::observe`] records calls actually sent).
-    ///
-    /// ```
-    /// use laneway::plan::variant::TrafficNovelty;
-    /// let t = TrafficNovelty::new(4);
-    /// assert_eq!(t.with(1.0), 1.0);
-    /// t.observe(1.0);
-    /// assert_eq!(t.with(0.0), 0.5); // a running mean until four prompts
-    /// assert_eq!(t.with(0.0), 0.5);
-    /// ```
-    pub fn with(&self, novelty: f32) -> f32 {
+    pub(crate) fn with(&self, novelty: f32) -> f32 {
         self.next(
             self.state.load(std::sync::atomic::Ordering::Acquire),
             novelty,
@@ -85,7 +79,7 @@ impl TrafficNovelty {
     }
 
     /// Adds a prompt's novelty to the mean.
-    pub fn observe(&self, novelty: f32) {
+    pub(crate) fn observe(&self, novelty: f32) {
         use std::sync::atomic::Ordering;
         let _ = self
             .state
@@ -112,15 +106,7 @@ impl std::fmt::Debug for VariantRouters {
 impl VariantRouters {
     /// Loads every family router's model (`builtin`, or a file) and sets its thresholds; a
     /// missing or corrupt file is a configuration error naming the family.
-    ///
-    /// ```
-    /// let config = laneway::Config::from_toml_str(
-    ///     "[families.nova]\nrouter = { max_strong_share = 0.3 }\n",
-    /// ).unwrap();
-    /// let routers = laneway::plan::variant::VariantRouters::load(&config).unwrap();
-    /// assert_eq!(routers.thresholds("nova").map(<[f32]>::len), Some(2));
-    /// ```
-    pub fn load(config: &Config) -> Result<Self> {
+    pub(crate) fn load(config: &Config) -> Result<Self> {
         let mut by_family = std::collections::HashMap::new();
         for (name, family) in &config.families {
             let Some(router) = &family.router else {
@@ -159,7 +145,7 @@ impl VariantRouters {
 
     /// Records a plan about to be sent (its `VariantScored` reason): its novelty in the
     /// family's traffic mean, and the call in its band's count.
-    pub fn committed(&self, reasons: &[Reason]) {
+    pub(crate) fn committed(&self, reasons: &[Reason]) {
         for reason in reasons {
             if let Reason::VariantScored {
                 family,
@@ -184,7 +170,7 @@ impl VariantRouters {
     /// Records whether `variant` of `family` served a call of task `kind` in difficulty `band`
     /// well; an error names what does not match this configuration (an unrouted family, a
     /// variant not in it, a kind or band out of range).
-    pub fn feedback(
+    pub(crate) fn feedback(
         &self,
         family: &str,
         variant: &str,
@@ -227,7 +213,7 @@ impl VariantRouters {
     }
 
     /// Each routed family's feedback per cell (task kind and difficulty band).
-    pub fn feedback_snapshot(&self) -> super::feedback::FeedbackReport {
+    pub(crate) fn feedback_snapshot(&self) -> super::feedback::FeedbackReport {
         self.by_family
             .iter()
             .map(|(name, loaded)| (name.clone(), loaded.feedback.snapshot()))
@@ -235,7 +221,8 @@ impl VariantRouters {
     }
 
     /// The loss thresholds of a routed family's cheaper variants, cheapest first.
-    pub fn thresholds(&self, family: &str) -> Option<&[f32]> {
+    #[cfg(test)]
+    pub(crate) fn thresholds(&self, family: &str) -> Option<&[f32]> {
         self.by_family.get(family).map(|r| r.thresholds.as_slice())
     }
 }
@@ -311,7 +298,7 @@ fn measured_thresholds(
 }
 
 /// Resolves the request's model reference against the configuration.
-pub fn choose(
+pub(crate) fn choose(
     request: &GenerateRequest,
     config: &Config,
     catalog: &Catalog,
@@ -614,6 +601,24 @@ fn known<'a>(names: impl Iterator<Item = &'a String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traffic_novelty_is_a_running_mean_over_its_window() {
+        let t = TrafficNovelty::new(4);
+        assert_eq!(t.with(1.0), 1.0);
+        t.observe(1.0);
+        assert_eq!(t.with(0.0), 0.5); // a running mean until four prompts
+        assert_eq!(t.with(0.0), 0.5, "reading leaves it unchanged");
+    }
+
+    #[test]
+    fn a_router_with_a_strong_share_has_a_threshold_per_cheaper_variant() {
+        let config =
+            Config::from_toml_str("[families.nova]\nrouter = { max_strong_share = 0.3 }\n")
+                .unwrap();
+        let routers = VariantRouters::load(&config).unwrap();
+        assert_eq!(routers.thresholds("nova").map(<[f32]>::len), Some(2));
+    }
 
     fn choose_for(req: GenerateRequest) -> Result<ChosenModel> {
         let config = Config::default();

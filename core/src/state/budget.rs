@@ -16,6 +16,7 @@ pub struct RetryBudget {
 const BUCKETS: usize = 10;
 
 impl RetryBudget {
+    /// An empty budget (no calls or extra attempts counted yet) with these settings.
     pub fn new(config: BudgetConfig) -> Self {
         Self {
             config,

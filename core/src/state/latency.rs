@@ -15,6 +15,7 @@ const RECENT: usize = 64;
 pub struct AttemptSpeed {
     /// Until its own first event (a token of either kind), from the attempt's own start.
     pub ttft: Option<Duration>,
+    /// Output tokens per second from its first token to its last (`None` unless streamed).
     pub tokens_per_second: Option<f64>,
     /// Its own stream's longest wait between two content deltas.
     pub longest_gap: Option<Duration>,

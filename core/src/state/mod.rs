@@ -30,7 +30,11 @@ pub use latency::{AttemptSpeed, LatencyTrack};
 /// of observations it is of.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LearnedLatency {
+    /// The first-token quantile, net of input reading, and the samples it is of; `None`
+    /// before the target has any.
     pub ttft: Option<(Duration, usize)>,
+    /// The longest-gap quantile of the target's streams and the samples it is of; `None`
+    /// before any stream has ended there.
     pub gap: Option<(Duration, usize)>,
 }
 pub use ledger::{Ledger, Ticket};
@@ -99,10 +103,13 @@ struct PrefixRecord {
 /// prompt cache did with them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct CacheTotals {
+    /// Calls counted.
     pub calls: u64,
     /// Input tokens processed anew.
     pub new_tokens: u64,
+    /// Input tokens written to the prompt cache.
     pub cache_write_tokens: u64,
+    /// Input tokens read from the prompt cache.
     pub cache_read_tokens: u64,
     /// Saved against the same calls uncached, in US dollars.
     pub savings_usd: f64,

@@ -45,7 +45,12 @@ pub enum Evidence {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ejection {
     /// The region is ejected for this long (for the decision).
-    Ejected { length: Duration, failures: u32 },
+    Ejected {
+        /// How long: `base_ejection` times its ejections in a row, at most `max_ejection`.
+        length: Duration,
+        /// The failures in a row that ejected it.
+        failures: u32,
+    },
     /// It would have been, but as many regions as may be are ejected already.
     Capped,
 }
@@ -59,6 +64,7 @@ pub struct Outliers {
 }
 
 impl Outliers {
+    /// Records of no region yet, with these settings.
     pub fn new(config: OutlierConfig) -> Self {
         Self {
             config,

@@ -190,6 +190,7 @@ pub fn target_key(region: &str, id: &str, tier: Option<crate::types::ServiceTier
 /// A remote breaker as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteBreaker {
+    /// Opened by a replica and within its open period: traffic goes elsewhere.
     Open,
     /// Its open period is over but nobody has closed it: a probe needs the lease.
     Probing,
@@ -278,6 +279,7 @@ impl Shared {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// How the shared state is doing now (degraded or not) and its counters, for metrics.
     pub fn status(&self) -> SharedStatus {
         SharedStatus {
             degraded: self.health.degraded.load(Ordering::Relaxed),

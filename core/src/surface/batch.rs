@@ -21,7 +21,9 @@ use crate::batch::{BatchItem, BatchOutput, BatchRecordError, BatchStatus, JobSta
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Item<'a> {
+    /// An answer: `{"output": BatchOutput}`.
     Output(&'a BatchOutput),
+    /// No answer, and why: `{"error": BatchRecordError}`.
     Error(&'a BatchRecordError),
 }
 
@@ -42,9 +44,13 @@ pub fn items(items: &[BatchItem]) -> Vec<Item<'_>> {
 /// whether all have (`finished`), as a progress callback receives it.
 #[derive(Debug, Serialize)]
 pub struct Progress<'a> {
+    /// Every job's state, as Bedrock reports it.
     pub jobs: &'a [JobStatus],
+    /// How many jobs have ended (completed, failed, stopped or expired).
     pub done: usize,
+    /// How many jobs the batch has.
     pub total: usize,
+    /// Whether every job has ended.
     pub finished: bool,
 }
 

@@ -728,17 +728,26 @@ fn tool_choice(choice: &Map<String, Value>) -> Result<Value> {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConverseOutput {
+    /// `output.message`: the assistant's message, its content blocks in Converse's shape.
     pub output: Value,
+    /// `stopReason`, as Converse names it (`end_turn`, `tool_use`, `max_tokens`, ...).
     pub stop_reason: String,
+    /// `usage`: input, output and total tokens, and cache reads and writes.
     pub usage: Value,
+    /// `metrics.latencyMs`: the call's total time, in milliseconds.
     pub metrics: Value,
+    /// `serviceTier.type`: the tier that served, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<Value>,
+    /// `additionalModelResponseFields`: the model-specific fields the request asked for, when
+    /// the model returned any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_model_response_fields: Option<Value>,
     /// `trace.guardrail` (and `trace.promptRouter`), when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<Value>,
+    /// Laneway's `decision`, `timings`, `cost_usd` and `cache_savings_usd` (in USD), in the
+    /// core's schema.
     pub laneway: Value,
 }
 

@@ -22,6 +22,8 @@ use crate::types::{Delivered, Error, ErrorKind, FailedAttempt};
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorDetails {
+    /// The stable error kind ([`ErrorKind::as_str`]), or `laneway_internal` for a defect caught
+    /// at a binding's edge.
     pub kind: &'static str,
     /// The whole message, as `Display` gives it.
     pub message: String,
@@ -35,8 +37,10 @@ pub struct ErrorDetails {
     /// The model, profile or endpoint id the failing request was sent to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The region the failing request was sent to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// The HTTP status the service answered with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     /// The service's request id (`x-amzn-RequestId`), for its support.
@@ -48,6 +52,7 @@ pub struct ErrorDetails {
     /// Every failed attempt (`all_targets_failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<FailedAttempt>>,
+    /// Whether the retry budget allowed no further attempt (`all_targets_failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_exhausted: Option<bool>,
     /// What had been delivered when a stream broke (`stream_interrupted`).

@@ -37,6 +37,7 @@ pub struct RouterOptions {
     /// Static credentials; omitted, AWS's default chain. The two go together.
     #[serde(default)]
     pub access_key_id: Option<String>,
+    /// The secret access key of `access_key_id`.
     #[serde(default)]
     pub secret_access_key: Option<String>,
     /// A Bedrock API key, sent as a bearer token to Bedrock's OpenAI-compatible endpoints

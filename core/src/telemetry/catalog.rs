@@ -21,31 +21,54 @@ use super::{LaneKey, LaneRef};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum MetricId {
+    /// `gen_ai.client.operation.duration`: end-to-end duration of successful calls, in seconds.
     Duration,
+    /// `gen_ai.server.time_to_first_token`: time to the first output token of streams, in seconds.
     TimeToFirstToken,
+    /// `gen_ai.server.time_per_output_token`: mean gap between content deltas, per stream,
+    /// in seconds.
     TimePerOutputToken,
+    /// `laneway.output_tokens_per_second`: output tokens per second after the first token.
     OutputRate,
+    /// `laneway.requests`: calls that succeeded.
     Requests,
+    /// `gen_ai.client.token.usage`: tokens per successful call, input and output.
     TokenUsage,
+    /// `laneway.cache.tokens`: input tokens read from and written to the prompt cache.
     CacheTokens,
+    /// `laneway.cost`: cost of successful calls at the configured prices, in USD.
     Cost,
+    /// `laneway.errors`: calls that failed, by error kind.
     Errors,
+    /// `laneway.failovers`: failed attempts before a call succeeded.
     Failovers,
+    /// `laneway.hedges`: successful calls that sent a hedge.
     Hedges,
+    /// `laneway.escalations`: successful calls escalated to a faster tier for their deadline.
     Escalations,
+    /// `laneway.slo.calls`: calls with a TTFT target or deadline, by whether they met it.
     SloCalls,
+    /// `laneway.tasks`: tasks closed, by outcome (successful, failed or abandoned).
     Tasks,
+    /// `laneway.task.cost`: cost of closed tasks, in USD.
     TaskCost,
+    /// `laneway.requests.in_flight`: calls running now.
     InFlight,
+    /// `laneway.shared_state.degraded`: 1 while Redis is unreachable and local state decides.
     SharedDegraded,
+    /// `laneway.shared_state.degraded_episodes`: times Redis became unreachable.
     SharedDegradedEpisodes,
+    /// `laneway.shared_state.fallback_admissions`: reserved admissions decided locally while
+    /// degraded.
     SharedFallbackAdmissions,
 }
 
 /// What a metric's values measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// Seconds.
     Seconds,
+    /// US dollars.
     Usd,
     /// A count, in the UCUM annotation form the GenAI conventions use (`{token}`).
     Count(&'static str),
@@ -102,14 +125,20 @@ pub enum Scope {
 /// One metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metric {
+    /// Which metric it is.
     pub id: MetricId,
     /// The OpenTelemetry name.
     pub name: &'static str,
+    /// What its values measure.
     pub unit: Unit,
+    /// How it is kept: distribution, counter or gauge.
     pub kind: Kind,
+    /// Which series it has, and so which labels beyond its own.
     pub scope: Scope,
     /// Labels beyond the scope's.
     pub labels: &'static [&'static str],
+    /// One line on what it measures: the Prometheus `# HELP` text and the OpenTelemetry
+    /// instrument's description.
     pub help: &'static str,
 }
 
@@ -144,12 +173,19 @@ pub fn prometheus_label(key: &str) -> Cow<'_, str> {
     }
 }
 
+/// Label key of a call's SLO class.
 pub const SLO_CLASS: &str = "laneway.slo_class";
+/// Label key of a token count's type: `input` or `output`.
 pub const TOKEN_TYPE: &str = "gen_ai.token.type";
+/// Label key of a cache token count's operation: `read` or `write`.
 pub const CACHE_OPERATION: &str = "laneway.cache.operation";
+/// Label key of a failed call's error kind.
 pub const ERROR_TYPE: &str = "error.type";
+/// Label key of the SLO target a call was held to: `ttft` or `deadline`.
 pub const SLO_TARGET: &str = "laneway.slo.target";
+/// Label key of whether a call met its SLO target: `true` or `false`.
 pub const SLO_MET: &str = "laneway.slo.met";
+/// Label key of a closed task's outcome: `successful`, `failed` or `abandoned`.
 pub const TASK_OUTCOME: &str = "laneway.task.outcome";
 
 /// The labels of a lane; `laneway.family` and `laneway.tier` only when the lane has one.

@@ -38,25 +38,40 @@ use crate::types::{ServiceTier, SloClass};
 /// The labels of one lane of traffic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct LaneKey {
+    /// The provider sent to.
     pub provider: crate::types::Provider,
+    /// The family, when the request named one.
     pub family: Option<String>,
+    /// The configured model (the variant, for a family).
     pub model: String,
     /// The model id, profile id or endpoint name sent to.
     pub target: String,
+    /// The region sent to.
     pub region: String,
+    /// The Bedrock service tier: the one that served as the service says, else the one
+    /// requested; `None` for targets without tiers (SageMaker).
     pub tier: Option<ServiceTier>,
+    /// The SLO class of the calls.
     pub slo_class: SloClass,
 }
 
 /// A lane's labels, borrowed: how a call finds its lane without allocating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaneRef<'a> {
+    /// The provider sent to.
     pub provider: &'a crate::types::Provider,
+    /// The family, when the request named one.
     pub family: Option<&'a str>,
+    /// The configured model (the variant, for a family).
     pub model: &'a str,
+    /// The model id, profile id or endpoint name sent to.
     pub target: &'a str,
+    /// The region sent to.
     pub region: &'a str,
+    /// The Bedrock service tier: the one that served as the service says, else the one
+    /// requested; `None` for targets without tiers (SageMaker).
     pub tier: Option<ServiceTier>,
+    /// The SLO class of the calls.
     pub slo_class: SloClass,
 }
 
@@ -123,55 +138,78 @@ impl Lanes {
 /// Percentiles of one measure, in seconds (or tokens/s).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// Values recorded.
     pub count: u64,
+    /// The median.
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The mean.
     pub mean: f64,
 }
 
 /// One lane's figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LaneSnapshot {
+    /// Calls that succeeded.
     pub requests: u64,
+    /// Time to the first token of streamed calls, in seconds.
     pub ttft_s: Percentiles,
     /// Mean gap between content deltas, per stream.
     pub inter_token_s: Percentiles,
+    /// End-to-end duration of successful calls, failovers included, in seconds.
     pub latency_s: Percentiles,
+    /// Output tokens per second after the first token, per successful call.
     pub output_tokens_per_second: Percentiles,
     /// Calls that ended in an error, by kind (the lane of their first planned target).
     pub errors: BTreeMap<ErrorKind, u64>,
     /// Failed attempts before a success.
     pub failovers: u64,
+    /// Successful calls that sent a hedge.
     pub hedges: u64,
+    /// Successful calls escalated to a faster tier for their deadline.
     pub escalations: u64,
+    /// Input tokens of successful calls processed anew (neither read from nor written to the
+    /// cache).
     pub input_tokens: u64,
+    /// Input tokens of successful calls read from the prompt cache.
     pub cache_read_tokens: u64,
+    /// Input tokens of successful calls written to the prompt cache.
     pub cache_write_tokens: u64,
+    /// Output tokens of successful calls.
     pub output_tokens: u64,
+    /// Cost of successful calls at the configured prices, in USD.
     pub cost_usd: f64,
 }
 
 /// How often one SLO class met its targets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct SloAttainment {
+    /// Calls of the class, answered or failed.
     pub calls: u64,
     /// Calls with a TTFT target, and those that met it.
     pub ttft_targeted: u64,
+    /// Calls with a TTFT target that met it (a whole answer meets it if all of it came in time).
     pub ttft_met: u64,
     /// Calls with a deadline, and those that met it.
     pub deadline_targeted: u64,
+    /// Calls with a deadline that met it.
     pub deadline_met: u64,
 }
 
 /// Cost of finished tasks (calls sharing a `task_id`, closed by `finish_task`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TaskCosts {
+    /// Tasks closed: finished by `finish_task` or abandoned.
     pub tasks: u64,
+    /// Tasks `finish_task` closed as successful.
     pub successful: u64,
     /// Tasks never finished, closed after `telemetry.task_idle` without a call (counted in
     /// `tasks`, never as successful).
     pub abandoned: u64,
+    /// What the closed tasks' calls cost, in USD.
     pub cost_usd: f64,
 }
 
@@ -180,6 +218,8 @@ impl TaskCosts {
     pub fn per_task(&self) -> Option<f64> {
         (self.tasks > 0).then(|| self.cost_usd / self.tasks as f64)
     }
+    /// Mean cost per successful task: all tasks' cost over the successful ones; `None`
+    /// before any task has succeeded.
     pub fn per_successful_task(&self) -> Option<f64> {
         (self.successful > 0).then(|| self.cost_usd / self.successful as f64)
     }
@@ -188,10 +228,13 @@ impl TaskCosts {
 /// Everything measured so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MetricsSnapshot {
+    /// Each lane's figures, in lane order.
     pub lanes: Vec<(LaneKey, LaneSnapshot)>,
+    /// SLO attainment, per SLO class.
     pub slo: BTreeMap<SloClass, SloAttainment>,
     /// Tasks finished, overall and per SLO class of their calls.
     pub tasks: TaskCosts,
+    /// Tasks finished, per SLO class (a task's class is the most urgent of its calls').
     pub tasks_by_class: BTreeMap<SloClass, TaskCosts>,
     /// Calls running now (the client-side queue).
     pub in_flight: i64,
@@ -214,6 +257,7 @@ pub struct SharedStatus {
     /// Reserved admissions against the fleet's ledger, and how many of them waited for a Redis
     /// round trip (the rest came from this replica's lease).
     pub admissions: u64,
+    /// Of `admissions`, those that waited for a Redis round trip.
     pub waited_admissions: u64,
     /// Values read from Redis that were not what Laneway writes (skipped, not trusted).
     pub malformed_values: u64,
@@ -316,9 +360,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What the caller asked of one call, for SLO attainment and task costs.
 #[derive(Debug, Clone, Copy)]
 pub struct CallSlo<'a> {
+    /// The call's SLO class.
     pub class: SloClass,
+    /// The time to first token the caller wants; `None` for no target.
     pub ttft_target: Option<Duration>,
+    /// When the whole answer must be complete, from the call's start; `None` for no deadline.
     pub deadline: Option<Duration>,
+    /// The task the call's cost adds to; `None` when it belongs to none.
     pub task_id: Option<&'a str>,
 }
 

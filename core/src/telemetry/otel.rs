@@ -1,5 +1,5 @@
 //! OpenTelemetry metrics: each call recorded into instruments made from the
-//! [`catalog`](super::catalog), named after the GenAI semantic conventions where they name the
+//! [`super::catalog`], named after the GenAI semantic conventions where they name the
 //! measure (`gen_ai.client.operation.duration`, `gen_ai.client.token.usage`,
 //! `gen_ai.server.time_to_first_token`, `gen_ai.server.time_per_output_token`) and `laneway.*`
 //! otherwise. The Prometheus text has the same metrics and labels.

@@ -207,7 +207,7 @@ fn write_metric(out: &mut String, m: &Metric, rows: &[(String, Value)]) {
 
 impl MetricsSnapshot {
     /// The snapshot in the Prometheus text format (version 0.0.4): every metric of the
-    /// [`catalog`](super::catalog) (shared-state ones with `[shared]` only).
+    /// [`super::catalog`] (shared-state ones with `[shared]` only).
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
         for m in CATALOG {

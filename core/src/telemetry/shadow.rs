@@ -35,13 +35,17 @@ use serde::{Deserialize, Serialize};
 /// One answered call of a family in shadow mode.
 #[derive(Debug, Clone, Copy)]
 pub struct ShadowCall<'a> {
+    /// The family in shadow mode.
     pub family: &'a str,
+    /// The kind of work the prompt asks for (`general`, `code`, ...): its cell's kind.
     pub kind: &'a str,
+    /// The prompt's difficulty band (0 easiest): its cell's band.
     pub band: u8,
     /// The variant that served (the family's default, or a request's minimum).
     pub served: &'a str,
     /// The variant routing would have chosen.
     pub would_choose: &'a str,
+    /// What the call cost, in USD.
     pub served_usd: f64,
     /// The served call's tokens at the would-be variant's prices.
     pub would_usd: f64,
@@ -56,8 +60,11 @@ pub struct ShadowLedger {
 /// What shadow evaluation recorded for one family.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShadowFamily {
+    /// Answered calls.
     pub calls: u64,
+    /// What they cost, in USD.
     pub served_usd: f64,
+    /// Their tokens at the would-be variants' prices, in USD (an estimate).
     pub would_usd: f64,
     /// Calls per variant served.
     pub served: BTreeMap<String, u64>,
@@ -70,19 +77,24 @@ pub struct ShadowFamily {
 /// One cell's shadow figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShadowCell {
+    /// Answered calls in the cell.
     pub calls: u64,
+    /// What they cost, in USD.
     pub served_usd: f64,
+    /// Their tokens at the would-be variants' prices, in USD (an estimate).
     pub would_usd: f64,
     /// Calls per variant routing would have chosen.
     pub would_choose: BTreeMap<String, u64>,
     /// Feedback on the served calls of the cell: good and bad answers.
     pub good: u64,
+    /// Feedback on the served calls of the cell: bad answers.
     pub bad: u64,
 }
 
 /// Every family in shadow mode.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShadowReport {
+    /// Each family's figures, by family name.
     pub families: BTreeMap<String, ShadowFamily>,
 }
 

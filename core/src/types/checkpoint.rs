@@ -13,13 +13,20 @@ pub enum Boundary {
     /// After system block `i`.
     System(usize),
     /// After block `block` of message `index`.
-    Message { index: usize, block: usize },
+    Message {
+        /// Position of the message in the request's `messages`, from 0.
+        index: usize,
+        /// Position of the block in that message's content, from 0.
+        block: usize,
+    },
 }
 
 /// A checkpoint to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Checkpoint {
+    /// The boundary it follows: the prefix up to there is cached.
     pub at: Boundary,
+    /// How long the cached prefix lives.
     pub ttl: CacheTtl,
     /// Estimated tokens before it.
     pub tokens_before: u32,

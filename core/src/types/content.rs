@@ -10,6 +10,7 @@ pub struct Media {
     /// The encoding, as Converse names it (`mp3`, `wav`, ... for audio; `mp4`, `mov`, ... for
     /// video).
     pub format: String,
+    /// Its bytes inline, or an object in S3.
     pub source: MediaSource,
 }
 
@@ -29,10 +30,13 @@ impl Media {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MediaSource {
+    /// The bytes, sent inline (base64 text when serialised).
     Bytes(#[serde(with = "super::request::base64_bytes")] Vec<u8>),
     /// An object in S3 (`s3://bucket/key`), with the bucket's owner when it is another account.
     S3 {
+        /// The object's `s3://` URI.
         uri: String,
+        /// The account id of the bucket's owner; `None`: the caller's own account.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bucket_owner: Option<String>,
     },
@@ -54,6 +58,7 @@ impl MediaSource {
 pub struct SearchResult {
     /// Where it came from (a URL, a document id).
     pub source: String,
+    /// Its title, which the model sees.
     pub title: String,
     /// Its passages, each citable by index.
     pub content: Vec<String>,
@@ -69,6 +74,7 @@ pub struct CitationsContent {
     /// The generated text, in pieces.
     #[serde(default)]
     pub content: Vec<String>,
+    /// The sources the text cites.
     #[serde(default)]
     pub citations: Vec<Citation>,
 }
@@ -77,13 +83,16 @@ pub struct CitationsContent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Citation {
+    /// The cited source's title, when the service gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Where the cited content came from, when the service gives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// The cited passages.
     #[serde(default)]
     pub source_content: Vec<String>,
+    /// Where in the source the cited passages are, when the service says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<CitationLocation>,
 }
@@ -102,8 +111,10 @@ pub enum CitationLocation {
     SearchResult(Span),
     /// A web page (Nova's web grounding).
     Web {
+        /// The cited page's URL, when the service gives it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         url: Option<String>,
+        /// The cited page's domain, when the service gives it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         domain: Option<String>,
     },
@@ -115,7 +126,10 @@ pub enum CitationLocation {
 pub struct Span {
     /// Which document (or search result) of the request, in order.
     pub document_index: u32,
+    /// Where the range starts: a character, page, chunk or passage index, as the location's
+    /// kind says.
     pub start: u32,
+    /// Where the range ends, in the same unit as `start`.
     pub end: u32,
 }
 
@@ -130,6 +144,7 @@ pub struct ToolReference {
     /// The kind of tool (for MCP tools, with `server_name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The MCP server that provides the tool, for MCP tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_name: Option<String>,
 }

@@ -168,12 +168,15 @@ impl fmt::Display for ErrorKind {
 /// own chain) when there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceError {
+    /// What kind of failure it is, which says whether the call may fail over.
     pub kind: ErrorKind,
     /// The AWS error code, e.g. `ThrottlingException`; empty for transport failures.
     pub code: String,
+    /// What went wrong, as the service (or the failed connection) said it.
     pub message: String,
     /// The model, profile or endpoint the request was sent to.
     pub target: String,
+    /// The region the request was sent to.
     pub region: String,
     /// The HTTP status, when an HTTP answer came.
     pub http_status: Option<u16>,
@@ -332,9 +335,13 @@ pub enum LimitSource {
     /// observations (first tokens, or a stream's longest gap), `observed_ms`, times `factor`,
     /// within `[routing.timeouts.learned]`'s floor and the class's limit.
     Learned {
+        /// The quantile taken, from 0 to 1 (`[routing.timeouts.learned].quantile`).
         quantile: f64,
+        /// That quantile of the target's observations, in milliseconds.
         observed_ms: u64,
+        /// The multiple of `observed_ms` taken (`[routing.timeouts.learned].factor`).
         factor: f64,
+        /// How many recent observations the quantile was taken of.
         samples: u32,
     },
     /// The call's deadline, which came before the attempt's own limit.
@@ -359,15 +366,19 @@ pub struct Delivered {
 pub struct FailedAttempt {
     /// The model, profile or endpoint id sent to.
     pub target: String,
+    /// The region the attempt was sent to.
     pub region: String,
     /// The configured model the attempt was for.
     pub model: String,
+    /// Who served the target: one of Bedrock's surfaces, SageMaker or a provider of your own.
     pub provider: super::target::Provider,
     /// The service tier asked for (Bedrock), if any.
     pub tier: Option<super::request::ServiceTier>,
+    /// What kind of failure it was.
     pub kind: ErrorKind,
     /// The service's error code, e.g. `ThrottlingException`; empty when none came.
     pub code: String,
+    /// What went wrong: the service's message, else the error's own.
     pub message: String,
     /// The HTTP status of the answer, when one came.
     pub http_status: Option<u16>,
@@ -381,18 +392,30 @@ pub struct FailedAttempt {
 pub enum Error {
     /// The request is malformed: `field` names the part that is wrong.
     #[error("invalid request: {field}: {reason}")]
-    InvalidRequest { field: String, reason: String },
+    InvalidRequest {
+        /// The part of the request that is wrong, as a path, e.g. `messages[0].content[1]`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The configuration is malformed or contradictory: `field` is its path, e.g.
     /// `models."amazon.nova-lite-v1:0".price.input_per_1k`.
     #[error("invalid configuration: {field}: {reason}")]
-    Config { field: String, reason: String },
+    Config {
+        /// The path of the setting at fault.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The service or the connection failed for one target.
     #[error(transparent)]
     Service(Box<ServiceError>),
     /// A stream failed after part of the answer was delivered; `delivered` says how much.
     #[error("stream interrupted after {} delivered output tokens ({} characters): {cause}", .delivered.output_tokens, .delivered.text_chars)]
     StreamInterrupted {
+        /// What had reached the caller when the stream broke.
         delivered: Delivered,
+        /// The error that broke the stream (or ended the attempts to continue it).
         #[source]
         cause: Box<Error>,
     },
@@ -400,7 +423,9 @@ pub enum Error {
     /// allowed no further attempt.
     #[error("all {} attempts failed{}: {}", .attempts.len(), if *.budget_exhausted { " (retry budget exhausted)" } else { "" }, summarise(.attempts))]
     AllTargetsFailed {
+        /// Every attempt that failed, in the order they failed.
         attempts: Vec<FailedAttempt>,
+        /// Whether the retry budget refused a further attempt (else every target had failed).
         budget_exhausted: bool,
     },
 }

@@ -58,9 +58,12 @@ impl OutputFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonSchemaFormat {
+    /// The JSON schema, of `"type": "object"`.
     pub schema: serde_json::Value,
+    /// The schema's name, which the model sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the schema is for, which the model sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -102,6 +105,7 @@ pub struct Guardrail {
     pub identifier: String,
     /// A version number, or `DRAFT`.
     pub version: String,
+    /// What the guardrail reports in the response's `guardrail_trace` (default: nothing).
     #[serde(default)]
     pub trace: GuardrailTrace,
     /// Streams: whether chunks are held until the guardrail has checked them (`sync`, which
@@ -128,9 +132,7 @@ impl Guardrail {
 
     /// The region an ARN identifier names (`arn:aws:bedrock:{region}:{account}:guardrail/{id}`).
     pub fn region(&self) -> Option<&str> {
-        let mut parts = self.identifier.strip_prefix("arn:")?.split(':');
-        let (_partition, service, region) = (parts.next()?, parts.next()?, parts.next()?);
-        (service == "bedrock" && !region.is_empty()).then_some(region)
+        super::Arn::parse_bedrock(&self.identifier).map(|arn| arn.region)
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
@@ -170,8 +172,10 @@ impl Guardrail {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardrailTrace {
+    /// Nothing (the default).
     #[default]
     Disabled,
+    /// The assessments of the policies that intervened.
     Enabled,
     /// Every policy's assessment, not only those that intervened.
     EnabledFull,
@@ -192,8 +196,11 @@ impl GuardrailTrace {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardrailStreamMode {
+    /// Chunks are held until the guardrail has checked them (the default; masking needs it).
     #[default]
     Sync,
+    /// Chunks are sent at once while the guardrail checks them, so text it would block may
+    /// reach the caller before it intervenes.
     Async,
 }
 
@@ -202,7 +209,9 @@ pub enum GuardrailStreamMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardContent {
+    /// Text for the guardrail to evaluate, with its roles in the contextual grounding check.
     Text {
+        /// The text.
         text: String,
         /// `grounding_source`, `query` or `guard_content` (the contextual grounding check's
         /// roles).
@@ -217,8 +226,11 @@ pub enum GuardContent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardQualifier {
+    /// The source the answer must be grounded in.
     GroundingSource,
+    /// The question the answer must be relevant to.
     Query,
+    /// The text to check against the grounding source and the query.
     GuardContent,
 }
 

@@ -2,6 +2,7 @@
 //! attempts, checkpoints, the reasons of a plan, service tiers and providers. A leaf: this
 //! module imports nothing else of the crate, so every other module may use it.
 
+mod arn;
 mod call_id;
 mod checkpoint;
 mod content;
@@ -15,6 +16,7 @@ mod response;
 mod target;
 pub mod units;
 
+pub use arn::Arn;
 pub use call_id::CallRef;
 pub use checkpoint::{Boundary, Checkpoint};
 pub use content::{

@@ -29,12 +29,21 @@ pub enum VariantFallback {
 pub enum VariantAdaptation {
     /// The classifier's pick trails the strongest variant's success in this band by more than
     /// the quality-loss budget: a stronger variant serves.
-    OverBudget { from: String },
+    OverBudget {
+        /// The classifier's pick, which the stronger variant replaced.
+        from: String,
+    },
     /// A cheaper variant than the classifier's pick stays within the budget in this band.
-    WithinBudget { from: String },
+    WithinBudget {
+        /// The classifier's pick, which the cheaper variant replaced.
+        from: String,
+    },
     /// One call in `explore_share` of the band tries another variant, so that the estimates
     /// keep up (a recovered variant is noticed, the strongest keeps a baseline).
-    Explored { from: String },
+    Explored {
+        /// The classifier's pick, which the explored variant replaced for this call.
+        from: String,
+    },
 }
 
 /// One decision of a plan, or one alternative it rejected.
@@ -43,22 +52,39 @@ pub enum VariantAdaptation {
 #[non_exhaustive]
 pub enum Reason {
     /// The request named this model.
-    ModelRequested { model: Arc<str> },
+    ModelRequested {
+        /// The model, by its configured name.
+        model: Arc<str>,
+    },
     /// The request named an inference-profile id, which pins that profile.
-    ProfilePinned { profile: ProfileScope },
+    ProfilePinned {
+        /// The pinned profile's scope (its id's prefix, e.g. `us` or `global`).
+        profile: ProfileScope,
+    },
     /// The request named no model; the configuration's default applied.
-    DefaultModel { name: String },
+    DefaultModel {
+        /// The configuration's `default_model`: a model or a family.
+        name: String,
+    },
     /// The family's default variant was used.
-    FamilyDefaultVariant { family: String, variant: String },
+    FamilyDefaultVariant {
+        /// The family the request named.
+        family: String,
+        /// Its default variant (or the request's minimum, when that is stronger).
+        variant: String,
+    },
     /// The classifier scored the cheaper variants: each one's expected quality loss against
     /// the strongest, and its threshold; the cheapest within its threshold (and not below the
     /// request's minimum) was chosen.
     VariantScored {
+        /// The family the request named.
         family: String,
         /// (variant, expected loss, threshold), cheapest first. Under the prompt-length
         /// fallback the loss is the length rule's, on the model's loss scale.
         scores: Vec<(String, f32, f32)>,
+        /// The variant chosen (in shadow mode, the default variant that serves).
         chosen: String,
+        /// The request's minimum variant, if it set one.
         min_variant: Option<String>,
         /// The prompt's novelty: the calibrated probability that it is of a kind the model was
         /// not trained on (`None` when the model records no calibration).
@@ -81,104 +107,181 @@ pub enum Reason {
     /// more for it): `from` the pick, `to` the variant sent, with each one's estimated cost in
     /// US dollars.
     VariantForCache {
+        /// The family the request named.
         family: String,
+        /// The quality pick.
         from: String,
+        /// The stronger variant sent instead.
         to: String,
+        /// The pick's estimated cost for this request, in US dollars.
         from_usd: f64,
+        /// The sent variant's estimated cost for this request, in US dollars.
         to_usd: f64,
     },
     /// If the chosen variant cannot serve, the plan steps up to this stronger one.
-    VariantStepUp { from: String, to: String },
+    VariantStepUp {
+        /// The chosen variant.
+        from: String,
+        /// The stronger variant whose attempts follow its own.
+        to: String,
+    },
     /// The family's router is in shadow mode (`router.shadow = true`): `served`, the default
     /// variant (or the request's minimum), serves, while routing would have chosen
     /// `would_choose` (`VariantScored` says why). The answered call is recorded in the
     /// router's shadow figures ([`crate::telemetry::shadow`]).
     VariantShadow {
+        /// The family in shadow mode.
         family: String,
+        /// The variant that serves.
         served: String,
+        /// The variant routing would have chosen.
         would_choose: String,
     },
     /// The family's Bedrock prompt router goes first; it picks the model.
-    PromptRouter { arn: String },
+    PromptRouter {
+        /// The prompt router's ARN.
+        arn: String,
+    },
     /// The SLO class mapped to this tier.
-    TierFromSlo { class: SloClass, tier: ServiceTier },
+    TierFromSlo {
+        /// The request's SLO class.
+        class: SloClass,
+        /// The tier the configuration maps it to.
+        tier: ServiceTier,
+    },
     /// The request forced this tier.
-    TierRequested { tier: ServiceTier },
+    TierRequested {
+        /// The tier the request set.
+        tier: ServiceTier,
+    },
     /// The model does not offer the wanted tier; another was chosen.
     TierUnsupported {
+        /// The tier the SLO class maps to.
         wanted: ServiceTier,
+        /// The tier chosen instead: standard, else the first the model offers.
         chosen: ServiceTier,
+        /// The model, by its configured name.
         model: Arc<str>,
     },
     /// Latency-optimized inference was asked for, for an interactive call.
     LatencyOptimized,
     /// A candidate target was left out.
     TargetExcluded {
+        /// The model, profile or endpoint id.
         target: Arc<str>,
+        /// The target's region.
         region: Arc<str>,
+        /// Why it was left out.
         why: Exclusion,
     },
     /// The first target, and how many others follow it for failover.
     TargetsOrdered {
+        /// The first target's model, profile or endpoint id.
         first: Arc<str>,
+        /// The first target's region.
         region: Arc<str>,
+        /// How many attempts follow the first.
         fallbacks: usize,
     },
     /// The request carries its own cache checkpoints, which fit the model's rules.
-    CachePointsPinned { count: usize },
+    CachePointsPinned {
+        /// How many of the request's checkpoints fit the rules.
+        count: usize,
+    },
     /// The call goes to the reserved tier, and the ledger expects the reservation to serve it.
-    ReservedRoom { model: Arc<str> },
+    ReservedRoom {
+        /// The model, by its configured name.
+        model: Arc<str>,
+    },
     /// The call is expected to be served, or was served, at standard above the reservation:
     /// Bedrock overflows reserved requests on the server, and the response's `serviceTier` says
     /// which tier served.
     ReservedOverflow {
+        /// The model, by its configured name.
         model: Arc<str>,
+        /// Whether the overflow is expected (planning) or happened (Bedrock said so).
         cause: OverflowCause,
     },
     /// A target was moved back for its health.
     TargetDemoted {
+        /// The model, profile or endpoint id.
         target: Arc<str>,
+        /// The target's region.
         region: Arc<str>,
+        /// Its breaker's state.
         health: BreakerView,
+        /// Its recent throttles, decayed with a ten-second half-life (to two decimals).
         throttle_score: f64,
     },
     /// A target's on-demand quota (as this router counted its own admissions) has no room for
     /// the call's `tokens` (input plus `max_tokens` times the burndown rate): it was moved
     /// after the targets that have room, or skipped at admission.
     QuotaFull {
+        /// The model, profile or endpoint id.
         target: Arc<str>,
+        /// The target's region.
         region: Arc<str>,
+        /// The tokens the call would count against the quota.
         tokens: u64,
     },
     /// Targets were ordered by this objective after health.
-    TargetsOrderedBy { objective: Objective },
+    TargetsOrderedBy {
+        /// What they were ordered by: latency for interactive calls, else cost.
+        objective: Objective,
+    },
     /// Flex would likely miss the deadline: the call was escalated.
     DeadlineEscalation {
+        /// The tier that would miss the deadline (flex).
         from: ServiceTier,
+        /// The tier the call was escalated to.
         to: ServiceTier,
+        /// How long the call was expected to take at `from`, in milliseconds.
         expected_ms: u64,
+        /// The request's deadline (`slo.deadline`), in milliseconds.
         deadline_ms: u64,
     },
     /// After the model's own targets, a Bedrock family's.
-    FallbackFamily { family: String, variant: String },
+    FallbackFamily {
+        /// The fallback family.
+        family: String,
+        /// Its default variant, whose targets follow.
+        variant: String,
+    },
     /// Checkpoints placed where expected reuse pays; `tokens` before the last one.
-    CachePointsPlaced { count: usize, tokens: u32 },
+    CachePointsPlaced {
+        /// How many checkpoints were placed.
+        count: usize,
+        /// Estimated tokens before the last checkpoint.
+        tokens: u32,
+    },
     /// The request's own checkpoints were changed to fit the model's rules.
-    CachePointsChanged { removed: usize, why: CacheChange },
+    CachePointsChanged {
+        /// How many checkpoints were removed (0 when one was only changed).
+        removed: usize,
+        /// What was changed, and why.
+        why: CacheChange,
+    },
     /// The request opted out of automatic checkpoints.
     CacheOptOut,
     /// The target holding the cached prefix was preferred (`won`), or not, and why.
     CacheAffinity {
+        /// The model, profile or endpoint id of the target holding the prefix.
         target: Arc<str>,
+        /// That target's region.
         region: Arc<str>,
+        /// Whether it was moved first.
         won: bool,
+        /// Why it was, or was not.
         why: AffinityOutcome,
     },
     /// A time limit ended an attempt (it was cancelled on the wire and counted against its
     /// target's breaker), or the call.
     TimeLimitHit {
+        /// Which limit fired.
         limit: TimeLimit,
+        /// The model, profile or endpoint id of the attempt it ended.
         target: Arc<str>,
+        /// That attempt's region.
         region: Arc<str>,
         /// How long the attempt had run, in milliseconds.
         after_ms: u64,
@@ -190,16 +293,22 @@ pub enum Reason {
     /// A region's attempts stalled or failed `failures` times in a row: the whole region (every
     /// model, profile and tier called there) is ejected for `for_ms` (`routing.outlier`).
     RegionEjected {
+        /// The region ejected.
         region: Arc<str>,
+        /// How many stalls or failures in a row ejected it.
         failures: u32,
+        /// How long it is ejected for, in milliseconds.
         for_ms: u64,
     },
     /// A SageMaker endpoint was sent the call whole (InvokeEndpoint, under the whole-answer
     /// limit) rather than as a stream: configured so (`streams = false`), or it had refused to
     /// stream.
     SentWhole {
+        /// The endpoint's name.
         target: Arc<str>,
+        /// The endpoint's region.
         region: Arc<str>,
+        /// Why it is not streamed.
         why: WholeWhy,
     },
     /// Every candidate had failed: another round over the plan's targets after a back-off.
@@ -212,39 +321,68 @@ pub enum Reason {
     /// A service asked to wait longer than Laneway waits (`routing.retry.max_retry_after`) or
     /// than the call's deadline allows: it was not waited for.
     RetryAfterRefused {
+        /// The model, profile or endpoint id of the target that asked.
         target: Arc<str>,
+        /// That target's region.
         region: Arc<str>,
+        /// How long it asked to wait (`Retry-After`), in milliseconds.
         retry_after_ms: u64,
         /// The most that could be waited: the cap, or the time left before the deadline.
         allowed_ms: u64,
     },
     /// The request's reasoning, as this model's request spells it (its native fields).
-    ReasoningMapped { model: Arc<str>, sent: String },
+    ReasoningMapped {
+        /// The model, by its configured name.
+        model: Arc<str>,
+        /// The native fields sent, as JSON (or that the model always reasons and gets none).
+        sent: String,
+    },
     /// This model gets no reasoning: it does not reason, or refuses what the request sets
     /// beside it (a failover or a class default; the request's own model refuses the call).
-    ReasoningDropped { model: Arc<str>, why: String },
+    ReasoningDropped {
+        /// The model, by its configured name.
+        model: Arc<str>,
+        /// Why it gets none.
+        why: String,
+    },
     /// The conversation's reasoning blocks are left out for this model: they were made by a
     /// model that spells reasoning otherwise, and this one would refuse them.
-    ReasoningHistoryDropped { model: Arc<str> },
+    ReasoningHistoryDropped {
+        /// The model, by its configured name.
+        model: Arc<str>,
+    },
     /// The request's model-specific fields are not sent to this model: they were written for
     /// another.
     ModelFieldsDropped {
+        /// The model, by its configured name.
         model: Arc<str>,
+        /// The model the fields name (or "the request's model", when they name none).
         written_for: String,
     },
     /// A field of the request has no spelling on this surface of the model (Bedrock's
     /// OpenAI-compatible APIs carry no request metadata, latency-optimized inference or
     /// cache checkpoints): its attempts there go without it.
     NotSentTo {
+        /// The model, by its configured name.
         model: Arc<str>,
+        /// The surface that lacks it (`bedrock-openai` or `bedrock-mantle`).
         surface: super::target::Provider,
+        /// What goes unsent: `metadata`, `latency_optimized` or `cache checkpoints`.
         field: &'static str,
     },
     /// A broken stream of this model is not continued from what was delivered: its APIs
     /// take no assistant prefill to continue from, so the stream ends interrupted instead.
-    ContinuationRefused { model: Arc<str> },
+    ContinuationRefused {
+        /// The model, by its configured name.
+        model: Arc<str>,
+    },
     /// A field of an `openai`-shaped request that the call went without, and why.
-    FieldNotHonoured { field: String, why: String },
+    FieldNotHonoured {
+        /// The field's path in the request body, e.g. `reasoning.summary`.
+        field: String,
+        /// Why the call went without it.
+        why: String,
+    },
 }
 
 /// Why the request's own cache checkpoints were changed to fit the model's rules.
@@ -255,17 +393,28 @@ pub enum CacheChange {
     /// The model has no prompt cache: every checkpoint was removed.
     NoCache,
     /// The model has no such TTL: the checkpoint got the 5-minute TTL instead.
-    TtlUnsupported { ttl: super::request::CacheTtl },
+    TtlUnsupported {
+        /// The TTL the request asked for.
+        ttl: super::request::CacheTtl,
+    },
     /// The model does not cache tool definitions.
     NoToolCache,
     /// The model rejects a checkpoint in a message that carries a tool result (Nova).
     AfterToolResult,
     /// The prefix before the checkpoint is longer than the model caches.
-    PrefixTooLong { tokens: u32, max_tokens: u32 },
+    PrefixTooLong {
+        /// Estimated tokens before the checkpoint.
+        tokens: u32,
+        /// The most tokens the model caches.
+        max_tokens: u32,
+    },
     /// Several checkpoints at one place.
     Duplicate,
     /// More checkpoints than a request may carry.
-    TooMany { max: usize },
+    TooMany {
+        /// The most checkpoints a request may carry (the model's, within Laneway's own).
+        max: usize,
+    },
 }
 
 impl fmt::Display for CacheChange {
@@ -543,6 +692,7 @@ pub enum WholeWhy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerView {
+    /// Healthy: traffic goes as planned.
     Closed,
     /// Open until its timer runs out: traffic goes elsewhere.
     Open,
@@ -550,6 +700,7 @@ pub enum BreakerView {
     RegionEjected,
     /// Probing: a request may go if a probe slot is free.
     HalfOpen {
+        /// Whether a probe slot is free now.
         probe_available: bool,
     },
 }

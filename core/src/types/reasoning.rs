@@ -11,9 +11,12 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningEffort {
+    /// Brief reasoning (a model that takes a budget gets 1,024 tokens unless configured).
     Low,
+    /// Moderate reasoning, the default (4,096 tokens unless configured).
     #[default]
     Medium,
+    /// Thorough reasoning (16,384 tokens unless configured).
     High,
     /// The most a model offers (Claude Opus 4.6 and later); a model without it reasons at
     /// `high`, said in the decision.
@@ -57,6 +60,7 @@ impl std::fmt::Display for ReasoningEffort {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reasoning {
+    /// How hard to reason; `None` takes the word from the budget (medium when neither is set).
     #[serde(default)]
     pub effort: Option<ReasoningEffort>,
     /// Most reasoning tokens (Claude's `budget_tokens`: at least 1,024 and below `max_tokens`).
@@ -119,6 +123,7 @@ impl ReasoningBlock {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReasoningText {
+    /// The reasoning, as the model wrote it.
     pub text: String,
     /// The service's signature over the text; required when the block goes back to Claude.
     /// From Bedrock's OpenAI-compatible APIs: the model's encrypted reasoning.

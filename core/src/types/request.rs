@@ -116,7 +116,9 @@ pub enum ModelRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Message {
+    /// Who speaks it.
     pub role: Role,
+    /// Its blocks, in order (at least one).
     pub content: Vec<ContentBlock>,
 }
 
@@ -141,7 +143,9 @@ impl Message {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// The caller's side: prompts and tool results.
     User,
+    /// The model's side: answers and tool calls.
     Assistant,
 }
 
@@ -149,7 +153,9 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContentBlock {
+    /// Text (not empty).
     Text(String),
+    /// An image for the model to see.
     Image(Image),
     /// A document (PDF, Word, Excel, HTML, text, ...) for the model to read, in a user turn.
     Document(Document),
@@ -190,7 +196,9 @@ pub enum ContentBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "source_wire::ImageWire", into = "source_wire::ImageWire")]
 pub struct Image {
+    /// Its encoding.
     pub format: ImageFormat,
+    /// Its bytes inline, or an object in S3 (in the schema, `bytes` or `s3`).
     pub source: MediaSource,
 }
 
@@ -213,9 +221,13 @@ impl Image {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ImageFormat {
+    /// PNG.
     Png,
+    /// JPEG.
     Jpeg,
+    /// GIF.
     Gif,
+    /// WebP.
     Webp,
 }
 
@@ -242,6 +254,7 @@ pub enum ImageFormat {
     into = "source_wire::DocumentWire"
 )]
 pub struct Document {
+    /// Its file format.
     pub format: DocumentFormat,
     /// A neutral name: the model sees it, so it should not read as an instruction.
     pub name: String,
@@ -314,14 +327,23 @@ impl Document {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DocumentFormat {
+    /// PDF.
     Pdf,
+    /// Comma-separated values.
     Csv,
+    /// Word, the older binary format (`.doc`).
     Doc,
+    /// Word (`.docx`).
     Docx,
+    /// Excel, the older binary format (`.xls`).
     Xls,
+    /// Excel (`.xlsx`).
     Xlsx,
+    /// HTML.
     Html,
+    /// Plain text.
     Txt,
+    /// Markdown.
     Md,
 }
 
@@ -329,8 +351,11 @@ pub enum DocumentFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolUse {
+    /// The call's id, which the [`ToolResult`] answering it names in `tool_use_id`.
     pub id: String,
+    /// The name of the tool called, as in the request's tools.
     pub name: String,
+    /// The input the model gave the tool, as JSON.
     pub input: serde_json::Value,
 }
 
@@ -338,7 +363,9 @@ pub struct ToolUse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResult {
+    /// The id of the [`ToolUse`] this answers.
     pub tool_use_id: String,
+    /// What the tool returned, in pieces.
     pub content: Vec<ToolResultContent>,
     /// Whether the tool failed.
     #[serde(default)]
@@ -351,11 +378,17 @@ pub struct ToolResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolResultContent {
+    /// Text.
     Text(String),
+    /// A JSON value.
     Json(serde_json::Value),
+    /// An image, such as a screenshot.
     Image(Image),
+    /// A document.
     Document(Document),
+    /// A video.
     Video(Media),
+    /// A search result the model may read and cite.
     SearchResult(SearchResult),
 }
 
@@ -389,7 +422,9 @@ impl ToolResultContent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SystemBlock {
+    /// System instructions.
     Text(String),
+    /// A prompt-cache checkpoint: everything before it may be cached.
     CachePoint(CachePoint),
     /// System text for the request's guardrail to evaluate.
     GuardContent(GuardContent),
@@ -399,7 +434,9 @@ pub enum SystemBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tool {
+    /// A tool the model may call.
     Spec(ToolSpec),
+    /// A prompt-cache checkpoint: the tools before it may be cached.
     CachePoint(CachePoint),
 }
 
@@ -428,9 +465,12 @@ impl Tool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
+    /// The name the model calls the tool by (not empty).
     pub name: String,
+    /// What the tool does, for the model to decide when to call it.
     #[serde(default)]
     pub description: Option<String>,
+    /// The JSON schema (an object) the tool's input conforms to.
     pub input_schema: serde_json::Value,
     /// The model's input to this tool must conform to the schema exactly (strict tool use).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -461,8 +501,10 @@ pub struct CachePoint {
 /// Cache lifetimes Bedrock offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CacheTtl {
+    /// Five minutes (`5m`), the service's default.
     #[serde(rename = "5m")]
     FiveMinutes,
+    /// One hour (`1h`), on models whose `prompt_cache.ttls` list it.
     #[serde(rename = "1h")]
     OneHour,
 }
@@ -475,10 +517,14 @@ pub struct InferenceParams {
     /// wrapped.
     #[serde(default)]
     pub max_tokens: Option<i64>,
+    /// Sampling temperature (finite, at least 0); unset, the model's default.
     #[serde(default)]
     pub temperature: Option<f32>,
+    /// Nucleus sampling: the probability mass sampled from, in (0, 1]; unset, the model's
+    /// default.
     #[serde(default)]
     pub top_p: Option<f32>,
+    /// Sequences that end the answer where the model generates them; empty, none.
     #[serde(default)]
     pub stop_sequences: Vec<String>,
 }
@@ -487,6 +533,7 @@ pub struct InferenceParams {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Slo {
+    /// The call's class: its service tier, time limits and default reasoning follow from it.
     #[serde(default)]
     pub class: SloClass,
     /// Time to first token the caller wants.

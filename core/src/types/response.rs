@@ -15,8 +15,11 @@ use super::target::Provider;
 pub struct GenerateResponse {
     /// The assistant's content: text and tool calls.
     pub content: Vec<OutputBlock>,
+    /// Why the model stopped.
     pub stop_reason: StopReason,
+    /// The tokens the call used: input, output and the prompt cache's.
     pub usage: Usage,
+    /// How long the call took, as the caller saw it.
     pub timings: Timings,
     /// What served the call and why.
     pub decision: RouteDecision,
@@ -113,10 +116,15 @@ impl GenerateResponse {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputBlock {
+    /// Text of the answer.
     Text(String),
+    /// A call of one of the request's tools.
     ToolUse {
+        /// The call's id, which the tool's result names (`tool_use_id`).
         id: String,
+        /// The tool's name.
         name: String,
+        /// The tool's input, as the model wrote it.
         input: serde_json::Value,
     },
     /// The model's reasoning before the blocks after it.
@@ -129,13 +137,20 @@ pub enum OutputBlock {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The model finished its turn.
     #[default]
     EndTurn,
+    /// The model called a tool and waits for its result.
     ToolUse,
+    /// The answer reached the most output tokens allowed (`max_tokens`).
     MaxTokens,
+    /// The model wrote one of the request's stop sequences.
     StopSequence,
+    /// The request's guardrail intervened.
     GuardrailIntervened,
+    /// The service's content filter withheld the answer or part of it.
     ContentFiltered,
+    /// The conversation filled the model's context window.
     ModelContextWindowExceeded,
     /// A reason this version does not know, as the service named it.
     Other(String),
@@ -182,6 +197,7 @@ impl StopReason {
 pub struct Usage {
     /// Input tokens processed anew (neither read from nor written to the cache).
     pub input_tokens: u32,
+    /// Tokens the model generated, reasoning included.
     pub output_tokens: u32,
     /// Input tokens read from the prompt cache.
     pub cache_read_tokens: u32,
@@ -234,12 +250,16 @@ pub struct Timings {
 /// Inter-token latency of one stream.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct InterTokenSummary {
+    /// The mean gap between content deltas (`mean_ms`).
     #[serde(rename = "mean_ms", with = "super::units::serde_millis")]
     pub mean: Duration,
+    /// The median gap (`p50_ms`).
     #[serde(rename = "p50_ms", with = "super::units::serde_millis")]
     pub p50: Duration,
+    /// The 90th-percentile gap (`p90_ms`).
     #[serde(rename = "p90_ms", with = "super::units::serde_millis")]
     pub p90: Duration,
+    /// The longest gap (`max_ms`).
     #[serde(rename = "max_ms", with = "super::units::serde_millis")]
     pub max: Duration,
 }
@@ -269,6 +289,7 @@ pub struct RouteDecision {
     /// good. It carries the family, the model that served and the prompt's difficulty band,
     /// so feedback works from another process or after a restart.
     pub call_id: String,
+    /// Who served it: one of Bedrock's surfaces, SageMaker or a provider of your own.
     pub provider: Provider,
     /// The configured model (the variant, for a family).
     pub model: String,
@@ -276,6 +297,7 @@ pub struct RouteDecision {
     pub family: Option<String>,
     /// What was sent: the model id, inference-profile id or SageMaker endpoint name.
     pub target: String,
+    /// The region it was sent to (a cross-region profile may have processed it elsewhere).
     pub region: String,
     /// The SageMaker endpoint, for SageMaker targets.
     pub endpoint: Option<String>,
@@ -313,21 +335,41 @@ pub struct HedgeReport {
 #[serde(rename_all = "snake_case")]
 pub enum StreamEvent {
     /// Text of content block `index`.
-    TextDelta { index: u32, text: String },
+    TextDelta {
+        /// The content block it belongs to, by index.
+        index: u32,
+        /// The text, to append to the block's.
+        text: String,
+    },
     /// A tool call begins in content block `index`.
     ToolUseStart {
+        /// The content block it belongs to, by index.
         index: u32,
+        /// The call's id, which the tool's result names (`tool_use_id`).
         id: String,
+        /// The tool's name.
         name: String,
     },
     /// A piece of a tool call's JSON input.
-    ToolUseDelta { index: u32, input_json: String },
+    ToolUseDelta {
+        /// The tool call's content block, by index.
+        index: u32,
+        /// The next piece of the input's JSON text (the pieces join into one JSON value).
+        input_json: String,
+    },
     /// A piece of the model's reasoning in content block `index`: text, its signature, or
     /// encrypted reasoning.
-    ReasoningDelta { index: u32, delta: ReasoningDelta },
+    ReasoningDelta {
+        /// The content block it belongs to, by index.
+        index: u32,
+        /// The piece: text, a signature, encrypted reasoning or the block's id.
+        delta: ReasoningDelta,
+    },
     /// A citation of the text in content block `index` (its text comes as text deltas).
     CitationDelta {
+        /// The content block it belongs to, by index.
         index: u32,
+        /// The source cited, and where in it.
         citation: super::content::Citation,
     },
     /// The stream broke after text was delivered and continues on another target, which was
@@ -337,6 +379,7 @@ pub enum StreamEvent {
         delivered: super::error::Delivered,
         /// The target that failed, and how.
         failed_target: String,
+        /// The kind of the failure that broke it.
         kind: super::error::ErrorKind,
     },
     /// The stream completed: the whole response, with usage, timings, decision and cost.

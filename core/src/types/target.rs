@@ -117,6 +117,7 @@ pub struct Attempt {
     /// The configured model this attempt sends to (a fallback family's variant may differ from
     /// the plan's model).
     pub model: Arc<str>,
+    /// Where it goes: the provider, the region and the id sent.
     pub target: Target,
     /// The Bedrock service tier; `None` for SageMaker.
     pub tier: Option<ServiceTier>,

@@ -44,10 +44,13 @@ pub mod serde_millis {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes a duration as milliseconds (a float).
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64() * 1000.0)
     }
 
+    /// Reads milliseconds (a float) as a duration, refusing what
+    /// [`duration_from_millis`](super::duration_from_millis) refuses.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
         crate::types::units::duration_from_millis(ms).map_err(serde::de::Error::custom)
@@ -60,6 +63,7 @@ pub mod serde_opt_millis {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes a duration as milliseconds (a float), and `None` as none (`null` in JSON).
     pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_some(&(d.as_secs_f64() * 1000.0)),
@@ -67,6 +71,8 @@ pub mod serde_opt_millis {
         }
     }
 
+    /// Reads milliseconds (a float), or none, as an optional duration, refusing what
+    /// [`duration_from_millis`](super::duration_from_millis) refuses.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let ms: Option<f64> = Option::deserialize(d)?;
         ms.map(crate::types::units::duration_from_millis)

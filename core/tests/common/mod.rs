@@ -2,14 +2,14 @@
 
 #![allow(dead_code)]
 
-pub mod redis_server;
+pub(crate) mod redis_server;
 
 use laneway::{Config, Router};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 
-pub const STARTUP_CONFIG: &str = include_str!("../../../examples/startup.toml");
+pub(crate) const STARTUP_CONFIG: &str = include_str!("../../../examples/startup.toml");
 
-pub async fn emulator() -> Emulator {
+pub(crate) async fn emulator() -> Emulator {
     Emulator::start(Scenario::builtin("fast").unwrap())
         .await
         .unwrap()
@@ -17,7 +17,7 @@ pub async fn emulator() -> Emulator {
 
 /// The built-in world where a minute lasts a minute (so per-minute quotas and reservations
 /// hold for the whole test) and `model` answers at once; `tune` changes the model further.
-pub async fn real_minute_emulator(
+pub(crate) async fn real_minute_emulator(
     model: &str,
     tune: impl FnOnce(&mut laneway_emulator::ModelSpec),
 ) -> Emulator {
@@ -32,11 +32,11 @@ pub async fn real_minute_emulator(
     Emulator::start(scenario).await.unwrap()
 }
 
-pub fn config(extra: &str) -> Config {
+pub(crate) fn config(extra: &str) -> Config {
     Config::from_toml_str(&format!("{STARTUP_CONFIG}\n{extra}")).unwrap()
 }
 
-pub async fn router_with(emu: &Emulator, config: Config) -> Router {
+pub(crate) async fn router_with(emu: &Emulator, config: Config) -> Router {
     Router::builder()
         .config(config)
         .endpoint_url(emu.url())
@@ -46,12 +46,12 @@ pub async fn router_with(emu: &Emulator, config: Config) -> Router {
         .unwrap()
 }
 
-pub async fn router(emu: &Emulator) -> Router {
+pub(crate) async fn router(emu: &Emulator) -> Router {
     router_with(emu, config("")).await
 }
 
 /// Requests the emulator received, over all counters.
-pub fn requests_seen(emu: &Emulator) -> u64 {
+pub(crate) fn requests_seen(emu: &Emulator) -> u64 {
     emu.counters().iter().map(|r| r.counter.requests).sum()
 }
 
@@ -60,7 +60,7 @@ pub fn requests_seen(emu: &Emulator) -> u64 {
 /// runs again. So a breaker's open period or a budget's window passes at once, whatever the
 /// machine's load; panics naming `what` if it has not held within ten minutes of that clock.
 /// Needs the current-thread runtime (`#[tokio::test]`), whose clock a test may pause.
-pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     tokio::time::pause();
     let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
     while !condition() {
@@ -78,7 +78,7 @@ pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 /// runtime; panics naming `what` if it has not held within a minute. No timer: the wait ends
 /// at the event, and the minute only stops a broken test from hanging.
 #[allow(clippy::disallowed_methods)] // Another thread's or process's progress: the wall clock.
-pub async fn poll_until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn poll_until(what: &str, mut condition: impl FnMut() -> bool) {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !condition() {
         assert!(
@@ -91,7 +91,7 @@ pub async fn poll_until(what: &str, mut condition: impl FnMut() -> bool) {
 
 /// Whether the router's plan for `request` demotes a target in `region` (this one, if named)
 /// as open: its breaker's open period has not ended.
-pub fn breaker_open(
+pub(crate) fn breaker_open(
     router: &Router,
     request: &laneway::GenerateRequest,
     region: &str,

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub struct RedisServer {
+pub(crate) struct RedisServer {
     pub port: u16,
     child: Option<Child>,
 }
@@ -38,7 +38,7 @@ fn poll_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool)
 
 impl RedisServer {
     /// Starts a server without persistence and waits until it answers.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -49,12 +49,12 @@ impl RedisServer {
         s
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
     /// Starts (again) on the same port.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         let child = Command::new(binary())
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
@@ -72,7 +72,7 @@ impl RedisServer {
     }
 
     /// Kills the server (SIGKILL: no goodbye to clients).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -83,12 +83,12 @@ impl RedisServer {
 impl RedisServer {
     /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as a hung
     /// server or a network partition looks to its clients.
-    pub fn freeze(&self) {
+    pub(crate) fn freeze(&self) {
         self.signal("-STOP");
     }
 
     /// Lets a frozen server run again (SIGCONT).
-    pub fn thaw(&self) {
+    pub(crate) fn thaw(&self) {
         self.signal("-CONT");
     }
 
@@ -108,11 +108,11 @@ impl Drop for RedisServer {
 /// A Redis Cluster of `masters` nodes without replicas on loopback, as cluster-mode
 /// ElastiCache answers (MOVED for another node's slots): each node's data and bus ports are
 /// free ones, its `nodes.conf` in a directory of its own so that it rejoins after a restart.
-pub struct RedisCluster {
+pub(crate) struct RedisCluster {
     pub nodes: Vec<ClusterNode>,
 }
 
-pub struct ClusterNode {
+pub(crate) struct ClusterNode {
     pub port: u16,
     bus_port: u16,
     dir: std::path::PathBuf,
@@ -137,12 +137,12 @@ fn cli(port: u16, args: &[&str]) -> String {
 }
 
 impl ClusterNode {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
     /// Starts (again) on the same ports, with the same cluster configuration.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         let child = Command::new(binary())
             .current_dir(&self.dir)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
@@ -164,7 +164,7 @@ impl ClusterNode {
     }
 
     /// Kills the node (SIGKILL).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -172,7 +172,7 @@ impl ClusterNode {
     }
 
     /// This node's view of the cluster's state (`ok` or `fail`).
-    pub fn cluster_state(&self) -> String {
+    pub(crate) fn cluster_state(&self) -> String {
         cli(self.port, &["cluster", "info"])
             .lines()
             .find_map(|l| l.strip_prefix("cluster_state:"))
@@ -182,7 +182,7 @@ impl ClusterNode {
     }
 
     /// Runs a command on this node (`-c`: following MOVED to the node that holds the key).
-    pub fn command(&self, args: &[&str]) -> String {
+    pub(crate) fn command(&self, args: &[&str]) -> String {
         let mut all = vec!["-c"];
         all.extend_from_slice(args);
         cli(self.port, &all).trim().to_string()
@@ -192,7 +192,7 @@ impl ClusterNode {
 impl RedisCluster {
     /// Starts `masters` nodes, joins them into one cluster covering every slot and waits
     /// until every node says the cluster is ok.
-    pub fn start(masters: usize) -> Self {
+    pub(crate) fn start(masters: usize) -> Self {
         let base = std::env::temp_dir().join(format!(
             "laneway-redis-cluster-{}-{}",
             std::process::id(),
@@ -236,7 +236,7 @@ impl RedisCluster {
     }
 
     /// Waits (bounded) until every running node says the cluster is ok.
-    pub fn wait_ok(&self) {
+    pub(crate) fn wait_ok(&self) {
         poll_until("the cluster to be ok", Duration::from_secs(30), || {
             self.nodes
                 .iter()
@@ -246,7 +246,7 @@ impl RedisCluster {
     }
 
     /// The index of the node serving `key`'s slot.
-    pub fn owner_of(&self, key: &str) -> usize {
+    pub(crate) fn owner_of(&self, key: &str) -> usize {
         let slot: u16 = cli(self.nodes[0].port, &["cluster", "keyslot", key])
             .trim()
             .parse()

@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use laneway::config::ModelConfig;
-use laneway::plan::targets::allowed;
 use laneway::state::{BreakerView, Fresh, Observations, TargetView};
 use laneway::{
     plan, CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef,
@@ -160,7 +159,7 @@ proptest! {
         prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
         for a in &p.attempts {
             if let Some(r) = &req.residency {
-                prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
+                prop_assert!(config.keeps_within(&a.target, r), "{:?} violates {:?}", a.target, r);
             }
             // A step-up attempt is of a stronger variant: each attempt by its own model.
             let model = &config.models[&*a.model];
@@ -226,7 +225,7 @@ proptest! {
         prop_assert!(p.attempts.len() <= config.routing.max_attempts as usize);
         for a in &p.attempts {
             if let Some(r) = &req.residency {
-                prop_assert!(allowed(&a.target, r, &config), "{:?} violates {:?}", a.target, r);
+                prop_assert!(config.keeps_within(&a.target, r), "{:?} violates {:?}", a.target, r);
             }
         }
         // Healthy targets come before open ones.

@@ -327,3 +327,47 @@ price = { input_per_1k = 0.0002, output_per_1k = 0.0006 }
     assert_eq!(done.text(), deltas);
     emu.shutdown().await;
 }
+
+/// `build_deferred` waits on nothing (it is not async, and runs off the runtime's threads):
+/// planning works at once, and the AWS settings load at the first call, which is answered
+/// (Bedrock, the OpenAI-compatible surface and SageMaker alike). Redis, configured but not
+/// listening, is not connected to at build.
+#[test]
+fn a_router_built_without_waiting_plans_at_once_and_loads_its_aws_settings_at_the_first_call() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let emu = rt.block_on(emulator());
+    let config = common::config(
+        "[shared]\nredis_url = \"redis://127.0.0.1:9\"\nkey_prefix = \"deferred\"\n\
+         [models.\"openai.gpt-5.6-luna\"]\nconverse = false\n",
+    );
+    // In the runtime's context (the Redis client is made there) but not on it: nothing is
+    // awaited.
+    let entered = rt.enter();
+    let router = laneway::Router::builder()
+        .config(config)
+        .endpoint_url(emu.url())
+        .static_credentials(
+            laneway_emulator::TEST_ACCESS_KEY_ID,
+            laneway_emulator::TEST_SECRET_ACCESS_KEY,
+        )
+        .build_deferred()
+        .unwrap();
+    drop(entered);
+    let nova = GenerateRequest::user("Say hi.").model("amazon.nova-lite-v1:0");
+    assert!(!router.plan(&nova).unwrap().attempts.is_empty());
+    rt.block_on(async {
+        for req in [
+            nova,
+            GenerateRequest::user("Say hi.").model("openai.gpt-5.6-luna"),
+            GenerateRequest::user("Say hi.").model("laneway-demo-llm"),
+        ] {
+            let model = req.model.clone();
+            let answer = router.generate(req.max_tokens(16)).await;
+            let answer = answer.unwrap_or_else(|e| panic!("{model:?}: {e}"));
+            assert!(!answer.text().is_empty(), "{model:?}");
+        }
+    });
+}

@@ -32,6 +32,7 @@ use crate::types::{
 /// A Chat Completions body read for Laneway.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatCall {
+    /// The body as Laneway's request, its `laneway` extras (SLO, ...) applied.
     pub request: GenerateRequest,
     /// `stream: true`.
     pub stream: bool,

@@ -9,6 +9,8 @@ pub struct SdkError {
     /// names two apart: `APITimeoutError` is its `APIConnectionTimeoutError`, and
     /// `APIStatusError` its `APIError` with a status.
     pub class: &'static str,
+    /// The HTTP status the error carries; `None` for `APITimeoutError`, `APIConnectionError`
+    /// and the catch-all `APIError`.
     pub status: Option<u16>,
 }
 

@@ -6,10 +6,10 @@
 //! [`Call`].
 //!
 //! Laneway's own options go in a `laneway` object of the body (the SDKs' `extra_body`): the
-//! flat form's keys ([`flat::KEYS`](super::flat::KEYS): `slo`, `family`, `task_id`,
+//! flat form's keys ([`super::flat::KEYS`]: `slo`, `family`, `task_id`,
 //! `residency`, ...). A field Laneway does not honour is either refused by name (`n` above 1,
 //! audio output) or carried on with the call and said in its decision
-//! ([`Reason::FieldNotHonoured`](crate::Reason::FieldNotHonoured)): never dropped silently.
+//! ([`crate::Reason::FieldNotHonoured`]): never dropped silently.
 
 mod call;
 pub mod chat;

@@ -28,6 +28,7 @@ use crate::types::{
 /// A Responses body read for Laneway.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponsesCall {
+    /// The body as Laneway's request, its `laneway` extras (SLO, ...) applied.
     pub request: GenerateRequest,
     /// `stream: true`.
     pub stream: bool,
