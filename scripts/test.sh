@@ -3,11 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== toolchain"
+# Each phase says how long the run has taken so far (CONTRIBUTING.md quotes the figures).
+started=$SECONDS
+phase() { echo "== [$(( (SECONDS - started) / 60 ))m$(( (SECONDS - started) % 60 ))s] $*"; }
+
+phase "toolchain"
 cargo --version
 rustc --version
 
-echo "== Redis: Debian's redis-server, which the shared-state tests start on loopback"
+phase "Redis: Debian's redis-server, which the shared-state tests start on loopback"
 if ! command -v redis-server >/dev/null 2>&1; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -16,12 +20,31 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 redis-server --version
 
-echo "== Rust: build, lint, test (workspace)"
+# mdBook builds the book in docs/ (its Rust snippets run as doctests in `cargo test`). Built
+# from crates.io into target/tools, in the background while the Rust suites run.
+MDBOOK_VERSION=0.5.4
+mdbook=target/tools/bin/mdbook
+mdbook_log=target/tools/install.log
+mkdir -p target/tools
+if ! "$mdbook" --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
+    --root target/tools >"$mdbook_log" 2>&1 &
+  mdbook_install=$!
+fi
+
+phase "Rust: format, lint, API docs, test (workspace; the book's snippets among the doctests)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 cargo test --workspace --locked
 
-echo "== Python: venv with maturin and pytest, the package built from the checkout, its tests"
+phase "Book: docs/ with mdBook"
+if [ -n "${mdbook_install:-}" ]; then
+  wait "$mdbook_install" || { cat "$mdbook_log"; exit 1; }
+fi
+"$mdbook" build docs
+
+phase "Python: venv with maturin and pytest, the package built from the checkout, its tests"
 python3 -m venv target/py
 target/py/bin/pip install --quiet --upgrade pip
 # boto3: the official Python SDK drives the emulator's batch flow in one test; openai: the official
@@ -35,14 +58,15 @@ target/py/bin/pytest -q bindings-python/tests
 # The stubs (_laneway.pyi) against the built module, and the package type-checked with them.
 target/py/bin/python -m mypy.stubtest laneway
 
-echo "== Node: the package built from the checkout, node:test suite (index.d.ts compiled against real values with tsc)"
+phase "Node: the package built from the checkout, node:test suite (index.d.ts compiled against real values with tsc)"
 node --version
 (cd bindings-node && npm install --omit=optional --no-audit --no-fund && npm run build && npm test)
 
-echo "== Cross-language: the same scenario through Rust, Python and Node (tests/cross_language)"
+phase "Cross-language: the same scenario through Rust, Python and Node (tests/cross_language)"
 cargo build --locked -p laneway --example cross_language
 target/py/bin/python tests/cross_language/compare.py
 
-echo "== Packages: the abi3 wheel and the npm packages, installed and called without Rust"
+phase "Packages: the abi3 wheel and the npm packages, installed and called without Rust"
 ./scripts/package.sh
 tests/packages/install_without_rust.sh
+phase "done"

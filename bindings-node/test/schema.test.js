@@ -29,6 +29,16 @@ test('Usage, Timings and Decision declare every key the core sends', () => {
   assert.deepEqual(declared('Decision'), SCHEMA.decision.map(camel).sort())
 })
 
+test('the ServiceTier type and the Converse serviceTier shape name the core\'s tiers', () => {
+  const union = text => [...text.matchAll(/'([a-z_]+)'/g)].map(m => m[1]).sort()
+  const tiers = DTS.match(/export type ServiceTier = ([^\n]+)/)
+  assert.ok(tiers, 'ServiceTier is in index.d.ts')
+  assert.deepEqual(union(tiers[1]), [...SCHEMA.service_tiers].sort())
+  const wire = DTS.match(/serviceTier\?: \{ type: ([^}]+)\}/)
+  assert.ok(wire, 'the Converse serviceTier shape is in index.d.ts')
+  assert.deepEqual(union(wire[1]), [...SCHEMA.service_tier_wire_names].sort())
+})
+
 test('every error kind has its own exported class, and only aborted is the binding\'s own', () => {
   const kinds = Object.keys(laneway._KINDS)
   assert.deepEqual(kinds.filter(k => !SCHEMA.error_kinds.includes(k)), ['aborted'])

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use laneway::{GenerateResponse, ServiceTier};
+use laneway::GenerateResponse;
 
 /// What one lane of traffic did.
 pub(crate) struct LaneStats {
@@ -56,7 +56,7 @@ impl LaneStats {
         self.hedges += u64::from(r.decision.hedge.is_some());
         self.tiers
             .insert(match r.decision.served_tier.or(r.decision.tier) {
-                Some(t) => tier_name(t).to_string(),
+                Some(t) => t.as_str().to_string(),
                 None => "endpoint".to_string(),
             });
         self.regions.insert(r.decision.region.clone());
@@ -70,15 +70,6 @@ impl LaneStats {
             self.tokens_per_second.saturating_record(tps.round() as u64);
         }
         self.cost_usd += r.cost_usd;
-    }
-}
-
-fn tier_name(t: ServiceTier) -> &'static str {
-    match t {
-        ServiceTier::Priority => "priority",
-        ServiceTier::Standard => "standard",
-        ServiceTier::Flex => "flex",
-        ServiceTier::Reserved => "reserved",
     }
 }
 

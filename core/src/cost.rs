@@ -99,10 +99,7 @@ mod tests {
                 geographic: 1.1,
                 global: 1.0,
             }),
-            tiers: crate::config::TierMultipliers {
-                flex: Some(0.6),
-                ..Default::default()
-            },
+            tiers: crate::config::TierMultipliers::default().with(ServiceTier::Flex, 0.6),
             ..price
         };
         let own_flex = call_cost(&own, &pricing, &usage, Some(ServiceTier::Flex), None);

@@ -200,6 +200,32 @@ pub enum BackendEvent {
 pub type EventStream = BoxStream<'static, Result<BackendEvent>>;
 
 /// A service Laneway can send a request to.
+///
+/// **When it runs.** Once per attempt: the executor calls `generate` or `stream` for each
+/// target of the plan it tries, in order, on the caller's task (a hedge runs beside the
+/// attempt it hedges). One backend serves every attempt of its provider, concurrently: keep
+/// shared state behind `&self` and make it `Send + Sync`.
+///
+/// **What it sees.** The [`Call`]: the request, the attempt (model, target and region, tier,
+/// the attempt's shape) and the model's configuration. It sends what the call says, to the
+/// target it names: routing, retries and failover are the router's.
+///
+/// **Time.** The router bounds every attempt (first token, idle gaps, the deadline) and drops
+/// the future or stream when a limit fires, so a backend needs no timers of its own; it must
+/// stop its I/O when dropped, as futures and streams over tokio do.
+///
+/// **Errors.** Map the service's errors to an [`Error::Service`](crate::Error::Service) of the
+/// right [`ErrorKind`](crate::ErrorKind). The kinds
+/// [`ErrorKind::fails_over`](crate::ErrorKind::fails_over) names
+/// (`Throttled`, `Unavailable`, `ModelNotReady`, `Timeout`, `Internal`, `Transport`,
+/// `AccessDenied`) move the call to the next target and count against the target's health
+/// (`AccessDenied` also keeps the model's targets in that region away); `Authentication` fails
+/// the call at once; the others (`Validation`, `ModelError`, ...) end it. A stream that
+/// breaks after its first event yields the error in place: the router continues it elsewhere
+/// from the text delivered when the request allows.
+///
+/// **What it may change.** Nothing of the router: it returns a [`Completion`] or the stream's
+/// [`BackendEvent`]s, with usage as the service counted it.
 pub trait Backend: Send + Sync {
     /// Sends the request and waits for the whole answer.
     fn generate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Completion>>;

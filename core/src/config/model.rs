@@ -10,80 +10,102 @@ use serde::{Deserialize, Serialize};
 use super::openai::OpenAiConfig;
 use super::reasoning::ReasoningConfig;
 use super::{
-    ApplicationProfile, EndpointConfig, Price, PromptCacheConfig, QuotaConfig, ReservationConfig,
+    ApplicationProfile, Price, PricingConfig, PromptCacheConfig, QuotaConfig, ReservationConfig,
 };
 use crate::types::{ProfileScope, Provider, ServiceTier};
 
-/// A model as written in configuration: every provider's keys, checked against its provider
-/// when it becomes a [`ModelConfig`].
+/// A Bedrock model as written in configuration (`provider = "bedrock"`): its keys and no other.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ModelSpec {
+struct BedrockSpec {
     provider: Provider,
-    /// Your own providers: the id sent to the provider, when it is not the model's key.
-    #[serde(default)]
-    model_id: Option<String>,
-    /// Bedrock: regions that serve it (in-region, and as sources of its profiles); your own
-    /// providers: the regions (or any names) that serve it, one target each, in order.
+    /// Regions that serve it (in-region, and as sources of its profiles).
     #[serde(default)]
     regions: Vec<String>,
-    /// Bedrock: inference profiles that exist for it.
-    #[serde(default)]
+    /// Inference profiles that exist for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     profiles: Vec<ProfileScope>,
-    /// Bedrock: only profile ids are accepted on demand (newer Claude models).
-    #[serde(default)]
+    /// Only profile ids are accepted on demand (newer Claude models).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     requires_profile: bool,
-    /// Bedrock: the regions whose on-demand calls take the bare model id; absent, every region
-    /// of `regions` (unless `requires_profile`). Elsewhere only its profiles are called.
+    /// The regions whose on-demand calls take the bare model id; absent, every region of
+    /// `regions` (unless `requires_profile`). Elsewhere only its profiles are called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     in_region: Option<Vec<String>>,
-    /// Bedrock: the service tiers it supports; a tier not listed is never sent.
+    /// The service tiers it supports; a tier not listed is never sent.
     #[serde(default = "standard_only")]
     tiers: BTreeSet<ServiceTier>,
-    /// Bedrock: whether latency-optimized inference (`performanceConfig`) exists for it.
-    #[serde(default)]
+    /// Whether latency-optimized inference (`performanceConfig`) exists for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     latency_optimized: bool,
-    /// Bedrock: prompt-caching rules; absent means no caching (checkpoints are never sent).
-    #[serde(default)]
+    /// Prompt-caching rules; absent means no caching (checkpoints are never sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     prompt_cache: Option<PromptCacheConfig>,
-    /// Bedrock: reserved capacity; calls whose SLO maps to standard (or reserved) use it while
-    /// it has room and overflow to standard after.
-    #[serde(default)]
+    /// Reserved capacity; calls whose SLO maps to standard (or reserved) use it while it has
+    /// room and overflow to standard after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     reserved: Option<ReservationConfig>,
-    /// Bedrock: on-demand quotas per region (in-region id and profiles).
-    #[serde(default)]
+    /// On-demand quotas per region (in-region id and profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     quota: Option<QuotaConfig>,
-    /// Bedrock: application inference profiles to send to instead of the model's own ids.
-    #[serde(default)]
+    /// Application inference profiles to send to instead of the model's own ids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     application_profiles: Vec<ApplicationProfile>,
-    /// Bedrock: quota tokens one output token costs (5 for the Claude 4 family, else 1).
-    #[serde(default)]
+    /// Quota tokens one output token costs (5 for the Claude 4 family, else 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     output_burndown: Option<u32>,
-    /// Bedrock: the model's largest answer, which Bedrock counts against the token quota for a
-    /// request without `max_tokens`.
-    #[serde(default)]
+    /// The model's largest answer, which Bedrock counts against the token quota for a request
+    /// without `max_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
-    /// Bedrock: how it reasons and how its request spells it; absent, it does not reason.
-    #[serde(default)]
+    /// How it reasons and how its request spells it; absent, it does not reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     reasoning: Option<ReasoningConfig>,
-    /// Bedrock: whether it takes structured output (`outputConfig.textFormat`, strict tools).
-    #[serde(default)]
+    /// Whether it takes structured output (`outputConfig.textFormat`, strict tools).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     structured_output: bool,
-    /// Bedrock: whether Converse serves it (default: yes; OpenAI's GPT-5.4 and 5.5 are served
-    /// only by bedrock-mantle's OpenAI-compatible APIs).
+    /// Whether Converse serves it (default: yes; OpenAI's GPT-5.4 and 5.5 are served only by
+    /// bedrock-mantle's OpenAI-compatible APIs).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     converse: bool,
-    /// Bedrock: the OpenAI-compatible APIs that serve it, on bedrock-runtime and bedrock-mantle.
+    /// The OpenAI-compatible APIs that serve it, on bedrock-runtime and bedrock-mantle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     openai: Option<OpenAiConfig>,
-    /// SageMaker: endpoints serving it, in order of preference.
+    price: Price,
+}
+
+/// A SageMaker model as written in configuration (`provider = "sagemaker"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SagemakerSpec {
+    provider: Provider,
+    /// Endpoints serving it, in order of preference.
     #[serde(default)]
     endpoints: Vec<EndpointConfig>,
-    /// SageMaker: a Bedrock family to fall back to when every endpoint fails.
-    #[serde(default)]
+    /// A Bedrock family to fall back to when every endpoint fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fallback_family: Option<String>,
     price: Price,
 }
+
+/// A model of a provider of your own as written in configuration (any other `provider`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OtherSpec {
+    provider: Provider,
+    /// The id sent to the provider, when it is not the model's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model_id: Option<String>,
+    /// The regions (or any names) that serve it, one target each, in order.
+    #[serde(default)]
+    regions: Vec<String>,
+    price: Price,
+}
+
+/// What each provider's models are, said after serde's "unknown field" for a key of another.
+const BEDROCK_KEYS: &str = "a Bedrock model's key is its model id; only SageMaker models have endpoints and a fallback family";
+const SAGEMAKER_KEYS: &str = "a SageMaker model is placed by its endpoints, which have no regions, profiles, service tiers, prompt cache or reservation";
+const OTHER_KEYS: &str = "a model of your own provider has regions, a model_id and a price; the rest are Bedrock and SageMaker settings";
 
 fn yes() -> bool {
     true
@@ -116,8 +138,7 @@ static STANDARD_ONLY: LazyLock<BTreeSet<ServiceTier>> = LazyLock::new(standard_o
 ///     "[models.x]\nprovider = \"sagemaker\"\nregions = [\"us-east-1\"]\nprice = { input_per_1k = 0.1, output_per_1k = 0.2 }\n"
 /// ).unwrap_err().to_string().contains("regions"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "ModelSpec", into = "ModelSpec")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ModelConfig {
     /// A Bedrock model (`provider = "bedrock"`), keyed by its model id.
     Bedrock(Box<BedrockModel>),
@@ -196,188 +217,136 @@ pub struct OtherModel {
     pub price: Price,
 }
 
-impl TryFrom<ModelSpec> for ModelConfig {
-    type Error = String;
-
-    fn try_from(s: ModelSpec) -> Result<Self, String> {
-        // Keys another provider's models have, set on this one.
-        let foreign = |keys: &[(&str, bool)], whose: &str| -> Result<(), String> {
-            match keys.iter().find(|(_, set)| *set) {
-                Some((key, _)) => Err(format!("`{key}` is not a setting of {whose}")),
-                None => Ok(()),
-            }
+impl<'de> Deserialize<'de> for ModelConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let table = toml::Table::deserialize(d)?;
+        let provider = match table.get("provider") {
+            Some(v) => Provider::deserialize(v.clone()).map_err(D::Error::custom)?,
+            None => return Err(D::Error::missing_field("provider")),
         };
-        match s.provider {
-            Provider::Bedrock => {
-                foreign(
-                    &[
-                        ("model_id", s.model_id.is_some()),
-                        ("endpoints", !s.endpoints.is_empty()),
-                        ("fallback_family", s.fallback_family.is_some()),
-                    ],
-                    "a Bedrock model (its key is its model id; only SageMaker models have endpoints and a fallback family)",
-                )?;
-                Ok(ModelConfig::Bedrock(Box::new(BedrockModel {
-                    regions: s.regions,
-                    profiles: s.profiles,
-                    requires_profile: s.requires_profile,
-                    in_region: s.in_region,
-                    tiers: s.tiers,
-                    latency_optimized: s.latency_optimized,
-                    prompt_cache: s.prompt_cache,
-                    reserved: s.reserved,
-                    quota: s.quota,
-                    application_profiles: s.application_profiles,
-                    output_burndown: match s.output_burndown {
-                        Some(0) => return Err("`output_burndown` must be at least 1".into()),
-                        b => b.unwrap_or(1),
-                    },
-                    max_output_tokens: s.max_output_tokens,
-                    reasoning: match s.reasoning {
-                        Some(r) => {
-                            r.validate()?;
-                            Some(Box::new(r))
-                        }
-                        None => None,
-                    },
-                    structured_output: s.structured_output,
-                    converse: s.converse,
-                    openai: match s.openai {
-                        Some(o) => {
-                            o.validate(s.converse)?;
-                            Some(Box::new(o))
-                        }
-                        None if !s.converse => {
-                            return Err("`converse = false` needs `openai`: nothing else serves the model".into())
-                        }
-                        None => None,
-                    },
-                    price: s.price,
-                })))
-            }
+        let value = toml::Value::Table(table);
+        // Each provider's own keys and no other: a key of another provider's models is
+        // serde's "unknown field", said with what this provider's models are.
+        let keys_of = |whose: &'static str| {
+            move |e: toml::de::Error| D::Error::custom(format!("{} ({whose})", e.message()))
+        };
+        match provider {
+            Provider::Bedrock => BedrockSpec::deserialize(value)
+                .map_err(keys_of(BEDROCK_KEYS))?
+                .try_into()
+                .map(|b| ModelConfig::Bedrock(Box::new(b)))
+                .map_err(D::Error::custom),
             Provider::Sagemaker => {
-                foreign(
-                    &[
-                        ("model_id", s.model_id.is_some()),
-                        ("regions", !s.regions.is_empty()),
-                        ("profiles", !s.profiles.is_empty() || s.requires_profile || s.in_region.is_some()),
-                        ("tiers", s.tiers != standard_only()),
-                        ("latency_optimized", s.latency_optimized),
-                        ("prompt_cache", s.prompt_cache.is_some()),
-                        ("reserved", s.reserved.is_some()),
-                        ("quota", s.quota.is_some()),
-                        ("output_burndown", s.output_burndown.is_some()),
-                        ("max_output_tokens", s.max_output_tokens.is_some()),
-                        ("application_profiles", !s.application_profiles.is_empty()),
-                        ("reasoning", s.reasoning.is_some()),
-                        ("structured_output", s.structured_output),
-                        ("converse", !s.converse),
-                        ("openai", s.openai.is_some()),
-                    ],
-                    "a SageMaker model (it is placed by its endpoints, which have no service tiers, prompt cache or reservation)",
-                )?;
+                let s = SagemakerSpec::deserialize(value).map_err(keys_of(SAGEMAKER_KEYS))?;
                 Ok(ModelConfig::Sagemaker(SagemakerModel {
                     endpoints: s.endpoints,
                     fallback_family: s.fallback_family,
                     price: s.price,
                 }))
             }
-            Provider::BedrockOpenAi | Provider::BedrockMantle => Err(format!(
+            Provider::BedrockOpenAi | Provider::BedrockMantle => Err(D::Error::custom(format!(
                 "provider {:?} is a surface of Bedrock models, not a provider of its own: write `provider = \"bedrock\"` and the model's `openai` table",
-                s.provider.as_str()
-            )),
-            provider => {
-                foreign(
-                    &[
-                        (
-                            "profiles",
-                            !s.profiles.is_empty() || s.requires_profile || s.in_region.is_some(),
-                        ),
-                        ("tiers", s.tiers != standard_only()),
-                        ("latency_optimized", s.latency_optimized),
-                        ("prompt_cache", s.prompt_cache.is_some()),
-                        ("reserved", s.reserved.is_some()),
-                        ("quota", s.quota.is_some()),
-                        ("output_burndown", s.output_burndown.is_some()),
-                        ("max_output_tokens", s.max_output_tokens.is_some()),
-                        ("application_profiles", !s.application_profiles.is_empty()),
-                        ("reasoning", s.reasoning.is_some()),
-                        ("structured_output", s.structured_output),
-                        ("converse", !s.converse),
-                        ("openai", s.openai.is_some()),
-                        ("endpoints", !s.endpoints.is_empty()),
-                        ("fallback_family", s.fallback_family.is_some()),
-                    ],
-                    &format!(
-                        "provider {:?}: those are Bedrock and SageMaker settings",
-                        provider.as_str()
-                    ),
-                )?;
+                provider.as_str()
+            ))),
+            _ => {
+                let o = OtherSpec::deserialize(value).map_err(keys_of(OTHER_KEYS))?;
                 Ok(ModelConfig::Other(OtherModel {
-                    provider,
-                    model_id: s.model_id,
-                    regions: s.regions,
-                    price: s.price,
+                    provider: o.provider,
+                    model_id: o.model_id,
+                    regions: o.regions,
+                    price: o.price,
                 }))
             }
         }
     }
 }
 
-impl From<ModelConfig> for ModelSpec {
-    fn from(m: ModelConfig) -> Self {
-        let mut s = ModelSpec {
-            provider: m.provider(),
-            model_id: None,
-            regions: Vec::new(),
-            profiles: Vec::new(),
-            requires_profile: false,
-            in_region: None,
-            tiers: standard_only(),
-            latency_optimized: false,
-            prompt_cache: None,
-            reserved: None,
-            quota: None,
-            application_profiles: Vec::new(),
-            output_burndown: None,
-            max_output_tokens: None,
-            reasoning: None,
-            structured_output: false,
-            converse: true,
-            openai: None,
-            endpoints: Vec::new(),
-            fallback_family: None,
-            price: *m.price(),
-        };
-        match m {
-            ModelConfig::Bedrock(b) => {
-                s.regions = b.regions;
-                s.profiles = b.profiles;
-                s.requires_profile = b.requires_profile;
-                s.in_region = b.in_region;
-                s.tiers = b.tiers;
-                s.latency_optimized = b.latency_optimized;
-                s.prompt_cache = b.prompt_cache;
-                s.reserved = b.reserved;
-                s.quota = b.quota;
-                s.application_profiles = b.application_profiles;
-                s.output_burndown = (b.output_burndown != 1).then_some(b.output_burndown);
-                s.max_output_tokens = b.max_output_tokens;
-                s.reasoning = b.reasoning.map(|r| *r);
-                s.structured_output = b.structured_output;
-                s.converse = b.converse;
-                s.openai = b.openai.map(|o| *o);
+impl TryFrom<BedrockSpec> for BedrockModel {
+    type Error = String;
+
+    fn try_from(s: BedrockSpec) -> Result<Self, String> {
+        Ok(BedrockModel {
+            regions: s.regions,
+            profiles: s.profiles,
+            requires_profile: s.requires_profile,
+            in_region: s.in_region,
+            tiers: s.tiers,
+            latency_optimized: s.latency_optimized,
+            prompt_cache: s.prompt_cache,
+            reserved: s.reserved,
+            quota: s.quota,
+            application_profiles: s.application_profiles,
+            output_burndown: match s.output_burndown {
+                Some(0) => return Err("`output_burndown` must be at least 1".into()),
+                b => b.unwrap_or(1),
+            },
+            max_output_tokens: s.max_output_tokens,
+            reasoning: match s.reasoning {
+                Some(r) => {
+                    r.validate()?;
+                    Some(Box::new(r))
+                }
+                None => None,
+            },
+            structured_output: s.structured_output,
+            converse: s.converse,
+            openai: match s.openai {
+                Some(o) => {
+                    o.validate(s.converse)?;
+                    Some(Box::new(o))
+                }
+                None if !s.converse => {
+                    return Err(
+                        "`converse = false` needs `openai`: nothing else serves the model".into(),
+                    )
+                }
+                None => None,
+            },
+            price: s.price,
+        })
+    }
+}
+
+impl Serialize for ModelConfig {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ModelConfig::Bedrock(b) => BedrockSpec {
+                provider: Provider::Bedrock,
+                regions: b.regions.clone(),
+                profiles: b.profiles.clone(),
+                requires_profile: b.requires_profile,
+                in_region: b.in_region.clone(),
+                tiers: b.tiers.clone(),
+                latency_optimized: b.latency_optimized,
+                prompt_cache: b.prompt_cache.clone(),
+                reserved: b.reserved,
+                quota: b.quota,
+                application_profiles: b.application_profiles.clone(),
+                output_burndown: (b.output_burndown != 1).then_some(b.output_burndown),
+                max_output_tokens: b.max_output_tokens,
+                reasoning: b.reasoning.as_deref().cloned(),
+                structured_output: b.structured_output,
+                converse: b.converse,
+                openai: b.openai.as_deref().cloned(),
+                price: b.price,
             }
-            ModelConfig::Sagemaker(sm) => {
-                s.endpoints = sm.endpoints;
-                s.fallback_family = sm.fallback_family;
+            .serialize(ser),
+            ModelConfig::Sagemaker(m) => SagemakerSpec {
+                provider: Provider::Sagemaker,
+                endpoints: m.endpoints.clone(),
+                fallback_family: m.fallback_family.clone(),
+                price: m.price,
             }
-            ModelConfig::Other(o) => {
-                s.model_id = o.model_id;
-                s.regions = o.regions;
+            .serialize(ser),
+            ModelConfig::Other(o) => OtherSpec {
+                provider: o.provider.clone(),
+                model_id: o.model_id.clone(),
+                regions: o.regions.clone(),
+                price: o.price,
             }
+            .serialize(ser),
         }
-        s
     }
 }
 
@@ -651,4 +620,63 @@ impl QuotaTerms {
             QuotaPool::Mantle => counts.0,
         }
     }
+}
+
+/// A SageMaker real-time endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// The endpoint's name.
+    pub name: String,
+    /// The region the endpoint is in.
+    pub region: String,
+    /// The container's payload format.
+    pub format: PayloadFormat,
+    /// The inference component to invoke (`InferenceComponentName`), for an endpoint that hosts
+    /// its models as inference components.
+    #[serde(default)]
+    pub inference_component: Option<String>,
+    /// The model to invoke on a multi-model endpoint (`TargetModel`); sent with non-streamed
+    /// calls only, since InvokeEndpointWithResponseStream has no such parameter.
+    #[serde(default)]
+    pub target_model: Option<String>,
+    /// The production variant to send calls to (`TargetVariant`); `None`: SageMaker picks by
+    /// the variants' weights.
+    #[serde(default)]
+    pub target_variant: Option<String>,
+    /// The instance type behind the endpoint (`ml.g5.xlarge`), priced by
+    /// `pricing.instance_hourly`.
+    #[serde(default)]
+    pub instance_type: Option<String>,
+    /// How many instances serve the endpoint.
+    #[serde(default = "one")]
+    pub instance_count: u32,
+    /// Whether its container streams (InvokeEndpointWithResponseStream). `false`: every call
+    /// is sent whole (InvokeEndpoint) under the whole-answer limit. Unset: streamed until the
+    /// endpoint refuses to stream (a 404 for the operation, as a server without it answers),
+    /// then sent whole from then on (remembered for the router's life).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<bool>,
+}
+
+pub(super) fn one() -> u32 {
+    1
+}
+
+impl EndpointConfig {
+    /// US dollars per hour of this endpoint's instances, when its instance type is priced.
+    pub fn hourly_usd(&self, pricing: &PricingConfig) -> Option<f64> {
+        let t = self.instance_type.as_ref()?;
+        Some(pricing.instance_hourly.get(t)? * f64::from(self.instance_count))
+    }
+}
+
+/// SageMaker container payload formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadFormat {
+    /// Text Generation Inference: `inputs` / `parameters`, `data:` token lines.
+    Tgi,
+    /// OpenAI-compatible chat completions (vLLM, LMI, TGI Messages API).
+    OpenaiChat,
 }

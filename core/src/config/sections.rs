@@ -331,37 +331,56 @@ impl ScopeMultipliers {
     }
 }
 
-/// One model's tier multipliers; a tier left out takes `[pricing.tiers]`'s.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TierMultipliers {
-    /// The priority tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<f64>,
-    /// The standard tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub standard: Option<f64>,
-    /// The flex tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flex: Option<f64>,
-    /// The reserved tier's multiplier for this model; `None`: `[pricing.tiers]`'s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reserved: Option<f64>,
-}
+/// One model's tier multipliers, by tier (`price.tiers = { flex = 0.6 }`); a tier left out
+/// takes `[pricing.tiers]`'s.
+///
+/// ```
+/// use laneway::{config::TierMultipliers, ServiceTier};
+/// let own: TierMultipliers = toml::from_str("flex = 0.6").unwrap();
+/// assert_eq!(own.get(ServiceTier::Flex), Some(0.6));
+/// assert_eq!(own.get(ServiceTier::Priority), None);
+/// assert_eq!(TierMultipliers::default().with(ServiceTier::Flex, 0.6), own);
+/// assert!(toml::from_str::<TierMultipliers>("turbo = 2.0").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TierMultipliers([Option<f64>; ServiceTier::ALL.len()]);
 
 impl TierMultipliers {
     /// The multiplier this model sets for `tier`, if any.
     pub fn get(&self, tier: ServiceTier) -> Option<f64> {
-        match tier {
-            ServiceTier::Priority => self.priority,
-            ServiceTier::Standard => self.standard,
-            ServiceTier::Flex => self.flex,
-            ServiceTier::Reserved => self.reserved,
-        }
+        self.0[tier.index()]
+    }
+
+    /// These multipliers with `tier`'s set to `multiplier`.
+    pub fn with(mut self, tier: ServiceTier, multiplier: f64) -> Self {
+        self.0[tier.index()] = Some(multiplier);
+        self
+    }
+
+    /// The tiers this model sets, with their multipliers.
+    pub fn iter(&self) -> impl Iterator<Item = (ServiceTier, f64)> + '_ {
+        ServiceTier::ALL
+            .into_iter()
+            .filter_map(|t| self.get(t).map(|m| (t, m)))
     }
 
     fn is_empty(&self) -> bool {
-        *self == Self::default()
+        self.0.iter().all(Option::is_none)
+    }
+}
+
+impl Serialize for TierMultipliers {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for TierMultipliers {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let by_tier = std::collections::BTreeMap::<ServiceTier, f64>::deserialize(d)?;
+        Ok(by_tier
+            .into_iter()
+            .fold(Self::default(), |own, (tier, m)| own.with(tier, m)))
     }
 }
 

@@ -89,6 +89,35 @@ fn chosen_model<'c, 'a>(
 /// One step of planning. Policies run in order over one [`Draft`]; an error ends planning
 /// (for a malformed request, an [`Error::InvalidRequest`] naming the field).
 ///
+/// **When each hook runs.**
+/// - [`Policy::apply`] runs for every plan: [`Router::plan`](crate::Router::plan), and at the
+///   start of every `generate` and `stream`, on the caller's task, before any I/O. The
+///   built-in policies run first in their order (`variant`, `tier`, `checkpoints`,
+///   `targets`), then those added with `RouterBuilder::policy`, in the order added; one added
+///   with `RouterBuilder::replace_policy` runs in the place of the one it replaces.
+/// - [`Policy::committed`] runs once for a plan that is about to be sent: never for one only
+///   looked at (`Router::plan`), and once however many attempts the call then makes.
+/// - [`Policy::feedback`] runs when a caller gives a verdict (`Router::feedback`,
+///   `finish_task`), for every policy in order until one takes it.
+/// - [`Policy::feedback_report`] runs when a caller asks for the report.
+///
+/// **What `apply` sees.** The request, the configuration, the catalog of models and their
+/// candidate targets, the live state at one instant (`draft.observations`: breakers, latency,
+/// quota and reservation room, prefix memory), and what earlier policies chose (`chosen`,
+/// `tier`, `cache`, `attempts`) with their reasons.
+///
+/// **What it may change.** Anything of the draft that later policies read: the model, the
+/// tier, the checkpoints, the attempts and their order. Push a [`Reason`] for each decision,
+/// so that the response's decision explains it. A plan with no attempt left fails the call
+/// with [`Error::InvalidRequest`] naming what emptied it.
+///
+/// **Errors.** An error from `apply` ends planning and is the call's error, returned before
+/// anything is sent; `feedback`'s errors are the caller's. A panic in a policy becomes a typed
+/// error at the bindings' boundary, never an abort, but it is a bug: return an error instead.
+///
+/// **No side effects in `apply`.** A plan may be made only to be looked at, or made again;
+/// learn in `committed` and `feedback`.
+///
 /// ```
 /// use laneway::plan::{Draft, Policy};
 /// use laneway::Result;

@@ -15,9 +15,10 @@ use crate::types::{
     HedgeReport, InterTokenSummary, Provider, RouteDecision, ServiceTier, Timings, Usage,
 };
 
-/// The surface's names: `request_options` (`snake`, `camel`), `error_kinds`, and the keys of
+/// The surface's names: `request_options` (`snake`, `camel`), `error_kinds`, the keys of
 /// `usage`, `timings` and `decision` (a nested object's keys joined to its own with `_`:
-/// `inter_token_p50_ms`), snake_case as the schema sends them.
+/// `inter_token_p50_ms`), snake_case as the schema sends them, and the `service_tiers` (with
+/// their `service_tier_wire_names`, Converse's).
 ///
 /// ```
 /// let s = laneway::surface::schema::names();
@@ -33,6 +34,8 @@ pub fn names() -> Value {
         "usage": keys(&sample_usage()),
         "timings": keys(&sample_timings()),
         "decision": keys(&sample_decision()),
+        "service_tiers": ServiceTier::ALL.map(ServiceTier::as_str),
+        "service_tier_wire_names": ServiceTier::ALL.map(ServiceTier::wire_name),
     })
 }
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::request::CacheTtl;
+use super::CacheTtl;
 
 /// A point in the prompt a checkpoint can follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

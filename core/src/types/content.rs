@@ -31,7 +31,7 @@ impl Media {
 #[serde(rename_all = "snake_case")]
 pub enum MediaSource {
     /// The bytes, sent inline (base64 text when serialised).
-    Bytes(#[serde(with = "super::request::base64_bytes")] Vec<u8>),
+    Bytes(#[serde(with = "super::base64_bytes")] Vec<u8>),
     /// An object in S3 (`s3://bucket/key`), with the bucket's owner when it is another account.
     S3 {
         /// The object's `s3://` URI.

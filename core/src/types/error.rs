@@ -373,7 +373,7 @@ pub struct FailedAttempt {
     /// Who served the target: one of Bedrock's surfaces, SageMaker or a provider of your own.
     pub provider: super::target::Provider,
     /// The service tier asked for (Bedrock), if any.
-    pub tier: Option<super::request::ServiceTier>,
+    pub tier: Option<super::ServiceTier>,
     /// What kind of failure it was.
     pub kind: ErrorKind,
     /// The service's error code, e.g. `ThrottlingException`; empty when none came.

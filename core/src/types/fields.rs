@@ -219,7 +219,7 @@ pub enum GuardContent {
         qualifiers: Vec<GuardQualifier>,
     },
     /// A PNG or JPEG image.
-    Image(super::request::Image),
+    Image(super::Image),
 }
 
 /// The role of a guarded text in the contextual grounding check.

@@ -3,18 +3,22 @@
 //! module imports nothing else of the crate, so every other module may use it.
 
 mod arn;
+mod base64_bytes;
 mod call_id;
 mod checkpoint;
 mod content;
 mod error;
 mod fields;
 mod geography;
+mod message;
 mod reason;
 mod reasoning;
 mod request;
 mod response;
+mod slo;
 mod target;
 pub mod units;
+mod validate;
 
 pub use arn::Arn;
 pub use call_id::CallRef;
@@ -29,11 +33,13 @@ pub use fields::{
     ModelFields, OutputFormat,
 };
 pub use geography::{Geography, GeographyNameError, ProfileScope};
+pub use message::*;
 pub use reason::*;
 pub use reasoning::{
     Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, ReasoningWire,
 };
 pub use request::*;
 pub use response::*;
+pub use slo::*;
 pub use target::*;
 pub use units::MAX_DURATION;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::error::{LimitSource, TimeLimit};
 use super::geography::ProfileScope;
-use super::request::{GenerateRequest, ServiceTier, SloClass};
+use super::{GenerateRequest, ServiceTier, SloClass};
 
 /// What a family's variant router does when its traffic is unlike the model's training data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
@@ -395,7 +395,7 @@ pub enum CacheChange {
     /// The model has no such TTL: the checkpoint got the 5-minute TTL instead.
     TtlUnsupported {
         /// The TTL the request asked for.
-        ttl: super::request::CacheTtl,
+        ttl: super::CacheTtl,
     },
     /// The model does not cache tool definitions.
     NoToolCache,

@@ -106,7 +106,7 @@ pub enum ReasoningBlock {
     /// Reasoning the model shows, with the signature that vouches for it.
     Text(ReasoningText),
     /// Reasoning the service encrypted (Claude's redacted thinking), passed back as it came.
-    Redacted(#[serde(with = "super::request::base64_bytes")] Vec<u8>),
+    Redacted(#[serde(with = "super::base64_bytes")] Vec<u8>),
 }
 
 impl ReasoningBlock {
@@ -144,7 +144,7 @@ pub enum ReasoningDelta {
     /// The block's signature (after its text).
     Signature(String),
     /// Encrypted reasoning.
-    Redacted(#[serde(with = "super::request::base64_bytes")] Vec<u8>),
+    Redacted(#[serde(with = "super::base64_bytes")] Vec<u8>),
     /// The block's id at the service (a Responses API reasoning item).
     Id(String),
 }

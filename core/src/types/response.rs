@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::error::FailedAttempt;
 use super::reason::Reason;
 use super::reasoning::{ReasoningBlock, ReasoningDelta};
-use super::request::ServiceTier;
 use super::target::Provider;
+use super::ServiceTier;
 
 /// The answer to [`Router::generate`](crate::Router::generate), and the last event of a stream.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,13 +84,13 @@ impl GenerateResponse {
     /// let turn = laneway::GenerateResponse::assistant_turn_of(&blocks);
     /// assert!(matches!(turn.content[0], ContentBlock::Reasoning(_)));
     /// ```
-    pub fn assistant_message(&self) -> super::request::Message {
+    pub fn assistant_message(&self) -> super::Message {
         Self::assistant_turn_of(&self.content)
     }
 
     /// [`GenerateResponse::assistant_message`] of some output blocks.
-    pub fn assistant_turn_of(content: &[OutputBlock]) -> super::request::Message {
-        use super::request::{ContentBlock, Message, Role, ToolUse};
+    pub fn assistant_turn_of(content: &[OutputBlock]) -> super::Message {
+        use super::{ContentBlock, Message, Role, ToolUse};
         let content = content
             .iter()
             .filter_map(|b| match b {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::geography::ProfileScope;
-use super::request::ServiceTier;
+use super::ServiceTier;
 
 /// Who serves a model: Bedrock, SageMaker, or a provider of your own whose
 /// [`Backend`](crate::backend::Backend) you register with

@@ -5,4 +5,5 @@
 
 mod fuzz_inputs;
 mod layering;
+mod naming;
 mod plan_properties;

@@ -50,21 +50,12 @@ pub(super) fn max_tokens(call: Call<'_>) -> Option<i64> {
 /// The `service_tier` field for the attempt's tier: the OpenAI words, nothing for standard
 /// (the default) or a reservation (which these APIs do not have).
 pub(super) fn service_tier(call: Call<'_>) -> Option<&'static str> {
-    match call.attempt.tier? {
-        ServiceTier::Priority => Some("priority"),
-        ServiceTier::Flex => Some("flex"),
-        ServiceTier::Standard | ServiceTier::Reserved => None,
-    }
+    call.attempt.tier?.openai_name()
 }
 
 /// The tier a `service_tier` answer names.
 pub(super) fn served_tier(word: Option<&str>) -> Option<ServiceTier> {
-    match word? {
-        "priority" => Some(ServiceTier::Priority),
-        "flex" => Some(ServiceTier::Flex),
-        "default" | "standard" => Some(ServiceTier::Standard),
-        _ => None,
-    }
+    ServiceTier::from_openai(word?)
 }
 
 /// An image as a data URL (`data:image/png;base64,...`); an S3 image is refused by name.

@@ -25,8 +25,8 @@ use super::{
 };
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
-    OutputBlock, ReasoningDelta, Result, Role, StopReason, StreamEvent, SystemBlock, Tool,
-    ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+    OutputBlock, ReasoningDelta, Result, Role, ServiceTier, StopReason, StreamEvent, SystemBlock,
+    Tool, ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
 };
 
 /// A Chat Completions body read for Laneway.
@@ -204,13 +204,20 @@ pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -
         Some("default") => {
             options.insert("tier".into(), json!("standard"));
         }
-        Some(t @ ("priority" | "flex")) => {
+        Some(t) if ServiceTier::from_openai(t).is_some_and(|t| t.openai_name().is_some()) => {
             options.insert("tier".into(), json!(t));
         }
         Some(other) => {
             return Err(Error::invalid(
                 "service_tier",
-                format!("{other:?}: one of auto, default, priority, flex"),
+                format!(
+                    "{other:?}: one of auto, default, {}",
+                    ServiceTier::ALL
+                        .iter()
+                        .filter_map(|t| t.openai_name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ))
         }
     }
@@ -474,11 +481,11 @@ fn usage(r: &GenerateResponse) -> Value {
 }
 
 pub(super) fn service_tier(r: &GenerateResponse) -> &'static str {
-    match r.decision.served_tier.or(r.decision.tier) {
-        Some(crate::ServiceTier::Priority) => "priority",
-        Some(crate::ServiceTier::Flex) => "flex",
-        _ => "default",
-    }
+    r.decision
+        .served_tier
+        .or(r.decision.tier)
+        .and_then(ServiceTier::openai_name)
+        .unwrap_or("default")
 }
 
 /// The answer as a `chat.completion` with `laneway` (decision, timings, cost) beside it.

@@ -1,0 +1,86 @@
+//! `[shared]`: state shared with other replicas through Redis.
+
+use super::model::one;
+use super::*;
+
+/// Where replicas share their state: a Redis server or cluster. Its `Debug` output hides the
+/// URL's password.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedConfig {
+    /// `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS.
+    pub redis_url: String,
+    /// Prefix of every key, one per application sharing the server.
+    #[serde(default = "default_key_prefix")]
+    pub key_prefix: String,
+    /// How many replicas share the reservation: while Redis is unreachable each admits only
+    /// this share of it.
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// Longest wait for Redis on a call's path before falling back to local state (ms).
+    #[serde(
+        default = "default_shared_timeout",
+        with = "crate::types::units::serde_millis"
+    )]
+    pub timeout: Duration,
+    /// How often breaker states are read from Redis (ms).
+    #[serde(
+        default = "default_sync_interval",
+        with = "crate::types::units::serde_millis"
+    )]
+    pub sync_interval: Duration,
+    /// A Redis Cluster (cluster-mode ElastiCache or MemoryDB, ElastiCache Serverless, Valkey in
+    /// cluster mode): `redis_url` is any node or the configuration endpoint, and the client
+    /// follows the cluster's slots (every key shares one slot: `{key_prefix}` is a hash tag).
+    #[serde(default)]
+    pub cluster: bool,
+}
+
+impl std::fmt::Debug for SharedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedConfig")
+            .field("redis_url", &redact_url(&self.redis_url))
+            .field("key_prefix", &self.key_prefix)
+            .field("replicas", &self.replicas)
+            .field("timeout", &self.timeout)
+            .field("sync_interval", &self.sync_interval)
+            .field("cluster", &self.cluster)
+            .finish()
+    }
+}
+
+/// A URL with the password of its user information replaced by `***` (all of it, when it is
+/// not `user:password`), for logs and error messages.
+///
+/// ```
+/// use laneway::config::redact_url;
+/// assert_eq!(redact_url("redis://app:s3cret@cache:6379/0"), "redis://app:***@cache:6379/0");
+/// assert_eq!(redact_url("rediss://:s3cret@cache"), "rediss://:***@cache");
+/// assert_eq!(redact_url("redis://cache:6379"), "redis://cache:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_string();
+    };
+    let user = match rest[..at].split_once(':') {
+        Some((user, _password)) => format!("{user}:***"),
+        None => "***".to_string(),
+    };
+    format!("{scheme}://{user}{}", &rest[at..])
+}
+
+fn default_key_prefix() -> String {
+    "laneway".into()
+}
+
+fn default_shared_timeout() -> Duration {
+    Duration::from_millis(50)
+}
+
+fn default_sync_interval() -> Duration {
+    Duration::from_millis(200)
+}
