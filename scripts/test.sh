@@ -36,7 +36,15 @@ phase "Rust: format, lint, API docs, test (workspace; the book's snippets among 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
-cargo test --workspace --locked
+# cargo-nextest (on this machine kind) runs the test binaries' tests side by side, each in its
+# own process; cargo test where it is missing. Doctests (the book's snippets among them) are
+# cargo test's.
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+  cargo test --workspace --locked --doc
+else
+  cargo test --workspace --locked
+fi
 
 phase "Book: docs/ with mdBook"
 if [ -n "${mdbook_install:-}" ]; then

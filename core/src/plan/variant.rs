@@ -1,12 +1,12 @@
 //! Which model serves the request: a concrete model, a pinned profile, or a family's variant.
 
-use crate::classifier::Classifier;
+use crate::classifier::{Classifier, Scored};
 use std::sync::Arc;
 
 use super::catalog::Catalog;
 use super::feedback::{FamilyFeedback, BANDS};
 use crate::classifier::TASK_KINDS;
-use crate::config::{Config, VariantRouterConfig};
+use crate::config::{Config, FamilyConfig, VariantRouterConfig};
 use crate::types::ProfileScope;
 use crate::types::{Error, Result};
 use crate::types::{GenerateRequest, ModelRef};
@@ -305,7 +305,63 @@ pub(crate) fn choose(
     routers: &VariantRouters,
     reasons: &mut Vec<Reason>,
 ) -> Result<ChosenModel> {
-    let name = match &request.model {
+    let name = requested_name(request, config, reasons)?;
+    if let Some(family) = config.families.get(name) {
+        let min = min_variant_index(request, name, family)?;
+        return match &family.router {
+            None => Ok(family_default(name, family, min, catalog, reasons)),
+            Some(router) => {
+                let loaded = routers.by_family.get(name).ok_or_else(|| {
+                    Error::config(
+                        format!("families.{name}.router"),
+                        "the family's router was not loaded: build a Planner (or a Router) from this configuration",
+                    )
+                })?;
+                let family = RoutedFamily {
+                    name,
+                    config: family,
+                    router,
+                    loaded,
+                    min,
+                };
+                Ok(family.choose(request, catalog, reasons))
+            }
+        };
+    }
+    if config.models.contains_key(name) {
+        let model = catalog.model_name(name);
+        reasons.push(Reason::ModelRequested {
+            model: Arc::clone(&model),
+        });
+        return Ok(ChosenModel {
+            model,
+            family: None,
+            pinned_profile: None,
+            step_up: None,
+            prompt_router: None,
+        });
+    }
+    if let Some(chosen) = pinned_profile(name, config, catalog, reasons)? {
+        return Ok(chosen);
+    }
+    Err(Error::invalid(
+        "model",
+        format!(
+            "unknown model {name:?}: not a configured model, inference profile or family (families: {}; models: {})",
+            known(config.families.keys()),
+            known(config.models.keys())
+        ),
+    ))
+}
+
+/// The name the request asks for: the configuration's default model, a family (which must be
+/// configured), or a model or profile id.
+fn requested_name<'r>(
+    request: &'r GenerateRequest,
+    config: &'r Config,
+    reasons: &mut Vec<Reason>,
+) -> Result<&'r str> {
+    match &request.model {
         ModelRef::Default => {
             let name = config.default_model.as_deref().ok_or_else(|| {
                 Error::invalid(
@@ -316,7 +372,7 @@ pub(crate) fn choose(
             reasons.push(Reason::DefaultModel {
                 name: name.to_string(),
             });
-            name
+            Ok(name)
         }
         ModelRef::Family(f) => {
             if !config.families.contains_key(f) {
@@ -328,75 +384,133 @@ pub(crate) fn choose(
                     ),
                 ));
             }
-            f.as_str()
+            Ok(f.as_str())
         }
-        ModelRef::Model(m) => m.as_str(),
-    };
-    if let Some(family) = config.families.get(name) {
-        let min = match &request.min_variant {
-            None => 0,
-            Some(m) => family.variants.iter().position(|v| v == m).ok_or_else(|| {
-                Error::invalid(
-                    "min_variant",
-                    format!(
-                        "{m:?} is not a variant of family {name} ({})",
-                        family.variants.join(", ")
-                    ),
-                )
-            })?,
-        };
-        if family.router.is_none() {
-            let default = family.default_variant();
-            let at = family
-                .variants
-                .iter()
-                .position(|v| v == default)
-                .unwrap_or(0);
-            let variant = family.variants[at.max(min)].clone();
-            reasons.push(Reason::FamilyDefaultVariant {
-                family: name.to_string(),
-                variant: variant.clone(),
-            });
-            // A minimum rules out a prompt router, which may pick any of the family's models.
-            let prompt_router = family.prompt_router.clone().filter(|_| min == 0);
-            if let Some(arn) = &prompt_router {
-                reasons.push(Reason::PromptRouter { arn: arn.clone() });
-            }
-            return Ok(ChosenModel {
-                model: catalog.model_name(&variant),
-                family: Some(catalog.family_name(name)),
-                pinned_profile: None,
-                step_up: None,
-                prompt_router,
-            });
-        }
-        let loaded = routers.by_family.get(name).ok_or_else(|| {
-            Error::config(
-                format!("families.{name}.router"),
-                "the family's router was not loaded: build a Planner (or a Router) from this configuration",
+        ModelRef::Model(m) => Ok(m.as_str()),
+    }
+}
+
+/// The index of the request's `min_variant` in the family (0 when it sets none).
+fn min_variant_index(
+    request: &GenerateRequest,
+    name: &str,
+    family: &FamilyConfig,
+) -> Result<usize> {
+    match &request.min_variant {
+        None => Ok(0),
+        Some(m) => family.variants.iter().position(|v| v == m).ok_or_else(|| {
+            Error::invalid(
+                "min_variant",
+                format!(
+                    "{m:?} is not a variant of family {name} ({})",
+                    family.variants.join(", ")
+                ),
             )
-        })?;
-        let router = family
-            .router
-            .as_ref()
-            .expect("a loaded router is configured");
+        }),
+    }
+}
+
+/// A family without a router: its default variant (not below the minimum), through its
+/// Bedrock prompt router when it has one and no minimum rules it out.
+fn family_default(
+    name: &str,
+    family: &FamilyConfig,
+    min: usize,
+    catalog: &Catalog,
+    reasons: &mut Vec<Reason>,
+) -> ChosenModel {
+    let default = family.default_variant();
+    let at = family
+        .variants
+        .iter()
+        .position(|v| v == default)
+        .unwrap_or(0);
+    let variant = family.variants[at.max(min)].clone();
+    reasons.push(Reason::FamilyDefaultVariant {
+        family: name.to_string(),
+        variant: variant.clone(),
+    });
+    // A minimum rules out a prompt router, which may pick any of the family's models.
+    let prompt_router = family.prompt_router.clone().filter(|_| min == 0);
+    if let Some(arn) = &prompt_router {
+        reasons.push(Reason::PromptRouter { arn: arn.clone() });
+    }
+    ChosenModel {
+        model: catalog.model_name(&variant),
+        family: Some(catalog.family_name(name)),
+        pinned_profile: None,
+        step_up: None,
+        prompt_router,
+    }
+}
+
+/// A `PREFIX.model` id pinning an inference profile of a configured model, if `name` is one;
+/// an error if the configuration lists no such profile for it.
+fn pinned_profile(
+    name: &str,
+    config: &Config,
+    catalog: &Catalog,
+    reasons: &mut Vec<Reason>,
+) -> Result<Option<ChosenModel>> {
+    let Some((prefix, bare)) = name.split_once('.') else {
+        return Ok(None);
+    };
+    let (Some(profile), Some(model)) = (config.profile_scope(prefix), config.models.get(bare))
+    else {
+        return Ok(None);
+    };
+    if !model.profiles().contains(&profile) {
+        return Err(Error::invalid(
+            "model",
+            format!("{name:?}: the configuration lists no {prefix} inference profile for {bare}"),
+        ));
+    }
+    let model = catalog.model_name(bare);
+    reasons.push(Reason::ModelRequested {
+        model: Arc::clone(&model),
+    });
+    reasons.push(Reason::ProfilePinned {
+        profile: profile.clone(),
+    });
+    Ok(Some(ChosenModel {
+        model,
+        family: None,
+        pinned_profile: Some(profile),
+        step_up: None,
+        prompt_router: None,
+    }))
+}
+
+/// A family with a router, as one request sees it: the configuration, the loaded router and
+/// the request's minimum variant.
+struct RoutedFamily<'a> {
+    name: &'a str,
+    config: &'a FamilyConfig,
+    router: &'a VariantRouterConfig,
+    loaded: &'a LoadedRouter,
+    min: usize,
+}
+
+impl RoutedFamily<'_> {
+    /// Scores the prompt, picks the cheapest variant within its threshold (or the fallback's,
+    /// when the traffic is novel), lets feedback move the pick, and records why; in shadow mode
+    /// the default variant serves and the pick is only recorded.
+    fn choose(
+        &self,
+        request: &GenerateRequest,
+        catalog: &Catalog,
+        reasons: &mut Vec<Reason>,
+    ) -> ChosenModel {
+        let (family, loaded, min) = (self.config, self.loaded, self.min);
         let text = request.classification_text();
         let scored = loaded.classifier.score(&text);
         let fallback = scored
             .novelty
             .map(|n| loaded.traffic.with(n))
-            .filter(|mean| *mean > novelty_threshold(router, &loaded.classifier))
-            .map(|_| router.fallback)
+            .filter(|mean| *mean > novelty_threshold(self.router, &loaded.classifier))
+            .map(|_| self.router.fallback)
             .filter(|f| *f != VariantFallback::None);
-        let mut scores = score_variants(&family.variants, &scored, &loaded.classifier);
-        scores
-            .iter_mut()
-            .for_each(|s| *s = loaded.classifier.blended_loss(*s, scored.kind, &text));
-        if fallback == Some(VariantFallback::Length) {
-            if let Some(loss) = loaded.classifier.loss_by_length(&text) {
-                scores.iter_mut().for_each(|s| *s = loss);
-            }
-        }
+        let scores = self.scores(&text, &scored, fallback);
         let thresholds = &loaded.thresholds;
         let strongest = family.variants.len() - 1;
         // The family's default variant, not below the request's minimum.
@@ -414,14 +528,16 @@ pub(crate) fn choose(
                 .unwrap_or(strongest)
         };
         let band = loaded.feedback.band_of(scores[0]);
-        let kind = TASK_KINDS[scored.kind];
         let cell = FamilyFeedback::cell(scored.kind, band).expect("a scored kind and band");
         let (routed, adapted) = loaded.feedback.adjust(cell, by_rule, min);
-        // In shadow mode the default variant serves and the routed pick is only recorded.
-        let at = if router.shadow { default_at } else { routed };
+        let at = if self.router.shadow {
+            default_at
+        } else {
+            routed
+        };
         let variant = family.variants[at].clone();
         reasons.push(Reason::VariantScored {
-            family: name.to_string(),
+            family: self.name.to_string(),
             scores: (0..strongest)
                 .map(|i| (family.variants[i].clone(), scores[i], thresholds[i]))
                 .collect(),
@@ -429,72 +545,41 @@ pub(crate) fn choose(
             min_variant: request.min_variant.clone(),
             novelty: scored.novelty,
             fallback,
-            kind,
+            kind: TASK_KINDS[scored.kind],
             band,
             adapted: adapted.map(|a| a.named(&family.variants)),
         });
-        if router.shadow {
+        if self.router.shadow {
             reasons.push(Reason::VariantShadow {
-                family: name.to_string(),
+                family: self.name.to_string(),
                 served: variant.clone(),
                 would_choose: family.variants[routed].clone(),
             });
         }
-        return Ok(ChosenModel {
+        ChosenModel {
             model: catalog.model_name(&variant),
-            family: Some(catalog.family_name(name)),
+            family: Some(catalog.family_name(self.name)),
             pinned_profile: None,
             step_up: family.variants.get(at + 1).map(|v| catalog.model_name(v)),
             prompt_router: None,
-        });
-    }
-    if config.models.contains_key(name) {
-        let model = catalog.model_name(name);
-        reasons.push(Reason::ModelRequested {
-            model: Arc::clone(&model),
-        });
-        return Ok(ChosenModel {
-            model,
-            family: None,
-            pinned_profile: None,
-            step_up: None,
-            prompt_router: None,
-        });
-    }
-    if let Some((prefix, bare)) = name.split_once('.') {
-        if let (Some(profile), Some(model)) =
-            (config.profile_scope(prefix), config.models.get(bare))
-        {
-            if !model.profiles().contains(&profile) {
-                return Err(Error::invalid(
-                    "model",
-                    format!("{name:?}: the configuration lists no {prefix} inference profile for {bare}"),
-                ));
-            }
-            let model = catalog.model_name(bare);
-            reasons.push(Reason::ModelRequested {
-                model: Arc::clone(&model),
-            });
-            reasons.push(Reason::ProfilePinned {
-                profile: profile.clone(),
-            });
-            return Ok(ChosenModel {
-                model,
-                family: None,
-                pinned_profile: Some(profile),
-                step_up: None,
-                prompt_router: None,
-            });
         }
     }
-    Err(Error::invalid(
-        "model",
-        format!(
-            "unknown model {name:?}: not a configured model, inference profile or family (families: {}; models: {})",
-            known(config.families.keys()),
-            known(config.models.keys())
-        ),
-    ))
+
+    /// Each cheaper variant's expected loss against the strongest, blended with the prompt's
+    /// length, or the length rule's alone under the `length` fallback.
+    fn scores(&self, text: &str, scored: &Scored, fallback: Option<VariantFallback>) -> Vec<f32> {
+        let classifier = &self.loaded.classifier;
+        let mut scores = score_variants(&self.config.variants, scored, classifier);
+        scores
+            .iter_mut()
+            .for_each(|s| *s = classifier.blended_loss(*s, scored.kind, text));
+        if fallback == Some(VariantFallback::Length) {
+            if let Some(loss) = classifier.loss_by_length(text) {
+                scores.iter_mut().for_each(|s| *s = loss);
+            }
+        }
+        scores
+    }
 }
 
 /// Moves a routed family's pick up to a stronger variant when that costs less for this
