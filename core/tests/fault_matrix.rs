@@ -135,6 +135,8 @@ struct Row {
     elapsed: Duration,
     /// The most attempts of one successful call cut by a time limit.
     most_limits_paid: usize,
+    /// Each successful call's latency and the attempts of it a time limit cut.
+    paid: Vec<(Duration, usize)>,
     /// The slowest successful call that no time limit cut.
     unpaid_slowest: Duration,
     name: String,
@@ -295,6 +297,7 @@ async fn run_requests(
                 row.succeeded += 1;
                 row.attempts += u64::from(sent.attempts);
                 row.most_limits_paid = row.most_limits_paid.max(sent.timed_out);
+                row.paid.push((latency, sent.timed_out));
                 if sent.timed_out == 0 {
                     row.unpaid_slowest = row.unpaid_slowest.max(latency);
                 }
@@ -499,8 +502,8 @@ async fn every_fault_on_one_of_three_regions_loses_no_call() {
     );
 }
 
-/// One region stalling for a long run: every call succeeds, and each pays at most one
-/// first-token limit (breakers then keep calls away from the region).
+/// One region stalling for a long run: every call succeeds, each pays at most one first-token
+/// limit, and only the first wave pays one (the region is then kept away).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_region_stalling_for_a_whole_run_loses_nothing() {
     let emu = emulator().await;
@@ -522,13 +525,37 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
         calls,
     )
     .await;
-    // A call pays at most one first-token limit: it costs at most that limit more than the
-    // slowest call of the same run that paid none (the same machine, the same load).
-    let bound = Duration::from_millis(FIRST_TOKEN_MS) + row.unpaid_slowest;
+    // A stall costs a call one first-token limit and a failover, and only the first wave pays
+    // it: the calls in flight when it began, and those started before the region's failures
+    // eject it. Each call ends within the limits it paid plus twice the slowest call no limit
+    // cut in the same run (same machine, same load): a paid call's failover runs in a burst of
+    // as many failovers as calls were in flight.
+    let limit = Duration::from_millis(FIRST_TOKEN_MS);
+    let ejects_after = laneway::config::Config::default()
+        .routing
+        .outlier
+        .consecutive_failures as usize;
+    let paid: Vec<Duration> = row
+        .paid
+        .iter()
+        .filter(|(_, c)| *c > 0)
+        .map(|(l, _)| *l)
+        .collect();
+    let over: Vec<_> = row
+        .paid
+        .iter()
+        .filter(|(latency, cuts)| *latency > limit * *cuts as u32 + row.unpaid_slowest * 2)
+        .collect();
     println!(
-        "\nstall run: p99 {:?} against first_token {FIRST_TOKEN_MS} ms + the slowest call no limit cut {:?} = {bound:?} (fault-free p99 {:?})",
-        row.quantile(0.99),
+        "\nstall run: {} calls paid a first-token limit ({FIRST_TOKEN_MS} ms; bound {IN_FLIGHT} in flight + {ejects_after}), \
+         at most {} in a call (bound 1), the slowest in {:?}; each call within its limits + 2 x the slowest call no limit cut \
+         ({:?}): {} over; p99 {:?} (fault-free p99 {:?})",
+        paid.len(),
+        row.most_limits_paid,
+        paid.iter().max().copied().unwrap_or_default(),
         row.unpaid_slowest,
+        over.len(),
+        row.quantile(0.99),
         base.quantile(0.99)
     );
     print_table(
@@ -539,13 +566,18 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
     assert_eq!(row.succeeded, calls);
     assert!(
         row.most_limits_paid <= 1,
-        "a call paid {} first-token limits",
+        "a call paid {} limits",
         row.most_limits_paid
     );
     assert!(
-        row.quantile(0.99) <= bound,
-        "stall run p99 {:?} above {bound:?}",
-        row.quantile(0.99)
+        paid.len() <= IN_FLIGHT + ejects_after,
+        "{} calls paid the stall",
+        paid.len()
+    );
+    assert!(
+        over.is_empty(),
+        "calls beyond their limits paid + 2 x {:?}: {over:?}",
+        row.unpaid_slowest
     );
 }
 
