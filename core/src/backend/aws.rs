@@ -61,7 +61,7 @@ pub(crate) async fn sdk_config(
 }
 
 /// What [`sdk_config`] is given, kept until the first call loads it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct SdkSettings {
     pub(crate) given: Option<SdkConfig>,
     pub(crate) credentials: Option<(String, String)>,
@@ -74,7 +74,7 @@ pub(crate) struct SdkSettings {
 /// the batch lane share the one load).
 #[derive(Debug)]
 pub(crate) struct SdkSource {
-    settings: std::sync::Mutex<Option<SdkSettings>>,
+    settings: Option<SdkSettings>,
     loaded: OnceCell<SdkConfig>,
 }
 
@@ -82,7 +82,7 @@ impl SdkSource {
     /// Settings loaded already.
     pub(crate) fn ready(sdk: SdkConfig) -> Arc<Self> {
         Arc::new(Self {
-            settings: std::sync::Mutex::new(None),
+            settings: None,
             loaded: OnceCell::new_with(Some(sdk)),
         })
     }
@@ -90,7 +90,7 @@ impl SdkSource {
     /// Settings loaded at the first [`SdkSource::get`].
     pub(crate) fn deferred(settings: SdkSettings) -> Arc<Self> {
         Arc::new(Self {
-            settings: std::sync::Mutex::new(Some(settings)),
+            settings: Some(settings),
             loaded: OnceCell::new(),
         })
     }
@@ -100,16 +100,15 @@ impl SdkSource {
         self.loaded.get()
     }
 
-    /// The loaded settings, loading them first if no one has.
+    /// The loaded settings, loading them first if no one has. A load given up midway (its call
+    /// cancelled) is started again by the next caller, from the same settings.
     pub(crate) async fn get(&self) -> &SdkConfig {
         self.loaded
             .get_or_init(|| async {
                 let s = self
                     .settings
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .take()
-                    .expect("a deferred source holds its settings until loaded");
+                    .clone()
+                    .expect("a source not loaded yet holds its settings");
                 sdk_config(
                     s.given,
                     s.credentials,

@@ -171,7 +171,7 @@ pub struct PromptCacheConfig {
     #[serde(default)]
     pub tools: bool,
     /// Whether a checkpoint may sit in a message that carries a tool result (Nova: no, "extraneous
-    /// key [cachePoint] is not permitted").
+    /// key \[cachePoint\] is not permitted").
     #[serde(default = "yes")]
     pub after_tool_result: bool,
     /// Most checkpoints a request may carry.

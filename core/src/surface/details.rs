@@ -98,13 +98,13 @@ impl ErrorDetails {
         d
     }
 
-    /// A defect caught at a binding's edge: `kind` is [`LANEWAY_INTERNAL`].
+    /// A defect caught at a binding's edge: `kind` is `laneway_internal`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::bare(LANEWAY_INTERNAL, message.into())
     }
 
     /// Every kind the schema has, in a stable order: the core's [`ErrorKind`]s, then
-    /// [`LANEWAY_INTERNAL`] (for bindings to check their exception classes against).
+    /// `laneway_internal` (for bindings to check their exception classes against).
     pub fn kinds() -> Vec<&'static str> {
         ErrorKind::ALL
             .iter()
@@ -114,7 +114,7 @@ impl ErrorDetails {
     }
 
     /// A bare error of `kind` (one of [`kinds`](Self::kinds); another name gives
-    /// [`LANEWAY_INTERNAL`]), for a binding's test of its error classes.
+    /// `laneway_internal`), for a binding's test of its error classes.
     pub fn of_kind(kind: &str) -> Self {
         let kind = Self::kinds()
             .into_iter()
