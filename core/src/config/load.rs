@@ -230,6 +230,32 @@ mod tests {
     }
 
     #[test]
+    fn a_models_keys_are_its_providers_and_errors_inside_it_name_their_path() {
+        let sagemaker =
+            "provider = \"sagemaker\"\nprice = { input_per_1k = 1.0, output_per_1k = 1.0 }\n";
+        let (field, reason) =
+            config_error(&format!("[models.\"x\"]\n{sagemaker}tiers = [\"flex\"]\n"));
+        assert_eq!(field, "models.x");
+        assert!(reason.contains("unknown field `tiers`"), "{reason}");
+        assert!(
+            reason.contains("a SageMaker model is placed by its endpoints"),
+            "{reason}"
+        );
+        let (field, reason) = config_error(
+            "[models.\"x\"]\nprovider = \"bedrock\"\nregions = [\"us-east-1\"]\n\
+             price = { input_per_1k = 1.0, output_per_1k = 1.0, typo = 2.0 }\n",
+        );
+        assert_eq!(field, "models.x");
+        assert!(
+            reason.starts_with("price.typo: unknown field `typo`"),
+            "{reason}"
+        );
+        assert!(!reason.contains("a Bedrock model's key"), "{reason}");
+        let (_, reason) = config_error("[models.\"x\"]\nregions = [\"us-east-1\"]\n");
+        assert!(reason.contains("missing field `provider`"), "{reason}");
+    }
+
+    #[test]
     fn routing_and_cache_policy_values_are_checked() {
         let (field, _) =
             config_error("[routing.budget]\nratio = -1.0\nmin_per_second = 1.0\nwindow = 1000.0\n");

@@ -227,18 +227,31 @@ impl<'de> Deserialize<'de> for ModelConfig {
         };
         let value = toml::Value::Table(table);
         // Each provider's own keys and no other: a key of another provider's models is
-        // serde's "unknown field", said with what this provider's models are.
+        // serde's "unknown field" at the model's top level, said with what this provider's
+        // models are. An error deeper in the model names its path within it.
         let keys_of = |whose: &'static str| {
-            move |e: toml::de::Error| D::Error::custom(format!("{} ({whose})", e.message()))
+            move |e: serde_path_to_error::Error<toml::de::Error>| {
+                let path = e.path().to_string();
+                let message = e.into_inner().message().to_string();
+                let top_level = !path.contains(['.', '[']);
+                D::Error::custom(if top_level && message.starts_with("unknown field") {
+                    format!("{message} ({whose})")
+                } else if path == "." {
+                    message
+                } else {
+                    format!("{path}: {message}")
+                })
+            }
         };
         match provider {
-            Provider::Bedrock => BedrockSpec::deserialize(value)
+            Provider::Bedrock => serde_path_to_error::deserialize::<_, BedrockSpec>(value)
                 .map_err(keys_of(BEDROCK_KEYS))?
                 .try_into()
                 .map(|b| ModelConfig::Bedrock(Box::new(b)))
                 .map_err(D::Error::custom),
             Provider::Sagemaker => {
-                let s = SagemakerSpec::deserialize(value).map_err(keys_of(SAGEMAKER_KEYS))?;
+                let s = serde_path_to_error::deserialize::<_, SagemakerSpec>(value)
+                    .map_err(keys_of(SAGEMAKER_KEYS))?;
                 Ok(ModelConfig::Sagemaker(SagemakerModel {
                     endpoints: s.endpoints,
                     fallback_family: s.fallback_family,
@@ -250,7 +263,8 @@ impl<'de> Deserialize<'de> for ModelConfig {
                 provider.as_str()
             ))),
             _ => {
-                let o = OtherSpec::deserialize(value).map_err(keys_of(OTHER_KEYS))?;
+                let o = serde_path_to_error::deserialize::<_, OtherSpec>(value)
+                    .map_err(keys_of(OTHER_KEYS))?;
                 Ok(ModelConfig::Other(OtherModel {
                     provider: o.provider,
                     model_id: o.model_id,

@@ -27,6 +27,7 @@ use serde::Serialize;
 pub use crate::types::{Attempt, CacheChange, Exclusion, OverflowCause, Reason, Target};
 pub use catalog::Catalog;
 pub use policy::{Draft, Planner, Policy};
+pub use variant::ChosenModel;
 
 use crate::config::{Config, ModelConfig};
 use crate::plan::observe::Observations;

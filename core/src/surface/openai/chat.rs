@@ -205,7 +205,8 @@ pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -
             options.insert("tier".into(), json!("standard"));
         }
         Some(t) if ServiceTier::from_openai(t).is_some_and(|t| t.openai_name().is_some()) => {
-            options.insert("tier".into(), json!(t));
+            let tier = ServiceTier::from_openai(t).map(ServiceTier::as_str);
+            options.insert("tier".into(), json!(tier));
         }
         Some(other) => {
             return Err(Error::invalid(
