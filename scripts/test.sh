@@ -32,6 +32,22 @@ if ! "$mdbook" --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
   mdbook_install=$!
 fi
 
+# The Python and Node tools come from PyPI and npm, in the background while Rust compiles
+# (they wait on the network, not the CPU).
+tools_log=target/tools/packages.log
+(
+  python3 -m venv target/py
+  target/py/bin/pip install --quiet --upgrade pip
+  # boto3: the official Python SDK drives the emulator's batch flow in one test; openai: the
+  # official OpenAI SDK checks the emulator's OpenAI-compatible endpoints; moto[server]: a
+  # third-party implementation of sagemaker-runtime (InvokeEndpoint only) that SageMaker calls
+  # are checked on.
+  target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 \
+    "mypy>=1.10" "openai>=2" "moto[server]>=5.1,<6"
+  cd bindings-node && npm install --omit=optional --no-audit --no-fund
+) >"$tools_log" 2>&1 &
+tools_install=$!
+
 phase "Rust: format, lint, API docs, test (workspace; the book's snippets among the doctests)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -52,14 +68,12 @@ if [ -n "${mdbook_install:-}" ]; then
 fi
 "$mdbook" build docs
 
-phase "Python: venv with maturin and pytest, the package built from the checkout, its tests"
-python3 -m venv target/py
-target/py/bin/pip install --quiet --upgrade pip
-# boto3: the official Python SDK drives the emulator's batch flow in one test; openai: the official
-# OpenAI SDK checks the emulator's OpenAI-compatible endpoints; moto[server]: a third-party
-# implementation of sagemaker-runtime (InvokeEndpoint only) that SageMaker calls are checked on.
-target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 "mypy>=1.10" "openai>=2" "moto[server]>=5.1,<6"
-target/py/bin/pip install --quiet ./bindings-python
+phase "Python: the package built from the checkout (dev profile), its tests"
+wait "$tools_install" || { cat "$tools_log"; exit 1; }
+# The bindings are built unoptimised here, as the Rust suites are: a release build of the
+# dependencies is ten minutes of this machine's CPU, and scripts/package.sh builds release by
+# default for what ships.
+MATURIN_PEP517_ARGS="--profile dev" target/py/bin/pip install --quiet ./bindings-python
 # The tests start the emulator binary that `cargo test` built (target/debug/laneway-emulator).
 cargo build --locked -p laneway-emulator
 target/py/bin/pytest -q bindings-python/tests
@@ -68,13 +82,13 @@ target/py/bin/python -m mypy.stubtest laneway
 
 phase "Node: the package built from the checkout, node:test suite (index.d.ts compiled against real values with tsc)"
 node --version
-(cd bindings-node && npm install --omit=optional --no-audit --no-fund && npm run build && npm test)
+(cd bindings-node && LANEWAY_NODE_PROFILE=debug npm run build && npm test)
 
 phase "Cross-language: the same scenario through Rust, Python and Node (tests/cross_language)"
 cargo build --locked -p laneway --example cross_language
 target/py/bin/python tests/cross_language/compare.py
 
 phase "Packages: the abi3 wheel and the npm packages, installed and called without Rust"
-./scripts/package.sh
+LANEWAY_PACKAGE_PROFILE=dev ./scripts/package.sh
 tests/packages/install_without_rust.sh
 phase "done"

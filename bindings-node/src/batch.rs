@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use laneway::batch::BatchHandle;
 use laneway::surface::batch;
+use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Env;
 use napi_derive::napi;
 
 use crate::{guard, invalid_request, js_error, lock, request_of, to_json};

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use laneway::surface::flat::{self, Casing};
 use laneway::surface::openai::{self as shaped, Api, Call, ShapedStream};
-use laneway::surface::{converse, ErrorDetails, RouterOptions};
+use laneway::surface::{ErrorDetails, RouterOptions, converse};
 use laneway::{Error, GenerateRequest, Router};
 use napi_derive::napi;
 

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use laneway::surface::batch;
 use laneway::Router;
+use laneway::surface::batch;
 use pyo3::prelude::*;
 
 use crate::bridge::{self, Dispatcher};

@@ -1,8 +1,8 @@
 //! `laneway.LanewayError` and one subclass per kind of the core's `ErrorDetails`, with the
 //! details as attributes.
 
-use laneway::surface::ErrorDetails;
 use laneway::Error;
+use laneway::surface::ErrorDetails;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -151,15 +151,15 @@ pub(crate) fn raise(details: &ErrorDetails) -> PyErr {
         for name in ATTRIBUTES {
             let _ = value.setattr(*name, py.None());
         }
-        if let Ok(dict) = pythonize(py, details) {
-            if let Ok(dict) = dict.cast_into::<PyDict>() {
-                for (k, v) in dict.iter() {
-                    if let Ok(k) = k.extract::<String>() {
-                        let _ = value.setattr(k.as_str(), v);
-                    }
+        if let Ok(dict) = pythonize(py, details)
+            && let Ok(dict) = dict.cast_into::<PyDict>()
+        {
+            for (k, v) in dict.iter() {
+                if let Ok(k) = k.extract::<String>() {
+                    let _ = value.setattr(k.as_str(), v);
                 }
-                let _ = value.setattr("details", dict);
             }
+            let _ = value.setattr("details", dict);
         }
     });
     err

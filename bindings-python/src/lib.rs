@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use laneway::surface::flat::{self, Casing};
 use laneway::surface::openai::Call;
-use laneway::surface::{converse, AnyValue, RouterOptions};
+use laneway::surface::{AnyValue, RouterOptions, converse};
 use laneway::{GenerateRequest, Router};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -88,8 +88,8 @@ impl NativeRouter {
         req: GenerateRequest,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
         convert: impl FnOnce(Python<'_>, laneway::GenerateResponse) -> PyResult<Py<PyAny>>
-            + Send
-            + 'static,
+        + Send
+        + 'static,
     ) -> PyResult<Bound<'py, PyAny>> {
         let router = self.router(py)?;
         bridge::Dispatcher::submit(

@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use laneway::surface::openai::{self as shaped, Api, Call, ShapedStream};
 use laneway::surface::AnyValue;
+use laneway::surface::openai::{self as shaped, Api, Call, ShapedStream};
 use pyo3::prelude::*;
 use pythonize::depythonize;
 use serde_json::Value;

@@ -11,10 +11,10 @@ static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 pub(crate) fn get() -> std::io::Result<&'static Runtime> {
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((owner, rt)) = *slot {
-        if owner == pid {
-            return Ok(rt);
-        }
+    if let Some((owner, rt)) = *slot
+        && owner == pid
+    {
+        return Ok(rt);
     }
     // The old runtime (a parent's, after fork) is leaked: dropping it would wait on threads
     // that only exist in the parent.

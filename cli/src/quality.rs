@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use anyhow::Context;
-use laneway::classifier::data::{Dataset, LoadOptions};
 use laneway::Config;
+use laneway::classifier::data::{Dataset, LoadOptions};
 
 use crate::bench::Candidate;
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use serde::Serialize;
 
 use crate::bench::{self, BenchArgs, BenchReport, CandidateResult};
@@ -367,27 +367,27 @@ pub(crate) fn recommend(
                 return (i, Vec::new());
             }
             let mut why: Vec<String> = misses[i].iter().map(Miss::to_string).collect();
-            if why.is_empty() {
-                if let Some(b) = best {
-                    let (mine, theirs) = (
-                        objective_value(objective, &results[i]),
-                        objective_value(objective, &results[b]),
-                    );
-                    let delta = if theirs != 0.0 {
-                        format!(" ({:+.1}%)", (mine - theirs) / theirs.abs() * 100.0)
-                    } else {
-                        String::new()
-                    };
-                    why.push(format!(
-                        "meets every constraint but {}: {}{delta}",
-                        match objective {
-                            Objective::Cost => "costs more",
-                            Objective::Latency => "is slower",
-                            Objective::Throughput => "serves fewer requests",
-                        },
-                        describe(objective, &results[i])
-                    ));
-                }
+            if why.is_empty()
+                && let Some(b) = best
+            {
+                let (mine, theirs) = (
+                    objective_value(objective, &results[i]),
+                    objective_value(objective, &results[b]),
+                );
+                let delta = if theirs != 0.0 {
+                    format!(" ({:+.1}%)", (mine - theirs) / theirs.abs() * 100.0)
+                } else {
+                    String::new()
+                };
+                why.push(format!(
+                    "meets every constraint but {}: {}{delta}",
+                    match objective {
+                        Objective::Cost => "costs more",
+                        Objective::Latency => "is slower",
+                        Objective::Throughput => "serves fewer requests",
+                    },
+                    describe(objective, &results[i])
+                ));
             }
             (i, why)
         })
@@ -460,7 +460,10 @@ impl Recommendation {
                     "Recommended: {} ({}; TTFT p99 {}, latency p99 {}, {:.1} req/s, {:.1}% errors)\n",
                     r.candidate.name,
                     describe(self.objective, r),
-                    Metric::TtftP99.of(r).map(|v| Metric::TtftP99.show(v)).unwrap_or("n/a".into()),
+                    Metric::TtftP99
+                        .of(r)
+                        .map(|v| Metric::TtftP99.show(v))
+                        .unwrap_or("n/a".into()),
                     Metric::LatencyP99.show(r.latency_ms.p99),
                     r.requests_per_second,
                     r.error_rate() * 100.0
@@ -635,9 +638,11 @@ mod tests {
         ] {
             assert!(Constraint::parse(bad).is_err(), "{bad}");
         }
-        assert!(Constraint::parse("speed<3")
-            .unwrap_err()
-            .contains("ttft_p99"));
+        assert!(
+            Constraint::parse("speed<3")
+                .unwrap_err()
+                .contains("ttft_p99")
+        );
     }
 
     #[test]
@@ -690,8 +695,9 @@ mod tests {
             rec.closest
         );
         assert!(rec.closest[1].contains("met by"), "{:?}", rec.closest);
-        assert!(rec
-            .render(&results)
-            .contains("No candidate meets every constraint"));
+        assert!(
+            rec.render(&results)
+                .contains("No candidate meets every constraint")
+        );
     }
 }

@@ -172,21 +172,23 @@ pub(crate) fn metrics_table(m: &laneway::telemetry::MetricsSnapshot) -> String {
             format!("{:.0}", v * 1000.0)
         }
     };
-    let mut rows = vec![[
-        "target, region",
-        "tier",
-        "slo",
-        "calls",
-        "errors",
-        "failovers",
-        "TTFT p50/p99 ms",
-        "latency p50/p99 ms",
-        "tok/s p50",
-        "cost $",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect::<Vec<_>>()];
+    let mut rows = vec![
+        [
+            "target, region",
+            "tier",
+            "slo",
+            "calls",
+            "errors",
+            "failovers",
+            "TTFT p50/p99 ms",
+            "latency p50/p99 ms",
+            "tok/s p50",
+            "cost $",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>(),
+    ];
     for (k, l) in &m.lanes {
         rows.push(vec![
             format!("{}, {}", k.target, k.region),

@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
+use laneway::classifier::Classifier;
 use laneway::classifier::data::{Dataset, LoadOptions, Split};
 use laneway::classifier::eval::{self, Summary};
-use laneway::classifier::train::{train, TrainOptions};
-use laneway::classifier::Classifier;
+use laneway::classifier::train::{TrainOptions, train};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RouterCommand {
@@ -252,7 +252,12 @@ fn train_cmd(a: TrainArgs) -> Result<()> {
         eval::set_blend(&mut model, &found.blend);
         model.info.quality_lost_measured_on = format!(
             "leave-one-source-out over {} (each source alike; the heads' weakest and strongest variants)",
-            found.curves.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(", ")
+            found
+                .curves
+                .iter()
+                .map(|(s, _)| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     } else if split == Split::Train {
         let held = all.split(Split::HeldOut);
@@ -354,15 +359,19 @@ fn print_held_out_by_source(found: &eval::HeldOutBySource, opts: &eval::Options)
             apgr("laneway") - apgr("prompt-length"),
             cpt * 100.0,
             novelty,
-            s.blend
-                .map_or("-".into(), |b| format!(
-                    "{:.1} / {:.1} / {:.1}",
-                    b.model_weight, b.math_weight, b.novelty_threshold
-                ))
+            s.blend.map_or("-".into(), |b| format!(
+                "{:.1} / {:.1} / {:.1}",
+                b.model_weight, b.math_weight, b.novelty_threshold
+            ))
         );
     }
-    println!("\nblend: the model's weight against prompt length / its weight for prompts of the math kind / the novelty above which length alone routes, chosen on the other sources");
-    println!("\nlaneway: as routed (* novelty above {}: the prompt-length fallback); model: the model's scores alone", eval::NOVELTY_THRESHOLD);
+    println!(
+        "\nblend: the model's weight against prompt length / its weight for prompts of the math kind / the novelty above which length alone routes, chosen on the other sources"
+    );
+    println!(
+        "\nlaneway: as routed (* novelty above {}: the prompt-length fallback); model: the model's scores alone",
+        eval::NOVELTY_THRESHOLD
+    );
     println!(
         "\nat the default threshold (the smallest share of training prompts to strong whose mean held-out loss over the \
          other sources is within {:.3}; in distribution, over all of them: {:.0}%), a weak call costing {:.2} of a strong one:\n",
@@ -490,7 +499,9 @@ fn print_summary(s: &Summary) {
         s.weak, s.strong
     );
     if s.heads_by_capability_order {
-        println!("(not the model's variants: scored by its weakest and strongest heads, by capability order)");
+        println!(
+            "(not the model's variants: scored by its weakest and strongest heads, by capability order)"
+        );
     }
     for section in &s.sections {
         println!(

@@ -11,12 +11,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use criterion::{black_box, Criterion};
+use criterion::{Criterion, black_box};
 use hdrhistogram::Histogram;
-use laneway::classifier::data::{Dataset, LoadOptions, Split};
 use laneway::classifier::Classifier;
+use laneway::classifier::data::{Dataset, LoadOptions, Split};
 use laneway::state::Fresh;
-use laneway::{plan, Config, GenerateRequest};
+use laneway::{Config, GenerateRequest, plan};
 
 /// Held-out prompts joined until the text reaches `chars` characters (about 4 per token).
 fn prompt_of(chars: usize) -> String {

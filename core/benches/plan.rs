@@ -13,10 +13,10 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, Criterion};
+use criterion::{Criterion, black_box};
 use hdrhistogram::Histogram;
 use laneway::state::State;
-use laneway::{plan, Config, GenerateRequest, Slo, SloClass, Tool};
+use laneway::{Config, GenerateRequest, Slo, SloClass, Tool, plan};
 
 const CONFIG: &str = r#"
 [models."self-hosted"]
@@ -87,7 +87,9 @@ fn warmed_state(config: &Config) -> State {
 }
 
 fn percentiles(config: &Config, state: &State) {
-    println!("plan() per call, individually timed (100,000 calls after 10,000 warm-up; 1,000 after 100 for the 100K-token request):");
+    println!(
+        "plan() per call, individually timed (100,000 calls after 10,000 warm-up; 1,000 after 100 for the 100K-token request):"
+    );
     for (name, req) in requests() {
         let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).unwrap();
         let (warm, total) = if name.starts_with("100k") {

@@ -17,7 +17,7 @@ mod redis_server;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use laneway::state::{shared::Shared, State};
+use laneway::state::{State, shared::Shared};
 use laneway::{Config, GenerateRequest, Router};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, Criterion};
+use criterion::{Criterion, black_box};
 use futures::StreamExt;
 use hdrhistogram::Histogram;
 use laneway::telemetry::{CallSlo, Telemetry};

@@ -388,7 +388,9 @@ async fn surfaces(url: &str, per_round: usize, rounds: usize, rate: f64) {
         ("Responses (mantle)", router_for(false, true).await),
     ];
     let per_round = per_round / 2;
-    println!("Laneway by surface, {GPT_OSS}: {per_round} calls per round, {rounds} round pairs, paced at {rate:.0}/s");
+    println!(
+        "Laneway by surface, {GPT_OSS}: {per_round} calls per round, {rounds} round pairs, paced at {rate:.0}/s"
+    );
     for tokens in [16i64, 300] {
         for streaming in [false, true] {
             let call = |router: Router| {

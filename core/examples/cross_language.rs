@@ -6,7 +6,7 @@
 use laneway::surface::openai::{Api, Call};
 use laneway::surface::{ErrorDetails, RouterOptions};
 use laneway::{GenerateRequest, StreamEvent};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

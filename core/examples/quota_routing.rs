@@ -123,7 +123,9 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(400);
-    println!("{calls} calls over one minute (scaled x{TIME_SCALE}), Nova Lite, max_tokens {MAX_TOKENS}\n");
+    println!(
+        "{calls} calls over one minute (scaled x{TIME_SCALE}), Nova Lite, max_tokens {MAX_TOKENS}\n"
+    );
     println!(
         "| load | mode | successes | throttled attempts | p99 latency (ms, scaled) | cost (USD) |"
     );

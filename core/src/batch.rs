@@ -12,7 +12,7 @@ pub use crate::config::BatchConfig;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::types::Usage;
 use crate::types::{ContentBlock, GenerateRequest, Role, ServiceTier, SystemBlock};
@@ -360,10 +360,12 @@ pub(crate) fn native_body(
             "inferenceConfig": { "maxTokens": max_tokens },
         });
         if !system.is_empty() {
-            body["system"] = json!(system
-                .iter()
-                .map(|t| json!({ "text": t }))
-                .collect::<Vec<_>>());
+            body["system"] = json!(
+                system
+                    .iter()
+                    .map(|t| json!({ "text": t }))
+                    .collect::<Vec<_>>()
+            );
         }
         body
     })
@@ -532,10 +534,12 @@ mod tests {
         assert_eq!(BatchHandle::from_json(&h.to_json()).unwrap(), h);
         // A handle written before `not_submitted` existed still reads.
         let old = r#"{"id":"b0","total":0,"jobs":[],"immediate":{}}"#;
-        assert!(BatchHandle::from_json(old)
-            .unwrap()
-            .not_submitted
-            .is_empty());
+        assert!(
+            BatchHandle::from_json(old)
+                .unwrap()
+                .not_submitted
+                .is_empty()
+        );
         assert!(BatchHandle::from_json("{").is_err());
     }
 }

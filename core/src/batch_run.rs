@@ -7,16 +7,16 @@ use std::collections::BTreeMap;
 
 use futures::{FutureExt, StreamExt};
 
+use crate::Router;
 use crate::backend::{BatchJobSpec, BedrockBatch};
 use crate::batch::{
-    divert_reason, native_body, parse_output, record_id, BatchCostComparison, BatchErrorKind,
-    BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput, BatchRecordError, BatchStatus,
-    JobStatus, NotSubmitted, DIVERTED_TIER,
+    BatchCostComparison, BatchErrorKind, BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput,
+    BatchRecordError, BatchStatus, DIVERTED_TIER, JobStatus, NotSubmitted, divert_reason,
+    native_body, parse_output, record_id,
 };
 use crate::types::Provider;
 use crate::types::{Error, Result};
 use crate::types::{GenerateRequest, ServiceTier};
-use crate::Router;
 
 /// Requests on flex at once, when a batch is diverted.
 const DIVERTED_CONCURRENCY: usize = 16;
@@ -145,11 +145,12 @@ impl Router {
             first_error,
         } = self.create_jobs(&config, &id, &chunked).await;
         let pending_flex = self.answer_on_flex(&id, &requests, divert);
-        if jobs.is_empty() && pending_flex.is_empty() {
-            if let Some(error) = first_error {
-                // Nothing was created: no handle to cover, the error itself.
-                return Err(error);
-            }
+        if jobs.is_empty()
+            && pending_flex.is_empty()
+            && let Some(error) = first_error
+        {
+            // Nothing was created: no handle to cover, the error itself.
+            return Err(error);
         }
         Ok(BatchHandle {
             id,

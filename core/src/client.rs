@@ -86,11 +86,11 @@ impl Router {
         };
         for id in calls {
             // Calls of models asked for by name teach no router: not an error for a task.
-            if let Ok(call) = crate::types::CallRef::parse(&id) {
-                if call.cell.is_some() {
-                    self.shadow_feedback(&call, success);
-                    let _ = self.exec.planner.feedback(&call, success);
-                }
+            if let Ok(call) = crate::types::CallRef::parse(&id)
+                && call.cell.is_some()
+            {
+                self.shadow_feedback(&call, success);
+                let _ = self.exec.planner.feedback(&call, success);
             }
         }
         true

@@ -6,8 +6,8 @@
 //! [`Router::generate`](crate::Router::generate)), `stream_event` (each
 //! [`LazyStream::next`](crate::LazyStream::next)).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 static ARMED: AtomicBool = AtomicBool::new(false);
 static NAME: Mutex<String> = Mutex::new(String::new());

@@ -47,17 +47,17 @@ pub use config::Config;
 pub use cost::Price;
 pub use execute::{LazyStream, ResponseStream};
 pub use plan::prompt_cache::{CharEstimate, TokenCounter};
-pub use plan::{plan, Plan};
+pub use plan::{Plan, plan};
 pub mod state;
 pub use types::{
     Attempt, AttemptShape, BreakerView, CacheMode, CachePoint, CacheTtl, Cause, Citation,
     CitationLocation, CitationsContent, ContentBlock, Delivered, Document, DocumentFormat, Error,
     ErrorKind, FailedAttempt, GenerateRequest, GenerateResponse, Geography, GuardContent,
     GuardQualifier, Guardrail, GuardrailStreamMode, GuardrailTrace, Image, ImageFormat,
-    InferenceParams, InterTokenSummary, JsonSchemaFormat, LimitSource, Media, MediaSource, Message,
-    ModelFields, ModelRef, OutputBlock, OutputFormat, ProfileScope, Provider, Reason, Reasoning,
-    ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, Residency, Result, Role,
-    RouteDecision, SearchResult, ServiceError, ServiceTier, Slo, SloClass, Span, StopReason,
-    StreamEvent, SystemBlock, Target, TimeLimit, Timings, Tool, ToolChoice, ToolReference,
-    ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, WholeWhy, MAX_DURATION,
+    InferenceParams, InterTokenSummary, JsonSchemaFormat, LimitSource, MAX_DURATION, Media,
+    MediaSource, Message, ModelFields, ModelRef, OutputBlock, OutputFormat, ProfileScope, Provider,
+    Reason, Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, Residency,
+    Result, Role, RouteDecision, SearchResult, ServiceError, ServiceTier, Slo, SloClass, Span,
+    StopReason, StreamEvent, SystemBlock, Target, TimeLimit, Timings, Tool, ToolChoice,
+    ToolReference, ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, WholeWhy,
 };

@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use laneway::classifier::data::{Dataset, LoadOptions, Split};
-use laneway::classifier::eval::{evaluate, evaluate_with, Options};
-use laneway::classifier::train::{train, TrainOptions};
 use laneway::classifier::Classifier;
+use laneway::classifier::data::{Dataset, LoadOptions, Split};
+use laneway::classifier::eval::{Options, evaluate, evaluate_with};
+use laneway::classifier::train::{TrainOptions, train};
 
 fn training_data() -> Dataset {
     let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data");
@@ -74,10 +74,12 @@ fn shipped_model_reproduces_its_recorded_held_out_figures_and_meets_the_targets(
         .expect("the model measured its losses");
     let at = (share * 100.0).round() as usize;
     assert!(model.info.quality_lost_by_share[at] <= 0.05 + 1e-6);
-    assert!(model
-        .info
-        .quality_lost_measured_on
-        .contains("leave-one-source-out"));
+    assert!(
+        model
+            .info
+            .quality_lost_measured_on
+            .contains("leave-one-source-out")
+    );
     let options = Options {
         seed: model.info.seed,
         default_share: Some(share),
@@ -124,9 +126,11 @@ fn retraining_on_the_train_split_rebuilds_the_shipped_weights() {
             .map(|b| (b.ranks.clone(), b.math.clone()))
     };
     assert_eq!(ranks(&again), ranks(&shipped));
-    assert!(shipped
-        .info
-        .blend
-        .as_ref()
-        .is_some_and(|b| b.math.contains(&true)));
+    assert!(
+        shipped
+            .info
+            .blend
+            .as_ref()
+            .is_some_and(|b| b.math.contains(&true))
+    );
 }

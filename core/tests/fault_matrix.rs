@@ -330,7 +330,9 @@ async fn router(emu: &Emulator, extra: &str) -> Router {
 
 fn print_table(title: &str, rows: &[(&Row, Option<&Row>)]) {
     println!("\n{title}\n");
-    println!("| row | calls | succeeded | failed | attempts/call | p50 ms (fault-free) | p99 ms (fault-free) | continued (prefill mismatched) | chars duplicated |");
+    println!(
+        "| row | calls | succeeded | failed | attempts/call | p50 ms (fault-free) | p99 ms (fault-free) | continued (prefill mismatched) | chars duplicated |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|");
     for (row, base) in rows {
         println!("{}", row.markdown(*base));
@@ -492,7 +494,9 @@ async fn every_fault_on_one_of_three_regions_loses_no_call() {
     let mut printed: Vec<(&Row, Option<&Row>)> = baselines.values().map(|b| (b, None)).collect();
     printed.extend(table.iter().map(|(r, b)| (r, *b)));
     print_table(
-        &format!("Fault on us-east-1 of three regions, {calls} calls per row (half streamed), {IN_FLIGHT} in flight"),
+        &format!(
+            "Fault on us-east-1 of three regions, {calls} calls per row (half streamed), {IN_FLIGHT} in flight"
+        ),
         &printed,
     );
     assert!(
@@ -787,8 +791,12 @@ async fn faults_cost_seconds_with_the_defaults_a_user_gets() {
             Fault::new(FaultKind::AccessDenied),
         ),
     ];
-    println!("\nFaults with the defaults: {CALLS} standard calls, {IN} in flight, after {CALLS} fault-free ones\n");
-    println!("| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |");
+    println!(
+        "\nFaults with the defaults: {CALLS} standard calls, {IN} in flight, after {CALLS} fault-free ones\n"
+    );
+    println!(
+        "| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |"
+    );
     println!("|---|---|---|---|---|");
     let ms = |d: Duration| d.as_millis();
     println!(
@@ -831,7 +839,10 @@ async fn faults_cost_seconds_with_the_defaults_a_user_gets() {
         .get("authentication")
         .copied()
         .unwrap_or_default();
-    println!("| expired credentials (everywhere) | 0/{CALLS}: {failed} failed `authentication`, the slowest in {} ms | | | |", ms(slowest));
+    println!(
+        "| expired credentials (everywhere) | 0/{CALLS}: {failed} failed `authentication`, the slowest in {} ms | | | |",
+        ms(slowest)
+    );
     assert_eq!(failed, CALLS, "{:?}", row.failed);
     assert!(slowest < Duration::from_secs(1), "{slowest:?}");
 }

@@ -16,7 +16,7 @@ use common::redis_server::{RedisCluster, RedisServer};
 use futures::StreamExt;
 use laneway::{GenerateRequest, Router};
 use laneway_emulator::{Emulator, Fault, FaultKind, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
 const LITE: &str = "amazon.nova-lite-v1:0";
@@ -509,11 +509,13 @@ async fn a_prefix_cached_by_one_replica_draws_the_others_to_its_region() {
     );
     let second = second_router.generate(req("b")).await.unwrap();
     assert_eq!(second.decision.region, first.decision.region);
-    assert!(second
-        .decision
-        .reasons
-        .iter()
-        .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. })));
+    assert!(
+        second
+            .decision
+            .reasons
+            .iter()
+            .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. }))
+    );
     assert!(second.usage.cache_read_tokens > 0, "{:?}", second.usage);
     emu.shutdown().await;
 }

@@ -249,22 +249,28 @@ mod tests {
         assert!(check_placement(&cache_points(&after_result), claude).is_ok());
         let one_hour = json!({ "system": [{ "text": "s" }, { "cachePoint": { "type": "default", "ttl": "1h" } }],
             "messages": [{ "role": "user", "content": [{ "text": "q" }] }] });
-        assert!(check_placement(&cache_points(&one_hour), nova_rules(&five))
-            .unwrap_err()
-            .contains("TTL 1h"));
+        assert!(
+            check_placement(&cache_points(&one_hour), nova_rules(&five))
+                .unwrap_err()
+                .contains("TTL 1h")
+        );
         let increasing = json!({ "system": [{ "text": "s" }, { "cachePoint": { "type": "default" } }],
             "messages": [{ "role": "user", "content": [{ "text": "q" }, { "cachePoint": { "type": "default", "ttl": "1h" } }] }] });
-        assert!(check_placement(&cache_points(&increasing), claude)
-            .unwrap_err()
-            .contains("must not come after"));
+        assert!(
+            check_placement(&cache_points(&increasing), claude)
+                .unwrap_err()
+                .contains("must not come after")
+        );
         let five_points = json!({ "system": [
             { "text": "a" }, { "cachePoint": { "type": "default" } }, { "text": "b" }, { "cachePoint": { "type": "default" } },
             { "text": "c" }, { "cachePoint": { "type": "default" } }, { "text": "d" }, { "cachePoint": { "type": "default" } },
             { "text": "e" }, { "cachePoint": { "type": "default" } }],
             "messages": [{ "role": "user", "content": [{ "text": "q" }] }] });
-        assert!(check_placement(&cache_points(&five_points), claude)
-            .unwrap_err()
-            .contains("A maximum of 4 blocks"));
+        assert!(
+            check_placement(&cache_points(&five_points), claude)
+                .unwrap_err()
+                .contains("A maximum of 4 blocks")
+        );
     }
 
     fn body(system: &str, question: &str) -> Value {

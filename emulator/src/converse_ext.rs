@@ -4,7 +4,7 @@
 //! response fields and request metadata. Error texts are Bedrock's (shared/reference and the
 //! errors users report; see the Laneway README).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::scenario::{ModelSpec, ReasoningStyle};
@@ -78,19 +78,29 @@ pub(crate) fn read(v: &Value) -> Result<Extras, String> {
             .as_array()
             .ok_or("additionalModelResponseFieldPaths must be a list")?;
         if paths.len() > 10 {
-            return Err(format!("1 validation error detected: Value at 'additionalModelResponseFieldPaths' failed to satisfy constraint: Member must have length less than or equal to 10, got {}", paths.len()));
+            return Err(format!(
+                "1 validation error detected: Value at 'additionalModelResponseFieldPaths' failed to satisfy constraint: Member must have length less than or equal to 10, got {}",
+                paths.len()
+            ));
         }
         for p in paths {
             match p.as_str() {
                 Some(s) if s.starts_with('/') && s.len() <= 256 => x.response_paths.push(s.into()),
-                _ => return Err(format!("The provided JSON pointer {p} in additionalModelResponseFieldPaths is invalid.")),
+                _ => {
+                    return Err(format!(
+                        "The provided JSON pointer {p} in additionalModelResponseFieldPaths is invalid."
+                    ));
+                }
             }
         }
     }
     if let Some(m) = v.get("requestMetadata") {
         let m = m.as_object().ok_or("requestMetadata must be a map")?;
         if m.len() > 16 {
-            return Err(format!("1 validation error detected: Value at 'requestMetadata' failed to satisfy constraint: Member must have length less than or equal to 16, got {}", m.len()));
+            return Err(format!(
+                "1 validation error detected: Value at 'requestMetadata' failed to satisfy constraint: Member must have length less than or equal to 16, got {}",
+                m.len()
+            ));
         }
     }
     if let Some(o) = v.get("outputConfig") {
@@ -142,12 +152,11 @@ pub(crate) fn read(v: &Value) -> Result<Extras, String> {
                 .get(key)
                 .and_then(|t| t.pointer("/tool/name"))
                 .and_then(Value::as_str)
+                && !tool_names.contains(&name)
             {
-                if !tool_names.contains(&name) {
-                    return Err(format!(
-                        "The {key} block names the tool {name}, which is not in toolConfig.tools."
-                    ));
-                }
+                return Err(format!(
+                    "The {key} block names the tool {name}, which is not in toolConfig.tools."
+                ));
             }
         }
     }
@@ -175,7 +184,7 @@ pub(crate) fn read(v: &Value) -> Result<Extras, String> {
                     return Err(format!(
                         "The toolResult content block {} is not supported: use text, json, image, document, video or searchResult.",
                         other.unwrap_or("(empty)")
-                    ))
+                    ));
                 }
             }
             blocks.push(c);
@@ -281,16 +290,27 @@ pub(crate) fn check(
         if let Some(t) = fields.remove("thinking") {
             match t.get("type").and_then(Value::as_str) {
                 Some("enabled") => {
-                    let budget = t.get("budget_tokens").and_then(Value::as_u64).ok_or_else(|| {
-                        model_error("thinking.enabled.budget_tokens: Field required")
-                    })?;
+                    let budget =
+                        t.get("budget_tokens")
+                            .and_then(Value::as_u64)
+                            .ok_or_else(|| {
+                                model_error("thinking.enabled.budget_tokens: Field required")
+                            })?;
                     if budget < 1024 {
-                        return Err(model_error("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"));
+                        return Err(model_error(
+                            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
+                        ));
                     }
                     if max_tokens.is_some_and(|m| u64::from(m) <= budget) {
-                        return Err(model_error("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"));
+                        return Err(model_error(
+                            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size",
+                        ));
                     }
-                    out.reasoning = Some(u32::try_from(budget / 16).unwrap_or(u32::MAX).clamp(16, 960));
+                    out.reasoning = Some(
+                        u32::try_from(budget / 16)
+                            .unwrap_or(u32::MAX)
+                            .clamp(16, 960),
+                    );
                 }
                 Some("adaptive") if style == Some(ReasoningStyle::AnthropicAdaptive) => {
                     let effort = fields
@@ -302,16 +322,22 @@ pub(crate) fn check(
                     })?);
                 }
                 Some("adaptive") => {
-                    return Err(model_error("thinking.type: adaptive thinking is not supported on this model. Use thinking.type \"enabled\" with budget_tokens."))
+                    return Err(model_error(
+                        "thinking.type: adaptive thinking is not supported on this model. Use thinking.type \"enabled\" with budget_tokens.",
+                    ));
                 }
                 Some("disabled") => {}
-                _ => return Err(model_error("thinking.type: Input tag does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'")),
+                _ => {
+                    return Err(model_error(
+                        "thinking.type: Input tag does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'",
+                    ));
+                }
             }
         }
-        if let Some(o) = fields.remove("output_config") {
-            if style != Some(ReasoningStyle::AnthropicAdaptive) || o.get("effort").is_none() {
-                return Err(model_error("output_config: Extra inputs are not permitted"));
-            }
+        if let Some(o) = fields.remove("output_config")
+            && (style != Some(ReasoningStyle::AnthropicAdaptive) || o.get("effort").is_none())
+        {
+            return Err(model_error("output_config: Extra inputs are not permitted"));
         }
         if out.reasoning.is_some() {
             if x.temperature.is_some_and(|t| t != 1.0) {
@@ -320,17 +346,21 @@ pub(crate) fn check(
                 ));
             }
             if x.top_p.is_some_and(|p| p < 0.95) {
-                return Err(model_error("top_p must be greater than or equal to 0.95 or unset when thinking is enabled."));
+                return Err(model_error(
+                    "top_p must be greater than or equal to 0.95 or unset when thinking is enabled.",
+                ));
             }
             if x.forced_tool {
                 return Err(model_error(
                     "Thinking may not be enabled when tool_choice forces tool use.",
                 ));
             }
-            if let Some((i, first)) = x.last_tool_turn {
-                if first != "thinking" {
-                    return Err(model_error(format!("messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking")));
-                }
+            if let Some((i, first)) = x.last_tool_turn
+                && first != "thinking"
+            {
+                return Err(model_error(format!(
+                    "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+                )));
             }
         }
         for (i, j, text, sig) in &x.history {
@@ -339,12 +369,12 @@ pub(crate) fn check(
                 None => {
                     return Err(model_error(format!(
                         "messages.{i}.content.{j}.thinking.signature: Field required"
-                    )))
+                    )));
                 }
                 Some(s) if *s != signature(text) => {
                     return Err(model_error(format!(
                         "messages.{i}.content.{j}: Invalid signature in thinking block"
-                    )))
+                    )));
                 }
                 Some(_) => {}
             }
@@ -373,20 +403,27 @@ pub(crate) fn check(
             None => "medium".to_string(),
             Some(Value::String(e)) if ["low", "medium", "high"].contains(&e.as_str()) => e,
             Some(other) => {
-                return Err(format!("Malformed input request: reasoning_effort: {other} is not one of low, medium, high, please reformat your input and try again."))
+                return Err(format!(
+                    "Malformed input request: reasoning_effort: {other} is not one of low, medium, high, please reformat your input and try again."
+                ));
             }
         };
         out.reasoning = effort_tokens(&effort);
     } else if style == Some(ReasoningStyle::Always) {
         out.reasoning = effort_tokens("medium");
-    } else if style == Some(ReasoningStyle::OpenAi) {
-        if let Some(r) = fields.remove("reasoning") {
-            match r.get("effort").and_then(Value::as_str) {
-                Some("none") => {}
-                Some(e) if ["minimal", "low", "medium", "high", "xhigh", "max"].contains(&e) => {
-                    out.reasoning = effort_tokens(if e == "minimal" { "low" } else { e });
-                }
-                _ => return Err(format!("Malformed input request: reasoning.effort: {} is not one of none, minimal, low, medium, high, xhigh, max, please reformat your input and try again.", r.get("effort").unwrap_or(&Value::Null))),
+    } else if style == Some(ReasoningStyle::OpenAi)
+        && let Some(r) = fields.remove("reasoning")
+    {
+        match r.get("effort").and_then(Value::as_str) {
+            Some("none") => {}
+            Some(e) if ["minimal", "low", "medium", "high", "xhigh", "max"].contains(&e) => {
+                out.reasoning = effort_tokens(if e == "minimal" { "low" } else { e });
+            }
+            _ => {
+                return Err(format!(
+                    "Malformed input request: reasoning.effort: {} is not one of none, minimal, low, medium, high, xhigh, max, please reformat your input and try again.",
+                    r.get("effort").unwrap_or(&Value::Null)
+                ));
             }
         }
     }
@@ -398,7 +435,9 @@ pub(crate) fn check(
         return Err(if anthropic {
             model_error(format!("{key}: Extra inputs are not permitted"))
         } else {
-            format!("Malformed input request: extraneous key [{key}] is not permitted, please reformat your input and try again.")
+            format!(
+                "Malformed input request: extraneous key [{key}] is not permitted, please reformat your input and try again."
+            )
         });
     }
     if (x.search_results || x.citable.is_some()) && !anthropic {
@@ -407,7 +446,9 @@ pub(crate) fn check(
         } else {
             "citations"
         };
-        return Err(format!("Malformed input request: extraneous key [{key}] is not permitted, please reformat your input and try again."));
+        return Err(format!(
+            "Malformed input request: extraneous key [{key}] is not permitted, please reformat your input and try again."
+        ));
     }
     out.citation = x.citable.clone();
     if (x.schema.is_some() || x.strict_tools) && !model.structured_output {

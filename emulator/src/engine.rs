@@ -2,8 +2,8 @@
 //! capacity admits it, which faults hit it, what it answers and how fast.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -56,7 +56,11 @@ impl ApiError {
     pub(crate) fn html_bad_gateway() -> Self {
         Self {
             html: true,
-            ..Self::new(502, "", "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n")
+            ..Self::new(
+                502,
+                "",
+                "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n",
+            )
         }
     }
     pub(crate) fn validation(service: Service, message: impl Into<String>) -> Self {
@@ -829,14 +833,17 @@ impl Engine {
                     // bedrock-mantle serves bare ids only.
                     None if !model.serves_bare_in(&ask.region)
                         && ask.tier != "batch"
-                        && ask.mantle_quota.is_none() => Err(ApiError::validation(
-                        ask.service,
-                        format!(
-                            "Invocation of model ID {} with on-demand throughput isn't supported. \
+                        && ask.mantle_quota.is_none() =>
+                    {
+                        Err(ApiError::validation(
+                            ask.service,
+                            format!(
+                                "Invocation of model ID {} with on-demand throughput isn't supported. \
                              Retry your request with the ID or ARN of an inference profile that contains this model.",
-                            model.id
-                        ),
-                    )),
+                                model.id
+                            ),
+                        ))
+                    }
                     None => Ok(Served::Model(model)),
                     Some(p)
                         if model.profiles.iter().any(|x| x == p)
@@ -944,7 +951,9 @@ fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
             let mut e = ApiError::new(
                 424,
                 "ModelError",
-                format!("Received server error ({original}) from primary with message \"{original_message}\". See https://us-east-1.console.aws.amazon.com/cloudwatch/home for more information."),
+                format!(
+                    "Received server error ({original}) from primary with message \"{original_message}\". See https://us-east-1.console.aws.amazon.com/cloudwatch/home for more information."
+                ),
             );
             e.original = Some((original, original_message.to_string()));
             return Some(e);
@@ -999,22 +1008,26 @@ mod tests {
     #[test]
     fn bare_ids_profiles_and_geographies() {
         let e = engine();
-        assert!(e
-            .admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default"))
-            .is_ok());
-        assert!(e
-            .admit(&ask("us.amazon.nova-lite-v1:0", "us-west-2", "default"))
-            .is_ok());
-        assert!(e
-            .admit(&ask("eu.amazon.nova-lite-v1:0", "us-east-1", "default"))
-            .is_err());
-        assert!(e
-            .admit(&ask(
+        assert!(
+            e.admit(&ask("amazon.nova-lite-v1:0", "us-east-1", "default"))
+                .is_ok()
+        );
+        assert!(
+            e.admit(&ask("us.amazon.nova-lite-v1:0", "us-west-2", "default"))
+                .is_ok()
+        );
+        assert!(
+            e.admit(&ask("eu.amazon.nova-lite-v1:0", "us-east-1", "default"))
+                .is_err()
+        );
+        assert!(
+            e.admit(&ask(
                 "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
                 "eu-west-1",
                 "default"
             ))
-            .is_ok());
+            .is_ok()
+        );
         let err = e
             .admit(&ask(
                 "anthropic.claude-sonnet-4-5-20250929-v1:0",

@@ -317,9 +317,10 @@ mod tests {
         reg.add(f);
         assert!(reg.take_matching(&AT, Duration::from_millis(50)).is_empty());
         assert_eq!(reg.take_matching(&AT, Duration::from_millis(150)).len(), 1);
-        assert!(reg
-            .take_matching(&AT, Duration::from_millis(250))
-            .is_empty());
+        assert!(
+            reg.take_matching(&AT, Duration::from_millis(250))
+                .is_empty()
+        );
     }
 
     #[test]

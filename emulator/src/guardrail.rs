@@ -3,7 +3,7 @@
 //! the answer, and report what they found in `trace.guardrail`, in Converse's shape.
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// A guardrail of the scenario (`[[guardrails]]`).
 #[derive(Debug, Clone, Deserialize)]

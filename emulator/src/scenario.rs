@@ -516,13 +516,13 @@ impl Scenario {
                     m.id
                 ));
             }
-            if let Some(l) = &m.latency_optimized {
-                if !(l.ttft_factor > 0.0 && l.tokens_per_second_factor > 0.0) {
-                    return invalid(format!(
-                        "models.{}: latency_optimized factors must be > 0",
-                        m.id
-                    ));
-                }
+            if let Some(l) = &m.latency_optimized
+                && !(l.ttft_factor > 0.0 && l.tokens_per_second_factor > 0.0)
+            {
+                return invalid(format!(
+                    "models.{}: latency_optimized factors must be > 0",
+                    m.id
+                ));
             }
         }
         for r in &self.prompt_routers {

@@ -6,7 +6,7 @@
 use std::time::SystemTime;
 
 use axum::http::{HeaderMap, Method, Uri};
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use sha2::{Digest, Sha256};
 
 use crate::scenario::Credential;
@@ -131,7 +131,9 @@ fn parse_authorization(value: &str) -> Result<ParsedAuthorization, AuthError> {
     let malformed = || {
         refuse(
             "IncompleteSignatureException",
-            format!("Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters. Authorization={value}"),
+            format!(
+                "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters. Authorization={value}"
+            ),
         )
     };
     let rest = value

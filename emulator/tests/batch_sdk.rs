@@ -14,7 +14,7 @@ use control::types::{
     ModelInvocationJobStatus,
 };
 use laneway_emulator::{Emulator, Fault, FaultKind, Scenario};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/laneway-batch";
 const NOVA: &str = "amazon.nova-lite-v1:0";

@@ -283,9 +283,11 @@ async fn sagemaker_tgi_and_openai_chat_streams_reassemble_split_lines() {
             raw.extend_from_slice(p.bytes().unwrap().as_ref());
         }
     }
-    assert!(String::from_utf8(raw)
-        .unwrap()
-        .ends_with("data: [DONE]\n\n"));
+    assert!(
+        String::from_utf8(raw)
+            .unwrap()
+            .ends_with("data: [DONE]\n\n")
+    );
 }
 
 #[tokio::test]

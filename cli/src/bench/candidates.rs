@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use laneway::{Config, GenerateRequest, Residency, ServiceTier};
 use serde::{Deserialize, Serialize};
 
@@ -273,9 +273,11 @@ mod tests {
             g[0].regions.as_deref(),
             Some(&["us-east-1".to_string(), "us-west-2".to_string()][..])
         );
-        assert!(grid(&["nova".into()], &["fast".into()], &[], &[])
-            .unwrap_err()
-            .to_string()
-            .contains("fast"));
+        assert!(
+            grid(&["nova".into()], &["fast".into()], &[], &[])
+                .unwrap_err()
+                .to_string()
+                .contains("fast")
+        );
     }
 }

@@ -262,10 +262,11 @@ mod tests {
     fn axes_switch_to_log_for_wide_ranges_and_give_ticks_inside() {
         let lin = Axis::new([10.0, 50.0].into_iter());
         assert!(!lin.log);
-        assert!(lin
-            .ticks()
-            .iter()
-            .all(|t| *t >= lin.lo && *t <= lin.hi + 1e-9));
+        assert!(
+            lin.ticks()
+                .iter()
+                .all(|t| *t >= lin.lo && *t <= lin.hi + 1e-9)
+        );
         let log = Axis::new([1.0, 1000.0].into_iter());
         assert!(log.log && log.ticks().contains(&100.0));
         assert!((log.at(log.lo)).abs() < 1e-12 && (log.at(log.hi) - 1.0).abs() < 1e-12);

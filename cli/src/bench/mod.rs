@@ -9,7 +9,7 @@ mod workload;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use laneway::{Config, Router};
 use laneway_emulator::{Emulator, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 use serde::{Deserialize, Serialize};
@@ -118,10 +118,14 @@ fn choose_candidates(args: &BenchArgs) -> anyhow::Result<Vec<Candidate>> {
             &args.concurrency,
         )?);
     } else if !(args.tiers.is_empty() && args.regions.is_empty() && args.concurrency.is_empty()) {
-        bail!("--tier, --region and --concurrency shape a grid of --model values: name at least one --model");
+        bail!(
+            "--tier, --region and --concurrency shape a grid of --model values: name at least one --model"
+        );
     }
     if out.is_empty() {
-        bail!("no candidates: give --preset, --candidates FILE or --model (see `laneway bench --help`)");
+        bail!(
+            "no candidates: give --preset, --candidates FILE or --model (see `laneway bench --help`)"
+        );
     }
     Ok(out)
 }
@@ -228,7 +232,9 @@ pub(crate) fn markdown_table(report: &BenchReport) -> String {
             ms(&r.latency_ms, r.latency_ms.p99),
             r.requests_per_second,
             r.output_tokens_per_second,
-            r.ttft_slo_met.map(|s| format!("{:.1}%", s * 100.0)).unwrap_or("-".into()),
+            r.ttft_slo_met
+                .map(|s| format!("{:.1}%", s * 100.0))
+                .unwrap_or("-".into()),
             r.cost_per_request_usd,
             r.cost_per_million_usd,
             r.cost_basis,

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use laneway::{GenerateRequest, Slo, SloClass};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -34,7 +34,7 @@ impl std::str::FromStr for WorkloadKind {
             other => {
                 return Err(format!(
                     "{other:?} is neither a built-in workload (interact, generate, summarize) nor a JSONL file"
-                ))
+                ));
             }
         })
     }
@@ -244,9 +244,10 @@ mod tests {
             serde_json::to_string(&a[3].request).unwrap(),
             serde_json::to_string(&b[3].request).unwrap()
         );
-        assert!(a
-            .iter()
-            .all(|w| w.request.slo.class == SloClass::Interactive));
+        assert!(
+            a.iter()
+                .all(|w| w.request.slo.class == SloClass::Interactive)
+        );
         let s = build(&WorkloadKind::Summarize, 16, None, 7).unwrap();
         assert!(s[0].request.estimated_input_tokens() > 2000);
         assert_eq!(s[0].request.task_id, s[8].request.task_id);

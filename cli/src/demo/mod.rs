@@ -9,13 +9,13 @@ mod routing;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::{stream, StreamExt};
+use futures::{StreamExt, stream};
 use laneway::{GenerateRequest, GenerateResponse, Router, Slo, SloClass, StreamEvent};
 use laneway_emulator::{
     Emulator, Fault, FaultKind, Scenario, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY,
 };
 
-use crate::report::{metrics_table, table, LaneStats};
+use crate::report::{LaneStats, metrics_table, table};
 
 /// The router configuration the demo uses: built-in Bedrock models plus the emulator's
 /// SageMaker endpoints.

@@ -162,7 +162,7 @@ impl NaiveClient {
                     return Err(format!(
                         "{}",
                         aws_sdk_bedrockruntime::error::DisplayErrorContext(e)
-                    ))
+                    ));
                 }
             }
         }

@@ -7,7 +7,7 @@
 //! Haiku's, Sonnet 4.5 and Opus 4.5 to Claude 3.5 Sonnet's (Opus is taken to be at least as
 //! good as Sonnet). These are figures of another model pair, not of Claude 4.5.
 
-use futures::{stream, StreamExt};
+use futures::{StreamExt, stream};
 use laneway::classifier::data::is_held_out;
 use laneway::{GenerateRequest, Router};
 

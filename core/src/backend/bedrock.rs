@@ -3,12 +3,12 @@
 use foldhash::HashMap;
 
 use aws_sdk_bedrockruntime as sdk;
-use futures::future::BoxFuture;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use sdk::types as wire;
 
 use super::document::{to_document, to_json};
-use super::{blocks, errors, guardrail, Backend, BackendEvent, Call, Completion, EventStream};
+use super::{Backend, BackendEvent, Call, Completion, EventStream, blocks, errors, guardrail};
 use crate::types::Boundary;
 use crate::types::Provider;
 use crate::types::Target;
@@ -159,11 +159,10 @@ impl Backend for BedrockBackend {
                     match rx.recv().await {
                         Ok(Some(ev)) => {
                             // The guardrail's assessment rides on the metadata event.
-                            if let wire::ConverseStreamOutput::Metadata(m) = &ev {
-                                if let Some(t) = m.trace().and_then(|t| t.guardrail()) {
+                            if let wire::ConverseStreamOutput::Metadata(m) = &ev
+                                && let Some(t) = m.trace().and_then(|t| t.guardrail()) {
                                     yield Ok(BackendEvent::GuardrailTrace(guardrail::trace(t)));
                                 }
-                            }
                             if let Some(mapped) = stream_event(ev) {
                                 yield Ok(mapped);
                             }
@@ -254,10 +253,10 @@ fn parts(call: Call<'_>) -> Result<Parts> {
             })?);
     }
     let mut native = serde_json::Map::new();
-    if shape.model_fields {
-        if let Some(f) = &req.model_fields {
-            native.extend(f.request.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
+    if shape.model_fields
+        && let Some(f) = &req.model_fields
+    {
+        native.extend(f.request.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     if let Some(r) = &shape.reasoning {
         native.extend(r.fields.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -7,7 +7,7 @@ use aws_sdk_bedrock::types::{
     ModelInvocationJobS3InputDataConfig, ModelInvocationJobS3OutputDataConfig,
 };
 
-use super::errors::{from_operation, Site};
+use super::errors::{Site, from_operation};
 use crate::types::{Error, ErrorKind, Result, ServiceError};
 
 /// What to create a batch inference job from.

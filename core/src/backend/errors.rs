@@ -50,10 +50,10 @@ where
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .and_then(crate::types::units::clamped_secs);
             let mut e = service(ctx.err(), Some(status), request_id, retry_after, site);
-            if let Error::Service(s) = &mut e {
-                if let Some(kind) = overloaded_container(s.http_status, ctx.raw().body().bytes()) {
-                    s.kind = kind;
-                }
+            if let Error::Service(s) = &mut e
+                && let Some(kind) = overloaded_container(s.http_status, ctx.raw().body().bytes())
+            {
+                s.kind = kind;
             }
             attach(e, err)
         }

@@ -4,7 +4,7 @@
 //! automated-reasoning findings and `appliedGuardrailDetails` are not carried yet.
 
 use aws_sdk_bedrockruntime::types as wire;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::types::{GuardContent, Guardrail, GuardrailStreamMode, ImageFormat};
 

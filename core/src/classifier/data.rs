@@ -433,7 +433,7 @@ fn read_jsonl(
                 other => {
                     return Err(row_err(format!(
                         "{variant:?}: {other} is neither a boolean nor a score"
-                    )))
+                    )));
                 }
             };
             outcomes.insert(variant.clone(), good);

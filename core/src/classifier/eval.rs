@@ -10,8 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::figures::{
-    quality_at, BlendChoice, OperatingPoint, RouterFigures, Section, Summary, DEFAULT_COST_RATIO,
-    DEFAULT_QUALITY_LOSS_BUDGET, NOVELTY_THRESHOLD, ROUTERS,
+    BlendChoice, DEFAULT_COST_RATIO, DEFAULT_QUALITY_LOSS_BUDGET, NOVELTY_THRESHOLD,
+    OperatingPoint, ROUTERS, RouterFigures, Section, Summary, quality_at,
 };
 
 use super::data::Dataset;

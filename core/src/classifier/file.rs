@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{Classifier, ClassifierError, Head, ModelInfo, DENSE};
+use super::{Classifier, ClassifierError, DENSE, Head, ModelInfo};
 
 const MAGIC: &[u8; 8] = b"LANEWAYC";
 /// The format version written and read by this build.

@@ -41,7 +41,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 pub use features::{
-    task_kind, Features, DENSE, DENSE_NAMES, FEATURES_VERSION, MATH_KIND, TASK_KINDS,
+    DENSE, DENSE_NAMES, FEATURES_VERSION, Features, MATH_KIND, TASK_KINDS, task_kind,
 };
 pub use novelty::{Novelty, Raw as NoveltyMeasures};
 pub use static_table::StaticTable;
@@ -79,7 +79,9 @@ pub enum ClassifierError {
         supported: u16,
     },
     /// A model trained with another feature extractor: its weights mean nothing here.
-    #[error("the model was trained with feature extractor version {found}; this build extracts version {supported}: retrain it with `laneway router train`")]
+    #[error(
+        "the model was trained with feature extractor version {found}; this build extracts version {supported}: retrain it with `laneway router train`"
+    )]
     Features {
         /// The [`FEATURES_VERSION`] the model was trained with.
         found: u32,
@@ -87,7 +89,9 @@ pub enum ClassifierError {
         supported: u32,
     },
     /// A model trained on another static token table: its embedding weights mean nothing here.
-    #[error("the model was trained with static token table {found}; this build ships {shipped}: retrain it with `laneway router train`")]
+    #[error(
+        "the model was trained with static token table {found}; this build ships {shipped}: retrain it with `laneway router train`"
+    )]
     Table {
         /// The id of the table the model was trained on, in hexadecimal.
         found: String,

@@ -68,11 +68,7 @@ impl Novelty {
                 unseen += m;
             }
         }
-        if all > 0.0 {
-            unseen / all
-        } else {
-            0.0
-        }
+        if all > 0.0 { unseen / all } else { 0.0 }
     }
 }
 

@@ -20,8 +20,8 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use super::wordpiece::WordPiece;
 use super::ClassifierError;
+use super::wordpiece::WordPiece;
 
 const MAGIC: &[u8; 4] = b"LWT1";
 /// A long prompt's sentence vector reads its first this many bytes...

@@ -3,8 +3,8 @@
 //! model, bit for bit.
 
 use super::data::Dataset;
-use super::features::{Features, DENSE};
-use super::{sigmoid, Classifier, ClassifierError, Head, ModelInfo};
+use super::features::{DENSE, Features};
+use super::{Classifier, ClassifierError, Head, ModelInfo, sigmoid};
 
 /// Training options.
 #[derive(Debug, Clone, PartialEq)]
@@ -414,21 +414,25 @@ mod tests {
 
     #[test]
     fn bad_options_and_empty_data_are_errors() {
-        assert!(train(
-            &toy(),
-            &TrainOptions {
-                bits: 30,
-                ..Default::default()
-            }
-        )
-        .is_err());
+        assert!(
+            train(
+                &toy(),
+                &TrainOptions {
+                    bits: 30,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
         let empty = Dataset {
             variants: vec!["a".into(), "b".into()],
             ..Default::default()
         };
-        assert!(train(&empty, &TrainOptions::default())
-            .unwrap_err()
-            .to_string()
-            .contains("no rows"));
+        assert!(
+            train(&empty, &TrainOptions::default())
+                .unwrap_err()
+                .to_string()
+                .contains("no rows")
+        );
     }
 }

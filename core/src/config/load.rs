@@ -84,7 +84,7 @@ fn toml_of(value: &serde_json::Value, path: &str) -> Result<toml::Value> {
             return Err(Error::config(
                 path,
                 "null is not a value (leave the key out for its default)",
-            ))
+            ));
         }
         J::Bool(b) => toml::Value::Boolean(*b),
         J::Number(n) => match n.as_i64() {
@@ -276,7 +276,9 @@ mod tests {
     #[test]
     fn self_hosted_instances_are_priced_by_the_hour() {
         let endpoint = |extra: &str| {
-            format!("[models.m]\nprovider = \"sagemaker\"\nendpoints = [{{ name = \"e\", region = \"us-east-1\", format = \"tgi\"{extra} }}]\nprice = {{ input_per_1k = 0.1, output_per_1k = 0.2 }}\n")
+            format!(
+                "[models.m]\nprovider = \"sagemaker\"\nendpoints = [{{ name = \"e\", region = \"us-east-1\", format = \"tgi\"{extra} }}]\nprice = {{ input_per_1k = 0.1, output_per_1k = 0.2 }}\n"
+            )
         };
         let c = Config::from_toml_str(&endpoint(
             ", instance_type = \"ml.g5.12xlarge\", instance_count = 2",

@@ -37,7 +37,7 @@ pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, OutlierConfig,
     Price, QuotaConfig, ReservationConfig, ScopeMultipliers, TierMultipliers,
 };
-pub use shared::{redact_url, SharedConfig};
+pub use shared::{SharedConfig, redact_url};
 
 use serde::{Deserialize, Serialize};
 

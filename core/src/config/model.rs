@@ -313,7 +313,7 @@ impl TryFrom<BedrockSpec> for BedrockModel {
                 None if !s.converse => {
                     return Err(
                         "`converse = false` needs `openai`: nothing else serves the model".into(),
-                    )
+                    );
                 }
                 None => None,
             },

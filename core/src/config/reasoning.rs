@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::types::{GenerateRequest, Reasoning, ReasoningEffort, ReasoningWire, ToolChoice};
 
@@ -414,11 +414,13 @@ mod tests {
             .wire(&req, &Reasoning::effort(ReasoningEffort::Low), 1000)
             .unwrap();
         assert_eq!(w.fields["reasoning_effort"], "low");
-        assert!(ReasoningConfig {
-            field: None,
-            ..field.clone()
-        }
-        .validate()
-        .is_err());
+        assert!(
+            ReasoningConfig {
+                field: None,
+                ..field.clone()
+            }
+            .validate()
+            .is_err()
+        );
     }
 }

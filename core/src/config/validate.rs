@@ -27,16 +27,16 @@ impl Config {
             }
         }
         self.validate_routing()?;
-        if let Some(b) = &self.batch {
-            if b.min_records == 0 || b.max_records_per_job < b.min_records {
-                return Err(Error::config(
-                    "batch.max_records_per_job",
-                    format!(
-                        "{} records at most a job, at least {} (min_records): a job must be able to hold its minimum, and a minimum of at least 1",
-                        b.max_records_per_job, b.min_records
-                    ),
-                ));
-            }
+        if let Some(b) = &self.batch
+            && (b.min_records == 0 || b.max_records_per_job < b.min_records)
+        {
+            return Err(Error::config(
+                "batch.max_records_per_job",
+                format!(
+                    "{} records at most a job, at least {} (min_records): a job must be able to hold its minimum, and a minimum of at least 1",
+                    b.max_records_per_job, b.min_records
+                ),
+            ));
         }
         if let Some(sh) = &self.shared {
             if !(sh.redis_url.starts_with("redis://")
@@ -112,13 +112,13 @@ impl Config {
                     ));
                 }
             }
-            if let Some(d) = &f.default_variant {
-                if !f.variants.contains(d) {
-                    return Err(Error::config(
-                        field("default_variant"),
-                        format!("{d:?} is not one of the family's variants"),
-                    ));
-                }
+            if let Some(d) = &f.default_variant
+                && !f.variants.contains(d)
+            {
+                return Err(Error::config(
+                    field("default_variant"),
+                    format!("{d:?} is not one of the family's variants"),
+                ));
             }
             if self.models.contains_key(name) {
                 return Err(Error::config(
@@ -133,7 +133,9 @@ impl Config {
                 let Some((region, _)) = parse_prompt_router_arn(arn) else {
                     return Err(Error::config(
                         field("prompt_router"),
-                        format!("{arn:?} is not a prompt router ARN (arn:aws:bedrock:REGION:ACCOUNT:default-prompt-router/NAME)"),
+                        format!(
+                            "{arn:?} is not a prompt router ARN (arn:aws:bedrock:REGION:ACCOUNT:default-prompt-router/NAME)"
+                        ),
                     ));
                 };
                 if !self.is_configured_region(region) {
@@ -150,13 +152,14 @@ impl Config {
                 }
             }
         }
-        if let Some(d) = &self.default_model {
-            if !self.families.contains_key(d) && !self.models.contains_key(d) {
-                return Err(Error::config(
-                    "default_model",
-                    format!("{d:?} is neither a configured family nor a model"),
-                ));
-            }
+        if let Some(d) = &self.default_model
+            && !self.families.contains_key(d)
+            && !self.models.contains_key(d)
+        {
+            return Err(Error::config(
+                "default_model",
+                format!("{d:?} is neither a configured family nor a model"),
+            ));
         }
         for (field, url) in [
             ("aws.endpoint_url", &self.aws.endpoint_url),
@@ -344,13 +347,13 @@ impl Config {
             ("cache_read_per_1k", price.cache_read_per_1k),
             ("cache_write_per_1k", price.cache_write_per_1k),
         ] {
-            if let Some(v) = v {
-                if !(v.is_finite() && v >= 0.0) {
-                    return Err(Error::config(
-                        field(&format!("price.{k}")),
-                        format!("must be a finite number >= 0, got {v}"),
-                    ));
-                }
+            if let Some(v) = v
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return Err(Error::config(
+                    field(&format!("price.{k}")),
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
             }
         }
         let own = price.scopes.map(|s| s.entries()).into_iter().flatten();
@@ -449,13 +452,13 @@ impl Config {
                              (arn:aws:bedrock:REGION:ACCOUNT:application-inference-profile/ID)",
                             p.arn
                         ),
-                    ))
+                    ));
                 }
                 Some(r) if !self.is_configured_region(r) => {
                     return Err(Error::config(
                         at,
                         format!("region {r:?} is not among the configured regions"),
-                    ))
+                    ));
                 }
                 Some(_) => {}
             }
@@ -490,13 +493,13 @@ impl Config {
             if e.instance_count == 0 {
                 return Err(Error::config(at("instance_count"), "must be at least 1"));
             }
-            if let Some(t) = &e.instance_type {
-                if !self.pricing.instance_hourly.contains_key(t) {
-                    return Err(Error::config(
-                        at("instance_type"),
-                        format!("{t:?} has no price: add it under [pricing.instance_hourly]"),
-                    ));
-                }
+            if let Some(t) = &e.instance_type
+                && !self.pricing.instance_hourly.contains_key(t)
+            {
+                return Err(Error::config(
+                    at("instance_type"),
+                    format!("{t:?} has no price: add it under [pricing.instance_hourly]"),
+                ));
             }
         }
         if let Some(f) = &m.fallback_family {
@@ -570,13 +573,13 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
         ));
     }
     let in_range = |t: f32| t.is_finite() && (-1.0..=1.0).contains(&t);
-    if let Some(t) = r.threshold {
-        if !in_range(t) {
-            return Err(Error::config(
-                format!("{field}.threshold"),
-                format!("{t} is outside -1..=1"),
-            ));
-        }
+    if let Some(t) = r.threshold
+        && !in_range(t)
+    {
+        return Err(Error::config(
+            format!("{field}.threshold"),
+            format!("{t} is outside -1..=1"),
+        ));
     }
     if let Some(ts) = &r.thresholds {
         if ts.len() != variants - 1 {
@@ -596,13 +599,13 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
             ));
         }
     }
-    if let Some(s) = r.max_strong_share {
-        if !(0.0..=1.0).contains(&s) {
-            return Err(Error::config(
-                format!("{field}.max_strong_share"),
-                format!("{s} is outside 0..=1"),
-            ));
-        }
+    if let Some(s) = r.max_strong_share
+        && !(0.0..=1.0).contains(&s)
+    {
+        return Err(Error::config(
+            format!("{field}.max_strong_share"),
+            format!("{s} is outside 0..=1"),
+        ));
     }
     Ok(())
 }

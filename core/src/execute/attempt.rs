@@ -246,15 +246,15 @@ impl<'a> InFlight<'a> {
     pub fn fail(mut self, err: &Error) -> RegionVerdict {
         let a = &self.attempt;
         let now = crate::time::now();
-        if let Some(b) = self.fired {
-            if matches!(b.source, crate::types::LimitSource::Learned { .. }) {
-                let waited = match b.limit {
-                    crate::types::TimeLimit::Idle => b.length,
-                    _ => self.limits.map_or(b.length, |l| l.first_token_learnt),
-                };
-                self.state
-                    .record_cut(a.target.region(), a.target.id(), a.tier, b.limit, waited);
-            }
+        if let Some(b) = self.fired
+            && matches!(b.source, crate::types::LimitSource::Learned { .. })
+        {
+            let waited = match b.limit {
+                crate::types::TimeLimit::Idle => b.length,
+                _ => self.limits.map_or(b.length, |l| l.first_token_learnt),
+            };
+            self.state
+                .record_cut(a.target.region(), a.target.id(), a.tier, b.limit, waited);
         }
         let verdict = if super::run::region_is_unhealthy(err.kind()) {
             self.state.record_regional_failure(
@@ -265,17 +265,17 @@ impl<'a> InFlight<'a> {
         } else {
             None
         };
-        if let Some((claim, terms)) = self.quota.take() {
-            if err.kind() == ErrorKind::Throttled {
-                // Refused: the service counted nothing.
-                self.state.settle_quota(
-                    a.target.region(),
-                    a.target.id(),
-                    terms.limits,
-                    claim,
-                    (0, 0),
-                );
-            }
+        if let Some((claim, terms)) = self.quota.take()
+            && err.kind() == ErrorKind::Throttled
+        {
+            // Refused: the service counted nothing.
+            self.state.settle_quota(
+                a.target.region(),
+                a.target.id(),
+                terms.limits,
+                claim,
+                (0, 0),
+            );
         }
         if err.kind() == ErrorKind::AccessDenied {
             self.state
@@ -377,9 +377,11 @@ mod tests {
             .await
             .unwrap();
         assert!(!probe_free(), "the one slot is taken");
-        assert!(InFlight::admit(&state, attempt.clone(), (1, 1), false)
-            .await
-            .is_none());
+        assert!(
+            InFlight::admit(&state, attempt.clone(), (1, 1), false)
+                .await
+                .is_none()
+        );
         // Forced through (the last candidate): it holds no slot, so cancelling it frees none.
         let forced = InFlight::admit(&state, attempt, (1, 1), true)
             .await

@@ -12,10 +12,10 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use crate::Router;
 use crate::types::GenerateRequest;
 use crate::types::Result;
 use crate::types::StreamEvent;
-use crate::Router;
 
 /// Events read ahead at most: the stream's back-pressure when the reader falls behind.
 const READ_AHEAD: usize = 512;

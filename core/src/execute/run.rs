@@ -5,9 +5,9 @@ use super::limits::{Bound, Limits};
 use super::{Clock, Executor};
 use crate::backend::Completion;
 use crate::config::QuotaTerms;
-use crate::plan::{tier, Plan};
-use crate::state::outlier::Evidence;
+use crate::plan::{Plan, tier};
 use crate::state::Observations;
+use crate::state::outlier::Evidence;
 use crate::types::{Attempt, OverflowCause, Reason};
 use crate::types::{Error, FailedAttempt, TimeLimit};
 use crate::types::{GenerateRequest, ServiceTier};
@@ -392,25 +392,25 @@ impl<'a> Run<'a> {
     /// Books a failed attempt without deciding what follows (a hedge's loser).
     pub fn record_failed(&mut self, inflight: InFlight<'a>, err: Error) {
         let a = inflight.attempt.clone();
-        if let Error::Service(e) = &err {
-            if let Some(limit) = time_limit_of(&e.code) {
-                let after_ms = u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let (limit_ms, source) = match inflight.fired {
-                    Some(b) if b.limit == limit => (
-                        u64::try_from(b.length.as_millis()).unwrap_or(u64::MAX),
-                        b.source,
-                    ),
-                    _ => (after_ms, crate::types::LimitSource::Class),
-                };
-                self.reasons.push(Reason::TimeLimitHit {
-                    limit,
-                    target: a.target.id.clone(),
-                    region: a.target.region.clone(),
-                    after_ms,
-                    limit_ms,
-                    source,
-                });
-            }
+        if let Error::Service(e) = &err
+            && let Some(limit) = time_limit_of(&e.code)
+        {
+            let after_ms = u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let (limit_ms, source) = match inflight.fired {
+                Some(b) if b.limit == limit => (
+                    u64::try_from(b.length.as_millis()).unwrap_or(u64::MAX),
+                    b.source,
+                ),
+                _ => (after_ms, crate::types::LimitSource::Class),
+            };
+            self.reasons.push(Reason::TimeLimitHit {
+                limit,
+                target: a.target.id.clone(),
+                region: a.target.region.clone(),
+                after_ms,
+                limit_ms,
+                source,
+            });
         }
         let verdict = inflight.fail(&err);
         self.note_region(a.target.region(), verdict);
@@ -513,10 +513,11 @@ impl<'a> Run<'a> {
         tokio::time::sleep(wait).await;
         // Health changed while this call failed: the new round walks a fresh plan, which may
         // reach targets the first one left out (beyond `max_attempts`, behind open breakers).
-        if let Ok(fresh) = self.exec.plan(self.request) {
-            if fresh.model == self.plan.model && !fresh.attempts.is_empty() {
-                self.attempts = fresh.attempts;
-            }
+        if let Ok(fresh) = self.exec.plan(self.request)
+            && fresh.model == self.plan.model
+            && !fresh.attempts.is_empty()
+        {
+            self.attempts = fresh.attempts;
         }
         self.next = 0;
         self.sent_this_round = 0;

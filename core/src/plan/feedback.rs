@@ -16,8 +16,8 @@
 //! the strongest (the baseline) and the one below the pick (so that a recovered variant wins
 //! its cell back): a bandit's exploration, counted out rather than drawn, so runs repeat.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 
 use serde::Serialize;
 

@@ -10,7 +10,7 @@ use super::feedback::FeedbackReport;
 use super::observe::Observations;
 use super::variant::{ChosenModel, VariantRouters};
 use super::{
-    attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant, Inputs, Plan,
+    Inputs, Plan, attempts_at, attempts_for, prompt_cache, prompt_router_attempt, tier, variant,
 };
 use crate::config::{Config, ModelConfig};
 use crate::types::{
@@ -290,21 +290,19 @@ impl Policy for TargetPolicy {
             d.cache.affinity.as_ref(),
             reasons,
         );
-        if let Some(first) = attempts.first() {
-            if let Some(tier) =
+        if let Some(first) = attempts.first()
+            && let Some(tier) =
                 tier::escalate_for_deadline(request, model, first, config, obs, reasons)
-            {
-                for a in &mut attempts {
-                    a.tier = Some(tier);
-                }
+        {
+            for a in &mut attempts {
+                a.tier = Some(tier);
             }
         }
-        if let Some(arn) = &chosen.prompt_router {
-            if let Some(router) =
+        if let Some(arn) = &chosen.prompt_router
+            && let Some(router) =
                 prompt_router_attempt(arn, request, &chosen.model, config, &attempts, reasons)
-            {
-                attempts.insert(0, router);
-            }
+        {
+            attempts.insert(0, router);
         }
         let step_up = step_up_attempts(chosen, inputs, reasons);
         let fallback = fallback_attempts(model, inputs, reasons);
@@ -537,16 +535,16 @@ impl Planner {
         observations: &dyn Observations,
     ) -> Result<Plan> {
         request.validate()?;
-        if let Some(crate::types::Residency::Geography(g)) = &request.residency {
-            if !config.is_known_geography(g) {
-                return Err(Error::invalid(
-                    "residency",
-                    format!(
-                        "{g:?} is not a configured geography (configured: {}; add it under [geographies])",
-                        config.known_geographies()
-                    ),
-                ));
-            }
+        if let Some(crate::types::Residency::Geography(g)) = &request.residency
+            && !config.is_known_geography(g)
+        {
+            return Err(Error::invalid(
+                "residency",
+                format!(
+                    "{g:?} is not a configured geography (configured: {}; add it under [geographies])",
+                    config.known_geographies()
+                ),
+            ));
         }
         let mut draft = Draft {
             request,
@@ -601,10 +599,11 @@ fn no_target(model: &str, request: &GenerateRequest, config: &Config) -> Error {
             .iter()
             .map(|c| crate::plan::shape::surface_refuses(request, m, &c.target.provider))
             .collect();
-        if !refusals.is_empty() && refusals.iter().all(Option::is_some) {
-            if let Some(Some((field, why))) = refusals.into_iter().next() {
-                return Error::invalid(field, format!("no target of {model} can carry it: {why}"));
-            }
+        if !refusals.is_empty()
+            && refusals.iter().all(Option::is_some)
+            && let Some(Some((field, why))) = refusals.into_iter().next()
+        {
+            return Error::invalid(field, format!("no target of {model} can carry it: {why}"));
         }
     }
     let served = config.models.get(model).map_or_else(String::new, |m| {

@@ -638,17 +638,17 @@ fn auto_place(
                 (ttl, reads * saving_per_read - premium)
             })
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((ttl, net)) = best {
-            if net > 0.0 {
-                paying.push((
-                    Checkpoint {
-                        at: p.at,
-                        ttl,
-                        tokens_before: p.tokens,
-                    },
-                    net * f64::from(p.tokens),
-                ));
-            }
+        if let Some((ttl, net)) = best
+            && net > 0.0
+        {
+            paying.push((
+                Checkpoint {
+                    at: p.at,
+                    ttl,
+                    tokens_before: p.tokens,
+                },
+                net * f64::from(p.tokens),
+            ));
         }
     }
     let max = rules.max_checkpoints.clamp(1, MAX_CHECKPOINTS);
@@ -744,9 +744,11 @@ mod tests {
         let task = req.clone().task("t-1");
         let (plan, reasons) = run(&task, model, &config);
         assert!(!plan.checkpoints.is_empty());
-        assert!(reasons
-            .iter()
-            .any(|r| matches!(r, Reason::CachePointsPlaced { .. })));
+        assert!(
+            reasons
+                .iter()
+                .any(|r| matches!(r, Reason::CachePointsPlaced { .. }))
+        );
     }
 
     #[test]
@@ -764,9 +766,11 @@ mod tests {
             .push(SystemBlock::CachePoint(CachePoint::default()));
         let (plan, reasons) = run(&pinned, model, &c);
         assert!(plan.checkpoints.is_empty());
-        assert!(reasons
-            .iter()
-            .any(|r| matches!(r, Reason::CachePointsChanged { removed: 1, .. })));
+        assert!(
+            reasons
+                .iter()
+                .any(|r| matches!(r, Reason::CachePointsChanged { removed: 1, .. }))
+        );
     }
 
     #[test]
@@ -786,9 +790,11 @@ mod tests {
         let (plan, reasons) = run(&req, model, &config);
         assert_eq!(plan.checkpoints.len(), 4);
         assert!(plan.checkpoints.windows(2).all(|w| w[0].ttl >= w[1].ttl));
-        assert!(reasons
-            .iter()
-            .any(|r| matches!(r, Reason::CachePointsChanged { removed: 2, .. })));
+        assert!(
+            reasons
+                .iter()
+                .any(|r| matches!(r, Reason::CachePointsChanged { removed: 2, .. }))
+        );
     }
 
     #[test]

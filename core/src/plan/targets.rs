@@ -2,10 +2,10 @@
 //! or SageMaker endpoints, restricted by residency and capped by `routing.max_attempts`.
 
 use crate::config::{Config, ModelConfig};
+use crate::plan::Inputs;
 use crate::plan::catalog;
 use crate::plan::observe::{Observations, TargetView};
 use crate::plan::variant::ChosenModel;
-use crate::plan::Inputs;
 pub(crate) use crate::types::Objective;
 use crate::types::{
     AffinityOutcome, BreakerView, Exclusion, ProfileScope, Provider, Reason, Target,
@@ -305,9 +305,10 @@ mod tests {
             )
         );
         assert!(t.last().unwrap().0.starts_with("global."));
-        assert!(t
-            .iter()
-            .all(|(id, _)| id != "anthropic.claude-haiku-4-5-20251001-v1:0"));
+        assert!(
+            t.iter()
+                .all(|(id, _)| id != "anthropic.claude-haiku-4-5-20251001-v1:0")
+        );
         let n = ids(
             GenerateRequest::user("x")
                 .model("amazon.nova-lite-v1:0")
@@ -317,12 +318,16 @@ mod tests {
         assert_eq!(n[0], ("amazon.nova-lite-v1:0".into(), "us-east-1".into()));
         // Every region's in-region id before any profile, one region after another.
         let first_profile = n.iter().position(|(id, _)| id.contains(".amazon")).unwrap();
-        assert!(n[..first_profile]
-            .iter()
-            .all(|(id, _)| id == "amazon.nova-lite-v1:0"));
-        assert!(n[first_profile..]
-            .iter()
-            .all(|(id, _)| id != "amazon.nova-lite-v1:0"));
+        assert!(
+            n[..first_profile]
+                .iter()
+                .all(|(id, _)| id == "amazon.nova-lite-v1:0")
+        );
+        assert!(
+            n[first_profile..]
+                .iter()
+                .all(|(id, _)| id != "amazon.nova-lite-v1:0")
+        );
         assert_eq!(n[1], ("amazon.nova-lite-v1:0".into(), "us-west-2".into()));
     }
 

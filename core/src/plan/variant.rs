@@ -4,7 +4,7 @@ use crate::classifier::{Classifier, Scored};
 use std::sync::Arc;
 
 use super::catalog::Catalog;
-use super::feedback::{FamilyFeedback, BANDS};
+use super::feedback::{BANDS, FamilyFeedback};
 use crate::classifier::TASK_KINDS;
 use crate::config::{Config, FamilyConfig, VariantRouterConfig};
 use crate::types::ProfileScope;
@@ -154,14 +154,13 @@ impl VariantRouters {
                 band,
                 ..
             } = reason
+                && let Some(loaded) = self.by_family.get(family)
             {
-                if let Some(loaded) = self.by_family.get(family) {
-                    if let Some(n) = novelty {
-                        loaded.traffic.observe(*n);
-                    }
-                    if let Some(cell) = cell_of(kind, *band) {
-                        loaded.feedback.committed(cell);
-                    }
+                if let Some(n) = novelty {
+                    loaded.traffic.observe(*n);
+                }
+                if let Some(cell) = cell_of(kind, *band) {
+                    loaded.feedback.committed(cell);
                 }
             }
         }
@@ -246,10 +245,10 @@ fn thresholds(
         return vec![t; cheaper];
     }
     let measured = classifier.share_for_quality_loss(router.quality_loss_budget);
-    if let (None, Some(kept)) = (router.max_strong_share, measured) {
-        if let Some(t) = measured_thresholds(family, classifier, kept) {
-            return t;
-        }
+    if let (None, Some(kept)) = (router.max_strong_share, measured)
+        && let Some(t) = measured_thresholds(family, classifier, kept)
+    {
+        return t;
     }
     let share = router.max_strong_share.or(measured).unwrap_or(0.5);
     // Variant i (cheapest first) takes its slice of the (1 - share) below the strongest.
@@ -573,10 +572,10 @@ impl RoutedFamily<'_> {
         scores
             .iter_mut()
             .for_each(|s| *s = classifier.blended_loss(*s, scored.kind, text));
-        if fallback == Some(VariantFallback::Length) {
-            if let Some(loss) = classifier.loss_by_length(text) {
-                scores.iter_mut().for_each(|s| *s = loss);
-            }
+        if fallback == Some(VariantFallback::Length)
+            && let Some(loss) = classifier.loss_by_length(text)
+        {
+            scores.iter_mut().for_each(|s| *s = loss);
         }
         scores
     }
@@ -724,10 +723,12 @@ mod tests {
     fn families_models_profiles_and_default() {
         let default = choose_for(GenerateRequest::user("x")).unwrap();
         assert_eq!(default.family.as_deref(), Some("nova"));
-        assert!(Config::default().families["nova"]
-            .variants
-            .iter()
-            .any(|v| **v == *default.model));
+        assert!(
+            Config::default().families["nova"]
+                .variants
+                .iter()
+                .any(|v| **v == *default.model)
+        );
         assert_eq!(
             choose_for(GenerateRequest::user("x").family("claude"))
                 .unwrap()

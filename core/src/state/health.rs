@@ -96,7 +96,7 @@ impl State {
                 Some(shared::RemoteBreaker::Probing) => {
                     return self
                         .with_target(region, id, tier, |t| t.breaker.admit(now, &config))
-                        .map(|_| true)
+                        .map(|_| true);
                 }
                 // The fleet has no open breaker here. If this replica's own breaker is probing
                 // and another replica's probe closed the target, it closes too; if the entry is

@@ -34,10 +34,10 @@ pub use budget::RetryBudget;
 use capacity::quota_key;
 pub use capacity::{QuotaClaim, ReservationTicket};
 pub use health::LearnedLatency;
-use health::{lookup, TargetMap};
+use health::{TargetMap, lookup};
 pub use latency::{AttemptSpeed, LatencyTrack};
 pub use prefixes::CacheTotals;
-use prefixes::{PrefixRecord, PREFIX_LOOKUP_TTL};
+use prefixes::{PREFIX_LOOKUP_TTL, PrefixRecord};
 
 pub use ledger::{Ledger, Ticket};
 
@@ -325,12 +325,16 @@ mod tests {
         let view = |tier| state.at(now).target(region, id, Some(tier));
         assert!(view(ServiceTier::Standard).ttft.is_some());
         assert!(view(ServiceTier::Reserved).ttft.is_none());
-        assert!(state
-            .ttft_quantile(region, id, Some(ServiceTier::Reserved), 1.0)
-            .is_some());
-        assert!(state
-            .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
-            .is_none());
+        assert!(
+            state
+                .ttft_quantile(region, id, Some(ServiceTier::Reserved), 1.0)
+                .is_some()
+        );
+        assert!(
+            state
+                .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
+                .is_none()
+        );
 
         // Bedrock overflowed a call: the reservation is taken as full for a twelfth of the
         // minute, then asked again.

@@ -118,9 +118,10 @@ mod tests {
             book.has_room(now, "us-west-2", "m", limits, (1, 6_000)),
             "per region"
         );
-        assert!(book
-            .admit(now, "us-east-1", "m", limits, (1, 6_000), false)
-            .is_none());
+        assert!(
+            book.admit(now, "us-east-1", "m", limits, (1, 6_000), false)
+                .is_none()
+        );
         book.settle("us-east-1", "m", t, (1, 1_500));
         assert!(book.has_room(now, "us-east-1", "m", limits, (1, 6_000)));
         assert!(

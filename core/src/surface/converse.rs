@@ -30,7 +30,7 @@
 
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::types::{Error, GenerateRequest, GenerateResponse, OutputBlock, ReasoningBlock, Result};
 
@@ -121,13 +121,13 @@ pub fn request(value: Value) -> Result<GenerateRequest> {
             }),
         );
     }
-    if let Some(p) = wire.performance_config {
-        if p.latency != "standard" {
-            return Err(Error::invalid(
-                "performanceConfig.latency",
-                "Laneway asks for latency-optimized inference from the SLO: set laneway.slo.class to \"interactive\" instead",
-            ));
-        }
+    if let Some(p) = wire.performance_config
+        && p.latency != "standard"
+    {
+        return Err(Error::invalid(
+            "performanceConfig.latency",
+            "Laneway asks for latency-optimized inference from the SLO: set laneway.slo.class to \"interactive\" instead",
+        ));
     }
     for (key, value) in laneway {
         if core.contains_key(&key) || key == "messages" || key == "inference" {
@@ -144,11 +144,7 @@ pub fn request(value: Value) -> Result<GenerateRequest> {
 
 fn path_of<E>(e: &serde_path_to_error::Error<E>) -> String {
     let path = e.path().to_string();
-    if path == "." {
-        "request".into()
-    } else {
-        path
-    }
+    if path == "." { "request".into() } else { path }
 }
 
 #[derive(Deserialize)]
@@ -287,7 +283,7 @@ fn lift_reasoning(
                 return Err(Error::invalid(
                     "additionalModelRequestFields.thinking.type",
                     "enabled, adaptive or disabled",
-                ))
+                ));
             }
         }
     }
@@ -312,7 +308,7 @@ fn lift_reasoning(
                 return Err(Error::invalid(
                     "additionalModelRequestFields.reasoningConfig.type",
                     format!("{other:?}: enabled or disabled"),
-                ))
+                ));
             }
         }
     }
@@ -414,20 +410,33 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
         "cachePoint" => json!({ "cache_point": cache_point(v, at)? }),
         "image" => {
             let mut image = Map::from_iter([("format".to_string(), field("format")?)]);
-            image.extend(image_source(&field("source")?, &format!("{at}.image.source"))?);
+            image.extend(image_source(
+                &field("source")?,
+                &format!("{at}.image.source"),
+            )?);
             json!({ "image": image })
         }
         "document" => {
             let mut document = Map::from_iter([
                 ("format".to_string(), field("format")?),
                 ("name".to_string(), field("name")?),
-                ("context".to_string(), v.get("context").cloned().unwrap_or(Value::Null)),
+                (
+                    "context".to_string(),
+                    v.get("context").cloned().unwrap_or(Value::Null),
+                ),
                 (
                     "citations".to_string(),
-                    Value::Bool(v.pointer("/citations/enabled").and_then(Value::as_bool).unwrap_or(false)),
+                    Value::Bool(
+                        v.pointer("/citations/enabled")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false),
+                    ),
                 ),
             ]);
-            document.extend(image_source(&field("source")?, &format!("{at}.document.source"))?);
+            document.extend(image_source(
+                &field("source")?,
+                &format!("{at}.document.source"),
+            )?);
             json!({ "document": document })
         }
         "audio" | "video" => json!({ key: {
@@ -448,7 +457,11 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
         "citationsContent" => json!({ "citations": citations_in(v, at)? }),
         "toolAddition" | "toolRemoval" => {
             let tool = field("tool")?;
-            let core_key = if key == "toolAddition" { "tool_addition" } else { "tool_removal" };
+            let core_key = if key == "toolAddition" {
+                "tool_addition"
+            } else {
+                "tool_removal"
+            };
             json!({ core_key: {
                 "name": tool.get("name"),
                 "kind": tool.get("type"),
@@ -498,7 +511,7 @@ fn content_block(block: &Map<String, Value>, at: &str) -> Result<Value> {
             return Err(Error::invalid(
                 format!("{at}.{other}"),
                 "a content block is text, image, document, audio, video, toolUse, toolResult, reasoningContent, guardContent, searchResult, citationsContent, toolAddition, toolRemoval or cachePoint",
-            ))
+            ));
         }
     })
 }
@@ -568,7 +581,7 @@ fn citations_in(v: &Value, at: &str) -> Result<Value> {
                     return Err(Error::invalid(
                         format!("{at}.citationsContent.citations.location.{other}"),
                         "an unknown citation location",
-                    ))
+                    ));
                 }
                 Some(Err(e)) => return Err(e),
             };

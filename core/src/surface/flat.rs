@@ -35,7 +35,7 @@
 //! assert!(e.to_string().contains("maxTokens: not a request option"));
 //! ```
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::types::{Error, GenerateRequest, Result};
 
@@ -164,7 +164,7 @@ fn shape(mut o: Map<String, Value>, casing: Casing) -> Result<Map<String, Value>
             return Err(Error::invalid(
                 "model",
                 "give a model or a family, not both",
-            ))
+            ));
         }
         (Some(m), None) => {
             out.insert("model".into(), json!({ "model": m }));
@@ -216,7 +216,7 @@ fn shape(mut o: Map<String, Value>, casing: Casing) -> Result<Map<String, Value>
             return Err(Error::invalid(
                 "slo",
                 "a class name (interactive, standard, background, batch) or an object",
-            ))
+            ));
         }
     };
     for (flat, core) in [

@@ -106,7 +106,7 @@ impl RouterOptions {
                 return Err(Error::config(
                     "access_key_id",
                     "access_key_id and secret_access_key go together",
-                ))
+                ));
             }
         }
         Ok(b)

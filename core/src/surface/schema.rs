@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::flat::Casing;
 use super::ErrorDetails;
+use super::flat::Casing;
 use crate::types::{
     HedgeReport, InterTokenSummary, Provider, RouteDecision, ServiceTier, Timings, Usage,
 };

@@ -24,8 +24,8 @@ pub mod span;
 pub use http::serve_prometheus;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;

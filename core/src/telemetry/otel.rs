@@ -8,10 +8,10 @@
 //! exporter (OTLP, Prometheus, stdout) and hands Laneway a [`Meter`] with
 //! [`RouterBuilder::opentelemetry_meter`](crate::RouterBuilder::opentelemetry_meter).
 
-use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 
-use super::catalog::{self, Kind, MetricId, Scope, Unit, CATALOG};
+use super::catalog::{self, CATALOG, Kind, MetricId, Scope, Unit};
 use super::{CallSlo, LaneRef};
 use crate::types::ErrorKind;
 use crate::types::GenerateResponse;

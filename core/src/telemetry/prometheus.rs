@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::catalog::{self, prometheus_label, Kind, Metric, MetricId, Scope, CATALOG};
+use super::catalog::{self, CATALOG, Kind, Metric, MetricId, Scope, prometheus_label};
 use super::{LaneKey, LaneSnapshot, MetricsSnapshot, Percentiles};
 
 fn escape(v: &str) -> String {

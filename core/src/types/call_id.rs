@@ -2,8 +2,8 @@
 //! model that served, the difficulty band), so that feedback needs no memory of past calls and
 //! may come from another process, or after a restart, with the same configuration.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Error, Result};
 
@@ -54,7 +54,9 @@ impl CallRef<'_> {
         let malformed = |what: &str| {
             Error::invalid(
                 "call_id",
-                format!("{id:?} is not a Laneway call id ({what}; ids come from a response's decision.call_id)"),
+                format!(
+                    "{id:?} is not a Laneway call id ({what}; ids come from a response's decision.call_id)"
+                ),
             )
         };
         let rest = id

@@ -288,14 +288,18 @@ mod tests {
             (0..16).map(|i| (format!("k{i}"), "v".into())).collect();
         assert!(validate_metadata(&m).is_ok());
         m.insert("k16".into(), "v".into());
-        assert!(validate_metadata(&m)
-            .unwrap_err()
-            .to_string()
-            .contains("16"));
+        assert!(
+            validate_metadata(&m)
+                .unwrap_err()
+                .to_string()
+                .contains("16")
+        );
         let bad: BTreeMap<String, String> = [("team".into(), "a;b".into())].into();
-        assert!(validate_metadata(&bad)
-            .unwrap_err()
-            .to_string()
-            .contains("metadata.team"));
+        assert!(
+            validate_metadata(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("metadata.team")
+        );
     }
 }

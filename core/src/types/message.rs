@@ -189,7 +189,9 @@ impl Document {
         }
         let allowed = |c: char| c.is_alphanumeric() || c.is_whitespace() || "-()[]".contains(c);
         if !self.name.chars().all(allowed) {
-            return Some("a document's name may hold only letters, digits, spaces, hyphens, parentheses and square brackets");
+            return Some(
+                "a document's name may hold only letters, digits, spaces, hyphens, parentheses and square brackets",
+            );
         }
         let mut previous_space = false;
         for c in self.name.chars() {

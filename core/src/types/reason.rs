@@ -527,7 +527,9 @@ impl fmt::Display for Reason {
                     write!(f, "novelty {n:.2}; ")?;
                 }
                 match fallback {
-                    Some(VariantFallback::Length) => write!(f, "novel traffic: by prompt length; ")?,
+                    Some(VariantFallback::Length) => {
+                        write!(f, "novel traffic: by prompt length; ")?
+                    }
                     Some(VariantFallback::DefaultVariant) => {
                         write!(f, "novel traffic: default variant; ")?
                     }
@@ -543,9 +545,10 @@ impl fmt::Display for Reason {
                     Some(VariantAdaptation::OverBudget { from }) => {
                         write!(f, "{from} over the quality-loss budget here; ")?
                     }
-                    Some(VariantAdaptation::WithinBudget { from }) => {
-                        write!(f, "cheaper than {from} within the quality-loss budget here; ")?
-                    }
+                    Some(VariantAdaptation::WithinBudget { from }) => write!(
+                        f,
+                        "cheaper than {from} within the quality-loss budget here; "
+                    )?,
                     Some(VariantAdaptation::Explored { from }) => {
                         write!(f, "exploring instead of {from}; ")?
                     }
@@ -613,49 +616,125 @@ impl fmt::Display for Reason {
             Reason::CachePointsPinned { count } => {
                 write!(f, "{count} cache checkpoint(s) pinned by the request")
             }
-            Reason::ReservedRoom { model } => write!(f, "{model}: reservation has room -> reserved tier"),
+            Reason::ReservedRoom { model } => {
+                write!(f, "{model}: reservation has room -> reserved tier")
+            }
             Reason::ReservedOverflow { model, cause } => match cause {
-                OverflowCause::Full => write!(f, "{model}: reservation expected full -> Bedrock overflows it to standard"),
-                OverflowCause::Served => write!(f, "{model}: Bedrock served the reserved call at standard (reservation full)"),
+                OverflowCause::Full => write!(
+                    f,
+                    "{model}: reservation expected full -> Bedrock overflows it to standard"
+                ),
+                OverflowCause::Served => write!(
+                    f,
+                    "{model}: Bedrock served the reserved call at standard (reservation full)"
+                ),
             },
-            Reason::TargetDemoted { target, region, health, throttle_score } => {
-                write!(f, "{target} in {region} demoted: breaker {health:?}, throttle score {throttle_score}")
+            Reason::TargetDemoted {
+                target,
+                region,
+                health,
+                throttle_score,
+            } => {
+                write!(
+                    f,
+                    "{target} in {region} demoted: breaker {health:?}, throttle score {throttle_score}"
+                )
             }
-            Reason::QuotaFull { target, region, tokens } => {
-                write!(f, "{target} in {region}: quota has no room for {tokens} tokens this minute -> moved back")
+            Reason::QuotaFull {
+                target,
+                region,
+                tokens,
+            } => {
+                write!(
+                    f,
+                    "{target} in {region}: quota has no room for {tokens} tokens this minute -> moved back"
+                )
             }
-            Reason::TargetsOrderedBy { objective } => write!(f, "targets ordered by health, then {objective:?}"),
-            Reason::DeadlineEscalation { from, to, expected_ms, deadline_ms } => write!(
+            Reason::TargetsOrderedBy { objective } => {
+                write!(f, "targets ordered by health, then {objective:?}")
+            }
+            Reason::DeadlineEscalation {
+                from,
+                to,
+                expected_ms,
+                deadline_ms,
+            } => write!(
                 f,
                 "tier {from} expected to take {expected_ms} ms against a {deadline_ms} ms deadline: escalated to {to}"
             ),
-            Reason::FallbackFamily { family, variant } => write!(f, "fallback to family {family}: {variant}"),
+            Reason::FallbackFamily { family, variant } => {
+                write!(f, "fallback to family {family}: {variant}")
+            }
             Reason::CachePointsPlaced { count, tokens } => {
-                write!(f, "{count} cache checkpoint(s) placed, {tokens} tokens before the last")
+                write!(
+                    f,
+                    "{count} cache checkpoint(s) placed, {tokens} tokens before the last"
+                )
             }
-            Reason::CachePointsChanged { removed, why } => write!(f, "{removed} cache checkpoint(s) changed: {why}"),
+            Reason::CachePointsChanged { removed, why } => {
+                write!(f, "{removed} cache checkpoint(s) changed: {why}")
+            }
             Reason::CacheOptOut => write!(f, "automatic cache checkpoints off for this request"),
-            Reason::CacheAffinity { target, region, won, why } => {
-                write!(f, "cached prefix in {target} at {region}: {} ({why})", if *won { "preferred" } else { "not preferred" })
+            Reason::CacheAffinity {
+                target,
+                region,
+                won,
+                why,
+            } => {
+                write!(
+                    f,
+                    "cached prefix in {target} at {region}: {} ({why})",
+                    if *won { "preferred" } else { "not preferred" }
+                )
             }
-            Reason::TimeLimitHit { limit, target, region, after_ms, limit_ms, source } => {
-                write!(f, "{target} in {region}: {limit} limit ({limit_ms} ms, {}) reached after {after_ms} ms, attempt cancelled", source_text(source))
+            Reason::TimeLimitHit {
+                limit,
+                target,
+                region,
+                after_ms,
+                limit_ms,
+                source,
+            } => {
+                write!(
+                    f,
+                    "{target} in {region}: {limit} limit ({limit_ms} ms, {}) reached after {after_ms} ms, attempt cancelled",
+                    source_text(source)
+                )
             }
-            Reason::RegionEjected { region, failures, for_ms } => write!(
+            Reason::RegionEjected {
+                region,
+                failures,
+                for_ms,
+            } => write!(
                 f,
                 "{region}: {failures} stalls or failures in a row, every target there ejected for {for_ms} ms"
             ),
-            Reason::SentWhole { target, region, why } => {
+            Reason::SentWhole {
+                target,
+                region,
+                why,
+            } => {
                 let why = match why {
                     WholeWhy::Configured => "configured not to stream",
                     WholeWhy::Refused => "it refused to stream (remembered)",
                 };
-                write!(f, "{target} in {region}: sent whole (InvokeEndpoint): {why}")
+                write!(
+                    f,
+                    "{target} in {region}: sent whole (InvokeEndpoint): {why}"
+                )
             }
             Reason::RetryRound { round, wait_ms } => {
-                write!(f, "every candidate failed: retry round {round} after {wait_ms} ms")
+                write!(
+                    f,
+                    "every candidate failed: retry round {round} after {wait_ms} ms"
+                )
             }
-            Reason::RetryAfterRefused { target, region, retry_after_ms, allowed_ms } => write!(
+            Reason::RetryAfterRefused {
+                target,
+                region,
+                retry_after_ms,
+                allowed_ms,
+            } => write!(
                 f,
                 "{target} in {region} asked to retry after {retry_after_ms} ms, more than the {allowed_ms} ms allowed: not waited for"
             ),
@@ -665,14 +744,27 @@ impl fmt::Display for Reason {
                 write!(f, "earlier reasoning blocks left out for {model}")
             }
             Reason::ModelFieldsDropped { model, written_for } => {
-                write!(f, "model fields written for {written_for} not sent to {model}")
+                write!(
+                    f,
+                    "model fields written for {written_for} not sent to {model}"
+                )
             }
-            Reason::NotSentTo { model, surface, field } => {
-                write!(f, "{field} not sent to {model} on {surface}: that surface has no such field")
+            Reason::NotSentTo {
+                model,
+                surface,
+                field,
+            } => {
+                write!(
+                    f,
+                    "{field} not sent to {model} on {surface}: that surface has no such field"
+                )
             }
             Reason::FieldNotHonoured { field, why } => write!(f, "{field} not honoured: {why}"),
             Reason::ContinuationRefused { model } => {
-                write!(f, "a broken stream of {model} is not continued: its APIs take no prefill to continue from")
+                write!(
+                    f,
+                    "a broken stream of {model} is not continued: its APIs take no prefill to continue from"
+                )
             }
         }
     }

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::ServiceTier;
 use super::error::FailedAttempt;
 use super::reason::Reason;
 use super::reasoning::{ReasoningBlock, ReasoningDelta};
 use super::target::Provider;
-use super::ServiceTier;
 
 /// The answer to [`Router::generate`](crate::Router::generate), and the last event of a stream.
 #[derive(Debug, Clone, PartialEq, Serialize)]

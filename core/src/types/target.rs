@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::geography::ProfileScope;
 use super::ServiceTier;
+use super::geography::ProfileScope;
 
 /// Who serves a model: Bedrock, SageMaker, or a provider of your own whose
 /// [`Backend`](crate::backend::Backend) you register with

@@ -29,13 +29,13 @@ impl GenerateRequest {
                         return Err(Error::invalid(
                             format!("messages[{i}].content[{j}]"),
                             "text must not be empty",
-                        ))
+                        ));
                     }
                     ContentBlock::ToolUse(_) if m.role != Role::Assistant => {
                         return Err(Error::invalid(
                             format!("messages[{i}].content[{j}]"),
                             "tool_use belongs in an assistant message",
-                        ))
+                        ));
                     }
                     ContentBlock::Audio(media) | ContentBlock::Video(media) => {
                         let (kind, formats) = match b {
@@ -55,26 +55,26 @@ impl GenerateRequest {
                                 format!("{:?}: one of {}", media.format, formats.join(", ")),
                             ));
                         }
-                        if let super::content::MediaSource::S3 { uri, .. } = &media.source {
-                            if !uri.starts_with("s3://") || uri.len() > 1024 {
-                                return Err(Error::invalid(
-                                    format!("{}.source.uri", field()),
-                                    "an s3:// URI of at most 1,024 characters",
-                                ));
-                            }
+                        if let super::content::MediaSource::S3 { uri, .. } = &media.source
+                            && (!uri.starts_with("s3://") || uri.len() > 1024)
+                        {
+                            return Err(Error::invalid(
+                                format!("{}.source.uri", field()),
+                                "an s3:// URI of at most 1,024 characters",
+                            ));
                         }
                     }
                     ContentBlock::Reasoning(_) if m.role != Role::Assistant => {
                         return Err(Error::invalid(
                             format!("messages[{i}].content[{j}]"),
                             "reasoning belongs in the assistant message it came in",
-                        ))
+                        ));
                     }
                     ContentBlock::ToolResult(_) if m.role != Role::User => {
                         return Err(Error::invalid(
                             format!("messages[{i}].content[{j}]"),
                             "tool_result belongs in a user message",
-                        ))
+                        ));
                     }
                     ContentBlock::Document(d) => {
                         let field = || format!("messages[{i}].content[{j}].document");
@@ -87,17 +87,17 @@ impl GenerateRequest {
                         if let Some(problem) = d.name_problem() {
                             return Err(Error::invalid(format!("{}.name", field()), problem));
                         }
-                        if let Some(b) = d.bytes() {
-                            if b.is_empty() || b.len() > Document::MAX_BYTES {
-                                return Err(Error::invalid(
-                                    format!("{}.bytes", field()),
-                                    format!(
-                                        "{} bytes: a document must hold 1 to {} bytes",
-                                        b.len(),
-                                        Document::MAX_BYTES
-                                    ),
-                                ));
-                            }
+                        if let Some(b) = d.bytes()
+                            && (b.is_empty() || b.len() > Document::MAX_BYTES)
+                        {
+                            return Err(Error::invalid(
+                                format!("{}.bytes", field()),
+                                format!(
+                                    "{} bytes: a document must hold 1 to {} bytes",
+                                    b.len(),
+                                    Document::MAX_BYTES
+                                ),
+                            ));
                         }
                         documents += 1;
                         if documents > Document::MAX_PER_REQUEST {
@@ -115,29 +115,29 @@ impl GenerateRequest {
             }
         }
         let p = &self.inference;
-        if let Some(n) = p.max_tokens {
-            if n < 1 || n > i64::from(i32::MAX) {
-                return Err(Error::invalid(
-                    "inference.max_tokens",
-                    format!("must be between 1 and {}, got {n}", i32::MAX),
-                ));
-            }
+        if let Some(n) = p.max_tokens
+            && (n < 1 || n > i64::from(i32::MAX))
+        {
+            return Err(Error::invalid(
+                "inference.max_tokens",
+                format!("must be between 1 and {}, got {n}", i32::MAX),
+            ));
         }
-        if let Some(t) = p.temperature {
-            if !(t.is_finite() && t >= 0.0) {
-                return Err(Error::invalid(
-                    "inference.temperature",
-                    format!("must be a finite number >= 0, got {t}"),
-                ));
-            }
+        if let Some(t) = p.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(Error::invalid(
+                "inference.temperature",
+                format!("must be a finite number >= 0, got {t}"),
+            ));
         }
-        if let Some(t) = p.top_p {
-            if !(t > 0.0 && t <= 1.0) {
-                return Err(Error::invalid(
-                    "inference.top_p",
-                    format!("must be in (0, 1], got {t}"),
-                ));
-            }
+        if let Some(t) = p.top_p
+            && !(t > 0.0 && t <= 1.0)
+        {
+            return Err(Error::invalid(
+                "inference.top_p",
+                format!("must be in (0, 1], got {t}"),
+            ));
         }
         for (i, t) in self.tools.iter().enumerate() {
             if let Tool::Spec(s) = t {
@@ -192,21 +192,21 @@ impl GenerateRequest {
         if self.slo.deadline.is_some_and(|d| d.is_zero()) {
             return Err(Error::invalid("slo.deadline", "must be longer than 0 ms"));
         }
-        if let (Some(ttft), Some(deadline)) = (self.slo.ttft_target, self.slo.deadline) {
-            if ttft > deadline {
-                return Err(Error::invalid(
-                    "slo",
-                    format!("ttft_target {ttft:?} is later than the deadline {deadline:?}"),
-                ));
-            }
+        if let (Some(ttft), Some(deadline)) = (self.slo.ttft_target, self.slo.deadline)
+            && ttft > deadline
+        {
+            return Err(Error::invalid(
+                "slo",
+                format!("ttft_target {ttft:?} is later than the deadline {deadline:?}"),
+            ));
         }
-        if let Some(Residency::Regions(r)) = &self.residency {
-            if r.is_empty() {
-                return Err(Error::invalid(
-                    "residency.regions",
-                    "must name at least one region",
-                ));
-            }
+        if let Some(Residency::Regions(r)) = &self.residency
+            && r.is_empty()
+        {
+            return Err(Error::invalid(
+                "residency.regions",
+                "must name at least one region",
+            ));
         }
         Ok(())
     }
@@ -215,13 +215,13 @@ impl GenerateRequest {
     /// without a model: a positive budget, an object schema, JSON pointers, Bedrock's metadata
     /// limits.
     fn validate_extensions(&self) -> Result<()> {
-        if let Some(r) = &self.reasoning {
-            if r.budget_tokens == Some(0) {
-                return Err(Error::invalid(
-                    "reasoning.budget_tokens",
-                    "must be at least 1",
-                ));
-            }
+        if let Some(r) = &self.reasoning
+            && r.budget_tokens == Some(0)
+        {
+            return Err(Error::invalid(
+                "reasoning.budget_tokens",
+                "must be at least 1",
+            ));
         }
         if let Some(format) = &self.output_format {
             let schema = format.schema();

@@ -9,7 +9,7 @@
 
 use laneway::{Config, Error, GenerateRequest};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")

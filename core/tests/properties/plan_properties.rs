@@ -7,8 +7,8 @@ use std::time::Instant;
 use laneway::config::ModelConfig;
 use laneway::state::{BreakerView, Fresh, Observations, TargetView};
 use laneway::{
-    plan, CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef,
-    Provider, Residency, ServiceTier, SloClass, SystemBlock, Tool,
+    CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef, Provider,
+    Residency, ServiceTier, SloClass, SystemBlock, Tool, plan,
 };
 use proptest::prelude::*;
 

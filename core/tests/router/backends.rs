@@ -135,9 +135,11 @@ async fn the_bedrock_backend_can_be_replaced() {
         .await
         .unwrap();
     assert_eq!(memory.calls(), 1);
-    assert!(answer
-        .text()
-        .starts_with("amazon.nova-micro-v1:0 via Some("));
+    assert!(
+        answer
+            .text()
+            .starts_with("amazon.nova-micro-v1:0 via Some(")
+    );
 }
 
 /// Per failed attempt: the service's request id, HTTP status, model and tier; the error of a

@@ -315,9 +315,11 @@ async fn a_batch_session_collects_batch_class_requests() {
     assert_eq!(handle.jobs.len(), 1);
     router.wait_batch(&handle, |_| {}).await.unwrap();
     let items = router.batch_results(&handle).await.unwrap();
-    assert!(items
-        .iter()
-        .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Batch)));
+    assert!(
+        items
+            .iter()
+            .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Batch))
+    );
     emu.shutdown().await;
 }
 
@@ -480,16 +482,19 @@ async fn diverted_requests_never_delay_the_handle() {
     assert!(handle.jobs.is_empty());
     assert_eq!(handle.pending_flex, (0..10).collect::<Vec<_>>());
     let items = router.batch_results(&handle).await.unwrap();
-    assert!(items
-        .iter()
-        .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Flex)));
+    assert!(
+        items
+            .iter()
+            .all(|i| i.as_ref().is_ok_and(|o| o.lane == BatchLane::Flex))
+    );
     // Read twice: the answers are kept.
     assert_eq!(router.batch_results(&handle).await.unwrap().len(), 10);
     // Another router resuming the handle cannot have them, and says so.
     let other = common::router_with(&emu, common::config(BATCH)).await;
     let resumed = BatchHandle::from_json(&handle.to_json()).unwrap();
     let items = other.batch_results(&resumed).await.unwrap();
-    assert!(items.iter().all(|i| i
-        .as_ref()
-        .is_err_and(|e| e.kind == BatchErrorKind::DivertedElsewhere)));
+    assert!(items.iter().all(|i| {
+        i.as_ref()
+            .is_err_and(|e| e.kind == BatchErrorKind::DivertedElsewhere)
+    }));
 }

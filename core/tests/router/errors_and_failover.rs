@@ -129,9 +129,11 @@ async fn when_every_target_fails_each_attempt_is_listed() {
         "every target, then more rounds until the deadline: {} attempts",
         attempts.len()
     );
-    assert!(attempts
-        .iter()
-        .all(|a| a.kind == ErrorKind::Throttled && a.code == "ThrottlingException"));
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a.kind == ErrorKind::Throttled && a.code == "ThrottlingException")
+    );
     assert_eq!(requests_seen(&emu), attempts.len() as u64);
 }
 

@@ -43,10 +43,11 @@ async fn generate_on_bedrock_fills_usage_timings_decision_and_cost() {
         (d.tier, d.served_tier),
         (Some(ServiceTier::Standard), Some(ServiceTier::Standard))
     );
-    assert!(d
-        .reasons
-        .iter()
-        .any(|x| matches!(x, Reason::VariantScored { chosen, .. } if *chosen == d.model)));
+    assert!(
+        d.reasons
+            .iter()
+            .any(|x| matches!(x, Reason::VariantScored { chosen, .. } if *chosen == d.model))
+    );
     let price = &router.config().models[&d.model].price();
     let expected = (f64::from(r.usage.input_tokens) * price.input_per_1k
         + 16.0 * price.output_per_1k)

@@ -57,9 +57,16 @@ fn prompt(rng: &mut rand::rngs::StdRng) -> (Class, String) {
     let n = rng.gen_range(2..40);
     if rng.gen_bool(0.5) {
         let text = match rng.gen_range(0..3) {
-            0 => format!("Extract the name and city from: \"{person} moved to {city} in {}.\" Reply as JSON.", 1990 + n),
-            1 => format!("List the dates in this note as YYYY-MM-DD: \"Meet {person} on March {n}, then fly to {city}.\""),
-            _ => format!("Pull the order number and total out of: \"Order #{n}{n} for {person}, total ${n}.99\""),
+            0 => format!(
+                "Extract the name and city from: \"{person} moved to {city} in {}.\" Reply as JSON.",
+                1990 + n
+            ),
+            1 => format!(
+                "List the dates in this note as YYYY-MM-DD: \"Meet {person} on March {n}, then fly to {city}.\""
+            ),
+            _ => format!(
+                "Pull the order number and total out of: \"Order #{n}{n} for {person}, total ${n}.99\""
+            ),
         };
         (Class::Extract, text)
     } else {

@@ -42,10 +42,12 @@ async fn metrics_are_served_as_prometheus_text_and_json() {
         "{head}"
     );
     let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
-    assert!(scrape
-        .samples
-        .iter()
-        .any(|s| s.metric == "gen_ai_client_operation_duration_seconds_count"));
+    assert!(
+        scrape
+            .samples
+            .iter()
+            .any(|s| s.metric == "gen_ai_client_operation_duration_seconds_count")
+    );
 
     let json = get(addr, "/metrics.json").await;
     let (head, body) = json.split_once("\r\n\r\n").unwrap();

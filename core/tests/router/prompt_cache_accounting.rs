@@ -194,11 +194,13 @@ async fn the_region_holding_the_cached_prefix_is_preferred() {
             first.decision.target.as_str()
         )
     );
-    assert!(second
-        .decision
-        .reasons
-        .iter()
-        .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. })));
+    assert!(
+        second
+            .decision
+            .reasons
+            .iter()
+            .any(|r| matches!(r, laneway::Reason::CacheAffinity { won: true, .. }))
+    );
     assert!(second.usage.cache_read_tokens > 0);
 }
 
@@ -294,7 +296,7 @@ fn nova_agent_step() -> laneway::GenerateRequest {
 
 #[tokio::test]
 async fn the_planner_keeps_novas_checkpoint_rules_and_the_emulator_enforces_them() {
-    use laneway::{plan::CacheChange, Reason};
+    use laneway::{Reason, plan::CacheChange};
     let emu = common::emulator().await;
     let router = common::router(&emu).await;
     let r = router.generate(nova_agent_step()).await.unwrap();

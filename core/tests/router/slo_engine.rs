@@ -268,11 +268,12 @@ async fn a_throttled_reserved_call_fails_over_like_any_throttle() {
         (failed.target.as_str(), failed.region.as_str()),
         "the next target, not the same one at standard"
     );
-    assert!(!r
-        .decision
-        .reasons
-        .iter()
-        .any(|x| matches!(x, Reason::ReservedOverflow { .. })));
+    assert!(
+        !r.decision
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::ReservedOverflow { .. }))
+    );
 }
 
 #[tokio::test]
@@ -382,10 +383,12 @@ async fn a_flex_call_near_its_deadline_escalates_to_standard() {
         .plan(&background(Some(Duration::from_micros(100))))
         .unwrap();
     assert_eq!(tight.attempts[0].tier, Some(ServiceTier::Standard));
-    assert!(tight
-        .reasons
-        .iter()
-        .any(|r| matches!(r, Reason::DeadlineEscalation { .. })));
+    assert!(
+        tight
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::DeadlineEscalation { .. }))
+    );
     // Sent, no tier meets a 100 us deadline: the call ends by it, saying so.
     let err = router
         .generate(background(Some(Duration::from_micros(100))))
@@ -621,8 +624,7 @@ async fn application_inference_profiles_are_targets_priced_and_recorded_as_their
     let emu = emulator().await;
     let east =
         "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/support-nova-lite";
-    let west =
-        "arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/support-nova-lite-west";
+    let west = "arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/support-nova-lite-west";
     let tagged = router_with(
         &emu,
         config(&format!(
@@ -647,11 +649,13 @@ async fn application_inference_profiles_are_targets_priced_and_recorded_as_their
         (r.cost_usd - same.cost_usd).abs() < 1e-12,
         "priced as the model"
     );
-    assert!(tagged
-        .metrics()
-        .lanes
-        .iter()
-        .any(|(k, l)| k.target == east && k.model == LITE && l.requests == 1));
+    assert!(
+        tagged
+            .metrics()
+            .lanes
+            .iter()
+            .any(|(k, l)| k.target == east && k.model == LITE && l.requests == 1)
+    );
     // When the first is down, the next profile, in its own region.
     emu.add_fault(Fault::new(FaultKind::Outage).for_region("us-east-1"));
     let r = tagged.generate(ask()).await.unwrap();

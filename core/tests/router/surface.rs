@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use laneway::backend::{Completion, MemoryBackend};
-use laneway::surface::{converse, ErrorDetails, RouterOptions};
+use laneway::surface::{ErrorDetails, RouterOptions, converse};
 use laneway::{OutputBlock, Provider, StopReason};
 use serde_json::json;
 
@@ -167,11 +167,13 @@ async fn ready_events_are_taken_without_waiting() {
     tokio::task::yield_now().await;
     let rest = stream.ready_batch(256).expect("read ahead").unwrap();
     assert_eq!(rest.len(), 3, "{rest:?}");
-    assert!(stream
-        .ready_batch(256)
-        .expect("the end")
-        .unwrap()
-        .is_empty());
+    assert!(
+        stream
+            .ready_batch(256)
+            .expect("the end")
+            .unwrap()
+            .is_empty()
+    );
     assert!(stream.next_batch(256).await.unwrap().is_empty());
 }
 

@@ -320,7 +320,7 @@ type Series = std::collections::BTreeSet<(String, Vec<String>)>;
 
 /// What the OpenTelemetry export holds, named as Prometheus would name it (from the catalog).
 fn otel_series(exported: &[opentelemetry_sdk::metrics::data::ResourceMetrics]) -> Series {
-    use laneway::telemetry::catalog::{prometheus_label, CATALOG};
+    use laneway::telemetry::catalog::{CATALOG, prometheus_label};
     use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
     let last = exported.last().expect("an export");
     let mut out = Series::new();

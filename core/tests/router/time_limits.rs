@@ -5,12 +5,12 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use laneway::backend::{Backend, BackendEvent, Backends, Call, Completion, EventStream};
 use laneway::execute::Executor;
 use laneway::{

@@ -65,11 +65,13 @@ async fn the_classifier_picks_per_prompt_and_failover_only_steps_up() {
         stepped.decision
     );
     assert!(!stepped.decision.failed_attempts.is_empty());
-    assert!(stepped
-        .decision
-        .reasons
-        .iter()
-        .any(|r| matches!(r, Reason::VariantStepUp { .. })));
+    assert!(
+        stepped
+            .decision
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::VariantStepUp { .. }))
+    );
 
     // A minimum is honoured end to end.
     let floor = router
@@ -221,7 +223,10 @@ async fn a_bedrock_prompt_router_reports_the_model_it_chose_and_is_priced_as_it(
 fn prompt_router_configuration_is_checked() {
     for (extra, needle) in [
         ("prompt_router = \"not-an-arn\"", "not a prompt router ARN"),
-        ("prompt_router = \"arn:aws:bedrock:sa-east-1:1:default-prompt-router/anthropic.claude:1\"", "not a configured region"),
+        (
+            "prompt_router = \"arn:aws:bedrock:sa-east-1:1:default-prompt-router/anthropic.claude:1\"",
+            "not a configured region",
+        ),
         (
             "prompt_router = \"arn:aws:bedrock:us-east-1:1:default-prompt-router/anthropic.claude:1\"\nrouter = { threshold = 0.1 }",
             "not both",
@@ -232,7 +237,10 @@ fn prompt_router_configuration_is_checked() {
         ))
         .unwrap_err()
         .to_string();
-        assert!(e.contains("families.x.prompt_router") && e.contains(needle), "{e}");
+        assert!(
+            e.contains("families.x.prompt_router") && e.contains(needle),
+            "{e}"
+        );
     }
 }
 

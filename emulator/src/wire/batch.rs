@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::bedrock::native_ask;
 use super::s3::parse_s3_uri;

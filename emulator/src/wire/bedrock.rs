@@ -3,19 +3,19 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
 use base64::Engine as _;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{
-    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, with_wire_fault, Step,
-    StreamEnd,
+    Step, StreamEnd, authenticate, eventstream, parse_json, request_id, timeline, wait_whole,
+    with_wire_fault,
 };
 use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::text;
@@ -184,8 +184,8 @@ async fn converse_stream(
                 }
                 continue;
             }
-            if i == reasoning {
-                if let Some(call) = &req.tool_call {
+            if i == reasoning
+                && let Some(call) = &req.tool_call {
                     // A forced tool call replaces the text answer.
                     yield eventstream::json_event("contentBlockStart", &json!({
                         "contentBlockIndex": block,
@@ -202,7 +202,6 @@ async fn converse_stream(
                     stop = "tool_use";
                     break;
                 }
-            }
             answered = true;
             yield delta(block, &t);
         }
@@ -326,7 +325,7 @@ pub(super) fn converse_request(
             _ => {
                 return Err(invalid(&format!(
                     "1 validation error detected: Value '{m}' at 'inferenceConfig.maxTokens' failed to satisfy constraint: Member must have value greater than or equal to 1"
-                )))
+                )));
             }
         },
     };
@@ -343,7 +342,7 @@ pub(super) fn converse_request(
             _ => {
                 return Err(invalid(&format!(
                     "1 validation error detected: Value '{l}' at 'performanceConfig.latency' failed to satisfy constraint: Member must satisfy enum value set: [standard, optimized]"
-                )))
+                )));
             }
         },
     };

@@ -117,7 +117,7 @@ pub(crate) enum Step {
 /// later, a break where a fault says so.
 pub(crate) fn timeline(
     answer: &crate::engine::Answer,
-) -> impl futures::Stream<Item = Step> + Send + 'static {
+) -> impl futures::Stream<Item = Step> + Send + 'static + use<> {
     let tokens = answer.tokens.clone();
     let ttft = answer.ttft;
     let interval = answer.token_interval;

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
 
 use super::{authenticate, request_id};
 use crate::engine::{ApiError, Engine};
@@ -146,7 +146,7 @@ async fn put_object(
                     StatusCode::BAD_REQUEST,
                     "IncompleteBody",
                     "malformed aws-chunked body",
-                )
+                );
             }
         }
     } else {
@@ -240,13 +240,11 @@ async fn list_objects(
             xml_escape(k)
         );
     }
-    if truncated {
-        if let Some((last, _)) = page.last() {
-            xml += &format!(
-                "<NextContinuationToken>{}</NextContinuationToken>",
-                xml_escape(last)
-            );
-        }
+    if truncated && let Some((last, _)) = page.last() {
+        xml += &format!(
+            "<NextContinuationToken>{}</NextContinuationToken>",
+            xml_escape(last)
+        );
     }
     xml += "</ListBucketResult>";
     let mut r = (StatusCode::OK, xml).into_response();

@@ -3,19 +3,19 @@
 
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::bedrock::event_stream_response;
 use super::{
-    authenticate, eventstream, parse_json, request_id, timeline, wait_whole, with_wire_fault, Step,
-    StreamEnd,
+    Step, StreamEnd, authenticate, eventstream, parse_json, request_id, timeline, wait_whole,
+    with_wire_fault,
 };
 use crate::engine::{Answer, ApiError, Ask, Engine, Service};
 use crate::scenario::PayloadFormat;
@@ -272,13 +272,15 @@ fn read(
                 return Err(ApiError::validation(
                     Service::Sagemaker,
                     format!("Inference Component {c} not found on endpoint {name}."),
-                ))
+                ));
             }
             None => {
                 return Err(ApiError::validation(
                     Service::Sagemaker,
-                    format!("Inference Component Name header is required for endpoint {name}, which hosts inference components."),
-                ))
+                    format!(
+                        "Inference Component Name header is required for endpoint {name}, which hosts inference components."
+                    ),
+                ));
             }
         }
     }
@@ -341,7 +343,7 @@ fn read(
             _ => {
                 return Err(model_error(&format!(
                     "max tokens must be a positive integer, got {m}"
-                )))
+                )));
             }
         },
     };

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use tokio::sync::Mutex;
 
@@ -166,7 +166,9 @@ impl Auth {
         }
         let Some(credentials) = &self.credentials else {
             let why = match &self.key {
-                Some(_) => "the Bedrock API key is not valid for this region (or has expired), and there are no AWS credentials to sign with",
+                Some(_) => {
+                    "the Bedrock API key is not valid for this region (or has expired), and there are no AWS credentials to sign with"
+                }
                 None => "no Bedrock API key and no AWS credentials provider to sign with",
             };
             return Err(Error::from(
@@ -242,10 +244,10 @@ impl CachedCredentials {
                     .unwrap_or(Duration::ZERO)
             })
         };
-        if let Some(c) = held.as_ref() {
-            if left(c).is_none_or(|l| l > REFRESH_BEFORE_EXPIRY) {
-                return Ok(c.clone());
-            }
+        if let Some(c) = held.as_ref()
+            && left(c).is_none_or(|l| l > REFRESH_BEFORE_EXPIRY)
+        {
+            return Ok(c.clone());
         }
         match self.provider.provide_credentials().await {
             Ok(got) => {

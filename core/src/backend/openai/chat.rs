@@ -8,10 +8,10 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::input;
 use super::Malformed;
+use super::input;
 use crate::backend::{BackendEvent, Call, Completion};
 use crate::types::{
     ContentBlock, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,

@@ -66,7 +66,7 @@ pub(super) fn image_url(image: &Image, at: &str) -> Result<String> {
             return Err(Error::invalid(
                 at,
                 "an image in S3 cannot be sent to the OpenAI-compatible APIs (they take bytes or URLs): send its bytes",
-            ))
+            ));
         }
     };
     let mime = match image.format {

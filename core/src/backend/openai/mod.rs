@@ -22,16 +22,16 @@ use aws_smithy_runtime_api::client::http::{
     HttpConnector, HttpConnectorSettings, SharedHttpConnector,
 };
 use aws_smithy_types::body::SdkBody;
-use futures::future::BoxFuture;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::config::{OpenAiApi, OpenAiConfig};
 use crate::types::{Error, ErrorKind, Provider, Result, ServiceError, Target};
-pub use auth::short_term_api_key;
 use auth::Auth;
+pub use auth::short_term_api_key;
 
 /// Which endpoint a backend sends to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,7 +186,7 @@ impl OpenAiBackend {
                 return Err(Error::config(
                     format!("models.\"{}\".openai", call.attempt.model),
                     format!("no API is configured for {}", self.endpoint.provider()),
-                ))
+                ));
             }
             Some(OpenAiApi::Responses) if wants_stop => {
                 if apis.contains(&OpenAiApi::ChatCompletions) {

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::input;
 use super::Malformed;
+use super::input;
 use crate::backend::{BackendEvent, Call, Completion};
 use crate::types::{
     ContentBlock, Error, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,
@@ -181,28 +181,27 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>>
                 ContentBlock::Reasoning(r) => {
                     // Only the reasoning items this API made go back (the plan leaves other
                     // models' reasoning out), each by its id with its encrypted content.
-                    if call.attempt.shape.reasoning_history {
-                        if let ReasoningBlock::Text(ReasoningText {
+                    if call.attempt.shape.reasoning_history
+                        && let ReasoningBlock::Text(ReasoningText {
                             text,
                             signature,
                             id: Some(id),
                         }) = r
-                        {
-                            flush(&mut input, role, &mut parts);
-                            let summary = if text.is_empty() {
-                                Vec::new()
-                            } else {
-                                vec![SummaryPart {
-                                    kind: "summary_text",
-                                    text,
-                                }]
-                            };
-                            input.push(InputItem::Reasoning {
-                                id,
-                                summary,
-                                encrypted_content: signature.as_deref(),
-                            });
-                        }
+                    {
+                        flush(&mut input, role, &mut parts);
+                        let summary = if text.is_empty() {
+                            Vec::new()
+                        } else {
+                            vec![SummaryPart {
+                                kind: "summary_text",
+                                text,
+                            }]
+                        };
+                        input.push(InputItem::Reasoning {
+                            id,
+                            summary,
+                            encrypted_content: signature.as_deref(),
+                        });
                     }
                 }
                 // The service caches prefixes by itself; checkpoints have no spelling here.
@@ -843,8 +842,10 @@ mod tests {
             (20, 30, 50, 5)
         );
         let failed = json!({ "status": "failed", "error": null, "output": [] });
-        assert!(completion(failed.to_string().as_bytes(), &bad())
-            .unwrap_err()
-            .fails_over());
+        assert!(
+            completion(failed.to_string().as_bytes(), &bad())
+                .unwrap_err()
+                .fails_over()
+        );
     }
 }

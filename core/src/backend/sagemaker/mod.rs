@@ -7,10 +7,10 @@ use foldhash::HashMap;
 
 use aws_sdk_sagemakerruntime as sdk;
 use aws_smithy_types::Blob;
-use futures::future::BoxFuture;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 
-use super::{errors, Backend, BackendEvent, Call, Completion, EventStream};
+use super::{Backend, BackendEvent, Call, Completion, EventStream, errors};
 use crate::config::EndpointConfig;
 use crate::types::Provider;
 use crate::types::Target;

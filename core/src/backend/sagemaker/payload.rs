@@ -1,6 +1,6 @@
 //! Container payload formats: Text Generation Inference and OpenAI-compatible chat.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::backend::BackendEvent;
 use crate::config::PayloadFormat;
@@ -58,13 +58,13 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                     return Err(Error::invalid(
                         format!("messages[{i}].content[{j}]"),
                         "images cannot be sent in the TGI text payload format",
-                    ))
+                    ));
                 }
                 ContentBlock::Document(_) => {
                     return Err(Error::invalid(
                         format!("messages[{i}].content[{j}]"),
                         "documents cannot be sent in the TGI text payload format: extract their text first",
-                    ))
+                    ));
                 }
                 ContentBlock::Citations(c) => out.push_str(&c.content.concat()),
                 other => return Err(unsupported_block(other, i, j)),
@@ -106,10 +106,10 @@ fn tgi_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
             params.insert("temperature".into(), json!(t));
         }
     }
-    if let Some(p) = req.inference.top_p {
-        if p < 1.0 {
-            params.insert("top_p".into(), json!(p));
-        }
+    if let Some(p) = req.inference.top_p
+        && p < 1.0
+    {
+        params.insert("top_p".into(), json!(p));
     }
     if !req.inference.stop_sequences.is_empty() {
         params.insert("stop".into(), json!(req.inference.stop_sequences));
@@ -313,10 +313,10 @@ pub(super) fn parse_response(
                 .pointer("/choices/0")
                 .ok_or_else(|| malformed(endpoint, region, "no choices in the answer"))?;
             let mut content = Vec::new();
-            if let Some(t) = choice.pointer("/message/content").and_then(Value::as_str) {
-                if !t.is_empty() {
-                    content.push(OutputBlock::Text(t.to_string()));
-                }
+            if let Some(t) = choice.pointer("/message/content").and_then(Value::as_str)
+                && !t.is_empty()
+            {
+                content.push(OutputBlock::Text(t.to_string()));
             }
             for call in choice
                 .pointer("/message/tool_calls")
@@ -415,13 +415,14 @@ pub(super) fn parse_stream_line(
                 .pointer("/token/special")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            if let Some(t) = v.pointer("/token/text").and_then(Value::as_str) {
-                if !special && !t.is_empty() {
-                    out.events.push(BackendEvent::TextDelta {
-                        index: 0,
-                        text: t.to_string(),
-                    });
-                }
+            if let Some(t) = v.pointer("/token/text").and_then(Value::as_str)
+                && !special
+                && !t.is_empty()
+            {
+                out.events.push(BackendEvent::TextDelta {
+                    index: 0,
+                    text: t.to_string(),
+                });
             }
             if let Some(details) = v.get("details").filter(|d| !d.is_null()) {
                 let stop = details
@@ -448,13 +449,13 @@ pub(super) fn parse_stream_line(
         }
         PayloadFormat::OpenaiChat => {
             if let Some(choice) = v.pointer("/choices/0") {
-                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
-                    if !t.is_empty() {
-                        out.events.push(BackendEvent::TextDelta {
-                            index: 0,
-                            text: t.to_string(),
-                        });
-                    }
+                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str)
+                    && !t.is_empty()
+                {
+                    out.events.push(BackendEvent::TextDelta {
+                        index: 0,
+                        text: t.to_string(),
+                    });
                 }
                 for call in choice
                     .pointer("/delta/tool_calls")
@@ -481,13 +482,12 @@ pub(super) fn parse_stream_line(
                         });
                     }
                     if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
+                        && !args.is_empty()
                     {
-                        if !args.is_empty() {
-                            out.events.push(BackendEvent::ToolUseDelta {
-                                index,
-                                input_json: args.to_string(),
-                            });
-                        }
+                        out.events.push(BackendEvent::ToolUseDelta {
+                            index,
+                            input_json: args.to_string(),
+                        });
                     }
                 }
                 if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {

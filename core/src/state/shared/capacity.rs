@@ -247,11 +247,12 @@ impl Shared {
     /// what it used beyond its estimate is taken from it), if the lease is still current.
     pub fn settle(&self, model: &str, t: SharedTicket, input: u64, output: u64) {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = leases.get_mut(model) {
-            if l.until == t.lease_until && l.until > crate::time::now() {
-                l.input += t.input as i64 - input as i64;
-                l.output += t.output as i64 - output as i64;
-            }
+        if let Some(l) = leases.get_mut(model)
+            && l.until == t.lease_until
+            && l.until > crate::time::now()
+        {
+            l.input += t.input as i64 - input as i64;
+            l.output += t.output as i64 - output as i64;
         }
     }
 }

@@ -20,16 +20,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redis::aio::ConnectionManager;
 use redis::Script;
+use redis::aio::ConnectionManager;
 
 mod breakers;
 mod capacity;
 mod prefixes;
 
-pub use breakers::{target_key, RemoteBreaker};
+pub use breakers::{RemoteBreaker, target_key};
 pub use capacity::SharedTicket;
-use capacity::{Lease, ADMIT};
+use capacity::{ADMIT, Lease};
 
 /// A connection to one Redis server (reconnecting), or to a Redis Cluster (following its
 /// slots and failovers): every command and script below goes through either.

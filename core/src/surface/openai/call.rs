@@ -22,7 +22,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use super::{chat, note_unhonoured, responses, Unhonoured};
+use super::{Unhonoured, chat, note_unhonoured, responses};
 use crate::types::{Error, GenerateRequest, GenerateResponse, Result, StreamEvent};
 
 /// Which of the `openai` SDKs' APIs a body is for.

@@ -17,11 +17,11 @@
 //! ```
 
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::{
-    effort_option, finish, format_option, fresh_id, laneway_extras, now_unix, start, Fields,
-    Started, Unhonoured,
+    Fields, Started, Unhonoured, effort_option, finish, format_option, fresh_id, laneway_extras,
+    now_unix, start,
 };
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
@@ -219,7 +219,7 @@ pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            ))
+            ));
         }
     }
     Ok(())
@@ -237,7 +237,7 @@ pub(super) fn reasoning_effort(word: &str) -> Result<Option<&'static str>> {
             return Err(Error::invalid(
                 "reasoning_effort",
                 format!("{other:?}: one of none, minimal, low, medium, high, xhigh, max"),
-            ))
+            ));
         }
     }))
 }
@@ -262,7 +262,7 @@ fn messages(list: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
                             return Err(Error::invalid(
                                 format!("{at}.content"),
                                 "a system message takes text only",
-                            ))
+                            ));
                         }
                     }
                 }
@@ -331,7 +331,7 @@ fn messages(list: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
                 return Err(Error::invalid(
                     format!("{at}.role"),
                     format!("{other:?}: one of system, developer, user, assistant, tool"),
-                ))
+                ));
             }
         };
         if !blocks.is_empty() {
@@ -695,10 +695,12 @@ mod tests {
         }
         let mut body = base();
         body["laneway"] = json!({ "sloo": "interactive" });
-        assert!(request(body)
-            .unwrap_err()
-            .to_string()
-            .contains("laneway.sloo"));
+        assert!(
+            request(body)
+                .unwrap_err()
+                .to_string()
+                .contains("laneway.sloo")
+        );
         let mut body = base();
         body["messages"][0]["content"] =
             json!([{ "type": "image_url", "image_url": { "url": "https://example.com/a.png" } }]);

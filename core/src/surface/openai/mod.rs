@@ -18,10 +18,10 @@ pub mod responses;
 mod stream;
 
 pub use call::{Api, Call, Encoder, Reply};
-pub use errors::{is_bedrock_api_key, sdk_error, SdkError};
+pub use errors::{SdkError, is_bedrock_api_key, sdk_error};
 pub use stream::ShapedStream;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::surface::flat::{self, Casing};
 use crate::types::{Error, GenerateRequest, GenerateResponse, Reason, Result};
@@ -108,7 +108,7 @@ pub(crate) fn start(body: &mut Map<String, Value>, fields: &Fields) -> Result<St
                         "not a {} field Laneway knows (Laneway's own options go under `laneway`)",
                         fields.api
                     ),
-                ))
+                ));
             }
         }
     }
@@ -118,7 +118,7 @@ pub(crate) fn start(body: &mut Map<String, Value>, fields: &Fields) -> Result<St
             return Err(Error::invalid(
                 "model",
                 "a model or family name is required",
-            ))
+            ));
         }
     };
     // Laneway's options, read as the flat form reads them (so they are checked by name).
@@ -203,7 +203,7 @@ pub(crate) fn format_option(
             return Err(Error::invalid(
                 format!("{field}.type"),
                 "one of text, json_schema, json_object",
-            ))
+            ));
         }
     }
     Ok(())

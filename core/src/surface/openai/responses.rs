@@ -13,11 +13,11 @@
 //! assert_eq!(call.request.inference.max_tokens, Some(200));
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{
-    effort_option, finish, format_option, fresh_id, laneway_extras, now_unix, start, Fields,
-    Started, Unhonoured,
+    Fields, Started, Unhonoured, effort_option, finish, format_option, fresh_id, laneway_extras,
+    now_unix, start,
 };
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Message, OutputBlock, ReasoningBlock,
@@ -183,7 +183,7 @@ fn input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
             return Err(Error::invalid(
                 "input",
                 "a string or a list of items is required",
-            ))
+            ));
         }
     };
     let mut system = Vec::new();
@@ -198,7 +198,11 @@ fn input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
     };
     for (n, item) in items.iter().enumerate() {
         let at = format!("input[{n}]");
-        match item.get("type").and_then(Value::as_str).unwrap_or("message") {
+        match item
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message")
+        {
             "message" => {
                 let role = item.get("role").and_then(Value::as_str).unwrap_or_default();
                 let blocks = parts(item.get("content"), &at)?;
@@ -208,12 +212,19 @@ fn input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
                             if let ContentBlock::Text(t) = b {
                                 system.push(SystemBlock::Text(t));
                             } else {
-                                return Err(Error::invalid(format!("{at}.content"), "a system message takes text only"));
+                                return Err(Error::invalid(
+                                    format!("{at}.content"),
+                                    "a system message takes text only",
+                                ));
                             }
                         }
                     }
                     "user" | "assistant" => {
-                        let role = if role == "user" { Role::User } else { Role::Assistant };
+                        let role = if role == "user" {
+                            Role::User
+                        } else {
+                            Role::Assistant
+                        };
                         for b in blocks {
                             push(&mut out, role, b);
                         }
@@ -222,12 +233,15 @@ fn input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
                         return Err(Error::invalid(
                             format!("{at}.role"),
                             format!("{other:?}: one of system, developer, user, assistant"),
-                        ))
+                        ));
                     }
                 }
             }
             "function_call" => {
-                let args = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+                let args = item
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}");
                 let input = serde_json::from_str(args).map_err(|e| {
                     Error::invalid(format!("{at}.arguments"), format!("not JSON: {e}"))
                 })?;
@@ -281,8 +295,10 @@ fn input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Message>)> {
             other => {
                 return Err(Error::invalid(
                     format!("{at}.type"),
-                    format!("a {other:?} item is not routed by Laneway (messages, function calls and their outputs, reasoning are)"),
-                ))
+                    format!(
+                        "a {other:?} item is not routed by Laneway (messages, function calls and their outputs, reasoning are)"
+                    ),
+                ));
             }
         }
     }
@@ -662,16 +678,16 @@ impl Events {
                 );
             }
             StreamEvent::ToolUseDelta { index, input_json } => {
-                if let Some(at) = self.items.iter().position(|(i, _)| i == index) {
-                    if let Open::Call { id, arguments, .. } = &mut self.items[at].1 {
-                        arguments.push_str(input_json);
-                        let item_id = format!("fc_{id}");
-                        let e = self.event(
-                            "response.function_call_arguments.delta",
-                            json!({ "item_id": item_id, "output_index": at, "delta": input_json }),
-                        );
-                        out.push(e);
-                    }
+                if let Some(at) = self.items.iter().position(|(i, _)| i == index)
+                    && let Open::Call { id, arguments, .. } = &mut self.items[at].1
+                {
+                    arguments.push_str(input_json);
+                    let item_id = format!("fc_{id}");
+                    let e = self.event(
+                        "response.function_call_arguments.delta",
+                        json!({ "item_id": item_id, "output_index": at, "delta": input_json }),
+                    );
+                    out.push(e);
                 }
             }
             StreamEvent::Completed(r) => {

@@ -8,15 +8,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{
-    admit, json_answer, next_id, now_unix, read_request, sse_answer, text_parts, Admitted, Api,
-    OpenAiError, Surface,
+    Admitted, Api, OpenAiError, Surface, admit, json_answer, next_id, now_unix, read_request,
+    sse_answer, text_parts,
 };
 use crate::engine::{Answer, ApiError, Engine};
-use crate::wire::bedrock::{stop_reason, Request};
-use crate::wire::{timeline, wait_whole, Step, StreamEnd};
+use crate::wire::bedrock::{Request, stop_reason};
+use crate::wire::{Step, StreamEnd, timeline, wait_whole};
 
 /// A Chat Completions body as the Converse request it means.
 pub(super) fn converse_of(v: &Value) -> Result<(String, Value), ApiError> {
@@ -36,7 +36,9 @@ pub(super) fn converse_of(v: &Value) -> Result<(String, Value), ApiError> {
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
         let texts = text_parts(m.get("content"));
         match role {
-            "system" | "developer" => system.extend(texts.into_iter().map(|t| json!({ "text": t }))),
+            "system" | "developer" => {
+                system.extend(texts.into_iter().map(|t| json!({ "text": t })))
+            }
             "user" => messages.push(json!({
                 "role": "user",
                 "content": texts.into_iter().map(|t| json!({ "text": t })).collect::<Vec<_>>(),
@@ -44,7 +46,12 @@ pub(super) fn converse_of(v: &Value) -> Result<(String, Value), ApiError> {
             "assistant" => {
                 let mut content: Vec<Value> =
                     texts.into_iter().map(|t| json!({ "text": t })).collect();
-                for call in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                for call in m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     let arguments = call.pointer("/function/arguments").and_then(Value::as_str);
                     content.push(json!({ "toolUse": {
                         "toolUseId": call.get("id"),
@@ -63,7 +70,7 @@ pub(super) fn converse_of(v: &Value) -> Result<(String, Value), ApiError> {
             other => {
                 return Err(invalid(format!(
                     "Invalid value: '{other}'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'. (messages[{i}].role)"
-                )))
+                )));
             }
         }
     }
@@ -114,17 +121,17 @@ pub(super) fn converse_of(v: &Value) -> Result<(String, Value), ApiError> {
         }
         c["toolConfig"] = config;
     }
-    if let Some(f) = v.get("response_format") {
-        if f.get("type").and_then(Value::as_str) == Some("json_schema") {
-            let schema = f
-                .pointer("/json_schema/schema")
-                .cloned()
-                .unwrap_or_default();
-            c["outputConfig"] = json!({ "textFormat": { "type": "json_schema", "structure": { "jsonSchema": {
-                "schema": schema.to_string(),
-                "name": f.pointer("/json_schema/name").cloned().unwrap_or_else(|| json!("response")),
-            }}}});
-        }
+    if let Some(f) = v.get("response_format")
+        && f.get("type").and_then(Value::as_str) == Some("json_schema")
+    {
+        let schema = f
+            .pointer("/json_schema/schema")
+            .cloned()
+            .unwrap_or_default();
+        c["outputConfig"] = json!({ "textFormat": { "type": "json_schema", "structure": { "jsonSchema": {
+            "schema": schema.to_string(),
+            "name": f.pointer("/json_schema/name").cloned().unwrap_or_else(|| json!("response")),
+        }}}});
     }
     if let Some(effort) = v.get("reasoning_effort") {
         c["additionalModelRequestFields"] = json!({ "reasoning_effort": effort });

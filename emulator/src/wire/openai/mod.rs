@@ -14,15 +14,15 @@ mod responses;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
 use base64::Engine as _;
 use futures::StreamExt;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::{authenticate, request_id, with_wire_fault};
 use crate::engine::{Answer, ApiError, Engine, Service};

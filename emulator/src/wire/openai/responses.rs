@@ -10,15 +10,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{
-    admit, json_answer, next_id, now_unix, read_request, sse_answer, text_parts, Admitted, Api,
-    OpenAiError, Surface,
+    Admitted, Api, OpenAiError, Surface, admit, json_answer, next_id, now_unix, read_request,
+    sse_answer, text_parts,
 };
 use crate::engine::{Answer, ApiError, Engine};
 use crate::wire::bedrock::{Request, ToolCall};
-use crate::wire::{timeline, wait_whole, Step, StreamEnd};
+use crate::wire::{Step, StreamEnd, timeline, wait_whole};
 
 /// A Responses body as the Chat Completions body it means (`instructions`, `input` items,
 /// flat function tools, `text.format`, `reasoning.effort`, `max_output_tokens`).
@@ -86,12 +86,12 @@ fn chat_of_responses(v: &Value) -> Result<Value, ApiError> {
         Some(other) => chat["tool_choice"] = other.clone(),
         None => {}
     }
-    if let Some(f) = v.pointer("/text/format") {
-        if f.get("type").and_then(Value::as_str) == Some("json_schema") {
-            chat["response_format"] = json!({ "type": "json_schema", "json_schema": {
-                "name": f.get("name"), "schema": f.get("schema"),
-            }});
-        }
+    if let Some(f) = v.pointer("/text/format")
+        && f.get("type").and_then(Value::as_str) == Some("json_schema")
+    {
+        chat["response_format"] = json!({ "type": "json_schema", "json_schema": {
+            "name": f.get("name"), "schema": f.get("schema"),
+        }});
     }
     if let Some(effort) = v.pointer("/reasoning/effort").filter(|e| !e.is_null()) {
         chat["reasoning_effort"] = effort.clone();

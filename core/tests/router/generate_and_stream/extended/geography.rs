@@ -342,9 +342,11 @@ async fn the_global_profile_costs_its_scope_s_share_of_the_geographic_price() {
     assert_eq!(geo.usage, global.usage);
     let ratio = geo.cost_usd / global.cost_usd;
     assert!((ratio - 1.1).abs() < 1e-3, "geographic / global = {ratio}");
-    assert!(global
-        .decision
-        .reasons
-        .iter()
-        .any(|r| matches!(r, Reason::ProfilePinned { .. })));
+    assert!(
+        global
+            .decision
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::ProfilePinned { .. }))
+    );
 }

@@ -355,11 +355,12 @@ async fn model_fields_go_to_their_model_only_and_return_its_response_fields() {
         .await
         .unwrap();
     assert!(r.model_response_fields.is_none());
-    assert!(r
-        .decision
-        .reasons
-        .iter()
-        .any(|x| matches!(x, Reason::ModelFieldsDropped { .. })));
+    assert!(
+        r.decision
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::ModelFieldsDropped { .. }))
+    );
     // Sent to the model they name, a field it does not know is Bedrock's 400.
     let wrong = ModelFields {
         model: None,
@@ -433,10 +434,11 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
     convo.model = laneway::ModelRef::Model("amazon.nova-lite-v1:0".into());
     let plan = laneway::plan(&convo, &config, &laneway::state::Fresh(now)).unwrap();
     assert!(!plan.attempts[0].shape.reasoning_history);
-    assert!(plan
-        .reasons
-        .iter()
-        .any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. })));
+    assert!(
+        plan.reasons
+            .iter()
+            .any(|r| matches!(r, Reason::ReasoningHistoryDropped { .. }))
+    );
     // With the conversation's reasoning made by another model, a fallback that would think
     // without it (and so break a tool loop) answers without reasoning; model fields never go
     // to SageMaker.
@@ -472,10 +474,11 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
     assert!(plan.reasons.iter().any(
         |r| matches!(r, Reason::ReasoningDropped { why, .. } if why.contains("another model's"))
     ));
-    assert!(plan
-        .reasons
-        .iter()
-        .any(|r| matches!(r, Reason::ModelFieldsDropped { model, .. } if &**model == "house-llm")));
+    assert!(
+        plan.reasons.iter().any(
+            |r| matches!(r, Reason::ModelFieldsDropped { model, .. } if &**model == "house-llm")
+        )
+    );
 }
 
 fn guarded(text: &str) -> GenerateRequest {
@@ -585,10 +588,11 @@ fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
     match e {
         Err(e) => assert!(e.to_string().contains("guardrail"), "{e}"),
         // With a Bedrock fallback family, only its attempts remain.
-        Ok(p) => assert!(p
-            .attempts
-            .iter()
-            .all(|a| a.target.provider() == &laneway::Provider::Bedrock)),
+        Ok(p) => assert!(
+            p.attempts
+                .iter()
+                .all(|a| a.target.provider() == &laneway::Provider::Bedrock)
+        ),
     }
     let e = GenerateRequest::user("hi")
         .guardrail(Guardrail::new("Bad Id", "1"))
@@ -602,11 +606,13 @@ fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
             text: "x".into(),
             qualifiers: vec![],
         }));
-    assert!(unguarded
-        .validate()
-        .unwrap_err()
-        .to_string()
-        .contains("guardrail"));
+    assert!(
+        unguarded
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("guardrail")
+    );
 }
 
 #[tokio::test]
@@ -709,11 +715,12 @@ async fn media_and_tool_references_are_carried_and_checked() {
             ..audio
         })],
     }]);
-    assert!(bad
-        .validate()
-        .unwrap_err()
-        .to_string()
-        .contains("audio.format"));
+    assert!(
+        bad.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("audio.format")
+    );
     // Tools added and removed mid-conversation by reference; the emulator checks they name a
     // tool of the request, as Bedrock does.
     let turn = |name: &str| {

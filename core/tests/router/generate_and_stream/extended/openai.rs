@@ -12,7 +12,7 @@ use laneway::{
     Tool, ToolChoice,
 };
 use laneway_emulator::{Fault, FaultKind, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::common;
 
@@ -188,11 +188,12 @@ async fn an_outage_of_the_runtime_surface_fails_over_to_bedrock_mantle() {
     assert_eq!(r.decision.provider, Provider::BedrockMantle);
     assert_eq!(r.decision.target, TERRA, "mantle takes the bare id");
     assert!(!r.decision.failed_attempts.is_empty());
-    assert!(r
-        .decision
-        .failed_attempts
-        .iter()
-        .all(|f| f.kind == ErrorKind::Unavailable));
+    assert!(
+        r.decision
+            .failed_attempts
+            .iter()
+            .all(|f| f.kind == ErrorKind::Unavailable)
+    );
 }
 
 #[tokio::test]
@@ -201,10 +202,11 @@ async fn a_model_served_only_by_mantle_never_goes_to_converse() {
     let router = common::router(&emu).await;
     let req = GenerateRequest::user("Hello").model(GPT_55);
     let plan = router.plan(&req).unwrap();
-    assert!(plan
-        .attempts
-        .iter()
-        .all(|a| a.target.provider == Provider::BedrockMantle));
+    assert!(
+        plan.attempts
+            .iter()
+            .all(|a| a.target.provider == Provider::BedrockMantle)
+    );
     let r = router.generate(req).await.unwrap();
     assert_eq!(
         (r.decision.provider, r.decision.region.as_str()),
@@ -287,10 +289,11 @@ async fn gpt_oss_takes_chat_completions_on_bedrock_runtime_when_its_surfaces_com
         (Provider::BedrockOpenAi, GPT_OSS)
     );
     assert_eq!(calls(&emu, "ChatCompletions"), 1);
-    assert!(r
-        .content
-        .iter()
-        .any(|b| matches!(b, OutputBlock::ToolUse { name, .. } if name == "weather")));
+    assert!(
+        r.content
+            .iter()
+            .any(|b| matches!(b, OutputBlock::ToolUse { name, .. } if name == "weather"))
+    );
 }
 
 #[tokio::test]
@@ -392,10 +395,11 @@ async fn a_broken_gpt_stream_ends_interrupted_and_the_decision_says_it_is_not_co
         .model(TERRA)
         .continue_on_interrupt(true);
     let plan = router.plan(&req).unwrap();
-    assert!(plan
-        .reasons
-        .iter()
-        .any(|r| matches!(r, Reason::ContinuationRefused { model } if &**model == TERRA)));
+    assert!(
+        plan.reasons
+            .iter()
+            .any(|r| matches!(r, Reason::ContinuationRefused { model } if &**model == TERRA))
+    );
     let mut s = router.stream(req).await.unwrap();
     let mut last = None;
     let mut text = String::new();
@@ -617,9 +621,11 @@ async fn an_openai_shaped_responses_stream_is_the_sdks_event_sequence() {
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
     assert_eq!(done["output"][1]["content"][0]["text"], streamed.as_str());
-    assert!(done["laneway"]["decision"]["reasons"]
-        .to_string()
-        .contains("store"));
+    assert!(
+        done["laneway"]["decision"]["reasons"]
+            .to_string()
+            .contains("store")
+    );
 
     // Whole: one `response` whose reasoning item goes back on the next turn.
     let mut whole = call.request.clone();
