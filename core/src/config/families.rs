@@ -42,7 +42,6 @@ pub struct FamilyConfig {
 pub struct VariantRouterConfig {
     /// `builtin` (trained on RouteLLM's MMLU and GSM8K data) or a model file from
     /// `laneway router train` (relative to the configuration file).
-    #[serde(default = "builtin_classifier")]
     pub model: String,
     /// One loss threshold for every cheaper variant.
     #[serde(default)]
@@ -67,22 +66,18 @@ pub struct VariantRouterConfig {
     pub novelty_threshold: Option<f32>,
     /// How many recent prompts the mean novelty spans (an exponential moving average; 1
     /// decides per prompt).
-    #[serde(default = "default_novelty_window")]
     pub novelty_window: u32,
     /// How much lower (0..=1) the share of good answers may be than always the strongest
     /// variant's: with no threshold given, the model's held-out measurements set the
     /// thresholds within it; in a difficulty band, feedback moves the band's prompts up when a
     /// cheaper variant's success rate falls further below the strongest's, and a cheaper
     /// variant this close to the strongest takes the band's prompts even above its threshold.
-    #[serde(default = "default_quality_loss_budget")]
     pub quality_loss_budget: f32,
     /// The share of a band's calls (0..=0.5) that try another variant once feedback has
     /// arrived, so that the estimates keep up; 0 turns exploration off.
-    #[serde(default = "default_explore_share")]
     pub explore_share: f32,
     /// After how many outcomes in a band an old outcome weighs half (at least 1): the
     /// estimates follow a variant that changes.
-    #[serde(default = "default_feedback_half_life")]
     pub feedback_half_life: u32,
     /// Shadow mode: serve the family's default variant, and record per cell what routing
     /// would have chosen, the cost it would have saved and the feedback that arrives
@@ -92,24 +87,17 @@ pub struct VariantRouterConfig {
     pub shadow: bool,
 }
 
-fn default_quality_loss_budget() -> f32 {
-    0.05
-}
-
-fn default_explore_share() -> f32 {
-    0.05
-}
-
-fn default_feedback_half_life() -> u32 {
-    100
-}
-
-fn default_novelty_window() -> u32 {
-    50
-}
-
-fn builtin_classifier() -> String {
-    "builtin".into()
+impl Default for VariantRouterConfig {
+    /// `[templates.family_router]` of `defaults.toml`: the built-in model, its own thresholds.
+    ///
+    /// ```
+    /// let router = laneway::config::VariantRouterConfig::default();
+    /// assert_eq!(router.model, "builtin");
+    /// assert_eq!(router.threshold, None);
+    /// ```
+    fn default() -> Self {
+        super::load::template("family_router")
+    }
 }
 
 impl FamilyConfig {

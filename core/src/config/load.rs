@@ -39,17 +39,31 @@ impl Config {
         Self::over_defaults(user)
     }
 
-    fn over_defaults(mut user: toml::Table) -> Result<Self> {
-        let mut merged: toml::Table = toml::from_str(DEFAULTS).expect("defaults.toml parses");
+    fn over_defaults(user: toml::Table) -> Result<Self> {
+        Self::over(
+            toml::from_str(DEFAULTS).expect("defaults.toml parses"),
+            user,
+        )
+    }
+
+    /// `user` over `defaults`, templates applied, read and validated.
+    fn over(mut merged: toml::Table, mut user: toml::Table) -> Result<Self> {
         if user.get("builtin_models").and_then(toml::Value::as_bool) == Some(false) {
             merged.remove("models");
             merged.remove("families");
             merged.remove("default_model");
         }
+        rename_aliases(&mut user);
         replace_family_routing(&mut merged, &mut user);
         merge(&mut merged, user);
+        apply_templates(&mut merged)?;
+        Self::from_table(merged)
+    }
+
+    /// The configuration a whole table (every default in place) describes, validated.
+    fn from_table(table: toml::Table) -> Result<Self> {
         let config: Config =
-            serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(|e| {
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
                 Error::config(
                     if path == "." { "<root>".into() } else { path },
@@ -105,6 +119,159 @@ fn toml_of(value: &serde_json::Value, path: &str) -> Result<toml::Value> {
                 .collect::<Result<_>>()?,
         ),
     })
+}
+
+/// Where each template of `defaults.toml`'s `[templates]` applies: the tables at `path`
+/// (`*`: every key of a table, `name[]`: every element of an array), of a model of `provider`
+/// only where one is named.
+struct Template {
+    name: &'static str,
+    path: &'static str,
+    provider: Option<&'static str>,
+}
+
+const TEMPLATES: &[Template] = &[
+    Template {
+        name: "shared",
+        path: "shared",
+        provider: None,
+    },
+    Template {
+        name: "batch",
+        path: "batch",
+        provider: None,
+    },
+    Template {
+        name: "family_router",
+        path: "families.*.router",
+        provider: None,
+    },
+    Template {
+        name: "bedrock_model",
+        path: "models.*",
+        provider: Some("bedrock"),
+    },
+    Template {
+        name: "model_openai",
+        path: "models.*.openai",
+        provider: None,
+    },
+    Template {
+        name: "model_prompt_cache",
+        path: "models.*.prompt_cache",
+        provider: None,
+    },
+    Template {
+        name: "model_reasoning",
+        path: "models.*.reasoning",
+        provider: None,
+    },
+    Template {
+        name: "model_price_scopes",
+        path: "models.*.price.scopes",
+        provider: None,
+    },
+    Template {
+        name: "sagemaker_endpoint",
+        path: "models.*.endpoints[]",
+        provider: None,
+    },
+];
+
+/// Reads every table a template applies to over its template (a key the table sets is its
+/// own; a table it sets is filled from the template's the same way), and takes `[templates]`
+/// out.
+fn apply_templates(merged: &mut toml::Table) -> Result<()> {
+    let Some(value) = merged.remove("templates") else {
+        return Ok(());
+    };
+    let toml::Value::Table(templates) = value else {
+        return Err(Error::config("templates", "must be a table of templates"));
+    };
+    for (name, template) in &templates {
+        let known = TEMPLATES.iter().find(|t| t.name == name).ok_or_else(|| {
+            let names: Vec<&str> = TEMPLATES.iter().map(|t| t.name).collect();
+            Error::config(
+                format!("templates.{name}"),
+                format!("not a template; the templates are {}", names.join(", ")),
+            )
+        })?;
+        let toml::Value::Table(template) = template else {
+            return Err(Error::config(
+                format!("templates.{name}"),
+                "must be a table",
+            ));
+        };
+        let path: Vec<&str> = known.path.split('.').collect();
+        fill_from(merged, &path, template, known.provider);
+    }
+    Ok(())
+}
+
+/// A template of `defaults.toml` (`[templates.{name}]`) read as `T`.
+pub(super) fn template<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    static TEMPLATES: std::sync::LazyLock<toml::Table> = std::sync::LazyLock::new(|| {
+        let mut defaults: toml::Table = toml::from_str(DEFAULTS).expect("defaults.toml parses");
+        match defaults.remove("templates") {
+            Some(toml::Value::Table(templates)) => templates,
+            _ => panic!("defaults.toml has [templates]"),
+        }
+    });
+    T::deserialize(TEMPLATES[name].clone()).expect("a template of defaults.toml reads whole")
+}
+
+/// Gives `table` each key of `template` it lacks; a table both have is filled the same way.
+fn fill(table: &mut toml::Table, template: &toml::Table) {
+    for (key, value) in template {
+        match (table.get_mut(key), value) {
+            (Some(toml::Value::Table(own)), toml::Value::Table(inner)) => fill(own, inner),
+            (Some(_), _) => {}
+            (None, _) => {
+                table.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+fn fill_from(
+    table: &mut toml::Table,
+    path: &[&str],
+    template: &toml::Table,
+    provider: Option<&str>,
+) {
+    let Some((step, rest)) = path.split_first() else {
+        let of_provider =
+            provider.is_none_or(|p| table.get("provider").and_then(toml::Value::as_str) == Some(p));
+        if of_provider {
+            fill(table, template);
+        }
+        return;
+    };
+    let descend = |value: &mut toml::Value| {
+        if let toml::Value::Table(inner) = value {
+            fill_from(inner, rest, template, provider);
+        }
+    };
+    if *step == "*" {
+        table.iter_mut().for_each(|(_, value)| descend(value));
+    } else if let Some(array) = step.strip_suffix("[]") {
+        if let Some(toml::Value::Array(items)) = table.get_mut(array) {
+            items.iter_mut().for_each(descend);
+        }
+    } else if let Some(value) = table.get_mut(*step) {
+        descend(value);
+    }
+}
+
+/// Old names of keys, as their new names: the defaults carry the new name, and serde would
+/// see both (`routing.reserved_window` is `routing.minute`).
+fn rename_aliases(user: &mut toml::Table) {
+    if let Some(toml::Value::Table(routing)) = user.get_mut("routing")
+        && !routing.contains_key("minute")
+        && let Some(window) = routing.remove("reserved_window")
+    {
+        routing.insert("minute".into(), window);
+    }
 }
 
 /// A family's routing is replaced whole, not merged key by key: a user's `router` (or
@@ -174,6 +341,162 @@ mod tests {
         assert_eq!(c.families["nova"].variants.len(), 3);
         assert_eq!(c.slo_tiers.interactive, ServiceTier::Priority);
         assert!(c.models["anthropic.claude-sonnet-4-5-20250929-v1:0"].requires_profile());
+    }
+
+    /// A configuration that adds a table of each kind a template applies to, each leaving
+    /// out every key its template has.
+    const EVERY_TEMPLATE_USED: &str = r#"
+        [shared]
+        redis_url = "redis://127.0.0.1:6379"
+        [batch]
+        bucket = "b"
+        role_arn = "arn:aws:iam::123456789012:role/batch"
+        [families.my-family]
+        variants = ["amazon.nova-micro-v1:0", "amazon.nova-pro-v1:0"]
+        router = { shadow = true }
+        [models.mine]
+        provider = "bedrock"
+        regions = ["us-east-1"]
+        openai = { runtime = ["chat_completions"] }
+        prompt_cache = { min_tokens = 1024, ttls = ["5m"] }
+        reasoning = { format = "anthropic" }
+        price = { input_per_1k = 0.1, output_per_1k = 0.2, scopes = {} }
+        [models.endpoint]
+        provider = "sagemaker"
+        endpoints = [{ name = "e", region = "us-east-1", format = "tgi" }]
+        price = { input_per_1k = 0.1, output_per_1k = 0.2 }
+    "#;
+
+    /// Every key of `defaults.toml`'s fixed sections and templates is a default written only
+    /// there: left out, the configuration does not load, and the error names it. (A default
+    /// also written in Rust would let it load.)
+    #[test]
+    fn every_default_is_written_only_in_defaults_toml() {
+        let defaults: toml::Table = toml::from_str(DEFAULTS).unwrap();
+        let user: toml::Table = toml::from_str(EVERY_TEMPLATE_USED).unwrap();
+        Config::over(defaults.clone(), user.clone()).expect("the sample loads");
+
+        fn leaves(table: &toml::Table, at: &[String], out: &mut Vec<Vec<String>>) {
+            for (key, value) in table {
+                let path = [at, std::slice::from_ref(key)].concat();
+                match value {
+                    toml::Value::Table(inner) => leaves(inner, &path, out),
+                    _ => out.push(path),
+                }
+            }
+        }
+        let mut paths = vec![vec!["builtin_models".to_string()]];
+        for section in ["routing", "prompt_cache", "telemetry", "slo_tiers"] {
+            leaves(
+                defaults[section].as_table().unwrap(),
+                &[section.into()],
+                &mut paths,
+            );
+        }
+        paths.push(vec!["pricing".into(), "batch".into()]);
+        for sub in ["scopes", "tiers"] {
+            let table = defaults["pricing"][sub].as_table().unwrap();
+            leaves(table, &["pricing".into(), sub.into()], &mut paths);
+        }
+        // A template's keys are read whole (a table-valued key is one default).
+        for (name, template) in defaults["templates"].as_table().unwrap() {
+            for key in template.as_table().unwrap().keys() {
+                paths.push(vec!["templates".into(), name.clone(), key.clone()]);
+            }
+        }
+        assert!(paths.len() > 60, "{}", paths.len());
+
+        for path in paths {
+            let mut without = defaults.clone();
+            let (last, parents) = path.split_last().unwrap();
+            let mut table = &mut without;
+            for step in parents {
+                table = table
+                    .get_mut(step)
+                    .and_then(toml::Value::as_table_mut)
+                    .unwrap();
+            }
+            table.remove(last).unwrap();
+            let error = Config::over(without, user.clone())
+                .map(|_| ())
+                .expect_err(&format!("loads without {}", path.join(".")));
+            assert!(
+                error.to_string().contains(last.as_str()),
+                "without {}: {error}",
+                path.join(".")
+            );
+        }
+    }
+
+    #[test]
+    fn a_table_a_configuration_adds_is_read_over_its_template() {
+        let c = Config::from_toml_str(EVERY_TEMPLATE_USED).unwrap();
+        let shared = c.shared.as_ref().unwrap();
+        assert_eq!(
+            (shared.key_prefix.as_str(), shared.replicas),
+            ("laneway", 1)
+        );
+        assert_eq!(c.batch.as_ref().unwrap().min_records, 100);
+        let router = c.families["my-family"].router.as_ref().unwrap();
+        assert_eq!(
+            (router.model.as_str(), router.novelty_window),
+            ("builtin", 50)
+        );
+        assert!(router.shadow);
+        let ModelConfig::Bedrock(mine) = &c.models["mine"] else {
+            panic!()
+        };
+        assert_eq!(mine.tiers, [ServiceTier::Standard].into());
+        assert!(mine.openai.as_ref().unwrap().first);
+        assert_eq!(mine.prompt_cache.as_ref().unwrap().max_checkpoints, 4);
+        assert_eq!(mine.reasoning.as_ref().unwrap().min_budget_tokens, 1024);
+        let scopes = mine.price.scopes.unwrap();
+        assert_eq!((scopes.in_region, scopes.global), (1.0, 1.0));
+        let ModelConfig::Sagemaker(endpoint) = &c.models["endpoint"] else {
+            panic!()
+        };
+        assert_eq!(endpoint.endpoints[0].instance_count, 1);
+        // A key the table sets is its own; a table it sets is filled from the template's.
+        let c = Config::from_toml_str(&EVERY_TEMPLATE_USED.replace(
+            r#"reasoning = { format = "anthropic" }"#,
+            r#"reasoning = { format = "anthropic", efforts = ["high"], effort_budgets = { low = 2000 } }"#,
+        ))
+        .unwrap();
+        let reasoning = c.models["mine"].reasoning().unwrap();
+        assert_eq!(
+            reasoning.efforts,
+            [crate::types::ReasoningEffort::High].into()
+        );
+        let budgets: Vec<u32> = reasoning.effort_budgets.values().copied().collect();
+        assert_eq!(budgets, [2000, 4096, 16384, 32000]);
+    }
+
+    #[test]
+    fn templates_are_configuration_too() {
+        let c = Config::from_toml_str(
+            "[templates.family_router]\nexplore_share = 0.1\n[families.nova.router]\nmodel = \"builtin\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.families["nova"].router.as_ref().unwrap().explore_share,
+            0.1
+        );
+        let (field, reason) = config_error("[templates.family]\nexplore_share = 0.1\n");
+        assert_eq!(field, "templates.family");
+        assert!(reason.contains("family_router"), "{reason}");
+    }
+
+    #[test]
+    fn a_partial_section_keeps_the_other_defaults_and_old_names_still_read() {
+        let c = Config::from_toml_str(
+            "[routing]\nreserved_window = 1000\n[routing.timeouts.interactive]\ndeadline = 5000\n",
+        )
+        .unwrap();
+        assert_eq!(c.routing.minute, Duration::from_secs(1));
+        let interactive = c.routing.timeouts.interactive;
+        assert_eq!(interactive.deadline, Duration::from_secs(5));
+        assert_eq!(interactive.first_token, Duration::from_secs(10));
+        assert_eq!(c.routing.retry, RetryConfig::default());
     }
 
     #[test]

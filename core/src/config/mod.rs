@@ -66,7 +66,6 @@ pub struct Config {
     #[serde(skip)]
     pub base_dir: Option<std::path::PathBuf>,
     /// Whether the built-in models and families are included (only meaningful in a file).
-    #[serde(default = "yes")]
     pub builtin_models: bool,
     /// The model or family a request gets when it names none.
     #[serde(default)]
@@ -99,7 +98,6 @@ pub struct Config {
     #[serde(default)]
     pub aws: AwsConfig,
     /// Automatic prompt-cache placement.
-    #[serde(default)]
     pub prompt_cache: CachePolicy,
     /// State shared by every replica through Redis (reservations, breakers, prefix index);
     /// without it each process keeps its own.
@@ -109,15 +107,53 @@ pub struct Config {
     #[serde(default)]
     pub batch: Option<BatchConfig>,
     /// Measurements.
-    #[serde(default)]
     pub telemetry: TelemetryConfig,
 }
 
 impl Default for Config {
-    /// The built-in configuration: known Bedrock models and families, three regions.
+    /// The built-in configuration (`defaults.toml`): known Bedrock models and families, three
+    /// regions, and every section's defaults.
     fn default() -> Self {
-        Self::from_toml_str("").expect("the built-in configuration is valid")
+        Self::builtin().clone()
     }
+}
+
+impl Config {
+    /// The built-in configuration, read from `defaults.toml` once. The sections' `Default`
+    /// impls are its sections: `defaults.toml` is the one place a default is written, so the
+    /// deserialising of a configuration never calls them (that would ask for this while it is
+    /// being built).
+    pub(crate) fn builtin() -> &'static Config {
+        static BUILTIN: std::sync::LazyLock<Config> = std::sync::LazyLock::new(|| {
+            Config::from_toml_str("").expect("the built-in configuration is valid")
+        });
+        &BUILTIN
+    }
+}
+
+/// Each section's `Default` is its value in `defaults.toml`, the one place defaults are written.
+macro_rules! default_from_builtin {
+    ($($section:ty => $($field:ident).+;)*) => {$(
+        impl Default for $section {
+            #[doc = concat!("`", stringify!($($field).+), "` of `defaults.toml`.")]
+            fn default() -> Self {
+                Config::builtin().$($field).+
+            }
+        }
+    )*};
+}
+
+default_from_builtin! {
+    RoutingConfig => routing;
+    RetryConfig => routing.retry;
+    TimeoutsConfig => routing.timeouts;
+    LearnedLimits => routing.timeouts.learned;
+    HedgeConfig => routing.hedge;
+    BreakerConfig => routing.breaker;
+    OutlierConfig => routing.outlier;
+    BudgetConfig => routing.budget;
+    CachePolicy => prompt_cache;
+    TelemetryConfig => telemetry;
 }
 
 /// Settings of the AWS clients.
@@ -140,23 +176,8 @@ pub struct AwsConfig {
 pub struct TelemetryConfig {
     /// A task (`task_id`) none of whose calls was seen for this long is closed as abandoned,
     /// so that tasks never finished do not pile up (milliseconds; default 10 minutes).
-    #[serde(
-        default = "default_task_idle",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub task_idle: Duration,
-}
-
-fn default_task_idle() -> Duration {
-    Duration::from_secs(600)
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        Self {
-            task_idle: default_task_idle(),
-        }
-    }
 }
 
 /// A model's prompt-caching rules.
@@ -172,34 +193,12 @@ pub struct PromptCacheConfig {
     pub tools: bool,
     /// Whether a checkpoint may sit in a message that carries a tool result (Nova: no, "extraneous
     /// key \[cachePoint\] is not permitted").
-    #[serde(default = "yes")]
     pub after_tool_result: bool,
     /// Most checkpoints a request may carry.
-    #[serde(default = "four")]
     pub max_checkpoints: usize,
     /// Most tokens it caches, if limited.
     #[serde(default)]
     pub max_tokens: Option<u32>,
-}
-
-fn four() -> usize {
-    4
-}
-
-fn default_prior_ttft() -> Duration {
-    Duration::from_secs(1)
-}
-
-fn default_output_estimate() -> u32 {
-    512
-}
-
-fn one_minute() -> Duration {
-    Duration::from_secs(60)
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// The region and router name of a prompt-router ARN

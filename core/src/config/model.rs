@@ -33,7 +33,6 @@ struct BedrockSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     in_region: Option<Vec<String>>,
     /// The service tiers it supports; a tier not listed is never sent.
-    #[serde(default = "standard_only")]
     tiers: BTreeSet<ServiceTier>,
     /// Whether latency-optimized inference (`performanceConfig`) exists for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -66,7 +65,7 @@ struct BedrockSpec {
     structured_output: bool,
     /// Whether Converse serves it (default: yes; OpenAI's GPT-5.4 and 5.5 are served only by
     /// bedrock-mantle's OpenAI-compatible APIs).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    #[serde(skip_serializing_if = "is_true")]
     converse: bool,
     /// The OpenAI-compatible APIs that serve it, on bedrock-runtime and bedrock-mantle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,10 +105,6 @@ struct OtherSpec {
 const BEDROCK_KEYS: &str = "a Bedrock model's key is its model id; only SageMaker models have endpoints and a fallback family";
 const SAGEMAKER_KEYS: &str = "a SageMaker model is placed by its endpoints, which have no regions, profiles, service tiers, prompt cache or reservation";
 const OTHER_KEYS: &str = "a model of your own provider has regions, a model_id and a price; the rest are Bedrock and SageMaker settings";
-
-fn yes() -> bool {
-    true
-}
 
 fn is_true(b: &bool) -> bool {
     *b
@@ -663,7 +658,6 @@ pub struct EndpointConfig {
     #[serde(default)]
     pub instance_type: Option<String>,
     /// How many instances serve the endpoint.
-    #[serde(default = "one")]
     pub instance_count: u32,
     /// Whether its container streams (InvokeEndpointWithResponseStream). `false`: every call
     /// is sent whole (InvokeEndpoint) under the whole-answer limit. Unset: streamed until the
@@ -671,10 +665,6 @@ pub struct EndpointConfig {
     /// then sent whole from then on (remembered for the router's life).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<bool>,
-}
-
-pub(super) fn one() -> u32 {
-    1
 }
 
 impl EndpointConfig {

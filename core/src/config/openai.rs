@@ -88,12 +88,7 @@ pub struct OpenAiConfig {
     pub mantle: Option<MantleConfig>,
     /// Whether its OpenAI-compatible targets are tried before its Converse ones, among targets
     /// equally healthy and equally good for the objective (default: yes).
-    #[serde(default = "yes")]
     pub first: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// How bedrock-mantle serves a model: its APIs, id, path prefix, regions and quotas.

@@ -11,25 +11,19 @@ pub struct PricingConfig {
     pub tiers: BTreeMap<ServiceTier, f64>,
     /// Multipliers by the scope of the target that serves a call (in-Region id, geographic or
     /// global profile), for models whose price sets none (`[pricing.scopes]`).
-    #[serde(default)]
     pub scopes: ScopeMultipliers,
     /// US dollars per hour of each SageMaker instance type: what a self-hosted model costs
     /// (`laneway bench` turns it into cost per request at the measured throughput).
     #[serde(default)]
     pub instance_hourly: BTreeMap<String, f64>,
     /// Batch inference costs this fraction of the on-demand (standard) price.
-    #[serde(default = "half")]
     pub batch: f64,
-}
-
-fn half() -> f64 {
-    0.5
 }
 
 impl Default for PricingConfig {
     /// `[pricing]` of the built-in `defaults.toml`, the one place its defaults are written.
     fn default() -> Self {
-        Config::default().pricing
+        Config::builtin().pricing.clone()
     }
 }
 

@@ -50,14 +50,11 @@ pub struct ReasoningConfig {
     pub format: ReasoningFormat,
     /// The efforts it takes; an effort above them is sent as the highest (said in the
     /// decision).
-    #[serde(default = "default_efforts")]
     pub efforts: BTreeSet<ReasoningEffort>,
     /// Anthropic: the smallest budget (Bedrock: 1,024).
-    #[serde(default = "default_min_budget")]
     pub min_budget_tokens: u32,
     /// The budget each effort stands for: sent as the budget to a model that takes only a
     /// budget, and used to turn a budget into an effort for a model that takes only a word.
-    #[serde(default = "default_effort_budgets")]
     pub effort_budgets: BTreeMap<ReasoningEffort, u32>,
     /// Anthropic: an effort without a budget is sent as adaptive thinking with
     /// `output_config.effort` (Claude Sonnet 4.6, Opus 4.6 and later).
@@ -76,29 +73,6 @@ pub struct ReasoningConfig {
     pub summary: Option<String>,
 }
 
-fn default_efforts() -> BTreeSet<ReasoningEffort> {
-    [
-        ReasoningEffort::Low,
-        ReasoningEffort::Medium,
-        ReasoningEffort::High,
-    ]
-    .into()
-}
-
-fn default_min_budget() -> u32 {
-    1024
-}
-
-fn default_effort_budgets() -> BTreeMap<ReasoningEffort, u32> {
-    [
-        (ReasoningEffort::Low, 1024),
-        (ReasoningEffort::Medium, 4096),
-        (ReasoningEffort::High, 16384),
-        (ReasoningEffort::Max, 32000),
-    ]
-    .into()
-}
-
 /// A field of the request that the model refuses, and why.
 pub type Refusal = (&'static str, String);
 
@@ -107,6 +81,15 @@ impl ReasoningConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         if self.efforts.is_empty() {
             return Err("`reasoning.efforts` must name at least one effort".into());
+        }
+        if let Some(e) = ReasoningEffort::ALL
+            .into_iter()
+            .find(|e| !self.effort_budgets.contains_key(e))
+        {
+            return Err(format!(
+                "`reasoning.effort_budgets` needs a budget for every effort; {} has none",
+                e.as_str()
+            ));
         }
         if self.format == ReasoningFormat::Field && self.field.as_deref().is_none_or(str::is_empty)
         {
@@ -155,7 +138,8 @@ impl ReasoningConfig {
         self.effort_budgets
             .get(&effort)
             .copied()
-            .unwrap_or_else(|| default_effort_budgets()[&effort])
+            // Validation gives every effort a budget.
+            .unwrap_or_default()
     }
 
     /// What the model's request carries for `asked` in `request`: its native fields, the
@@ -308,9 +292,20 @@ mod tests {
     fn claude(adaptive: bool) -> ReasoningConfig {
         ReasoningConfig {
             format: ReasoningFormat::Anthropic,
-            efforts: default_efforts(),
+            efforts: [
+                ReasoningEffort::Low,
+                ReasoningEffort::Medium,
+                ReasoningEffort::High,
+            ]
+            .into(),
             min_budget_tokens: 1024,
-            effort_budgets: default_effort_budgets(),
+            effort_budgets: [
+                (ReasoningEffort::Low, 1024),
+                (ReasoningEffort::Medium, 4096),
+                (ReasoningEffort::High, 16384),
+                (ReasoningEffort::Max, 32000),
+            ]
+            .into(),
             adaptive,
             adaptive_only: false,
             field: None,

@@ -9,46 +9,31 @@ pub struct RoutingConfig {
     /// Most targets one call plans (1 disables failover).
     pub max_attempts: u32,
     /// Per-target circuit breakers.
-    #[serde(default)]
     pub breaker: BreakerConfig,
     /// Region-level outlier detection: regions that stall or fail are ejected as a whole.
-    #[serde(default)]
     pub outlier: OutlierConfig,
     /// The share of extra load retries, failovers and hedges may add.
-    #[serde(default)]
     pub budget: BudgetConfig,
     /// Retrying the same target when no other is left.
-    #[serde(default)]
     pub retry: RetryConfig,
     /// Hedging: of interactive calls with a TTFT target, and of standard calls once their first
     /// target's first-token times are known.
-    #[serde(default)]
     pub hedge: HedgeConfig,
     /// Time limits: connect, first token, idle gaps and the overall deadline.
-    #[serde(default)]
     pub timeouts: TimeoutsConfig,
     /// Sends non-streamed calls as streams (ConverseStream, InvokeEndpointWithResponseStream;
     /// same price), so that the first-token and idle limits catch a stalled attempt and a
     /// broken one fails over unseen. `false` sends Converse / InvokeEndpoint, bounded only by
     /// the answer limit (for containers that cannot stream).
-    #[serde(default = "yes")]
     pub stream_generate: bool,
     /// TTFT assumed for a target not measured yet, when ordering by latency (milliseconds).
-    #[serde(
-        default = "default_prior_ttft",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub prior_ttft: Duration,
     /// Output tokens assumed for a call without `max_tokens`, for reservations and deadlines.
-    #[serde(default = "default_output_estimate")]
     pub default_output_tokens: u32,
     /// How long a minute lasts for the per-minute ledgers (reservations and quotas): 60 s;
     /// shorter only against an emulator whose time is scaled. Limits are per such minute.
-    #[serde(
-        default = "one_minute",
-        alias = "reserved_window",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub minute: Duration,
 }
 
@@ -59,46 +44,15 @@ pub struct RoutingConfig {
 pub struct RetryConfig {
     /// The base of the exponential back-off between rounds (milliseconds): round `n` waits a
     /// random time in `[0, min(backoff * 2^n, max_backoff)]` ("full jitter").
-    #[serde(
-        default = "default_backoff",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub backoff: Duration,
     /// The cap of one back-off (milliseconds).
-    #[serde(
-        default = "default_max_backoff",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub max_backoff: Duration,
     /// The longest `Retry-After` honoured (milliseconds). A service asking for longer is not
     /// waited for: the call fails over, or fails at once saying so.
-    #[serde(
-        default = "default_max_retry_after",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub max_retry_after: Duration,
-}
-
-fn default_backoff() -> Duration {
-    Duration::from_millis(100)
-}
-
-fn default_max_backoff() -> Duration {
-    Duration::from_secs(5)
-}
-
-fn default_max_retry_after() -> Duration {
-    Duration::from_secs(20)
-}
-
-impl Default for RetryConfig {
-    fn default() -> Self {
-        Self {
-            backoff: default_backoff(),
-            max_backoff: default_max_backoff(),
-            max_retry_after: default_max_retry_after(),
-        }
-    }
 }
 
 /// Time limits of calls and attempts (`[routing.timeouts]`). Every call ends by its deadline:
@@ -107,47 +61,33 @@ impl Default for RetryConfig {
 #[serde(deny_unknown_fields)]
 pub struct TimeoutsConfig {
     /// Opening a connection to a service (milliseconds).
-    #[serde(
-        default = "default_connect",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub connect: Duration,
     /// With a request's `ttft_target`, an attempt's first-token limit is this multiple of it
     /// (at least `min_first_token`) instead of its class's `first_token`.
-    #[serde(default = "default_ttft_multiple")]
     pub ttft_target_multiple: f64,
     /// The shortest first-token limit derived from a `ttft_target` (milliseconds).
-    #[serde(
-        default = "default_min_first_token",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub min_first_token: Duration,
     /// The slowest generation a non-streamed answer is allowed: its limit is the first-token
     /// limit plus its output tokens (`max_tokens`, or `routing.default_output_tokens`) at this
     /// rate.
-    #[serde(default = "default_min_tokens_per_second")]
     pub min_tokens_per_second: f64,
     /// The slowest reasoning a reasoning call is allowed: its first-token limit, whole-answer
     /// limit and (unless the request sets one) deadline grow by its reasoning tokens (the
     /// budget, or what its effort stands for) at this rate, since a model may reason silently
     /// before its first token.
-    #[serde(default = "default_reasoning_tokens_per_second")]
     pub reasoning_tokens_per_second: f64,
     /// First-token and idle limits learnt from each target's own latency
     /// (`[routing.timeouts.learned]`).
-    #[serde(default)]
     pub learned: LearnedLimits,
     /// Limits of class `interactive` (default: first token and idle 10 s, deadline 30 s).
-    #[serde(default = "ClassTimeouts::interactive")]
     pub interactive: ClassTimeouts,
     /// Limits of class `standard` (default: first token and idle 30 s, deadline 120 s).
-    #[serde(default = "ClassTimeouts::standard")]
     pub standard: ClassTimeouts,
     /// Limits of class `background` (default: first token and idle 60 s, deadline 600 s).
-    #[serde(default = "ClassTimeouts::background")]
     pub background: ClassTimeouts,
     /// Requests of class `batch` sent on line (a small or urgent submission goes to flex).
-    #[serde(default = "ClassTimeouts::background")]
     pub batch: ClassTimeouts,
 }
 
@@ -170,7 +110,7 @@ pub struct TimeoutsConfig {
 /// assert!(laneway::Config::default().routing.timeouts.learned.enabled);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct LearnedLimits {
     /// Whether limits are learnt per target at all (default: yes); off, the class's limits
     /// apply.
@@ -187,19 +127,6 @@ pub struct LearnedLimits {
     /// How fast a target is assumed to read new input before its first token (a conservative
     /// rate): observations are net of it, and each attempt's limit adds its input at it.
     pub prefill_tokens_per_second: f64,
-}
-
-impl Default for LearnedLimits {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            quantile: 0.99,
-            factor: 3.0,
-            floor: Duration::from_secs(1),
-            min_samples: 20,
-            prefill_tokens_per_second: 5000.0,
-        }
-    }
 }
 
 /// The time limits of one SLO class.
@@ -219,62 +146,6 @@ pub struct ClassTimeouts {
     pub deadline: Duration,
 }
 
-impl ClassTimeouts {
-    const fn secs(first_token: u64, idle: u64, deadline: u64) -> Self {
-        Self {
-            first_token: Duration::from_secs(first_token),
-            idle: Duration::from_secs(idle),
-            deadline: Duration::from_secs(deadline),
-        }
-    }
-    fn interactive() -> Self {
-        Self::secs(10, 10, 30)
-    }
-    fn standard() -> Self {
-        Self::secs(30, 30, 120)
-    }
-    fn background() -> Self {
-        Self::secs(60, 60, 600)
-    }
-}
-
-fn default_connect() -> Duration {
-    Duration::from_secs(3)
-}
-
-fn default_ttft_multiple() -> f64 {
-    4.0
-}
-
-fn default_min_first_token() -> Duration {
-    Duration::from_secs(1)
-}
-
-fn default_min_tokens_per_second() -> f64 {
-    10.0
-}
-
-fn default_reasoning_tokens_per_second() -> f64 {
-    50.0
-}
-
-impl Default for TimeoutsConfig {
-    fn default() -> Self {
-        Self {
-            connect: default_connect(),
-            ttft_target_multiple: default_ttft_multiple(),
-            min_first_token: default_min_first_token(),
-            min_tokens_per_second: default_min_tokens_per_second(),
-            reasoning_tokens_per_second: default_reasoning_tokens_per_second(),
-            learned: LearnedLimits::default(),
-            interactive: ClassTimeouts::interactive(),
-            standard: ClassTimeouts::standard(),
-            background: ClassTimeouts::background(),
-            batch: ClassTimeouts::background(),
-        }
-    }
-}
-
 impl TimeoutsConfig {
     /// The limits of one SLO class.
     pub fn for_class(&self, class: SloClass) -> &ClassTimeouts {
@@ -289,7 +160,7 @@ impl TimeoutsConfig {
 
 /// Hedging: a second attempt when the first token is late.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct HedgeConfig {
     /// Whether calls are hedged at all (default: yes).
     pub enabled: bool,
@@ -307,18 +178,6 @@ pub struct HedgeConfig {
     /// The quantile of the first target's recent first-token times after which a call without
     /// a TTFT target is hedged (0 to 1; default 0.95).
     pub standard_quantile: f64,
-}
-
-impl Default for HedgeConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            quantile: 0.9,
-            min_delay: Duration::from_millis(50),
-            standard: true,
-            standard_quantile: 0.95,
-        }
-    }
 }
 
 /// The tier each SLO class asks for (a model without that tier gets standard).

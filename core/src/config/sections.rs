@@ -21,26 +21,8 @@ pub struct BreakerConfig {
     pub half_open_probes: u32,
     /// How long a target that refused access (AccessDeniedException: a model not enabled in
     /// that region) is kept away from at once, before one probe asks again.
-    #[serde(
-        default = "default_access_denied_for",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub access_denied_for: Duration,
-}
-
-fn default_access_denied_for() -> Duration {
-    Duration::from_secs(600)
-}
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        Self {
-            failure_threshold: 3,
-            open_for: Duration::from_secs(2),
-            half_open_probes: 1,
-            access_denied_for: default_access_denied_for(),
-        }
-    }
 }
 
 /// Region-level outlier detection (`[routing.outlier]`), as Envoy's for hosts: a region whose
@@ -57,7 +39,7 @@ impl Default for BreakerConfig {
 /// assert!(c.routing.outlier.enabled);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct OutlierConfig {
     /// Whether regions are ejected at all (default: yes).
     pub enabled: bool,
@@ -74,18 +56,6 @@ pub struct OutlierConfig {
     pub max_ejected_share: f64,
 }
 
-impl Default for OutlierConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            consecutive_failures: 3,
-            base_ejection: Duration::from_secs(30),
-            max_ejection: Duration::from_secs(300),
-            max_ejected_share: 0.5,
-        }
-    }
-}
-
 /// How much extra load retries, failovers and hedges may add.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,16 +68,6 @@ pub struct BudgetConfig {
     /// The window over which calls and extra attempts are counted.
     #[serde(with = "crate::types::units::serde_millis")]
     pub window: Duration,
-}
-
-impl Default for BudgetConfig {
-    fn default() -> Self {
-        Self {
-            ratio: 0.2,
-            min_per_second: 10.0,
-            window: Duration::from_secs(10),
-        }
-    }
 }
 
 /// A model's reservation.
@@ -199,16 +159,6 @@ pub struct CachePolicy {
     pub task_reuse_prior: f64,
 }
 
-impl Default for CachePolicy {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            margin: 0.25,
-            task_reuse_prior: 2.0,
-        }
-    }
-}
-
 /// `[batch]`: where and how batch jobs run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -216,41 +166,19 @@ pub struct BatchConfig {
     /// The S3 bucket for job inputs and outputs.
     pub bucket: String,
     /// Key prefix under the bucket.
-    #[serde(default = "default_prefix")]
     pub prefix: String,
     /// The IAM service role the jobs run under.
     pub role_arn: String,
     /// Most records in one job; larger submissions are split.
-    #[serde(default = "default_max_records")]
     pub max_records_per_job: usize,
     /// Fewest records a job may have (the service's minimum).
-    #[serde(default = "default_min_records")]
     pub min_records: usize,
     /// How often `wait_batch` asks for the jobs' status (ms).
-    #[serde(default = "default_poll", with = "crate::types::units::serde_millis")]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub poll_interval: Duration,
     /// How long a batch may take; a request with a sooner deadline goes to flex (ms).
-    #[serde(
-        default = "default_turnaround",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub turnaround: Duration,
-}
-
-fn default_prefix() -> String {
-    "laneway-batch".into()
-}
-fn default_max_records() -> usize {
-    50_000
-}
-fn default_min_records() -> usize {
-    100
-}
-fn default_poll() -> Duration {
-    Duration::from_secs(30)
-}
-fn default_turnaround() -> Duration {
-    Duration::from_secs(24 * 3600)
 }
 
 /// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
@@ -292,17 +220,16 @@ pub struct Price {
 #[serde(deny_unknown_fields)]
 pub struct ScopeMultipliers {
     /// Targets that call the model's in-Region id.
-    #[serde(default = "one")]
     pub in_region: f64,
     /// Geographic inference profiles (`us.`, `jp.`, ...).
-    #[serde(default = "one")]
     pub geographic: f64,
     /// The global inference profile.
-    #[serde(default = "one")]
     pub global: f64,
 }
 
 impl Default for ScopeMultipliers {
+    /// Every scope at the price as it is (the identity, not a default of the configuration:
+    /// `[pricing.scopes]` is in `defaults.toml`).
     fn default() -> Self {
         Self {
             in_region: 1.0,
@@ -382,8 +309,4 @@ impl<'de> Deserialize<'de> for TierMultipliers {
             .into_iter()
             .fold(Self::default(), |own, (tier, m)| own.with(tier, m)))
     }
-}
-
-fn one() -> f64 {
-    1.0
 }

@@ -1,6 +1,5 @@
 //! `[shared]`: state shared with other replicas through Redis.
 
-use super::model::one;
 use super::*;
 
 /// Where replicas share their state: a Redis server or cluster. Its `Debug` output hides the
@@ -11,23 +10,15 @@ pub struct SharedConfig {
     /// `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS.
     pub redis_url: String,
     /// Prefix of every key, one per application sharing the server.
-    #[serde(default = "default_key_prefix")]
     pub key_prefix: String,
     /// How many replicas share the reservation: while Redis is unreachable each admits only
     /// this share of it.
-    #[serde(default = "one")]
     pub replicas: u32,
     /// Longest wait for Redis on a call's path before falling back to local state (ms).
-    #[serde(
-        default = "default_shared_timeout",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub timeout: Duration,
     /// How often breaker states are read from Redis (ms).
-    #[serde(
-        default = "default_sync_interval",
-        with = "crate::types::units::serde_millis"
-    )]
+    #[serde(with = "crate::types::units::serde_millis")]
     pub sync_interval: Duration,
     /// A Redis Cluster (cluster-mode ElastiCache or MemoryDB, ElastiCache Serverless, Valkey in
     /// cluster mode): `redis_url` is any node or the configuration endpoint, and the client
@@ -71,16 +62,4 @@ pub fn redact_url(url: &str) -> String {
         None => "***".to_string(),
     };
     format!("{scheme}://{user}{}", &rest[at..])
-}
-
-fn default_key_prefix() -> String {
-    "laneway".into()
-}
-
-fn default_shared_timeout() -> Duration {
-    Duration::from_millis(50)
-}
-
-fn default_sync_interval() -> Duration {
-    Duration::from_millis(200)
 }

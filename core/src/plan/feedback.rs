@@ -37,7 +37,10 @@ const CELLS: usize = BANDS * TASK_KINDS.len();
 ///
 /// ```
 /// use laneway::plan::feedback::FamilyFeedback;
-/// let config: laneway::config::VariantRouterConfig = toml::from_str("max_strong_share = 0.3").unwrap();
+/// let config = laneway::config::VariantRouterConfig {
+///     max_strong_share: Some(0.3),
+///     ..Default::default()
+/// };
 /// let nova = FamilyFeedback::new(&config, 3, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]);
 /// let cell = FamilyFeedback::cell(5, nova.band_of(0.05)).unwrap(); // extraction, easiest band
 /// for _ in 0..30 {
@@ -376,10 +379,12 @@ mod tests {
     use super::*;
 
     fn family(explore_share: f32) -> FamilyFeedback {
-        let config: VariantRouterConfig = toml::from_str(&format!(
-            "max_strong_share = 0.3\nexplore_share = {explore_share}\nfeedback_half_life = 200\n"
-        ))
-        .unwrap();
+        let config = VariantRouterConfig {
+            max_strong_share: Some(0.3),
+            explore_share,
+            feedback_half_life: 200,
+            ..Default::default()
+        };
         FamilyFeedback::new(&config, 3, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
     }
 

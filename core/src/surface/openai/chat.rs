@@ -199,16 +199,20 @@ pub fn request(body: Value) -> Result<ChatCall> {
 
 /// `service_tier` as a forced tier: `default` is standard; `auto` leaves it to the SLO.
 pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -> Result<()> {
-    match v.and_then(Value::as_str) {
-        None | Some("auto") => {}
-        Some("default") => {
+    let name = v.and_then(Value::as_str);
+    // Only a tier with an OpenAI name of its own is asked for by it.
+    let tier = name
+        .and_then(ServiceTier::from_openai)
+        .filter(|t| t.openai_name().is_some());
+    match (name, tier) {
+        (None | Some("auto"), _) => {}
+        (Some("default"), _) => {
             options.insert("tier".into(), json!("standard"));
         }
-        Some(t) if ServiceTier::from_openai(t).is_some_and(|t| t.openai_name().is_some()) => {
-            let tier = ServiceTier::from_openai(t).map(ServiceTier::as_str);
-            options.insert("tier".into(), json!(tier));
+        (Some(_), Some(tier)) => {
+            options.insert("tier".into(), json!(tier.as_str()));
         }
-        Some(other) => {
+        (Some(other), None) => {
             return Err(Error::invalid(
                 "service_tier",
                 format!(
