@@ -21,13 +21,14 @@ fi
 redis-server --version
 
 # mdBook builds the book in docs/ (its Rust snippets run as doctests in `cargo test`). Built
-# from crates.io into target/tools, in the background while the Rust suites run.
+# from crates.io into target/tools, in the background while the Rust suites run; unoptimised,
+# since it builds this book in a fraction of a second either way and compiles in half the CPU.
 MDBOOK_VERSION=0.5.4
 mdbook=target/tools/bin/mdbook
 mdbook_log=target/tools/install.log
 mkdir -p target/tools
 if ! "$mdbook" --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
-  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --debug \
     --root target/tools >"$mdbook_log" 2>&1 &
   mdbook_install=$!
 fi
@@ -74,8 +75,7 @@ wait "$tools_install" || { cat "$tools_log"; exit 1; }
 # dependencies is ten minutes of this machine's CPU, and scripts/package.sh builds release by
 # default for what ships.
 MATURIN_PEP517_ARGS="--profile dev" target/py/bin/pip install --quiet ./bindings-python
-# The tests start the emulator binary that `cargo test` built (target/debug/laneway-emulator).
-cargo build --locked -p laneway-emulator
+# The tests start the emulator binary that the Rust suites built (target/debug/laneway-emulator).
 target/py/bin/pytest -q bindings-python/tests
 # The stubs (_laneway.pyi) against the built module, and the package type-checked with them.
 target/py/bin/python -m mypy.stubtest laneway
