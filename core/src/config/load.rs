@@ -1,6 +1,7 @@
 //! Loading: TOML or JSON over the built-in `defaults.toml`, tables merged key by key, then
 //! validated.
 
+use super::raw::RawConfig;
 use super::*;
 
 const DEFAULTS: &str = include_str!("../../defaults.toml");
@@ -47,22 +48,14 @@ impl Config {
     }
 
     /// `user` over `defaults`, templates applied, read and validated.
-    fn over(mut merged: toml::Table, mut user: toml::Table) -> Result<Self> {
-        if user.get("builtin_models").and_then(toml::Value::as_bool) == Some(false) {
-            merged.remove("models");
-            merged.remove("families");
-            merged.remove("default_model");
-        }
-        rename_aliases(&mut user);
-        replace_family_routing(&mut merged, &mut user);
-        merge(&mut merged, user);
-        apply_templates(&mut merged)?;
-        Self::from_table(merged)
+    fn over(defaults: toml::Table, user: toml::Table) -> Result<Self> {
+        Self::from_table(whole(defaults, user)?)
     }
 
-    /// The configuration a whole table (every default in place) describes, validated.
+    /// The configuration a whole table (every default in place) describes: read as
+    /// [`RawConfig`], then validated into a `Config`.
     fn from_table(table: toml::Table) -> Result<Self> {
-        let config: Config =
+        let raw: RawConfig =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
                 Error::config(
@@ -70,8 +63,7 @@ impl Config {
                     e.into_inner().message().to_string(),
                 )
             })?;
-        config.validate()?;
-        Ok(config)
+        Config::try_from(raw)
     }
 
     /// Reads a TOML file (see [`Config::from_toml_str`]).
@@ -119,6 +111,21 @@ fn toml_of(value: &serde_json::Value, path: &str) -> Result<toml::Value> {
                 .collect::<Result<_>>()?,
         ),
     })
+}
+
+/// The whole table `user` describes: merged over `defaults` (tables key by key, other
+/// values replace), every added table filled from its template.
+fn whole(mut merged: toml::Table, mut user: toml::Table) -> Result<toml::Table> {
+    if user.get("builtin_models").and_then(toml::Value::as_bool) == Some(false) {
+        merged.remove("models");
+        merged.remove("families");
+        merged.remove("default_model");
+    }
+    rename_aliases(&mut user);
+    replace_family_routing(&mut merged, &mut user);
+    merge(&mut merged, user);
+    apply_templates(&mut merged)?;
+    Ok(merged)
 }
 
 /// Where each template of `defaults.toml`'s `[templates]` applies: the tables at `path`
@@ -426,6 +433,24 @@ mod tests {
                 path.join(".")
             );
         }
+    }
+
+    /// The shape serde reads becomes a `Config` only through validation, however the
+    /// `Config` is deserialized.
+    #[test]
+    fn a_config_deserialized_anywhere_is_a_validated_one() {
+        let defaults: toml::Table = toml::from_str(DEFAULTS).unwrap();
+        let table = whole(defaults, toml::Table::new()).unwrap();
+        let config = Config::deserialize(toml::Value::Table(table.clone())).unwrap();
+        assert_eq!(config, Config::default());
+
+        let mut invalid = table;
+        invalid["routing"]["max_attempts"] = toml::Value::Integer(0);
+        let error = Config::deserialize(toml::Value::Table(invalid)).unwrap_err();
+        assert!(
+            error.to_string().contains("routing.max_attempts"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! and their variant routers), `pricing.rs`, `geography.rs` (regions, geographies and the
 //! questions asked of them), `shared.rs` (Redis), `model.rs` (models by provider),
 //! `sections.rs` (breaker, budget, outlier, prices, reservations, batch); loading and merging
-//! over `defaults.toml` in `load.rs`; validation in `validate.rs`.
+//! over `defaults.toml` in `load.rs`; the shape serde reads in `raw.rs`, which becomes a
+//! [`Config`] only through validation (`validate.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,6 +19,7 @@ mod load;
 mod model;
 mod openai;
 mod pricing;
+mod raw;
 mod reasoning;
 mod routing;
 mod sections;
@@ -59,7 +61,7 @@ pub use crate::types::{ProfileScope, Provider};
 /// assert!(config.models.contains_key("amazon.nova-lite-v1:0")); // built-in models stay
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "raw::RawConfig")]
 pub struct Config {
     /// The directory of the file the configuration was read from: relative paths in it (a
     /// family router's model file) are resolved from here when the router is built.
@@ -68,19 +70,16 @@ pub struct Config {
     /// Whether the built-in models and families are included (only meaningful in a file).
     pub builtin_models: bool,
     /// The model or family a request gets when it names none.
-    #[serde(default)]
     pub default_model: Option<String>,
     /// Regions in order of preference: where calls start.
     pub regions: Vec<RegionConfig>,
     /// Geographies by name (`us`, `eu`, `apac`, `jp`, `au`, `ca`, `us-gov`, or your own): the
     /// regions each one's geographic inference profiles keep requests in.
-    #[serde(default)]
     pub geographies: BTreeMap<Geography, GeographyConfig>,
     /// The service tier each SLO class asks for (`[slo_tiers]`).
     pub slo_tiers: SloTiers,
     /// Reasoning each SLO class asks of a model that reasons, when the request sets none
     /// (`[slo_reasoning] background = { effort = "medium" }`).
-    #[serde(default)]
     pub slo_reasoning: BTreeMap<crate::types::SloClass, crate::types::Reasoning>,
     /// Price multipliers by tier and scope, SageMaker instance prices and the batch discount
     /// (`[pricing]`).
@@ -88,23 +87,18 @@ pub struct Config {
     /// How calls are routed, retried, failed over and hedged (`[routing]`).
     pub routing: RoutingConfig,
     /// Model families by name (`[families.nova]`), for requests that name a family.
-    #[serde(default)]
     pub families: BTreeMap<String, FamilyConfig>,
     /// Models by key (`[models."amazon.nova-lite-v1:0"]`): a Bedrock model's id, or the name a
     /// SageMaker model or a model of your own provider is called by.
-    #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
     /// Settings of the AWS clients (`[aws]`).
-    #[serde(default)]
     pub aws: AwsConfig,
     /// Automatic prompt-cache placement.
     pub prompt_cache: CachePolicy,
     /// State shared by every replica through Redis (reservations, breakers, prefix index);
     /// without it each process keeps its own.
-    #[serde(default)]
     pub shared: Option<SharedConfig>,
     /// The batch lane: where jobs put their inputs and outputs, and under which role they run.
-    #[serde(default)]
     pub batch: Option<BatchConfig>,
     /// Measurements.
     pub telemetry: TelemetryConfig,
