@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 phase() { echo "== [$(( (SECONDS - started) / 60 ))m$(( (SECONDS - started) % 60 ))s] $*"; }
 
+# A clean build gains nothing from incremental compilation's records, and writing them costs
+# time and disk: CI turns it off.
+if [ "${CI:-}" = "true" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+
 phase "toolchain"
 cargo --version
 rustc --version
@@ -28,8 +34,8 @@ mdbook=target/tools/bin/mdbook
 mdbook_log=target/tools/install.log
 mkdir -p target/tools
 if ! "$mdbook" --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
-  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --debug \
-    --root target/tools >"$mdbook_log" 2>&1 &
+  CARGO_PROFILE_DEV_DEBUG=false cargo install mdbook --version "$MDBOOK_VERSION" --locked \
+    --no-default-features --debug --root target/tools >"$mdbook_log" 2>&1 &
   mdbook_install=$!
 fi
 
@@ -38,12 +44,12 @@ fi
 tools_log=target/tools/packages.log
 (
   python3 -m venv target/py
-  target/py/bin/pip install --quiet --upgrade pip
+  target/py/bin/pip install --quiet --no-compile --upgrade pip
   # boto3: the official Python SDK drives the emulator's batch flow in one test; openai: the
   # official OpenAI SDK checks the emulator's OpenAI-compatible endpoints; moto[server]: a
   # third-party implementation of sagemaker-runtime (InvokeEndpoint only) that SageMaker calls
   # are checked on.
-  target/py/bin/pip install --quiet "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 \
+  target/py/bin/pip install --quiet --no-compile "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 \
     "mypy>=1.10" "openai>=2" "moto[server]>=5.1,<6"
   cd bindings-node && npm install --omit=optional --no-audit --no-fund
 ) >"$tools_log" 2>&1 &

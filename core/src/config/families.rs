@@ -56,7 +56,6 @@ pub struct VariantRouterConfig {
     /// What decides when the family's traffic is unlike the model's training data: `length`
     /// (the prompt-length rule on the same thresholds; the default), `default_variant`, or
     /// `none` (the model's scores regardless).
-    #[serde(default)]
     pub fallback: crate::types::VariantFallback,
     /// The mean novelty (0..=1) above which the fallback decides; by default the model's
     /// own, chosen on held-out sources

@@ -164,6 +164,11 @@ const TEMPLATES: &[Template] = &[
         provider: None,
     },
     Template {
+        name: "model_mantle",
+        path: "models.*.openai.mantle",
+        provider: None,
+    },
+    Template {
         name: "model_prompt_cache",
         path: "models.*.prompt_cache",
         provider: None,
@@ -364,7 +369,7 @@ mod tests {
         [models.mine]
         provider = "bedrock"
         regions = ["us-east-1"]
-        openai = { runtime = ["chat_completions"] }
+        openai = { runtime = ["chat_completions"], mantle = { apis = ["responses"] } }
         prompt_cache = { min_tokens = 1024, ttls = ["5m"] }
         reasoning = { format = "anthropic" }
         price = { input_per_1k = 0.1, output_per_1k = 0.2, scopes = {} }
@@ -453,6 +458,35 @@ mod tests {
         );
     }
 
+    /// What a configuration writes, it reads back as itself.
+    #[test]
+    fn a_config_reads_back_what_it_writes() {
+        let config = Config::from_toml_str(EVERY_TEMPLATE_USED).unwrap();
+        let written = toml::Value::try_from(&config).unwrap();
+        assert_eq!(Config::deserialize(written).unwrap(), config);
+    }
+
+    /// A configuration built in Rust is held to what a file is: a model's reasoning names a
+    /// budget for every effort.
+    #[test]
+    fn a_models_tables_are_validated_however_the_config_was_made() {
+        let mut config = Config::default();
+        let Some(ModelConfig::Bedrock(sonnet)) =
+            config.models.get_mut("anthropic.claude-sonnet-4-6")
+        else {
+            panic!("a built-in Bedrock model")
+        };
+        let reasoning = sonnet.reasoning.as_mut().unwrap();
+        reasoning
+            .effort_budgets
+            .remove(&crate::types::ReasoningEffort::Max);
+        let Error::Config { field, reason } = config.validate().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(field, "models.\"anthropic.claude-sonnet-4-6\".reasoning");
+        assert!(reason.contains("max"), "{reason}");
+    }
+
     #[test]
     fn a_table_a_configuration_adds_is_read_over_its_template() {
         let c = Config::from_toml_str(EVERY_TEMPLATE_USED).unwrap();
@@ -473,6 +507,9 @@ mod tests {
         };
         assert_eq!(mine.tiers, [ServiceTier::Standard].into());
         assert!(mine.openai.as_ref().unwrap().first);
+        let mantle = mine.openai.as_ref().unwrap().mantle.as_ref().unwrap();
+        assert_eq!(mantle.prefix, super::super::MantlePrefix::V1);
+        assert_eq!(mine.output_burndown, 1);
         assert_eq!(mine.prompt_cache.as_ref().unwrap().max_checkpoints, 4);
         assert_eq!(mine.reasoning.as_ref().unwrap().min_budget_tokens, 1024);
         let scopes = mine.price.scopes.unwrap();

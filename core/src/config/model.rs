@@ -51,8 +51,7 @@ struct BedrockSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     application_profiles: Vec<ApplicationProfile>,
     /// Quota tokens one output token costs (5 for the Claude 4 family, else 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    output_burndown: Option<u32>,
+    output_burndown: u32,
     /// The model's largest answer, which Bedrock counts against the token quota for a request
     /// without `max_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,7 +64,6 @@ struct BedrockSpec {
     structured_output: bool,
     /// Whether Converse serves it (default: yes; OpenAI's GPT-5.4 and 5.5 are served only by
     /// bedrock-mantle's OpenAI-compatible APIs).
-    #[serde(skip_serializing_if = "is_true")]
     converse: bool,
     /// The OpenAI-compatible APIs that serve it, on bedrock-runtime and bedrock-mantle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,10 +103,6 @@ struct OtherSpec {
 const BEDROCK_KEYS: &str = "a Bedrock model's key is its model id; only SageMaker models have endpoints and a fallback family";
 const SAGEMAKER_KEYS: &str = "a SageMaker model is placed by its endpoints, which have no regions, profiles, service tiers, prompt cache or reservation";
 const OTHER_KEYS: &str = "a model of your own provider has regions, a model_id and a price; the rest are Bedrock and SageMaker settings";
-
-fn is_true(b: &bool) -> bool {
-    *b
-}
 
 fn standard_only() -> BTreeSet<ServiceTier> {
     [ServiceTier::Standard].into()
@@ -240,10 +234,8 @@ impl<'de> Deserialize<'de> for ModelConfig {
         };
         match provider {
             Provider::Bedrock => serde_path_to_error::deserialize::<_, BedrockSpec>(value)
-                .map_err(keys_of(BEDROCK_KEYS))?
-                .try_into()
-                .map(|b| ModelConfig::Bedrock(Box::new(b)))
-                .map_err(D::Error::custom),
+                .map(|spec| ModelConfig::Bedrock(Box::new(spec.into())))
+                .map_err(keys_of(BEDROCK_KEYS)),
             Provider::Sagemaker => {
                 let s = serde_path_to_error::deserialize::<_, SagemakerSpec>(value)
                     .map_err(keys_of(SAGEMAKER_KEYS))?;
@@ -271,11 +263,9 @@ impl<'de> Deserialize<'de> for ModelConfig {
     }
 }
 
-impl TryFrom<BedrockSpec> for BedrockModel {
-    type Error = String;
-
-    fn try_from(s: BedrockSpec) -> Result<Self, String> {
-        Ok(BedrockModel {
+impl From<BedrockSpec> for BedrockModel {
+    fn from(s: BedrockSpec) -> Self {
+        BedrockModel {
             regions: s.regions,
             profiles: s.profiles,
             requires_profile: s.requires_profile,
@@ -286,34 +276,14 @@ impl TryFrom<BedrockSpec> for BedrockModel {
             reserved: s.reserved,
             quota: s.quota,
             application_profiles: s.application_profiles,
-            output_burndown: match s.output_burndown {
-                Some(0) => return Err("`output_burndown` must be at least 1".into()),
-                b => b.unwrap_or(1),
-            },
+            output_burndown: s.output_burndown,
             max_output_tokens: s.max_output_tokens,
-            reasoning: match s.reasoning {
-                Some(r) => {
-                    r.validate()?;
-                    Some(Box::new(r))
-                }
-                None => None,
-            },
+            reasoning: s.reasoning.map(Box::new),
             structured_output: s.structured_output,
             converse: s.converse,
-            openai: match s.openai {
-                Some(o) => {
-                    o.validate(s.converse)?;
-                    Some(Box::new(o))
-                }
-                None if !s.converse => {
-                    return Err(
-                        "`converse = false` needs `openai`: nothing else serves the model".into(),
-                    );
-                }
-                None => None,
-            },
+            openai: s.openai.map(Box::new),
             price: s.price,
-        })
+        }
     }
 }
 
@@ -332,7 +302,7 @@ impl Serialize for ModelConfig {
                 reserved: b.reserved,
                 quota: b.quota,
                 application_profiles: b.application_profiles.clone(),
-                output_burndown: (b.output_burndown != 1).then_some(b.output_burndown),
+                output_burndown: b.output_burndown,
                 max_output_tokens: b.max_output_tokens,
                 reasoning: b.reasoning.as_deref().cloned(),
                 structured_output: b.structured_output,

@@ -76,7 +76,7 @@ impl MantlePrefix {
 /// assert_eq!((mantle.apis[0], mantle.prefix), (OpenAiApi::Responses, MantlePrefix::OpenAiV1));
 /// assert!(surfaces.runtime.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenAiConfig {
     /// The APIs bedrock-runtime's `/openai/v1` serves it by, preferred first; its ids there are
@@ -102,7 +102,6 @@ pub struct MantleConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The path prefix mantle serves it under (default `/v1`).
-    #[serde(default)]
     pub prefix: MantlePrefix,
     /// The regions whose mantle endpoint serves it; absent, the model's `regions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +113,13 @@ pub struct MantleConfig {
     /// Mantle's output-token quota per minute in each region, counted as generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_per_minute: Option<u64>,
+}
+
+impl Default for OpenAiConfig {
+    /// `[templates.model_openai]` of `defaults.toml`: no surfaces yet, tried first.
+    fn default() -> Self {
+        super::load::template("model_openai")
+    }
 }
 
 impl OpenAiConfig {

@@ -210,7 +210,9 @@ pub struct Price {
 }
 
 /// Price multipliers by the scope of the target that serves a call: the model's in-Region id,
-/// a geographic inference profile (`us.`, `jp.`, ...) or the global one. A key left out is 1.
+/// a geographic inference profile (`us.`, `jp.`, ...) or the global one. A key left out of
+/// `[pricing.scopes]` keeps `defaults.toml`'s; one left out of a model's `price.scopes` is 1
+/// (`[templates.model_price_scopes]`).
 ///
 /// ```
 /// let config = laneway::Config::from_toml_str("[pricing.scopes]\nglobal = 0.9\n").unwrap();

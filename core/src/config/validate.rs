@@ -389,6 +389,28 @@ impl Config {
     }
 
     fn validate_bedrock(&self, m: &BedrockModel, field: &dyn Fn(&str) -> String) -> Result<()> {
+        if m.output_burndown == 0 {
+            return Err(Error::config(
+                field("output_burndown"),
+                "must be at least 1",
+            ));
+        }
+        if let Some(r) = &m.reasoning {
+            r.validate()
+                .map_err(|e| Error::config(field("reasoning"), e))?;
+        }
+        match &m.openai {
+            Some(o) => o
+                .validate(m.converse)
+                .map_err(|e| Error::config(field("openai"), e))?,
+            None if !m.converse => {
+                return Err(Error::config(
+                    field("converse"),
+                    "`converse = false` needs `openai`: nothing else serves the model",
+                ));
+            }
+            None => {}
+        }
         if m.regions.is_empty() {
             return Err(Error::config(
                 field("regions"),
