@@ -153,14 +153,19 @@ pub(crate) fn wait(
             () = seen.raised.notified() => Ok(Err(())),
         }
     };
-    bridge::run(py, dispatcher, work, move |py, outcome| match outcome {
-        Ok(status) => to_py(py, &batch::progress(&status)),
-        Err(()) => Err(failure
+    bridge::run(py, dispatcher, work, move |py, outcome| {
+        // The callback may fail at the poll that finds every job ended, which ends the wait
+        // in the same step: its exception is raised whichever branch won.
+        let raised = failure
             .error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .unwrap_or_else(|| errors::internal("a progress callback failed".to_owned()))),
+            .take();
+        match (raised, outcome) {
+            (Some(e), _) => Err(e),
+            (None, Ok(status)) => to_py(py, &batch::progress(&status)),
+            (None, Err(())) => Err(errors::internal("a progress callback failed".to_owned())),
+        }
     })
 }
 
