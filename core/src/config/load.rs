@@ -6,6 +6,13 @@ use super::*;
 
 const DEFAULTS: &str = include_str!("../../defaults.toml");
 
+/// `defaults.toml` as a table, parsed once: every load merges a copy of it.
+fn defaults() -> &'static toml::Table {
+    static TABLE: std::sync::LazyLock<toml::Table> =
+        std::sync::LazyLock::new(|| toml::from_str(DEFAULTS).expect("defaults.toml parses"));
+    &TABLE
+}
+
 impl Config {
     /// Parses TOML over the built-in defaults: tables merge key by key, other values replace.
     /// With `builtin_models = false` the built-in models and families are left out.
@@ -41,10 +48,7 @@ impl Config {
     }
 
     fn over_defaults(user: toml::Table) -> Result<Self> {
-        Self::over(
-            toml::from_str(DEFAULTS).expect("defaults.toml parses"),
-            user,
-        )
+        Self::over(defaults().clone(), user)
     }
 
     /// `user` over `defaults`, templates applied, read and validated.
@@ -222,14 +226,8 @@ fn apply_templates(merged: &mut toml::Table) -> Result<()> {
 
 /// A template of `defaults.toml` (`[templates.{name}]`) read as `T`.
 pub(super) fn template<T: serde::de::DeserializeOwned>(name: &str) -> T {
-    static TEMPLATES: std::sync::LazyLock<toml::Table> = std::sync::LazyLock::new(|| {
-        let mut defaults: toml::Table = toml::from_str(DEFAULTS).expect("defaults.toml parses");
-        match defaults.remove("templates") {
-            Some(toml::Value::Table(templates)) => templates,
-            _ => panic!("defaults.toml has [templates]"),
-        }
-    });
-    T::deserialize(TEMPLATES[name].clone()).expect("a template of defaults.toml reads whole")
+    T::deserialize(defaults()["templates"][name].clone())
+        .expect("a template of defaults.toml reads whole")
 }
 
 /// Gives `table` each key of `template` it lacks; a table both have is filled the same way.
@@ -384,7 +382,7 @@ mod tests {
     /// also written in Rust would let it load.)
     #[test]
     fn every_default_is_written_only_in_defaults_toml() {
-        let defaults: toml::Table = toml::from_str(DEFAULTS).unwrap();
+        let defaults = defaults().clone();
         let user: toml::Table = toml::from_str(EVERY_TEMPLATE_USED).unwrap();
         Config::over(defaults.clone(), user.clone()).expect("the sample loads");
 
@@ -444,7 +442,7 @@ mod tests {
     /// `Config` is deserialized.
     #[test]
     fn a_config_deserialized_anywhere_is_a_validated_one() {
-        let defaults: toml::Table = toml::from_str(DEFAULTS).unwrap();
+        let defaults = defaults().clone();
         let table = whole(defaults, toml::Table::new()).unwrap();
         let config = Config::deserialize(toml::Value::Table(table.clone())).unwrap();
         assert_eq!(config, Config::default());
