@@ -928,6 +928,12 @@ fn refusal(service: Service, fault: &Fault) -> Option<ApiError> {
             "ExpiredTokenException",
             "The security token included in the request is expired",
         ),
+        FaultKind::RegionNotEnabled => (
+            403,
+            "UnrecognizedClientException",
+            "UnrecognizedClientException",
+            "The security token included in the request is invalid.",
+        ),
         FaultKind::HtmlError => return Some(ApiError::html_bad_gateway()),
         FaultKind::RetryAfter => {
             let mut e = ApiError::new(

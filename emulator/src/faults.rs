@@ -55,6 +55,9 @@ pub enum FaultKind {
     AccessDenied,
     /// 403 ExpiredTokenException: the caller's session credentials have expired.
     ExpiredToken,
+    /// 403 UnrecognizedClientException, as a region not enabled for the account (an opt-in
+    /// region) answers credentials that every enabled region takes.
+    RegionNotEnabled,
 }
 
 impl FaultKind {

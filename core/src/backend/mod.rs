@@ -220,7 +220,9 @@ pub type EventStream = BoxStream<'static, Result<BackendEvent>>;
 /// (`Throttled`, `Unavailable`, `ModelNotReady`, `Timeout`, `Internal`, `Transport`,
 /// `AccessDenied`) move the call to the next target and count against the target's health
 /// (`AccessDenied` also keeps the model's targets in that region away); `Authentication` fails
-/// the call at once; the others (`Validation`, `ModelError`, ...) end it. A stream that
+/// the call at once (unless it is a refusal one target may make of credentials its provider
+/// has taken before: see [`Error::may_be_the_targets_refusal`](crate::Error::may_be_the_targets_refusal));
+/// the others (`Validation`, `ModelError`, ...) end it. A stream that
 /// breaks after its first event yields the error in place: the router continues it elsewhere
 /// from the text delivered when the request allows.
 ///

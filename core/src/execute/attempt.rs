@@ -35,6 +35,14 @@ pub fn backoff(base: Duration, cap: Duration, round: u32) -> Duration {
     Duration::from_nanos(rand::Rng::gen_range(&mut rand::thread_rng(), 0..=nanos))
 }
 
+/// Whether `err`, from `attempt`, moves the call on to another target: a kind that fails over,
+/// or a refusal of credentials that the provider has taken from this router before (a region
+/// not enabled for the account refuses what every other region takes).
+pub(super) fn fails_over(state: &State, attempt: &Attempt, err: &Error) -> bool {
+    err.fails_over()
+        || err.may_be_the_targets_refusal() && state.answered(&attempt.target.provider)
+}
+
 /// An attempt in flight.
 pub struct InFlight<'a> {
     state: &'a State,
@@ -203,6 +211,7 @@ impl<'a> InFlight<'a> {
         longest_gap: Option<Duration>,
     ) {
         let a = &self.attempt;
+        self.state.record_answered(&a.target.provider);
         self.state.record_success(
             a.target.region(),
             a.target.id(),
@@ -280,7 +289,7 @@ impl<'a> InFlight<'a> {
         if err.kind() == ErrorKind::AccessDenied {
             self.state
                 .record_refusal(now, a.target.region(), a.target.id(), a.tier);
-        } else if err.fails_over() {
+        } else if fails_over(self.state, a, err) {
             let throttled = err.kind() == ErrorKind::Throttled;
             self.state
                 .record_failure(now, a.target.region(), a.target.id(), a.tier, throttled);

@@ -422,12 +422,13 @@ impl<'a> Run<'a> {
     /// return.
     pub async fn after_failure(&mut self, inflight: InFlight<'a>, err: Error) -> Result<(), Error> {
         let attempt = inflight.attempt.clone();
-        let fails_over = err.fails_over();
+        let fails_over = super::attempt::fails_over(&self.exec.state, &attempt, &err);
         let retry_after = match &err {
             Error::Service(e) => e.retry_after,
             _ => None,
         };
-        if region_is_suspect(err.kind()) {
+        // A region that refused the credentials others take refuses its other targets too.
+        if region_is_suspect(err.kind()) || fails_over && err.may_be_the_targets_refusal() {
             self.defer_region(attempt.target.region());
         }
         if err.kind() == crate::types::ErrorKind::AccessDenied {
@@ -440,12 +441,11 @@ impl<'a> Run<'a> {
         if self.has_more() {
             return Ok(());
         }
-        if self
-            .failed
-            .iter()
-            .all(|(_, e)| e.kind() == crate::types::ErrorKind::AccessDenied)
-        {
-            // Every target refused access: another round would be refused the same.
+        if self.failed.iter().all(|(_, e)| {
+            e.kind() == crate::types::ErrorKind::AccessDenied || e.may_be_the_targets_refusal()
+        }) {
+            // Every target refused access or the credentials: another round would be refused
+            // the same.
             return Err(self.exhausted());
         }
         if self.next_round(retry_after.map(|r| (r, attempt))).await {

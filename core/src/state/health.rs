@@ -243,6 +243,25 @@ impl State {
         }
     }
 
+    /// A target of `provider` answered: the router's credentials are good with that provider.
+    pub fn record_answered(&self, provider: &crate::types::Provider) {
+        if self.answered(provider) {
+            return;
+        }
+        let mut answered = self.answered_by.write().unwrap_or_else(|p| p.into_inner());
+        if !answered.contains(provider) {
+            answered.push(provider.clone());
+        }
+    }
+
+    /// Whether any target of `provider` has answered this router: a refusal of its
+    /// credentials by one target is then that target's (a region not enabled for the
+    /// account), not the credentials'.
+    pub fn answered(&self, provider: &crate::types::Provider) -> bool {
+        let answered = self.answered_by.read().unwrap_or_else(|p| p.into_inner());
+        answered.contains(provider)
+    }
+
     /// An attempt ended without a verdict on the target (cancelled): a probe slot is freed.
     pub fn release_probe(&self, region: &str, id: &str, tier: Option<ServiceTier>) {
         self.with_target(region, id, tier, |t| t.breaker.release_probe());

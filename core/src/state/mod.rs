@@ -76,6 +76,8 @@ pub struct State {
     prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
     /// Regions ejected for stalling or failing (`routing.outlier`).
     outliers: outlier::Outliers,
+    /// The providers that have answered this router: its credentials are good there.
+    answered_by: RwLock<Vec<crate::types::Provider>>,
 }
 
 impl State {
@@ -115,6 +117,7 @@ impl State {
                 .time_to_live(PREFIX_LOOKUP_TTL)
                 .build(),
             outliers: outlier::Outliers::new(config.routing.outlier),
+            answered_by: RwLock::default(),
         }
     }
 

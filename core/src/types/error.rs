@@ -31,7 +31,9 @@ pub enum ErrorKind {
     /// The caller's credentials were refused or could not be had (ExpiredTokenException,
     /// UnrecognizedClientException, a bad or missing signature, a refused Bedrock API key, a
     /// credential chain that gave nothing). Fails the call at once: no other target would
-    /// take them either.
+    /// take them either. The exception is a refusal one target can make of credentials that
+    /// others take ([`Error::may_be_the_targets_refusal`]): once the provider has answered
+    /// the router, it fails over and keeps that region away, as `AccessDenied` does.
     Authentication,
     /// The model, profile or endpoint does not exist (ResourceNotFoundException).
     NotFound,
@@ -453,6 +455,32 @@ impl Error {
     /// Whether the router may try the next target after this error.
     pub fn fails_over(&self) -> bool {
         self.kind().fails_over()
+    }
+
+    /// Whether this authentication refusal may be one target's rather than the credentials':
+    /// a region not enabled for the account answers `UnrecognizedClientException`, and an
+    /// endpoint that does not serve the region a request was signed for answers
+    /// `InvalidSignatureException`, while every other region takes the same credentials.
+    /// Expired or missing credentials and a malformed signature are the caller's everywhere.
+    ///
+    /// ```
+    /// use laneway::{Error, ErrorKind, ServiceError};
+    /// let refusal = |code: &str| {
+    ///     let mut e = ServiceError::new(ErrorKind::Authentication, "refused", "m", "ap-east-2");
+    ///     e.code = code.into();
+    ///     Error::from(e)
+    /// };
+    /// assert!(refusal("UnrecognizedClientException").may_be_the_targets_refusal());
+    /// assert!(!refusal("ExpiredTokenException").may_be_the_targets_refusal());
+    /// ```
+    pub fn may_be_the_targets_refusal(&self) -> bool {
+        match self {
+            Error::Service(e) if e.kind == ErrorKind::Authentication => {
+                e.code.eq_ignore_ascii_case("UnrecognizedClientException")
+                    || e.code.eq_ignore_ascii_case("InvalidSignatureException")
+            }
+            _ => false,
+        }
     }
 
     pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {

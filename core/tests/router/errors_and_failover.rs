@@ -424,6 +424,91 @@ async fn an_expired_token_fails_at_once_without_retries() {
     assert_eq!(e.code, "ExpiredTokenException");
 }
 
+#[tokio::test]
+async fn a_region_not_enabled_fails_over_once_the_provider_has_answered() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    let req = || {
+        GenerateRequest::user("hi")
+            .model("amazon.nova-lite-v1:0")
+            .max_tokens(8)
+    };
+    // Nothing has answered yet: the refusal may be the credentials', and ends the call.
+    let id = emu.add_fault(Fault::new(FaultKind::RegionNotEnabled).for_region("us-east-1"));
+    let err = router.generate(req()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
+    emu.remove_fault(id);
+    // Once Bedrock has taken the router's credentials, one region refusing them is that
+    // region's: the call fails over, and the region's breaker counts it.
+    let answered = router.generate(req()).await.unwrap();
+    assert_eq!(answered.decision.region, "us-east-1");
+    emu.add_fault(Fault::new(FaultKind::RegionNotEnabled).for_region("us-east-1"));
+    let moved = router.generate(req()).await.unwrap();
+    assert_ne!(moved.decision.region, "us-east-1");
+    let refused = &moved.decision.failed_attempts[0];
+    assert_eq!(
+        (refused.region.as_str(), refused.code.as_str()),
+        ("us-east-1", "UnrecognizedClientException")
+    );
+    // Its breaker opens after `routing.breaker.failure_threshold` refusals: later calls no
+    // longer ask it.
+    for _ in 0..2 {
+        router.generate(req()).await.unwrap();
+    }
+    let later = router.generate(req()).await.unwrap();
+    assert!(
+        later.decision.failed_attempts.is_empty(),
+        "{:?}",
+        later.decision.failed_attempts
+    );
+}
+
+#[tokio::test]
+async fn credentials_refused_everywhere_after_answers_end_after_one_pass() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    let req = || {
+        GenerateRequest::user("hi")
+            .model("amazon.nova-lite-v1:0")
+            .max_tokens(8)
+    };
+    router.generate(req()).await.unwrap();
+    emu.add_fault(Fault::new(FaultKind::RegionNotEnabled));
+    let err = router.generate(req()).await.unwrap_err();
+    let Error::AllTargetsFailed { attempts, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(attempts.iter().all(|a| a.code == "UnrecognizedClientException"));
+    // One pass, no retry round: no target asked twice.
+    let mut asked: Vec<(&str, &str)> = attempts
+        .iter()
+        .map(|a| (a.target.as_str(), a.region.as_str()))
+        .collect();
+    let all = asked.len();
+    asked.sort_unstable();
+    asked.dedup();
+    assert_eq!(asked.len(), all, "{attempts:?}");
+}
+
+#[tokio::test]
+async fn an_expired_token_ends_the_call_even_after_answers() {
+    let emu = emulator().await;
+    let router = router(&emu).await;
+    router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap();
+    emu.add_fault(Fault::new(FaultKind::ExpiredToken));
+    let err = router
+        .generate(GenerateRequest::user("hi").family("nova"))
+        .await
+        .unwrap_err();
+    let Error::Service(e) = &err else {
+        panic!("one attempt, its own error: {err:?}")
+    };
+    assert_eq!(e.code, "ExpiredTokenException");
+}
+
 /// A credential provider that never has credentials (an expired SSO session, no profile).
 #[derive(Debug)]
 struct NoCredentials;
