@@ -140,9 +140,7 @@ async def test_a_thousand_concurrent_requests():
     scenario = os.path.join(os.path.dirname(__file__), "many.toml")
     with Emulator(scenario=scenario) as emu:
         router = laneway.Router(**emu.router_kwargs())
-        # Several rounds: completions racing the event loop's wake-ups must never be lost, and
-        # the hedges a burst's late first tokens send (to us-west-2, which this emulator
-        # refuses) must not eject the only region answering.
+        # Several rounds: completions racing the event loop's wake-ups must never be lost.
         sent = 0
         for round in range(1, 4):
             results = await asyncio.wait_for(

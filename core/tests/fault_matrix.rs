@@ -328,6 +328,19 @@ async fn router(emu: &Emulator, extra: &str) -> Router {
     common::router_with(emu, config(extra)).await
 }
 
+/// The calls of `row` that took longer than the time limits they paid plus twice the slowest
+/// call no limit cut in the same run (same machine, same load): a paid call's failover runs in
+/// a burst of as many failovers as calls were in flight, so its second leg may take up to
+/// about twice a call's time. Empty when every call kept that bound.
+fn over_their_bound(row: &Row) -> Vec<(Duration, usize)> {
+    let limit = Duration::from_millis(FIRST_TOKEN_MS);
+    row.paid
+        .iter()
+        .filter(|(latency, cuts)| *latency > limit * *cuts as u32 + row.unpaid_slowest * 2)
+        .copied()
+        .collect()
+}
+
 fn print_table(title: &str, rows: &[(&Row, Option<&Row>)]) {
     println!("\n{title}\n");
     println!(
@@ -489,6 +502,16 @@ async fn every_fault_on_one_of_three_regions_loses_no_call() {
                 row.name, row.failed, row.duplicated_chars
             ));
         }
+        // The latency bound of each row: a call pays at most one time limit (the fault is in
+        // one region of three), and ends within the limits it paid plus twice the row's slowest
+        // call that paid none.
+        let over = over_their_bound(&row);
+        if row.most_limits_paid > 1 || !over.is_empty() {
+            failures.push(format!(
+                "{}: a call paid {} limits; calls beyond their limits paid + 2 x {:?}: {over:?}",
+                row.name, row.most_limits_paid, row.unpaid_slowest
+            ));
+        }
         table.push((row, baselines.get(label)));
     }
     let mut printed: Vec<(&Row, Option<&Row>)> = baselines.values().map(|b| (b, None)).collect();
@@ -501,7 +524,7 @@ async fn every_fault_on_one_of_three_regions_loses_no_call() {
     );
     assert!(
         failures.is_empty(),
-        "rows with lost calls:\n{}",
+        "rows with lost calls or beyond their latency bound:\n{}",
         failures.join("\n")
     );
 }
@@ -534,7 +557,6 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
     // eject it. Each call ends within the limits it paid plus twice the slowest call no limit
     // cut in the same run (same machine, same load): a paid call's failover runs in a burst of
     // as many failovers as calls were in flight.
-    let limit = Duration::from_millis(FIRST_TOKEN_MS);
     let outlier = config("").routing.outlier;
     let ejects_after = outlier.consecutive_failures as usize;
     let paid: Vec<Duration> = row
@@ -543,11 +565,7 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
         .filter(|(_, c)| *c > 0)
         .map(|(l, _)| *l)
         .collect();
-    let over: Vec<_> = row
-        .paid
-        .iter()
-        .filter(|(latency, cuts)| *latency > limit * *cuts as u32 + row.unpaid_slowest * 2)
-        .collect();
+    let over = over_their_bound(&row);
     println!(
         "\nstall run: {} calls paid a first-token limit ({FIRST_TOKEN_MS} ms; bound {IN_FLIGHT} in flight + {ejects_after}), \
          at most {} in a call (bound 1), the slowest in {:?}; each call within its limits + 2 x the slowest call no limit cut \

@@ -39,8 +39,7 @@ pub fn backoff(base: Duration, cap: Duration, round: u32) -> Duration {
 /// or a refusal of credentials that the provider has taken from this router before (a region
 /// not enabled for the account refuses what every other region takes).
 pub(super) fn fails_over(state: &State, attempt: &Attempt, err: &Error) -> bool {
-    err.fails_over()
-        || err.may_be_the_targets_refusal() && state.answered(&attempt.target.provider)
+    err.fails_over() || err.may_be_the_targets_refusal() && state.answered(&attempt.target.provider)
 }
 
 /// An attempt in flight.

@@ -201,22 +201,50 @@ impl Limits {
         limit: TimeLimit,
         (length, source): (Duration, LimitSource),
     ) -> Bound {
+        // A learnt limit may wait on to its class's while this process is behind (see
+        // `Bound::grace`); never past the deadline.
+        let class = match limit {
+            TimeLimit::FirstToken => self.first_token,
+            TimeLimit::Idle => self.idle,
+            _ => Duration::ZERO,
+        };
+        let ceiling = match source {
+            LimitSource::Learned { .. } => now
+                .checked_add(class)
+                .map_or(self.deadline, |c| c.min(self.deadline)),
+            _ => now,
+        };
         match now.checked_add(length) {
             Some(at) if at < self.deadline => Bound {
                 at,
                 limit,
                 length,
                 source,
+                ceiling: ceiling.max(at),
             },
             _ => Bound {
                 at: self.deadline,
                 limit: TimeLimit::Deadline,
                 length: self.deadline - self.started,
                 source: LimitSource::Deadline,
+                ceiling: self.deadline,
             },
         }
     }
 }
+
+/// How long a task of this runtime waits to be polled again once it yields: near zero when
+/// the runtime keeps up, the time its queue of ready tasks takes to run when it is behind.
+/// Read on the call's clock, so a paused clock reads zero.
+async fn scheduling_delay() -> Duration {
+    let asked = Instant::now();
+    tokio::task::yield_now().await;
+    Instant::now().saturating_duration_since(asked)
+}
+
+/// The share of a learnt limit that the process's own delay must reach for the limit to be
+/// put down to the process rather than the target: 1/20 of it, and at least this much.
+const BEHIND_FLOOR: Duration = Duration::from_millis(20);
 
 /// The end of one bounded wait.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -229,16 +257,56 @@ pub struct Bound {
     pub length: Duration,
     /// Where the length came from (for the decision).
     pub source: LimitSource,
+    /// How far the wait may go on past `at` while the process itself is behind (a learnt
+    /// limit's class limit, within the deadline); `at` for any other limit.
+    ceiling: Instant,
 }
 
 impl Bound {
     /// Runs `fut` until this bound; `Err(self)` if the bound fired first (`fut` is dropped,
-    /// which cancels its request on the wire). For a stream's successive waits, see
+    /// which cancels its request on the wire). A learnt limit that fires while this process
+    /// is behind waits on ([`Bound::grace`]). For a stream's successive waits, see
     /// [`IdleTimer`].
     pub async fn run<F: std::future::Future>(self, fut: F) -> Result<F::Output, Bound> {
-        tokio::time::timeout_at(self.at, fut)
-            .await
-            .map_err(|_| self)
+        let mut fut = std::pin::pin!(fut);
+        let mut bound = self;
+        loop {
+            match tokio::time::timeout_at(bound.at, fut.as_mut()).await {
+                Ok(out) => return Ok(out),
+                Err(_) => match bound.grace().await {
+                    Some(later) => bound = later,
+                    None => return Err(bound),
+                },
+            }
+        }
+    }
+
+    /// This bound has fired. A learnt limit is a claim that the target is slower than it
+    /// has been; when this process is itself behind (its tasks wait to be polled, as with a
+    /// burst of calls larger than its CPU, or a binding's caller holding the thread), the
+    /// answer may be waiting unread, and cutting the attempt would blame a healthy target and
+    /// add a failover to the backlog. So while the process's scheduling delay is at least
+    /// 1/20 of the limit, the wait goes on for another length of the limit, up to its class's
+    /// limit (within the deadline): `Some` with the later bound. `None`: cut it.
+    pub async fn grace(&self) -> Option<Bound> {
+        if self.ceiling <= self.at {
+            return None;
+        }
+        let now = Instant::now();
+        let late = now.saturating_duration_since(self.at);
+        let behind = late.max(scheduling_delay().await);
+        if behind < (self.length / 20).max(BEHIND_FLOOR) {
+            return None;
+        }
+        tracing::debug!(
+            limit = ?self.limit,
+            behind_ms = behind.as_millis() as u64,
+            "a learnt limit fired while the process was behind: waiting on"
+        );
+        let at = Instant::now()
+            .checked_add(self.length)
+            .map_or(self.ceiling, |at| at.min(self.ceiling));
+        Some(Bound { at, ..*self })
     }
 }
 
@@ -478,6 +546,63 @@ mod tests {
         assert_eq!(Instant::now(), far.deadline());
     }
 
+    fn learned() -> LimitSource {
+        LimitSource::Learned {
+            quantile: 0.99,
+            observed_ms: 300,
+            factor: 3.0,
+            samples: 40,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_learnt_limit_that_fires_late_waits_on_up_to_its_class_limit() {
+        let start = Instant::now();
+        let limits = Limits::for_call(&routing(), &GenerateRequest::user("hi"), start);
+        let second = Duration::from_secs(1);
+        let bound = limits.bound_from(start, TimeLimit::Idle, (second, learned()));
+        // Fired on time, the process keeping up (a paused clock reads no scheduling delay):
+        // the target's, and cut.
+        tokio::time::sleep_until(bound.at).await;
+        assert_eq!(bound.grace().await, None);
+        // Seen 300 ms late (at least 1/20 of the limit): the process was behind, and the wait
+        // goes on for another length of the limit...
+        tokio::time::advance(Duration::from_millis(300)).await;
+        let later = bound.grace().await.expect("waits on");
+        assert_eq!(later.at, Instant::now() + second);
+        assert_eq!((later.limit, later.source), (bound.limit, bound.source));
+        // ...but never past the class's idle limit.
+        tokio::time::sleep_until(start + limits.idle - Duration::from_millis(100)).await;
+        let last = bound.grace().await.expect("waits on");
+        assert_eq!(last.at, start + limits.idle);
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert_eq!(last.grace().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_class_limit_is_cut_however_late_it_fires() {
+        let start = Instant::now();
+        let limits = Limits::for_call(&routing(), &GenerateRequest::user("hi"), start);
+        let bound = limits.bound(start, TimeLimit::FirstToken, Duration::from_secs(1));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(bound.grace().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bounded_future_outlives_a_learnt_limit_only_while_behind() {
+        let start = Instant::now();
+        let limits = Limits::for_call(&routing(), &GenerateRequest::user("hi"), start);
+        let bound = limits.bound_from(
+            start,
+            TimeLimit::FirstToken,
+            (Duration::from_secs(1), learned()),
+        );
+        // Nothing holds the process up: the limit cuts at its time.
+        let fired = bound.run(std::future::pending::<()>()).await.unwrap_err();
+        assert_eq!(fired.at, start + Duration::from_secs(1));
+        assert_eq!(Instant::now(), fired.at);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_wait_polled_from_another_task_still_ends_at_its_bound() {
         let start = Instant::now();
@@ -486,6 +611,7 @@ mod tests {
             limit: TimeLimit::Idle,
             length: Duration::from_secs(1),
             source: LimitSource::Class,
+            ceiling: start + Duration::from_secs(1),
         };
         let mut timer = IdleTimer::new(start + Duration::from_secs(5));
         let mut wait = Box::pin(timer.wait(|| bound, std::future::pending::<()>()));

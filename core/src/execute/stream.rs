@@ -644,10 +644,18 @@ pub(super) fn run(
                     Some(ev) => Some(ev),
                     None => {
                         let limit = if in_tool { tool_idle } else { limits.idle };
-                        let idle = || run.bound_from(TimeLimit::Idle, limit);
-                        match idle_timer.wait(idle, events.next()).await {
-                            Ok(next) => next,
-                            Err(fired) => Some(Err(inflight.timed_out(fired))),
+                        // A learnt limit that fires while this process is behind waits on.
+                        let mut extended = None;
+                        loop {
+                            let idle = || extended.unwrap_or_else(|| run.bound_from(TimeLimit::Idle, limit));
+                            let waited = idle_timer.wait(idle, events.next()).await;
+                            match waited {
+                                Ok(next) => break next,
+                                Err(fired) => match fired.grace().await {
+                                    Some(later) => extended = Some(later),
+                                    None => break Some(Err(inflight.timed_out(fired))),
+                                },
+                            }
                         }
                     }
                 };
