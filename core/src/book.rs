@@ -1,6 +1,6 @@
-//! The book's chapters (`docs/src`) as doc comments, so that `cargo test --doc -p laneway`
-//! compiles and runs their Rust snippets against this checkout's crate. Only built for
-//! doctests.
+//! The book's chapters (`docs/src`) and the README as doc comments, so that `cargo test --doc
+//! -p laneway` compiles and runs their Rust snippets against this checkout's crate. Only built
+//! for doctests.
 
 macro_rules! chapters {
     ($($name:ident = $file:literal),* $(,)?) => {
@@ -32,3 +32,7 @@ chapters! {
     Examples = "examples.md",
     Introduction = "introduction.md",
 }
+
+/// The README's example (compiled, not run: it calls AWS).
+#[doc = include_str!("../../README.md")]
+pub struct Readme;

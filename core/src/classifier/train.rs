@@ -4,7 +4,7 @@
 
 use super::data::Dataset;
 use super::features::{DENSE, Features};
-use super::{Classifier, ClassifierError, Head, ModelInfo, sigmoid};
+use super::{Classifier, ClassifierError, Head, ModelInfo};
 
 /// Training options.
 #[derive(Debug, Clone, PartialEq)]
@@ -284,70 +284,31 @@ fn column_moments(rows: &[Vec<f32>], dims: usize) -> (Vec<f32>, Vec<f32>) {
     )
 }
 
-/// Fits one head: minimises the weighted mean log-loss + `|w|^2 / (2 C n)` with Adam over
-/// full batches. `labelled` is (row, outcome, weight).
+/// Fits one head on the `labelled` rows ((row, label, weight)) of `features` and their
+/// standardised dense values, with the hashed word counts when `opts.words` is on; the kernel
+/// is `laneway_logistic::fit`.
 fn fit(
     features: &[Features],
     dense: &[Vec<f32>],
     labelled: &[(usize, f32, f32)],
     opts: &TrainOptions,
 ) -> (f32, Vec<f32>) {
-    let words = 1usize << opts.bits;
-    let dim = words + dense.first().map_or(DENSE, Vec::len);
-    let n = labelled.len() as f64;
-    let l2 = 1.0 / (opts.c * n);
-    // The bias starts at the (weighted) base rate's log-odds.
-    let total: f64 = labelled.iter().map(|(.., w)| f64::from(*w)).sum();
-    let rate = labelled
+    let examples: Vec<laneway_logistic::Example<'_>> = labelled
         .iter()
-        .map(|(_, y, w)| f64::from(*y) * f64::from(*w))
-        .sum::<f64>()
-        / total;
-    let rate = rate.clamp(1e-3, 1.0 - 1e-3);
-    let mut bias = (rate / (1.0 - rate)).ln();
-    let mut w = vec![0f64; dim];
-    let (mut m, mut v) = (vec![0f64; dim + 1], vec![0f64; dim + 1]);
-    let (beta1, beta2, eps) = (0.9f64, 0.999f64, 1e-8f64);
-    let mut grad = vec![0f64; dim + 1];
-    let no_words: &[(u32, f32)] = &[];
-    for step in 1..=opts.steps {
-        grad.iter_mut().for_each(|g| *g = 0.0);
-        for &(i, y, weight) in labelled {
-            let f = &features[i];
-            let sparse = if opts.words { &f.words[..] } else { no_words };
-            let mut z = bias;
-            for &(b, x) in sparse {
-                z += w[b as usize] * f64::from(x);
-            }
-            for (j, x) in dense[i].iter().enumerate() {
-                z += w[words + j] * f64::from(*x);
-            }
-            let err = (f64::from(sigmoid(z as f32)) - f64::from(y)) * f64::from(weight) / total;
-            for &(b, x) in sparse {
-                grad[b as usize] += err * f64::from(x);
-            }
-            for (j, x) in dense[i].iter().enumerate() {
-                grad[words + j] += err * f64::from(*x);
-            }
-            grad[dim] += err;
-        }
-        for (g, wi) in grad.iter_mut().zip(&w) {
-            *g += l2 * wi;
-        }
-        let lr = opts.learning_rate * (1.0 - beta2.powi(step as i32)).sqrt()
-            / (1.0 - beta1.powi(step as i32));
-        for k in 0..=dim {
-            m[k] = beta1 * m[k] + (1.0 - beta1) * grad[k];
-            v[k] = beta2 * v[k] + (1.0 - beta2) * grad[k] * grad[k];
-            let delta = lr * m[k] / (v[k].sqrt() + eps);
-            if k == dim {
-                bias -= delta;
-            } else {
-                w[k] -= delta;
-            }
-        }
-    }
-    (bias as f32, w.into_iter().map(|x| x as f32).collect())
+        .map(|&(i, label, weight)| laneway_logistic::Example {
+            sparse: if opts.words { &features[i].words } else { &[] },
+            dense: &dense[i],
+            label,
+            weight,
+        })
+        .collect();
+    let adam = laneway_logistic::Adam {
+        steps: opts.steps,
+        learning_rate: opts.learning_rate,
+        c: opts.c,
+    };
+    let dense_dim = dense.first().map_or(DENSE, Vec::len);
+    laneway_logistic::fit(&examples, 1usize << opts.bits, dense_dim, &adam)
 }
 
 #[cfg(test)]

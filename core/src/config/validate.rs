@@ -6,6 +6,19 @@ use super::*;
 impl Config {
     /// Checks that every reference resolves and every value is in range.
     pub fn validate(&self) -> Result<()> {
+        self.validate_regions()?;
+        self.validate_routing()?;
+        self.validate_batch_and_shared()?;
+        self.validate_pricing()?;
+        for (id, m) in &self.models {
+            self.validate_model(id, m)?;
+        }
+        self.validate_families()?;
+        self.validate_defaults_and_endpoints()
+    }
+
+    /// Regions listed once each; geographies with regions.
+    fn validate_regions(&self) -> Result<()> {
         if self.regions.is_empty() {
             return Err(Error::config("regions", "at least one region is needed"));
         }
@@ -26,7 +39,11 @@ impl Config {
                 ));
             }
         }
-        self.validate_routing()?;
+        Ok(())
+    }
+
+    /// The batch lane's record limits and the shared state's connection.
+    fn validate_batch_and_shared(&self) -> Result<()> {
         if let Some(b) = &self.batch
             && (b.min_records == 0 || b.max_records_per_job < b.min_records)
         {
@@ -68,6 +85,11 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// A price multiplier for every tier; every price a finite number >= 0.
+    fn validate_pricing(&self) -> Result<()> {
         let p = &self.pricing;
         if let Some(t) = ServiceTier::ALL.iter().find(|t| !p.tiers.contains_key(t)) {
             return Err(Error::config(
@@ -93,9 +115,11 @@ impl Config {
                 ));
             }
         }
-        for (id, m) in &self.models {
-            self.validate_model(id, m)?;
-        }
+        Ok(())
+    }
+
+    /// Each family's variants, default variant, router and prompt router.
+    fn validate_families(&self) -> Result<()> {
         for (name, f) in &self.families {
             let field = |k: &str| format!("families.{name}.{k}");
             if f.variants.is_empty() {
@@ -152,6 +176,11 @@ impl Config {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The default model, and the AWS endpoint overrides.
+    fn validate_defaults_and_endpoints(&self) -> Result<()> {
         if let Some(d) = &self.default_model
             && !self.families.contains_key(d)
             && !self.models.contains_key(d)

@@ -623,29 +623,10 @@ impl<'a> Run<'a> {
             served,
             priced_profile,
         );
-        if attempt.model == self.plan.model && !self.plan.cache.prefixes.is_empty() {
-            let cache = &mut self.plan.cache;
-            let state = &self.exec.state;
-            state.record_prefixes(
-                crate::time::now(),
-                &cache.prefixes,
-                &cache.checkpoints,
-                attempt.target.region(),
-                attempt.target.id(),
-            );
-            state.remember_digests(std::mem::take(&mut cache.learned));
-        }
-        let family = if attempt.model == self.plan.model {
-            self.plan.family.as_deref().map(String::from)
-        } else {
-            config
-                .families
-                .iter()
-                .find(|(_, f)| f.variants.iter().any(|v| **v == *attempt.model))
-                .map(|(n, _)| n.clone())
-        };
-        self.exec.state.record_cache_use(
-            family.as_deref().unwrap_or(&attempt.model),
+        let family = self.family_of(attempt);
+        self.remember_cache_use(
+            attempt,
+            family.as_deref(),
             &done.usage,
             uncached_cost - cost_usd,
         );
@@ -735,6 +716,44 @@ impl<'a> Run<'a> {
             .telemetry
             .record_success(self.call_slo(), &response);
         response
+    }
+
+    /// The family a served attempt's model belongs to: the plan's, or the first family that
+    /// lists a fallback model.
+    fn family_of(&self, attempt: &Attempt) -> Option<String> {
+        if attempt.model == self.plan.model {
+            return self.plan.family.as_deref().map(String::from);
+        }
+        self.exec
+            .config
+            .families
+            .iter()
+            .find(|(_, f)| f.variants.iter().any(|v| **v == *attempt.model))
+            .map(|(n, _)| n.clone())
+    }
+
+    /// What a served call teaches prompt caching: where its prefixes are now cached (for the
+    /// plan's model), and the cache use and savings of its family (or model).
+    fn remember_cache_use(
+        &mut self,
+        attempt: &Attempt,
+        family: Option<&str>,
+        usage: &crate::types::Usage,
+        savings_usd: f64,
+    ) {
+        let state = &self.exec.state;
+        if attempt.model == self.plan.model && !self.plan.cache.prefixes.is_empty() {
+            let cache = &mut self.plan.cache;
+            state.record_prefixes(
+                crate::time::now(),
+                &cache.prefixes,
+                &cache.checkpoints,
+                attempt.target.region(),
+                attempt.target.id(),
+            );
+            state.remember_digests(std::mem::take(&mut cache.learned));
+        }
+        state.record_cache_use(family.unwrap_or(&attempt.model), usage, savings_usd);
     }
 }
 

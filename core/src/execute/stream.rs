@@ -448,6 +448,69 @@ async fn open<'a>(
     (first_event_now(inflight, &opened), opened)
 }
 
+/// Opens the first attempt of a hedged call: when it has no first token after `delay` (its
+/// target's usual worst), the region is suspected, the next candidate (elsewhere first) is
+/// sent too, and whichever produces a token first is kept; the other is dropped, which
+/// cancels its request. A hedge that fails is booked and the primary awaited, and the other
+/// way round.
+async fn open_hedged<'a>(
+    exec: &'a Executor,
+    run: &mut Run<'a>,
+    req: &GenerateRequest,
+    mut first: InFlight<'a>,
+    delay: Duration,
+) -> (InFlight<'a>, Opened) {
+    let primary_region = first.attempt.target.region().to_string();
+    let cps = run.checkpoints_for(&first.attempt);
+    let bounds = run.open_bounds(&mut first);
+    let primary = open(exec, req, cps, first, bounds);
+    futures::pin_mut!(primary);
+    match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
+        Either::Left((done, _)) => done,
+        Either::Right(((), primary)) => {
+            // A late first token may be the region's fault: hedge elsewhere first.
+            run.first_token_late(&primary_region);
+            run.defer_region(&primary_region);
+            match run.next_attempt().await {
+                None => primary.await,
+                Some(mut second) => {
+                    let hedge_target = second.attempt.target.id().to_string();
+                    let cps = run.checkpoints_for(&second.attempt);
+                    let bounds = run.open_bounds(&mut second);
+                    let hedge = open(exec, req, cps, second, bounds);
+                    futures::pin_mut!(hedge);
+                    let (done, hedge_won) = match futures::future::select(primary, hedge).await {
+                        Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
+                        Either::Left((a, hedge)) => {
+                            if let Err(e) = into_parts(a.1) {
+                                run.record_failed(a.0, e);
+                            }
+                            (hedge.await, true)
+                        }
+                        Either::Right((b, _loser)) if produced_a_token(&b.1) => {
+                            run.hedge_answered_first(&primary_region);
+                            (b, true)
+                        }
+                        Either::Right((b, primary)) => {
+                            if let Err(e) = into_parts(b.1) {
+                                run.record_failed(b.0, e);
+                            }
+                            (primary.await, false)
+                        }
+                    };
+                    // The loser, if still running, was dropped above: its request is cancelled.
+                    run.hedge = Some(HedgeReport {
+                        delay,
+                        hedge_target,
+                        hedge_won,
+                    });
+                    done
+                }
+            }
+        }
+    }
+}
+
 /// Opens the attempt's stream and waits for its first event, until its first-token bound.
 async fn open_streamed(
     exec: &Executor,
@@ -569,46 +632,7 @@ pub(super) fn run(
                 None
             };
             let (mut inflight, opened) = if let Some(delay) = hedge_after {
-                let primary_region = first.attempt.target.region().to_string();
-                let cps = run.checkpoints_for(&first.attempt);
-                let bounds = run.open_bounds(&mut first);
-                let primary = open(exec, req, cps, first, bounds);
-                futures::pin_mut!(primary);
-                match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
-                    Either::Left((done, _)) => done,
-                    Either::Right(((), primary)) => {
-                        // A late first token may be the region's fault: hedge elsewhere first.
-                        run.first_token_late(&primary_region);
-                        run.defer_region(&primary_region);
-                        match run.next_attempt().await {
-                        None => primary.await,
-                        Some(mut second) => {
-                            let hedge_target = second.attempt.target.id().to_string();
-                            let cps = run.checkpoints_for(&second.attempt);
-                            let bounds = run.open_bounds(&mut second);
-                            let hedge = open(exec, req, cps, second, bounds);
-                            futures::pin_mut!(hedge);
-                            let (done, hedge_won) = match futures::future::select(primary, hedge).await {
-                                Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
-                                Either::Left((a, hedge)) => {
-                                    if let Err(e) = into_parts(a.1) { run.record_failed(a.0, e); }
-                                    (hedge.await, true)
-                                }
-                                Either::Right((b, _loser)) if produced_a_token(&b.1) => {
-                                    run.hedge_answered_first(&primary_region);
-                                    (b, true)
-                                }
-                                Either::Right((b, primary)) => {
-                                    if let Err(e) = into_parts(b.1) { run.record_failed(b.0, e); }
-                                    (primary.await, false)
-                                }
-                            };
-                            // The loser, if still running, was dropped above: its request is cancelled.
-                            run.hedge = Some(HedgeReport { delay, hedge_target, hedge_won });
-                            done
-                        }
-                    }},
-                }
+                open_hedged(exec, &mut run, req, first, delay).await
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
                 let bounds = run.open_bounds(&mut first);

@@ -250,7 +250,10 @@ fn thresholds(
     {
         return t;
     }
-    let share = router.max_strong_share.or(measured).unwrap_or(0.5);
+    let share = router
+        .max_strong_share
+        .or(measured)
+        .unwrap_or(UNMEASURED_STRONG_SHARE);
     // Variant i (cheapest first) takes its slice of the (1 - share) below the strongest.
     (0..cheaper)
         .map(|i| {
@@ -657,6 +660,14 @@ fn score_variants(
         None => vec![scored.loss(0, scored.probabilities.len() - 1); cheaper],
     }
 }
+
+/// The share of prompts sent to the strongest variant when neither the configuration
+/// (`max_strong_share`) nor the model file (a model trained without held-out measurements of
+/// quality lost by share) says: half, the share that assumes nothing of the model. Like
+/// [`NOVELTY_THRESHOLD`](crate::classifier::figures::NOVELTY_THRESHOLD), a property of model
+/// files that lack a measurement, not a setting: `defaults.toml`'s family router has the
+/// budget that measured models are held to.
+const UNMEASURED_STRONG_SHARE: f64 = 0.5;
 
 /// The traffic novelty above which a family's fallback decides: its own setting, else its
 /// model's (chosen on held-out sources), else [`NOVELTY_THRESHOLD`](crate::classifier::figures::NOVELTY_THRESHOLD).

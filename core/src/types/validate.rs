@@ -6,6 +6,15 @@ impl GenerateRequest {
     /// Checks what can be checked without a model's capabilities: a non-empty conversation that
     /// starts with a user turn, no empty turns, sane parameters and SLO.
     pub fn validate(&self) -> Result<()> {
+        self.validate_conversation()?;
+        self.validate_inference()?;
+        self.validate_tools()?;
+        self.validate_extensions()?;
+        self.validate_slo()
+    }
+
+    /// A conversation that starts with a user turn, each turn's blocks where they belong.
+    fn validate_conversation(&self) -> Result<()> {
         if self.messages.is_empty() {
             return Err(Error::invalid("messages", "must hold at least one message"));
         }
@@ -24,96 +33,14 @@ impl GenerateRequest {
                 ));
             }
             for (j, b) in m.content.iter().enumerate() {
-                match b {
-                    ContentBlock::Text(t) if t.is_empty() => {
-                        return Err(Error::invalid(
-                            format!("messages[{i}].content[{j}]"),
-                            "text must not be empty",
-                        ));
-                    }
-                    ContentBlock::ToolUse(_) if m.role != Role::Assistant => {
-                        return Err(Error::invalid(
-                            format!("messages[{i}].content[{j}]"),
-                            "tool_use belongs in an assistant message",
-                        ));
-                    }
-                    ContentBlock::Audio(media) | ContentBlock::Video(media) => {
-                        let (kind, formats) = match b {
-                            ContentBlock::Audio(_) => ("audio", Media::AUDIO_FORMATS),
-                            _ => ("video", Media::VIDEO_FORMATS),
-                        };
-                        let field = || format!("messages[{i}].content[{j}].{kind}");
-                        if m.role != Role::User {
-                            return Err(Error::invalid(
-                                field(),
-                                format!("{kind} belongs in a user message"),
-                            ));
-                        }
-                        if !formats.contains(&media.format.as_str()) {
-                            return Err(Error::invalid(
-                                format!("{}.format", field()),
-                                format!("{:?}: one of {}", media.format, formats.join(", ")),
-                            ));
-                        }
-                        if let super::content::MediaSource::S3 { uri, .. } = &media.source
-                            && (!uri.starts_with("s3://") || uri.len() > 1024)
-                        {
-                            return Err(Error::invalid(
-                                format!("{}.source.uri", field()),
-                                "an s3:// URI of at most 1,024 characters",
-                            ));
-                        }
-                    }
-                    ContentBlock::Reasoning(_) if m.role != Role::Assistant => {
-                        return Err(Error::invalid(
-                            format!("messages[{i}].content[{j}]"),
-                            "reasoning belongs in the assistant message it came in",
-                        ));
-                    }
-                    ContentBlock::ToolResult(_) if m.role != Role::User => {
-                        return Err(Error::invalid(
-                            format!("messages[{i}].content[{j}]"),
-                            "tool_result belongs in a user message",
-                        ));
-                    }
-                    ContentBlock::Document(d) => {
-                        let field = || format!("messages[{i}].content[{j}].document");
-                        if m.role != Role::User {
-                            return Err(Error::invalid(
-                                field(),
-                                "a document belongs in a user message",
-                            ));
-                        }
-                        if let Some(problem) = d.name_problem() {
-                            return Err(Error::invalid(format!("{}.name", field()), problem));
-                        }
-                        if let Some(b) = d.bytes()
-                            && (b.is_empty() || b.len() > Document::MAX_BYTES)
-                        {
-                            return Err(Error::invalid(
-                                format!("{}.bytes", field()),
-                                format!(
-                                    "{} bytes: a document must hold 1 to {} bytes",
-                                    b.len(),
-                                    Document::MAX_BYTES
-                                ),
-                            ));
-                        }
-                        documents += 1;
-                        if documents > Document::MAX_PER_REQUEST {
-                            return Err(Error::invalid(
-                                field(),
-                                format!(
-                                    "at most {} documents in one request",
-                                    Document::MAX_PER_REQUEST
-                                ),
-                            ));
-                        }
-                    }
-                    _ => {}
-                }
+                validate_block(i, j, m, b, &mut documents)?;
             }
         }
+        Ok(())
+    }
+
+    /// Sampling parameters in range.
+    fn validate_inference(&self) -> Result<()> {
         let p = &self.inference;
         if let Some(n) = p.max_tokens
             && (n < 1 || n > i64::from(i32::MAX))
@@ -139,6 +66,11 @@ impl GenerateRequest {
                 format!("must be in (0, 1], got {t}"),
             ));
         }
+        Ok(())
+    }
+
+    /// Named tools with object schemas, and a tool choice among them.
+    fn validate_tools(&self) -> Result<()> {
         for (i, t) in self.tools.iter().enumerate() {
             if let Tool::Spec(s) = t {
                 if s.name.is_empty() {
@@ -155,7 +87,6 @@ impl GenerateRequest {
                 }
             }
         }
-        self.validate_extensions()?;
         if let Some(ToolChoice::Tool(name)) = &self.tool_choice {
             let known = self
                 .tools
@@ -174,6 +105,11 @@ impl GenerateRequest {
                 "is set but the request has no tools",
             ));
         }
+        Ok(())
+    }
+
+    /// SLO durations within a year, a TTFT target before the deadline, a residency with regions.
+    fn validate_slo(&self) -> Result<()> {
         for (field, value) in [
             ("slo.ttft_target", self.slo.ttft_target),
             ("slo.deadline", self.slo.deadline),
@@ -262,6 +198,105 @@ impl GenerateRequest {
         }
         super::fields::validate_metadata(&self.metadata)
     }
+}
+
+/// Block `j` of message `i` (`m`): where it belongs, its format and size; counts documents.
+fn validate_block(
+    i: usize,
+    j: usize,
+    m: &Message,
+    b: &ContentBlock,
+    documents: &mut usize,
+) -> Result<()> {
+    match b {
+        ContentBlock::Text(t) if t.is_empty() => {
+            return Err(Error::invalid(
+                format!("messages[{i}].content[{j}]"),
+                "text must not be empty",
+            ));
+        }
+        ContentBlock::ToolUse(_) if m.role != Role::Assistant => {
+            return Err(Error::invalid(
+                format!("messages[{i}].content[{j}]"),
+                "tool_use belongs in an assistant message",
+            ));
+        }
+        ContentBlock::Audio(media) | ContentBlock::Video(media) => {
+            let (kind, formats) = match b {
+                ContentBlock::Audio(_) => ("audio", Media::AUDIO_FORMATS),
+                _ => ("video", Media::VIDEO_FORMATS),
+            };
+            let field = || format!("messages[{i}].content[{j}].{kind}");
+            if m.role != Role::User {
+                return Err(Error::invalid(
+                    field(),
+                    format!("{kind} belongs in a user message"),
+                ));
+            }
+            if !formats.contains(&media.format.as_str()) {
+                return Err(Error::invalid(
+                    format!("{}.format", field()),
+                    format!("{:?}: one of {}", media.format, formats.join(", ")),
+                ));
+            }
+            if let super::content::MediaSource::S3 { uri, .. } = &media.source
+                && (!uri.starts_with("s3://") || uri.len() > 1024)
+            {
+                return Err(Error::invalid(
+                    format!("{}.source.uri", field()),
+                    "an s3:// URI of at most 1,024 characters",
+                ));
+            }
+        }
+        ContentBlock::Reasoning(_) if m.role != Role::Assistant => {
+            return Err(Error::invalid(
+                format!("messages[{i}].content[{j}]"),
+                "reasoning belongs in the assistant message it came in",
+            ));
+        }
+        ContentBlock::ToolResult(_) if m.role != Role::User => {
+            return Err(Error::invalid(
+                format!("messages[{i}].content[{j}]"),
+                "tool_result belongs in a user message",
+            ));
+        }
+        ContentBlock::Document(d) => {
+            let field = || format!("messages[{i}].content[{j}].document");
+            if m.role != Role::User {
+                return Err(Error::invalid(
+                    field(),
+                    "a document belongs in a user message",
+                ));
+            }
+            if let Some(problem) = d.name_problem() {
+                return Err(Error::invalid(format!("{}.name", field()), problem));
+            }
+            if let Some(b) = d.bytes()
+                && (b.is_empty() || b.len() > Document::MAX_BYTES)
+            {
+                return Err(Error::invalid(
+                    format!("{}.bytes", field()),
+                    format!(
+                        "{} bytes: a document must hold 1 to {} bytes",
+                        b.len(),
+                        Document::MAX_BYTES
+                    ),
+                ));
+            }
+            *documents += 1;
+            if *documents > Document::MAX_PER_REQUEST {
+                return Err(Error::invalid(
+                    field(),
+                    format!(
+                        "at most {} documents in one request",
+                        Document::MAX_PER_REQUEST
+                    ),
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! ARCHITECTURE.md's "Where to add things", checked from the source: the files a new service
-//! tier or a new built-in provider touches are the ones it names, because nothing else lists
-//! them. (The Node declarations' `ServiceTier` type is the one other list, and
+//! tier, built-in provider, built-in policy or metric touches are the ones it names, because
+//! nothing else lists them. (The Node declarations' `ServiceTier` type is the one other list, and
 //! `bindings-node/test/schema.test.js` checks it against the core's names.)
 
 use std::path::{Path, PathBuf};
@@ -102,4 +102,38 @@ fn built_in_providers_are_registered_in_one_place() {
             "{backend} outside client.rs"
         );
     }
+}
+
+/// The files (relative to the workspace) whose code names `word` at all.
+fn files_naming(word: &str) -> Vec<String> {
+    let mut files = files_naming_all(&[word.to_string()]);
+    files.sort_unstable();
+    files
+}
+
+#[test]
+fn metrics_are_named_in_the_three_files_of_their_claim() {
+    // A new metric: its `MetricId` and catalog entry, its Prometheus series, its OpenTelemetry
+    // recording. No other file of the workspace names a metric by id.
+    assert_eq!(
+        files_naming("MetricId"),
+        [
+            "core/src/telemetry/catalog.rs",
+            "core/src/telemetry/otel.rs",
+            "core/src/telemetry/prometheus.rs",
+        ],
+        "a metric named outside its three files: a new metric would have to be added there too"
+    );
+}
+
+#[test]
+fn built_in_policies_live_in_one_file() {
+    // A new built-in policy: its type and its place in `Planner::new`, both in plan/policy.rs
+    // (its logic may grow into a module of its own under plan/).
+    assert_eq!(files_naming("Policy for "), ["core/src/plan/policy.rs"]);
+    assert_eq!(
+        files_naming("Arc::new(TierPolicy)"),
+        ["core/src/plan/policy.rs"],
+        "the built-in policies are put in order in Planner::new alone"
+    );
 }

@@ -322,6 +322,16 @@ async fn malformed_and_contradictory_config_files_are_named() {
         .unwrap_err();
     assert!(err.to_string().contains("missing.toml"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+    // A tier without a price is refused by name: a new tier needs its row in [pricing.tiers].
+    for tier in laneway::ServiceTier::ALL {
+        let mut config = laneway::Config::default();
+        config.pricing.tiers.remove(&tier);
+        let err = config.validate().unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("pricing.tiers.{tier}")),
+            "{err} should name pricing.tiers.{tier}"
+        );
+    }
 }
 
 #[tokio::test]
