@@ -105,7 +105,8 @@ node --version
 (cd bindings-node && LANEWAY_NODE_PROFILE=debug npm run build && npm test)
 
 phase "Cross-language: the same scenario through Rust, Python and Node (tests/cross_language)"
-cargo build --locked -p laneway --example cross_language
+# With --workspace the example is the one the test build made (the same features): no rebuild.
+cargo build --locked --workspace --example cross_language
 target/py/bin/python tests/cross_language/compare.py
 
 phase "Packages: the abi3 wheel and the npm packages, installed and called without Rust"
