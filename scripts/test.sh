@@ -58,7 +58,9 @@ tools_install=$!
 phase "Rust: format, lint, API docs, test (workspace; the book's snippets among the doctests)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
+# With --examples the docs build in the feature set clippy checked (examples use the
+# dev-dependencies), so the dependencies clippy checked serve it: no second check of them.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --examples --locked
 # cargo-nextest (on this machine kind) runs the test binaries' tests side by side, each in its
 # own process; cargo test where it is missing. Doctests (the book's snippets among them) are
 # cargo test's.
@@ -94,7 +96,9 @@ wait "$tools_install" || { cat "$tools_log"; exit 1; }
 # The bindings are built unoptimised here, as the Rust suites are: a release build of the
 # dependencies is ten minutes of this machine's CPU. scripts/package.sh builds release by
 # default, for what ships.
-MATURIN_PEP517_ARGS="--profile dev" target/py/bin/pip install --quiet ./bindings-python
+# The venv's maturin builds it (no isolated build environment to make and fill first).
+PATH="$PWD/target/py/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
+  target/py/bin/pip install --quiet --no-build-isolation ./bindings-python
 # The tests start the emulator binary that the Rust suites built (target/debug/laneway-emulator).
 target/py/bin/pytest -q bindings-python/tests
 # The stubs (_laneway.pyi) against the built module, and the package type-checked with them.

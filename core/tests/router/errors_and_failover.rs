@@ -389,6 +389,18 @@ async fn a_model_not_enabled_in_one_region_fails_over_and_is_kept_away() {
     }
 }
 
+/// One pass over the plan, no retry round: no target asked twice.
+fn assert_one_pass(attempts: &[laneway::FailedAttempt]) {
+    let mut asked: Vec<(&str, &str)> = attempts
+        .iter()
+        .map(|a| (a.target.as_str(), a.region.as_str()))
+        .collect();
+    let all = asked.len();
+    asked.sort_unstable();
+    asked.dedup();
+    assert_eq!(asked.len(), all, "{attempts:?}");
+}
+
 #[tokio::test]
 async fn access_denied_everywhere_ends_after_one_pass_without_retry_rounds() {
     let emu = emulator().await;
@@ -407,15 +419,7 @@ async fn access_denied_everywhere_ends_after_one_pass_without_retry_rounds() {
         panic!("{err:?}")
     };
     assert!(attempts.iter().all(|a| a.code == "AccessDeniedException"));
-    // One pass, no retry round: no target asked twice.
-    let mut asked: Vec<(&str, &str)> = attempts
-        .iter()
-        .map(|a| (a.target.as_str(), a.region.as_str()))
-        .collect();
-    let all = asked.len();
-    asked.sort_unstable();
-    asked.dedup();
-    assert_eq!(asked.len(), all, "{attempts:?}");
+    assert_one_pass(attempts);
 }
 
 #[tokio::test]
@@ -494,15 +498,7 @@ async fn credentials_refused_everywhere_after_answers_end_after_one_pass() {
             .iter()
             .all(|a| a.code == "UnrecognizedClientException")
     );
-    // One pass, no retry round: no target asked twice.
-    let mut asked: Vec<(&str, &str)> = attempts
-        .iter()
-        .map(|a| (a.target.as_str(), a.region.as_str()))
-        .collect();
-    let all = asked.len();
-    asked.sort_unstable();
-    asked.dedup();
-    assert_eq!(asked.len(), all, "{attempts:?}");
+    assert_one_pass(attempts);
 }
 
 #[tokio::test]
