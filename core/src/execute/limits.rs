@@ -589,7 +589,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_bounded_future_outlives_a_learnt_limit_only_while_behind() {
+    async fn a_learnt_limit_cuts_at_its_time_while_the_process_keeps_up() {
         let start = Instant::now();
         let limits = Limits::for_call(&routing(), &GenerateRequest::user("hi"), start);
         let bound = limits.bound_from(

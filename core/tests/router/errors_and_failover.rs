@@ -16,6 +16,13 @@ fn single_target() -> GenerateRequest {
         .max_tokens(8)
 }
 
+/// A short call to Nova Lite, planned over its regions and profiles.
+fn nova_lite() -> GenerateRequest {
+    GenerateRequest::user("hi")
+        .model("amazon.nova-lite-v1:0")
+        .max_tokens(8)
+}
+
 /// A deadline short enough that a persistent fault ends the call soon.
 const SHORT: std::time::Duration = std::time::Duration::from_millis(300);
 
@@ -362,12 +369,7 @@ async fn a_model_not_enabled_in_one_region_fails_over_and_is_kept_away() {
             .for_model("amazon.nova-lite-v1:0")
             .for_region("us-east-1"),
     );
-    let req = || {
-        GenerateRequest::user("hi")
-            .model("amazon.nova-lite-v1:0")
-            .max_tokens(8)
-    };
-    let first = router.generate(req()).await.unwrap();
+    let first = router.generate(nova_lite()).await.unwrap();
     assert_ne!(first.decision.region, "us-east-1");
     let refused = &first.decision.failed_attempts[0];
     assert_eq!(
@@ -376,7 +378,7 @@ async fn a_model_not_enabled_in_one_region_fails_over_and_is_kept_away() {
     );
     // Kept away for routing.breaker.access_denied_for (10 minutes): not asked again.
     for _ in 0..3 {
-        let next = router.generate(req()).await.unwrap();
+        let next = router.generate(nova_lite()).await.unwrap();
         assert_ne!(next.decision.region, "us-east-1");
         assert!(
             next.decision
@@ -406,14 +408,7 @@ async fn access_denied_everywhere_ends_after_one_pass_without_retry_rounds() {
     let emu = emulator().await;
     let router = router(&emu).await;
     emu.add_fault(Fault::new(FaultKind::AccessDenied).for_model("amazon.nova-lite-v1:0"));
-    let err = router
-        .generate(
-            GenerateRequest::user("hi")
-                .model("amazon.nova-lite-v1:0")
-                .max_tokens(8),
-        )
-        .await
-        .unwrap_err();
+    let err = router.generate(nova_lite()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::AllTargetsFailed, "{err}");
     let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
@@ -442,22 +437,17 @@ async fn an_expired_token_fails_at_once_without_retries() {
 async fn a_region_not_enabled_fails_over_once_the_provider_has_answered() {
     let emu = emulator().await;
     let router = router(&emu).await;
-    let req = || {
-        GenerateRequest::user("hi")
-            .model("amazon.nova-lite-v1:0")
-            .max_tokens(8)
-    };
     // Nothing has answered yet: the refusal may be the credentials', and ends the call.
     let id = emu.add_fault(Fault::new(FaultKind::RegionNotEnabled).for_region("us-east-1"));
-    let err = router.generate(req()).await.unwrap_err();
+    let err = router.generate(nova_lite()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
     emu.remove_fault(id);
     // Once Bedrock has taken the router's credentials, one region refusing them is that
     // region's: the call fails over, and the region's breaker counts it.
-    let answered = router.generate(req()).await.unwrap();
+    let answered = router.generate(nova_lite()).await.unwrap();
     assert_eq!(answered.decision.region, "us-east-1");
     emu.add_fault(Fault::new(FaultKind::RegionNotEnabled).for_region("us-east-1"));
-    let moved = router.generate(req()).await.unwrap();
+    let moved = router.generate(nova_lite()).await.unwrap();
     assert_ne!(moved.decision.region, "us-east-1");
     let refused = &moved.decision.failed_attempts[0];
     assert_eq!(
@@ -469,7 +459,7 @@ async fn a_region_not_enabled_fails_over_once_the_provider_has_answered() {
     // call asks the region, and none fails meanwhile.
     let mut asked = 0;
     loop {
-        let next = router.generate(req()).await.unwrap();
+        let next = router.generate(nova_lite()).await.unwrap();
         if next.decision.failed_attempts.is_empty() {
             break;
         }
@@ -482,14 +472,9 @@ async fn a_region_not_enabled_fails_over_once_the_provider_has_answered() {
 async fn credentials_refused_everywhere_after_answers_end_after_one_pass() {
     let emu = emulator().await;
     let router = router(&emu).await;
-    let req = || {
-        GenerateRequest::user("hi")
-            .model("amazon.nova-lite-v1:0")
-            .max_tokens(8)
-    };
-    router.generate(req()).await.unwrap();
+    router.generate(nova_lite()).await.unwrap();
     emu.add_fault(Fault::new(FaultKind::RegionNotEnabled));
-    let err = router.generate(req()).await.unwrap_err();
+    let err = router.generate(nova_lite()).await.unwrap_err();
     let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
     };
