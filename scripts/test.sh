@@ -55,20 +55,24 @@ tools_log=target/tools/packages.log
 ) >"$tools_log" 2>&1 &
 tools_install=$!
 
-phase "Rust: format, lint, API docs, test (workspace; the book's snippets among the doctests)"
+phase "Rust: format, lint, test build, API docs, tests (workspace; the book's snippets among the doctests)"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
-# With --examples the docs build in the feature set clippy checked (examples use the
-# dev-dependencies), so the dependencies clippy checked serve it: no second check of them.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --examples --locked
+# The lints run inside the test build: clippy-driver compiles the workspace's own crates (what
+# `cargo clippy --workspace --all-targets -- -D warnings` checks, the same lints) to the test
+# binaries, so the dependencies are compiled once instead of checked for clippy and then built.
+# Every cargo command below that reuses the test build runs with the same two variables.
+lint=(env RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+  CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+"${lint[@]}" cargo test --workspace --all-targets --locked --no-run
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 # cargo-nextest (on this machine kind) runs the test binaries' tests side by side, each in its
 # own process; cargo test where it is missing. Doctests (the book's snippets among them) are
 # cargo test's.
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-fail-fast
-  cargo test --workspace --locked --doc
+  "${lint[@]}" cargo nextest run --workspace --locked --no-fail-fast
+  "${lint[@]}" cargo test --workspace --locked --doc
 else
-  cargo test --workspace --locked
+  "${lint[@]}" cargo test --workspace --locked
 fi
 
 phase "Book: docs/ with mdBook"
@@ -109,8 +113,8 @@ node --version
 (cd bindings-node && LANEWAY_NODE_PROFILE=debug npm run build && npm test)
 
 phase "Cross-language: the same scenario through Rust, Python and Node (tests/cross_language)"
-# With --workspace the example is the one the test build made (the same features): no rebuild.
-cargo build --locked --workspace --example cross_language
+# With --workspace (and the lint wrapper) the example is the one the test build made: no rebuild.
+"${lint[@]}" cargo build --locked --workspace --example cross_language
 target/py/bin/python tests/cross_language/compare.py
 
 phase "Packages: the abi3 wheel and the npm packages, installed and called without Rust"

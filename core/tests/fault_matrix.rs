@@ -109,6 +109,18 @@ enum Lane {
     Gpt,
 }
 
+impl Lane {
+    /// The lane's name in the matrix's rows.
+    fn label(self) -> &'static str {
+        match self {
+            Lane::Bedrock => "bedrock",
+            Lane::Tgi => "tgi",
+            Lane::Chat => "chat",
+            Lane::Gpt => "gpt",
+        }
+    }
+}
+
 const GPT: &str = "openai.gpt-5.6-luna";
 
 fn request(lane: Lane, i: usize) -> GenerateRequest {
@@ -352,181 +364,204 @@ fn print_table(title: &str, rows: &[(&Row, Option<&Row>)]) {
     }
 }
 
-/// Every wire fault and refusal on us-east-1, the first-ranked region, for each lane.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_fault_on_one_of_three_regions_loses_no_call() {
-    let emu = emulator().await;
-    let calls = calls_per_row();
-    let retry_after = |v: &str| {
+/// Every wire fault and refusal on us-east-1, the first-ranked region, for each lane: one test
+/// per backend, so that they run side by side.
+mod every_fault_on_one_of_three_regions_loses_no_call {
+    use super::*;
+
+    fn retry_after(value: &str) -> Fault {
         let mut f = Fault::new(FaultKind::RetryAfter);
-        f.retry_after = Some(v.into());
+        f.retry_after = Some(value.into());
         f
-    };
-    let mid = |kind| Fault::new(kind).after(20);
-    let bedrock_faults: Vec<(&str, Fault)> = vec![
-        ("stall", Fault::new(FaultKind::Stall)),
-        (
-            "stall_after_headers",
-            Fault::new(FaultKind::StallAfterHeaders),
-        ),
-        (
-            "stall_mid_stream (20 tokens)",
-            mid(FaultKind::StallMidStream),
-        ),
-        ("reset (after headers)", Fault::new(FaultKind::Reset)),
-        ("reset (20 tokens)", mid(FaultKind::Reset)),
-        ("truncate", mid(FaultKind::Truncate)),
-        ("malformed_json", mid(FaultKind::MalformedJson)),
-        ("bad_frame", mid(FaultKind::BadFrame)),
-        ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
-        ("retry_after 3600", retry_after("3600")),
-        ("retry_after 1e20", retry_after("1e20")),
-        ("retry_after garbage", retry_after("soon")),
-        ("internal_error", Fault::new(FaultKind::InternalError)),
-        ("outage", Fault::new(FaultKind::Outage)),
-    ];
-    let mut sagemaker_faults: Vec<(&str, Lane, Fault)> = vec![
-        ("container_overloaded 429", Lane::Tgi, {
-            let mut f = Fault::new(FaultKind::ContainerOverloaded);
-            f.status = Some(429);
-            f
-        }),
-        (
-            "container_overloaded 503",
-            Lane::Chat,
-            Fault::new(FaultKind::ContainerOverloaded),
-        ),
-        (
-            "plain_json_lines (TGI)",
-            Lane::Tgi,
-            Fault::new(FaultKind::PlainJsonLines),
-        ),
-        (
-            "plain_json_lines (chat)",
-            Lane::Chat,
-            Fault::new(FaultKind::PlainJsonLines),
-        ),
-    ];
-    for (name, f) in [
-        ("stall", Fault::new(FaultKind::Stall)),
-        ("reset (20 tokens)", mid(FaultKind::Reset)),
-        ("truncate", mid(FaultKind::Truncate)),
-        ("malformed_json", mid(FaultKind::MalformedJson)),
-    ] {
-        sagemaker_faults.push((name, Lane::Tgi, f.clone()));
-        sagemaker_faults.push((name, Lane::Chat, f));
     }
 
-    let mut baselines = BTreeMap::new();
-    for (label, lane) in [
-        ("bedrock", Lane::Bedrock),
-        ("tgi", Lane::Tgi),
-        ("chat", Lane::Chat),
-        ("gpt", Lane::Gpt),
-    ] {
-        let r = router(&emu, "").await;
-        baselines.insert(
-            label,
-            run_row(&format!("{label}: fault-free"), &r, &emu, lane, calls).await,
+    /// A fault that strikes after 20 tokens of the answer.
+    fn mid(kind: FaultKind) -> Fault {
+        Fault::new(kind).after(20)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bedrock() {
+        let faults = vec![
+            ("stall", Fault::new(FaultKind::Stall)),
+            (
+                "stall_after_headers",
+                Fault::new(FaultKind::StallAfterHeaders),
+            ),
+            (
+                "stall_mid_stream (20 tokens)",
+                mid(FaultKind::StallMidStream),
+            ),
+            ("reset (after headers)", Fault::new(FaultKind::Reset)),
+            ("reset (20 tokens)", mid(FaultKind::Reset)),
+            ("truncate", mid(FaultKind::Truncate)),
+            ("malformed_json", mid(FaultKind::MalformedJson)),
+            ("bad_frame", mid(FaultKind::BadFrame)),
+            ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
+            ("retry_after 3600", retry_after("3600")),
+            ("retry_after 1e20", retry_after("1e20")),
+            ("retry_after garbage", retry_after("soon")),
+            ("internal_error", Fault::new(FaultKind::InternalError)),
+            ("outage", Fault::new(FaultKind::Outage)),
+        ];
+        let rows = faults
+            .into_iter()
+            .map(|(name, fault)| (Lane::Bedrock, name, fault.for_region("us-east-1")));
+        run_rows(rows.collect()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sagemaker() {
+        let mut overloaded_429 = Fault::new(FaultKind::ContainerOverloaded);
+        overloaded_429.status = Some(429);
+        let mut faults = vec![
+            ("container_overloaded 429", Lane::Tgi, overloaded_429),
+            (
+                "container_overloaded 503",
+                Lane::Chat,
+                Fault::new(FaultKind::ContainerOverloaded),
+            ),
+            (
+                "plain_json_lines (TGI)",
+                Lane::Tgi,
+                Fault::new(FaultKind::PlainJsonLines),
+            ),
+            (
+                "plain_json_lines (chat)",
+                Lane::Chat,
+                Fault::new(FaultKind::PlainJsonLines),
+            ),
+        ];
+        for (name, f) in [
+            ("stall", Fault::new(FaultKind::Stall)),
+            ("reset (20 tokens)", mid(FaultKind::Reset)),
+            ("truncate", mid(FaultKind::Truncate)),
+            ("malformed_json", mid(FaultKind::MalformedJson)),
+        ] {
+            faults.push((name, Lane::Tgi, f.clone()));
+            faults.push((name, Lane::Chat, f));
+        }
+        let rows = faults.into_iter().map(|(name, lane, fault)| {
+            let endpoint = match lane {
+                Lane::Tgi => "laneway-demo-llm-large",
+                _ => "laneway-demo-chat",
+            };
+            (
+                lane,
+                name,
+                fault.for_region("us-east-1").for_model(endpoint),
+            )
+        });
+        run_rows(rows.collect()).await;
+    }
+
+    /// The OpenAI-compatible backend: the same faults on its server-sent events (a malformed
+    /// event for `malformed_json`), on every surface of the model in us-east-1.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn openai_compatible() {
+        let faults = vec![
+            ("stall", Fault::new(FaultKind::Stall)),
+            (
+                "stall_after_headers",
+                Fault::new(FaultKind::StallAfterHeaders),
+            ),
+            (
+                "stall_mid_stream (20 tokens)",
+                mid(FaultKind::StallMidStream),
+            ),
+            ("reset (after headers)", Fault::new(FaultKind::Reset)),
+            ("reset (20 tokens)", mid(FaultKind::Reset)),
+            ("truncate", mid(FaultKind::Truncate)),
+            ("malformed SSE event", mid(FaultKind::MalformedJson)),
+            ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
+            ("429 retry_after 3600", retry_after("3600")),
+            ("429 retry_after garbage", retry_after("soon")),
+            ("internal_error", Fault::new(FaultKind::InternalError)),
+            ("outage", Fault::new(FaultKind::Outage)),
+        ];
+        let rows = faults.into_iter().map(|(name, fault)| {
+            (
+                Lane::Gpt,
+                name,
+                fault.for_region("us-east-1").for_model(GPT),
+            )
+        });
+        run_rows(rows.collect()).await;
+    }
+
+    /// Runs the fault-free row of each lane among `rows`, then each row with its fault, on an
+    /// emulator of its own; prints the table and checks every row.
+    async fn run_rows(rows: Vec<(Lane, &str, Fault)>) {
+        let emu = emulator().await;
+        let calls = calls_per_row();
+        let mut baselines = BTreeMap::new();
+        for (lane, _, _) in &rows {
+            if !baselines.contains_key(lane.label()) {
+                let r = router(&emu, "").await;
+                let label = lane.label();
+                let row = run_row(&format!("{label}: fault-free"), &r, &emu, *lane, calls).await;
+                baselines.insert(label, row);
+            }
+        }
+        let mut measured = Vec::new();
+        for (lane, name, fault) in rows {
+            let id = emu.add_fault(fault);
+            let r = router(&emu, "").await;
+            let label = lane.label();
+            measured.push((
+                lane,
+                run_row(&format!("{label}: {name}"), &r, &emu, lane, calls).await,
+            ));
+            emu.remove_fault(id);
+        }
+        let mut failures = Vec::new();
+        for (lane, row) in &measured {
+            // A GPT stream broken after it delivered text ends interrupted: the
+            // OpenAI-compatible APIs take no prefill to continue from
+            // (`Reason::ContinuationRefused`). Only streamed calls (half the row) may end so;
+            // whole calls start again elsewhere and succeed.
+            let refused_continuations = matches!(lane, Lane::Gpt)
+                && row.failed.keys().all(|k| k == "stream_interrupted")
+                && row.failed_total() <= row.calls / 2;
+            if (row.failed_total() > 0 && !refused_continuations)
+                || row.duplicated_chars > 0
+                || row.continuation_mismatches > 0
+            {
+                failures.push(format!(
+                    "{}: {:?}, {} chars duplicated",
+                    row.name, row.failed, row.duplicated_chars
+                ));
+            }
+            // The latency bound of each row: a call pays at most one time limit (the fault is
+            // in one region of three), and ends within the limits it paid plus twice the row's
+            // slowest call that paid none.
+            let over = over_their_bound(row);
+            if row.most_limits_paid > 1 || !over.is_empty() {
+                failures.push(format!(
+                    "{}: a call paid {} limits; calls beyond their limits paid + 2 x {:?}: {over:?}",
+                    row.name, row.most_limits_paid, row.unpaid_slowest
+                ));
+            }
+        }
+        let mut printed: Vec<(&Row, Option<&Row>)> =
+            baselines.values().map(|b| (b, None)).collect();
+        printed.extend(
+            measured
+                .iter()
+                .map(|(lane, row)| (row, baselines.get(lane.label()))),
+        );
+        print_table(
+            &format!(
+                "Fault on us-east-1 of three regions, {calls} calls per row (half streamed), {IN_FLIGHT} in flight"
+            ),
+            &printed,
+        );
+        assert!(
+            failures.is_empty(),
+            "rows with lost calls or beyond their latency bound:\n{}",
+            failures.join("\n")
         );
     }
-    let mut rows = Vec::new();
-    for (name, fault) in bedrock_faults {
-        let id = emu.add_fault(fault.for_region("us-east-1"));
-        let r = router(&emu, "").await;
-        rows.push((
-            "bedrock",
-            run_row(&format!("bedrock: {name}"), &r, &emu, Lane::Bedrock, calls).await,
-        ));
-        emu.remove_fault(id);
-    }
-    for (name, lane, fault) in sagemaker_faults {
-        let (label, endpoint) = match lane {
-            Lane::Tgi => ("tgi", "laneway-demo-llm-large"),
-            _ => ("chat", "laneway-demo-chat"),
-        };
-        let id = emu.add_fault(fault.for_region("us-east-1").for_model(endpoint));
-        let r = router(&emu, "").await;
-        rows.push((
-            label,
-            run_row(&format!("{label}: {name}"), &r, &emu, lane, calls).await,
-        ));
-        emu.remove_fault(id);
-    }
-    // The OpenAI-compatible backend: the same faults on its server-sent events (a malformed
-    // event for `malformed_json`), on every surface of the model in us-east-1.
-    let gpt_faults: Vec<(&str, Fault)> = vec![
-        ("stall", Fault::new(FaultKind::Stall)),
-        (
-            "stall_after_headers",
-            Fault::new(FaultKind::StallAfterHeaders),
-        ),
-        (
-            "stall_mid_stream (20 tokens)",
-            mid(FaultKind::StallMidStream),
-        ),
-        ("reset (after headers)", Fault::new(FaultKind::Reset)),
-        ("reset (20 tokens)", mid(FaultKind::Reset)),
-        ("truncate", mid(FaultKind::Truncate)),
-        ("malformed SSE event", mid(FaultKind::MalformedJson)),
-        ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
-        ("429 retry_after 3600", retry_after("3600")),
-        ("429 retry_after garbage", retry_after("soon")),
-        ("internal_error", Fault::new(FaultKind::InternalError)),
-        ("outage", Fault::new(FaultKind::Outage)),
-    ];
-    for (name, fault) in gpt_faults {
-        let id = emu.add_fault(fault.for_region("us-east-1").for_model(GPT));
-        let r = router(&emu, "").await;
-        rows.push((
-            "gpt",
-            run_row(&format!("gpt: {name}"), &r, &emu, Lane::Gpt, calls).await,
-        ));
-        emu.remove_fault(id);
-    }
-    let mut failures = Vec::new();
-    let mut table: Vec<(Row, Option<&Row>)> = Vec::new();
-    for (label, row) in rows {
-        // A GPT stream broken after it delivered text ends interrupted: the OpenAI-compatible
-        // APIs take no prefill to continue from (`Reason::ContinuationRefused`). Only streamed
-        // calls (half the row) may end so; whole calls start again elsewhere and succeed.
-        let refused_continuations = label == "gpt"
-            && row.failed.keys().all(|k| k == "stream_interrupted")
-            && row.failed_total() <= row.calls / 2;
-        if (row.failed_total() > 0 && !refused_continuations)
-            || row.duplicated_chars > 0
-            || row.continuation_mismatches > 0
-        {
-            failures.push(format!(
-                "{}: {:?}, {} chars duplicated",
-                row.name, row.failed, row.duplicated_chars
-            ));
-        }
-        // The latency bound of each row: a call pays at most one time limit (the fault is in
-        // one region of three), and ends within the limits it paid plus twice the row's slowest
-        // call that paid none.
-        let over = over_their_bound(&row);
-        if row.most_limits_paid > 1 || !over.is_empty() {
-            failures.push(format!(
-                "{}: a call paid {} limits; calls beyond their limits paid + 2 x {:?}: {over:?}",
-                row.name, row.most_limits_paid, row.unpaid_slowest
-            ));
-        }
-        table.push((row, baselines.get(label)));
-    }
-    let mut printed: Vec<(&Row, Option<&Row>)> = baselines.values().map(|b| (b, None)).collect();
-    printed.extend(table.iter().map(|(r, b)| (r, *b)));
-    print_table(
-        &format!(
-            "Fault on us-east-1 of three regions, {calls} calls per row (half streamed), {IN_FLIGHT} in flight"
-        ),
-        &printed,
-    );
-    assert!(
-        failures.is_empty(),
-        "rows with lost calls or beyond their latency bound:\n{}",
-        failures.join("\n")
-    );
 }
 
 /// One region stalling for a long run: every call succeeds, each pays at most one first-token
