@@ -19,7 +19,9 @@ rm -rf "$dist" && mkdir -p "$dist"
 echo "== Python: abi3 wheel ($profile profile)"
 python3 -m venv target/py
 target/py/bin/pip install --quiet "maturin>=1.5,<2"
-target/py/bin/maturin build --profile "$profile" --locked --manifest-path bindings-python/Cargo.toml --out "$dist"
+# The venv's interpreter, as `pip install` builds with: cargo then reuses that build.
+target/py/bin/maturin build --profile "$profile" --locked --interpreter "$PWD/target/py/bin/python3" \
+  --manifest-path bindings-python/Cargo.toml --out "$dist"
 
 echo "== Node: the main package and the linux-x64-gnu addon package ($profile profile)"
 cargo build --profile "$profile" --locked -p laneway-node

@@ -63,7 +63,9 @@ cargo fmt --all -- --check
 # Every cargo command below that reuses the test build runs with the same two variables.
 lint=(env RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
   CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
-"${lint[@]}" cargo test --workspace --all-targets --locked --no-run
+# The targets `cargo test` builds (nextest's own build then finds them fresh), and the benches.
+"${lint[@]}" cargo test --workspace --locked --no-run
+"${lint[@]}" cargo test --workspace --locked --no-run --benches
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 # cargo-nextest (on this machine kind) runs the test binaries' tests side by side, each in its
 # own process; cargo test where it is missing. Doctests (the book's snippets among them) are
