@@ -380,9 +380,10 @@ mod every_fault_on_one_of_three_regions_loses_no_call {
         Fault::new(kind).after(20)
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn bedrock() {
-        let faults = vec![
+    /// The faults of a stream's life that every streaming backend meets: stalls before the
+    /// answer, after its headers and mid-stream, resets, and a truncated answer.
+    fn stream_faults() -> Vec<(&'static str, Fault)> {
+        vec![
             ("stall", Fault::new(FaultKind::Stall)),
             (
                 "stall_after_headers",
@@ -395,6 +396,13 @@ mod every_fault_on_one_of_three_regions_loses_no_call {
             ("reset (after headers)", Fault::new(FaultKind::Reset)),
             ("reset (20 tokens)", mid(FaultKind::Reset)),
             ("truncate", mid(FaultKind::Truncate)),
+        ]
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bedrock() {
+        let mut faults = stream_faults();
+        faults.extend([
             ("malformed_json", mid(FaultKind::MalformedJson)),
             ("bad_frame", mid(FaultKind::BadFrame)),
             ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
@@ -403,7 +411,7 @@ mod every_fault_on_one_of_three_regions_loses_no_call {
             ("retry_after garbage", retry_after("soon")),
             ("internal_error", Fault::new(FaultKind::InternalError)),
             ("outage", Fault::new(FaultKind::Outage)),
-        ];
+        ]);
         let rows = faults
             .into_iter()
             .map(|(name, fault)| (Lane::Bedrock, name, fault.for_region("us-east-1")));
@@ -459,26 +467,15 @@ mod every_fault_on_one_of_three_regions_loses_no_call {
     /// event for `malformed_json`), on every surface of the model in us-east-1.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn openai_compatible() {
-        let faults = vec![
-            ("stall", Fault::new(FaultKind::Stall)),
-            (
-                "stall_after_headers",
-                Fault::new(FaultKind::StallAfterHeaders),
-            ),
-            (
-                "stall_mid_stream (20 tokens)",
-                mid(FaultKind::StallMidStream),
-            ),
-            ("reset (after headers)", Fault::new(FaultKind::Reset)),
-            ("reset (20 tokens)", mid(FaultKind::Reset)),
-            ("truncate", mid(FaultKind::Truncate)),
+        let mut faults = stream_faults();
+        faults.extend([
             ("malformed SSE event", mid(FaultKind::MalformedJson)),
             ("html_error (502 page)", Fault::new(FaultKind::HtmlError)),
             ("429 retry_after 3600", retry_after("3600")),
             ("429 retry_after garbage", retry_after("soon")),
             ("internal_error", Fault::new(FaultKind::InternalError)),
             ("outage", Fault::new(FaultKind::Outage)),
-        ];
+        ]);
         let rows = faults.into_iter().map(|(name, fault)| {
             (
                 Lane::Gpt,
