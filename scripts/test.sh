@@ -61,8 +61,17 @@ cargo fmt --all -- --check
 # `cargo clippy --workspace --all-targets -- -D warnings` checks, the same lints) to the test
 # binaries, so the dependencies are compiled once instead of checked for clippy and then built.
 # Every cargo command below that reuses the test build runs with the same two variables.
-lint=(env RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
+lint=(env RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
   CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+# CLIPPY_ARGS is how cargo-clippy hands its arguments to clippy-driver: a file with two clippy
+# lints in it must fail to compile, or a change in that protocol would leave the lints warnings.
+printf 'pub fn probe(v: &Vec<u8>) -> bool { v.len() == 0 }\n' >target/tools/lint_probe.rs
+if "${lint[@]}" "$clippy_driver" rustc --edition 2024 --crate-type lib --emit=metadata \
+  --out-dir target/tools target/tools/lint_probe.rs 2>/dev/null; then
+  echo "clippy-driver let a lint through: the lints would not fail the build" >&2
+  exit 1
+fi
 # The targets `cargo test` builds (nextest's own build then finds them fresh), and the benches.
 "${lint[@]}" cargo test --workspace --locked --no-run
 "${lint[@]}" cargo test --workspace --locked --no-run --benches

@@ -250,6 +250,11 @@ def test_the_views_read_like_the_sdks_models():
     assert v.to_dict() == {"a": {"b": [{"c": 1}]}}
     v.x = OpenAIObject({"y": 2})
     assert v.model_dump()["x"] == {"y": 2}
+    # Equal by value to a view of the same fields, unequal to anything else, and unhashable.
+    assert OpenAIObject({"y": 2}) == v.x and OpenAIObject({"y": 3}) != v.x
+    assert v.x != {"y": 2} and v.x != None  # noqa: E711
+    with pytest.raises(TypeError):
+        hash(v.x)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert repr(v).startswith("OpenAIObject(")

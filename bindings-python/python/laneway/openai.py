@@ -70,6 +70,8 @@ class OpenAIObject:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, OpenAIObject):
             return self._d == other._d
+        # Python's equality protocol, not a placeholder: another type is asked in turn, and
+        # objects of unrelated types compare unequal.
         return NotImplemented
 
     # Equal by value and mutable, so unhashable, as the SDK's pydantic models are: hashing by
