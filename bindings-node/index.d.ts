@@ -287,6 +287,11 @@ export class LanewayError extends Error {
   readonly field?: string
   readonly attempts?: Array<{ target: string; region: string; kind: string; code: string; message: string }>
   readonly budgetExhausted?: boolean
+  /** `overloaded`: the wait for a slot it would have needed, what its deadline allowed, and
+   * how long it waited in line, in milliseconds. */
+  readonly waitNeededMs?: number
+  readonly waitAllowedMs?: number
+  readonly waitedMs?: number
   readonly delivered?: { deltas: number; text_chars: number; output_tokens: number }
   /** The details of the error that ended a stream. */
   readonly causeDetails?: Record<string, unknown>
@@ -312,6 +317,9 @@ export class NotFoundError extends LanewayError {}
 export class QuotaExceededError extends LanewayError {}
 export class StreamInterruptedError extends LanewayError {}
 export class AllTargetsFailedError extends LanewayError {}
+/** Every target the call may use was at its concurrency, and no slot could come within its
+ * deadline: `waitNeededMs`, `waitAllowedMs`, `waitedMs` say how far off it was. */
+export class OverloadedError extends LanewayError {}
 export class ConfigError extends LanewayError {}
 export class InvalidRequestError extends LanewayError {}
 /** The call was cancelled through its `AbortSignal`. */

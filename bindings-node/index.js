@@ -70,6 +70,7 @@ const KINDS = {
   quota_exceeded: 'QuotaExceededError',
   stream_interrupted: 'StreamInterruptedError',
   all_targets_failed: 'AllTargetsFailedError',
+  overloaded: 'OverloadedError',
   config: 'ConfigError',
   invalid_request: 'InvalidRequestError',
   laneway_internal: 'LanewayInternalError',

@@ -101,6 +101,12 @@ create_exception!(
 );
 create_exception!(
     _laneway,
+    OverloadedError,
+    LanewayError,
+    "Every target the call may use was at its concurrency, and no slot could come within its deadline (see `wait_needed_ms`, `wait_allowed_ms`, `waited_ms`)."
+);
+create_exception!(
+    _laneway,
     ConfigError,
     LanewayError,
     "The configuration is malformed or contradictory."
@@ -135,6 +141,7 @@ fn new_err(kind: &str, message: String) -> PyErr {
         "quota_exceeded" => QuotaExceededError::new_err(message),
         "stream_interrupted" => StreamInterruptedError::new_err(message),
         "all_targets_failed" => AllTargetsFailedError::new_err(message),
+        "overloaded" => OverloadedError::new_err(message),
         "config" => ConfigError::new_err(message),
         "invalid_request" => InvalidRequestError::new_err(message),
         _ => LanewayInternalError::new_err(message),
@@ -176,6 +183,9 @@ const ATTRIBUTES: &[&str] = &[
     "retry_after_ms",
     "attempts",
     "budget_exhausted",
+    "wait_needed_ms",
+    "wait_allowed_ms",
+    "waited_ms",
     "delivered",
     "cause",
 ];
@@ -240,6 +250,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "AllTargetsFailedError",
             py.get_type::<AllTargetsFailedError>(),
         ),
+        ("OverloadedError", py.get_type::<OverloadedError>()),
         ("ConfigError", py.get_type::<ConfigError>()),
         ("InvalidRequestError", py.get_type::<InvalidRequestError>()),
         (

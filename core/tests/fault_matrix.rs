@@ -637,9 +637,10 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
     );
 }
 
-/// A throttle storm on two regions of three, and a total outage: the storm costs attempts,
-/// not calls; the outage ends every call with a clear error before its deadline, and retries
-/// stay within the budget (at most `ratio` more attempts than calls, or the per-second floor over a slow run).
+/// A throttle storm on two regions of three, a total outage, and every target throttling: the
+/// storm costs attempts, not calls; the outage and the everywhere-throttle end every call with
+/// a clear error before its deadline, and retries stay within the budget (at most `ratio` more
+/// attempts than calls, or the per-second floor over a slow run).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttle_storms_and_total_outages_stay_within_the_budget() {
     let emu = emulator().await;
@@ -661,39 +662,64 @@ async fn throttle_storms_and_total_outages_stay_within_the_budget() {
     }
     assert_eq!(storm.failed_total(), 0, "{:?}", storm.failed);
 
-    emu.add_fault(Fault::new(FaultKind::Outage));
-    let outage_calls = calls * 10;
-    let deadline = Duration::from_secs(5);
-    let r = router(&emu, "").await;
-    let outage = run_requests("total outage", &r, &emu, outage_calls, |i| {
-        (request(Lane::Bedrock, i).deadline(deadline), i % 2 == 1)
-    })
-    .await;
-    let amplification = outage.requests_seen as f64 / outage_calls as f64;
     // The retry budget's contract at the defaults: extra attempts add at most `ratio` of the
     // calls, and never less than `min_per_second` over the run and one window (the floor buys
     // more when the run is slow, as on a loaded machine). Measured on the router's clock.
     let budget = laneway::config::BudgetConfig::default();
-    let floor = budget.min_per_second * (outage.elapsed + budget.window).as_secs_f64();
-    let bound = 1.0 + (budget.ratio * outage_calls as f64).max(floor) / outage_calls as f64;
-    println!(
-        "\ntotal outage: {} requests for {outage_calls} calls in {:?}: {amplification:.3}x (bound {bound:.3}x)",
-        outage.requests_seen, outage.elapsed
-    );
-    print_table("Storm and outage", &[(&storm, None), (&outage, None)]);
-    assert_eq!(outage.succeeded, 0);
+    let outage_calls = calls * 10;
+    let deadline = Duration::from_secs(5);
+    let within_budget = |name: &str, fault: FaultKind| {
+        let emu = &emu;
+        let name = name.to_string();
+        async move {
+            let id = emu.add_fault(Fault::new(fault));
+            let r = router(emu, "").await;
+            let row = run_requests(&name, &r, emu, outage_calls, |i| {
+                (request(Lane::Bedrock, i).deadline(deadline), i % 2 == 1)
+            })
+            .await;
+            emu.remove_fault(id);
+            let amplification = row.requests_seen as f64 / outage_calls as f64;
+            let floor = budget.min_per_second * (row.elapsed + budget.window).as_secs_f64();
+            let bound = 1.0 + (budget.ratio * outage_calls as f64).max(floor) / outage_calls as f64;
+            println!(
+                "\n{name}: {} requests for {outage_calls} calls in {:?}: {amplification:.3}x (bound {bound:.3}x)",
+                row.requests_seen, row.elapsed
+            );
+            assert_eq!(row.succeeded, 0);
+            assert!(
+                row.latencies.iter().all(|l| *l < deadline),
+                "{name}: every call ended before its deadline"
+            );
+            assert!(
+                amplification <= bound + 1e-9,
+                "{name}: attempt amplification {amplification}, bound {bound}"
+            );
+            row
+        }
+    };
+    let outage = within_budget("total outage", FaultKind::Outage).await;
     assert_eq!(
         outage.failed.keys().map(String::as_str).collect::<Vec<_>>(),
         ["all_targets_failed"],
         "a clear AllTargetsFailed for every call"
     );
+    // Every target throttling (an account's quota spent everywhere): a throttled call may move
+    // to a target with room for free, but not to one refusing as well; waiting for a slot is
+    // not a retry either. The same bound holds, and each call ends typed: every target
+    // failed, or no slot could come within its deadline.
+    let throttled = within_budget("every target throttles", FaultKind::Throttle).await;
     assert!(
-        outage.latencies.iter().all(|l| *l < deadline),
-        "every call ended before its deadline"
+        throttled
+            .failed
+            .keys()
+            .all(|k| k == "all_targets_failed" || k == "overloaded"),
+        "{:?}",
+        throttled.failed
     );
-    assert!(
-        amplification <= bound + 1e-9,
-        "attempt amplification {amplification}, bound {bound}"
+    print_table(
+        "Storm and outage",
+        &[(&storm, None), (&outage, None), (&throttled, None)],
     );
 }
 

@@ -26,6 +26,7 @@ from ._laneway import (
     ModelError,
     ModelNotReadyError,
     NotFoundError,
+    OverloadedError,
     QuotaExceededError,
     ServiceInternalError,
     StreamEvent,
@@ -76,6 +77,7 @@ __all__ = [
     "QuotaExceededError",
     "StreamInterruptedError",
     "AllTargetsFailedError",
+    "OverloadedError",
     "ConfigError",
     "InvalidRequestError",
 ]

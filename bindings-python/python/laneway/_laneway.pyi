@@ -20,6 +20,9 @@ class LanewayError(Exception):
     retry_after_ms: Optional[float]
     attempts: Optional[List[Dict[str, Any]]]
     budget_exhausted: Optional[bool]
+    wait_needed_ms: Optional[float]
+    wait_allowed_ms: Optional[float]
+    waited_ms: Optional[float]
     delivered: Optional[Dict[str, int]]
     cause: Optional[Dict[str, Any]]
 
@@ -44,6 +47,11 @@ class StreamInterruptedError(LanewayError):
 
 class AllTargetsFailedError(LanewayError):
     """`attempts` lists every failed attempt; `budget_exhausted` whether the retry budget ended it."""
+
+class OverloadedError(LanewayError):
+    """Every target the call may use was at its concurrency and no slot could come within its
+    deadline: `wait_needed_ms` is the wait it would have needed, `wait_allowed_ms` what its
+    deadline allowed, `waited_ms` how long it waited in line."""
 
 class ConfigError(LanewayError): ...
 class InvalidRequestError(LanewayError): ...
@@ -196,6 +204,7 @@ __all__ = [
     "QuotaExceededError",
     "StreamInterruptedError",
     "AllTargetsFailedError",
+    "OverloadedError",
     "ConfigError",
     "InvalidRequestError",
     "LanewayInternalError",

@@ -33,7 +33,8 @@ pub use openai::{MantleConfig, MantlePrefix, OpenAiApi, OpenAiConfig};
 pub use pricing::PricingConfig;
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use routing::{
-    ClassTimeouts, HedgeConfig, LearnedLimits, RetryConfig, RoutingConfig, SloTiers, TimeoutsConfig,
+    ClassTimeouts, ConcurrencyConfig, HedgeConfig, LearnedLimits, OverflowConfig, Reach,
+    RetryConfig, RoutingConfig, SloTiers, TimeoutsConfig,
 };
 pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, OutlierConfig,
@@ -146,6 +147,8 @@ default_from_builtin! {
     BreakerConfig => routing.breaker;
     OutlierConfig => routing.outlier;
     BudgetConfig => routing.budget;
+    ConcurrencyConfig => routing.concurrency;
+    OverflowConfig => routing.overflow;
     CachePolicy => prompt_cache;
     TelemetryConfig => telemetry;
 }

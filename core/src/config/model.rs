@@ -429,6 +429,15 @@ impl ModelConfig {
         }
     }
 
+    /// The concurrent requests each of its targets takes, where configured
+    /// (`quota.max_concurrency`).
+    pub fn max_concurrency(&self) -> Option<u32> {
+        match self {
+            ModelConfig::Bedrock(b) => b.quota.as_ref()?.max_concurrency,
+            _ => None,
+        }
+    }
+
     /// Whether any of its targets has an on-demand quota the router counts.
     pub fn has_quotas(&self) -> bool {
         self.quota_limits(false).is_some()

@@ -21,6 +21,11 @@ pub struct RoutingConfig {
     pub hedge: HedgeConfig,
     /// Time limits: connect, first token, idle gaps and the overall deadline.
     pub timeouts: TimeoutsConfig,
+    /// Each target's concurrency (learnt from its throttles, or a model's
+    /// `quota.max_concurrency`) and the queue of calls waiting for a slot.
+    pub concurrency: ConcurrencyConfig,
+    /// Where calls go when every planned target is at its concurrency.
+    pub overflow: OverflowConfig,
     /// Sends non-streamed calls as streams (ConverseStream, InvokeEndpointWithResponseStream;
     /// same price), so that the first-token and idle limits catch a stalled attempt and a
     /// broken one fails over unseen. `false` sends Converse / InvokeEndpoint, bounded only by
@@ -35,6 +40,112 @@ pub struct RoutingConfig {
     /// shorter only against an emulator whose time is scaled. Limits are per such minute.
     #[serde(with = "crate::types::units::serde_millis")]
     pub minute: Duration,
+}
+
+/// Each target's concurrency and the client-side queue (`[routing.concurrency]`).
+///
+/// Every attempt occupies a slot of its target (a region and id: the pool Bedrock counts
+/// concurrent requests in) while it runs. A target's limit is its model's
+/// `quota.max_concurrency` where configured (a ceiling), else it starts at `initial_limit` and
+/// grows by one per success sent at it (TCP's slow start) until the target first throttles. A
+/// throttle of an attempt sent with `n` in flight there sets the limit to `n - 1` (the first
+/// lesson; later ones lower it by a tenth at most), and once the target has been quiet for
+/// `probe_after`, each success sent at the limit raises it by `1 / limit`, as TCP's congestion
+/// avoidance does (the additive increase, multiplicative decrease of Netflix's concurrency
+/// limits). Flex attempts learn a limit of their own, over the same count, since Bedrock gives
+/// flex a share of the target's pool. When every target a call may use is full, the call waits for a slot, in
+/// order of class (interactive first) then deadline, never past its deadline.
+///
+/// ```
+/// let c = laneway::Config::default();
+/// assert!(c.routing.concurrency.learn && c.routing.concurrency.queue);
+/// assert_eq!(c.routing.concurrency.background_share, 0.75);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyConfig {
+    /// Learn each target's concurrency from its throttles (default: yes); off, limits stay
+    /// where they start (configured, or `initial_limit`).
+    pub learn: bool,
+    /// Where the limit of a target without a configured one starts: it grows by one per
+    /// success at it (doubling per round of calls) until the target first throttles.
+    pub initial_limit: u32,
+    /// After a throttle, a target's limit is held this long before successes raise it again
+    /// (milliseconds): probing costs at most about one throttle per target per period.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub probe_after: Duration,
+    /// A learnt limit is forgotten after this long without a throttle at its target
+    /// (milliseconds): the next surge learns it again, so a target that grew is not held to
+    /// yesterday's limit.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub forget_after: Duration,
+    /// A target past this share of its limit is busy: among targets whose measure ranks alike,
+    /// the least loaded busy one comes first (least-request balancing), while below it the
+    /// class's objective keeps deciding, so that light traffic stays on the best target (its
+    /// prompt cache warm, its latency learnt) and a burst spreads before anything fills (0 to
+    /// 1; default 0.75).
+    pub spread_above: f64,
+    /// Calls of classes `background` and `batch` occupy at most this share of a target's
+    /// limit (at least one slot), so interactive and standard calls arriving into a surge of
+    /// work that can wait find room at once (0 to 1; default 0.75).
+    pub background_share: f64,
+    /// Queue calls when every target they may use is full (default: yes); off, such a call
+    /// fails at once as `overloaded`.
+    pub queue: bool,
+}
+
+/// Where a call may overflow when its planned targets are full (`[routing.overflow]`): the
+/// model's other targets beyond `routing.max_attempts` (profiles before farther regions), then
+/// a stronger variant of its family whose price is within `max_price_ratio` of the planned
+/// model's. A call with a residency stays within it; without one, each class's `reach` says
+/// how far it may go.
+///
+/// ```
+/// use laneway::config::Reach;
+/// let c = laneway::Config::default();
+/// assert_eq!(c.routing.overflow.interactive, Reach::Geography);
+/// assert_eq!(c.routing.overflow.standard, Reach::Anywhere);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverflowConfig {
+    /// Whether calls overflow at all beyond their planned targets (default: yes).
+    pub enabled: bool,
+    /// A stronger variant takes overflow only while its price (input plus output per 1,000
+    /// tokens) is at most this multiple of the planned model's (default 4: Nova Lite for Micro,
+    /// never Pro at about 23 times Micro's).
+    pub max_price_ratio: f64,
+    /// How far calls of class `interactive` without a residency may overflow.
+    pub interactive: Reach,
+    /// How far calls of class `standard` without a residency may overflow.
+    pub standard: Reach,
+    /// How far calls of class `background` without a residency may overflow.
+    pub background: Reach,
+    /// How far calls of class `batch` sent on line without a residency may overflow.
+    pub batch: Reach,
+}
+
+impl OverflowConfig {
+    /// How far a class may overflow without a residency.
+    pub fn reach(&self, class: SloClass) -> Reach {
+        match class {
+            SloClass::Interactive => self.interactive,
+            SloClass::Standard => self.standard,
+            SloClass::Background => self.background,
+            SloClass::Batch => self.batch,
+        }
+    }
+}
+
+/// How far a call without a residency may overflow (`[routing.overflow]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
+    /// Only to regions in a geography of its first planned target's region (`us` for
+    /// us-east-1): no farther than a geographic profile would take it.
+    Geography,
+    /// To any region the router's configuration lets the model use.
+    Anywhere,
 }
 
 /// Retrying after every candidate of a call has failed: rounds over the plan's targets again,

@@ -99,6 +99,11 @@ pub struct QuotaConfig {
     /// Requests per minute for its inference profiles; `None`: not tracked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_requests_per_minute: Option<u64>,
+    /// Concurrent requests each of its targets (a region's in-region id or profile) takes:
+    /// the router keeps its attempts within it from the first call, and queues beyond it.
+    /// `None`: learnt from the targets' throttles (`[routing.concurrency]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
 }
 
 impl QuotaConfig {

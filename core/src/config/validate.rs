@@ -273,6 +273,32 @@ impl Config {
                 format!("must be between 0 and 1, got {}", r.hedge.quantile),
             ));
         }
+        if r.concurrency.initial_limit == 0 {
+            return Err(Error::config(
+                "routing.concurrency.initial_limit",
+                "must be at least 1",
+            ));
+        }
+        for (key, share) in [
+            ("background_share", r.concurrency.background_share),
+            ("spread_above", r.concurrency.spread_above),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(Error::config(
+                    format!("routing.concurrency.{key}"),
+                    format!("must be between 0 and 1, got {share}"),
+                ));
+            }
+        }
+        if !(r.overflow.max_price_ratio.is_finite() && r.overflow.max_price_ratio >= 1.0) {
+            return Err(Error::config(
+                "routing.overflow.max_price_ratio",
+                format!(
+                    "must be a finite number >= 1 (a stronger variant costs more), got {}",
+                    r.overflow.max_price_ratio
+                ),
+            ));
+        }
         self.validate_timeouts()?;
         if r.minute.is_zero() {
             return Err(Error::config("routing.minute", "must be longer than 0 ms"));
@@ -422,6 +448,12 @@ impl Config {
             return Err(Error::config(
                 field("output_burndown"),
                 "must be at least 1",
+            ));
+        }
+        if m.quota.and_then(|q| q.max_concurrency) == Some(0) {
+            return Err(Error::config(
+                field("quota.max_concurrency"),
+                "must be at least 1 (leave it out to learn it from throttles)",
             ));
         }
         if let Some(r) = &m.reasoning {

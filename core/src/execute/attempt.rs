@@ -64,6 +64,9 @@ pub struct InFlight<'a> {
     pub limits: Option<super::limits::AttemptLimits>,
     /// Sent whole rather than streamed (a SageMaker endpoint that does not stream), and why.
     pub sent_whole: Option<crate::types::WholeWhy>,
+    /// Its slot on the target's concurrency (none for reserved capacity), given back when it
+    /// ends.
+    pub(super) slot: Option<crate::state::load::Slot<'a>>,
 }
 
 /// What an attempt's end did to its region (for the decision).
@@ -112,6 +115,7 @@ impl<'a> InFlight<'a> {
             first_event: None,
             limits: None,
             sent_whole: None,
+            slot: None,
         }
     }
 
@@ -210,6 +214,9 @@ impl<'a> InFlight<'a> {
         longest_gap: Option<Duration>,
     ) {
         let a = &self.attempt;
+        if let Some(slot) = &self.slot {
+            slot.served(crate::time::now());
+        }
         self.state.record_answered(&a.target.provider);
         self.state.record_success(
             a.target.region(),
@@ -273,6 +280,11 @@ impl<'a> InFlight<'a> {
         } else {
             None
         };
+        if let Some(slot) = &self.slot
+            && err.kind() == ErrorKind::Throttled
+        {
+            slot.throttled(now);
+        }
         if let Some((claim, terms)) = self.quota.take()
             && err.kind() == ErrorKind::Throttled
         {
@@ -288,6 +300,18 @@ impl<'a> InFlight<'a> {
         if err.kind() == ErrorKind::AccessDenied {
             self.state
                 .record_refusal(now, a.target.region(), a.target.id(), a.tier);
+        } else if err.kind() == ErrorKind::Throttled
+            && self.slot.as_ref().is_some_and(|s| s.others_in_flight() > 0)
+        {
+            // Full, not failing: it serves others meanwhile, and the throttle taught its limit;
+            // the breaker stays as it was. (Refusing with nothing else in flight, it counts
+            // against the breaker as any failure does.)
+            self.state
+                .record_throttle(now, a.target.region(), a.target.id(), a.tier);
+            if self.probe {
+                self.state
+                    .release_probe(a.target.region(), a.target.id(), a.tier);
+            }
         } else if fails_over(self.state, a, err) {
             let throttled = err.kind() == ErrorKind::Throttled;
             self.state

@@ -20,6 +20,20 @@ pub struct Run<'a> {
     plan: Plan,
     /// The plan's attempts, best first; each retry round walks them again.
     attempts: Vec<Attempt>,
+    /// Where the call may go when every attempt's target is full (the plan's overflow).
+    overflow: Vec<Attempt>,
+    /// Candidates of this round passed over because their targets were full, each with
+    /// whether it was to be forced through its breaker: what the call waits for when nothing
+    /// had room.
+    full: Vec<(Attempt, bool)>,
+    /// The last attempt was throttled: moving to a cool target with room is not charged.
+    throttled_last: bool,
+    /// The retry budget refused more tries, after a throttle: only cool targets are tried.
+    only_cool: bool,
+    /// Why the call gets no slot, once the queue has said so.
+    overloaded: Option<crate::state::load::NoSlot>,
+    /// How long the call has waited in line for slots.
+    queued: std::time::Duration,
     /// The next of `attempts` in this round.
     next: usize,
     /// Retry rounds started so far.
@@ -55,6 +69,7 @@ impl<'a> Run<'a> {
         exec.state.record_call(crate::time::now());
         let first_tier = plan.attempts.first().and_then(|a| a.tier);
         let attempts = std::mem::take(&mut plan.attempts);
+        let overflow = std::mem::take(&mut plan.overflow);
         let mut limits =
             Limits::for_call(&exec.config.routing, request, tokio::time::Instant::now());
         // A reasoning call may think (silently, where its reasoning is redacted) before its
@@ -71,6 +86,12 @@ impl<'a> Run<'a> {
             request,
             plan,
             attempts,
+            overflow,
+            full: Vec::new(),
+            throttled_last: false,
+            only_cool: false,
+            overloaded: None,
+            queued: std::time::Duration::ZERO,
             next: 0,
             round: 0,
             sent_this_round: 0,
@@ -216,10 +237,21 @@ impl<'a> Run<'a> {
         self.sent
     }
 
-    /// The next attempt to send, admitted through its breaker, its reservation and (after the
-    /// first) the retry budget; `None` when there is none, the budget is spent or the deadline
-    /// has passed.
+    /// The next attempt to send, admitted through its target's concurrency, its breaker, its
+    /// reservation and (after the first) the retry budget; when every target the call may use
+    /// is full, after waiting in line for a slot. `None` when there is none, the budget is
+    /// spent, the deadline has passed or no slot can come in time.
     pub async fn next_attempt(&mut self) -> Option<InFlight<'a>> {
+        self.next_attempt_waiting(true).await
+    }
+
+    /// The next attempt to send now, without waiting in line (a hedge: the call is already
+    /// being served).
+    pub async fn next_attempt_now(&mut self) -> Option<InFlight<'a>> {
+        self.next_attempt_waiting(false).await
+    }
+
+    async fn next_attempt_waiting(&mut self, may_wait: bool) -> Option<InFlight<'a>> {
         loop {
             if self.limits.remaining(tokio::time::Instant::now()).is_zero() {
                 self.note_on_last_failure("the call's deadline passed before another try");
@@ -228,20 +260,110 @@ impl<'a> Run<'a> {
             if let Some(f) = self.next_in_round().await {
                 return Some(f);
             }
+            if self.budget_exhausted {
+                if !self.only_cool_targets_left() {
+                    return None;
+                }
+                continue;
+            }
+            if !self.full.is_empty() {
+                if !may_wait {
+                    self.full.clear();
+                    return None;
+                }
+                if let Some(f) = self.wait_for_slot().await {
+                    return Some(f);
+                }
+                if self.overloaded.is_some() {
+                    return None;
+                }
+                if self.budget_exhausted && !self.only_cool_targets_left() {
+                    return None;
+                }
+                // Given a slot its breaker, quota or the budget then refused (or now only
+                // cool targets may be tried): the round's candidates again.
+                self.next = 0;
+                continue;
+            }
             // The round's other candidates are kept away (open breakers, an ejected region)
             // after some were sent and failed: another round, as after its last one failed.
-            if self.budget_exhausted || self.sent_this_round == 0 || !self.next_round(None).await {
+            if self.sent_this_round == 0 {
                 return None;
             }
+            if !self.next_round(None).await && !self.only_cool_targets_left() {
+                return None;
+            }
+            // Another round began, or only cool targets remain: walked from the first.
         }
     }
 
-    /// The next candidate of this round that is admitted, if any.
+    /// The retry budget refused another try: a call whose last attempt was throttled may still
+    /// move to a target that is serving (answering more than refusing), free, waiting for its
+    /// slot if it is full; the refusing ones are left alone. `false` when no candidate is
+    /// serving (or the call fell back to them already): the call ends.
+    fn only_cool_targets_left(&mut self) -> bool {
+        if !self.throttled_last || self.only_cool {
+            return false;
+        }
+        if !self
+            .attempts
+            .iter()
+            .chain(&self.overflow)
+            .any(|a| self.serving(a))
+        {
+            return false;
+        }
+        self.only_cool = true;
+        self.budget_exhausted = false;
+        self.next = 0;
+        self.full.clear();
+        true
+    }
+
+    /// Whether `attempt`'s target is serving: answering lately, more than refusing.
+    fn serving(&self, attempt: &Attempt) -> bool {
+        let t = &attempt.target;
+        self.exec
+            .state
+            .headroom()
+            .is_serving(crate::time::now(), t.region(), t.id())
+    }
+
+    /// Whether the call may try `attempt`'s target now: after falling back to serving targets,
+    /// only those; one refusing for capacity as such only while the call has no other target
+    /// to wait for instead (none full so far this round).
+    fn may_try(&self, attempt: &Attempt) -> bool {
+        if self.only_cool {
+            return self.serving(attempt);
+        }
+        if self.full.is_empty() {
+            return true;
+        }
+        let t = &attempt.target;
+        !self
+            .exec
+            .state
+            .headroom()
+            .load(
+                crate::time::now(),
+                t.region(),
+                t.id(),
+                attempt.tier,
+                self.request.slo.class,
+            )
+            .refusing
+    }
+
+    /// The next candidate of this round that is admitted, if any; when every one left was
+    /// full, the first overflow candidate with room.
     async fn next_in_round(&mut self) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
         while self.next < self.attempts.len() {
             let attempt = self.attempts[self.next].clone();
             self.next += 1;
+            if !self.may_try(&attempt) {
+                continue;
+            }
             // Nothing sent in this round and nothing else left: send even through an open
             // breaker (the retry budget bounds how often).
             let force = self.sent_this_round == 0 && self.next == self.attempts.len();
@@ -263,7 +385,33 @@ impl<'a> Run<'a> {
                 }
                 continue;
             }
-            if let Some(f) = self.admit(attempt, force).await {
+            if let Some(f) = self.admit(attempt, force, None).await {
+                return Some(f);
+            }
+            if self.budget_exhausted {
+                return None;
+            }
+        }
+        if self.full.is_empty() && !self.only_cool {
+            return None;
+        }
+        // Every candidate left was full (or is refusing, after a throttle): overflow, where the
+        // plan allows it.
+        for attempt in self.overflow.clone() {
+            if !self.may_try(&attempt) {
+                continue;
+            }
+            let (model, target, region) = (
+                attempt.model.clone(),
+                attempt.target.id.clone(),
+                attempt.target.region.clone(),
+            );
+            if let Some(f) = self.admit(attempt, false, None).await {
+                self.reasons.push(Reason::Overflowed {
+                    model,
+                    target,
+                    region,
+                });
                 return Some(f);
             }
             if self.budget_exhausted {
@@ -273,9 +421,101 @@ impl<'a> Run<'a> {
         None
     }
 
-    async fn admit(&mut self, attempt: Attempt, force: bool) -> Option<InFlight<'a>> {
+    /// What the call's concurrency asks of an attempt's target.
+    fn slot_ask<'r>(&self, a: &'r Attempt) -> crate::state::load::SlotAsk<'r> {
+        crate::state::load::SlotAsk {
+            region: a.target.region(),
+            id: a.target.id(),
+            tier: a.tier,
+            configured: self
+                .exec
+                .config
+                .models
+                .get(&*a.model)
+                .and_then(crate::config::ModelConfig::max_concurrency),
+        }
+    }
+
+    /// Waits in line for a slot on one of the targets this round found full, then admits the
+    /// attempt on it; `None` with [`Run::overloaded`] set when no slot can come in time.
+    async fn wait_for_slot(&mut self) -> Option<InFlight<'a>> {
+        let full = std::mem::take(&mut self.full);
+        let asks: Vec<_> = full.iter().map(|(a, _)| self.slot_ask(a)).collect();
+        let started = tokio::time::Instant::now();
+        let in_line = self.exec.telemetry.queue_joined(self.request.slo.class);
+        let waited = self
+            .exec
+            .state
+            .headroom()
+            .wait_for_slot(
+                &asks,
+                self.request.slo.class,
+                self.limits.deadline(),
+                self.exec.config.routing.prior_ttft,
+            )
+            .await;
+        drop(in_line);
+        let wait = started.elapsed();
+        self.queued += wait;
+        match waited {
+            Ok(granted) => {
+                self.reasons.push(Reason::Queued {
+                    waited_ms: millis(wait),
+                    ahead: granted.ahead,
+                });
+                let (attempt, force) = full[granted.index].clone();
+                let overflowed = !self
+                    .attempts
+                    .iter()
+                    .any(|a| a.model == attempt.model && a.target == attempt.target);
+                let (model, target, region) = (
+                    attempt.model.clone(),
+                    attempt.target.id.clone(),
+                    attempt.target.region.clone(),
+                );
+                let admitted = self.admit(attempt, force, Some(granted.slot)).await;
+                if admitted.is_some() && overflowed {
+                    self.reasons.push(Reason::Overflowed {
+                        model,
+                        target,
+                        region,
+                    });
+                }
+                admitted
+            }
+            Err(no) => {
+                self.overloaded = Some(no);
+                None
+            }
+        }
+    }
+
+    async fn admit(
+        &mut self,
+        attempt: Attempt,
+        force: bool,
+        granted: Option<crate::state::load::Slot<'a>>,
+    ) -> Option<InFlight<'a>> {
         let state = &self.exec.state;
+        let slot = match granted {
+            Some(slot) => Some(slot),
+            None => {
+                let ask = self.slot_ask(&attempt);
+                match state
+                    .headroom()
+                    .try_occupy(crate::time::now(), ask, self.request.slo.class)
+                {
+                    Ok(slot) => slot,
+                    Err(load) => {
+                        self.note_full(&attempt, load);
+                        self.full.push((attempt, force));
+                        return None;
+                    }
+                }
+            }
+        };
         let mut inflight = InFlight::admit(state, attempt, self.estimate, force).await?;
+        inflight.slot = slot;
         if !self.claim_quota(&mut inflight, force).await {
             let a = &inflight.attempt;
             self.reasons.push(Reason::QuotaFull {
@@ -287,12 +527,22 @@ impl<'a> Run<'a> {
             });
             return None; // dropping `inflight` frees what it took
         }
-        if self.sent > 0
-            && !std::mem::take(&mut self.prepaid)
-            && !state.spend_extra_attempt(crate::time::now())
-        {
-            self.budget_exhausted = true;
-            return None; // dropping `inflight` frees what it took
+        if self.sent > 0 && !std::mem::take(&mut self.prepaid) {
+            let t = &inflight.attempt.target;
+            if self.throttled_last
+                && state
+                    .headroom()
+                    .is_serving(crate::time::now(), t.region(), t.id())
+            {
+                // Load moving to capacity that has room: not a retry.
+                self.reasons.push(Reason::FailoverUncharged {
+                    target: t.id.clone(),
+                    region: t.region.clone(),
+                });
+            } else if !state.spend_extra_attempt(crate::time::now()) {
+                self.budget_exhausted = true;
+                return None; // dropping `inflight` frees what it took
+            }
         }
         let expected = |r: &Reason| {
             matches!(
@@ -312,9 +562,26 @@ impl<'a> Run<'a> {
                 cause: OverflowCause::Full,
             });
         }
+        self.throttled_last = false;
         self.sent += 1;
         self.sent_this_round += 1;
         Some(inflight)
+    }
+
+    /// Says in the decision that a target was full at admission, unless it is said already.
+    fn note_full(&mut self, attempt: &Attempt, load: crate::state::Load) {
+        let said = self.plan.reasons.iter().chain(&self.reasons).any(|r| {
+            matches!(r, Reason::TargetFull { target, region, .. }
+                if *target == attempt.target.id && *region == attempt.target.region)
+        });
+        if !said {
+            self.reasons.push(Reason::TargetFull {
+                target: attempt.target.id.clone(),
+                region: attempt.target.region.clone(),
+                in_flight: load.in_flight,
+                limit: load.limit.unwrap_or(load.in_flight),
+            });
+        }
     }
 
     /// Whether a broken stream of `attempt`'s model may go on from its delivered text as a
@@ -434,11 +701,13 @@ impl<'a> Run<'a> {
         if err.kind() == crate::types::ErrorKind::AccessDenied {
             self.refused_in_region(&attempt);
         }
+        self.throttled_last = err.kind() == crate::types::ErrorKind::Throttled;
         self.record_failed(inflight, err);
         if !fails_over {
             return Err(self.failed.pop().expect("just recorded").1);
         }
-        if self.has_more() {
+        // Candidates left, or full ones to wait for: no new round (and no back-off) yet.
+        if self.has_more() || !self.full.is_empty() {
             return Ok(());
         }
         if self.failed.iter().all(|(_, e)| {
@@ -448,7 +717,8 @@ impl<'a> Run<'a> {
             // the same.
             return Err(self.exhausted());
         }
-        if self.next_round(retry_after.map(|r| (r, attempt))).await {
+        if self.next_round(retry_after.map(|r| (r, attempt))).await || self.only_cool_targets_left()
+        {
             Ok(())
         } else {
             Err(self.exhausted())
@@ -521,6 +791,7 @@ impl<'a> Run<'a> {
         }
         self.next = 0;
         self.sent_this_round = 0;
+        self.full.clear();
         true
     }
 
@@ -547,6 +818,9 @@ impl<'a> Run<'a> {
     /// returned as is; otherwise [`Error::AllTargetsFailed`] lists every attempt.
     pub fn exhausted(&mut self) -> Error {
         let mut failed = std::mem::take(&mut self.failed);
+        if let Some(no) = self.overloaded.take() {
+            return self.overload_error(no, failed.into_iter().map(|(f, _)| f).collect());
+        }
         // Only a plan of one target (retried, perhaps) keeps that target's own error; where
         // others were planned but skipped (open breakers, no budget), the call lists them all.
         let one_target = self.attempts.len() <= 1
@@ -575,6 +849,36 @@ impl<'a> Run<'a> {
         Error::AllTargetsFailed {
             attempts: failed.into_iter().map(|(f, _)| f).collect(),
             budget_exhausted: self.budget_exhausted,
+        }
+    }
+
+    /// The `overloaded` error of a call the queue could give no slot.
+    fn overload_error(
+        &self,
+        no: crate::state::load::NoSlot,
+        attempts: Vec<FailedAttempt>,
+    ) -> Error {
+        use crate::state::load::NoSlot;
+        let (needed, allowed, ahead) = match no {
+            NoSlot::WouldMissDeadline {
+                needed,
+                left,
+                ahead,
+            } => (needed, left, ahead),
+            NoSlot::DeadlinePassed {
+                waited,
+                left,
+                ahead,
+            } => (waited.max(left), left, ahead),
+            NoSlot::QueueOff => (std::time::Duration::ZERO, std::time::Duration::ZERO, 0),
+        };
+        Error::Overloaded {
+            class: self.request.slo.class,
+            needed_ms: millis(needed),
+            allowed_ms: millis(allowed),
+            waited_ms: millis(self.queued),
+            ahead,
+            attempts,
         }
     }
 

@@ -471,7 +471,7 @@ async fn open_hedged<'a>(
             // A late first token may be the region's fault: hedge elsewhere first.
             run.first_token_late(&primary_region);
             run.defer_region(&primary_region);
-            match run.next_attempt().await {
+            match run.next_attempt_now().await {
                 None => primary.await,
                 Some(mut second) => {
                     let hedge_target = second.attempt.target.id().to_string();

@@ -12,6 +12,7 @@ pub(crate) mod cache_aware;
 pub mod catalog;
 pub mod feedback;
 pub mod observe;
+mod overflow;
 pub mod policy;
 pub mod prompt_cache;
 pub mod prompt_router;
@@ -46,6 +47,9 @@ pub struct Plan {
     pub provider: Provider,
     /// Targets to try, best first; a failure that allows failover moves to the next.
     pub attempts: Vec<Attempt>,
+    /// Where the call may go instead when every attempt's target is at its concurrency, best
+    /// first (`[routing.overflow]`): the model's other targets, then a stronger variant.
+    pub overflow: Vec<Attempt>,
     /// Every choice made, and every alternative rejected, in order.
     pub reasons: Vec<Reason>,
     /// Prompt-cache checkpoints for the plan's model, and the request's prefixes.

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::prompt_cache::{
     CharEstimate, DigestMemo, NoMemo, PrefixDigest, PrefixStats, TokenCounter,
 };
-use crate::types::{BreakerView, ServiceTier};
+use crate::types::{BreakerView, ServiceTier, SloClass};
 
 /// What the planner may know about one (region, target id, tier).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -34,6 +34,42 @@ impl TargetView {
     };
 }
 
+/// A target's concurrency as the router sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Load {
+    /// Attempts this router has in flight there, every lane.
+    pub in_flight: u32,
+    /// The most a call of the class asked about may have in flight there: configured, or
+    /// learnt from throttles; `None` when not counted (reserved capacity).
+    pub limit: Option<u32>,
+    /// Lately it refused for capacity more often than it answered: a target throttling as
+    /// such (a spent quota, a region throttling), not one at its concurrency.
+    pub refusing: bool,
+}
+
+impl Load {
+    /// Nothing in flight, nothing known.
+    pub const IDLE: Load = Load {
+        in_flight: 0,
+        limit: None,
+        refusing: false,
+    };
+
+    /// Whether one more attempt would exceed the limit.
+    pub fn is_full(&self) -> bool {
+        self.limit.is_some_and(|l| self.in_flight >= l)
+    }
+
+    /// The share of its limit in use; attempts in flight where the limit is unknown (so that
+    /// targets of unknown capacity are loaded evenly).
+    pub fn utilisation(&self) -> f64 {
+        match self.limit {
+            Some(l) => f64::from(self.in_flight) / f64::from(l.max(1)),
+            None => f64::from(self.in_flight),
+        }
+    }
+}
+
 /// The live state as the planner reads it.
 pub trait Observations {
     /// The time planning happens at.
@@ -54,6 +90,11 @@ pub trait Observations {
         _ask: (u64, u64),
     ) -> bool {
         true
+    }
+    /// A target's attempts in flight and its concurrency for a call of `class` at `tier`
+    /// (see `[routing.concurrency]`).
+    fn load(&self, _region: &str, _id: &str, _tier: Option<ServiceTier>, _class: SloClass) -> Load {
+        Load::IDLE
     }
     /// What was seen of a prompt prefix before, if anything.
     fn prefix(&self, _digest: &PrefixDigest) -> Option<PrefixStats> {

@@ -39,6 +39,9 @@ pub struct Draft<'a> {
     /// Targets to try, best first (the target policy fills them; later policies may reorder,
     /// remove or add).
     pub attempts: Vec<Attempt>,
+    /// Where the call may go when every attempt's target is full, best first (the target
+    /// policy fills them: see `[routing.overflow]`); never tried after a failure.
+    pub overflow: Vec<Attempt>,
     /// Every decision so far, in order.
     pub reasons: Vec<Reason>,
     /// The model last looked up by [`Draft::model`] and its configuration: every later policy
@@ -317,7 +320,7 @@ impl Policy for TargetPolicy {
                 why: Exclusion::AttemptLimit,
             });
         }
-        attempts.truncate(primary_limit);
+        let cut = attempts.split_off(primary_limit.min(attempts.len()));
         let room = limit.saturating_sub(attempts.len());
         let step_up_room = if fallback.is_empty() {
             room
@@ -335,6 +338,7 @@ impl Policy for TargetPolicy {
             region: attempts[0].target.region.clone(),
             fallbacks: attempts.len() - 1,
         });
+        d.overflow = super::overflow::candidates(inputs, chosen, &attempts, cut);
         d.attempts = attempts;
         Ok(())
     }
@@ -556,6 +560,7 @@ impl Planner {
             latency_optimized: false,
             cache: prompt_cache::CachePlan::default(),
             attempts: Vec::new(),
+            overflow: Vec::new(),
             // A plan gives about this many reasons: one allocation instead of growing.
             reasons: Vec::with_capacity(8),
             looked_up: Cell::new(None),
@@ -571,6 +576,21 @@ impl Planner {
             &mut draft.attempts,
             &mut draft.reasons,
         )?;
+        if !draft.overflow.is_empty() {
+            // Shaped as the attempts are; reasons of their own would only repeat the attempts'.
+            let mut scratch = Vec::new();
+            if super::shape::shape_attempts(
+                request,
+                config,
+                &primary,
+                &mut draft.overflow,
+                &mut scratch,
+            )
+            .is_err()
+            {
+                draft.overflow.clear();
+            }
+        }
         let (chosen, model) = draft.model("the planner")?;
         if draft.attempts.is_empty() {
             return Err(Error::invalid(
@@ -583,6 +603,7 @@ impl Planner {
             model: chosen.model.clone(),
             family: chosen.family.clone(),
             attempts: draft.attempts,
+            overflow: draft.overflow,
             reasons: draft.reasons,
             cache: draft.cache,
         })

@@ -85,7 +85,28 @@ pub(crate) fn enumerate(
             );
             (!obs.quota_room(t.region(), t.id(), terms.limits, ask)).then(|| terms.tokens(ask))
         });
-        let quota_full = full.is_some();
+        let load = obs.load(t.region(), t.id(), tier, request.slo.class);
+        let probing = view.breaker
+            == BreakerView::HalfOpen {
+                probe_available: true,
+            };
+        if load.refusing && view.throttle_score >= 1.0 && !probing {
+            // Throttling as such: after the targets that serve, full ones included (a call
+            // would rather wait for those), for as long as it counts as recently throttled,
+            // or until its breaker asks for a probe.
+            health = health.max(2);
+        }
+        if load.is_full() {
+            // Full now: the call would wait for it; targets with room come first.
+            health = health.max(1);
+            reasons.push(Reason::TargetFull {
+                target: t.id.clone(),
+                region: t.region.clone(),
+                in_flight: load.in_flight,
+                limit: load.limit.unwrap_or(load.in_flight),
+            });
+        }
+        let quota_full = full.is_some() || load.is_full();
         if let Some(tokens) = full {
             // As good as a recently throttled target: one that will be throttled.
             health = health.max(1);
@@ -111,14 +132,22 @@ pub(crate) fn enumerate(
         }
         ranked.push(Ranked {
             health,
+            band: band(metric),
+            busy: Some(load.utilisation())
+                .filter(|u| *u >= config.routing.concurrency.spread_above)
+                .unwrap_or(0.0),
             metric,
             index,
             spread: 0,
             target: t.clone(),
         });
     }
+    // Among targets of equal health and a like measure, the least loaded busy one first
+    // (least-request balancing): a burst spreads over every target it may use, not the first.
     ranked.sort_by(|a, b| {
         (a.health.cmp(&b.health))
+            .then(a.band.cmp(&b.band))
+            .then(a.busy.total_cmp(&b.busy))
             .then(a.metric.total_cmp(&b.metric))
             .then(a.index.cmp(&b.index))
     });
@@ -151,10 +180,21 @@ fn quota_input(
     Some(input)
 }
 
+/// Measures within a quarter of each other (on a geometric scale) rank alike, so that load
+/// decides between them: a target 5% faster or cheaper does not take a whole burst.
+fn band(metric: f64) -> i64 {
+    (metric.max(1e-9).ln() / 1.25f64.ln()).floor() as i64
+}
+
 /// A candidate with what orders it.
 struct Ranked {
     /// From [`health_rank`].
     health: u8,
+    /// [`band`] of `metric`.
+    band: i64,
+    /// The share of its concurrency in use, when past `routing.concurrency.spread_above`
+    /// (else 0: not busy).
+    busy: f64,
     /// The objective's measure: lower is better.
     metric: f64,
     /// Its place in the catalog: the configured order breaks ties.

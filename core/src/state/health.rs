@@ -233,6 +233,14 @@ impl State {
         }
     }
 
+    /// A target refused an attempt for capacity that its concurrency limit now accounts for
+    /// ([`load`](super::load)): it counts toward the target's throttle score, so that plans
+    /// rank it after targets with room for a while, and not toward its breaker: it is full,
+    /// not failing.
+    pub fn record_throttle(&self, now: Instant, region: &str, id: &str, tier: Option<ServiceTier>) {
+        self.with_target(region, id, tier, |t| t.latency.record_throttle(now));
+    }
+
     /// A target refused access (a model not enabled in its region): its breaker opens at once
     /// for `routing.breaker.access_denied_for`, fleet-wide with shared state.
     pub fn record_refusal(&self, now: Instant, region: &str, id: &str, tier: Option<ServiceTier>) {

@@ -15,6 +15,7 @@ mod capacity;
 mod health;
 pub mod latency;
 pub mod ledger;
+pub mod load;
 pub mod outlier;
 mod prefixes;
 pub mod quota;
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 pub use crate::config::{BreakerConfig, BudgetConfig, ReservationConfig};
-pub use crate::plan::observe::{Fresh, Observations, TargetView};
+pub use crate::plan::observe::{Fresh, Load, Observations, TargetView};
 pub use crate::types::BreakerView;
 pub use breaker::Breaker;
 pub use budget::RetryBudget;
@@ -78,6 +79,8 @@ pub struct State {
     outliers: outlier::Outliers,
     /// The providers that have answered this router: its credentials are good there.
     answered_by: RwLock<Vec<crate::types::Provider>>,
+    /// Each target's attempts in flight against its concurrency, and calls waiting for a slot.
+    headroom: load::Headroom,
 }
 
 impl State {
@@ -118,7 +121,14 @@ impl State {
                 .build(),
             outliers: outlier::Outliers::new(config.routing.outlier),
             answered_by: RwLock::default(),
+            headroom: load::Headroom::new(config.routing.concurrency),
         }
+    }
+
+    /// Each target's attempts in flight against its concurrency, and the calls waiting for a
+    /// slot.
+    pub fn headroom(&self) -> &load::Headroom {
+        &self.headroom
     }
 
     /// Whether state is shared with other replicas.
@@ -266,6 +276,16 @@ impl Observations for Snapshot<'_> {
         self.state
             .quotas
             .has_room(self.now, region, target, limits, ask)
+    }
+
+    fn load(
+        &self,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        class: crate::types::SloClass,
+    ) -> Load {
+        self.state.headroom.load(self.now, region, id, tier, class)
     }
 
     fn prefix(&self, digest: &PrefixDigest) -> Option<PrefixStats> {

@@ -55,6 +55,17 @@ pub struct ErrorDetails {
     /// Whether the retry budget allowed no further attempt (`all_targets_failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_exhausted: Option<bool>,
+    /// The wait for a slot an overloaded call would have needed, in milliseconds
+    /// (`overloaded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_needed_ms: Option<f64>,
+    /// What the call's deadline allowed when it asked for a slot, in milliseconds
+    /// (`overloaded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_allowed_ms: Option<f64>,
+    /// How long the call waited in line, in milliseconds (`overloaded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<f64>,
     /// What had been delivered when a stream broke (`stream_interrupted`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivered: Option<Delivered>,
@@ -89,6 +100,18 @@ impl ErrorDetails {
             } => {
                 d.attempts = Some(attempts.clone());
                 d.budget_exhausted = Some(*budget_exhausted);
+            }
+            Error::Overloaded {
+                needed_ms,
+                allowed_ms,
+                waited_ms,
+                attempts,
+                ..
+            } => {
+                d.wait_needed_ms = Some(*needed_ms as f64);
+                d.wait_allowed_ms = Some(*allowed_ms as f64);
+                d.waited_ms = Some(*waited_ms as f64);
+                d.attempts = Some(attempts.clone());
             }
             Error::StreamInterrupted { delivered, cause } => {
                 d.delivered = Some(*delivered);
@@ -136,6 +159,9 @@ impl ErrorDetails {
             retry_after_ms: None,
             attempts: None,
             budget_exhausted: None,
+            wait_needed_ms: None,
+            wait_allowed_ms: None,
+            waited_ms: None,
             delivered: None,
             cause: None,
         }

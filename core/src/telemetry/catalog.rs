@@ -54,6 +54,12 @@ pub enum MetricId {
     TaskCost,
     /// `laneway.requests.in_flight`: calls running now.
     InFlight,
+    /// `laneway.queue.depth`: calls waiting in the client-side queue for a target's slot, per
+    /// SLO class.
+    QueueDepth,
+    /// `laneway.queue.wait`: how long calls waited in the client-side queue, per SLO class, in
+    /// seconds (those refused a slot included).
+    QueueWait,
     /// `laneway.shared_state.degraded`: 1 while Redis is unreachable and local state decides.
     SharedDegraded,
     /// `laneway.shared_state.degraded_episodes`: times Redis became unreachable.
@@ -284,6 +290,10 @@ pub const CATALOG: &[Metric] = &[
         "Cost of closed tasks."),
     m(M::InFlight, "laneway.requests.in_flight", Unit::Count("{request}"), Gauge, Router, &[],
         "Calls running now (the client-side queue)."),
+    m(M::QueueDepth, "laneway.queue.depth", Unit::Count("{request}"), Gauge, SloClass, &[],
+        "Calls waiting in the client-side queue for a slot on a target at its concurrency."),
+    m(M::QueueWait, "laneway.queue.wait", Unit::Seconds, Distribution, SloClass, &[],
+        "How long calls waited in the client-side queue (those refused a slot included)."),
     m(M::SharedDegraded, "laneway.shared_state.degraded", Unit::Count("1"), Gauge, Shared, &[],
         "1 while Redis is unreachable and local state decides."),
     m(M::SharedDegradedEpisodes, "laneway.shared_state.degraded_episodes", Unit::Count("{episode}"), Counter, Shared, &[],

@@ -236,13 +236,26 @@ pub struct MetricsSnapshot {
     pub tasks: TaskCosts,
     /// Tasks finished, per SLO class (a task's class is the most urgent of its calls').
     pub tasks_by_class: BTreeMap<SloClass, TaskCosts>,
-    /// Calls running now (the client-side queue).
+    /// Calls running now.
     pub in_flight: i64,
+    /// The client-side queue, per SLO class that has waited: calls waiting now and how long
+    /// calls waited.
+    pub queue: BTreeMap<SloClass, QueueFigures>,
     /// The state shared through Redis, when configured: whether it is degraded to local state.
     pub shared: Option<SharedStatus>,
     /// What the families in shadow mode would have done routed ([`shadow`]).
     #[serde(skip_serializing_if = "shadow::ShadowReport::is_empty")]
     pub shadow: shadow::ShadowReport,
+}
+
+/// The client-side queue of one SLO class: calls that found every target they may use at its
+/// concurrency.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct QueueFigures {
+    /// Calls waiting for a slot now.
+    pub depth: i64,
+    /// How long calls waited (those refused a slot included), in seconds.
+    pub wait_s: Percentiles,
 }
 
 /// How the shared state is doing, for metrics.
@@ -348,6 +361,8 @@ pub struct Telemetry {
     open_tasks: Mutex<OpenTasks>,
     finished: Mutex<(TaskCosts, BTreeMap<SloClass, TaskCosts>)>,
     in_flight: AtomicI64,
+    /// Per class: calls waiting now, and their waits in microseconds.
+    queue: Mutex<BTreeMap<SloClass, (i64, Histogram<u64>)>>,
     otel: Option<otel::OtelInstruments>,
     /// Families in shadow mode: what routing would have done.
     pub(crate) shadow: shadow::ShadowLedger,
@@ -383,6 +398,23 @@ impl Telemetry {
             o.call_started();
         }
         InFlightGuard(self)
+    }
+
+    /// A call of `class` joins the client-side queue; it leaves when the guard drops (given a
+    /// slot, refused one, or cancelled), and its wait is recorded then.
+    pub fn queue_joined(&self, class: SloClass) -> QueueGuard<'_> {
+        lock(&self.queue)
+            .entry(class)
+            .or_insert_with(|| (0, wait_histogram()))
+            .0 += 1;
+        if let Some(o) = &self.otel {
+            o.queue_joined(class);
+        }
+        QueueGuard {
+            telemetry: self,
+            class,
+            joined: tokio::time::Instant::now(),
+        }
     }
 
     /// A call succeeded.
@@ -585,7 +617,18 @@ impl Telemetry {
             .collect();
         lanes.sort_by(|a, b| a.0.cmp(&b.0));
         let finished = lock(&self.finished).clone();
+        let queue = lock(&self.queue)
+            .iter()
+            .map(|(class, (depth, waits))| {
+                let figures = QueueFigures {
+                    depth: *depth,
+                    wait_s: percentiles(waits, 1e-6),
+                };
+                (*class, figures)
+            })
+            .collect();
         MetricsSnapshot {
+            queue,
             lanes,
             slo: lock(&self.slo).clone(),
             tasks: finished.0,
@@ -593,6 +636,30 @@ impl Telemetry {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             shared: None,
             shadow: self.shadow.report(),
+        }
+    }
+}
+
+fn wait_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid bounds")
+}
+
+/// A call waiting in the client-side queue, counted while it lives.
+pub struct QueueGuard<'a> {
+    telemetry: &'a Telemetry,
+    class: SloClass,
+    joined: tokio::time::Instant,
+}
+
+impl Drop for QueueGuard<'_> {
+    fn drop(&mut self) {
+        let waited = self.joined.elapsed();
+        if let Some((depth, waits)) = lock(&self.telemetry.queue).get_mut(&self.class) {
+            *depth -= 1;
+            let _ = waits.record(us(waited));
+        }
+        if let Some(o) = &self.telemetry.otel {
+            o.queue_left(self.class, waited);
         }
     }
 }

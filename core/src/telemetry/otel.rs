@@ -125,6 +125,17 @@ impl OtelInstruments {
         self.record(MetricId::InFlight, -1.0, &[]);
     }
 
+    pub(crate) fn queue_joined(&self, class: SloClass) {
+        let class = [KeyValue::new(catalog::SLO_CLASS, class.as_str())];
+        self.record(MetricId::QueueDepth, 1.0, &class);
+    }
+
+    pub(crate) fn queue_left(&self, class: SloClass, waited: std::time::Duration) {
+        let class = [KeyValue::new(catalog::SLO_CLASS, class.as_str())];
+        self.record(MetricId::QueueDepth, -1.0, &class);
+        self.record(MetricId::QueueWait, waited.as_secs_f64(), &class);
+    }
+
     pub(crate) fn success(&self, lane: LaneRef<'_>, r: &GenerateResponse, escalated: bool) {
         let attrs = lane_attributes(lane);
         let t = &r.timings;

@@ -148,6 +148,26 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(String, Value)> {
             })
             .collect(),
         MetricId::InFlight => vec![(String::new(), Value::Number(s.in_flight as f64))],
+        MetricId::QueueDepth => s
+            .queue
+            .iter()
+            .map(|(class, q)| {
+                (
+                    label_text([(catalog::SLO_CLASS, class.as_str())]),
+                    Value::Number(q.depth as f64),
+                )
+            })
+            .collect(),
+        MetricId::QueueWait => s
+            .queue
+            .iter()
+            .map(|(class, q)| {
+                (
+                    label_text([(catalog::SLO_CLASS, class.as_str())]),
+                    Value::Summary(q.wait_s),
+                )
+            })
+            .collect(),
         MetricId::SharedDegraded => s
             .shared
             .iter()

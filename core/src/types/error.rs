@@ -43,6 +43,9 @@ pub enum ErrorKind {
     StreamInterrupted,
     /// Every planned target was tried and failed.
     AllTargetsFailed,
+    /// Every target the call may use was at its concurrency, and no slot could come within its
+    /// deadline (the client-side queue, `[routing.concurrency]`): nothing more was sent.
+    Overloaded,
     /// The configuration is malformed or contradictory.
     Config,
     /// The request is malformed; Laneway refused it before sending anything.
@@ -51,7 +54,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::Throttled,
         ErrorKind::Unavailable,
         ErrorKind::ModelNotReady,
@@ -66,6 +69,7 @@ impl ErrorKind {
         ErrorKind::QuotaExceeded,
         ErrorKind::StreamInterrupted,
         ErrorKind::AllTargetsFailed,
+        ErrorKind::Overloaded,
         ErrorKind::Config,
         ErrorKind::InvalidRequest,
     ];
@@ -102,6 +106,7 @@ impl ErrorKind {
             ErrorKind::QuotaExceeded => "quota_exceeded",
             ErrorKind::StreamInterrupted => "stream_interrupted",
             ErrorKind::AllTargetsFailed => "all_targets_failed",
+            ErrorKind::Overloaded => "overloaded",
             ErrorKind::Config => "config",
             ErrorKind::InvalidRequest => "invalid_request",
         }
@@ -430,6 +435,33 @@ pub enum Error {
         /// Whether the retry budget refused a further attempt (else every target had failed).
         budget_exhausted: bool,
     },
+    /// Every target the call may use was at its concurrency, and the client-side queue could
+    /// not give it a slot within its deadline: refused at once when the line ahead plainly
+    /// needed longer than the deadline left, or after waiting until then.
+    #[error("overloaded: every target a {class} call may use is at its concurrency; it would have needed to wait about {needed_ms} ms for a slot ({ahead} calls ahead), and its deadline allowed {allowed_ms} ms (waited {waited_ms} ms){}", summarise_earlier(.attempts))]
+    Overloaded {
+        /// The call's SLO class.
+        class: super::SloClass,
+        /// The wait it would have needed: the line ahead of it, at its targets' usual hold, over
+        /// their slots (for a call that waited until its deadline, at least that wait).
+        needed_ms: u64,
+        /// What its deadline left when it asked for a slot.
+        allowed_ms: u64,
+        /// How long it waited in line.
+        waited_ms: u64,
+        /// Calls ahead of it in line for the same targets.
+        ahead: u32,
+        /// Attempts that failed before it waited (throttled, say), if any.
+        attempts: Vec<FailedAttempt>,
+    },
+}
+
+fn summarise_earlier(attempts: &[FailedAttempt]) -> String {
+    if attempts.is_empty() {
+        String::new()
+    } else {
+        format!("; before it: {}", summarise(attempts))
+    }
 }
 
 fn summarise(attempts: &[FailedAttempt]) -> String {
@@ -449,6 +481,7 @@ impl Error {
             Error::Service(e) => e.kind,
             Error::StreamInterrupted { .. } => ErrorKind::StreamInterrupted,
             Error::AllTargetsFailed { .. } => ErrorKind::AllTargetsFailed,
+            Error::Overloaded { .. } => ErrorKind::Overloaded,
         }
     }
 

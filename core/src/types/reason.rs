@@ -311,6 +311,45 @@ pub enum Reason {
         /// Why it is not streamed.
         why: WholeWhy,
     },
+    /// A target had as many of this router's attempts in flight as its concurrency allows
+    /// (`[routing.concurrency]`): moved after the targets with room, or passed over at
+    /// admission.
+    TargetFull {
+        /// The model, profile or endpoint id.
+        target: Arc<str>,
+        /// The target's region.
+        region: Arc<str>,
+        /// This router's attempts in flight there.
+        in_flight: u32,
+        /// The most it takes at once, for this call's class: configured or learnt.
+        limit: u32,
+    },
+    /// Every planned target was full: the attempt went to an overflow candidate
+    /// (`[routing.overflow]`), one of the model's other targets or a stronger variant.
+    Overflowed {
+        /// The configured model sent to (the plan's, or the stronger variant).
+        model: Arc<str>,
+        /// The model, profile or endpoint id.
+        target: Arc<str>,
+        /// The target's region.
+        region: Arc<str>,
+    },
+    /// Every target the call may use was full: it waited in the client-side queue for a slot.
+    Queued {
+        /// How long it waited.
+        waited_ms: u64,
+        /// Calls ahead of it for the same targets when it joined the line.
+        ahead: u32,
+    },
+    /// A throttled attempt moved to a target with room, which has not throttled since its last
+    /// success: moving load to capacity that takes it is not a retry, and the retry budget was
+    /// not charged.
+    FailoverUncharged {
+        /// The model, profile or endpoint id moved to.
+        target: Arc<str>,
+        /// Its region.
+        region: Arc<str>,
+    },
     /// Every candidate had failed: another round over the plan's targets after a back-off.
     RetryRound {
         /// 1 for the first round after the plan's.
@@ -723,6 +762,31 @@ impl fmt::Display for Reason {
                     "{target} in {region}: sent whole (InvokeEndpoint): {why}"
                 )
             }
+            Reason::TargetFull {
+                target,
+                region,
+                in_flight,
+                limit,
+            } => write!(
+                f,
+                "{target} in {region} full ({in_flight} in flight, limit {limit}) -> moved back"
+            ),
+            Reason::Overflowed {
+                model,
+                target,
+                region,
+            } => write!(
+                f,
+                "every planned target full: overflowed to {model} at {target} in {region}"
+            ),
+            Reason::Queued { waited_ms, ahead } => write!(
+                f,
+                "every allowed target full: queued {waited_ms} ms behind {ahead} calls"
+            ),
+            Reason::FailoverUncharged { target, region } => write!(
+                f,
+                "throttled: moved to {target} in {region}, which has room (retry budget not charged)"
+            ),
             Reason::RetryRound { round, wait_ms } => {
                 write!(
                     f,

@@ -17,6 +17,7 @@ mod policies;
 mod prompt_cache_accounting;
 mod slo_engine;
 mod surface;
+mod surge;
 mod telemetry;
 mod time_limits;
 mod variant_routing;

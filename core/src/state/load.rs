@@ -1,0 +1,955 @@
+//! Headroom: each target's attempts in flight against its concurrency (configured, or learnt
+//! from its throttles), and the line of calls waiting for a slot when every target a call may
+//! use is full. A freed slot goes straight to the first waiter that can use it, in order of
+//! class (interactive first) then deadline, so a newcomer never takes it from the line.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use foldhash::HashMap;
+use tokio::sync::oneshot;
+
+use crate::config::ConcurrencyConfig;
+pub use crate::plan::observe::Load;
+use crate::types::{ServiceTier, SloClass};
+
+/// Which count of a target's concurrency an attempt is held to: Bedrock serves priority and
+/// standard from one pool, and flex from a share of the same pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Priority, standard, and every endpoint without tiers.
+    Main,
+    /// Flex: its own learnt limit, over the same count.
+    Flex,
+}
+
+impl Lane {
+    /// The lane of an attempt at `tier`; `None` for reserved capacity, which the reservation's
+    /// ledger bounds instead.
+    pub fn of(tier: Option<ServiceTier>) -> Option<Lane> {
+        match tier {
+            Some(ServiceTier::Reserved) => None,
+            Some(ServiceTier::Flex) => Some(Lane::Flex),
+            _ => Some(Lane::Main),
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One lane's limit: grown from the initial limit by one per success at it until the first
+/// throttle ("slow start"), then held, lowered by throttles and raised by `1 / limit` per
+/// success at it once the target has been quiet for `probe_after`.
+#[derive(Debug, Clone, Copy)]
+struct LaneLimit {
+    value: f64,
+    /// No throttle taught it yet (or the lesson was forgotten): it grows by one per success.
+    probing: bool,
+    /// Throttles until then answer the attempts sent with the one that taught the limit: each
+    /// takes the limit down to what it saw, as the first did.
+    lesson_until: Option<Instant>,
+}
+
+/// What is known of one target.
+#[derive(Debug)]
+struct TargetLoad {
+    in_flight: u32,
+    /// The model's `quota.max_concurrency`: a ceiling, and where a limit starts.
+    configured: Option<u32>,
+    /// Per lane (main, flex).
+    lanes: [LaneLimit; 2],
+    /// The last throttle.
+    last_throttle: Option<Instant>,
+    /// Recent answers and throttles (halving every [`RECENT`]): a target that answers more
+    /// than it refuses is serving, and so cool.
+    served: Decayed,
+    refused: Decayed,
+    /// Moving average of how long an attempt held its slot, in seconds.
+    hold_s: Option<f64>,
+}
+
+impl TargetLoad {
+    fn new(configured: Option<u32>, initial: u32) -> Self {
+        let start = LaneLimit {
+            value: f64::from(configured.unwrap_or(initial).max(1)),
+            probing: configured.is_none(),
+            lesson_until: None,
+        };
+        Self {
+            in_flight: 0,
+            configured,
+            lanes: [start; 2],
+            last_throttle: None,
+            served: Decayed::default(),
+            refused: Decayed::default(),
+            hold_s: None,
+        }
+    }
+
+    /// The lane's limit: what throttles and successes taught, within the configured one.
+    fn limit(&self, lane: Lane) -> u32 {
+        let floor = |l: &LaneLimit| (l.value.floor().min(f64::from(u32::MAX)) as u32).max(1);
+        let main = floor(&self.lanes[Lane::Main.index()]);
+        let main = self.configured.map_or(main, |c| main.min(c.max(1)));
+        match lane {
+            Lane::Main => main,
+            Lane::Flex => main.min(floor(&self.lanes[Lane::Flex.index()])),
+        }
+    }
+
+    /// The most a call of `class` may have in flight on `lane`.
+    fn cap(&self, lane: Lane, class: SloClass, background_share: f64) -> u32 {
+        let limit = self.limit(lane);
+        match class {
+            SloClass::Background | SloClass::Batch => {
+                ((f64::from(limit) * background_share).floor() as u32).max(1)
+            }
+            SloClass::Interactive | SloClass::Standard => limit,
+        }
+    }
+
+    fn load(&self, lane: Lane, class: SloClass, background_share: f64) -> Load {
+        Load {
+            in_flight: self.in_flight,
+            limit: Some(self.cap(lane, class, background_share)),
+            refusing: false,
+        }
+    }
+
+    /// Whether it refuses as such: lately it refused for capacity more often than it answered
+    /// (refusals long past, under half of one, do not count).
+    fn is_refusing(&self, now: Instant) -> bool {
+        let refused = self.refused.at(now);
+        refused >= 0.5 && refused > self.served.at(now)
+    }
+
+    /// Whether it is serving: it answered lately, at least as often as it refused.
+    fn is_serving(&self, now: Instant) -> bool {
+        let served = self.served.at(now);
+        served >= 0.5 && self.refused.at(now) <= served
+    }
+
+    /// A throttle's lesson is forgotten after `forget_after` without another: the limit grows
+    /// by one per success again, from where it is.
+    fn refresh(&mut self, now: Instant, forget_after: Duration) {
+        if self
+            .last_throttle
+            .is_some_and(|t| now.saturating_duration_since(t) >= forget_after)
+        {
+            for l in &mut self.lanes {
+                l.probing = true;
+            }
+            self.last_throttle = None;
+        }
+    }
+}
+
+/// How fast a target's recent answers and refusals are forgotten: they halve every this long.
+const RECENT: Duration = Duration::from_secs(2);
+
+/// A count that halves every [`RECENT`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Decayed {
+    value: f64,
+    at: Option<Instant>,
+}
+
+impl Decayed {
+    fn at(&self, now: Instant) -> f64 {
+        let Some(at) = self.at else {
+            return 0.0;
+        };
+        let halvings = now.saturating_duration_since(at).as_secs_f64() / RECENT.as_secs_f64();
+        self.value * 0.5f64.powf(halvings)
+    }
+
+    fn add(&mut self, now: Instant, n: f64) {
+        self.value = self.at(now) + n;
+        self.at = Some(now);
+    }
+}
+
+/// A call waiting for a slot.
+struct Waiter {
+    /// The targets it may use (indices into the target table) and the lane of each.
+    targets: Vec<(usize, Lane)>,
+    class: SloClass,
+    /// Told which of `targets` it was given a slot on.
+    grant: oneshot::Sender<usize>,
+}
+
+/// A waiter's place in line: its class's rank (interactive first), its deadline, its arrival.
+type Place = (u8, Instant, u64);
+
+#[derive(Default)]
+struct Inner {
+    /// Target index by region, then id: looked up by `&str`, so planning allocates nothing.
+    index: HashMap<String, HashMap<String, usize>>,
+    targets: Vec<TargetLoad>,
+    waiting: BTreeMap<Place, Waiter>,
+    arrivals: u64,
+}
+
+impl Inner {
+    fn find(&self, region: &str, id: &str) -> Option<usize> {
+        self.index.get(region)?.get(id).copied()
+    }
+
+    fn find_or_add(
+        &mut self,
+        region: &str,
+        id: &str,
+        configured: Option<u32>,
+        initial: u32,
+    ) -> usize {
+        if let Some(i) = self.find(region, id) {
+            return i;
+        }
+        let i = self.targets.len();
+        self.targets.push(TargetLoad::new(configured, initial));
+        self.index
+            .entry(region.to_string())
+            .or_default()
+            .insert(id.to_string(), i);
+        i
+    }
+
+    /// Gives freed slots of target `t` to the first waiters in line that may use them.
+    fn dispatch(&mut self, t: usize, share: f64) {
+        loop {
+            let found = self.waiting.iter().find_map(|(place, w)| {
+                let (pos, &(_, lane)) = w.targets.iter().enumerate().find(|(_, (i, _))| *i == t)?;
+                let target = &self.targets[t];
+                (!target.load(lane, w.class, share).is_full()).then_some((*place, pos))
+            });
+            let Some((place, pos)) = found else {
+                return;
+            };
+            let waiter = self.waiting.remove(&place).expect("found above");
+            self.targets[t].in_flight += 1;
+            if waiter.grant.send(pos).is_err() {
+                // The call went away (cancelled, or its wait ended) as the slot came.
+                self.targets[t].in_flight -= 1;
+            }
+        }
+    }
+}
+
+/// Every target's concurrency and the calls waiting for a slot.
+pub struct Headroom {
+    config: ConcurrencyConfig,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Headroom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Headroom")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where one attempt goes, as headroom counts it.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotAsk<'r> {
+    /// The target's region.
+    pub region: &'r str,
+    /// The target's id.
+    pub id: &'r str,
+    /// The attempt's tier.
+    pub tier: Option<ServiceTier>,
+    /// The model's `quota.max_concurrency`.
+    pub configured: Option<u32>,
+}
+
+/// A slot given to a call that waited for one.
+#[derive(Debug)]
+pub struct Granted<'h> {
+    /// Which of the targets asked for it is on.
+    pub index: usize,
+    /// The slot itself.
+    pub slot: Slot<'h>,
+    /// Calls ahead of it for the same targets when it joined the line.
+    pub ahead: u32,
+}
+
+/// Why a call could not have a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoSlot {
+    /// Every target it may use is full, and the line ahead of it would take about `needed`
+    /// to clear: more than its deadline leaves (`left`).
+    WouldMissDeadline {
+        /// The wait it would need.
+        needed: Duration,
+        /// What its deadline leaves.
+        left: Duration,
+        /// Calls ahead of it that wait for the same targets.
+        ahead: u32,
+    },
+    /// It waited `waited` and no slot came while one could still serve it before its
+    /// deadline (`left` away when it joined the line, behind `ahead` calls).
+    DeadlinePassed {
+        /// How long it waited.
+        waited: Duration,
+        /// What its deadline left when it joined the line.
+        left: Duration,
+        /// Calls ahead of it for the same targets when it joined.
+        ahead: u32,
+    },
+    /// Queueing is off (`routing.concurrency.queue = false`).
+    QueueOff,
+}
+
+fn class_rank(class: SloClass) -> u8 {
+    match class {
+        SloClass::Interactive => 0,
+        SloClass::Standard => 1,
+        SloClass::Background => 2,
+        SloClass::Batch => 3,
+    }
+}
+
+impl Headroom {
+    /// No target known yet.
+    pub fn new(config: ConcurrencyConfig) -> Self {
+        Self {
+            config,
+            inner: Mutex::default(),
+        }
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A target's load for a call of `class` at `tier`.
+    pub fn load(
+        &self,
+        now: Instant,
+        region: &str,
+        id: &str,
+        tier: Option<ServiceTier>,
+        class: SloClass,
+    ) -> Load {
+        let Some(lane) = Lane::of(tier) else {
+            return Load::IDLE;
+        };
+        let mut inner = self.inner();
+        let Some(i) = inner.find(region, id) else {
+            // Unknown yet: it would start at its configured or initial limit.
+            return Load {
+                in_flight: 0,
+                limit: Some(self.config.initial_limit.max(1)),
+                refusing: false,
+            };
+        };
+        let t = &mut inner.targets[i];
+        t.refresh(now, self.config.forget_after);
+        Load {
+            refusing: t.is_refusing(now),
+            ..t.load(lane, class, self.config.background_share)
+        }
+    }
+
+    /// Whether the target is serving: it answered lately, at least as often as it refused for
+    /// capacity. A failover there after a throttle elsewhere moves load to capacity that takes
+    /// it, rather than retrying into refusals; a target that refuses everything (a quota
+    /// spent, a region throttling), or that has not answered yet, is not serving.
+    pub fn is_serving(&self, now: Instant, region: &str, id: &str) -> bool {
+        let inner = self.inner();
+        inner
+            .find(region, id)
+            .is_some_and(|i| inner.targets[i].is_serving(now))
+    }
+
+    /// A slot on the target for a call of `class`, if it has room (or the attempt's tier is not
+    /// counted); else its load. Nobody waiting for the target is passed over: while it is full
+    /// they hold their place, and a freed slot goes to them first.
+    pub fn try_occupy<'h>(
+        &'h self,
+        now: Instant,
+        ask: SlotAsk<'_>,
+        class: SloClass,
+    ) -> Result<Option<Slot<'h>>, Load> {
+        let Some(lane) = Lane::of(ask.tier) else {
+            return Ok(None);
+        };
+        let share = self.config.background_share;
+        let mut inner = self.inner();
+        let i = inner.find_or_add(
+            ask.region,
+            ask.id,
+            ask.configured,
+            self.config.initial_limit,
+        );
+        let t = &mut inner.targets[i];
+        t.refresh(now, self.config.forget_after);
+        let load = t.load(lane, class, share);
+        if load.is_full() {
+            return Err(load);
+        }
+        t.in_flight += 1;
+        Ok(Some(self.slot(i, lane, t.in_flight, now)))
+    }
+
+    fn slot(&self, target: usize, lane: Lane, in_flight: u32, now: Instant) -> Slot<'_> {
+        Slot {
+            headroom: self,
+            target,
+            lane,
+            in_flight_at_send: in_flight,
+            taken: now,
+        }
+    }
+
+    /// How long a call of `class` would wait for a slot on one of `asks`, and how many wait
+    /// ahead of it for the same targets: those ahead and itself, times the targets' usual
+    /// hold (`prior_hold` where none is known), over the slots they have between them.
+    fn expected_wait(
+        inner: &Inner,
+        targets: &[(usize, Lane)],
+        place: Place,
+        class: SloClass,
+        share: f64,
+        prior_hold: Duration,
+    ) -> (Duration, u32, Duration) {
+        let ahead = inner
+            .waiting
+            .range(..place)
+            .filter(|(_, w)| {
+                w.targets
+                    .iter()
+                    .any(|(i, _)| targets.iter().any(|(j, _)| i == j))
+            })
+            .count() as u32;
+        let mut slots = 0u64;
+        let mut hold = 0.0;
+        for &(i, lane) in targets {
+            let t = &inner.targets[i];
+            slots += u64::from(t.cap(lane, class, share));
+            hold += t.hold_s.unwrap_or(prior_hold.as_secs_f64());
+        }
+        let hold = (hold / targets.len().max(1) as f64).min(1e9);
+        let waves = f64::from(ahead + 1) / slots.max(1) as f64;
+        (
+            Duration::from_secs_f64((waves * hold).min(1e9)),
+            ahead,
+            Duration::from_secs_f64(hold),
+        )
+    }
+
+    /// Waits in line for a slot on one of `asks` (every one of them full when it was asked),
+    /// while a slot given could still be used before `deadline` (the targets' usual hold, or
+    /// `prior_hold`, before it). A call whose wait would plainly outlast its deadline is
+    /// refused at once, saying the wait it would have needed.
+    pub async fn wait_for_slot<'h>(
+        &'h self,
+        asks: &[SlotAsk<'_>],
+        class: SloClass,
+        deadline: tokio::time::Instant,
+        prior_hold: Duration,
+    ) -> Result<Granted<'h>, NoSlot> {
+        if !self.config.queue {
+            return Err(NoSlot::QueueOff);
+        }
+        let share = self.config.background_share;
+        let started = tokio::time::Instant::now();
+        let now = crate::time::now();
+        let left = deadline.saturating_duration_since(started);
+        let (rx, place, targets, positions, ahead, until) = {
+            let mut inner = self.inner();
+            // The counted asks (reserved ones are not), and where each stands in `asks`.
+            let mut targets = Vec::with_capacity(asks.len());
+            let mut positions = Vec::with_capacity(asks.len());
+            for (pos, a) in asks.iter().enumerate() {
+                if let Some(lane) = Lane::of(a.tier) {
+                    targets.push((
+                        inner.find_or_add(a.region, a.id, a.configured, self.config.initial_limit),
+                        lane,
+                    ));
+                    positions.push(pos);
+                }
+            }
+            // A slot may have freed since the call was refused one.
+            for (k, &(i, lane)) in targets.iter().enumerate() {
+                let t = &mut inner.targets[i];
+                if !t.load(lane, class, share).is_full() {
+                    t.in_flight += 1;
+                    return Ok(Granted {
+                        index: positions[k],
+                        slot: self.slot(i, lane, t.in_flight, now),
+                        ahead: 0,
+                    });
+                }
+            }
+            inner.arrivals += 1;
+            let place = (class_rank(class), deadline.into_std(), inner.arrivals);
+            let (needed, ahead, hold) =
+                Self::expected_wait(&inner, &targets, place, class, share, prior_hold);
+            if needed + hold >= left {
+                return Err(NoSlot::WouldMissDeadline {
+                    needed,
+                    left,
+                    ahead,
+                });
+            }
+            let (tx, rx) = oneshot::channel();
+            inner.waiting.insert(
+                place,
+                Waiter {
+                    targets: targets.clone(),
+                    class,
+                    grant: tx,
+                },
+            );
+            (rx, place, targets, positions, ahead, deadline - hold)
+        };
+        let mut waiting = Waiting {
+            headroom: self,
+            place,
+            rx,
+            targets: &targets,
+            served: false,
+        };
+        let granted = tokio::time::timeout_at(until, &mut waiting.rx).await;
+        match granted {
+            Ok(Ok(k)) => {
+                let (i, lane) = targets[k];
+                // The dispatcher counted the slot in already.
+                let in_flight = self.inner().targets[i].in_flight;
+                waiting.done();
+                Ok(Granted {
+                    index: positions[k],
+                    slot: self.slot(i, lane, in_flight, crate::time::now()),
+                    ahead,
+                })
+            }
+            _ => Err(NoSlot::DeadlinePassed {
+                waited: started.elapsed(),
+                left,
+                ahead,
+            }),
+        }
+    }
+
+    /// Calls waiting in line now.
+    pub fn waiting(&self) -> usize {
+        self.inner().waiting.len()
+    }
+
+    fn release(&self, target: usize, held: Duration) {
+        let mut inner = self.inner();
+        let t = &mut inner.targets[target];
+        t.in_flight = t.in_flight.saturating_sub(1);
+        let s = held.as_secs_f64();
+        t.hold_s = Some(t.hold_s.map_or(s, |h| 0.9 * h + 0.1 * s));
+        inner.dispatch(target, self.config.background_share);
+    }
+}
+
+/// A call's place in line; leaving it (its wait ended, or the call was cancelled) gives back
+/// a slot that came too late.
+struct Waiting<'h, 't> {
+    headroom: &'h Headroom,
+    place: Place,
+    rx: oneshot::Receiver<usize>,
+    targets: &'t [(usize, Lane)],
+    /// The call took the slot it was given: nothing to give back.
+    served: bool,
+}
+
+impl Waiting<'_, '_> {
+    fn done(mut self) {
+        self.served = true;
+    }
+}
+
+impl Drop for Waiting<'_, '_> {
+    fn drop(&mut self) {
+        if self.served {
+            return;
+        }
+        let removed = self.headroom.inner().waiting.remove(&self.place).is_some();
+        if !removed && let Ok(pos) = self.rx.try_recv() {
+            // Granted as the wait ended: the slot goes to the next in line.
+            self.headroom.release(self.targets[pos].0, Duration::ZERO);
+        }
+    }
+}
+
+/// One attempt's slot on its target, given back when dropped (to the first call in line for
+/// that target, if any). What the attempt met teaches the target's limit.
+pub struct Slot<'h> {
+    headroom: &'h Headroom,
+    target: usize,
+    lane: Lane,
+    /// Attempts in flight there when this one was sent, itself included.
+    in_flight_at_send: u32,
+    taken: Instant,
+}
+
+impl std::fmt::Debug for Slot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("lane", &self.lane)
+            .field("in_flight_at_send", &self.in_flight_at_send)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Slot<'_> {
+    /// Other attempts of this router in flight on the target now: a throttle beside them is
+    /// the target at its concurrency, one with none beside it a target refusing as such.
+    pub fn others_in_flight(&self) -> u32 {
+        self.headroom.inner().targets[self.target]
+            .in_flight
+            .saturating_sub(1)
+    }
+
+    /// The target refused the attempt for capacity: its lane's limit comes down to the other
+    /// attempts in flight there (the first lesson, and the refusals of the same wave), or by a
+    /// tenth at most (later ones), as
+    /// additive-increase, multiplicative-decrease limiters do, so that one throttle of a quota
+    /// window does not collapse it.
+    pub fn throttled(&self, now: Instant) {
+        let h = self.headroom;
+        let mut inner = h.inner();
+        let t = &mut inner.targets[self.target];
+        t.last_throttle = Some(now);
+        t.refused.add(now, 1.0);
+        if !h.config.learn {
+            return;
+        }
+        // What the target held when it refused: this router's other attempts in flight there
+        // now. Not the count when this one was sent: the attempts of a wave reach the service
+        // in another order than they were counted, while those it admitted are all still in
+        // flight when the wave's refusals come back.
+        let seen = f64::from(t.in_flight.saturating_sub(1).max(1));
+        // The answers to a wave of attempts arrive within about one hold of each other.
+        let hold = Duration::from_secs_f64(t.hold_s.unwrap_or(1.0).clamp(0.001, 60.0));
+        let l = &mut t.lanes[self.lane.index()];
+        if l.probing {
+            l.value = seen;
+            l.probing = false;
+            l.lesson_until = Some(now + hold);
+        } else if l.lesson_until.is_some_and(|until| now <= until) {
+            l.value = l.value.min(seen);
+        } else if seen < l.value {
+            l.value = seen.max((l.value * 0.9).floor()).max(1.0);
+        }
+    }
+
+    /// The target served the attempt, sent at (or above) its lane's limit: a limit no throttle
+    /// has taught grows by one (doubling per round of calls, as TCP's slow start); a taught
+    /// one grows by `1 / limit` once the target has not throttled for `probe_after`. Within a
+    /// configured limit. Its answers count toward its being cool.
+    pub fn served(&self, now: Instant) {
+        let h = self.headroom;
+        let mut inner = h.inner();
+        let t = &mut inner.targets[self.target];
+        t.served.add(now, 1.0);
+        if !h.config.learn {
+            return;
+        }
+        let quiet = t
+            .last_throttle
+            .is_none_or(|at| now.saturating_duration_since(at) >= h.config.probe_after);
+        let ceiling = t.configured.map_or(f64::INFINITY, f64::from);
+        let l = &mut t.lanes[self.lane.index()];
+        if f64::from(self.in_flight_at_send) < l.value.floor() || l.value >= ceiling {
+            return;
+        }
+        if l.probing {
+            l.value += 1.0;
+        } else if quiet {
+            l.value += 1.0 / l.value.max(1.0);
+        }
+        l.value = l.value.min(ceiling);
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let held = crate::time::now().saturating_duration_since(self.taken);
+        self.headroom.release(self.target, held);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headroom() -> Headroom {
+        Headroom::new(crate::config::Config::default().routing.concurrency)
+    }
+
+    fn ask(id: &str) -> SlotAsk<'_> {
+        SlotAsk {
+            region: "us-east-1",
+            id,
+            tier: Some(ServiceTier::Standard),
+            configured: None,
+        }
+    }
+
+    fn limit(h: &Headroom, at: Instant) -> Option<u32> {
+        h.load(
+            at,
+            "us-east-1",
+            "m",
+            Some(ServiceTier::Standard),
+            SloClass::Standard,
+        )
+        .limit
+    }
+
+    #[tokio::test]
+    async fn an_untaught_limit_doubles_per_round_until_a_throttle_teaches_it() {
+        let h = headroom();
+        let now = crate::time::now();
+        let initial = h.config.initial_limit;
+        assert_eq!(limit(&h, now), Some(initial));
+        // Calls kept at the limit (a queue waiting), each served: one more slot per success.
+        let mut held = Vec::new();
+        for _ in 0..initial {
+            while let Ok(Some(s)) = h.try_occupy(now, ask("m"), SloClass::Standard) {
+                held.push(s);
+            }
+            let last = held.pop().unwrap();
+            last.served(now);
+        }
+        assert_eq!(limit(&h, now), Some(2 * initial));
+        // Fill it: the service refuses the one sent with 2 * initial - 1 others in flight.
+        while let Ok(Some(s)) = h.try_occupy(now, ask("m"), SloClass::Standard) {
+            held.push(s);
+        }
+        held.last().unwrap().throttled(now);
+        assert_eq!(limit(&h, now), Some(2 * initial - 1));
+    }
+
+    #[tokio::test]
+    async fn a_taught_limit_is_held_then_probed_slowly_then_forgotten() {
+        let h = headroom();
+        let now = crate::time::now();
+        let slots: Vec<_> = (0..5)
+            .map(|_| {
+                h.try_occupy(now, ask("m"), SloClass::Standard)
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
+        // The fifth was refused by the service: four fit.
+        slots[4].throttled(now);
+        drop(slots);
+        assert_eq!(limit(&h, now), Some(4));
+        let mut held: Vec<_> = (0..4)
+            .map(|_| {
+                h.try_occupy(now, ask("m"), SloClass::Standard)
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            h.try_occupy(now, ask("m"), SloClass::Standard).unwrap_err(),
+            Load {
+                in_flight: 4,
+                limit: Some(4),
+                refusing: false
+            }
+        );
+        // Successes at the limit right after the throttle: held.
+        let mut serve_at_limit = |at: Instant| {
+            held.remove(0);
+            let s = h
+                .try_occupy(at, ask("m"), SloClass::Standard)
+                .unwrap()
+                .unwrap();
+            s.served(at);
+            held.push(s);
+        };
+        for _ in 0..10 {
+            serve_at_limit(now);
+        }
+        assert_eq!(limit(&h, now), Some(4));
+        // Quiet for `probe_after`: a quarter, a little less, ...: five make one more slot.
+        let quiet = now + h.config.probe_after;
+        for _ in 0..5 {
+            serve_at_limit(quiet);
+        }
+        assert_eq!(limit(&h, quiet), Some(5));
+        drop(held);
+        // Forgotten a while after the last throttle: it grows by one per success again.
+        let later = now + h.config.forget_after;
+        assert_eq!(limit(&h, later), Some(5));
+        let s = h
+            .try_occupy(later, ask("m"), SloClass::Standard)
+            .unwrap()
+            .unwrap();
+        let _others: Vec<_> = (0..4)
+            .map(|_| {
+                h.try_occupy(later, ask("m"), SloClass::Standard)
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
+        drop(s);
+        let fifth = h
+            .try_occupy(later, ask("m"), SloClass::Standard)
+            .unwrap()
+            .unwrap();
+        fifth.served(later);
+        assert_eq!(limit(&h, later), Some(6));
+    }
+
+    #[tokio::test]
+    async fn a_throttle_at_low_load_lowers_a_configured_limit_by_a_tenth_at_most() {
+        let h = headroom();
+        let now = crate::time::now();
+        let ask = SlotAsk {
+            configured: Some(40),
+            ..ask("m")
+        };
+        assert_eq!(
+            limit(&h, now),
+            Some(h.config.initial_limit),
+            "not asked for yet"
+        );
+        let s = h.try_occupy(now, ask, SloClass::Standard).unwrap().unwrap();
+        assert_eq!(limit(&h, now), Some(40));
+        // Alone in flight and throttled: a quota window, not concurrency.
+        s.throttled(now);
+        assert_eq!(limit(&h, now), Some(36));
+        s.throttled(now);
+        assert_eq!(
+            limit(&h, now),
+            Some(32),
+            "a target that keeps refusing keeps coming down"
+        );
+        let refusing = || {
+            h.load(
+                now,
+                "us-east-1",
+                "m",
+                Some(ServiceTier::Standard),
+                SloClass::Standard,
+            )
+            .refusing
+        };
+        assert!(!h.is_serving(now, "us-east-1", "m") && refusing());
+        s.served(now);
+        assert!(
+            !h.is_serving(now, "us-east-1", "m") && refusing(),
+            "one answer for two refusals"
+        );
+        s.served(now);
+        assert!(
+            h.is_serving(now, "us-east-1", "m"),
+            "as many answers as refusals"
+        );
+        assert!(!refusing());
+        // Refusals long past do not count.
+        let later = now + Duration::from_secs(30);
+        assert!(
+            !h.is_serving(later, "us-east-1", "m"),
+            "nothing answered lately"
+        );
+    }
+
+    #[tokio::test]
+    async fn background_calls_leave_a_share_of_each_target_to_the_others() {
+        let h = headroom();
+        let now = crate::time::now();
+        let ask = SlotAsk {
+            configured: Some(4),
+            ..ask("m")
+        };
+        let bg: Vec<_> = (0..3)
+            .map(|_| {
+                h.try_occupy(now, ask, SloClass::Background)
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
+        assert!(h.try_occupy(now, ask, SloClass::Background).is_err());
+        let interactive = h.try_occupy(now, ask, SloClass::Interactive).unwrap();
+        assert!(interactive.is_some());
+        drop(bg);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_freed_slot_goes_to_the_line_in_class_then_deadline_order() {
+        let h = std::sync::Arc::new(headroom());
+        let now = crate::time::now();
+        let ask = SlotAsk {
+            configured: Some(1),
+            ..ask("m")
+        };
+        let held = h.try_occupy(now, ask, SloClass::Standard).unwrap().unwrap();
+        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut tasks = Vec::new();
+        for (name, class) in [
+            ("background", SloClass::Background),
+            ("standard", SloClass::Standard),
+            ("interactive", SloClass::Interactive),
+        ] {
+            let (h, order) = (h.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                let slot = h
+                    .wait_for_slot(&[ask], class, deadline, Duration::from_millis(100))
+                    .await
+                    .unwrap()
+                    .slot;
+                order.lock().unwrap().push(name);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                drop(slot);
+            }));
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(h.waiting(), 3);
+        drop(held);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["interactive", "standard", "background"]
+        );
+        assert_eq!(h.waiting(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_beyond_the_deadline_is_refused_at_once_or_ends_at_it() {
+        let h = headroom();
+        let now = crate::time::now();
+        let ask = SlotAsk {
+            configured: Some(1),
+            ..ask("m")
+        };
+        let _held = h.try_occupy(now, ask, SloClass::Standard).unwrap().unwrap();
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        // A slot is usually held a second: fifty milliseconds is plainly too short.
+        let refused = h
+            .wait_for_slot(&[ask], SloClass::Standard, soon, Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, NoSlot::WouldMissDeadline { ahead: 0, .. }),
+            "{refused:?}"
+        );
+        let later = tokio::time::Instant::now() + Duration::from_secs(5);
+        let ended = h
+            .wait_for_slot(&[ask], SloClass::Standard, later, Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        // It waits while a slot could still serve it: until a usual hold before the deadline.
+        assert!(
+            matches!(ended, NoSlot::DeadlinePassed { waited, ahead: 0, .. } if waited == Duration::from_secs(4)),
+            "{ended:?}"
+        );
+        assert_eq!(h.waiting(), 0, "the line forgets a call whose wait ended");
+    }
+}
