@@ -703,3 +703,83 @@ async fn fleet_state_lives_on_a_redis_cluster_and_a_node_failing_mid_run_loses_n
     assert!(moved.degraded && moved.admissions == 0, "{moved:?}");
     emu.shutdown().await;
 }
+
+/// Three replicas in one process, each bursting `calls` at once on one Nova Micro target of
+/// `CAPACITY` slots (its in-region id in us-east-1); with `redis_url`, sharing the target's
+/// slots through it. Returns the throttles the emulator answered and the lease round trips
+/// calls waited for.
+async fn three_replicas_burst_on_one_target(redis_url: Option<&str>, calls: usize) -> (u64, u64) {
+    const CAPACITY: u32 = 8;
+    let emu = common::small_capacity_world(&["amazon.nova-micro-v1:0"], CAPACITY).await;
+    let shared = redis_url.map_or(String::new(), |url| {
+        format!("[shared]\nredis_url = \"{url}\"\nkey_prefix = \"conc\"\nreplicas = 3\ntimeout = 200.0\nsync_interval = 100.0\n")
+    });
+    let mut routers = Vec::new();
+    for _ in 0..3 {
+        routers.push(common::router_with(&emu, common::config(&shared)).await);
+    }
+    let call = |router: &Router, i: usize| {
+        let req = GenerateRequest::user(format!("fleet call {i}"))
+            .model("amazon.nova-micro-v1:0")
+            .residency(laneway::Residency::Regions(vec!["us-east-1".into()]))
+            .max_tokens(20);
+        let router = router.clone();
+        async move { router.generate(req).await }
+    };
+    let results = futures::future::join_all(
+        routers
+            .iter()
+            .flat_map(|r| (0..calls).map(move |i| call(r, i))),
+    )
+    .await;
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    let throttles = emu
+        .counters()
+        .iter()
+        .map(|r| {
+            r.counter
+                .errors
+                .get("ThrottlingException")
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    let round_trips = routers
+        .iter()
+        .map(|r| r.metrics().shared.map_or(0, |s| s.lease_waits))
+        .sum();
+    emu.shutdown().await;
+    (throttles, round_trips)
+}
+
+/// Three replicas sharing a target's slots through Redis learn its capacity once, as a fleet:
+/// far fewer throttles than three replicas each learning alone (each starting at the initial
+/// limit, so the first wave is three times too large), every call answered, and calls wait
+/// for few Redis round trips: a replica leases a block of slots (half its fair share of the
+/// limit) at a time, and asks again on a call's path only when its block is spent and the
+/// fleet had more to give at its last ask; renewals run off the calls' path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_a_targets_slots_and_learn_its_capacity_once() {
+    const CALLS: usize = 32;
+    let redis = RedisServer::start();
+    let (alone, _) = three_replicas_burst_on_one_target(None, CALLS).await;
+    let (fleet, round_trips) = three_replicas_burst_on_one_target(Some(&redis.url()), CALLS).await;
+    println!(
+        "3 x {CALLS} calls on 8 slots: {alone} throttles alone, {fleet} as a fleet ({round_trips} lease round trips)"
+    );
+    assert!(
+        fleet * 2 <= alone,
+        "a fleet learns once: {fleet} throttles against {alone} alone"
+    );
+    assert!(
+        round_trips * 2 <= (3 * CALLS) as u64,
+        "calls waited for {round_trips} lease round trips, {} calls",
+        3 * CALLS
+    );
+}

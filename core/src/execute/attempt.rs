@@ -282,8 +282,10 @@ impl<'a> InFlight<'a> {
         };
         if let Some(slot) = &self.slot
             && err.kind() == ErrorKind::Throttled
+            && let Some(limit) = slot.throttled(now)
         {
-            slot.throttled(now);
+            self.state
+                .teach_limit(a.target.region(), a.target.id(), limit);
         }
         if let Some((claim, terms)) = self.quota.take()
             && err.kind() == ErrorKind::Throttled

@@ -499,20 +499,14 @@ impl<'a> Run<'a> {
         let state = &self.exec.state;
         let slot = match granted {
             Some(slot) => Some(slot),
-            None => {
-                let ask = self.slot_ask(&attempt);
-                match state
-                    .headroom()
-                    .try_occupy(crate::time::now(), ask, self.request.slo.class)
-                {
-                    Ok(slot) => slot,
-                    Err(load) => {
-                        self.note_full(&attempt, load);
-                        self.full.push((attempt, force));
-                        return None;
-                    }
+            None => match self.take_slot(&attempt).await {
+                Ok(slot) => slot,
+                Err(load) => {
+                    self.note_full(&attempt, load);
+                    self.full.push((attempt, force));
+                    return None;
                 }
-            }
+            },
         };
         let mut inflight = InFlight::admit(state, attempt, self.estimate, force).await?;
         inflight.slot = slot;
@@ -566,6 +560,31 @@ impl<'a> Run<'a> {
         self.sent += 1;
         self.sent_this_round += 1;
         Some(inflight)
+    }
+
+    /// A slot on the attempt's target, if it has room; with shared state, when only this
+    /// replica's lease of it is spent, after leasing a block more from the fleet (one Redis
+    /// round trip, at most one per block of admissions; none while the fleet lately had
+    /// nothing more to give).
+    async fn take_slot(
+        &self,
+        attempt: &Attempt,
+    ) -> Result<Option<crate::state::load::Slot<'a>>, crate::state::Load> {
+        let state = &self.exec.state;
+        let (ask, class) = (self.slot_ask(attempt), self.request.slo.class);
+        let refused = match state.headroom().try_occupy(crate::time::now(), ask, class) {
+            Ok(slot) => return Ok(slot),
+            Err(load) => load,
+        };
+        let Some(lease) = state
+            .headroom()
+            .lease_wanted(crate::time::now(), ask, class)
+        else {
+            return Err(refused);
+        };
+        // Boxed: a lease is a rare wait, and every call's future would carry its size.
+        Box::pin(state.lease_slots(ask.region, ask.id, lease)).await;
+        state.headroom().try_occupy(crate::time::now(), ask, class)
     }
 
     /// Says in the decision that a target was full at admission, unless it is said already.

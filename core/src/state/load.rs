@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use foldhash::HashMap;
 use tokio::sync::oneshot;
 
+use super::shared::{LeaseAnswer, LeaseAsk};
 use crate::config::ConcurrencyConfig;
 pub use crate::plan::observe::Load;
 use crate::types::{ServiceTier, SloClass};
@@ -69,7 +70,28 @@ struct TargetLoad {
     refused: Decayed,
     /// Moving average of how long an attempt held its slot, in seconds.
     hold_s: Option<f64>,
+    /// With shared state: the target's name, its slots this replica leased from the fleet
+    /// (`None` until asked), the slots the other replicas hold, and until when the fleet had
+    /// no more to give (no round trip on a call's path until then).
+    fleet: Option<FleetShare>,
 }
+
+/// A target's slots as the fleet shares them (`[shared]`).
+#[derive(Debug)]
+struct FleetShare {
+    region: String,
+    id: String,
+    lease: Option<u32>,
+    others: u32,
+    spent_until: Option<Instant>,
+    /// A call is asking the fleet for more now (since then): the others wait for its answer
+    /// in line rather than ask too.
+    asked_at: Option<Instant>,
+}
+
+/// How long an ask of the fleet keeps others from asking: longer than any answer takes (a
+/// call cancelled while asking frees the way after it).
+const ASKING: Duration = Duration::from_secs(1);
 
 impl TargetLoad {
     fn new(configured: Option<u32>, initial: u32) -> Self {
@@ -86,7 +108,13 @@ impl TargetLoad {
             served: Decayed::default(),
             refused: Decayed::default(),
             hold_s: None,
+            fleet: None,
         }
+    }
+
+    /// The other replicas' slots on it (none without shared state).
+    fn others(&self) -> u32 {
+        self.fleet.as_ref().map_or(0, |f| f.others)
     }
 
     /// The lane's limit: what throttles and successes taught, within the configured one.
@@ -100,9 +128,10 @@ impl TargetLoad {
         }
     }
 
-    /// The most a call of `class` may have in flight on `lane`.
-    fn cap(&self, lane: Lane, class: SloClass, background_share: f64) -> u32 {
-        let limit = self.limit(lane);
+    /// The most a call of `class` may have in flight on `lane` by the target's limit.
+    fn limit_cap(&self, lane: Lane, class: SloClass, background_share: f64) -> u32 {
+        // Shared, the limit is the fleet's: the others' slots come off it.
+        let limit = self.limit(lane).saturating_sub(self.others()).max(1);
         match class {
             SloClass::Background | SloClass::Batch => {
                 ((f64::from(limit) * background_share).floor() as u32).max(1)
@@ -111,16 +140,47 @@ impl TargetLoad {
         }
     }
 
+    /// The most a call of `class` may have in flight on `lane`: by the limit, and shared, by
+    /// this replica's lease.
+    fn cap(&self, lane: Lane, class: SloClass, background_share: f64) -> u32 {
+        let cap = self.limit_cap(lane, class, background_share);
+        match &self.fleet {
+            Some(f) => cap.min(f.lease.unwrap_or(0)),
+            None => cap,
+        }
+    }
+
+    /// Its load as plans see it: against its limit (shared, the fleet's, less the other
+    /// replicas' slots), not this replica's lease, which a call leases more of when it needs.
     fn load(&self, lane: Lane, class: SloClass, background_share: f64) -> Load {
         Load {
             in_flight: self.in_flight,
-            limit: Some(self.cap(lane, class, background_share)),
+            limit: Some(self.limit_cap(lane, class, background_share)),
             refusing: false,
         }
     }
 
-    /// Whether it refuses as such: lately it refused for capacity more often than it answered
-    /// (refusals long past, under half of one, do not count).
+    /// Whether an attempt of `class` may take a slot now: within the limit and, shared, this
+    /// replica's lease.
+    fn has_room(&self, lane: Lane, class: SloClass, background_share: f64) -> bool {
+        self.in_flight < self.cap(lane, class, background_share)
+    }
+
+    /// A lease of what is in use, and a block more if `more`: half this replica's fair share
+    /// of the limit, so that a replica asks the fleet at most once per that many admissions.
+    fn lease_ask(&self, replicas: u32, more: bool) -> LeaseAsk {
+        let limit = self.limit(Lane::Main);
+        let block = limit.div_ceil(2 * replicas.max(1)).max(1);
+        LeaseAsk {
+            want: self.in_flight + if more { block } else { 0 },
+            in_use: self.in_flight,
+            limit,
+        }
+    }
+
+    /// Whether it refuses as such: lately it refused for capacity, with nothing else of ours in
+    /// flight there, more often than it answered (refusals long past, under half of one, do
+    /// not count).
     fn is_refusing(&self, now: Instant) -> bool {
         let refused = self.refused.at(now);
         refused >= 0.5 && refused > self.served.at(now)
@@ -191,6 +251,8 @@ struct Inner {
     targets: Vec<TargetLoad>,
     waiting: BTreeMap<Place, Waiter>,
     arrivals: u64,
+    /// With shared state, the replicas that share targets' slots (0: not shared).
+    fleet_replicas: u32,
 }
 
 impl Inner {
@@ -198,18 +260,30 @@ impl Inner {
         self.index.get(region)?.get(id).copied()
     }
 
-    fn find_or_add(
-        &mut self,
-        region: &str,
-        id: &str,
-        configured: Option<u32>,
-        initial: u32,
-    ) -> usize {
+    /// The index of the target an attempt asks for, added when first asked.
+    fn target_of(&mut self, ask: SlotAsk<'_>, initial: u32) -> usize {
+        let SlotAsk {
+            region,
+            id,
+            configured,
+            ..
+        } = ask;
         if let Some(i) = self.find(region, id) {
             return i;
         }
         let i = self.targets.len();
-        self.targets.push(TargetLoad::new(configured, initial));
+        let mut t = TargetLoad::new(configured, initial);
+        if self.fleet_replicas > 0 {
+            t.fleet = Some(FleetShare {
+                region: region.to_string(),
+                id: id.to_string(),
+                lease: None,
+                others: 0,
+                spent_until: None,
+                asked_at: None,
+            });
+        }
+        self.targets.push(t);
         self.index
             .entry(region.to_string())
             .or_default()
@@ -223,7 +297,9 @@ impl Inner {
             let found = self.waiting.iter().find_map(|(place, w)| {
                 let (pos, &(_, lane)) = w.targets.iter().enumerate().find(|(_, (i, _))| *i == t)?;
                 let target = &self.targets[t];
-                (!target.load(lane, w.class, share).is_full()).then_some((*place, pos))
+                target
+                    .has_room(lane, w.class, share)
+                    .then_some((*place, pos))
             });
             let Some((place, pos)) = found else {
                 return;
@@ -379,20 +455,141 @@ impl Headroom {
         };
         let share = self.config.background_share;
         let mut inner = self.inner();
-        let i = inner.find_or_add(
-            ask.region,
-            ask.id,
-            ask.configured,
-            self.config.initial_limit,
-        );
+        let i = inner.target_of(ask, self.config.initial_limit);
         let t = &mut inner.targets[i];
         t.refresh(now, self.config.forget_after);
-        let load = t.load(lane, class, share);
-        if load.is_full() {
-            return Err(load);
+        if !t.has_room(lane, class, share) {
+            // Shared and within the limit, only the lease is spent: it reads as full here,
+            // whatever plans see.
+            let load = t.load(lane, class, share);
+            return Err(Load {
+                limit: Some(t.cap(lane, class, share)),
+                ..load
+            });
         }
         t.in_flight += 1;
-        Ok(Some(self.slot(i, lane, t.in_flight, now)))
+        Ok(Some(self.slot(i, lane, t.in_flight + t.others(), now)))
+    }
+
+    /// Shares targets' slots with `replicas` replicas through the fleet's leases: from now on a
+    /// target admits only what this replica leased of it.
+    pub fn share_with_fleet(&self, replicas: u32) {
+        self.inner().fleet_replicas = replicas.max(1);
+    }
+
+    /// With shared state, what to lease when the target is full only for want of this
+    /// replica's lease (its limit has room): what is in use and a block more, a block being
+    /// half this replica's fair share of the limit. `None` when not shared, when the limit
+    /// itself is reached, while the fleet lately had nothing more to give, or while another
+    /// call asks (this one then waits in line for what that ask brings).
+    pub fn lease_wanted(
+        &self,
+        now: Instant,
+        ask: SlotAsk<'_>,
+        class: SloClass,
+    ) -> Option<LeaseAsk> {
+        let lane = Lane::of(ask.tier)?;
+        let share = self.config.background_share;
+        let mut inner = self.inner();
+        let replicas = inner.fleet_replicas;
+        if replicas == 0 {
+            return None;
+        }
+        let i = inner.target_of(ask, self.config.initial_limit);
+        let t = &mut inner.targets[i];
+        let full = t.in_flight >= t.limit_cap(lane, class, share);
+        let lease = t.lease_ask(replicas, true);
+        let fleet = t.fleet.as_mut()?;
+        if full
+            || fleet.spent_until.is_some_and(|until| now < until)
+            || fleet
+                .asked_at
+                .is_some_and(|at| now.saturating_duration_since(at) < ASKING)
+        {
+            return None;
+        }
+        fleet.asked_at = Some(now);
+        Some(lease)
+    }
+
+    /// The fleet answered `asked` of the target (`None`: Redis did not, and this replica takes
+    /// its share of its own limit); an answer that gave less than was wanted holds further
+    /// asks off the calls' path for `quiet`. Waiters that now fit are given their slots.
+    pub fn leased(
+        &self,
+        now: Instant,
+        (region, id): (&str, &str),
+        asked: LeaseAsk,
+        answer: Option<LeaseAnswer>,
+        quiet: Duration,
+    ) {
+        let share = self.config.background_share;
+        let mut inner = self.inner();
+        let replicas = inner.fleet_replicas.max(1);
+        let Some(i) = inner.find(region, id) else {
+            return;
+        };
+        let t = &mut inner.targets[i];
+        let own = t.limit(Lane::Main);
+        let main = &mut t.lanes[Lane::Main.index()];
+        let Some(fleet) = t.fleet.as_mut() else {
+            return;
+        };
+        fleet.asked_at = None;
+        match answer {
+            Some(a) => {
+                fleet.spent_until = (a.granted < asked.want).then_some(now + quiet);
+                fleet.lease = Some(a.granted);
+                fleet.others = a.others;
+                // The fleet's limit holds every replica's lessons: taken while this replica
+                // has no fresh lesson of its own; while its own limit still grows untaught,
+                // it only raises it.
+                let fleet_limit = f64::from(a.limit);
+                if main.probing {
+                    main.value = main.value.max(fleet_limit);
+                } else if main.lesson_until.is_none_or(|until| now > until) {
+                    main.value = fleet_limit;
+                } else {
+                    main.value = main.value.min(fleet_limit);
+                }
+            }
+            None => {
+                fleet.lease = Some((own / replicas).max(1));
+                fleet.others = 0;
+                fleet.spent_until = Some(now + quiet);
+            }
+        }
+        inner.dispatch(i, share);
+    }
+
+    /// The leases to renew (or give back) now, off the calls' path: every target this replica
+    /// holds slots of or has calls waiting for, asking for what is in use and a block more (or
+    /// a slot for each call waiting, when more wait) while any is in use or wanted, else for
+    /// nothing.
+    pub fn renewals(&self) -> Vec<(String, String, LeaseAsk)> {
+        let inner = self.inner();
+        let replicas = inner.fleet_replicas;
+        let mut waiting = vec![0u32; inner.targets.len()];
+        for w in inner.waiting.values() {
+            for &(i, _) in &w.targets {
+                waiting[i] += 1;
+            }
+        }
+        inner
+            .targets
+            .iter()
+            .zip(waiting)
+            .filter_map(|(t, waiting)| {
+                let f = t.fleet.as_ref()?;
+                let busy = t.in_flight > 0 || waiting > 0;
+                if f.lease.unwrap_or(0) == 0 && !busy {
+                    return None;
+                }
+                let mut ask = t.lease_ask(replicas, busy);
+                ask.want = ask.want.max(t.in_flight + waiting);
+                Some((f.region.clone(), f.id.clone(), ask))
+            })
+            .collect()
     }
 
     fn slot(&self, target: usize, lane: Lane, in_flight: u32, now: Instant) -> Slot<'_> {
@@ -466,21 +663,18 @@ impl Headroom {
             let mut positions = Vec::with_capacity(asks.len());
             for (pos, a) in asks.iter().enumerate() {
                 if let Some(lane) = Lane::of(a.tier) {
-                    targets.push((
-                        inner.find_or_add(a.region, a.id, a.configured, self.config.initial_limit),
-                        lane,
-                    ));
+                    targets.push((inner.target_of(*a, self.config.initial_limit), lane));
                     positions.push(pos);
                 }
             }
             // A slot may have freed since the call was refused one.
             for (k, &(i, lane)) in targets.iter().enumerate() {
                 let t = &mut inner.targets[i];
-                if !t.load(lane, class, share).is_full() {
+                if t.has_room(lane, class, share) {
                     t.in_flight += 1;
                     return Ok(Granted {
                         index: positions[k],
-                        slot: self.slot(i, lane, t.in_flight, now),
+                        slot: self.slot(i, lane, t.in_flight + t.others(), now),
                         ahead: 0,
                     });
                 }
@@ -519,7 +713,10 @@ impl Headroom {
             Ok(Ok(k)) => {
                 let (i, lane) = targets[k];
                 // The dispatcher counted the slot in already.
-                let in_flight = self.inner().targets[i].in_flight;
+                let in_flight = {
+                    let inner = self.inner();
+                    inner.targets[i].in_flight + inner.targets[i].others()
+                };
                 waiting.done();
                 Ok(Granted {
                     index: positions[k],
@@ -614,20 +811,28 @@ impl Slot<'_> {
     /// tenth at most (later ones), as
     /// additive-increase, multiplicative-decrease limiters do, so that one throttle of a quota
     /// window does not collapse it.
-    pub fn throttled(&self, now: Instant) {
+    ///
+    /// Shared, what was in flight is the fleet's (the other replicas' slots counted), and the
+    /// new limit is returned for the fleet to learn.
+    pub fn throttled(&self, now: Instant) -> Option<u32> {
         let h = self.headroom;
         let mut inner = h.inner();
         let t = &mut inner.targets[self.target];
         t.last_throttle = Some(now);
-        t.refused.add(now, 1.0);
-        if !h.config.learn {
-            return;
+        if t.in_flight <= 1 {
+            // Refused with nothing else of ours in flight there: the target refuses as such
+            // (a wave's refusals beside the attempts it admitted only teach its limit).
+            t.refused.add(now, 1.0);
         }
+        if !h.config.learn {
+            return None;
+        }
+        let others = t.others();
         // What the target held when it refused: this router's other attempts in flight there
         // now. Not the count when this one was sent: the attempts of a wave reach the service
         // in another order than they were counted, while those it admitted are all still in
         // flight when the wave's refusals come back.
-        let seen = f64::from(t.in_flight.saturating_sub(1).max(1));
+        let seen = f64::from((t.in_flight + others).saturating_sub(1).max(1));
         // The answers to a wave of attempts arrive within about one hold of each other.
         let hold = Duration::from_secs_f64(t.hold_s.unwrap_or(1.0).clamp(0.001, 60.0));
         let l = &mut t.lanes[self.lane.index()];
@@ -640,6 +845,8 @@ impl Slot<'_> {
         } else if seen < l.value {
             l.value = seen.max((l.value * 0.9).floor()).max(1.0);
         }
+        let shared = t.fleet.is_some() && self.lane == Lane::Main;
+        shared.then(|| t.limit(Lane::Main))
     }
 
     /// The target served the attempt, sent at (or above) its lane's limit: a limit no throttle

@@ -80,7 +80,9 @@ pub struct State {
     /// The providers that have answered this router: its credentials are good there.
     answered_by: RwLock<Vec<crate::types::Provider>>,
     /// Each target's attempts in flight against its concurrency, and calls waiting for a slot.
-    headroom: load::Headroom,
+    headroom: Arc<load::Headroom>,
+    /// How long after a throttle a learnt limit is held before it grows again.
+    probe_after: Duration,
 }
 
 impl State {
@@ -121,7 +123,8 @@ impl State {
                 .build(),
             outliers: outlier::Outliers::new(config.routing.outlier),
             answered_by: RwLock::default(),
-            headroom: load::Headroom::new(config.routing.concurrency),
+            headroom: Arc::new(load::Headroom::new(config.routing.concurrency)),
+            probe_after: config.routing.concurrency.probe_after,
         }
     }
 
@@ -154,7 +157,37 @@ impl State {
             .collect();
         self.fallback_ledgers = Mutex::new(fallback);
         shared::spawn_sync(&shared, self.breaker.open_for * 10);
+        self.headroom.share_with_fleet(shared.replicas);
+        spawn_lease_renewal(&self.headroom, &shared, self.probe_after);
         self.shared = Some(shared);
+    }
+
+    /// Leases slots of a target from the fleet (with shared state: one Redis round trip,
+    /// within `shared.timeout`; unanswered, this replica takes its share of its own limit).
+    pub async fn lease_slots(&self, region: &str, id: &str, ask: shared::LeaseAsk) {
+        let Some(sh) = &self.shared else {
+            return;
+        };
+        let answer = if sh.usable() {
+            sh.lease_slots(region, id, ask, self.probe_after, true)
+                .await
+        } else {
+            None
+        };
+        self.headroom.leased(
+            crate::time::now(),
+            (region, id),
+            ask,
+            answer,
+            sh.sync_interval,
+        );
+    }
+
+    /// A throttle taught a target's limit: with shared state, the fleet learns it too.
+    pub fn teach_limit(&self, region: &str, id: &str, limit: u32) {
+        if let Some(sh) = &self.shared {
+            sh.teach_limit(region, id, limit);
+        }
     }
 
     /// The shared state's health, when configured.
@@ -187,6 +220,41 @@ impl State {
             .unwrap_or_else(|p| p.into_inner())
             .try_spend(now)
     }
+}
+
+/// Renews (or gives back) this replica's leases of targets' slots every `sync_interval`, off
+/// the calls' path, while the router lives.
+fn spawn_lease_renewal(
+    headroom: &Arc<load::Headroom>,
+    shared: &Arc<shared::Shared>,
+    probe_after: Duration,
+) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (headroom, shared) = (Arc::downgrade(headroom), Arc::downgrade(shared));
+    let every = shared
+        .upgrade()
+        .map_or(Duration::from_secs(1), |s| s.sync_interval);
+    handle.spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let (Some(headroom), Some(shared)) = (headroom.upgrade(), shared.upgrade()) else {
+                return;
+            };
+            if !shared.usable() {
+                continue;
+            }
+            for (region, id, ask) in headroom.renewals() {
+                let answer = shared
+                    .lease_slots(&region, &id, ask, probe_after, false)
+                    .await;
+                headroom.leased(crate::time::now(), (&region, &id), ask, answer, every);
+            }
+        }
+    });
 }
 
 /// The state at one instant, as the planner reads it.

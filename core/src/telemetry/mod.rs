@@ -278,6 +278,11 @@ pub struct SharedStatus {
     pub breaker_syncs: u64,
     /// Completed writes of where prompt prefixes were cached.
     pub prefixes_published: u64,
+    /// Leases of targets' slots asked of Redis (on a call's path when a replica's block ran
+    /// out, else by the renewal task).
+    pub lease_round_trips: u64,
+    /// Of `lease_round_trips`, those a call waited for.
+    pub lease_waits: u64,
 }
 
 struct Lane {

@@ -32,6 +32,28 @@ pub(crate) async fn real_minute_emulator(
     Emulator::start(scenario).await.unwrap()
 }
 
+/// The built-in `startup` world at a quarter of real time, where `models` take `capacity`
+/// requests at once per target and answer 20 tokens 300 ms (of scenario time) after a request,
+/// with no spread: small, named capacity, so that what a surge test asserts is the router's
+/// doing and not the machine's.
+pub(crate) async fn small_capacity_world(models: &[&str], capacity: u32) -> Emulator {
+    let mut scenario = Scenario::builtin("startup").unwrap();
+    scenario.time_scale = 0.25;
+    for m in scenario
+        .models
+        .iter_mut()
+        .filter(|m| models.contains(&m.id.as_str()))
+    {
+        m.overrides.clear();
+        m.answer_tokens = [20, 20];
+        m.performance.ttft_median_ms = 300.0;
+        m.performance.ttft_p99_ms = 300.0;
+        m.performance.tokens_per_second = 4_000.0;
+        m.performance.max_concurrency = capacity;
+    }
+    Emulator::start(scenario).await.unwrap()
+}
+
 pub(crate) fn config(extra: &str) -> Config {
     Config::from_toml_str(&format!("{STARTUP_CONFIG}\n{extra}")).unwrap()
 }

@@ -9,11 +9,13 @@
 //!   and output tokens admitted against the model's reservation;
 //! - `{prefix}:breakers`: a hash, target → unix milliseconds until which its breaker is open;
 //! - `{prefix}:probe:<target>`: the half-open probe lease of a target;
+//! - `{prefix}:conc:<region>|<id>`: a target's concurrency: the fleet's limit and each
+//!   replica's lease of its slots (`concurrency.rs`);
 //! - `{prefix}:prefix:<sha-256 hex>`: where a prompt prefix was last cached
 //!   (`region|target|expiry unix ms`), expiring with the cache entry.
 //!
 //! One concern a file, each an `impl Shared` block: `capacity.rs` (reservations and quotas),
-//! `breakers.rs`, `prefixes.rs`; here, the connection, its health and the sync task.
+//! `concurrency.rs` (targets' slots), `breakers.rs`, `prefixes.rs`; here, the connection, its health and the sync task.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,11 +27,13 @@ use redis::aio::ConnectionManager;
 
 mod breakers;
 mod capacity;
+mod concurrency;
 mod prefixes;
 
 pub use breakers::{RemoteBreaker, target_key};
 pub use capacity::SharedTicket;
 use capacity::{ADMIT, Lease};
+pub use concurrency::{LeaseAnswer, LeaseAsk};
 
 /// A connection to one Redis server (reconnecting), or to a Redis Cluster (following its
 /// slots and failovers): every command and script below goes through either.
@@ -84,6 +88,8 @@ struct Health {
     malformed_values: AtomicU64,
     breaker_syncs: AtomicU64,
     prefixes_published: AtomicU64,
+    lease_round_trips: AtomicU64,
+    lease_waits: AtomicU64,
 }
 
 /// Now, in unix milliseconds (the clock shared entries are stamped with).
@@ -105,6 +111,10 @@ pub struct Shared {
     pub(crate) sync_interval: Duration,
     health: Health,
     admit: Script,
+    lease: Script,
+    teach: Script,
+    /// This replica's name in the fleet's leases of targets' slots.
+    replica_id: u64,
     leases: Mutex<HashMap<String, Lease>>,
     refilling: Mutex<HashSet<String>>,
     /// Targets whose breaker another replica (or this one) published as open: until when
@@ -154,6 +164,9 @@ impl Shared {
             sync_interval: config.sync_interval,
             health: Health::default(),
             admit: Script::new(ADMIT),
+            lease: Script::new(concurrency::LEASE),
+            teach: Script::new(concurrency::TEACH),
+            replica_id: rand::random(),
             leases: Mutex::default(),
             refilling: Mutex::default(),
             remote_open: RwLock::default(),
@@ -213,6 +226,8 @@ impl Shared {
             malformed_values: self.health.malformed_values.load(Ordering::Relaxed),
             breaker_syncs: self.health.breaker_syncs.load(Ordering::Relaxed),
             prefixes_published: self.health.prefixes_published.load(Ordering::Relaxed),
+            lease_round_trips: self.health.lease_round_trips.load(Ordering::Relaxed),
+            lease_waits: self.health.lease_waits.load(Ordering::Relaxed),
         }
     }
 
