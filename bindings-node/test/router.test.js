@@ -396,3 +396,26 @@ test('the JavaScript SDK straight at the emulator and through Laneway give the s
   sdk.destroy()
   await own.stop()
 })
+
+test('a call that cannot get a slot in time is overloaded', async () => {
+  // One slot on the one target these calls may use (Nova Micro's own id in us-east-1, about
+  // 220 ms an answer in the `startup` world): the calls beyond it would wait about a second
+  // each in line, past their 1.5 s deadline once served, so they are refused at once, typed.
+  const startup = await startEmulator({ scenario: 'startup' })
+  try {
+    const r = new laneway.Router({ config: '[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\n', ...startup.routerOptions() })
+    const ask = i => r.generate(`Call ${i}`, { model: 'amazon.nova-micro-v1:0', maxTokens: 4, residency: { regions: ['us-east-1'] }, deadlineMs: 1500 })
+    const results = await Promise.allSettled([0, 1, 2, 3].map(ask))
+    const refused = results.filter(x => x.status === 'rejected').map(x => x.reason)
+    assert.equal(results.filter(x => x.status === 'fulfilled').length, 1, String(refused))
+    assert.equal(refused.length, 3)
+    for (const e of refused) {
+      assert.ok(e instanceof laneway.OverloadedError && e instanceof laneway.LanewayError, String(e))
+      assert.equal(e.kind, 'overloaded')
+      assert.equal(e.waitedMs, 0)
+      assert.ok(e.waitNeededMs + 1000 >= e.waitAllowedMs && e.message.includes(`${Math.floor(e.waitNeededMs)} ms`), e.message)
+    }
+  } finally {
+    await startup.stop()
+  }
+})

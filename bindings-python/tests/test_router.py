@@ -504,3 +504,23 @@ def test_a_guardrailed_converse_gives_boto3s_answer_shape(router, emulator):
             {"guardContent": {"text": {"text": "Echo: mail jane@example.com"}}}, {"text": "Echo: mail jane@example.com"}]}])
         assert masked["output"]["message"]["content"][0]["text"] == "mail {EMAIL}"
         assert masked["trace"]["guardrail"]["modelOutput"] == ["mail jane@example.com"]
+
+
+async def test_a_call_that_cannot_get_a_slot_in_time_is_overloaded():
+    # One slot on the one target these calls may use (Nova Micro's own id in us-east-1, which
+    # answers in about 220 ms in the `startup` world): the calls beyond it would wait about a
+    # second each in line (no hold time is known yet), past their 1.5 s deadline once served,
+    # so they are refused at once, typed, saying the wait they needed.
+    with Emulator(scenario="startup") as emu:
+        router = laneway.Router('[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\n', **emu.router_kwargs())
+        ask = lambda i: router.generate(
+            f"Call {i}", model="amazon.nova-micro-v1:0", max_tokens=4, residency={"regions": ["us-east-1"]}, deadline_ms=1500
+        )
+        results = await asyncio.gather(*(ask(i) for i in range(4)), return_exceptions=True)
+    answered = [r for r in results if isinstance(r, laneway.Response)]
+    refused = [r for r in results if isinstance(r, laneway.OverloadedError)]
+    assert len(answered) == 1 and len(refused) == 3, results
+    e = refused[0]
+    assert e.kind == "overloaded" and issubclass(laneway.OverloadedError, laneway.LanewayError)
+    assert e.wait_needed_ms + 1000 >= e.wait_allowed_ms and e.waited_ms == 0
+    assert "overloaded" in str(e) and f"{int(e.wait_needed_ms)} ms" in str(e)

@@ -234,7 +234,7 @@ impl State {
     }
 
     /// A target refused an attempt for capacity that its concurrency limit now accounts for
-    /// ([`load`](super::load)): it counts toward the target's throttle score, so that plans
+    /// ([`Headroom`](super::load::Headroom)): it counts toward the target's throttle score, so that plans
     /// rank it after targets with room for a while, and not toward its breaker: it is full,
     /// not failing.
     pub fn record_throttle(&self, now: Instant, region: &str, id: &str, tier: Option<ServiceTier>) {
