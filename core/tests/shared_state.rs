@@ -739,17 +739,7 @@ async fn three_replicas_burst_on_one_target(redis_url: Option<&str>, calls: usiz
         failed.len(),
         failed.first()
     );
-    let throttles = emu
-        .counters()
-        .iter()
-        .map(|r| {
-            r.counter
-                .errors
-                .get("ThrottlingException")
-                .copied()
-                .unwrap_or(0)
-        })
-        .sum();
+    let throttles = common::throttles_seen(&emu);
     let round_trips = routers
         .iter()
         .map(|r| r.metrics().shared.map_or(0, |s| s.lease_waits))

@@ -72,6 +72,20 @@ pub(crate) async fn router(emu: &Emulator) -> Router {
     router_with(emu, config("")).await
 }
 
+/// Throttles (ThrottlingException) the emulator answered, over every target.
+pub(crate) fn throttles_seen(emu: &Emulator) -> u64 {
+    emu.counters()
+        .iter()
+        .map(|r| {
+            r.counter
+                .errors
+                .get("ThrottlingException")
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
 /// Requests the emulator received, over all counters.
 pub(crate) fn requests_seen(emu: &Emulator) -> u64 {
     emu.counters().iter().map(|r| r.counter.requests).sum()

@@ -43,20 +43,6 @@ fn call(i: usize, class: SloClass) -> GenerateRequest {
         .max_tokens(64)
 }
 
-/// Throttles the emulator answered, over every target.
-fn throttles(emu: &Emulator) -> u64 {
-    emu.counters()
-        .iter()
-        .map(|r| {
-            r.counter
-                .errors
-                .get("ThrottlingException")
-                .copied()
-                .unwrap_or(0)
-        })
-        .sum()
-}
-
 /// How long the call waited in the client-side queue, from its decision.
 fn queued(r: &GenerateResponse) -> Duration {
     let ms = r
@@ -100,7 +86,7 @@ async fn a_burst_of_eight_times_capacity_is_answered_in_full_fresh_and_warm() {
     );
     // The first wave teaches each target its limit: at most the initial limit's excess.
     let initial = laneway::Config::default().routing.concurrency.initial_limit;
-    let taught = throttles(&emu);
+    let taught = common::throttles_seen(&emu);
     assert!(
         taught <= u64::from(MICRO_TARGETS * (initial - CAPACITY)),
         "{taught} throttles to learn {MICRO_TARGETS} targets' limits"
@@ -119,7 +105,7 @@ async fn a_burst_of_eight_times_capacity_is_answered_in_full_fresh_and_warm() {
     // Warm: the limits are known; a second burst stays within them.
     let (warm, warm_took) = burst(&router, n, SloClass::Standard).await;
     assert!(warm.iter().all(Result::is_ok));
-    let more = throttles(&emu) - taught;
+    let more = common::throttles_seen(&emu) - taught;
     assert!(
         more <= u64::from(MICRO_TARGETS),
         "{more} throttles in a burst after the limits were learnt"
