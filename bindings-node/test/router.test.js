@@ -412,7 +412,7 @@ test('a call that cannot get a slot in time is overloaded', async () => {
     for (const e of refused) {
       assert.ok(e instanceof laneway.OverloadedError && e instanceof laneway.LanewayError, String(e))
       assert.equal(e.kind, 'overloaded')
-      assert.equal(e.waitedMs, 0)
+      assert.ok(e.waitedMs < 100, String(e.waitedMs))
       assert.ok(e.waitNeededMs + 1000 >= e.waitAllowedMs && e.message.includes(`${Math.floor(e.waitNeededMs)} ms`), e.message)
     }
   } finally {

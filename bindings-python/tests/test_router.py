@@ -510,7 +510,7 @@ async def test_a_call_that_cannot_get_a_slot_in_time_is_overloaded():
     # One slot on the one target these calls may use (Nova Micro's own id in us-east-1, which
     # answers in about 220 ms in the `startup` world): the calls beyond it would wait about a
     # second each in line (no hold time is known yet), past their 1.5 s deadline once served,
-    # so they are refused at once, typed, saying the wait they needed.
+    # so they are refused at once (no wait in line), typed, saying the wait they needed.
     with Emulator(scenario="startup") as emu:
         router = laneway.Router('[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\n', **emu.router_kwargs())
         ask = lambda i: router.generate(
@@ -522,5 +522,5 @@ async def test_a_call_that_cannot_get_a_slot_in_time_is_overloaded():
     assert len(answered) == 1 and len(refused) == 3, results
     e = refused[0]
     assert e.kind == "overloaded" and issubclass(laneway.OverloadedError, laneway.LanewayError)
-    assert e.wait_needed_ms + 1000 >= e.wait_allowed_ms and e.waited_ms == 0
+    assert e.wait_needed_ms + 1000 >= e.wait_allowed_ms and e.waited_ms < 100
     assert "overloaded" in str(e) and f"{int(e.wait_needed_ms)} ms" in str(e)
