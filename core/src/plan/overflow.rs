@@ -4,8 +4,6 @@
 //! `max_price_ratio` of the planned model. Never outside the call's residency (every candidate
 //! was enumerated under it) and, without one, no farther than its class's reach.
 
-use std::sync::Arc;
-
 use super::Inputs;
 use super::variant::ChosenModel;
 use crate::config::{Config, Reach};
@@ -102,20 +100,70 @@ fn stronger_variant(inputs: Inputs<'_>, chosen: &ChosenModel) -> Vec<Attempt> {
         prompt_router: None,
     };
     let mut no_reasons = Vec::new();
-    let attempts = super::attempts_for(
+    // At the variant's own tier (the plan's, unless it lacks that tier).
+    super::attempts_for(
         inputs,
         &variant,
         &config.models[stronger.as_str()],
         None,
         &mut no_reasons,
     )
-    .unwrap_or_default();
-    // At the variant's own tier (the plan's, unless it lacks that tier).
-    attempts
-        .into_iter()
-        .map(|a| Attempt {
-            model: Arc::clone(&variant.model),
-            ..a
-        })
-        .collect()
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::types::SloClass;
+    use crate::{Config, GenerateRequest, state::Fresh};
+
+    const MICRO: &str = "amazon.nova-micro-v1:0";
+
+    /// The (model, region) of each overflow candidate of a Nova request served by Micro.
+    fn overflow(class: SloClass) -> Vec<(String, String)> {
+        let config = Config::from_toml_str(&format!(
+            "[families.nova]\ndefault_variant = \"{MICRO}\"\nrouter = false\n"
+        ))
+        .unwrap();
+        let request = GenerateRequest::user("hi").family("nova").slo_class(class);
+        let plan = crate::plan(&request, &config, &Fresh(crate::time::now())).unwrap();
+        assert_eq!(&*plan.model, MICRO);
+        plan.overflow
+            .iter()
+            .map(|a| (a.model.to_string(), a.target.region().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn overflow_takes_the_models_other_targets_then_a_stronger_variant_within_its_price() {
+        let standard = overflow(SloClass::Standard);
+        assert_eq!(
+            standard[0].0, MICRO,
+            "the model's own targets first: {standard:?}"
+        );
+        assert!(
+            standard.iter().any(|(m, _)| m == "amazon.nova-lite-v1:0"),
+            "{standard:?}"
+        );
+        // Pro costs about 23 times Micro: beyond max_price_ratio.
+        assert!(
+            !standard.iter().any(|(m, _)| m == "amazon.nova-pro-v1:0"),
+            "{standard:?}"
+        );
+        let first_lite = standard.iter().position(|(m, _)| m != MICRO).unwrap();
+        assert!(standard[first_lite..].iter().all(|(m, _)| m != MICRO));
+        assert!(
+            standard.iter().any(|(_, r)| r == "eu-west-1"),
+            "standard reaches anywhere"
+        );
+    }
+
+    #[test]
+    fn interactive_overflow_stays_in_its_first_targets_geography() {
+        let interactive = overflow(SloClass::Interactive);
+        assert!(!interactive.is_empty());
+        assert!(
+            interactive.iter().all(|(_, r)| r.starts_with("us-")),
+            "{interactive:?}"
+        );
+    }
 }
