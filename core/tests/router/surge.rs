@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use futures::future::join_all;
-use laneway::{Error, ErrorKind, GenerateRequest, GenerateResponse, Reason, Router, SloClass};
+use laneway::{
+    Error, ErrorKind, GenerateRequest, GenerateResponse, Reason, Router, SloClass, TimeLimit,
+};
 use laneway_emulator::Emulator;
 
 use crate::common;
@@ -246,11 +248,13 @@ async fn beyond_what_deadlines_hold_background_is_shed_first_fast_and_typed() {
                 overloaded += 1;
                 assert!(e.to_string().contains(&format!("{needed_ms} ms")), "{e}");
             }
-            other => assert!(
-                other.to_string().contains("DeadlineExceeded")
-                    || other.kind() == ErrorKind::Timeout,
-                "{other}"
+            Error::AllTargetsFailed { attempts, .. } => assert!(
+                attempts
+                    .iter()
+                    .any(|a| a.code == TimeLimit::Deadline.code()),
+                "{e}"
             ),
+            other => assert_eq!(other.kind(), ErrorKind::Timeout, "{other}"),
         }
     }
     let failed = background_shed.len() + standard_shed.len();
