@@ -52,6 +52,9 @@ struct LaneLimit {
     /// Throttles until then answer the attempts sent with the one that taught the limit: each
     /// takes the limit down to what it saw, as the first did.
     lesson_until: Option<Instant>,
+    /// A throttle with the limit in flight cut it by a tenth: those until then came from the
+    /// same wave and cut no further.
+    cut_until: Option<Instant>,
 }
 
 /// What is known of one target.
@@ -99,6 +102,7 @@ impl TargetLoad {
             value: f64::from(configured.unwrap_or(initial).max(1)),
             probing: configured.is_none(),
             lesson_until: None,
+            cut_until: None,
         };
         Self {
             in_flight: 0,
@@ -166,16 +170,29 @@ impl TargetLoad {
         self.in_flight < self.cap(lane, class, background_share)
     }
 
-    /// A lease of what is in use, and a block more if `more`: half this replica's fair share
-    /// of the limit, so that a replica asks the fleet at most once per that many admissions.
-    fn lease_ask(&self, replicas: u32, more: bool) -> LeaseAsk {
-        let limit = self.limit(Lane::Main);
-        let block = limit.div_ceil(2 * replicas.max(1)).max(1);
+    /// A lease of what is in use and `more` slots, or, when `more` is `None`, a block more
+    /// ([`Self::lease_block`]), so that a replica asks the fleet at most once per that many
+    /// admissions. What it holds beyond the ask is given back at once (no
+    /// admissions from it while the answer is on its way), and what it keeps is claimed as in
+    /// use: the calls it admits before the answer comes are counted in the fleet's ledger.
+    fn lease_ask(&mut self, replicas: u32, more: Option<u32>) -> LeaseAsk {
+        let (limit, others) = (self.limit(Lane::Main), self.others());
+        let want = self.in_flight + more.unwrap_or_else(|| self.lease_block(replicas));
+        let mut claim = self.in_flight;
+        if let Some(lease) = self.fleet.as_mut().and_then(|f| f.lease.as_mut()) {
+            *lease = (*lease).min(want);
+            claim = claim.max((*lease).min(limit.saturating_sub(others)));
+        }
         LeaseAsk {
-            want: self.in_flight + if more { block } else { 0 },
-            in_use: self.in_flight,
+            want,
+            in_use: claim,
             limit,
         }
+    }
+
+    /// Half this replica's fair share of the limit.
+    fn lease_block(&self, replicas: u32) -> u32 {
+        self.limit(Lane::Main).div_ceil(2 * replicas.max(1)).max(1)
     }
 
     /// Whether it refuses as such: lately it refused for capacity, with nothing else of ours in
@@ -498,7 +515,6 @@ impl Headroom {
         let i = inner.target_of(ask, self.config.initial_limit);
         let t = &mut inner.targets[i];
         let full = t.in_flight >= t.limit_cap(lane, class, share);
-        let lease = t.lease_ask(replicas, true);
         let fleet = t.fleet.as_mut()?;
         if full
             || fleet.spent_until.is_some_and(|until| now < until)
@@ -509,7 +525,7 @@ impl Headroom {
             return None;
         }
         fleet.asked_at = Some(now);
-        Some(lease)
+        Some(t.lease_ask(replicas, None))
     }
 
     /// The fleet answered `asked` of the target (`None`: Redis did not, and this replica takes
@@ -565,9 +581,9 @@ impl Headroom {
     /// The leases to renew (or give back) now, off the calls' path: every target this replica
     /// holds slots of or has calls waiting for, asking for what is in use and a block more (or
     /// a slot for each call waiting, when more wait) while any is in use or wanted, else for
-    /// nothing.
-    pub fn renewals(&self) -> Vec<(String, String, LeaseAsk)> {
-        let inner = self.inner();
+    /// nothing. A target asked of already (by a call) is left to that ask.
+    pub fn renewals(&self, now: Instant) -> Vec<(String, String, LeaseAsk)> {
+        let mut inner = self.inner();
         let replicas = inner.fleet_replicas;
         let mut waiting = vec![0u32; inner.targets.len()];
         for w in inner.waiting.values() {
@@ -577,17 +593,27 @@ impl Headroom {
         }
         inner
             .targets
-            .iter()
+            .iter_mut()
             .zip(waiting)
             .filter_map(|(t, waiting)| {
-                let f = t.fleet.as_ref()?;
+                let f = t.fleet.as_mut()?;
                 let busy = t.in_flight > 0 || waiting > 0;
-                if f.lease.unwrap_or(0) == 0 && !busy {
+                // One ask of a target at a time: an earlier answer landing after a later one
+                // would undo it, in the fleet's ledger and here.
+                let asking = f
+                    .asked_at
+                    .is_some_and(|at| now.saturating_duration_since(at) < ASKING);
+                if asking || (f.lease.unwrap_or(0) == 0 && !busy) {
                     return None;
                 }
-                let mut ask = t.lease_ask(replicas, busy);
-                ask.want = ask.want.max(t.in_flight + waiting);
-                Some((f.region.clone(), f.id.clone(), ask))
+                f.asked_at = Some(now);
+                let (region, id) = (f.region.clone(), f.id.clone());
+                let more = if busy {
+                    t.lease_block(replicas).max(waiting)
+                } else {
+                    0
+                };
+                Some((region, id, t.lease_ask(replicas, Some(more))))
             })
             .collect()
     }
@@ -798,12 +824,12 @@ impl std::fmt::Debug for Slot<'_> {
 }
 
 impl Slot<'_> {
-    /// Other attempts of this router in flight on the target now: a throttle beside them is
-    /// the target at its concurrency, one with none beside it a target refusing as such.
+    /// Other attempts of this router in flight on the target now (shared, and the slots the
+    /// other replicas hold): a throttle beside them is the target at its concurrency, one with
+    /// none beside it a target refusing as such.
     pub fn others_in_flight(&self) -> u32 {
-        self.headroom.inner().targets[self.target]
-            .in_flight
-            .saturating_sub(1)
+        let t = &self.headroom.inner().targets[self.target];
+        (t.in_flight + t.others()).saturating_sub(1)
     }
 
     /// The target refused the attempt for capacity: its lane's limit comes down to the other
@@ -819,15 +845,16 @@ impl Slot<'_> {
         let mut inner = h.inner();
         let t = &mut inner.targets[self.target];
         t.last_throttle = Some(now);
-        if t.in_flight <= 1 {
-            // Refused with nothing else of ours in flight there: the target refuses as such
-            // (a wave's refusals beside the attempts it admitted only teach its limit).
+        let others = t.others();
+        if t.in_flight + others <= 1 {
+            // Refused with nothing else of ours (or, shared, the fleet's) in flight there: the
+            // target refuses as such (a wave's refusals beside the attempts it admitted only
+            // teach its limit).
             t.refused.add(now, 1.0);
         }
         if !h.config.learn {
             return None;
         }
-        let others = t.others();
         // What the target held when it refused: this router's other attempts in flight there
         // now. Not the count when this one was sent: the attempts of a wave reach the service
         // in another order than they were counted, while those it admitted are all still in
@@ -837,13 +864,20 @@ impl Slot<'_> {
         let hold = Duration::from_secs_f64(t.hold_s.unwrap_or(1.0).clamp(0.001, 60.0));
         let l = &mut t.lanes[self.lane.index()];
         if l.probing {
-            l.value = seen;
+            // Never up: shared, the other replicas' leases are counted whole, used or not.
+            l.value = l.value.min(seen);
             l.probing = false;
             l.lesson_until = Some(now + hold);
         } else if l.lesson_until.is_some_and(|until| now <= until) {
             l.value = l.value.min(seen);
         } else if seen < l.value {
             l.value = seen.max((l.value * 0.9).floor()).max(1.0);
+        } else if l.cut_until.is_none_or(|until| now > until) {
+            // Refused with the limit in flight, as far as this replica knows (shared, the
+            // others' leases count whole, used or not): still too high, by a tenth, once per
+            // wave.
+            l.value = (l.value * 0.9).floor().max(1.0);
+            l.cut_until = Some(now + hold);
         }
         let shared = t.fleet.is_some() && self.lane == Lane::Main;
         shared.then(|| t.limit(Lane::Main))
@@ -1158,5 +1192,77 @@ mod tests {
             "{ended:?}"
         );
         assert_eq!(h.waiting(), 0, "the line forgets a call whose wait ended");
+    }
+
+    fn answer(granted: u32, limit: u32, others: u32) -> Option<LeaseAnswer> {
+        Some(LeaseAnswer {
+            granted,
+            limit,
+            others,
+        })
+    }
+
+    fn fill(h: &Headroom, at: Instant) -> Vec<Slot<'_>> {
+        std::iter::from_fn(|| h.try_occupy(at, ask("m"), SloClass::Standard).ok()?).collect()
+    }
+
+    #[tokio::test]
+    async fn a_replica_asks_the_fleet_once_at_a_time_and_its_ledger_counts_what_it_may_admit() {
+        let h = headroom();
+        h.share_with_fleet(3);
+        let now = crate::time::now();
+        let target = ("us-east-1", "m");
+        let quiet = Duration::from_millis(100);
+        assert!(fill(&h, now).is_empty(), "nothing leased yet");
+        // A block is half a fair share of the untaught limit: 16 / 3 / 2, rounded up.
+        let first = h.lease_wanted(now, ask("m"), SloClass::Standard).unwrap();
+        assert_eq!((first.want, first.in_use), (3, 0));
+        assert!(h.lease_wanted(now, ask("m"), SloClass::Standard).is_none());
+        assert!(
+            h.renewals(now).is_empty(),
+            "an earlier answer landing after a later one would undo it"
+        );
+        h.leased(now, target, first, answer(3, 16, 0), quiet);
+        let mut held = fill(&h, now);
+        assert_eq!(held.len(), 3);
+        let more = h.lease_wanted(now, ask("m"), SloClass::Standard).unwrap();
+        assert_eq!((more.want, more.in_use), (6, 3));
+        h.leased(now, target, more, answer(6, 16, 4), quiet);
+        held.extend(fill(&h, now));
+        assert_eq!(held.len(), 6);
+        held.truncate(1);
+        // Renewing with one in use: it keeps a block more and gives the rest back at once, and
+        // claims what it may admit before the answer comes as in use.
+        let [(_, _, renewal)] = h.renewals(now).try_into().unwrap();
+        assert_eq!((renewal.want, renewal.in_use), (4, 4));
+        held.extend(fill(&h, now));
+        assert_eq!(held.len(), 4, "no admission beyond what the ask claimed");
+        assert!(h.renewals(now).is_empty(), "one ask of a target at a time");
+        h.leased(now, target, renewal, answer(4, 16, 4), quiet);
+        assert_eq!(h.renewals(now).len(), 1, "asked again once answered");
+    }
+
+    #[tokio::test]
+    async fn shared_a_throttle_never_raises_a_limit_and_one_at_it_cuts_a_tenth_per_wave() {
+        let h = headroom();
+        h.share_with_fleet(3);
+        let now = crate::time::now();
+        let target = ("us-east-1", "m");
+        let quiet = Duration::from_millis(100);
+        let ask8 = h.lease_wanted(now, ask("m"), SloClass::Standard).unwrap();
+        h.leased(now, target, ask8, answer(8, 16, 0), quiet);
+        let held = fill(&h, now);
+        assert_eq!(held.len(), 8);
+        // The others leased twelve meanwhile: twenty in the fleet's count, on a limit of 16.
+        let [(_, _, renewal)] = h.renewals(now).try_into().unwrap();
+        h.leased(now, target, renewal, answer(8, 16, 12), quiet);
+        assert_eq!(held[7].throttled(now), Some(16), "never up");
+        // Later throttles with the limit in flight (as this replica counts): a tenth less,
+        // once per wave (a slot's usual hold, a second before any was measured).
+        let later = now + Duration::from_secs(2);
+        assert_eq!(held[6].throttled(later), Some(14));
+        assert_eq!(held[5].throttled(later), Some(14), "the same wave");
+        let next = later + Duration::from_secs(2);
+        assert_eq!(held[4].throttled(next), Some(12));
     }
 }

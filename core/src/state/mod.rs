@@ -247,7 +247,7 @@ fn spawn_lease_renewal(
             if !shared.usable() {
                 continue;
             }
-            for (region, id, ask) in headroom.renewals() {
+            for (region, id, ask) in headroom.renewals(crate::time::now()) {
                 let answer = shared
                     .lease_slots(&region, &id, ask, probe_after, false)
                     .await;

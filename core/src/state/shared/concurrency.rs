@@ -70,7 +70,8 @@ pub struct LeaseAsk {
     /// Slots wanted in all (what is in use and a block more, or what is in use when giving
     /// back).
     pub want: u32,
-    /// Slots in use now: never taken back.
+    /// Slots this replica may be using when the answer comes (those in use now, and those it
+    /// holds and keeps admitting from meanwhile): never taken back.
     pub in_use: u32,
     /// This replica's own limit of the target.
     pub limit: u32,
