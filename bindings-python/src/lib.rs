@@ -6,6 +6,7 @@ mod batch;
 mod bridge;
 mod errors;
 mod events;
+mod http;
 mod openai;
 mod runtime;
 
@@ -208,6 +209,48 @@ impl NativeRouter {
         })
     }
 
+    /// Answers an HTTP request in process (`laneway.boto3`, `laneway.httpx`): a future (of
+    /// `dispatcher`'s event loop) of `(status, headers, body)`, the body `bytes` or a
+    /// `NativeBody` when streamed.
+    fn http<'py>(
+        &self,
+        py: Python<'py>,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        dispatcher: &Bound<'py, bridge::Dispatcher>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        errors::guard(|| {
+            let route = http::route_of(method, path)?;
+            let router = self.router(py)?;
+            bridge::Dispatcher::submit(
+                dispatcher,
+                http::answer(router, route, headers, body),
+                http::answer_to_py,
+            )
+        })
+    }
+
+    /// `http`, blocking without the GIL.
+    fn http_blocking(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    ) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let route = http::route_of(method, path)?;
+            let router = self.router(py)?;
+            let answer = py
+                .detach(|| bridge::block_on(http::answer(router, route, headers, body)))?
+                .map_err(to_py_err)?;
+            http::answer_to_py(py, answer)
+        })
+    }
+
     /// The plan for a request, as a dict, without sending it.
     fn plan(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         errors::guard(|| {
@@ -391,6 +434,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRouter>()?;
     m.add_class::<NativeStream>()?;
     m.add_class::<openai::NativeOpenAiStream>()?;
+    m.add_class::<http::NativeBody>()?;
     m.add_class::<events::StreamEvent>()?;
     m.add_class::<batch::BatchHandle>()?;
     m.add_class::<batch::NativeBatchSession>()?;
@@ -400,6 +444,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_error_class, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_openai_error, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
+    m.add_function(wrap_pyfunction!(http::_http_answers, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
     errors::register(m)?;
     let _ = PyDict::new(m.py());

@@ -38,6 +38,7 @@ from ._laneway import (
     ValidationError,
 )
 from ._laneway import version as _version
+from ._context import options
 from ._router import BatchSession, Router
 from ._types import (
     Decision,
@@ -51,6 +52,7 @@ from ._types import (
 __version__: str = _version()
 
 __all__ = [
+    "options",
     "BatchHandle",
     "BatchSession",
     "LanewayInternalError",

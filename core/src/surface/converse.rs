@@ -605,7 +605,7 @@ fn span(s: &Value) -> Value {
 }
 
 /// A core citation in Converse's shape.
-fn converse_citation(c: &crate::types::Citation) -> Value {
+pub(super) fn citation_value(c: &crate::types::Citation) -> Value {
     use crate::types::CitationLocation as L;
     let span = |s: &crate::types::Span| json!({ "documentIndex": s.document_index, "start": s.start, "end": s.end });
     let location = c.location.as_ref().map(|l| match l {
@@ -791,7 +791,7 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
             }
             OutputBlock::Citations(c) => json!({ "citationsContent": {
                 "content": c.content.iter().map(|t| json!({ "text": t })).collect::<Vec<_>>(),
-                "citations": c.citations.iter().map(converse_citation).collect::<Vec<_>>(),
+                "citations": c.citations.iter().map(citation_value).collect::<Vec<_>>(),
             }}),
             OutputBlock::Reasoning(ReasoningBlock::Redacted(data)) => json!({
                 "reasoningContent": {

@@ -19,8 +19,11 @@
 
 pub mod batch;
 pub mod converse;
+pub mod converse_stream;
 mod details;
+pub mod eventstream;
 pub mod flat;
+pub mod http;
 pub mod openai;
 mod options;
 pub mod schema;

@@ -1,0 +1,153 @@
+"""Laneway under boto3 and botocore, unmodified: bedrock-runtime's Converse and ConverseStream
+calls answered in process, routed by Laneway, at botocore's own seam (a `before-send` handler
+returning the service's bytes), so that everything above it (botocore's parsing, its
+`EventStream`, `client.exceptions.ThrottlingException`, the framework that built the client)
+runs as it does against AWS.
+
+    import laneway, laneway.boto3
+
+    router = laneway.Router()
+    client = laneway.boto3.client(router)              # a real bedrock-runtime client
+    client.converse(modelId="amazon.nova-lite-v1:0", messages=[...])
+
+    session = laneway.boto3.session(router)            # for Strands' `boto_session=`
+    laneway.boto3.install(router, some_client_or_session)   # one a framework built
+
+Every other bedrock-runtime operation goes to AWS as it would have; so does every service but
+bedrock-runtime. botocore's own retries stay off for the answers Laneway gives (it retried
+already, within the call's budget and deadline), and on for the rest. Without credentials, the
+calls Laneway answers are not signed (nothing leaves the process); with them, they are, as
+botocore does.
+
+Laneway's own options (SLO, task id, residency, ...) reach a call made through a framework
+that knows nothing of them with `laneway.options(...)`, around the call.
+"""
+
+from typing import Any, Iterator, Optional, Union
+from urllib.parse import urlsplit
+
+import botocore
+import botocore.session
+from botocore.awsrequest import AWSResponse
+
+from . import _laneway
+from ._context import header_value
+
+__all__ = ["client", "session", "botocore_session", "install"]
+
+SERVICE = "bedrock-runtime"
+#: The operations Laneway answers.
+OPERATIONS = ("Converse", "ConverseStream")
+# Marks an answer Laneway gave, for the retry handler.
+_ANSWERED = "x-laneway-answered"
+
+
+class _Raw:
+    """The raw body botocore reads an answer from (`stream()`), whole or streamed."""
+
+    def __init__(self, body: Any):
+        self._body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        if isinstance(self._body, bytes):
+            if self._body:
+                yield self._body
+            return
+        yield from self._body
+
+    def close(self) -> None:
+        if not isinstance(self._body, bytes):
+            self._body.close()
+
+    def release_conn(self) -> None:
+        self.close()
+
+
+class _Handlers:
+    """botocore event handlers bound to a router."""
+
+    def __init__(self, router: Any, has_credentials: Any):
+        self._native = router._native
+        self._has_credentials = has_credentials
+
+    def before_send(self, request: Any, **_: Any) -> Optional[AWSResponse]:
+        path = urlsplit(request.url).path
+        if not _laneway._http_answers(request.method, path):
+            return None
+        headers = [(k, v.decode() if isinstance(v, bytes) else str(v)) for k, v in request.headers.items()]
+        options = header_value()
+        if options is not None:
+            headers.append(("x-laneway", options))
+        body = request.body
+        if body is None:
+            body = b""
+        elif isinstance(body, str):
+            body = body.encode()
+        elif not isinstance(body, (bytes, bytearray)):
+            body = body.read()
+        status, answer_headers, payload = self._native.http_blocking(request.method, path, headers, bytes(body))
+        answer_headers.append((_ANSWERED, "1"))
+        return AWSResponse(request.url, status, dict(answer_headers), _Raw(payload))
+
+    def needs_retry(self, response: Any = None, **_: Any) -> Optional[bool]:
+        # `False` from the most specific handler ends botocore's retries for this answer.
+        if response is not None and response[0] is not None and _ANSWERED in response[0].headers:
+            return False
+        return None
+
+    def choose_signer(self, **_: Any) -> Any:
+        return None if self._has_credentials() else botocore.UNSIGNED
+
+
+def _register(events: Any, handlers: _Handlers) -> None:
+    for op in OPERATIONS:
+        events.register(f"before-send.{SERVICE}.{op}", handlers.before_send, unique_id=f"laneway-send-{op}")
+        events.register(f"needs-retry.{SERVICE}.{op}", handlers.needs_retry, unique_id=f"laneway-retry-{op}")
+        events.register(f"choose-signer.{SERVICE}.{op}", handlers.choose_signer, unique_id=f"laneway-signer-{op}")
+
+
+def install(router: Any, target: Any) -> Any:
+    """Routes `target`'s Converse and ConverseStream calls through `router`: a bedrock-runtime
+    client (botocore or boto3), a boto3 `Session` or a botocore session (every bedrock-runtime
+    client made from it afterwards). Returns `target`."""
+    if hasattr(target, "meta") and hasattr(target.meta, "events"):
+        signer = getattr(target, "_request_signer", None)
+        creds = getattr(signer, "_credentials", None)
+        _register(target.meta.events, _Handlers(router, lambda: creds is not None))
+        return target
+    core = getattr(target, "_session", target)
+    if not isinstance(core, botocore.session.Session):
+        raise TypeError(f"laneway.boto3.install takes a client or a session, not {type(target).__name__}")
+    known: dict = {}
+
+    def has_credentials() -> bool:
+        if "v" not in known:
+            known["v"] = core.get_credentials() is not None
+        return known["v"]
+
+    _register(core, _Handlers(router, has_credentials))
+    return target
+
+
+def botocore_session(router: Any, **kwargs: Any) -> botocore.session.Session:
+    """A botocore session whose bedrock-runtime clients are routed (LlamaIndex's
+    `botocore_session=`)."""
+    return install(router, botocore.session.get_session(**kwargs))
+
+
+def session(router: Any, **kwargs: Any) -> Any:
+    """A boto3 `Session` (its keyword arguments) whose bedrock-runtime clients are routed
+    (Strands' `boto_session=`, anything that takes a session)."""
+    import boto3
+
+    return install(router, boto3.Session(**kwargs))
+
+
+def client(router: Any, region_name: Optional[str] = None, **kwargs: Any) -> Any:
+    """A bedrock-runtime client (boto3's `client` keyword arguments) whose Converse and
+    ConverseStream calls `router` answers. The region only names where the rest goes; Laneway
+    picks regions itself."""
+    import boto3
+
+    s = session(router)
+    return s.client(SERVICE, region_name=region_name or s.region_name or "us-east-1", **kwargs)

@@ -1,0 +1,174 @@
+"""Laneway under an unmodified boto3 client, at botocore's own seam: Converse and
+ConverseStream answered in process (botocore parses the same bytes AWS would send), botocore's
+exceptions for Laneway's errors, no botocore retries on top of Laneway's, Laneway's options
+through `laneway.options`, and every other operation sent where it was going."""
+
+import json
+
+import boto3
+import botocore
+import pytest
+from botocore.config import Config
+
+import laneway
+import laneway.boto3
+from laneway.testing import ACCESS_KEY_ID, SECRET_ACCESS_KEY, Emulator
+
+LITE = "amazon.nova-lite-v1:0"
+TOOLS = {"tools": [{"toolSpec": {"name": "weather", "description": "Weather for a city", "inputSchema": {"json": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}}]}
+
+
+def test_a_whole_converse_is_parsed_by_botocore(router):
+    client = laneway.boto3.client(router, aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY)
+    out = client.converse(
+        modelId=LITE,
+        system=[{"text": "Be brief."}],
+        messages=[{"role": "user", "content": [{"text": "Say hello."}]}],
+        inferenceConfig={"maxTokens": 64},
+    )
+    assert out["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert out["output"]["message"]["role"] == "assistant"
+    assert out["output"]["message"]["content"][0]["text"]
+    assert out["stopReason"] in ("end_turn", "max_tokens")
+    usage = out["usage"]
+    assert usage["totalTokens"] >= usage["inputTokens"] + usage["outputTokens"] > 0
+    assert router.metrics()["lanes"], "the call went through Laneway"
+
+
+def _streamed(client, **ask):
+    names, text, stop, meta = [], [], None, None
+    for event in client.converse_stream(**ask)["stream"]:
+        (name, body), = event.items()
+        names.append(name)
+        if name == "contentBlockDelta":
+            text.append(body["delta"]["text"])
+        elif name == "messageStop":
+            stop = body["stopReason"]
+        elif name == "metadata":
+            meta = body
+    return names, "".join(text), stop, meta
+
+
+def test_a_long_converse_stream_arrives_as_botocores_events():
+    """The same stream as botocore reads it from the service itself (the emulator, which
+    answers a prompt the same way each time): the same events, the same text."""
+    with Emulator(scenario="fast") as emu:
+        router = laneway.Router(**emu.router_kwargs())
+        # No credentials in this session: Laneway's answers need none.
+        client = laneway.boto3.client(router, aws_access_key_id=None, aws_secret_access_key=None)
+        direct = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=emu.url, aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY)
+        ask = dict(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Tell me a long story about the sea."}]}], inferenceConfig={"maxTokens": 2000})
+        names, text, stop, meta = _streamed(client, **ask)
+        names_direct, text_direct, stop_direct, _ = _streamed(direct, **ask)
+        assert names[0] == "messageStart" and names[-3:] == ["contentBlockStop", "messageStop", "metadata"]
+        assert names == names_direct and text == text_direct and stop == stop_direct
+        assert names.count("contentBlockDelta") >= 40 and len(text) > 150
+        assert meta["usage"]["outputTokens"] > 0 and meta["metrics"]["latencyMs"] >= 0
+
+
+def test_a_tool_call_streams_its_input_in_pieces(router):
+    client = laneway.boto3.client(router)
+    out = client.converse_stream(
+        modelId=LITE,
+        messages=[{"role": "user", "content": [{"text": "Weather in Paris?"}]}],
+        toolConfig=dict(TOOLS, toolChoice={"tool": {"name": "weather"}}),
+        inferenceConfig={"maxTokens": 200},
+    )
+    start, pieces, stop = None, [], None
+    for event in out["stream"]:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]["start"]["toolUse"]
+        elif "contentBlockDelta" in event and "toolUse" in event["contentBlockDelta"]["delta"]:
+            pieces.append(event["contentBlockDelta"]["delta"]["toolUse"]["input"])
+        elif "messageStop" in event:
+            stop = event["messageStop"]["stopReason"]
+    assert start["name"] == "weather" and start["toolUseId"]
+    assert "city" in json.loads("".join(pieces))
+    assert stop == "tool_use"
+    whole = client.converse(
+        modelId=LITE,
+        messages=[{"role": "user", "content": [{"text": "Weather in Paris?"}]}],
+        toolConfig=dict(TOOLS, toolChoice={"tool": {"name": "weather"}}),
+        inferenceConfig={"maxTokens": 200},
+    )
+    use = whole["output"]["message"]["content"][-1]["toolUse"]
+    assert use["name"] == "weather" and "city" in use["input"]
+
+
+def test_a_throttle_storm_is_botocores_throttling_exception_without_its_retries():
+    """Every target throttling: Laneway waits for one to serve within the call's deadline (a
+    short one here, through `laneway.options`), then botocore raises its own exception, with
+    no retry of its own on top."""
+    with Emulator(scenario="fast") as emu:
+        emu.add_fault({"kind": "throttle", "model": LITE})
+        router = laneway.Router(**emu.router_kwargs())
+        client = laneway.boto3.client(router)
+        ask = dict(modelId=LITE, messages=[{"role": "user", "content": [{"text": "x"}]}])
+        with laneway.options(slo={"deadline": 2000}):
+            with pytest.raises(client.exceptions.ThrottlingException) as e:
+                client.converse(**ask)
+            meta = e.value.response["ResponseMetadata"]
+            assert meta["HTTPStatusCode"] == 429 and meta["RetryAttempts"] == 0
+            assert e.value.response["Error"]["Code"] == "ThrottlingException"
+            with pytest.raises(client.exceptions.ThrottlingException):
+                for _ in client.converse_stream(**ask)["stream"]:
+                    pass
+
+
+def test_bad_input_is_the_services_validation_error_naming_the_field(router):
+    client = laneway.boto3.client(router)
+    with pytest.raises(client.exceptions.ValidationException) as e:
+        client.converse(
+            modelId=LITE,
+            messages=[{"role": "user", "content": [{"document": {"format": "txt", "name": "notes.txt", "source": {"bytes": b"x"}}}]}],
+        )
+    assert "messages[0].content[0].document.name" in str(e.value)
+    with pytest.raises(client.exceptions.ValidationException) as e:
+        with laneway.options(slo={"class": "no-such-class"}):
+            client.converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "x"}]}])
+    assert "class" in str(e.value)
+
+
+def test_options_reach_a_call_made_by_code_that_knows_nothing_of_them(router):
+    client = laneway.boto3.client(router)
+    ask = dict(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Hi"}]}], inferenceConfig={"maxTokens": 8})
+    with laneway.options(task_id="ticket-7"):
+        with laneway.options(slo={"class": "interactive"}):
+            client.converse(**ask)
+    finished = router.finish_task("ticket-7", True)
+    assert finished, "the call was counted under the task the context named"
+
+
+def test_a_session_and_a_botocore_session_route_the_clients_frameworks_build(router, emulator):
+    s = laneway.boto3.session(router, region_name="eu-west-1")
+    out = s.client("bedrock-runtime").converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Hi"}]}], inferenceConfig={"maxTokens": 8})
+    assert out["output"]["message"]["content"][0]["text"]
+    core = laneway.boto3.botocore_session(router)
+    c = core.create_client("bedrock-runtime", region_name="us-west-2")
+    assert c.converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Hi"}]}], inferenceConfig={"maxTokens": 8})["stopReason"]
+    # A client built elsewhere, installed afterwards.
+    plain = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY)
+    laneway.boto3.install(router, plain)
+    assert plain.converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Hi"}]}], inferenceConfig={"maxTokens": 8})["stopReason"]
+    with pytest.raises(TypeError):
+        laneway.boto3.install(router, object())
+
+
+def test_what_laneway_does_not_answer_goes_where_it_was_going(router, emulator):
+    """Another operation of the same client reaches the endpoint it names (here the emulator),
+    signed as botocore signs it."""
+    client = laneway.boto3.client(
+        router, endpoint_url=emulator.url, aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    def invoked():
+        return sum(c["requests"] for c in emulator.counters() if c["operation"] == "InvokeModel")
+
+    before = invoked()
+    direct = client.invoke_model(
+        modelId=LITE,
+        body=json.dumps({"messages": [{"role": "user", "content": [{"text": "Hi"}]}], "inferenceConfig": {"maxTokens": 8}}),
+    )
+    assert direct["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert "x-laneway-answered" not in direct["ResponseMetadata"]["HTTPHeaders"]
+    assert invoked() == before + 1

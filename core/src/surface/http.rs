@@ -1,0 +1,480 @@
+//! Laneway answering HTTP in process, below the official clients: the one place where the
+//! bindings' seams (botocore's `before-send` event, an httpx transport, a `fetch` function, an
+//! AWS SDK request handler) hand over a request as the SDK wrote it and get back the bytes the
+//! service would have sent. Everything above the seam (the SDK's parsing, its types and
+//! exception classes, the framework) then runs unchanged.
+//!
+//! Answered: bedrock-runtime's Converse and ConverseStream (`/model/{modelId}/converse`,
+//! `/converse-stream`, the stream as event-stream frames) and the OpenAI-compatible Chat
+//! Completions and Responses (`.../chat/completions`, `.../responses`, streamed as server-sent
+//! events). [`Route::of`] says `None` for anything else, which the seam sends where it was
+//! going. Laneway's own options come in the body's `laneway` object or, for a framework that
+//! lets you set neither, in an `x-laneway` header holding the same JSON object.
+//!
+//! ```
+//! use laneway::surface::http::Route;
+//! assert!(matches!(
+//!     Route::of("POST", "/model/us.amazon.nova-lite-v1%3A0/converse-stream"),
+//!     Some(Route::Converse { stream: true, .. })
+//! ));
+//! assert!(Route::of("POST", "/openai/v1/chat/completions").is_some());
+//! assert!(Route::of("POST", "/model/m/count-tokens").is_none());
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::converse;
+use super::converse_stream::ConverseEvents;
+use super::eventstream;
+use super::openai::{Api, Call, Encoder, sdk_error};
+use crate::types::{Error, ErrorKind, StreamEvent};
+use crate::{LazyStream, Router};
+
+/// What Laneway answers of a request, by its method and path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// bedrock-runtime's Converse (`stream`: ConverseStream) for `model` (the path's model id,
+    /// decoded).
+    Converse {
+        /// The model id, profile or ARN the path names.
+        model: String,
+        /// ConverseStream rather than Converse.
+        stream: bool,
+    },
+    /// An OpenAI-compatible API (on bedrock-runtime, bedrock-mantle or any base URL).
+    OpenAi(Api),
+}
+
+impl Route {
+    /// The route of a request, or `None` when Laneway does not answer it (the seam then sends
+    /// it as it would have been sent). `path` may carry a query, which is ignored.
+    pub fn of(method: &str, path: &str) -> Option<Route> {
+        if !method.eq_ignore_ascii_case("POST") {
+            return None;
+        }
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let path = path.trim_end_matches('/');
+        if let Some(rest) = path.strip_prefix("/model/") {
+            let (model, op) = rest.rsplit_once('/')?;
+            let stream = match op {
+                "converse" => false,
+                "converse-stream" => true,
+                _ => return None,
+            };
+            let model = percent_encoding::percent_decode_str(model)
+                .decode_utf8()
+                .ok()?
+                .into_owned();
+            return (!model.is_empty()).then_some(Route::Converse { model, stream });
+        }
+        if path.ends_with("/chat/completions") {
+            Some(Route::OpenAi(Api::Chat))
+        } else if path.ends_with("/responses") {
+            Some(Route::OpenAi(Api::Responses))
+        } else {
+            None
+        }
+    }
+
+    fn is_aws(&self) -> bool {
+        matches!(self, Route::Converse { .. })
+    }
+}
+
+/// An answer: its status, headers and body.
+#[derive(Debug)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Body,
+}
+
+/// An answer's body.
+#[derive(Debug)]
+pub enum Body {
+    /// All of it.
+    Whole(Vec<u8>),
+    /// A stream, read chunk by chunk (event-stream frames, or server-sent events).
+    Stream(Box<BodyStream>),
+}
+
+/// Answers `route` for a request with `body` and `headers` (names in any case), as the
+/// service would: a call Laneway refuses or fails is the service's own error status and body
+/// (AWS's JSON error with `x-amzn-errortype`, or OpenAI's error object), never a panic.
+pub async fn answer(
+    router: &Router,
+    route: &Route,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Answer {
+    match read(route, headers, body) {
+        Ok(Read::Converse {
+            request,
+            stream: false,
+        }) => match router.generate(*request).await {
+            Ok(r) => json_answer(200, &converse::response(&r)),
+            Err(e) => error_answer(route, &e),
+        },
+        Ok(Read::Converse {
+            request,
+            stream: true,
+        }) => {
+            streamed(
+                route,
+                router.lazy_stream(*request),
+                Writer::Converse(ConverseEvents::new()),
+            )
+            .await
+        }
+        Ok(Read::OpenAi(call)) if call.reply.stream() => {
+            let writer = Writer::OpenAi {
+                api: call.reply.api(),
+                encoder: call.reply.encoder(),
+            };
+            streamed(route, router.lazy_stream(call.request), writer).await
+        }
+        Ok(Read::OpenAi(call)) => match router.generate(call.request).await {
+            Ok(r) => json_answer(200, &call.reply.whole(r)),
+            Err(e) => error_answer(route, &e),
+        },
+        Err(e) => error_answer(route, &e),
+    }
+}
+
+enum Read {
+    Converse {
+        request: Box<crate::GenerateRequest>,
+        stream: bool,
+    },
+    OpenAi(Box<Call>),
+}
+
+fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Result<Read> {
+    let mut value: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| Error::invalid("body", format!("not JSON: {e}")))?
+    };
+    let Some(object) = value.as_object_mut() else {
+        return Err(Error::invalid("body", "not a JSON object"));
+    };
+    if let Some((_, options)) = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("x-laneway"))
+    {
+        let options: Value = serde_json::from_str(options)
+            .map_err(|e| Error::invalid("x-laneway", format!("the header is not JSON: {e}")))?;
+        if !options.is_object() {
+            return Err(Error::invalid(
+                "x-laneway",
+                "the header is not a JSON object",
+            ));
+        }
+        object.entry("laneway").or_insert(options);
+    }
+    match route {
+        Route::Converse { model, stream } => {
+            object.insert("modelId".into(), Value::String(model.clone()));
+            Ok(Read::Converse {
+                request: Box::new(converse::request(value)?),
+                stream: *stream,
+            })
+        }
+        Route::OpenAi(api) => Ok(Read::OpenAi(Box::new(Call::read(*api, value)?))),
+    }
+}
+
+fn json_answer(status: u16, value: &impl serde::Serialize) -> Answer {
+    Answer {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: Body::Whole(serde_json::to_vec(value).unwrap_or_default()),
+    }
+}
+
+/// AWS's error code and HTTP status for an error, as bedrock-runtime answers them.
+fn aws_error(e: &Error) -> (u16, &'static str) {
+    let attempts: Vec<ErrorKind> = match e {
+        Error::AllTargetsFailed { attempts, .. } => attempts.iter().map(|a| a.kind).collect(),
+        _ => Vec::new(),
+    };
+    let every = |f: fn(ErrorKind) -> bool| !attempts.is_empty() && attempts.iter().all(|&k| f(k));
+    match e.kind() {
+        ErrorKind::Throttled | ErrorKind::Overloaded => (429, "ThrottlingException"),
+        ErrorKind::QuotaExceeded => (400, "ServiceQuotaExceededException"),
+        ErrorKind::ModelNotReady => (429, "ModelNotReadyException"),
+        ErrorKind::Timeout => (408, "ModelTimeoutException"),
+        ErrorKind::ModelError => (424, "ModelErrorException"),
+        ErrorKind::StreamInterrupted => (424, "ModelStreamErrorException"),
+        ErrorKind::Validation | ErrorKind::InvalidRequest | ErrorKind::Config => {
+            (400, "ValidationException")
+        }
+        ErrorKind::AccessDenied => (403, "AccessDeniedException"),
+        ErrorKind::Authentication => (403, "UnrecognizedClientException"),
+        ErrorKind::NotFound => (404, "ResourceNotFoundException"),
+        ErrorKind::AllTargetsFailed
+            if every(|k| matches!(k, ErrorKind::Throttled | ErrorKind::QuotaExceeded)) =>
+        {
+            (429, "ThrottlingException")
+        }
+        ErrorKind::AllTargetsFailed if every(|k| k == ErrorKind::Timeout) => {
+            (408, "ModelTimeoutException")
+        }
+        ErrorKind::Unavailable | ErrorKind::Transport | ErrorKind::AllTargetsFailed => {
+            (503, "ServiceUnavailableException")
+        }
+        _ => (500, "InternalServerException"),
+    }
+}
+
+/// The OpenAI API's error object for an error, and its status (connection-level classes,
+/// which carry none, as 504 and 502).
+fn openai_error(e: &Error) -> (u16, Value) {
+    let attempts: Vec<&str> = match e {
+        Error::AllTargetsFailed { attempts, .. } => {
+            attempts.iter().map(|a| a.kind.as_str()).collect()
+        }
+        _ => Vec::new(),
+    };
+    let sdk = sdk_error(e.kind().as_str(), attempts);
+    let status = sdk.status.unwrap_or(if sdk.class == "APITimeoutError" {
+        504
+    } else {
+        502
+    });
+    let kind = match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        _ => "api_error",
+    };
+    (
+        status,
+        json!({ "error": { "message": e.to_string(), "type": kind, "code": e.kind().as_str(), "param": null } }),
+    )
+}
+
+fn error_answer(route: &Route, e: &Error) -> Answer {
+    if route.is_aws() {
+        let (status, code) = aws_error(e);
+        let mut a = json_answer(status, &json!({ "message": e.to_string() }));
+        a.headers.push(("x-amzn-errortype".into(), code.into()));
+        a
+    } else {
+        let (status, body) = openai_error(e);
+        let mut a = json_answer(status, &body);
+        // Laneway retried already, within the call's budget and deadline.
+        a.headers.push(("x-should-retry".into(), "false".into()));
+        a
+    }
+}
+
+/// How a stream's events become bytes.
+enum Writer {
+    Converse(ConverseEvents),
+    OpenAi { api: Api, encoder: Encoder },
+}
+
+impl Writer {
+    fn content_type(&self) -> &'static str {
+        match self {
+            Writer::Converse(_) => eventstream::CONTENT_TYPE,
+            Writer::OpenAi { .. } => "text/event-stream",
+        }
+    }
+
+    fn write(&mut self, events: &[StreamEvent]) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Writer::Converse(w) => {
+                for e in events {
+                    for (event_type, payload) in w.on(e) {
+                        out.extend(eventstream::event(event_type, &payload));
+                    }
+                }
+            }
+            Writer::OpenAi { api, encoder } => {
+                for v in encoder.on_all(events) {
+                    sse(&mut out, *api, &v);
+                }
+            }
+        }
+        out
+    }
+
+    /// What ends a stream that completed.
+    fn trailer(&self) -> Vec<u8> {
+        match self {
+            Writer::OpenAi { api: Api::Chat, .. } => b"data: [DONE]\n\n".to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// What ends a stream that failed.
+    fn failure(&self, e: &Error) -> Vec<u8> {
+        match self {
+            Writer::Converse(_) => {
+                let (_, code) = aws_error(e);
+                let mut name = code.to_owned();
+                // In a stream, AWS spells its exceptions in lower camel case.
+                name[..1].make_ascii_lowercase();
+                eventstream::exception(&name, &e.to_string())
+            }
+            Writer::OpenAi { api, .. } => {
+                let (_, body) = openai_error(e);
+                let mut out = Vec::new();
+                let event = match api {
+                    Api::Chat => body,
+                    Api::Responses => {
+                        json!({ "type": "error", "code": e.kind().as_str(), "message": e.to_string(), "param": null })
+                    }
+                };
+                sse(&mut out, *api, &event);
+                out
+            }
+        }
+    }
+}
+
+fn sse(out: &mut Vec<u8>, api: Api, event: &Value) {
+    if api == Api::Responses
+        && let Some(t) = event.get("type").and_then(Value::as_str)
+    {
+        out.extend_from_slice(format!("event: {t}\n").as_bytes());
+    }
+    out.extend_from_slice(b"data: ");
+    out.extend(serde_json::to_vec(event).unwrap_or_default());
+    out.extend_from_slice(b"\n\n");
+}
+
+/// How many of the core's events one read takes.
+const BURST: usize = 64;
+
+async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answer {
+    // The service answers an error status when a call fails before its stream starts: the
+    // first events are awaited before the status is written.
+    let first = match stream.next_batch(BURST).await {
+        Ok(events) => events,
+        Err(e) => return error_answer(route, &e),
+    };
+    let mut ahead = VecDeque::new();
+    let done = first.is_empty();
+    let bytes = writer.write(&first);
+    if !bytes.is_empty() {
+        ahead.push_back(bytes);
+    }
+    if done {
+        ahead.push_back(writer.trailer());
+    }
+    Answer {
+        status: 200,
+        headers: vec![("content-type".into(), writer.content_type().into())],
+        body: Body::Stream(Box::new(BodyStream {
+            stream,
+            state: Mutex::new(StreamState {
+                writer,
+                ahead,
+                done,
+            }),
+        })),
+    }
+}
+
+/// A streamed answer's body, read chunk by chunk; dropping or closing it cancels the call.
+pub struct BodyStream {
+    stream: LazyStream,
+    state: Mutex<StreamState>,
+}
+
+impl std::fmt::Debug for BodyStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BodyStream").finish_non_exhaustive()
+    }
+}
+
+struct StreamState {
+    writer: Writer,
+    ahead: VecDeque<Vec<u8>>,
+    done: bool,
+}
+
+impl BodyStream {
+    fn state(&self) -> std::sync::MutexGuard<'_, StreamState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Bytes already at hand, or `None` when the next chunk needs a read (`Some(None)`: the
+    /// end).
+    fn ready(&self) -> Option<Option<Vec<u8>>> {
+        let mut s = self.state();
+        if let Some(chunk) = s.ahead.pop_front() {
+            return Some(Some(chunk));
+        }
+        s.done.then_some(None)
+    }
+
+    /// Writes what a read brought; `None` when it made no bytes (read again).
+    fn take(&self, read: crate::Result<Vec<StreamEvent>>) -> Option<Option<Vec<u8>>> {
+        let mut s = self.state();
+        match read {
+            Ok(events) if events.is_empty() => {
+                s.done = true;
+                Some(Some(s.writer.trailer()).filter(|t| !t.is_empty()))
+            }
+            Ok(events) => {
+                let bytes = s.writer.write(&events);
+                (!bytes.is_empty()).then_some(Some(bytes))
+            }
+            Err(e) => {
+                s.done = true;
+                Some(Some(s.writer.failure(&e)))
+            }
+        }
+    }
+
+    /// The next chunk of the body; `None` after the last. A failure mid-stream is written as
+    /// the protocol's own (an exception frame, an error event) and ends it.
+    pub async fn next_chunk(&self) -> Option<Vec<u8>> {
+        loop {
+            if let Some(ready) = self.ready() {
+                return ready;
+            }
+            if let Some(chunk) = self.take(self.stream.next_batch(BURST).await) {
+                return chunk;
+            }
+        }
+    }
+
+    /// [`next_chunk`](Self::next_chunk) for a thread outside the runtime.
+    pub fn next_chunk_blocking(&self, runtime: &tokio::runtime::Handle) -> Option<Vec<u8>> {
+        loop {
+            if let Some(ready) = self.ready() {
+                return ready;
+            }
+            if let Some(chunk) = self.take(self.stream.next_batch_blocking(runtime, BURST)) {
+                return chunk;
+            }
+        }
+    }
+
+    /// Ends the body now, cancelling the call; a read waiting on it ends too.
+    pub async fn close(&self) {
+        self.state().done = true;
+        self.stream.close().await;
+    }
+
+    /// [`close`](Self::close) for a thread outside the runtime.
+    pub fn close_blocking(&self) {
+        self.state().done = true;
+        self.stream.close_blocking();
+    }
+}
