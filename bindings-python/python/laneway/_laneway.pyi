@@ -1,6 +1,6 @@
 """The native module: the Rust core behind `laneway.Router`. Use `laneway.Router` instead."""
 
-from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, final, overload
+from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, final, overload
 
 from ._types import Response
 
@@ -197,6 +197,7 @@ __all__ = [
     "NativeRouter",
     "NativeStream",
     "NativeOpenAiStream",
+    "NativeBody",
     "StreamEvent",
     "BatchHandle",
     "NativeBatchSession",
@@ -206,6 +207,7 @@ __all__ = [
     "_error_class",
     "_openai_error",
     "_is_bedrock_api_key",
+    "_http_answers",
     "Dispatcher",
     "LanewayError",
     "ThrottledError",

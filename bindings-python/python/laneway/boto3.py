@@ -26,9 +26,9 @@ that knows nothing of them with `laneway.options(...)`, around the call.
 from typing import Any, Iterator, Optional, Union
 from urllib.parse import urlsplit
 
-import botocore
-import botocore.session
-from botocore.awsrequest import AWSResponse
+import botocore  # type: ignore[import-untyped]
+import botocore.session  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
 from . import _laneway
 from ._context import header_value
@@ -138,7 +138,7 @@ def botocore_session(router: Any, **kwargs: Any) -> botocore.session.Session:
 def session(router: Any, **kwargs: Any) -> Any:
     """A boto3 `Session` (its keyword arguments) whose bedrock-runtime clients are routed
     (Strands' `boto_session=`, anything that takes a session)."""
-    import boto3
+    import boto3  # type: ignore[import-untyped]
 
     return install(router, boto3.Session(**kwargs))
 
@@ -147,7 +147,5 @@ def client(router: Any, region_name: Optional[str] = None, **kwargs: Any) -> Any
     """A bedrock-runtime client (boto3's `client` keyword arguments) whose Converse and
     ConverseStream calls `router` answers. The region only names where the rest goes; Laneway
     picks regions itself."""
-    import boto3
-
     s = session(router)
     return s.client(SERVICE, region_name=region_name or s.region_name or "us-east-1", **kwargs)

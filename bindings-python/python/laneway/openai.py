@@ -35,7 +35,7 @@ from . import _laneway
 from ._router import Router, _dispatcher
 from ._laneway import LanewayError
 
-__all__ = ["OpenAI", "AsyncOpenAI", "OpenAIObject", "Stream", "AsyncStream"]
+__all__ = ["OpenAI", "AsyncOpenAI", "OpenAIObject", "Stream", "AsyncStream", "client", "async_client"]
 
 
 class OpenAIObject:
@@ -451,3 +451,36 @@ class AsyncOpenAI(_Client):
             return OpenAIObject(await self._native.openai(api, body, _dispatcher()))
         except LanewayError as e:
             _raise_as_sdk(e)
+
+
+def _sdk_client(router: Router, cls_name: str, kwargs: Dict[str, Any]) -> Any:
+    import openai
+
+    from . import httpx as _seam
+
+    # The SDK 3.x sends through httpx2, 2.x through httpx.
+    module = importlib.import_module("httpx2" if int(openai.__version__.split(".")[0]) >= 3 else "httpx")
+    if "http_client" in kwargs:
+        raise TypeError("laneway.openai.client makes its own http_client (a transport Laneway answers on)")
+    kwargs.setdefault("base_url", "http://laneway.invalid/v1")
+    kwargs.setdefault("api_key", "laneway")
+    # Laneway retries within the call's budget and deadline; its answers also say not to.
+    kwargs.setdefault("max_retries", 0)
+    if cls_name == "OpenAI":
+        kwargs["http_client"] = module.Client(transport=_seam.transport(router, module=module))
+    else:
+        kwargs["http_client"] = module.AsyncClient(transport=_seam.async_transport(router, module=module))
+    return getattr(openai, cls_name)(**kwargs)
+
+
+def client(router: Router, **kwargs: Any) -> Any:
+    """A real `openai.OpenAI` (its keyword arguments) whose Chat Completions and Responses
+    calls `router` answers in process (`laneway.httpx`), for frameworks that want the SDK's
+    own client (`isinstance` checks, `with_raw_response`, `.parse`, stream helpers). The SDK's
+    `max_retries` is 0 unless given."""
+    return _sdk_client(router, "OpenAI", kwargs)
+
+
+def async_client(router: Router, **kwargs: Any) -> Any:
+    """`client`, as a real `openai.AsyncOpenAI`."""
+    return _sdk_client(router, "AsyncOpenAI", kwargs)

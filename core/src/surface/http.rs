@@ -33,6 +33,10 @@ use super::openai::{Api, Call, Encoder, sdk_error};
 use crate::types::{Error, ErrorKind, StreamEvent};
 use crate::{LazyStream, Router};
 
+/// The header on an OpenAI-shaped answer to a call that timed out: the seam raises the HTTP
+/// client's timeout error on it, which the `openai` SDKs turn into their `APITimeoutError`.
+pub const TIMED_OUT: &str = "x-laneway-timed-out";
+
 /// What Laneway answers of a request, by its method and path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -234,9 +238,9 @@ fn aws_error(e: &Error) -> (u16, &'static str) {
     }
 }
 
-/// The OpenAI API's error object for an error, and its status (connection-level classes,
-/// which carry none, as 504 and 502).
-fn openai_error(e: &Error) -> (u16, Value) {
+/// The OpenAI API's error object for an error, its status (connection-level classes, which
+/// carry none, as 504 and 502), and whether it is the SDKs' timeout.
+fn openai_error(e: &Error) -> (u16, Value, bool) {
     let attempts: Vec<&str> = match e {
         Error::AllTargetsFailed { attempts, .. } => {
             attempts.iter().map(|a| a.kind.as_str()).collect()
@@ -260,6 +264,7 @@ fn openai_error(e: &Error) -> (u16, Value) {
     (
         status,
         json!({ "error": { "message": e.to_string(), "type": kind, "code": e.kind().as_str(), "param": null } }),
+        sdk.class == "APITimeoutError",
     )
 }
 
@@ -270,10 +275,15 @@ fn error_answer(route: &Route, e: &Error) -> Answer {
         a.headers.push(("x-amzn-errortype".into(), code.into()));
         a
     } else {
-        let (status, body) = openai_error(e);
+        let (status, body, timed_out) = openai_error(e);
         let mut a = json_answer(status, &body);
         // Laneway retried already, within the call's budget and deadline.
         a.headers.push(("x-should-retry".into(), "false".into()));
+        if timed_out {
+            // The SDKs raise their timeout error for a timeout of the transport's, not for a
+            // status: the seam raises one on this header.
+            a.headers.push((TIMED_OUT.into(), "1".into()));
+        }
         a
     }
 }
@@ -330,7 +340,7 @@ impl Writer {
                 eventstream::exception(&name, &e.to_string())
             }
             Writer::OpenAi { api, .. } => {
-                let (_, body) = openai_error(e);
+                let (_, body, _) = openai_error(e);
                 let mut out = Vec::new();
                 let event = match api {
                     Api::Chat => body,

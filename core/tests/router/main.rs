@@ -10,6 +10,7 @@ mod backends;
 mod batch_lane;
 mod errors_and_failover;
 mod generate_and_stream;
+mod http_seam;
 mod learning_from_feedback;
 #[cfg(feature = "metrics-http")]
 mod metrics_http;
