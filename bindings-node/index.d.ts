@@ -329,3 +329,30 @@ export class LanewayInternalError extends LanewayError {}
 
 export function toRequest (request: string | RequestOptions, options?: RequestOptions): Record<string, unknown>
 export function version (): string
+
+/** Options for a seam: where what Laneway does not answer goes. */
+export interface FetchOptions {
+  /** The `fetch` for every other request (the global `fetch` unless given). */
+  fallback?: (input: any, init?: any) => Promise<globalThis.Response>
+}
+
+/** A WHATWG `fetch` that `router` answers Converse, ConverseStream, Chat Completions and
+ * Responses requests on, in process (the `openai` SDK's `fetch` option, the Vercel AI SDK's
+ * `createOpenAI({ fetch })` and `createAmazonBedrock({ fetch })`); the rest goes to
+ * `options.fallback`. An `AbortSignal` in `init` cancels the call. */
+export function fetch (router: Router, options?: FetchOptions): (input: any, init?: any) => Promise<globalThis.Response>
+
+/** A request handler for the AWS SDK for JavaScript v3 (`new BedrockRuntimeClient({
+ * requestHandler })`): Converse and ConverseStream answered by `router` in process, the rest
+ * sent by `options.fallback` (the SDK's own Node handler). */
+export function requestHandler (router: Router, options?: { fallback?: { handle (request: any, options?: any): Promise<{ response: any }> } }): {
+  handle (request: any, options?: { abortSignal?: AbortSignal }): Promise<{ response: { statusCode: number; headers: Record<string, string>; body: any } }>
+  updateHttpClientConfig (key: string, value: unknown): void
+  httpHandlerConfigs (): Record<string, unknown>
+  destroy (): void
+  metadata: { handlerProtocol: string }
+}
+
+/** Runs `fn` with Laneway's request options (`slo`, `task_id`, `residency`, ...: a request's
+ * `laneway` object) for every call made inside through a seam. */
+export function withOptions<T> (options: Record<string, unknown>, fn: () => T): T

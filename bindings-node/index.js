@@ -388,8 +388,21 @@ function camelKeys (value) {
   return out
 }
 
-/** For `laneway/openai`: the pieces it converts with. */
-const internals = { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR, KINDS }
+/** For `laneway/openai` and the seams: the pieces they convert with. */
+const internals = { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR, KINDS, nextCallId: () => nextCallId++ }
 
-module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
+const { makeSeams, withOptions } = require('./seams')
+const seams = makeSeams(internals)
+
+/** A WHATWG `fetch` that `router` answers Converse, ConverseStream, Chat Completions and
+ * Responses requests on, in process (for the `openai` SDK's `fetch` option, the Vercel AI
+ * SDK's providers); every other request goes to `options.fallback` (the global `fetch`). */
+function fetch (router, options) { return seams.fetchFor(router, options) }
+
+/** A request handler for the AWS SDK for JavaScript v3 (`new BedrockRuntimeClient({
+ * requestHandler })`): Converse and ConverseStream answered by `router` in process, the rest
+ * sent by `options.fallback` (the SDK's own Node handler). */
+function requestHandler (router, options) { return seams.requestHandlerFor(router, options) }
+
+module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
 Object.defineProperty(module.exports, '_internals', { value: internals })

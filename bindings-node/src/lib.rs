@@ -4,6 +4,7 @@
 //! decision stays in the `laneway` crate.
 
 mod batch;
+mod http;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -141,6 +142,8 @@ pub struct NativeRouter {
     /// The pending `nextEvents` of each stream, to abort on `closeStream`.
     waiting: Mutex<HashMap<u32, futures::future::AbortHandle>>,
     next_stream: Mutex<u32>,
+    /// The streamed bodies of in-process HTTP answers (`http`).
+    bodies: http::Bodies,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -172,6 +175,7 @@ impl NativeRouter {
                 streams: Arc::default(),
                 waiting: Mutex::default(),
                 next_stream: Mutex::new(0),
+                bodies: http::Bodies::default(),
             })
         })
     }
@@ -328,6 +332,36 @@ impl NativeRouter {
         })
     }
 
+    /// Answers an HTTP request in process (`laneway.fetch`, `laneway.requestHandler`):
+    /// headers as `[name, value]` pairs; the body whole, or a `bodyId` for `nextChunk`.
+    /// `cancel(callId)` aborts it until it answers; `closeBody` after.
+    #[napi]
+    pub async fn http(
+        &self,
+        method: String,
+        path: String,
+        headers: Vec<Vec<String>>,
+        body: napi::bindgen_prelude::Buffer,
+        call_id: u32,
+    ) -> napi::Result<http::HttpAnswer> {
+        self.answer_http(method, path, headers, body, call_id).await
+    }
+
+    /// The next chunk of a streamed answer's body; `null` after the last.
+    #[napi]
+    pub async fn next_chunk(
+        &self,
+        body_id: u32,
+    ) -> napi::Result<Option<napi::bindgen_prelude::Buffer>> {
+        self.body_chunk(body_id).await
+    }
+
+    /// Ends a streamed answer's body now, cancelling its call.
+    #[napi]
+    pub async fn close_body(&self, body_id: u32) -> napi::Result<()> {
+        self.close_http_body(body_id).await
+    }
+
     /// Everything measured so far, as JSON.
     #[napi]
     pub fn metrics(&self) -> napi::Result<String> {
@@ -456,14 +490,22 @@ impl NativeRouter {
         call_id: u32,
         req: GenerateRequest,
     ) -> napi::Result<laneway::GenerateResponse> {
+        self.abortable_with(call_id, self.router.generate(req))
+            .await?
+            .map_err(js_error)
+    }
+
+    /// Runs `work` so that `cancel(call_id)` can abort it.
+    async fn abortable_with<T>(
+        &self,
+        call_id: u32,
+        work: impl std::future::Future<Output = T>,
+    ) -> napi::Result<T> {
         let (handle, registration) = futures::future::AbortHandle::new_pair();
         lock(&self.calls).insert(call_id, handle);
-        let out = futures::future::Abortable::new(self.router.generate(req), registration).await;
+        let out = futures::future::Abortable::new(work, registration).await;
         lock(&self.calls).remove(&call_id);
-        match out {
-            Ok(r) => r.map_err(js_error),
-            Err(futures::future::Aborted) => Err(aborted()),
-        }
+        out.map_err(|futures::future::Aborted| aborted())
     }
 }
 

@@ -1,0 +1,173 @@
+'use strict'
+// Laneway under the official clients, unmodified: a WHATWG `fetch` (the `openai` SDK's
+// `fetch` option, the Vercel AI SDK's `createOpenAI({ fetch })` and
+// `createAmazonBedrock({ fetch })`) and a `requestHandler` for the AWS SDK for JavaScript v3
+// (`new BedrockRuntimeClient({ requestHandler })`, which LangChain JS takes as `client`).
+// Both hand a request, as the SDK wrote it, to the core's in-process HTTP seam
+// (`laneway::surface::http`) and give back the bytes the service would have sent: Converse and
+// ConverseStream (event-stream frames), Chat Completions and Responses (whole, or server-sent
+// events). Everything above (the SDK's parsing, its error classes, the framework) runs
+// unchanged; whatever Laneway does not answer goes where it was going.
+
+const { AsyncLocalStorage } = require('node:async_hooks')
+const { Readable } = require('node:stream')
+
+// The core's header on an OpenAI-shaped answer to a call that timed out.
+const TIMED_OUT = 'x-laneway-timed-out'
+
+const scoped = new AsyncLocalStorage()
+
+/** Runs `fn` with Laneway's request options (`slo`, `taskId`, `residency`, ...: a request's
+ * `laneway` object) for every call made inside through a seam, merged over an enclosing
+ * scope's. Options a call sets itself (its body's `laneway`) win. Returns what `fn` returns. */
+function withOptions (options, fn) {
+  return scoped.run({ ...(scoped.getStore() || {}), ...options }, fn)
+}
+
+function headerPairs (headers) {
+  const pairs = []
+  for (const [k, v] of Object.entries(headers || {})) {
+    if (v !== undefined && v !== null) pairs.push([k.toLowerCase(), String(v)])
+  }
+  return pairs
+}
+
+function withScope (pairs) {
+  const options = scoped.getStore()
+  if (options) pairs.push(['x-laneway', JSON.stringify(options)])
+  return pairs
+}
+
+function toBuffer (body) {
+  if (body == null) return Buffer.alloc(0)
+  if (typeof body === 'string') return Buffer.from(body)
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  if (body instanceof ArrayBuffer) return Buffer.from(body)
+  return null
+}
+
+async function readAll (body) {
+  const direct = toBuffer(body)
+  if (direct) return direct
+  const chunks = []
+  for await (const chunk of body) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk))
+  return Buffer.concat(chunks)
+}
+
+function makeSeams (internals) {
+  const { native, convertError, abortError } = internals
+
+  /** Sends to the core; the answer (`{ status, headers, body | bodyId }`), a cancelled call
+   * as the standard AbortError. */
+  async function answer (router, method, path, headers, body, signal) {
+    if (signal && signal.aborted) throw abortError(signal)
+    const n = router._n
+    const id = internals.nextCallId()
+    const onAbort = () => n.cancel(id)
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      return await n.http(method, path, headers, body, id)
+    } catch (e) {
+      const err = convertError(e)
+      if (err.kind === 'aborted') throw abortError(signal)
+      throw err
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** A streamed body's chunks; closing or aborting it cancels the call. */
+  function chunks (router, bodyId, signal) {
+    const n = router._n
+    let closed = false
+    const close = () => { if (!closed) { closed = true; n.closeBody(bodyId).catch(() => {}) } }
+    if (signal) signal.addEventListener('abort', close, { once: true })
+    return {
+      close,
+      async * [Symbol.asyncIterator] () {
+        try {
+          while (!closed) {
+            if (signal && signal.aborted) throw abortError(signal)
+            const chunk = await n.nextChunk(bodyId)
+            if (chunk === null) return
+            yield chunk
+          }
+          if (signal && signal.aborted) throw abortError(signal)
+        } finally {
+          close()
+          if (signal) signal.removeEventListener('abort', close)
+        }
+      }
+    }
+  }
+
+  /** A `fetch` answering what Laneway routes in process and sending the rest to `fallback`
+   * (the global `fetch` unless given). */
+  function fetchFor (router, options = {}) {
+    const fallback = options.fallback || globalThis.fetch
+    return async function lanewayFetch (input, init = {}) {
+      const request = new Request(input, init.body instanceof ReadableStream ? { ...init, duplex: 'half' } : init)
+      const url = new URL(request.url)
+      if (!native.httpAnswers(request.method, url.pathname)) return fallback(input, init)
+      const headers = withScope([...request.headers.entries()])
+      const body = Buffer.from(await request.arrayBuffer())
+      const signal = init.signal || null
+      const a = await answer(router, request.method, url.pathname, headers, body, signal)
+      if (a.headers.some(([name]) => name === TIMED_OUT)) {
+        // The SDKs raise their timeout error for the transport's, not for a status.
+        const text = a.body ? a.body.toString() : 'timed out'
+        throw Object.assign(new Error(`request timed out: ${text}`), { name: 'TimeoutError' })
+      }
+      if (a.body) return new Response(a.body.length ? a.body : null, { status: a.status, headers: a.headers })
+      const source = chunks(router, a.bodyId, signal)
+      const iterator = source[Symbol.asyncIterator]()
+      const stream = new ReadableStream({
+        async pull (controller) {
+          try {
+            const { value, done } = await iterator.next()
+            if (done) controller.close()
+            else controller.enqueue(new Uint8Array(value.buffer, value.byteOffset, value.byteLength))
+          } catch (e) { controller.error(e) }
+        },
+        cancel () { source.close() }
+      })
+      return new Response(stream, { status: a.status, headers: a.headers })
+    }
+  }
+
+  /** A request handler for the AWS SDK for JavaScript v3 (`requestHandler`): Converse and
+   * ConverseStream answered in process, everything else sent by `fallback` (the SDK's own
+   * Node handler unless given). `abortSignal` cancels the call. */
+  function requestHandlerFor (router, options = {}) {
+    let fallback = options.fallback || null
+    return {
+      metadata: { handlerProtocol: 'http/1.1' },
+      async handle (request, handlerOptions = {}) {
+        const path = request.path || '/'
+        if (!native.httpAnswers(request.method, path)) {
+          if (!fallback) {
+            const { NodeHttpHandler } = require('@smithy/node-http-handler')
+            fallback = new NodeHttpHandler()
+          }
+          return fallback.handle(request, handlerOptions)
+        }
+        const signal = handlerOptions.abortSignal || null
+        const headers = withScope(headerPairs(request.headers))
+        const body = await readAll(request.body)
+        const a = await answer(router, request.method, path, headers, body, signal)
+        const responseHeaders = Object.fromEntries(a.headers)
+        const responseBody = a.body
+          ? Readable.from(a.body.length ? [a.body] : [])
+          : Readable.from(chunks(router, a.bodyId, signal))
+        return { response: { statusCode: a.status, reason: undefined, headers: responseHeaders, body: responseBody } }
+      },
+      updateHttpClientConfig () {},
+      httpHandlerConfigs () { return {} },
+      destroy () { if (fallback && fallback.destroy) fallback.destroy() }
+    }
+  }
+
+  return { fetchFor, requestHandlerFor }
+}
+
+module.exports = { makeSeams, withOptions }
