@@ -51,6 +51,11 @@ tools_log=target/tools/packages.log
   # are checked on.
   target/py/bin/pip install --quiet --no-compile "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 \
     "mypy>=1.10" "openai>=2" "moto[server]>=5.1,<6"
+  # The agent frameworks of the framework matrix, pinned, in their own environment (their
+  # `openai` and `boto3` pins are theirs, not the package tests').
+  python3 -m venv target/fw
+  target/fw/bin/pip install --quiet --no-compile --upgrade pip
+  target/fw/bin/pip install --quiet --no-compile -r bindings-python/frameworks/requirements.txt
   cd bindings-node && npm install --omit=optional --no-audit --no-fund
 ) >"$tools_log" 2>&1 &
 tools_install=$!
@@ -118,6 +123,11 @@ PATH="$PWD/target/py/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
 target/py/bin/pytest -q bindings-python/tests
 # The stubs (_laneway.pyi) against the built module, and the package type-checked with them.
 target/py/bin/python -m mypy.stubtest laneway
+# The framework matrix: each framework unmodified, on the package built the same way (the
+# Rust build above is reused).
+PATH="$PWD/target/fw/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
+  target/fw/bin/pip install --quiet --no-build-isolation ./bindings-python
+target/fw/bin/pytest -q -p no:cacheprovider bindings-python/frameworks
 
 phase "Node: the package built from the checkout, node:test suite (index.d.ts compiled against real values with tsc)"
 node --version
