@@ -356,3 +356,7 @@ export function requestHandler (router: Router, options?: { fallback?: { handle 
 /** Runs `fn` with Laneway's request options (`slo`, `task_id`, `residency`, ...: a request's
  * `laneway` object) for every call made inside through a seam. */
 export function withOptions<T> (options: Record<string, unknown>, fn: () => T): T
+
+/** What Laneway decided for the last whole answer a seam gave inside the innermost
+ * `withOptions` scope; null outside one. A stream's decision is on its last event instead. */
+export function lastDecision (): { callId?: string; model?: string; target?: string; region?: string; tier?: string; attemptsSent?: number; costUsd?: number } | null

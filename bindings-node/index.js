@@ -391,7 +391,7 @@ function camelKeys (value) {
 /** For `laneway/openai` and the seams: the pieces they convert with. */
 const internals = { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR, KINDS, nextCallId: () => nextCallId++ }
 
-const { makeSeams, withOptions } = require('./seams')
+const { makeSeams, withOptions, lastDecision } = require('./seams')
 const seams = makeSeams(internals)
 
 /** A WHATWG `fetch` that `router` answers Converse, ConverseStream, Chat Completions and
@@ -404,5 +404,5 @@ function fetch (router, options) { return seams.fetchFor(router, options) }
  * sent by `options.fallback` (the SDK's own Node handler). */
 function requestHandler (router, options) { return seams.requestHandlerFor(router, options) }
 
-module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
+module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, lastDecision, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
 Object.defineProperty(module.exports, '_internals', { value: internals })

@@ -21,7 +21,39 @@ const scoped = new AsyncLocalStorage()
  * `laneway` object) for every call made inside through a seam, merged over an enclosing
  * scope's. Options a call sets itself (its body's `laneway`) win. Returns what `fn` returns. */
 function withOptions (options, fn) {
-  return scoped.run({ ...(scoped.getStore() || {}), ...options }, fn)
+  const outer = scoped.getStore()
+  return scoped.run({ options: { ...(outer ? outer.options : {}), ...options }, decision: null }, fn)
+}
+
+// The decision headers of a whole answer (`laneway::surface::http::decision_headers`).
+const DECISION = {
+  'x-laneway-call-id': ['callId', String],
+  'x-laneway-model': ['model', String],
+  'x-laneway-target': ['target', String],
+  'x-laneway-region': ['region', String],
+  'x-laneway-tier': ['tier', String],
+  'x-laneway-attempts': ['attemptsSent', Number],
+  'x-laneway-cost-usd': ['costUsd', Number]
+}
+
+/** Keeps a whole answer's decision for `lastDecision` in the scope of `withOptions`. */
+function remember (headers) {
+  const store = scoped.getStore()
+  if (!store) return
+  const decision = {}
+  for (const [name, value] of headers) {
+    const key = DECISION[name]
+    if (key) decision[key[0]] = key[1](value)
+  }
+  if (Object.keys(decision).length) store.decision = decision
+}
+
+/** What Laneway decided for the last whole answer a seam gave inside the innermost
+ * `withOptions` scope (`callId`, `model`, `target`, `region`, `tier`, `attemptsSent`,
+ * `costUsd`); null outside one. A stream's decision is on its last event instead. */
+function lastDecision () {
+  const store = scoped.getStore()
+  return store ? store.decision : null
 }
 
 function headerPairs (headers) {
@@ -33,8 +65,8 @@ function headerPairs (headers) {
 }
 
 function withScope (pairs) {
-  const options = scoped.getStore()
-  if (options) pairs.push(['x-laneway', JSON.stringify(options)])
+  const store = scoped.getStore()
+  if (store && Object.keys(store.options).length) pairs.push(['x-laneway', JSON.stringify(store.options)])
   return pairs
 }
 
@@ -113,6 +145,7 @@ function makeSeams (internals) {
       const body = Buffer.from(await request.arrayBuffer())
       const signal = init.signal || null
       const a = await answer(router, request.method, url.pathname, headers, body, signal)
+      remember(a.headers)
       if (a.headers.some(([name]) => name === TIMED_OUT)) {
         // The SDKs raise their timeout error for the transport's, not for a status.
         const text = a.body ? a.body.toString() : 'timed out'
@@ -155,6 +188,7 @@ function makeSeams (internals) {
         const headers = withScope(headerPairs(request.headers))
         const body = await readAll(request.body)
         const a = await answer(router, request.method, path, headers, body, signal)
+        remember(a.headers)
         const responseHeaders = Object.fromEntries(a.headers)
         const responseBody = a.body
           ? Readable.from(a.body.length ? [a.body] : [])
@@ -170,4 +204,4 @@ function makeSeams (internals) {
   return { fetchFor, requestHandlerFor }
 }
 
-module.exports = { makeSeams, withOptions }
+module.exports = { makeSeams, withOptions, lastDecision }

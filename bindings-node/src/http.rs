@@ -50,12 +50,6 @@ impl Bodies {
     }
 }
 
-/// Whether Laneway answers a request of `method` to `path` (the rest goes where it was going).
-#[napi]
-pub(crate) fn http_answers(method: String, path: String) -> bool {
-    Route::of(&method, &path).is_some()
-}
-
 impl crate::NativeRouter {
     pub(crate) async fn answer_http(
         &self,

@@ -531,6 +531,13 @@ pub fn openai_error(kind: String, attempt_kinds: Vec<String>) -> String {
     serde_json::json!({ "class": e.class, "status": e.status }).to_string()
 }
 
+/// Whether Laneway answers a request of `method` to `path` in process (`laneway.fetch`,
+/// `laneway.requestHandler`); the rest goes where it was going.
+#[napi]
+pub fn http_answers(method: String, path: String) -> bool {
+    laneway::surface::http::Route::of(&method, &path).is_some()
+}
+
 /// Whether an `apiKey` is a Bedrock API key.
 #[napi]
 pub fn is_bedrock_api_key(key: String) -> bool {

@@ -65,8 +65,15 @@ test('a throttle storm and bad input are the AWS SDK\'s own exceptions', async (
 test('the openai SDK on laneway.fetch: whole, streamed, Responses, and its error classes', async () => {
   const router = new laneway.Router(emu.routerOptions())
   const client = new OpenAI({ baseURL: 'http://laneway.invalid/v1', apiKey: 'unused', maxRetries: 0, fetch: laneway.fetch(router) })
-  const r = await client.chat.completions.create({ model: LITE, messages: [{ role: 'user', content: 'Say hello.' }], max_completion_tokens: 64 })
+  const r = await laneway.withOptions({ slo: { class: 'interactive' } }, async () => {
+    const answer = await client.chat.completions.create({ model: LITE, messages: [{ role: 'user', content: 'Say hello.' }], max_completion_tokens: 64 })
+    const decision = laneway.lastDecision()
+    assert.equal(decision.model, LITE)
+    assert.ok(decision.costUsd > 0 && decision.attemptsSent >= 1)
+    return answer
+  })
   assert.ok(r.choices[0].message.content)
+  assert.equal(laneway.lastDecision(), null)
   let text = ''
   let usage = null
   for await (const chunk of await client.chat.completions.create({ model: LITE, messages: [{ role: 'user', content: 'Tell me a story.' }], stream: true, stream_options: { include_usage: true } })) {

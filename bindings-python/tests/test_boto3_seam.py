@@ -134,9 +134,13 @@ def test_options_reach_a_call_made_by_code_that_knows_nothing_of_them(router):
     ask = dict(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Hi"}]}], inferenceConfig={"maxTokens": 8})
     with laneway.options(task_id="ticket-7"):
         with laneway.options(slo={"class": "interactive"}):
-            client.converse(**ask)
+            out = client.converse(**ask)
     finished = router.finish_task("ticket-7", True)
     assert finished, "the call was counted under the task the context named"
+    # What Laneway decided, beside botocore's parsed answer.
+    decision = laneway.last_decision()
+    assert decision["model"] == LITE and decision["cost_usd"] > 0 and decision["attempts_sent"] >= 1
+    assert out["ResponseMetadata"]["HTTPHeaders"]["x-laneway-region"] == decision["region"]
 
 
 def test_a_session_and_a_botocore_session_route_the_clients_frameworks_build(router, emulator):

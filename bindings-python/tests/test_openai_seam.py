@@ -28,6 +28,8 @@ def test_a_real_client_parses_whole_answers_and_raw_responses(router):
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens > 0
     raw = client.chat.completions.with_raw_response.create(model=LITE, messages=ASK, max_completion_tokens=20)
     assert raw.http_response.status_code == 200 and raw.parse().choices[0].message.content
+    assert raw.headers["x-laneway-model"] == LITE and float(raw.headers["x-laneway-cost-usd"]) > 0
+    assert laneway.last_decision()["call_id"] == raw.headers["x-laneway-call-id"]
     answer = client.responses.create(model=LITE, input="Say hello.", max_output_tokens=50)
     assert answer.output_text and answer.status in ("completed", "incomplete")
 

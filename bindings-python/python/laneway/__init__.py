@@ -38,7 +38,7 @@ from ._laneway import (
     ValidationError,
 )
 from ._laneway import version as _version
-from ._context import options
+from ._context import last_decision, options
 from ._router import BatchSession, Router
 from ._types import (
     Decision,
@@ -53,6 +53,7 @@ __version__: str = _version()
 
 __all__ = [
     "options",
+    "last_decision",
     "BatchHandle",
     "BatchSession",
     "LanewayInternalError",

@@ -8,6 +8,18 @@ import json
 from typing import Any, Dict, Iterator, Optional
 
 _options: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("laneway_options", default=None)
+_last: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("laneway_last_decision", default=None)
+
+# The decision headers of a whole answer (`laneway::surface::http::decision_headers`).
+_DECISION = {
+    "x-laneway-call-id": ("call_id", str),
+    "x-laneway-model": ("model", str),
+    "x-laneway-target": ("target", str),
+    "x-laneway-region": ("region", str),
+    "x-laneway-tier": ("tier", str),
+    "x-laneway-attempts": ("attempts_sent", int),
+    "x-laneway-cost-usd": ("cost_usd", float),
+}
 
 
 @contextlib.contextmanager
@@ -33,3 +45,22 @@ def header_value() -> Optional[str]:
     """The options in effect as the `x-laneway` header's JSON, if any."""
     o = _options.get()
     return None if not o else json.dumps(o, separators=(",", ":"))
+
+
+def remember(headers: Any) -> None:
+    """Keeps the decision a whole answer's headers carry, for `last_decision`."""
+    decision = {}
+    for name, value in headers:
+        key = _DECISION.get(name.lower() if isinstance(name, str) else name)
+        if key is not None:
+            decision[key[0]] = key[1](value)
+    if decision:
+        _last.set(decision)
+
+
+def last_decision() -> Optional[Dict[str, Any]]:
+    """What Laneway decided for the last whole answer a seam (`laneway.boto3`,
+    `laneway.httpx`, `laneway.openai.client`) gave in this context (thread or asyncio task):
+    `call_id`, `model`, `target`, `region`, `tier`, `attempts_sent`, `cost_usd`. A stream's
+    decision is on its last event instead."""
+    return _last.get()

@@ -31,7 +31,7 @@ import botocore.session  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
 from . import _laneway
-from ._context import header_value
+from ._context import header_value, remember
 
 __all__ = ["client", "session", "botocore_session", "install"]
 
@@ -86,6 +86,7 @@ class _Handlers:
         elif not isinstance(body, (bytes, bytearray)):
             body = body.read()
         status, answer_headers, payload = self._native.http_blocking(request.method, path, headers, bytes(body))
+        remember(answer_headers)
         answer_headers.append((_ANSWERED, "1"))
         return AWSResponse(request.url, status, dict(answer_headers), _Raw(payload))
 

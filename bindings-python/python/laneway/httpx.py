@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
 from . import _laneway
-from ._context import header_value
+from ._context import header_value, remember
 from ._router import _dispatcher
 
 __all__ = ["Transport", "AsyncTransport", "transport", "async_transport", "default_module"]
@@ -95,6 +95,7 @@ def _streams(module: ModuleType) -> Tuple[type, type]:
 
 def _response(module: ModuleType, answer: Tuple[int, List[Tuple[str, str]], Any], request: Any, asynchronous: bool) -> Any:
     status, headers, payload = answer
+    remember(headers)
     if any(name == _TIMED_OUT for name, _ in headers):
         # The SDKs raise their timeout error for the transport's, not for a status.
         raise module.ReadTimeout(payload.decode(errors="replace") if isinstance(payload, bytes) else "timed out", request=request)

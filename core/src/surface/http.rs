@@ -122,7 +122,7 @@ pub async fn answer(
             request,
             stream: false,
         }) => match router.generate(*request).await {
-            Ok(r) => json_answer(200, &converse::response(&r)),
+            Ok(r) => with_decision(json_answer(200, &converse::response(&r)), &r),
             Err(e) => error_answer(route, &e),
         },
         Ok(Read::Converse {
@@ -144,7 +144,12 @@ pub async fn answer(
             streamed(route, router.lazy_stream(call.request), writer).await
         }
         Ok(Read::OpenAi(call)) => match router.generate(call.request).await {
-            Ok(r) => json_answer(200, &call.reply.whole(r)),
+            Ok(r) => {
+                let headers = decision_headers(&r);
+                let mut a = json_answer(200, &call.reply.whole(r));
+                a.headers.extend(headers);
+                a
+            }
             Err(e) => error_answer(route, &e),
         },
         Err(e) => error_answer(route, &e),
@@ -193,6 +198,37 @@ fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Resu
         }
         Route::OpenAi(api) => Ok(Read::OpenAi(Box::new(Call::read(*api, value)?))),
     }
+}
+
+/// Laneway's decision on a whole answer's headers (`x-laneway-call-id`, `-model`, `-target`,
+/// `-region`, `-tier`, `-attempts`, `-cost-usd`), for code above an SDK that parses the body
+/// into types without Laneway's fields. A stream's decision comes on its last event.
+pub fn decision_headers(r: &crate::GenerateResponse) -> Vec<(String, String)> {
+    let d = &r.decision;
+    let mut headers = vec![
+        ("x-laneway-call-id".to_owned(), d.call_id.clone()),
+        ("x-laneway-model".to_owned(), d.model.clone()),
+        ("x-laneway-target".to_owned(), d.target.clone()),
+        ("x-laneway-region".to_owned(), d.region.clone()),
+        ("x-laneway-attempts".to_owned(), d.attempts_sent.to_string()),
+        (
+            "x-laneway-cost-usd".to_owned(),
+            format!("{:.10}", r.cost_usd),
+        ),
+    ];
+    if let Some(tier) = d.served_tier.or(d.tier)
+        && let Ok(Value::String(name)) = serde_json::to_value(tier)
+    {
+        headers.push(("x-laneway-tier".to_owned(), name));
+    }
+    // Header values are visible ASCII: ids and regions are; anything else is left out.
+    headers.retain(|(_, v)| v.bytes().all(|b| (0x20..0x7f).contains(&b)));
+    headers
+}
+
+fn with_decision(mut answer: Answer, r: &crate::GenerateResponse) -> Answer {
+    answer.headers.extend(decision_headers(r));
+    answer
 }
 
 fn json_answer(status: u16, value: &impl serde::Serialize) -> Answer {
