@@ -17,9 +17,9 @@ const TIMED_OUT = 'x-laneway-timed-out'
 
 const scoped = new AsyncLocalStorage()
 
-/** Runs `fn` with Laneway's request options (`slo`, `taskId`, `residency`, ...: a request's
- * `laneway` object) for every call made inside through a seam, merged over an enclosing
- * scope's. Options a call sets itself (its body's `laneway`) win. Returns what `fn` returns. */
+/** Runs `fn` with Laneway's request options (`slo`, `task_id`, `residency`, ...: a request's
+ * `laneway` object, snake_case) for every call made inside through a seam, merged over an
+ * enclosing scope's. Options a call sets itself (its body's `laneway`) win. Returns what `fn` returns. */
 function withOptions (options, fn) {
   const outer = scoped.getStore()
   return scoped.run({ options: { ...(outer ? outer.options : {}), ...options }, decision: null }, fn)
@@ -86,8 +86,23 @@ async function readAll (body) {
   return Buffer.concat(chunks)
 }
 
+/** Listens for an abort on a signal, or on an older one that has only `onabort`. */
+function onAbort (signal, listener) {
+  if (!signal) return () => {}
+  if (typeof signal.addEventListener === 'function') {
+    signal.addEventListener('abort', listener, { once: true })
+    return () => signal.removeEventListener('abort', listener)
+  }
+  const previous = signal.onabort
+  signal.onabort = (...args) => { if (previous) previous.apply(signal, args); listener() }
+  return () => { signal.onabort = previous }
+}
+
 function makeSeams (internals) {
   const { native, convertError, abortError } = internals
+  // A streamed body dropped unread (its Response or stream collected) is closed: its call is
+  // cancelled and what it holds released.
+  const dropped = new FinalizationRegistry(({ router, bodyId }) => { router._n.closeBody(bodyId).catch(() => {}) })
 
   /** Sends to the core; the answer (`{ status, headers, body | bodyId }`), a cancelled call
    * as the standard AbortError. */
@@ -95,8 +110,7 @@ function makeSeams (internals) {
     if (signal && signal.aborted) throw abortError(signal)
     const n = router._n
     const id = internals.nextCallId()
-    const onAbort = () => n.cancel(id)
-    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    const stop = onAbort(signal, () => n.cancel(id))
     try {
       return await n.http(method, path, headers, body, id)
     } catch (e) {
@@ -104,7 +118,7 @@ function makeSeams (internals) {
       if (err.kind === 'aborted') throw abortError(signal)
       throw err
     } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
+      stop()
     }
   }
 
@@ -112,23 +126,21 @@ function makeSeams (internals) {
   function chunks (router, bodyId, signal) {
     const n = router._n
     let closed = false
-    const close = () => { if (!closed) { closed = true; n.closeBody(bodyId).catch(() => {}) } }
-    if (signal) signal.addEventListener('abort', close, { once: true })
+    let stop = () => {}
+    const close = () => { if (!closed) { closed = true; stop(); n.closeBody(bodyId).catch(() => {}) } }
+    stop = onAbort(signal, close)
     return {
       close,
-      async * [Symbol.asyncIterator] () {
-        try {
-          while (!closed) {
-            if (signal && signal.aborted) throw abortError(signal)
-            const chunk = await n.nextChunk(bodyId)
-            if (chunk === null) return
-            yield chunk
-          }
+      /** The next chunk, or null after the last. */
+      async next () {
+        if (closed) {
           if (signal && signal.aborted) throw abortError(signal)
-        } finally {
-          close()
-          if (signal) signal.removeEventListener('abort', close)
+          return null
         }
+        const chunk = await n.nextChunk(bodyId)
+        if (signal && signal.aborted) throw abortError(signal)
+        if (chunk === null) close()
+        return chunk
       }
     }
   }
@@ -138,13 +150,16 @@ function makeSeams (internals) {
   function fetchFor (router, options = {}) {
     const fallback = options.fallback || globalThis.fetch
     return async function lanewayFetch (input, init = {}) {
+      // The route first, from the input as given: a request sent on untouched.
+      const isRequest = typeof Request !== 'undefined' && input instanceof Request
+      const url = new URL(isRequest ? input.url : String(input))
+      const method = (init.method || (isRequest ? input.method : 'GET')).toUpperCase()
+      if (!native.httpAnswers(method, url.pathname)) return fallback(input, init)
       const request = new Request(input, init.body instanceof ReadableStream ? { ...init, duplex: 'half' } : init)
-      const url = new URL(request.url)
-      if (!native.httpAnswers(request.method, url.pathname)) return fallback(input, init)
       const headers = withScope([...request.headers.entries()])
       const body = Buffer.from(await request.arrayBuffer())
-      const signal = init.signal || null
-      const a = await answer(router, request.method, url.pathname, headers, body, signal)
+      const signal = init.signal || (isRequest ? input.signal : null)
+      const a = await answer(router, method, url.pathname, headers, body, signal)
       remember(a.headers)
       if (a.headers.some(([name]) => name === TIMED_OUT)) {
         // The SDKs raise their timeout error for the transport's, not for a status.
@@ -153,17 +168,17 @@ function makeSeams (internals) {
       }
       if (a.body) return new Response(a.body.length ? a.body : null, { status: a.status, headers: a.headers })
       const source = chunks(router, a.bodyId, signal)
-      const iterator = source[Symbol.asyncIterator]()
       const stream = new ReadableStream({
         async pull (controller) {
           try {
-            const { value, done } = await iterator.next()
-            if (done) controller.close()
-            else controller.enqueue(new Uint8Array(value.buffer, value.byteOffset, value.byteLength))
+            const chunk = await source.next()
+            if (chunk === null) controller.close()
+            else controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
           } catch (e) { controller.error(e) }
         },
         cancel () { source.close() }
       })
+      dropped.register(stream, { router, bodyId: a.bodyId }, source)
       return new Response(stream, { status: a.status, headers: a.headers })
     }
   }
@@ -190,9 +205,21 @@ function makeSeams (internals) {
         const a = await answer(router, request.method, path, headers, body, signal)
         remember(a.headers)
         const responseHeaders = Object.fromEntries(a.headers)
-        const responseBody = a.body
-          ? Readable.from(a.body.length ? [a.body] : [])
-          : Readable.from(chunks(router, a.bodyId, signal))
+        let responseBody
+        if (a.body) {
+          responseBody = Readable.from(a.body.length ? [a.body] : [])
+        } else {
+          const source = chunks(router, a.bodyId, signal)
+          responseBody = new Readable({
+            read () {
+              source.next().then(chunk => this.push(chunk), e => this.destroy(e))
+            },
+            // Destroyed (the SDK or the caller let go): the call is cancelled at once, not at
+            // the model's next chunk.
+            destroy (err, callback) { source.close(); callback(err) }
+          })
+          dropped.register(responseBody, { router, bodyId: a.bodyId }, source)
+        }
         return { response: { statusCode: a.status, reason: undefined, headers: responseHeaders, body: responseBody } }
       },
       updateHttpClientConfig () {},

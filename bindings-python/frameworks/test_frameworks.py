@@ -44,6 +44,7 @@ def weather(city: str) -> str:
 # --- Strands Agents: a boto3 Session (`boto_session=`), streaming on by default ---------------
 
 def test_strands_streams_and_calls_tools(router):
+    from pydantic import BaseModel
     from strands import Agent, tool
     from strands.models import BedrockModel
 
@@ -52,15 +53,26 @@ def test_strands_streams_and_calls_tools(router):
     assert str(result).strip()
     assert result.metrics.accumulated_usage["outputTokens"] > 0
 
+    called = []
+
     @tool
     def lookup(city: str) -> str:
         """Weather for a city."""
+        called.append(city)
         return weather(city)
 
-    forced = BedrockModel(model_id=LITE, boto_session=laneway.boto3.session(router, region_name="us-east-1"), max_tokens=4000)
-    agent = Agent(model=forced, tools=[lookup], callback_handler=None)
-    reply = agent("What is the weather in Paris? Use the tool.")
-    assert str(reply).strip()
+    # Structured output is a forced tool call (toolChoice), which the emulator answers with one.
+    class City(BaseModel):
+        city: str
+
+    agent = Agent(model=BedrockModel(model_id=SONNET, boto_session=laneway.boto3.session(router, region_name="us-east-1"), max_tokens=4000),
+                  tools=[lookup], callback_handler=None)
+    out = agent.structured_output(City, "Which city is the capital of France?")
+    assert isinstance(out, City) and out.city
+    # A tool the agent calls itself, its result sent back to the model through the seam.
+    agent.tool.lookup(city="Paris")
+    assert called == ["Paris"]
+    assert str(agent("And what should I wear there?")).strip()
 
 
 def test_strands_raises_its_throttle_error(throttled_router):

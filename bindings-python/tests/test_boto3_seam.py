@@ -49,13 +49,20 @@ def _streamed(client, **ask):
     return names, "".join(text), stop, meta
 
 
-def test_a_long_converse_stream_arrives_as_botocores_events():
+def test_a_long_converse_stream_arrives_as_botocores_events(monkeypatch, tmp_path):
     """The same stream as botocore reads it from the service itself (the emulator, which
     answers a prompt the same way each time): the same events, the same text."""
+    # No credentials anywhere botocore looks: Laneway's answers need none, and are unsigned.
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     with Emulator(scenario="fast") as emu:
         router = laneway.Router(**emu.router_kwargs())
-        # No credentials in this session: Laneway's answers need none.
-        client = laneway.boto3.client(router, aws_access_key_id=None, aws_secret_access_key=None)
+        client = laneway.boto3.client(router)
+        assert client._request_signer._credentials is None
         direct = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=emu.url, aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY)
         ask = dict(modelId=LITE, messages=[{"role": "user", "content": [{"text": "Tell me a long story about the sea."}]}], inferenceConfig={"maxTokens": 2000})
         names, text, stop, meta = _streamed(client, **ask)

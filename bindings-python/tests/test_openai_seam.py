@@ -91,11 +91,20 @@ def test_errors_are_the_sdks_classes_and_the_sdk_does_not_retry_them(router):
     assert e.value.response.headers["x-should-retry"] == "false"
     with Emulator(scenario="fast") as emu:
         emu.add_fault({"kind": "throttle", "model": LITE})
-        throttled = laneway.openai.client(laneway.Router(**emu.router_kwargs()), max_retries=3)
+        stormy = laneway.httpx.transport(laneway.Router(**emu.router_kwargs()))
+        storm_sent = []
+
+        class CountingStorm(module.BaseTransport):
+            def handle_request(self, request):
+                storm_sent.append(request.url.path)
+                return stormy.handle_request(request)
+
+        throttled = openai.OpenAI(base_url="http://laneway.invalid/v1", api_key="x", max_retries=3, http_client=module.Client(transport=CountingStorm()))
         with laneway.options(slo={"deadline": 1500}):
             with pytest.raises(openai.RateLimitError) as e:
                 throttled.chat.completions.create(model=LITE, messages=ASK)
         assert e.value.status_code == 429
+        assert len(storm_sent) == 1, "the SDK did not retry what Laneway answered"
     assert len(sent) == 1, sent
     # A call out of time is the SDK's timeout error, which the SDK retries as it retries its
     # own timeouts, when asked to (hence `max_retries=0`, the default of laneway.openai.client).

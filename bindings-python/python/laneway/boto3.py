@@ -23,6 +23,7 @@ Laneway's own options (SLO, task id, residency, ...) reach a call made through a
 that knows nothing of them with `laneway.options(...)`, around the call.
 """
 
+import inspect
 from typing import Any, Iterator, Optional, Union
 from urllib.parse import urlsplit
 
@@ -40,6 +41,20 @@ SERVICE = "bedrock-runtime"
 OPERATIONS = ("Converse", "ConverseStream")
 # Marks an answer Laneway gave, for the retry handler.
 _ANSWERED = "x-laneway-answered"
+
+
+def _false_ends_retries() -> bool:
+    """Whether this botocore reads a retry handler's `False` as "do not retry" (older ones
+    read any answer but `None` as a delay, and would retry at once, forever)."""
+    try:
+        from botocore.endpoint import Endpoint  # type: ignore[import-untyped]
+
+        return "is False" in inspect.getsource(Endpoint._needs_retry)
+    except (ImportError, OSError, TypeError, AttributeError):
+        return False
+
+
+_NO_RETRY: Optional[bool] = False if _false_ends_retries() else None
 
 
 class _Raw:
@@ -91,9 +106,11 @@ class _Handlers:
         return AWSResponse(request.url, status, dict(answer_headers), _Raw(payload))
 
     def needs_retry(self, response: Any = None, **_: Any) -> Optional[bool]:
-        # `False` from the most specific handler ends botocore's retries for this answer.
+        # `False` from the most specific handler ends botocore's retries for this answer. (An
+        # older botocore, which has no such answer, retries as configured: each retry is then
+        # a new call to Laneway.)
         if response is not None and response[0] is not None and _ANSWERED in response[0].headers:
-            return False
+            return _NO_RETRY
         return None
 
     def choose_signer(self, **_: Any) -> Any:
@@ -101,10 +118,16 @@ class _Handlers:
 
 
 def _register(events: Any, handlers: _Handlers) -> None:
+    # Installing again (another router) replaces the handlers: the latest router answers.
     for op in OPERATIONS:
-        events.register(f"before-send.{SERVICE}.{op}", handlers.before_send, unique_id=f"laneway-send-{op}")
-        events.register(f"needs-retry.{SERVICE}.{op}", handlers.needs_retry, unique_id=f"laneway-retry-{op}")
-        events.register(f"choose-signer.{SERVICE}.{op}", handlers.choose_signer, unique_id=f"laneway-signer-{op}")
+        for event, handler, name in (
+            (f"before-send.{SERVICE}.{op}", handlers.before_send, "send"),
+            (f"needs-retry.{SERVICE}.{op}", handlers.needs_retry, "retry"),
+            (f"choose-signer.{SERVICE}.{op}", handlers.choose_signer, "signer"),
+        ):
+            unique_id = f"laneway-{name}-{op}"
+            events.unregister(event, unique_id=unique_id)
+            events.register(event, handler, unique_id=unique_id)
 
 
 def install(router: Any, target: Any) -> Any:

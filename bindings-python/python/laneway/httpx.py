@@ -17,13 +17,17 @@ given (by default `httpx2` when installed, else `httpx`). A request Laneway does
 to `fallback` (by default the module's own HTTP transport), as it would have gone.
 
 Answers say `x-should-retry: false` on errors: Laneway retried already, within the call's
-budget and deadline. Laneway's options reach a call through the body's `laneway` object
+budget and deadline. A call's time is Laneway's deadline (the SLO's, or `laneway.options(slo=
+{"deadline": ms})`): the HTTP client's own timeouts do not reach into an answer given in
+process. Laneway's options reach a call through the body's `laneway` object
 (`extra_body={"laneway": {...}}`), or `laneway.options(...)` around the call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import sys
 from types import ModuleType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
@@ -45,6 +49,13 @@ def default_module() -> ModuleType:
         except ImportError:
             continue
     raise ImportError("laneway.httpx needs httpx2 or httpx installed")
+
+
+def _module_of(request: Any, fallback: ModuleType) -> ModuleType:
+    """The module (httpx or httpx2) whose client sent `request`: its answer must be that
+    module's `Response`."""
+    name = type(request).__module__.split(".")[0]
+    return sys.modules.get(name, fallback)
 
 
 def _headers(request: Any) -> List[Tuple[str, str]]:
@@ -77,7 +88,8 @@ async def _body_aiter(self: Any) -> AsyncIterator[bytes]:
 
 
 async def _body_aclose(self: Any) -> None:
-    self._body.close()
+    # The close waits for a read in progress to let go: off the event loop.
+    await asyncio.to_thread(self._body.close)
 
 
 def _streams(module: ModuleType) -> Tuple[type, type]:
@@ -118,10 +130,10 @@ class Transport:
         method, path = request.method, request.url.path
         if not _laneway._http_answers(method, path):
             if self._fallback is None:
-                self._fallback = self._module.HTTPTransport()
+                self._fallback = _module_of(request, self._module).HTTPTransport()
             return self._fallback.handle_request(request)
         answer = self._native.http_blocking(method, path, _headers(request), request.read())
-        return _response(self._module, answer, request, asynchronous=False)
+        return _response(_module_of(request, self._module), answer, request, asynchronous=False)
 
     def close(self) -> None:
         if self._fallback is not None:
@@ -146,11 +158,11 @@ class AsyncTransport:
         method, path = request.method, request.url.path
         if not _laneway._http_answers(method, path):
             if self._fallback is None:
-                self._fallback = self._module.AsyncHTTPTransport()
+                self._fallback = _module_of(request, self._module).AsyncHTTPTransport()
             return await self._fallback.handle_async_request(request)
         body = await request.aread()
         answer = await self._native.http(method, path, _headers(request), body, _dispatcher())
-        return _response(self._module, answer, request, asynchronous=True)
+        return _response(_module_of(request, self._module), answer, request, asynchronous=True)
 
     async def aclose(self) -> None:
         if self._fallback is not None:

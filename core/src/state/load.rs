@@ -90,6 +90,8 @@ struct FleetShare {
     /// A call is asking the fleet for more now (since then): the others wait for its answer
     /// in line rather than ask too.
     asked_at: Option<Instant>,
+    /// The latest ask's number: an answer to an older one (it outlasted [`ASKING`]) is stale.
+    asks: u64,
 }
 
 /// How long an ask of the fleet keeps others from asking: longer than any answer takes (a
@@ -179,14 +181,20 @@ impl TargetLoad {
         let (limit, others) = (self.limit(Lane::Main), self.others());
         let want = self.in_flight + more.unwrap_or_else(|| self.lease_block(replicas));
         let mut claim = self.in_flight;
-        if let Some(lease) = self.fleet.as_mut().and_then(|f| f.lease.as_mut()) {
-            *lease = (*lease).min(want);
-            claim = claim.max((*lease).min(limit.saturating_sub(others)));
+        let mut seq = 0;
+        if let Some(fleet) = self.fleet.as_mut() {
+            fleet.asks += 1;
+            seq = fleet.asks;
+            if let Some(lease) = fleet.lease.as_mut() {
+                *lease = (*lease).min(want);
+                claim = claim.max((*lease).min(limit.saturating_sub(others)));
+            }
         }
         LeaseAsk {
             want,
             in_use: claim,
             limit,
+            seq,
         }
     }
 
@@ -298,6 +306,7 @@ impl Inner {
                 others: 0,
                 spent_until: None,
                 asked_at: None,
+                asks: 0,
             });
         }
         self.targets.push(t);
@@ -551,6 +560,10 @@ impl Headroom {
         let Some(fleet) = t.fleet.as_mut() else {
             return;
         };
+        if asked.seq != fleet.asks {
+            // A later ask is on its way (this one outlasted `ASKING`): its answer is the news.
+            return;
+        }
         fleet.asked_at = None;
         match answer {
             Some(a) => {
@@ -824,12 +837,12 @@ impl std::fmt::Debug for Slot<'_> {
 }
 
 impl Slot<'_> {
-    /// Other attempts of this router in flight on the target now (shared, and the slots the
-    /// other replicas hold): a throttle beside them is the target at its concurrency, one with
-    /// none beside it a target refusing as such.
+    /// Other attempts of this router in flight on the target now: a throttle beside them is
+    /// the target at its concurrency, one with none beside it a target refusing as such.
     pub fn others_in_flight(&self) -> u32 {
-        let t = &self.headroom.inner().targets[self.target];
-        (t.in_flight + t.others()).saturating_sub(1)
+        self.headroom.inner().targets[self.target]
+            .in_flight
+            .saturating_sub(1)
     }
 
     /// The target refused the attempt for capacity: its lane's limit comes down to the other
@@ -845,16 +858,16 @@ impl Slot<'_> {
         let mut inner = h.inner();
         let t = &mut inner.targets[self.target];
         t.last_throttle = Some(now);
-        let others = t.others();
-        if t.in_flight + others <= 1 {
-            // Refused with nothing else of ours (or, shared, the fleet's) in flight there: the
-            // target refuses as such (a wave's refusals beside the attempts it admitted only
-            // teach its limit).
+        if t.in_flight <= 1 {
+            // Refused with nothing else of ours in flight there: the target refuses as such (a
+            // wave's refusals beside the attempts it admitted only teach its limit). Shared,
+            // the other replicas' leases do not say so: they count slots held, used or not.
             t.refused.add(now, 1.0);
         }
         if !h.config.learn {
             return None;
         }
+        let others = t.others();
         // What the target held when it refused: this router's other attempts in flight there
         // now. Not the count when this one was sent: the attempts of a wave reach the service
         // in another order than they were counted, while those it admitted are all still in
@@ -872,6 +885,7 @@ impl Slot<'_> {
             l.value = l.value.min(seen);
         } else if seen < l.value {
             l.value = seen.max((l.value * 0.9).floor()).max(1.0);
+            l.cut_until = Some(now + hold);
         } else if l.cut_until.is_none_or(|until| now > until) {
             // Refused with the limit in flight, as far as this replica knows (shared, the
             // others' leases count whole, used or not): still too high, by a tenth, once per

@@ -15,7 +15,8 @@ use crate::types::{ReasoningDelta, StreamEvent};
 #[derive(Debug, Default)]
 pub struct ConverseEvents {
     started: bool,
-    open: Option<u32>,
+    /// The blocks started and not stopped, in index order.
+    open: std::collections::BTreeSet<u32>,
 }
 
 impl ConverseEvents {
@@ -43,8 +44,8 @@ impl ConverseEvents {
                 out.push(delta(*index, json!({ "text": text })));
             }
             StreamEvent::ToolUseStart { index, id, name } => {
-                self.close(&mut out);
-                self.open = Some(*index);
+                self.stop_before(*index, &mut out);
+                self.open.insert(*index);
                 out.push((
                     "contentBlockStart",
                     json!({
@@ -80,7 +81,7 @@ impl ConverseEvents {
             // The text continues on another target as if nothing happened: nothing to say.
             StreamEvent::Continued { .. } => {}
             StreamEvent::Completed(r) => {
-                self.close(&mut out);
+                self.stop_before(u32::MAX, &mut out);
                 let whole = converse::response(r);
                 let mut stop = json!({ "stopReason": whole.stop_reason });
                 if let Some(fields) = whole.additional_model_response_fields {
@@ -100,17 +101,22 @@ impl ConverseEvents {
         out
     }
 
-    /// A delta of block `index`: the block before it, if another, is stopped first.
+    /// A delta of block `index`: blocks before it are stopped first. A delta of a block
+    /// behind one already open (a model interleaving its blocks) stops nothing: a stopped block
+    /// never gets more.
     fn enter(&mut self, index: u32, out: &mut Vec<(&'static str, Value)>) {
-        if self.open != Some(index) {
-            self.close(out);
-            self.open = Some(index);
-        }
+        self.stop_before(index, out);
+        self.open.insert(index);
     }
 
-    fn close(&mut self, out: &mut Vec<(&'static str, Value)>) {
-        if let Some(index) = self.open.take() {
-            out.push(("contentBlockStop", json!({ "contentBlockIndex": index })));
+    /// Stops the open blocks before `index`, in order.
+    fn stop_before(&mut self, index: u32, out: &mut Vec<(&'static str, Value)>) {
+        while let Some(&first) = self.open.iter().next() {
+            if first >= index {
+                break;
+            }
+            self.open.remove(&first);
+            out.push(("contentBlockStop", json!({ "contentBlockIndex": first })));
         }
     }
 }

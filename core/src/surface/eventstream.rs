@@ -15,9 +15,27 @@ fn frame(headers: [(&'static str, String); 3], payload: Vec<u8>) -> Vec<u8> {
     }
     let mut out = Vec::new();
     // Writing fails only past the format's limits (16 MiB frames, 128 KiB of headers), which
-    // one event's text does not reach; an empty frame then ends the stream as a broken one.
-    if write_message_to(&message, &mut out).is_err() {
+    // one event's text does not reach: said as the service's own failure, never dropped.
+    if let Err(e) = write_message_to(&message, &mut out) {
         out.clear();
+        let fallback = Message::new(
+            serde_json::json!({ "message": format!("an event could not be written: {e}") })
+                .to_string()
+                .into_bytes(),
+        )
+        .add_header(Header::new(
+            ":exception-type",
+            HeaderValue::String("internalServerException".into()),
+        ))
+        .add_header(Header::new(
+            ":content-type",
+            HeaderValue::String("application/json".into()),
+        ))
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String("exception".into()),
+        ));
+        let _ = write_message_to(&fallback, &mut out);
     }
     out
 }

@@ -274,6 +274,22 @@ fn aws_error(e: &Error) -> (u16, &'static str) {
     }
 }
 
+/// The exception ending a ConverseStream for an error: one of the five its event union has
+/// (an SDK reads any other as an unknown event, without its code or message).
+fn stream_exception(e: &Error) -> &'static str {
+    match aws_error(e).1 {
+        "ThrottlingException" | "ServiceQuotaExceededException" | "ModelNotReadyException" => {
+            "throttlingException"
+        }
+        "ValidationException" => "validationException",
+        "ModelTimeoutException" | "ModelErrorException" | "ModelStreamErrorException" => {
+            "modelStreamErrorException"
+        }
+        "ServiceUnavailableException" => "serviceUnavailableException",
+        _ => "internalServerException",
+    }
+}
+
 /// The OpenAI API's error object for an error, its status (connection-level classes, which
 /// carry none, as 504 and 502), and whether it is the SDKs' timeout.
 fn openai_error(e: &Error) -> (u16, Value, bool) {
@@ -368,13 +384,7 @@ impl Writer {
     /// What ends a stream that failed.
     fn failure(&self, e: &Error) -> Vec<u8> {
         match self {
-            Writer::Converse(_) => {
-                let (_, code) = aws_error(e);
-                let mut name = code.to_owned();
-                // In a stream, AWS spells its exceptions in lower camel case.
-                name[..1].make_ascii_lowercase();
-                eventstream::exception(&name, &e.to_string())
-            }
+            Writer::Converse(_) => eventstream::exception(stream_exception(e), &e.to_string()),
             Writer::OpenAi { api, .. } => {
                 let (_, body, _) = openai_error(e);
                 let mut out = Vec::new();
@@ -418,8 +428,9 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
     if !bytes.is_empty() {
         ahead.push_back(bytes);
     }
-    if done {
-        ahead.push_back(writer.trailer());
+    let trailer = writer.trailer();
+    if done && !trailer.is_empty() {
+        ahead.push_back(trailer);
     }
     Answer {
         status: 200,
@@ -430,6 +441,7 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
                 writer,
                 ahead,
                 done,
+                closed: false,
             }),
         })),
     }
@@ -451,6 +463,8 @@ struct StreamState {
     writer: Writer,
     ahead: VecDeque<Vec<u8>>,
     done: bool,
+    /// Closed by the reader: nothing more is handed out.
+    closed: bool,
 }
 
 impl BodyStream {
@@ -471,6 +485,10 @@ impl BodyStream {
     /// Writes what a read brought; `None` when it made no bytes (read again).
     fn take(&self, read: crate::Result<Vec<StreamEvent>>) -> Option<Option<Vec<u8>>> {
         let mut s = self.state();
+        if s.closed {
+            // Closed while this read waited: its end is no completion.
+            return Some(None);
+        }
         match read {
             Ok(events) if events.is_empty() => {
                 s.done = true;
@@ -514,13 +532,20 @@ impl BodyStream {
 
     /// Ends the body now, cancelling the call; a read waiting on it ends too.
     pub async fn close(&self) {
-        self.state().done = true;
+        self.mark_closed();
         self.stream.close().await;
     }
 
     /// [`close`](Self::close) for a thread outside the runtime.
     pub fn close_blocking(&self) {
-        self.state().done = true;
+        self.mark_closed();
         self.stream.close_blocking();
+    }
+
+    fn mark_closed(&self) {
+        let mut s = self.state();
+        s.done = true;
+        s.closed = true;
+        s.ahead.clear();
     }
 }

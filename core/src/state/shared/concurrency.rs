@@ -75,6 +75,9 @@ pub struct LeaseAsk {
     pub in_use: u32,
     /// This replica's own limit of the target.
     pub limit: u32,
+    /// The ask's number at this replica (not sent): an answer to an older ask than the latest
+    /// is stale.
+    pub seq: u64,
 }
 
 /// The fleet's answer to a lease.
