@@ -12,6 +12,9 @@ target/py/bin/pip install --quiet "maturin>=1.5,<2" boto3 "openai>=2" ./bindings
 target/py/bin/python bench/bindings/python_vs_boto3.py
 # The openai-shaped client against the openai SDK on the emulator's OpenAI-compatible endpoint.
 target/py/bin/python bench/bindings/python_vs_openai.py
+# The seams (laneway.boto3, laneway.openai.client) under the official SDKs, against the SDKs
+# calling the emulator directly.
+target/py/bin/python bench/bindings/python_seams.py
 (cd bindings-node && npm install --omit=optional --no-audit --no-fund --silent && npm run build)
 (cd bench/bindings && npm install --omit=optional --no-audit --no-fund --silent)
 taskset -c 0 node bench/bindings/node_vs_sdk.js

@@ -90,7 +90,7 @@ struct FleetShare {
     /// A call is asking the fleet for more now (since then): the others wait for its answer
     /// in line rather than ask too.
     asked_at: Option<Instant>,
-    /// The latest ask's number: an answer to an older one (it outlasted [`ASKING`]) is stale.
+    /// The latest ask's number: an answer to an older one is stale.
     asks: u64,
 }
 
@@ -561,7 +561,8 @@ impl Headroom {
             return;
         };
         if asked.seq != fleet.asks {
-            // A later ask is on its way (this one outlasted `ASKING`): its answer is the news.
+            // A later ask is on its way (a call's beside a renewal, or one after this one
+            // outlasted `ASKING`): an earlier answer landing last must not undo it.
             return;
         }
         fleet.asked_at = None;
@@ -611,15 +612,14 @@ impl Headroom {
             .filter_map(|(t, waiting)| {
                 let f = t.fleet.as_mut()?;
                 let busy = t.in_flight > 0 || waiting > 0;
-                // One ask of a target at a time: an earlier answer landing after a later one
-                // would undo it, in the fleet's ledger and here.
+                // A call asking now brings the news: no second ask beside it. (A call may ask
+                // while a renewal is on its way: the later ask's answer is the one taken.)
                 let asking = f
                     .asked_at
                     .is_some_and(|at| now.saturating_duration_since(at) < ASKING);
                 if asking || (f.lease.unwrap_or(0) == 0 && !busy) {
                     return None;
                 }
-                f.asked_at = Some(now);
                 let (region, id) = (f.region.clone(), f.id.clone());
                 let more = if busy {
                     t.lease_block(replicas).max(waiting)
@@ -1234,7 +1234,7 @@ mod tests {
         assert!(h.lease_wanted(now, ask("m"), SloClass::Standard).is_none());
         assert!(
             h.renewals(now).is_empty(),
-            "an earlier answer landing after a later one would undo it"
+            "the call's ask brings the news: no renewal beside it"
         );
         h.leased(now, target, first, answer(3, 16, 0), quiet);
         let mut held = fill(&h, now);
@@ -1251,9 +1251,14 @@ mod tests {
         assert_eq!((renewal.want, renewal.in_use), (4, 4));
         held.extend(fill(&h, now));
         assert_eq!(held.len(), 4, "no admission beyond what the ask claimed");
-        assert!(h.renewals(now).is_empty(), "one ask of a target at a time");
+        // A call asks while the renewal is on its way; the renewal's answer lands last and is
+        // not taken: the call's is the news.
+        let call = h.lease_wanted(now, ask("m"), SloClass::Standard).unwrap();
+        assert!(call.seq > renewal.seq);
+        h.leased(now, target, call, answer(7, 16, 4), quiet);
         h.leased(now, target, renewal, answer(4, 16, 4), quiet);
-        assert_eq!(h.renewals(now).len(), 1, "asked again once answered");
+        held.extend(fill(&h, now));
+        assert_eq!(held.len(), 7, "the later ask's lease holds");
     }
 
     #[tokio::test]
