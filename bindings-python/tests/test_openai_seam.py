@@ -73,33 +73,32 @@ async def test_the_async_client_and_its_streams(router):
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
 
 
-def test_errors_are_the_sdks_classes_and_the_sdk_does_not_retry_them(router):
+def counting_client(router, sent):
+    """A real `openai.OpenAI` asked for 3 retries, on the seam, with every request it sends
+    noted in `sent`."""
     module = laneway.httpx.default_module()
     seam = laneway.httpx.transport(router)
-    sent = []
 
     class Counting(module.BaseTransport):
         def handle_request(self, request):
             sent.append(request.url.path)
             return seam.handle_request(request)
 
+    return openai.OpenAI(base_url="http://laneway.invalid/v1", api_key="x", max_retries=3, http_client=module.Client(transport=Counting()))
+
+
+def test_errors_are_the_sdks_classes_and_the_sdk_does_not_retry_them(router):
+    sent = []
     # Retries asked of the SDK: Laneway's answers tell it not to.
-    client = openai.OpenAI(base_url="http://laneway.invalid/v1", api_key="x", max_retries=3, http_client=module.Client(transport=Counting()))
+    client = counting_client(router, sent)
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model=LITE, messages=[])
     assert e.value.status_code == 400 and "messages" in str(e.value)
     assert e.value.response.headers["x-should-retry"] == "false"
     with Emulator(scenario="fast") as emu:
         emu.add_fault({"kind": "throttle", "model": LITE})
-        stormy = laneway.httpx.transport(laneway.Router(**emu.router_kwargs()))
         storm_sent = []
-
-        class CountingStorm(module.BaseTransport):
-            def handle_request(self, request):
-                storm_sent.append(request.url.path)
-                return stormy.handle_request(request)
-
-        throttled = openai.OpenAI(base_url="http://laneway.invalid/v1", api_key="x", max_retries=3, http_client=module.Client(transport=CountingStorm()))
+        throttled = counting_client(laneway.Router(**emu.router_kwargs()), storm_sent)
         with laneway.options(slo={"deadline": 1500}):
             with pytest.raises(openai.RateLimitError) as e:
                 throttled.chat.completions.create(model=LITE, messages=ASK)

@@ -68,6 +68,30 @@ pub(crate) async fn router_with(emu: &Emulator, config: Config) -> Router {
         .unwrap()
 }
 
+/// The official AWS SDK's bedrock-runtime client, signed for `region`, pointed at the emulator.
+#[allow(
+    dead_code,
+    reason = "not every test binary that includes common calls the SDK itself"
+)]
+pub(crate) fn bedrock_sdk(emu: &Emulator, region: &str) -> aws_sdk_bedrockruntime::Client {
+    let creds = aws_sdk_bedrockruntime::config::Credentials::new(
+        TEST_ACCESS_KEY_ID,
+        TEST_SECRET_ACCESS_KEY,
+        None,
+        None,
+        "test",
+    );
+    let conf = aws_sdk_bedrockruntime::Config::builder()
+        .behavior_version(aws_sdk_bedrockruntime::config::BehaviorVersion::latest())
+        .region(aws_sdk_bedrockruntime::config::Region::new(
+            region.to_string(),
+        ))
+        .credentials_provider(creds)
+        .endpoint_url(emu.url())
+        .build();
+    aws_sdk_bedrockruntime::Client::from_conf(conf)
+}
+
 pub(crate) async fn router(emu: &Emulator) -> Router {
     router_with(emu, config("")).await
 }

@@ -9,8 +9,6 @@ use aws_smithy_eventstream::frame::read_message_from;
 use laneway::surface::http::{self, Body, Route};
 use serde_json::{Value, json};
 
-use laneway_emulator::{TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
-
 use crate::common;
 
 const LITE: &str = "amazon.nova-lite-v1:0";
@@ -51,23 +49,6 @@ fn frames(mut bytes: &[u8]) -> Vec<(String, Value)> {
     out
 }
 
-async fn sdk(emu: &laneway_emulator::Emulator) -> aws_sdk_bedrockruntime::Client {
-    let creds = aws_sdk_bedrockruntime::config::Credentials::new(
-        TEST_ACCESS_KEY_ID,
-        TEST_SECRET_ACCESS_KEY,
-        None,
-        None,
-        "test",
-    );
-    let conf = aws_sdk_bedrockruntime::Config::builder()
-        .behavior_version(aws_sdk_bedrockruntime::config::BehaviorVersion::latest())
-        .region(aws_sdk_bedrockruntime::config::Region::new("us-east-1"))
-        .credentials_provider(creds)
-        .endpoint_url(emu.url())
-        .build();
-    aws_sdk_bedrockruntime::Client::from_conf(conf)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_converse_stream_is_the_services_frames_with_the_services_text() {
     let emu = common::emulator().await;
@@ -99,8 +80,7 @@ async fn a_converse_stream_is_the_services_frames_with_the_services_text() {
     assert!(metadata["usage"]["outputTokens"].as_u64().unwrap() > 0);
 
     // The service's own stream of the same prompt, read by the official SDK.
-    let out = sdk(&emu)
-        .await
+    let out = common::bedrock_sdk(&emu, "us-east-1")
         .converse_stream()
         .model_id(LITE)
         .messages(

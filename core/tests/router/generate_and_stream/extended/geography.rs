@@ -33,25 +33,6 @@ fn everywhere() -> Config {
     config
 }
 
-async fn sdk(emu: &laneway_emulator::Emulator, region: &str) -> aws_sdk_bedrockruntime::Client {
-    let creds = aws_sdk_bedrockruntime::config::Credentials::new(
-        TEST_ACCESS_KEY_ID,
-        TEST_SECRET_ACCESS_KEY,
-        None,
-        None,
-        "test",
-    );
-    let conf = aws_sdk_bedrockruntime::Config::builder()
-        .behavior_version(aws_sdk_bedrockruntime::config::BehaviorVersion::latest())
-        .region(aws_sdk_bedrockruntime::config::Region::new(
-            region.to_string(),
-        ))
-        .credentials_provider(creds)
-        .endpoint_url(emu.url())
-        .build();
-    aws_sdk_bedrockruntime::Client::from_conf(conf)
-}
-
 /// One plain call to an OpenAI-compatible target through Laneway's backend for it.
 async fn openai_call(
     emu: &laneway_emulator::Emulator,
@@ -139,7 +120,7 @@ async fn every_catalog_target_in_every_region_is_what_the_emulator_serves() {
                 checked += 1;
                 continue;
             }
-            let client = sdk(&emu, t.region()).await;
+            let client = common::bedrock_sdk(&emu, t.region());
             let answer = client
                 .converse()
                 .model_id(t.id())
