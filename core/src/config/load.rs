@@ -125,7 +125,7 @@ fn whole(mut merged: toml::Table, mut user: toml::Table) -> Result<toml::Table> 
         merged.remove("families");
         merged.remove("default_model");
     }
-    rename_aliases(&mut user);
+    rename_old_keys(&mut user);
     replace_family_routing(&mut merged, &mut user);
     merge(&mut merged, user);
     apply_templates(&mut merged)?;
@@ -275,7 +275,7 @@ fn fill_from(
 
 /// Old names of keys, as their new names: the defaults carry the new name, and serde would
 /// see both (`routing.reserved_window` is `routing.minute`).
-fn rename_aliases(user: &mut toml::Table) {
+fn rename_old_keys(user: &mut toml::Table) {
     if let Some(toml::Value::Table(routing)) = user.get_mut("routing")
         && !routing.contains_key("minute")
         && let Some(window) = routing.remove("reserved_window")

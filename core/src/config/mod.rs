@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+mod aliases;
 mod families;
 mod geography;
 mod load;
@@ -25,6 +26,7 @@ mod routing;
 mod sections;
 mod shared;
 mod validate;
+pub use aliases::Alias;
 pub use families::{FamilyConfig, VariantRouterConfig};
 pub use geography::{GeographyConfig, RegionConfig};
 pub use model::{BedrockModel, ModelConfig, OtherModel, QuotaTerms, SagemakerModel};
@@ -89,6 +91,9 @@ pub struct Config {
     pub routing: RoutingConfig,
     /// Model families by name (`[families.nova]`), for requests that name a family.
     pub families: BTreeMap<String, FamilyConfig>,
+    /// Other names a request may give a family or model (`[aliases] "gpt-4o" = { family =
+    /// "claude" }`), for frameworks that spell or validate model names as another vendor's.
+    pub aliases: BTreeMap<String, Alias>,
     /// Models by key (`[models."amazon.nova-lite-v1:0"]`): a Bedrock model's id, or the name a
     /// SageMaker model or a model of your own provider is called by.
     pub models: BTreeMap<String, ModelConfig>,

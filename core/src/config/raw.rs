@@ -24,6 +24,8 @@ pub(super) struct RawConfig {
     #[serde(default)]
     families: BTreeMap<String, FamilyConfig>,
     #[serde(default)]
+    aliases: BTreeMap<String, Alias>,
+    #[serde(default)]
     models: BTreeMap<String, ModelConfig>,
     #[serde(default)]
     aws: AwsConfig,
@@ -51,6 +53,7 @@ impl TryFrom<RawConfig> for Config {
             pricing: raw.pricing,
             routing: raw.routing,
             families: raw.families,
+            aliases: raw.aliases,
             models: raw.models,
             aws: raw.aws,
             prompt_cache: raw.prompt_cache,

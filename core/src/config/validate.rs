@@ -14,6 +14,7 @@ impl Config {
             self.validate_model(id, m)?;
         }
         self.validate_families()?;
+        self.validate_aliases()?;
         self.validate_defaults_and_endpoints()
     }
 

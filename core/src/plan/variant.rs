@@ -349,15 +349,16 @@ pub(crate) fn choose(
     Err(Error::invalid(
         "model",
         format!(
-            "unknown model {name:?}: not a configured model, inference profile or family (families: {}; models: {})",
+            "unknown model {name:?}: not a configured model, inference profile, family or alias (families: {}; models: {}; aliases: {})",
             known(config.families.keys()),
-            known(config.models.keys())
+            known(config.models.keys()),
+            known(config.aliases.keys())
         ),
     ))
 }
 
 /// The name the request asks for: the configuration's default model, a family (which must be
-/// configured), or a model or profile id.
+/// configured), or a model or profile id, an alias read as what it names.
 fn requested_name<'r>(
     request: &'r GenerateRequest,
     config: &'r Config,
@@ -388,7 +389,16 @@ fn requested_name<'r>(
             }
             Ok(f.as_str())
         }
-        ModelRef::Model(m) => Ok(m.as_str()),
+        ModelRef::Model(m) => match config.aliases.get(m) {
+            Some(alias) => {
+                reasons.push(Reason::Aliased {
+                    alias: m.clone(),
+                    to: alias.target().to_string(),
+                });
+                Ok(alias.target())
+            }
+            None => Ok(m.as_str()),
+        },
     }
 }
 
@@ -760,6 +770,53 @@ mod tests {
         assert_eq!(
             pinned.pinned_profile,
             Some("eu".parse::<ProfileScope>().unwrap())
+        );
+    }
+
+    #[test]
+    fn an_alias_is_read_as_the_family_model_or_profile_it_names() {
+        let config = Config::from_toml_str(
+            r#"
+            [aliases]
+            "gpt-4o" = { family = "claude" }
+            "gpt-4o-mini" = { model = "eu.amazon.nova-lite-v1:0" }
+            "#,
+        )
+        .unwrap();
+        let chose = |name: &str| {
+            let mut reasons = Vec::new();
+            let chosen = choose(
+                &GenerateRequest::user("x").model(name),
+                &config,
+                &Catalog::new(&config),
+                &routers(&config),
+                &mut reasons,
+            )
+            .unwrap();
+            (chosen, reasons)
+        };
+        let (family, reasons) = chose("gpt-4o");
+        assert_eq!(family.family.as_deref(), Some("claude"));
+        assert!(
+            matches!(&reasons[0], Reason::Aliased { alias, to } if alias == "gpt-4o" && to == "claude")
+        );
+        let (pinned, _) = chose("gpt-4o-mini");
+        assert_eq!(&*pinned.model, "amazon.nova-lite-v1:0");
+        assert_eq!(
+            pinned.pinned_profile,
+            Some("eu".parse::<ProfileScope>().unwrap())
+        );
+        let unknown = choose(
+            &GenerateRequest::user("x").model("gpt-5"),
+            &config,
+            &Catalog::new(&config),
+            &routers(&config),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(
+            unknown.to_string().contains("aliases: gpt-4o, gpt-4o-mini"),
+            "{unknown}"
         );
     }
 

@@ -66,6 +66,13 @@ pub enum Reason {
         /// The configuration's `default_model`: a model or a family.
         name: String,
     },
+    /// The request named an alias (`[aliases]`) of a family or model.
+    Aliased {
+        /// The name the request gave.
+        alias: String,
+        /// The family or model it names.
+        to: String,
+    },
     /// The family's default variant was used.
     FamilyDefaultVariant {
         /// The family the request named.
@@ -547,6 +554,7 @@ impl fmt::Display for Reason {
                 profile.prefix()
             ),
             Reason::DefaultModel { name } => write!(f, "no model named: default {name}"),
+            Reason::Aliased { alias, to } => write!(f, "{alias} is an alias of {to}"),
             Reason::FamilyDefaultVariant { family, variant } => {
                 write!(f, "family {family}: default variant {variant}")
             }
