@@ -154,7 +154,7 @@ function makeSeams (internals) {
       const isRequest = typeof Request !== 'undefined' && input instanceof Request
       const url = new URL(isRequest ? input.url : String(input))
       const method = (init.method || (isRequest ? input.method : 'GET')).toUpperCase()
-      if (!native.httpAnswers(method, url.pathname)) return fallback(input, init)
+      if (!router._n.httpAnswers(method, url.pathname)) return fallback(input, init)
       const request = new Request(input, init.body instanceof ReadableStream ? { ...init, duplex: 'half' } : init)
       const headers = withScope([...request.headers.entries()])
       const body = Buffer.from(await request.arrayBuffer())
@@ -192,7 +192,7 @@ function makeSeams (internals) {
       metadata: { handlerProtocol: 'http/1.1' },
       async handle (request, handlerOptions = {}) {
         const path = request.path || '/'
-        if (!native.httpAnswers(request.method, path)) {
+        if (!router._n.httpAnswers(request.method, path)) {
           if (!fallback) {
             const { NodeHttpHandler } = require('@smithy/node-http-handler')
             fallback = new NodeHttpHandler()

@@ -46,11 +46,12 @@ tools_log=target/tools/packages.log
   python3 -m venv target/py
   target/py/bin/pip install --quiet --no-compile --upgrade pip
   # boto3: the official Python SDK drives the emulator's batch flow in one test; openai: the
-  # official OpenAI SDK checks the emulator's OpenAI-compatible endpoints; moto[server]: a
+  # official OpenAI SDK checks the emulator's OpenAI-compatible endpoints (and, with anthropic's
+  # Bedrock client, Laneway's seams); moto[server]: a
   # third-party implementation of sagemaker-runtime (InvokeEndpoint only) that SageMaker calls
   # are checked on.
   target/py/bin/pip install --quiet --no-compile "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 \
-    "mypy>=1.10" "openai>=2" "moto[server]>=5.1,<6"
+    "mypy>=1.10" "openai>=2" "anthropic>=2" "moto[server]>=5.1,<6"
   # The agent frameworks of the framework matrix, pinned, in their own environment (their
   # `openai` and `boto3` pins are theirs, not the package tests').
   python3 -m venv target/fw

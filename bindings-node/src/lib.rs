@@ -332,6 +332,14 @@ impl NativeRouter {
         })
     }
 
+    /// Whether this router answers a request of `method` to `path` in process
+    /// (`laneway.fetch`, `laneway.requestHandler`): a route Laneway answers, for a model its
+    /// configuration routes; the rest goes where it was going.
+    #[napi]
+    pub fn http_answers(&self, method: String, path: String) -> bool {
+        laneway::surface::http::answers(&self.router, &method, &path)
+    }
+
     /// Answers an HTTP request in process (`laneway.fetch`, `laneway.requestHandler`):
     /// headers as `[name, value]` pairs; the body whole, or a `bodyId` for `nextChunk`.
     /// `cancel(callId)` aborts it until it answers; `closeBody` after.
@@ -529,13 +537,6 @@ pub fn schema() -> String {
 pub fn openai_error(kind: String, attempt_kinds: Vec<String>) -> String {
     let e = shaped::sdk_error(&kind, attempt_kinds.iter().map(String::as_str));
     serde_json::json!({ "class": e.class, "status": e.status }).to_string()
-}
-
-/// Whether Laneway answers a request of `method` to `path` in process (`laneway.fetch`,
-/// `laneway.requestHandler`); the rest goes where it was going.
-#[napi]
-pub fn http_answers(method: String, path: String) -> bool {
-    laneway::surface::http::Route::of(&method, &path).is_some()
 }
 
 /// Whether an `apiKey` is a Bedrock API key.

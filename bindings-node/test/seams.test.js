@@ -1,11 +1,12 @@
 'use strict'
 // Laneway under unmodified official clients, at their own seams: the `openai` SDK on
-// `laneway.fetch`, the AWS SDK's BedrockRuntimeClient on `laneway.requestHandler`, and
+// `laneway.fetch`, the AWS SDK's BedrockRuntimeClient on `laneway.requestHandler` (Converse
+// and InvokeModel, whole and streamed), and
 // Bedrock's REST paths through `fetch` as the Vercel AI SDK's provider sends them.
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const OpenAI = require('openai')
-const { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ThrottlingException, ValidationException } = require('@aws-sdk/client-bedrock-runtime')
+const { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, InvokeModelCommand, InvokeModelWithResponseStreamCommand, ThrottlingException, ValidationException } = require('@aws-sdk/client-bedrock-runtime')
 const laneway = require('..')
 const { startEmulator, ACCESS_KEY_ID, SECRET_ACCESS_KEY } = require('../testing')
 
@@ -112,4 +113,29 @@ test('Bedrock\'s REST paths through fetch, as the Vercel AI SDK sends them; an a
   const elsewhere = laneway.fetch(router, { fallback: async u => { seen.push(String(u)); return new Response('{}', { status: 200 }) } })
   assert.equal((await elsewhere('http://laneway.invalid/v1/models')).status, 200)
   assert.deepEqual(seen, ['http://laneway.invalid/v1/models'])
+})
+
+test('InvokeModel with Claude\'s Messages body, whole and streamed, through the AWS SDK', async () => {
+  const router = new laneway.Router(emu.routerOptions())
+  const client = routed(router)
+  const HAIKU = 'us.anthropic.claude-haiku-4-5-20251001-v1:0'
+  const body = JSON.stringify({ anthropic_version: 'bedrock-2023-05-31', max_tokens: 400, messages: [{ role: 'user', content: 'Tell me a long story about the sea.' }] })
+  const whole = await client.send(new InvokeModelCommand({ modelId: HAIKU, body, contentType: 'application/json' }))
+  assert.equal(whole.contentType, 'application/json')
+  const message = JSON.parse(Buffer.from(whole.body).toString())
+  assert.equal(message.type, 'message')
+  assert.ok(message.content[0].text && message.usage.output_tokens > 0)
+  const out = await client.send(new InvokeModelWithResponseStreamCommand({ modelId: HAIKU, body, contentType: 'application/json' }))
+  const events = []
+  for await (const part of out.body) events.push(JSON.parse(Buffer.from(part.chunk.bytes).toString()))
+  const kinds = events.map(e => e.type)
+  assert.equal(kinds[0], 'message_start')
+  assert.deepEqual(kinds.slice(-2), ['message_delta', 'message_stop'])
+  const text = events.filter(e => e.type === 'content_block_delta').map(e => e.delta.text).join('')
+  assert.ok(text.length > 100)
+  assert.equal(events.at(-1)['amazon-bedrock-invocationMetrics'].outputTokenCount, events.at(-2).usage.output_tokens)
+  // A model whose body Laneway does not read goes where it was going (here: the emulator).
+  const elsewhere = new BedrockRuntimeClient({ region: 'us-east-1', credentials, endpoint: emu.url, maxAttempts: 1, requestHandler: laneway.requestHandler(router) })
+  const llama = await elsewhere.send(new InvokeModelCommand({ modelId: 'us.meta.llama3-3-70b-instruct-v1:0', body: JSON.stringify({ prompt: 'Hi', max_gen_len: 8 }) }))
+  assert.equal(llama.$metadata.httpStatusCode, 200)
 })

@@ -46,12 +46,6 @@ pub(crate) fn answer_to_py(py: Python<'_>, answer: Answer) -> PyResult<Py<PyAny>
     .unbind())
 }
 
-/// Whether Laneway answers a request of `method` to `path` (the rest goes where it was going).
-#[pyfunction]
-pub(crate) fn _http_answers(method: &str, path: &str) -> bool {
-    Route::of(method, path).is_some()
-}
-
 /// A streamed answer's body: `await b.next_chunk(dispatcher)` gives the next `bytes`, `None`
 /// after the last; iterating it blocks without the GIL; `close()` cancels the call.
 #[pyclass(module = "laneway._laneway", frozen)]

@@ -209,6 +209,16 @@ impl NativeRouter {
         })
     }
 
+    /// Whether this router answers a request of `method` to `path` (a route Laneway answers,
+    /// for a model its configuration routes); the rest goes where it was going.
+    fn http_answers(&self, py: Python<'_>, method: &str, path: &str) -> PyResult<bool> {
+        Ok(laneway::surface::http::answers(
+            &self.router(py)?,
+            method,
+            path,
+        ))
+    }
+
     /// Answers an HTTP request in process (`laneway.boto3`, `laneway.httpx`): a future (of
     /// `dispatcher`'s event loop) of `(status, headers, body)`, the body `bytes` or a
     /// `NativeBody` when streamed.
@@ -444,7 +454,6 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_error_class, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_openai_error, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
-    m.add_function(wrap_pyfunction!(http::_http_answers, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
     errors::register(m)?;
     let _ = PyDict::new(m.py());

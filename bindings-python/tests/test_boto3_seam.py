@@ -1,5 +1,5 @@
-"""Laneway under an unmodified boto3 client, at botocore's own seam: Converse and
-ConverseStream answered in process (botocore parses the same bytes AWS would send), botocore's
+"""Laneway under an unmodified boto3 client, at botocore's own seam: Converse, ConverseStream,
+InvokeModel and InvokeModelWithResponseStream answered in process (botocore parses the same bytes AWS would send), botocore's
 exceptions for Laneway's errors, no botocore retries on top of Laneway's, Laneway's options
 through `laneway.options`, and every other operation sent where it was going."""
 
@@ -165,9 +165,10 @@ def test_a_session_and_a_botocore_session_route_the_clients_frameworks_build(rou
         laneway.boto3.install(router, object())
 
 
-def test_what_laneway_does_not_answer_goes_where_it_was_going(router, emulator):
+def test_what_laneway_does_not_answer_goes_where_it_was_going(router, emulator, caplog):
     """Another operation of the same client reaches the endpoint it names (here the emulator),
     signed as botocore signs it."""
+    caplog.set_level("INFO", logger="laneway")
     client = laneway.boto3.client(
         router, endpoint_url=emulator.url, aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
         config=Config(retries={"max_attempts": 1}),
@@ -176,10 +177,112 @@ def test_what_laneway_does_not_answer_goes_where_it_was_going(router, emulator):
         return sum(c["requests"] for c in emulator.counters() if c["operation"] == "InvokeModel")
 
     before = invoked()
+    # A model the router's configuration does not route goes to the service as it was.
     direct = client.invoke_model(
-        modelId=LITE,
+        modelId="us.meta.llama3-3-70b-instruct-v1:0",
         body=json.dumps({"messages": [{"role": "user", "content": [{"text": "Hi"}]}], "inferenceConfig": {"maxTokens": 8}}),
     )
     assert direct["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert "x-laneway-answered" not in direct["ResponseMetadata"]["HTTPHeaders"]
     assert invoked() == before + 1
+    told = [r.getMessage() for r in caplog.records if r.name == "laneway"]
+    assert any("meta.llama3-3-70b-instruct-v1" in m and "sent to AWS" in m for m in told), told
+
+
+HAIKU = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+
+def _chunks(out):
+    events = []
+    for event in out["body"]:
+        (name, body), = event.items()
+        assert name == "chunk", event
+        events.append(json.loads(body["bytes"]))
+    return events
+
+
+def test_invoke_model_answers_claudes_messages_body_whole_and_streamed(router):
+    client = laneway.boto3.client(router)
+    ask = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 400,
+        "system": [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "Tell me a long story about the sea."}],
+    }
+    out = client.invoke_model(modelId=HAIKU, body=json.dumps(ask))
+    assert out["contentType"] == "application/json"
+    headers = out["ResponseMetadata"]["HTTPHeaders"]
+    message = json.loads(out["body"].read())
+    assert message["type"] == "message" and message["role"] == "assistant"
+    assert message["content"][0]["type"] == "text" and message["content"][0]["text"]
+    assert message["stop_reason"] in ("end_turn", "max_tokens")
+    assert int(headers["x-amzn-bedrock-output-token-count"]) == message["usage"]["output_tokens"] > 0
+    assert headers["x-laneway-model"].startswith("anthropic.claude")
+
+    events = _chunks(client.invoke_model_with_response_stream(modelId=HAIKU, body=json.dumps(ask)))
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["message_start", "content_block_start"]
+    assert kinds[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+    text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+    assert kinds.count("content_block_delta") >= 20 and len(text) > 100
+    assert events[-2]["usage"]["output_tokens"] > 0
+    assert events[-1]["amazon-bedrock-invocationMetrics"]["outputTokenCount"] == events[-2]["usage"]["output_tokens"]
+
+
+def test_invoke_model_streams_a_claude_tool_call_as_input_json_deltas(router):
+    client = laneway.boto3.client(router)
+    ask = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 200,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}],
+        "tools": [{"name": "weather", "description": "Weather for a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}],
+        "tool_choice": {"type": "tool", "name": "weather"},
+    }
+    events = _chunks(client.invoke_model_with_response_stream(modelId=HAIKU, body=json.dumps(ask)))
+    starts = [e for e in events if e["type"] == "content_block_start"]
+    tool = [s for s in starts if s["content_block"]["type"] == "tool_use"]
+    assert len(tool) == 1 and tool[0]["content_block"]["name"] == "weather"
+    # Blocks are numbered from 0 in the order they start, as the Messages API numbers them.
+    assert [s["index"] for s in starts] == list(range(len(starts)))
+    pieces = "".join(e["delta"]["partial_json"] for e in events if e.get("delta", {}).get("type") == "input_json_delta")
+    assert "city" in json.loads(pieces)
+    assert [e for e in events if e["type"] == "message_delta"][0]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_invoke_model_answers_novas_body_as_the_same_converse_would(router, emulator):
+    """Laneway reads a Nova body as the Converse request it means: the answer is the one the
+    service itself gives that Converse request (the emulator answers a prompt the same way each
+    time), in Nova's own shape, whole and streamed."""
+    client = laneway.boto3.client(router)
+    direct = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=emulator.url, aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY)
+    messages = [{"role": "user", "content": [{"text": "Tell me a long story about the sea."}]}]
+    ask = json.dumps({
+        "schemaVersion": "messages-v1",
+        "system": [{"text": "Be brief."}],
+        "messages": messages,
+        "inferenceConfig": {"max_new_tokens": 300},
+    })
+    same = dict(modelId=LITE, system=[{"text": "Be brief."}], messages=messages, inferenceConfig={"maxTokens": 300})
+    ours = json.loads(client.invoke_model(modelId=LITE, body=ask)["body"].read())
+    theirs = direct.converse(**same)
+    assert ours["output"] == theirs["output"] and ours["stopReason"] == theirs["stopReason"]
+    assert ours["usage"]["outputTokens"] == theirs["usage"]["outputTokens"] > 0
+    assert set(ours["usage"]) >= {"inputTokens", "outputTokens", "totalTokens", "cacheReadInputTokenCount"}
+
+    ours = _chunks(client.invoke_model_with_response_stream(modelId=LITE, body=ask))
+    text = "".join(e["contentBlockDelta"]["delta"].get("text", "") for e in ours if "contentBlockDelta" in e)
+    _, text_direct, _, _ = _streamed(direct, **same)
+    assert text == text_direct and len(text) > 100
+    assert next(iter(ours[0])) == "messageStart"
+    assert "metadata" in ours[-1] and ours[-1]["amazon-bedrock-invocationMetrics"]["outputTokenCount"] > 0
+
+
+def test_invoke_model_refuses_what_it_cannot_read_by_name(router):
+    client = laneway.boto3.client(router)
+    bad = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10, "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x"}}]}]}
+    with pytest.raises(client.exceptions.ValidationException) as e:
+        client.invoke_model(modelId=HAIKU, body=json.dumps(bad))
+    assert "messages[0].content[0].source.type" in str(e.value)
+    with pytest.raises(client.exceptions.ValidationException) as e:
+        client.invoke_model(modelId=HAIKU, body=b"{not json")
+    assert "not JSON" in str(e.value)

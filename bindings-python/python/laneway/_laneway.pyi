@@ -66,9 +66,6 @@ def _openai_error(kind: str, attempt_kinds: List[str]) -> Tuple[str, Optional[in
     """The `openai` SDK's error class name and HTTP status for an error of `kind`."""
 
 def _is_bedrock_api_key(key: str) -> bool: ...
-def _http_answers(method: str, path: str) -> bool:
-    """Whether Laneway answers a request of `method` to `path` in process."""
-
 def _error_class(kind: str) -> type:
     """The exception class an error of `kind` raises."""
 
@@ -80,6 +77,8 @@ class NativeRouter:
     def openai(self, api: str, body: Dict[str, Any], dispatcher: "Dispatcher") -> Awaitable[Dict[str, Any]]: ...
     def openai_blocking(self, api: str, body: Dict[str, Any]) -> Dict[str, Any]: ...
     def openai_stream(self, api: str, body: Dict[str, Any]) -> "NativeOpenAiStream": ...
+    def http_answers(self, method: str, path: str) -> bool:
+        """Whether this router answers a request of `method` to `path` in process."""
     def http(
         self, method: str, path: str, headers: List[Tuple[str, str]], body: bytes, dispatcher: "Dispatcher"
     ) -> Awaitable[Tuple[int, List[Tuple[str, str]], Union[bytes, "NativeBody"]]]: ...
@@ -207,7 +206,6 @@ __all__ = [
     "_error_class",
     "_openai_error",
     "_is_bedrock_api_key",
-    "_http_answers",
     "Dispatcher",
     "LanewayError",
     "ThrottledError",

@@ -1,5 +1,6 @@
-"""Laneway under boto3 and botocore, unmodified: bedrock-runtime's Converse and ConverseStream
-calls answered in process, routed by Laneway, at botocore's own seam (a `before-send` handler
+"""Laneway under boto3 and botocore, unmodified: bedrock-runtime's Converse, ConverseStream,
+InvokeModel and InvokeModelWithResponseStream calls (Anthropic Messages and Nova bodies)
+answered in process, routed by Laneway, at botocore's own seam (a `before-send` handler
 returning the service's bytes), so that everything above it (botocore's parsing, its
 `EventStream`, `client.exceptions.ThrottlingException`, the framework that built the client)
 runs as it does against AWS.
@@ -13,32 +14,33 @@ runs as it does against AWS.
     session = laneway.boto3.session(router)            # for Strands' `boto_session=`
     laneway.boto3.install(router, some_client_or_session)   # one a framework built
 
-Every other bedrock-runtime operation goes to AWS as it would have; so does every service but
-bedrock-runtime. botocore's own retries stay off for the answers Laneway gives (it retried
-already, within the call's budget and deadline), and on for the rest. Without credentials, the
-calls Laneway answers are not signed (nothing leaves the process); with them, they are, as
-botocore does.
+Every other bedrock-runtime operation goes to AWS as it would have; so does a call for a model
+the router's configuration does not route (said once in the `laneway` log), and every service
+but bedrock-runtime. botocore's own retries stay off for the answers Laneway gives (it retried
+already, within the call's budget and deadline), and on for the rest. The calls Laneway answers
+are not signed (nothing leaves the process, and no credentials are needed); the rest are, as
+botocore signs them.
 
 Laneway's own options (SLO, task id, residency, ...) reach a call made through a framework
 that knows nothing of them with `laneway.options(...)`, around the call.
 """
 
 import inspect
+import logging
 from typing import Any, Iterator, Optional, Union
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import botocore  # type: ignore[import-untyped]
 import botocore.session  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
-from . import _laneway
 from ._context import header_value, remember
 
 __all__ = ["client", "session", "botocore_session", "install"]
 
 SERVICE = "bedrock-runtime"
 #: The operations Laneway answers.
-OPERATIONS = ("Converse", "ConverseStream")
+OPERATIONS = ("Converse", "ConverseStream", "InvokeModel", "InvokeModelWithResponseStream")
 # Marks an answer Laneway gave, for the retry handler.
 _ANSWERED = "x-laneway-answered"
 
@@ -57,11 +59,34 @@ def _false_ends_retries() -> bool:
 _NO_RETRY: Optional[bool] = False if _false_ends_retries() else None
 
 
+_log = logging.getLogger("laneway")
+_told: set = set()
+
+
+def _sent_on(path: str) -> None:
+    """Says once per model that a call Laneway does not route went where it was going."""
+    parts = path.split("/")
+    ops = ("converse", "converse-stream", "invoke", "invoke-with-response-stream")
+    model = parts[2] if len(parts) == 4 and parts[1] == "model" and parts[3] in ops else None
+    if model is not None and model not in _told:
+        _told.add(model)
+        _log.info("bedrock-runtime calls for %s are sent to AWS: the router's configuration does not route this model", model)
+
+
 class _Raw:
-    """The raw body botocore reads an answer from (`stream()`), whole or streamed."""
+    """The raw body botocore reads an answer from (`stream()` for an event stream or an
+    error, `read()` for InvokeModel's body), whole or streamed."""
 
     def __init__(self, body: Any):
         self._body = body
+        self._left = body if isinstance(body, bytes) else b""
+
+    def read(self, amt: Optional[int] = None, **_: Any) -> bytes:
+        if amt is None or amt < 0:
+            out, self._left = self._left, b""
+        else:
+            out, self._left = self._left[:amt], self._left[amt:]
+        return out
 
     def stream(self, **_: Any) -> Iterator[bytes]:
         if isinstance(self._body, bytes):
@@ -78,16 +103,33 @@ class _Raw:
         self.close()
 
 
+#: Each operation's last path segment.
+_PATHS = {
+    "Converse": "converse",
+    "ConverseStream": "converse-stream",
+    "InvokeModel": "invoke",
+    "InvokeModelWithResponseStream": "invoke-with-response-stream",
+}
+
+
 class _Handlers:
     """botocore event handlers bound to a router."""
 
-    def __init__(self, router: Any, has_credentials: Any):
+    def __init__(self, router: Any):
         self._native = router._native
-        self._has_credentials = has_credentials
+
+    def before_parameter_build(self, params: Any = None, model: Any = None, context: Any = None, **_: Any) -> None:
+        # Whether Laneway answers this call, known from its model before botocore signs it.
+        model_id = (params or {}).get("modelId")
+        op = _PATHS.get(getattr(model, "name", ""))
+        if context is not None and isinstance(model_id, str) and op is not None:
+            path = f"/model/{quote(model_id, safe='')}/{op}"
+            context["laneway_answers"] = self._native.http_answers("POST", path)
 
     def before_send(self, request: Any, **_: Any) -> Optional[AWSResponse]:
         path = urlsplit(request.url).path
-        if not _laneway._http_answers(request.method, path):
+        if not self._native.http_answers(request.method, path):
+            _sent_on(path)
             return None
         headers = [(k, v.decode() if isinstance(v, bytes) else str(v)) for k, v in request.headers.items()]
         options = header_value()
@@ -113,14 +155,17 @@ class _Handlers:
             return _NO_RETRY
         return None
 
-    def choose_signer(self, **_: Any) -> Any:
-        return None if self._has_credentials() else botocore.UNSIGNED
+    def choose_signer(self, context: Any = None, **_: Any) -> Any:
+        # A call answered in process is not signed: nothing leaves the process, and it needs
+        # no credentials. The rest is signed as botocore signs it.
+        return botocore.UNSIGNED if context and context.get("laneway_answers") else None
 
 
 def _register(events: Any, handlers: _Handlers) -> None:
     # Installing again (another router) replaces the handlers: the latest router answers.
     for op in OPERATIONS:
         for event, handler, name in (
+            (f"before-parameter-build.{SERVICE}.{op}", handlers.before_parameter_build, "params"),
             (f"before-send.{SERVICE}.{op}", handlers.before_send, "send"),
             (f"needs-retry.{SERVICE}.{op}", handlers.needs_retry, "retry"),
             (f"choose-signer.{SERVICE}.{op}", handlers.choose_signer, "signer"),
@@ -131,25 +176,17 @@ def _register(events: Any, handlers: _Handlers) -> None:
 
 
 def install(router: Any, target: Any) -> Any:
-    """Routes `target`'s Converse and ConverseStream calls through `router`: a bedrock-runtime
+    """Routes `target`'s Converse, ConverseStream, InvokeModel and InvokeModelWithResponseStream
+    calls through `router`: a bedrock-runtime
     client (botocore or boto3), a boto3 `Session` or a botocore session (every bedrock-runtime
     client made from it afterwards). Returns `target`."""
     if hasattr(target, "meta") and hasattr(target.meta, "events"):
-        signer = getattr(target, "_request_signer", None)
-        creds = getattr(signer, "_credentials", None)
-        _register(target.meta.events, _Handlers(router, lambda: creds is not None))
+        _register(target.meta.events, _Handlers(router))
         return target
     core = getattr(target, "_session", target)
     if not isinstance(core, botocore.session.Session):
         raise TypeError(f"laneway.boto3.install takes a client or a session, not {type(target).__name__}")
-    known: dict = {}
-
-    def has_credentials() -> bool:
-        if "v" not in known:
-            known["v"] = core.get_credentials() is not None
-        return known["v"]
-
-    _register(core, _Handlers(router, has_credentials))
+    _register(core, _Handlers(router))
     return target
 
 
@@ -168,8 +205,8 @@ def session(router: Any, **kwargs: Any) -> Any:
 
 
 def client(router: Any, region_name: Optional[str] = None, **kwargs: Any) -> Any:
-    """A bedrock-runtime client (boto3's `client` keyword arguments) whose Converse and
-    ConverseStream calls `router` answers. The region only names where the rest goes; Laneway
+    """A bedrock-runtime client (boto3's `client` keyword arguments) whose Converse,
+    ConverseStream, InvokeModel and InvokeModelWithResponseStream calls `router` answers. The region only names where the rest goes; Laneway
     picks regions itself."""
     s = session(router)
     return s.client(SERVICE, region_name=region_name or s.region_name or "us-east-1", **kwargs)

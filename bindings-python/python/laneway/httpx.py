@@ -31,7 +31,6 @@ import sys
 from types import ModuleType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
-from . import _laneway
 from ._context import header_value, remember
 from ._router import _dispatcher
 
@@ -128,7 +127,7 @@ class Transport:
 
     def handle_request(self, request: Any) -> Any:
         method, path = request.method, request.url.path
-        if not _laneway._http_answers(method, path):
+        if not self._native.http_answers(method, path):
             if self._fallback is None:
                 self._fallback = _module_of(request, self._module).HTTPTransport()
             return self._fallback.handle_request(request)
@@ -156,7 +155,7 @@ class AsyncTransport:
 
     async def handle_async_request(self, request: Any) -> Any:
         method, path = request.method, request.url.path
-        if not _laneway._http_answers(method, path):
+        if not self._native.http_answers(method, path):
             if self._fallback is None:
                 self._fallback = _module_of(request, self._module).AsyncHTTPTransport()
             return await self._fallback.handle_async_request(request)

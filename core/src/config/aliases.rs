@@ -1,5 +1,6 @@
 //! `[aliases]`: other names for a family or a model, so that a request spelled as a framework
-//! spells it (`gpt-4o`, `claude-3-5-sonnet`) reaches what the configuration routes.
+//! spells it (`gpt-4o`, `claude-3-5-sonnet`) reaches what the configuration routes; and which
+//! names a request may give at all ([`Config::routes`]).
 
 use super::*;
 
@@ -57,6 +58,26 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Whether a request may name `name` as its model: a configured family, model, alias or
+    /// profile id of a configured model, or a family's prompt router. The seams send a call
+    /// for any other model where it was going.
+    ///
+    /// ```
+    /// let config = laneway::Config::default();
+    /// assert!(config.routes("nova") && config.routes("us.amazon.nova-lite-v1:0"));
+    /// assert!(!config.routes("meta.llama3-70b-instruct-v1:0"));
+    /// ```
+    pub fn routes(&self, name: &str) -> bool {
+        self.families.contains_key(name)
+            || self.models.contains_key(name)
+            || self.aliases.contains_key(name)
+            || self.is_profile_id(name)
+            || self
+                .families
+                .values()
+                .any(|f| f.prompt_router.as_deref() == Some(name))
     }
 
     /// Whether `id` is a configured model's id behind a known profile prefix (`us.`, `global.`).

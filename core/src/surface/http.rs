@@ -5,7 +5,9 @@
 //! exception classes, the framework) then runs unchanged.
 //!
 //! Answered: bedrock-runtime's Converse and ConverseStream (`/model/{modelId}/converse`,
-//! `/converse-stream`, the stream as event-stream frames) and the OpenAI-compatible Chat
+//! `/converse-stream`, the stream as event-stream frames), InvokeModel and
+//! InvokeModelWithResponseStream with Anthropic Messages or Nova bodies (`/invoke`,
+//! `/invoke-with-response-stream`, [`super::invoke`]) and the OpenAI-compatible Chat
 //! Completions and Responses (`.../chat/completions`, `.../responses`, streamed as server-sent
 //! events). [`Route::of`] says `None` for anything else, which the seam sends where it was
 //! going. Laneway's own options come in the body's `laneway` object or, for a framework that
@@ -29,6 +31,7 @@ use serde_json::{Value, json};
 use super::converse;
 use super::converse_stream::ConverseEvents;
 use super::eventstream;
+use super::invoke::{self, InvokeEvents, Native};
 use super::openai::{Api, Call, Encoder, sdk_error};
 use crate::types::{Error, ErrorKind, StreamEvent};
 use crate::{LazyStream, Router};
@@ -48,6 +51,14 @@ pub enum Route {
         /// ConverseStream rather than Converse.
         stream: bool,
     },
+    /// bedrock-runtime's InvokeModel (`stream`: InvokeModelWithResponseStream) for `model`,
+    /// with the model's native body.
+    Invoke {
+        /// The model id, profile or ARN the path names.
+        model: String,
+        /// InvokeModelWithResponseStream rather than InvokeModel.
+        stream: bool,
+    },
     /// An OpenAI-compatible API (on bedrock-runtime, bedrock-mantle or any base URL).
     OpenAi(Api),
 }
@@ -63,16 +74,32 @@ impl Route {
         let path = path.trim_end_matches('/');
         if let Some(rest) = path.strip_prefix("/model/") {
             let (model, op) = rest.rsplit_once('/')?;
-            let stream = match op {
-                "converse" => false,
-                "converse-stream" => true,
-                _ => return None,
-            };
             let model = percent_encoding::percent_decode_str(model)
                 .decode_utf8()
                 .ok()?
                 .into_owned();
-            return (!model.is_empty()).then_some(Route::Converse { model, stream });
+            if model.is_empty() {
+                return None;
+            }
+            return match op {
+                "converse" => Some(Route::Converse {
+                    model,
+                    stream: false,
+                }),
+                "converse-stream" => Some(Route::Converse {
+                    model,
+                    stream: true,
+                }),
+                "invoke" => Some(Route::Invoke {
+                    model,
+                    stream: false,
+                }),
+                "invoke-with-response-stream" => Some(Route::Invoke {
+                    model,
+                    stream: true,
+                }),
+                _ => None,
+            };
         }
         if path.ends_with("/chat/completions") {
             Some(Route::OpenAi(Api::Chat))
@@ -84,7 +111,23 @@ impl Route {
     }
 
     fn is_aws(&self) -> bool {
-        matches!(self, Route::Converse { .. })
+        matches!(self, Route::Converse { .. } | Route::Invoke { .. })
+    }
+}
+
+/// Whether `router` answers a request of `method` to `path`: a route Laneway answers, for a
+/// model its configuration routes (a Converse or InvokeModel path names it, and InvokeModel's
+/// body must be one Laneway reads, [`invoke::reads`]; an OpenAI path's model is in the body,
+/// and is answered whatever it is). The seams send the rest where it
+/// was going.
+pub fn answers(router: &Router, method: &str, path: &str) -> bool {
+    match Route::of(method, path) {
+        Some(Route::Converse { model, .. }) => router.config().routes(&model),
+        Some(Route::Invoke { model, .. }) => {
+            router.config().routes(&model) && invoke::reads(&model, router.config())
+        }
+        Some(Route::OpenAi(_)) => true,
+        None => false,
     }
 }
 
@@ -136,6 +179,30 @@ pub async fn answer(
             )
             .await
         }
+        Ok(Read::Invoke {
+            request,
+            native,
+            stream: false,
+        }) => match router.generate(*request).await {
+            Ok(r) => {
+                let mut a = json_answer(200, &invoke::response(native, &r));
+                a.headers.extend(invoke::headers(&r));
+                with_decision(a, &r)
+            }
+            Err(e) => error_answer(route, &e),
+        },
+        Ok(Read::Invoke {
+            request,
+            native,
+            stream: true,
+        }) => {
+            streamed(
+                route,
+                router.lazy_stream(*request),
+                Writer::Invoke(InvokeEvents::new(native)),
+            )
+            .await
+        }
         Ok(Read::OpenAi(call)) if call.reply.stream() => {
             let writer = Writer::OpenAi {
                 api: call.reply.api(),
@@ -161,6 +228,11 @@ enum Read {
         request: Box<crate::GenerateRequest>,
         stream: bool,
     },
+    Invoke {
+        request: Box<crate::GenerateRequest>,
+        native: Native,
+        stream: bool,
+    },
     OpenAi(Box<Call>),
 }
 
@@ -174,10 +246,7 @@ fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Resu
     let Some(object) = value.as_object_mut() else {
         return Err(Error::invalid("body", "not a JSON object"));
     };
-    if let Some((_, options)) = headers
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("x-laneway"))
-    {
+    if let Some(options) = header(headers, "x-laneway") {
         let options: Value = serde_json::from_str(options)
             .map_err(|e| Error::invalid("x-laneway", format!("the header is not JSON: {e}")))?;
         if !options.is_object() {
@@ -196,8 +265,25 @@ fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Resu
                 stream: *stream,
             })
         }
+        Route::Invoke { model, stream } => {
+            let native = Native::of(model, &value)?;
+            let tier = header(headers, "x-amzn-bedrock-service-tier");
+            Ok(Read::Invoke {
+                request: Box::new(invoke::request(native, model, value, tier)?),
+                native,
+                stream: *stream,
+            })
+        }
         Route::OpenAi(api) => Ok(Read::OpenAi(Box::new(Call::read(*api, value)?))),
     }
+}
+
+/// The value of the header `name` (any case).
+fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Laneway's decision on a whole answer's headers (`x-laneway-call-id`, `-model`, `-target`,
@@ -343,15 +429,29 @@ fn error_answer(route: &Route, e: &Error) -> Answer {
 /// How a stream's events become bytes.
 enum Writer {
     Converse(ConverseEvents),
+    Invoke(InvokeEvents),
     OpenAi { api: Api, encoder: Encoder },
 }
 
 impl Writer {
     fn content_type(&self) -> &'static str {
         match self {
-            Writer::Converse(_) => eventstream::CONTENT_TYPE,
+            Writer::Converse(_) | Writer::Invoke(_) => eventstream::CONTENT_TYPE,
             Writer::OpenAi { .. } => "text/event-stream",
         }
+    }
+
+    /// The stream's headers: its content type, and for InvokeModelWithResponseStream the
+    /// chunks' own (which botocore requires).
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = vec![("content-type".into(), self.content_type().into())];
+        if let Writer::Invoke(_) = self {
+            headers.push((
+                "x-amzn-bedrock-content-type".into(),
+                "application/json".into(),
+            ));
+        }
+        headers
     }
 
     fn write(&mut self, events: &[StreamEvent]) -> Vec<u8> {
@@ -361,6 +461,13 @@ impl Writer {
                 for e in events {
                     for (event_type, payload) in w.on(e) {
                         out.extend(eventstream::event(event_type, &payload));
+                    }
+                }
+            }
+            Writer::Invoke(w) => {
+                for e in events {
+                    for chunk in w.on(e) {
+                        out.extend(eventstream::event("chunk", &chunk));
                     }
                 }
             }
@@ -384,7 +491,9 @@ impl Writer {
     /// What ends a stream that failed.
     fn failure(&self, e: &Error) -> Vec<u8> {
         match self {
-            Writer::Converse(_) => eventstream::exception(stream_exception(e), &e.to_string()),
+            Writer::Converse(_) | Writer::Invoke(_) => {
+                eventstream::exception(stream_exception(e), &e.to_string())
+            }
             Writer::OpenAi { api, .. } => {
                 let (_, body, _) = openai_error(e);
                 let mut out = Vec::new();
@@ -434,7 +543,7 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
     }
     Answer {
         status: 200,
-        headers: vec![("content-type".into(), writer.content_type().into())],
+        headers: writer.headers(),
         body: Body::Stream(Box::new(BodyStream {
             stream,
             state: Mutex::new(StreamState {

@@ -5,7 +5,7 @@
 //! [`GenerateResponse`](crate::GenerateResponse), [`StreamEvent`](crate::StreamEvent)) plus the
 //! types of this module: [`RouterOptions`] (how to build a router, the configuration included),
 //! [`ErrorDetails`] (an error as data), the flat request form the bindings take (a prompt and
-//! options, [`flat`]), the AWS Converse request and response shapes ([`converse`]), and the batch lane's items and progress ([`batch`]). One unit per quantity, named by the key's suffix:
+//! options, [`flat`]), the AWS Converse request and response shapes ([`converse`]), InvokeModel's native bodies ([`invoke`]), and the batch lane's items and progress ([`batch`]). One unit per quantity, named by the key's suffix:
 //!
 //! | quantity | unit | keys |
 //! |---|---|---|
@@ -24,6 +24,7 @@ mod details;
 pub mod eventstream;
 pub mod flat;
 pub mod http;
+pub mod invoke;
 pub mod openai;
 mod options;
 pub mod schema;
