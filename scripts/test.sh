@@ -57,6 +57,10 @@ tools_log=target/tools/packages.log
   python3 -m venv target/fw
   target/fw/bin/pip install --quiet --no-compile --upgrade pip
   target/fw/bin/pip install --quiet --no-compile -r bindings-python/frameworks/requirements.txt
+  # LlamaIndex's pins (openai<3, aioboto3's botocore) conflict with the rest: its own.
+  python3 -m venv target/fw-llama
+  target/fw-llama/bin/pip install --quiet --no-compile --upgrade pip
+  target/fw-llama/bin/pip install --quiet --no-compile -r bindings-python/frameworks/llamaindex/requirements.txt
   cd bindings-node && npm install --omit=optional --no-audit --no-fund
 ) >"$tools_log" 2>&1 &
 tools_install=$!
@@ -128,7 +132,10 @@ target/py/bin/python -m mypy.stubtest laneway
 # Rust build above is reused).
 PATH="$PWD/target/fw/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
   target/fw/bin/pip install --quiet --no-build-isolation ./bindings-python
-target/fw/bin/pytest -q -p no:cacheprovider bindings-python/frameworks
+target/fw/bin/pytest -q -p no:cacheprovider bindings-python/frameworks --ignore=bindings-python/frameworks/llamaindex
+PATH="$PWD/target/fw-llama/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
+  target/fw-llama/bin/pip install --quiet --no-build-isolation ./bindings-python
+target/fw-llama/bin/pytest -q -p no:cacheprovider bindings-python/frameworks/llamaindex
 
 phase "Node: the package built from the checkout, node:test suite (index.d.ts compiled against real values with tsc)"
 node --version

@@ -35,8 +35,9 @@ import botocore.session  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
 from ._context import header_value, remember
+from ._router import _dispatcher
 
-__all__ = ["client", "session", "botocore_session", "install"]
+__all__ = ["client", "session", "botocore_session", "install", "aio_session", "aio_client"]
 
 SERVICE = "bedrock-runtime"
 #: The operations Laneway answers.
@@ -131,18 +132,8 @@ class _Handlers:
         if not self._native.http_answers(request.method, path):
             _sent_on(path)
             return None
-        headers = [(k, v.decode() if isinstance(v, bytes) else str(v)) for k, v in request.headers.items()]
-        options = header_value()
-        if options is not None:
-            headers.append(("x-laneway", options))
-        body = request.body
-        if body is None:
-            body = b""
-        elif isinstance(body, str):
-            body = body.encode()
-        elif not isinstance(body, (bytes, bytearray)):
-            body = body.read()
-        status, answer_headers, payload = self._native.http_blocking(request.method, path, headers, bytes(body))
+        headers, body = _request_parts(request)
+        status, answer_headers, payload = self._native.http_blocking(request.method, path, headers, body)
         remember(answer_headers)
         answer_headers.append((_ANSWERED, "1"))
         return AWSResponse(request.url, status, dict(answer_headers), _Raw(payload))
@@ -159,6 +150,91 @@ class _Handlers:
         # A call answered in process is not signed: nothing leaves the process, and it needs
         # no credentials. The rest is signed as botocore signs it.
         return botocore.UNSIGNED if context and context.get("laneway_answers") else None
+
+
+class _AioContent:
+    """What aiobotocore reads a body from (aiohttp's shape): chunks, or a read."""
+
+    def __init__(self, body: Any):
+        self._body = body
+        self._left = body if isinstance(body, bytes) else None
+
+    async def iter_chunks(self) -> Any:
+        if isinstance(self._body, bytes):
+            if self._body:
+                yield self._body, True
+            return
+        dispatcher = _dispatcher()
+        while True:
+            chunk = await self._body.next_chunk(dispatcher)
+            if chunk is None:
+                return
+            yield chunk, True
+
+    async def read(self, amt: int = -1) -> bytes:
+        if self._left is None:
+            self._left = b"".join([chunk async for chunk, _ in self.iter_chunks()])
+        if amt is None or amt < 0:
+            out, self._left = self._left, b""
+        else:
+            out, self._left = self._left[:amt], self._left[amt:]
+        return out
+
+
+class _AioRaw:
+    """The raw body aiobotocore reads an answer from."""
+
+    def __init__(self, body: Any):
+        self._body = body
+        self.content = _AioContent(body)
+
+    async def read(self) -> bytes:
+        return await self.content.read()
+
+    def close(self) -> None:
+        if not isinstance(self._body, bytes):
+            self._body.close()
+
+    def release_conn(self) -> None:
+        self.close()
+
+
+class _AioHandlers(_Handlers):
+    """The handlers of an aiobotocore client or session: the call awaited on the event loop."""
+
+    async def before_send(self, request: Any, **_: Any) -> Any:  # type: ignore[override]
+        from aiobotocore.awsrequest import AioAWSResponse  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+        path = urlsplit(request.url).path
+        if not self._native.http_answers(request.method, path):
+            _sent_on(path)
+            return None
+        headers, body = _request_parts(request)
+        status, answer_headers, payload = await self._native.http(request.method, path, headers, body, _dispatcher())
+        remember(answer_headers)
+        answer_headers.append((_ANSWERED, "1"))
+        return AioAWSResponse(request.url, status, dict(answer_headers), _AioRaw(payload))
+
+    def needs_retry(self, response: Any = None, **_: Any) -> Optional[bool]:
+        # aiobotocore reads any answer but None as a delay before retrying: none is given.
+        # `aio_client` builds its clients with one attempt instead.
+        return None
+
+
+def _request_parts(request: Any) -> Any:
+    """A botocore request's headers (with Laneway's options in scope) and body bytes."""
+    headers = [(k, v.decode() if isinstance(v, bytes) else str(v)) for k, v in request.headers.items()]
+    options = header_value()
+    if options is not None:
+        headers.append(("x-laneway", options))
+    body = request.body
+    if body is None:
+        body = b""
+    elif isinstance(body, str):
+        body = body.encode()
+    elif not isinstance(body, (bytes, bytearray)):
+        body = body.read()
+    return headers, bytes(body)
 
 
 def _register(events: Any, handlers: _Handlers) -> None:
@@ -181,13 +257,39 @@ def install(router: Any, target: Any) -> Any:
     client (botocore or boto3), a boto3 `Session` or a botocore session (every bedrock-runtime
     client made from it afterwards). Returns `target`."""
     if hasattr(target, "meta") and hasattr(target.meta, "events"):
-        _register(target.meta.events, _Handlers(router))
+        _register(target.meta.events, (_AioHandlers if _is_aio(target) else _Handlers)(router))
         return target
     core = getattr(target, "_session", target)
     if not isinstance(core, botocore.session.Session):
         raise TypeError(f"laneway.boto3.install takes a client or a session, not {type(target).__name__}")
-    _register(core, _Handlers(router))
+    _register(core, (_AioHandlers if _is_aio(core) else _Handlers)(router))
     return target
+
+
+def _is_aio(target: Any) -> bool:
+    """Whether `target` is aiobotocore's (an `AioSession` or a client it made)."""
+    return any(c.__module__.startswith("aiobotocore") for c in type(target).__mro__)
+
+
+def aio_session(router: Any, **kwargs: Any) -> Any:
+    """An aiobotocore `AioSession` (its keyword arguments) whose bedrock-runtime clients are
+    routed, for async code and frameworks that take an aiobotocore client or session."""
+    from aiobotocore.session import AioSession  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    return install(router, AioSession(**kwargs))
+
+
+def aio_client(router: Any, region_name: Optional[str] = None, **kwargs: Any) -> Any:
+    """An aiobotocore bedrock-runtime client, to enter with `async with` (aiobotocore's
+    `create_client` keyword arguments), whose Converse, ConverseStream, InvokeModel and
+    InvokeModelWithResponseStream calls `router` answers on the event loop. Built with one
+    attempt (aiobotocore cannot be told per answer not to retry): the other operations get
+    none of botocore's retries either, unless `config` asks for them."""
+    from botocore.config import Config  # type: ignore[import-untyped]
+
+    one = Config(retries={"total_max_attempts": 1})
+    kwargs["config"] = one.merge(kwargs["config"]) if "config" in kwargs else one
+    return aio_session(router).create_client(SERVICE, region_name=region_name or "us-east-1", **kwargs)
 
 
 def botocore_session(router: Any, **kwargs: Any) -> botocore.session.Session:
