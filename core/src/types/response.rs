@@ -157,7 +157,9 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    /// The stop reason of a Bedrock wire name (also accepts TGI and OpenAI finish reasons).
+    /// The stop reason of a Bedrock wire name (also accepts TGI and OpenAI finish reasons):
+    /// every protocol's stop words are read here and written by the `as_*` methods below, so
+    /// a backend and a drop-in of one protocol agree.
     pub fn from_wire(s: &str) -> Self {
         match s {
             "end_turn" | "eos_token" | "stop" => StopReason::EndTurn,
@@ -168,6 +170,54 @@ impl StopReason {
             "content_filtered" | "content_filter" => StopReason::ContentFiltered,
             "model_context_window_exceeded" => StopReason::ModelContextWindowExceeded,
             other => StopReason::Other(other.to_string()),
+        }
+    }
+
+    /// Its Chat Completions `finish_reason` (`stop`, `tool_calls`, `length`,
+    /// `content_filter`): the words [`from_wire`](Self::from_wire) reads back.
+    ///
+    /// ```
+    /// use laneway::StopReason;
+    /// for r in [StopReason::EndTurn, StopReason::ToolUse, StopReason::MaxTokens, StopReason::ContentFiltered] {
+    ///     assert_eq!(StopReason::from_wire(r.as_chat_finish()), r);
+    /// }
+    /// ```
+    pub fn as_chat_finish(&self) -> &'static str {
+        match self {
+            StopReason::ToolUse => "tool_calls",
+            StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => "length",
+            StopReason::ContentFiltered | StopReason::GuardrailIntervened => "content_filter",
+            _ => "stop",
+        }
+    }
+
+    /// The Responses API's `incomplete_details.reason` for a response that stopped short, or
+    /// `None` for one that completed.
+    pub fn as_responses_incomplete(&self) -> Option<&'static str> {
+        match self {
+            StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => {
+                Some("max_output_tokens")
+            }
+            StopReason::ContentFiltered | StopReason::GuardrailIntervened => Some("content_filter"),
+            _ => None,
+        }
+    }
+
+    /// The stop reason of a Responses API answer that stopped short: its
+    /// `incomplete_details.reason` (unsaid: it ran out of output tokens), read back from what
+    /// [`as_responses_incomplete`](Self::as_responses_incomplete) writes.
+    ///
+    /// ```
+    /// use laneway::StopReason;
+    /// for r in [StopReason::MaxTokens, StopReason::ContentFiltered] {
+    ///     assert_eq!(StopReason::from_responses_incomplete(r.as_responses_incomplete()), r);
+    /// }
+    /// ```
+    pub fn from_responses_incomplete(reason: Option<&str>) -> Self {
+        match reason {
+            Some("max_output_tokens") | None => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::ContentFiltered,
+            Some(other) => StopReason::Other(other.to_string()),
         }
     }
 

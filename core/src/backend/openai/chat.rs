@@ -229,7 +229,7 @@ fn finish(choice: &Value) -> Option<StopReason> {
     choice
         .get("finish_reason")
         .and_then(Value::as_str)
-        .map(finish_word)
+        .map(StopReason::from_wire)
 }
 
 fn usage(u: Option<&Value>) -> Usage {
@@ -333,14 +333,6 @@ impl ChatUsage {
     }
 }
 
-/// A `finish_reason` word as a stop reason.
-fn finish_word(word: &str) -> StopReason {
-    match word {
-        "content_filter" => StopReason::ContentFiltered,
-        other => StopReason::from_wire(other),
-    }
-}
-
 /// A streamed tool call as its chunks arrive: a server may send its id and name once or on
 /// every chunk, and its arguments before its name.
 #[derive(Debug, Default)]
@@ -419,7 +411,7 @@ impl Events {
                 if self.unstarted_call() {
                     return Err(bad.error("a tool call came without its id or name"));
                 }
-                let stop = match finish_word(&reason) {
+                let stop = match StopReason::from_wire(&reason) {
                     // A named tool choice may finish `stop` after its call (vLLM does).
                     StopReason::EndTurn if !self.calls.is_empty() => StopReason::ToolUse,
                     other => other,

@@ -447,11 +447,9 @@ fn reasoning_text(summary: Option<&[Part]>, content: Option<&[Part]>) -> String 
 /// Why a response ended: its status and `incomplete_details.reason`.
 fn stop_reason(status: Option<&str>, incomplete: Option<&Incomplete>, called: bool) -> StopReason {
     match status {
-        Some("incomplete") => match incomplete.and_then(|i| i.reason.as_deref()) {
-            Some("max_output_tokens") | None => StopReason::MaxTokens,
-            Some("content_filter") => StopReason::ContentFiltered,
-            Some(other) => StopReason::Other(other.to_string()),
-        },
+        Some("incomplete") => {
+            StopReason::from_responses_incomplete(incomplete.and_then(|i| i.reason.as_deref()))
+        }
         _ if called => StopReason::ToolUse,
         _ => StopReason::EndTurn,
     }

@@ -25,8 +25,8 @@ use super::{
 };
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
-    OutputBlock, ReasoningDelta, Result, Role, ServiceTier, StopReason, StreamEvent, SystemBlock,
-    Tool, ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+    OutputBlock, ReasoningDelta, Result, Role, ServiceTier, StreamEvent, SystemBlock, Tool,
+    ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
 };
 
 /// A Chat Completions body read for Laneway.
@@ -463,16 +463,6 @@ fn tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
     }
 }
 
-/// The answer's `finish_reason`.
-fn finish_reason(stop: &StopReason) -> &'static str {
-    match stop {
-        StopReason::ToolUse => "tool_calls",
-        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => "length",
-        StopReason::ContentFiltered | StopReason::GuardrailIntervened => "content_filter",
-        _ => "stop",
-    }
-}
-
 fn usage(r: &GenerateResponse) -> Value {
     let u = &r.usage;
     let prompt = u.total_input_tokens();
@@ -527,7 +517,7 @@ pub fn completion(r: &GenerateResponse, model: &str) -> Value {
         "model": model,
         "choices": [{
             "index": 0, "message": message, "logprobs": null,
-            "finish_reason": finish_reason(&r.stop_reason),
+            "finish_reason": r.stop_reason.as_chat_finish(),
         }],
         "usage": usage(r),
         "service_tier": service_tier(r),
@@ -604,7 +594,7 @@ impl Chunks {
                 }
             }
             StreamEvent::Completed(r) => {
-                let mut last = self.chunk(json!({}), Some(finish_reason(&r.stop_reason)));
+                let mut last = self.chunk(json!({}), Some(r.stop_reason.as_chat_finish()));
                 last["service_tier"] = json!(service_tier(r));
                 if self.include_usage {
                     out.push(last);

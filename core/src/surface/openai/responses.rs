@@ -400,14 +400,9 @@ fn tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
 }
 
 fn status(stop: &StopReason) -> (&'static str, Value) {
-    match stop {
-        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => {
-            ("incomplete", json!({ "reason": "max_output_tokens" }))
-        }
-        StopReason::ContentFiltered | StopReason::GuardrailIntervened => {
-            ("incomplete", json!({ "reason": "content_filter" }))
-        }
-        _ => ("completed", Value::Null),
+    match stop.as_responses_incomplete() {
+        Some(reason) => ("incomplete", json!({ "reason": reason })),
+        None => ("completed", Value::Null),
     }
 }
 
