@@ -4,9 +4,10 @@
 // `createAmazonBedrock({ fetch })`) and a `requestHandler` for the AWS SDK for JavaScript v3
 // (`new BedrockRuntimeClient({ requestHandler })`, which LangChain JS takes as `client`).
 // Both hand a request, as the SDK wrote it, to the core's in-process HTTP seam
-// (`laneway::surface::http`) and give back the bytes the service would have sent: Converse and
-// ConverseStream (event-stream frames), Chat Completions and Responses (whole, or server-sent
-// events). Everything above (the SDK's parsing, its error classes, the framework) runs
+// (`laneway::surface::http`) and give back the bytes the service would have sent: Converse,
+// ConverseStream (event-stream frames), InvokeModel and its stream with Claude's or Nova's body,
+// Chat Completions and Responses (whole, or server-sent events), for the models the router's
+// configuration routes. Everything above (the SDK's parsing, its error classes, the framework) runs
 // unchanged; whatever Laneway does not answer goes where it was going.
 
 const { AsyncLocalStorage } = require('node:async_hooks')
@@ -183,8 +184,8 @@ function makeSeams (internals) {
     }
   }
 
-  /** A request handler for the AWS SDK for JavaScript v3 (`requestHandler`): Converse and
-   * ConverseStream answered in process, everything else sent by `fallback` (the SDK's own
+  /** A request handler for the AWS SDK for JavaScript v3 (`requestHandler`): Converse,
+   * ConverseStream, InvokeModel and InvokeModelWithResponseStream answered in process, everything else sent by `fallback` (the SDK's own
    * Node handler unless given). `abortSignal` cancels the call. */
   function requestHandlerFor (router, options = {}) {
     let fallback = options.fallback || null

@@ -17,7 +17,8 @@ runs as it does against AWS.
 Every other bedrock-runtime operation goes to AWS as it would have; so does a call for a model
 the router's configuration does not route (said once in the `laneway` log), and every service
 but bedrock-runtime. botocore's own retries stay off for the answers Laneway gives (it retried
-already, within the call's budget and deadline), and on for the rest. The calls Laneway answers
+already, within the call's budget and deadline), and on for the rest; aiobotocore cannot be
+told so per answer, and `aio_client` builds its clients with one attempt instead. The calls Laneway answers
 are not signed (nothing leaves the process, and no credentials are needed); the rest are, as
 botocore signs them.
 
@@ -170,6 +171,9 @@ class _AioContent:
             if chunk is None:
                 return
             yield chunk, True
+
+    def at_eof(self) -> bool:
+        return self._left == b""
 
     async def read(self, amt: int = -1) -> bytes:
         if self._left is None:

@@ -36,10 +36,18 @@ impl Config {
     pub(super) fn validate_aliases(&self) -> Result<()> {
         for (name, alias) in &self.aliases {
             let field = || format!("aliases.{name:?}");
-            if self.families.contains_key(name) || self.models.contains_key(name) {
+            let prompt_router = self
+                .families
+                .values()
+                .any(|f| f.prompt_router.as_deref() == Some(name.as_str()));
+            if self.families.contains_key(name)
+                || self.models.contains_key(name)
+                || self.is_profile_id(name)
+                || prompt_router
+            {
                 return Err(Error::config(
                     field(),
-                    "a configured family or model has this name; an alias cannot rename it",
+                    "a configured family, model, profile id or prompt router has this name; an alias cannot rename it",
                 ));
             }
             let known = match alias {

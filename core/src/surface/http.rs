@@ -72,7 +72,11 @@ impl Route {
         }
         let path = path.split(['?', '#']).next().unwrap_or_default();
         let path = path.trim_end_matches('/');
-        if let Some(rest) = path.strip_prefix("/model/") {
+        // A base URL may carry a path of its own (a gateway's): the model path is the last.
+        if let Some(rest) = path
+            .rfind("/model/")
+            .map(|at| &path[at + "/model/".len()..])
+        {
             let (model, op) = rest.rsplit_once('/')?;
             let model = percent_encoding::percent_decode_str(model)
                 .decode_utf8()
@@ -183,6 +187,7 @@ pub async fn answer(
             request,
             native,
             stream: false,
+            ..
         }) => match router.generate(*request).await {
             Ok(r) => {
                 let mut a = json_answer(200, &invoke::response(native, &r));
@@ -194,12 +199,13 @@ pub async fn answer(
         Ok(Read::Invoke {
             request,
             native,
+            model,
             stream: true,
         }) => {
             streamed(
                 route,
                 router.lazy_stream(*request),
-                Writer::Invoke(InvokeEvents::new(native)),
+                Writer::Invoke(InvokeEvents::new(native, &model)),
             )
             .await
         }
@@ -231,6 +237,7 @@ enum Read {
     Invoke {
         request: Box<crate::GenerateRequest>,
         native: Native,
+        model: String,
         stream: bool,
     },
     OpenAi(Box<Call>),
@@ -267,9 +274,16 @@ fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Resu
         }
         Route::Invoke { model, stream } => {
             let native = Native::of(model, &value)?;
-            let tier = header(headers, "x-amzn-bedrock-service-tier");
+            let settings = invoke::InvokeHeaders {
+                tier: header(headers, "x-amzn-bedrock-service-tier"),
+                guardrail: header(headers, "x-amzn-bedrock-guardrailidentifier"),
+                guardrail_version: header(headers, "x-amzn-bedrock-guardrailversion"),
+                trace: header(headers, "x-amzn-bedrock-trace"),
+                latency: header(headers, "x-amzn-bedrock-performanceconfig-latency"),
+            };
             Ok(Read::Invoke {
-                request: Box::new(invoke::request(native, model, value, tier)?),
+                request: Box::new(invoke::request(native, model, value, settings)?),
+                model: model.clone(),
                 native,
                 stream: *stream,
             })
@@ -411,6 +425,8 @@ fn error_answer(route: &Route, e: &Error) -> Answer {
         let (status, code) = aws_error(e);
         let mut a = json_answer(status, &json!({ "message": e.to_string() }));
         a.headers.push(("x-amzn-errortype".into(), code.into()));
+        // Laneway retried already; the anthropic SDK's Bedrock clients honour this.
+        a.headers.push(("x-should-retry".into(), "false".into()));
         a
     } else {
         let (status, body, timed_out) = openai_error(e);

@@ -72,13 +72,28 @@ pub fn reads(model: &str, config: &crate::Config) -> bool {
         || config.aliases.contains_key(model)
 }
 
-/// The native request `value` (with its `laneway` options) for `model` as a core request;
-/// `tier` is the `X-Amzn-Bedrock-Service-Tier` header's, when one was sent.
+/// InvokeModel's settings that travel in headers rather than the body.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct InvokeHeaders<'h> {
+    /// `X-Amzn-Bedrock-Service-Tier`.
+    pub tier: Option<&'h str>,
+    /// `X-Amzn-Bedrock-GuardrailIdentifier`.
+    pub guardrail: Option<&'h str>,
+    /// `X-Amzn-Bedrock-GuardrailVersion`.
+    pub guardrail_version: Option<&'h str>,
+    /// `X-Amzn-Bedrock-Trace` (`ENABLED`, `DISABLED`, `ENABLED_FULL`).
+    pub trace: Option<&'h str>,
+    /// `X-Amzn-Bedrock-PerformanceConfig-Latency`.
+    pub latency: Option<&'h str>,
+}
+
+/// The native request `value` (with its `laneway` options) for `model` as a core request,
+/// with the settings InvokeModel takes in headers.
 pub fn request(
     native: Native,
     model: &str,
     value: Value,
-    tier: Option<&str>,
+    headers: InvokeHeaders<'_>,
 ) -> Result<GenerateRequest> {
     let Value::Object(body) = value else {
         return Err(Error::invalid(
@@ -91,8 +106,32 @@ pub fn request(
         Native::Nova => nova::to_converse(body)?,
     };
     converse.insert("modelId".into(), Value::String(model.to_owned()));
-    if let Some(tier) = tier {
+    if let Some(tier) = headers.tier {
         converse.insert("serviceTier".into(), json!({ "type": tier }));
+    }
+    if let Some(latency) = headers.latency
+        && latency != "standard"
+    {
+        return Err(Error::invalid(
+            "X-Amzn-Bedrock-PerformanceConfig-Latency",
+            "Laneway asks for latency-optimized inference from the SLO: set laneway.slo.class to \"interactive\" instead",
+        ));
+    }
+    match (headers.guardrail, headers.guardrail_version) {
+        (None, None) => {}
+        (Some(id), Some(version)) => {
+            let trace = headers.trace.unwrap_or("DISABLED").to_ascii_lowercase();
+            converse.insert(
+                "guardrailConfig".into(),
+                json!({ "guardrailIdentifier": id, "guardrailVersion": version, "trace": trace }),
+            );
+        }
+        _ => {
+            return Err(Error::invalid(
+                "X-Amzn-Bedrock-GuardrailIdentifier",
+                "a guardrail takes both its identifier and its version",
+            ));
+        }
     }
     converse::request(Value::Object(converse))
 }
@@ -140,12 +179,12 @@ pub struct InvokeEvents {
 }
 
 impl InvokeEvents {
-    /// A writer for a new stream of `native` events.
-    pub fn new(native: Native) -> Self {
+    /// A writer for a new stream of `native` events, for the model the request named.
+    pub fn new(native: Native, model: &str) -> Self {
         Self {
             native,
             converse: ConverseEvents::new(),
-            anthropic: anthropic::Blocks::default(),
+            anthropic: anthropic::Blocks::new(model),
         }
     }
 
@@ -649,6 +688,8 @@ mod anthropic {
     /// (the core's indexes may skip).
     #[derive(Debug, Default)]
     pub(super) struct Blocks {
+        /// The model the request named.
+        pub(super) model: String,
         /// The core's index of each block started, by position.
         started: Vec<u64>,
         /// The stop reason, held for the `message_delta` that carries the usage.
@@ -656,6 +697,14 @@ mod anthropic {
     }
 
     impl Blocks {
+        /// The blocks of a stream for the model the request named.
+        pub(super) fn new(model: &str) -> Self {
+            Self {
+                model: model.to_owned(),
+                ..Self::default()
+            }
+        }
+
         fn position(&self, index: u64) -> Option<usize> {
             self.started.iter().position(|&i| i == index)
         }
@@ -685,10 +734,12 @@ mod anthropic {
                 .unwrap_or(0);
             match kind {
                 "messageStart" => {
-                    // The id and model are known only at the end; SDKs read them here.
+                    // The call's id and the model that serves are known only at the end: the
+                    // message gets an id of its own, and the model the request named.
+                    let id = format!("msg_bdrk_{:032x}", rand::random::<u128>());
                     out.push(json!({ "type": "message_start", "message": {
-                        "id": "msg_bdrk_laneway", "type": "message", "role": "assistant",
-                        "model": "", "content": [], "stop_reason": null, "stop_sequence": null,
+                        "id": id, "type": "message", "role": "assistant",
+                        "model": self.model, "content": [], "stop_reason": null, "stop_sequence": null,
                         "usage": { "input_tokens": 0, "output_tokens": 0 },
                     }}));
                 }
@@ -801,7 +852,16 @@ mod tests {
         let model = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
         let native = Native::of(model, &body).unwrap();
         assert_eq!(native, Native::Anthropic);
-        let r = request(native, model, body, Some("flex")).unwrap();
+        let r = request(
+            native,
+            model,
+            body,
+            InvokeHeaders {
+                tier: Some("flex"),
+                ..InvokeHeaders::default()
+            },
+        )
+        .unwrap();
         assert_eq!(r.inference.max_tokens, Some(256));
         assert!(matches!(
             &r.system[..],
@@ -842,11 +902,41 @@ mod tests {
                 "tool_choice.type",
             ),
         ] {
-            let e = request(Native::Anthropic, model, body, None).unwrap_err();
+            let e = request(Native::Anthropic, model, body, InvokeHeaders::default()).unwrap_err();
             assert!(e.to_string().contains(field), "{field}: {e}");
         }
         let e = Native::of("meta.llama3-70b-instruct-v1:0", &json!({ "prompt": "x" })).unwrap_err();
         assert!(e.to_string().contains("Converse"), "{e}");
+    }
+
+    #[test]
+    fn a_guardrail_in_headers_is_the_calls_and_optimized_latency_is_refused() {
+        let body = || json!({ "messages": [{ "role": "user", "content": "x" }], "max_tokens": 8 });
+        let model = "anthropic.claude-haiku-4-5-20251001-v1:0";
+        let r = request(
+            Native::Anthropic,
+            model,
+            body(),
+            InvokeHeaders {
+                guardrail: Some("gr-1"),
+                guardrail_version: Some("2"),
+                trace: Some("ENABLED"),
+                ..InvokeHeaders::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.guardrail.map(|g| g.identifier), Some("gr-1".to_string()));
+        let latency = InvokeHeaders {
+            latency: Some("optimized"),
+            ..InvokeHeaders::default()
+        };
+        let e = request(Native::Anthropic, model, body(), latency).unwrap_err();
+        assert!(e.to_string().contains("PerformanceConfig-Latency"), "{e}");
+        let half = InvokeHeaders {
+            guardrail: Some("gr-1"),
+            ..InvokeHeaders::default()
+        };
+        assert!(request(Native::Anthropic, model, body(), half).is_err());
     }
 
     #[test]
@@ -858,7 +948,13 @@ mod tests {
             "inferenceConfig": { "max_new_tokens": 64, "top_p": 0.9, "topK": 20 },
         });
         let model = "us.amazon.nova-lite-v1:0";
-        let r = request(Native::of(model, &body).unwrap(), model, body, None).unwrap();
+        let r = request(
+            Native::of(model, &body).unwrap(),
+            model,
+            body,
+            InvokeHeaders::default(),
+        )
+        .unwrap();
         assert_eq!(r.inference.max_tokens, Some(64));
         assert_eq!(r.inference.top_p, Some(0.9));
         assert!(r.model_fields.is_some());
