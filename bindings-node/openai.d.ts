@@ -13,6 +13,7 @@ import type {
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses'
 import type { Router, RouterOptions } from './index'
+import type OpenAISDK from 'openai'
 
 /** What Laneway adds beside the SDK's shape (under `laneway`): the decision (the core's
  * snake_case keys), timings and cost. */
@@ -75,5 +76,11 @@ export class OpenAI {
     create (body: WithLanewayOptions<ResponseCreateParamsStreaming>, options?: CallOptions): Promise<Stream<ResponseStreamEvent>>
   }
 }
+
+/** A real `openai` client (the app's own `openai` package, which must be installed) whose
+ * requests `router` answers in process through `laneway.fetch`; the SDK's retries are off.
+ * `options` are the SDK's constructor options (`fallback`: where requests Laneway does not
+ * answer go). */
+export function client (router: Router, options?: Record<string, unknown> & { fallback?: typeof fetch }): OpenAISDK
 
 export default OpenAI

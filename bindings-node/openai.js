@@ -8,6 +8,9 @@
 //   // const OpenAI = require('openai')
 //   const { OpenAI } = require('laneway/openai')
 //   const client = new OpenAI()
+//
+// `client(router)` gives the app's real `openai` client instead, on `laneway.fetch` (for
+// frameworks that check its class).
 
 const laneway = require('./index.js')
 
@@ -206,4 +209,20 @@ function plainObject (value) {
   return { ...value }
 }
 
-module.exports = { OpenAI, Stream, default: OpenAI }
+/** A real `openai` client (the app's own `openai` package) whose requests `router` answers in
+ * process through `laneway.fetch`: for frameworks that check they were given the SDK's own
+ * class. The SDK's retries are off (Laneway retried already); `options` are the SDK's. */
+function client (router, options = {}) {
+  const openai = sdk()
+  if (!openai) throw new Error("laneway/openai client(): install the 'openai' package (npm install openai)")
+  const SDK = openai.OpenAI || openai.default || openai
+  return new SDK({
+    apiKey: 'laneway-in-process',
+    baseURL: 'http://laneway.invalid/v1',
+    maxRetries: 0,
+    ...options,
+    fetch: laneway.fetch(router, options.fallback ? { fallback: options.fallback } : {})
+  })
+}
+
+module.exports = { OpenAI, Stream, client, default: OpenAI }

@@ -37,7 +37,7 @@ const DECISION = {
   'x-laneway-cost-usd': ['costUsd', Number]
 }
 
-/** Keeps a whole answer's decision for `lastDecision` in the scope of `withOptions`. */
+/** Keeps an answer's decision for `lastDecision` in the scope of `withOptions`. */
 function remember (headers) {
   const store = scoped.getStore()
   if (!store) return
@@ -49,9 +49,9 @@ function remember (headers) {
   if (Object.keys(decision).length) store.decision = decision
 }
 
-/** What Laneway decided for the last whole answer a seam gave inside the innermost
- * `withOptions` scope (`callId`, `model`, `target`, `region`, `tier`, `attemptsSent`,
- * `costUsd`); null outside one. A stream's decision is on its last event instead. */
+/** What Laneway decided for the last answer a seam gave inside the innermost `withOptions`
+ * scope (`callId`, `model`, `target`, `region`, `tier`, `attemptsSent`, `costUsd`), a
+ * stream's once read to its end; null outside one. */
 function lastDecision () {
   const store = scoped.getStore()
   return store ? store.decision : null
@@ -140,7 +140,10 @@ function makeSeams (internals) {
         }
         const chunk = await n.nextChunk(bodyId)
         if (signal && signal.aborted) throw abortError(signal)
-        if (chunk === null) close()
+        if (chunk === null) {
+          remember(n.bodyDecision(bodyId))
+          close()
+        }
         return chunk
       }
     }

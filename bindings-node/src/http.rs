@@ -107,13 +107,22 @@ impl crate::NativeRouter {
             let Some(body) = self.bodies.get(body_id) else {
                 return Ok(None);
             };
-            let chunk = body.next_chunk().await;
-            if chunk.is_none() {
-                self.bodies.close(body_id);
-            }
-            Ok(chunk.map(Buffer::from))
+            // At the end the body stays registered until `closeBody`, which the reader calls
+            // after taking its decision.
+            Ok(body.next_chunk().await.map(Buffer::from))
         })
         .await
+    }
+
+    /// A streamed body's decision headers once it has ended (empty before, or unknown).
+    pub(crate) fn stream_decision(&self, body_id: u32) -> Vec<Vec<String>> {
+        self.bodies
+            .get(body_id)
+            .map(|body| body.decision_headers())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| vec![k, v])
+            .collect()
     }
 
     pub(crate) async fn close_http_body(&self, body_id: u32) -> napi::Result<()> {

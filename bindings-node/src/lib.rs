@@ -364,6 +364,13 @@ impl NativeRouter {
         self.body_chunk(body_id).await
     }
 
+    /// A streamed answer's decision, as `[name, value]` header pairs, once its body has
+    /// ended (read to `null`); empty before.
+    #[napi]
+    pub fn body_decision(&self, body_id: u32) -> Vec<Vec<String>> {
+        self.stream_decision(body_id)
+    }
+
     /// Ends a streamed answer's body now, cancelling its call.
     #[napi]
     pub async fn close_body(&self, body_id: u32) -> napi::Result<()> {

@@ -65,7 +65,8 @@ test('a throttle storm and bad input are the AWS SDK\'s own exceptions', async (
 
 test('the openai SDK on laneway.fetch: whole, streamed, Responses, and its error classes', async () => {
   const router = new laneway.Router(emu.routerOptions())
-  const client = new OpenAI({ baseURL: 'http://laneway.invalid/v1', apiKey: 'unused', maxRetries: 0, fetch: laneway.fetch(router) })
+  const client = require('../openai').client(router)
+  assert.ok(client instanceof OpenAI.OpenAI, 'a real openai client')
   const r = await laneway.withOptions({ slo: { class: 'interactive' } }, async () => {
     const answer = await client.chat.completions.create({ model: LITE, messages: [{ role: 'user', content: 'Say hello.' }], max_completion_tokens: 64 })
     const decision = laneway.lastDecision()
@@ -125,9 +126,14 @@ test('InvokeModel with Claude\'s Messages body, whole and streamed, through the 
   const message = JSON.parse(Buffer.from(whole.body).toString())
   assert.equal(message.type, 'message')
   assert.ok(message.content[0].text && message.usage.output_tokens > 0)
-  const out = await client.send(new InvokeModelWithResponseStreamCommand({ modelId: HAIKU, body, contentType: 'application/json' }))
-  const events = []
-  for await (const part of out.body) events.push(JSON.parse(Buffer.from(part.chunk.bytes).toString()))
+  const events = await laneway.withOptions({}, async () => {
+    const out = await client.send(new InvokeModelWithResponseStreamCommand({ modelId: HAIKU, body, contentType: 'application/json' }))
+    const events = []
+    for await (const part of out.body) events.push(JSON.parse(Buffer.from(part.chunk.bytes).toString()))
+    // A stream's decision, once read to its end.
+    assert.match(laneway.lastDecision().model, /^anthropic\.claude/)
+    return events
+  })
   const kinds = events.map(e => e.type)
   assert.equal(kinds[0], 'message_start')
   assert.deepEqual(kinds.slice(-2), ['message_delta', 'message_stop'])

@@ -88,6 +88,12 @@ impl NativeBody {
         })
     }
 
+    /// Laneway's decision as `x-laneway-*` header pairs, once the stream has ended (empty
+    /// before, and for a call that failed).
+    fn decision_headers(&self) -> Vec<(String, String)> {
+        self.body.decision_headers()
+    }
+
     /// Ends the body now, cancelling its call (a read waiting on it ends too).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         errors::guard(|| bridge::blocking(py, |_| self.body.close_blocking()))

@@ -148,6 +148,11 @@ def test_options_reach_a_call_made_by_code_that_knows_nothing_of_them(router):
     decision = laneway.last_decision()
     assert decision["model"] == LITE and decision["cost_usd"] > 0 and decision["attempts_sent"] >= 1
     assert out["ResponseMetadata"]["HTTPHeaders"]["x-laneway-region"] == decision["region"]
+    # A stream's, once read to its end: another call, another id.
+    for _ in client.converse_stream(**ask)["stream"]:
+        pass
+    streamed = laneway.last_decision()
+    assert streamed["model"] == LITE and streamed["call_id"] != decision["call_id"]
 
 
 def test_a_session_and_a_botocore_session_route_the_clients_frameworks_build(router, emulator):

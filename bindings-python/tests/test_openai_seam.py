@@ -42,6 +42,8 @@ def test_streams_and_the_sdks_stream_helpers(router):
             text.append(chunk.choices[0].delta.content or "")
         usage = chunk.usage or usage
     assert len("".join(text)) > 50 and usage.completion_tokens > 0
+    # A stream's decision, once read to its end.
+    assert laneway.last_decision()["model"] == LITE and laneway.last_decision()["cost_usd"] > 0
     with client.responses.stream(model=LITE, input="Tell me a story.") as stream:
         deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
         final = stream.get_final_response()

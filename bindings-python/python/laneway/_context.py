@@ -48,7 +48,7 @@ def header_value() -> Optional[str]:
 
 
 def remember(headers: Any) -> None:
-    """Keeps the decision a whole answer's headers carry, for `last_decision`."""
+    """Keeps the decision an answer's headers carry, for `last_decision`."""
     decision = {}
     for name, value in headers:
         key = _DECISION.get(name.lower() if isinstance(name, str) else name)
@@ -59,8 +59,8 @@ def remember(headers: Any) -> None:
 
 
 def last_decision() -> Optional[Dict[str, Any]]:
-    """What Laneway decided for the last whole answer a seam (`laneway.boto3`,
-    `laneway.httpx`, `laneway.openai.client`) gave in this context (thread or asyncio task):
-    `call_id`, `model`, `target`, `region`, `tier`, `attempts_sent`, `cost_usd`. A stream's
-    decision is on its last event instead."""
+    """What Laneway decided for the last answer a seam (`laneway.boto3`, `laneway.httpx`,
+    `laneway.openai.client`) gave in this context (thread or asyncio task): `call_id`,
+    `model`, `target`, `region`, `tier`, `attempts_sent`, `cost_usd`. A stream's once it has
+    been read to its end."""
     return _last.get()

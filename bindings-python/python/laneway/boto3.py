@@ -96,6 +96,7 @@ class _Raw:
                 yield self._body
             return
         yield from self._body
+        remember(self._body.decision_headers())
 
     def close(self) -> None:
         if not isinstance(self._body, bytes):
@@ -169,6 +170,7 @@ class _AioContent:
         while True:
             chunk = await self._body.next_chunk(dispatcher)
             if chunk is None:
+                remember(self._body.decision_headers())
                 return
             yield chunk, True
 

@@ -71,6 +71,7 @@ def _body_init(self: Any, body: Any) -> None:
 
 def _body_iter(self: Any) -> Iterator[bytes]:
     yield from self._body
+    remember(self._body.decision_headers())
 
 
 def _body_close(self: Any) -> None:
@@ -82,6 +83,7 @@ async def _body_aiter(self: Any) -> AsyncIterator[bytes]:
     while True:
         chunk = await self._body.next_chunk(dispatcher)
         if chunk is None:
+            remember(self._body.decision_headers())
             return
         yield chunk
 

@@ -302,7 +302,8 @@ fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
 
 /// Laneway's decision on a whole answer's headers (`x-laneway-call-id`, `-model`, `-target`,
 /// `-region`, `-tier`, `-attempts`, `-cost-usd`), for code above an SDK that parses the body
-/// into types without Laneway's fields. A stream's decision comes on its last event.
+/// into types without Laneway's fields. A stream's comes from
+/// [`BodyStream::decision_headers`] once it has ended.
 pub fn decision_headers(r: &crate::GenerateResponse) -> Vec<(String, String)> {
     let d = &r.decision;
     let mut headers = vec![
@@ -549,6 +550,7 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
     };
     let mut ahead = VecDeque::new();
     let done = first.is_empty();
+    let decision = completed_decision(&first);
     let bytes = writer.write(&first);
     if !bytes.is_empty() {
         ahead.push_back(bytes);
@@ -567,6 +569,7 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
                 ahead,
                 done,
                 closed: false,
+                decision,
             }),
         })),
     }
@@ -590,6 +593,16 @@ struct StreamState {
     done: bool,
     /// Closed by the reader: nothing more is handed out.
     closed: bool,
+    /// The completed call's decision headers, once its last event has been read.
+    decision: Option<Vec<(String, String)>>,
+}
+
+/// The decision headers of the call a batch of events completes, if it does.
+fn completed_decision(events: &[StreamEvent]) -> Option<Vec<(String, String)>> {
+    events.iter().find_map(|e| match e {
+        StreamEvent::Completed(r) => Some(decision_headers(r)),
+        _ => None,
+    })
 }
 
 impl BodyStream {
@@ -620,6 +633,9 @@ impl BodyStream {
                 Some(Some(s.writer.trailer()).filter(|t| !t.is_empty()))
             }
             Ok(events) => {
+                if let Some(decision) = completed_decision(&events) {
+                    s.decision = Some(decision);
+                }
                 let bytes = s.writer.write(&events);
                 (!bytes.is_empty()).then_some(Some(bytes))
             }
@@ -653,6 +669,13 @@ impl BodyStream {
                 return chunk;
             }
         }
+    }
+
+    /// Laneway's decision on the call, as the `x-laneway-*` headers a whole answer carries
+    /// ([`decision_headers`]), once the stream has delivered its last event; empty before,
+    /// and for a call that failed.
+    pub fn decision_headers(&self) -> Vec<(String, String)> {
+        self.state().decision.clone().unwrap_or_default()
     }
 
     /// Ends the body now, cancelling the call; a read waiting on it ends too.
