@@ -31,9 +31,17 @@ def router(emulator):
 
 @pytest.fixture
 def throttled_router():
+    """Every target of both models the tests name throttles: a storm Laneway cannot route
+    around, which each framework must raise as its own error (with its own retries off, and
+    a short deadline through `laneway.options`)."""
     with Emulator(scenario="fast") as emu:
-        emu.add_fault({"kind": "throttle", "model": LITE})
+        for model in (LITE, SONNET):
+            emu.add_fault({"kind": "throttle", "model": model})
         yield laneway.Router(**emu.router_kwargs())
+
+
+def storm():
+    return laneway.options(slo={"deadline": 1500})
 
 
 def weather(city: str) -> str:
@@ -49,7 +57,11 @@ def test_strands_streams_and_calls_tools(router):
     from strands.models import BedrockModel
 
     model = BedrockModel(model_id=LITE, boto_session=laneway.boto3.session(router, region_name="us-east-1"), max_tokens=4000)
-    result = Agent(model=model, callback_handler=None)("Say hello.")
+    # Strands streams by default, on a thread of its own: its call's decision is seen inside
+    # the `options` scope it was made in.
+    with laneway.options():
+        result = Agent(model=model, callback_handler=None)("Say hello.")
+        assert laneway.last_decision()["model"] == LITE
     assert str(result).strip()
     assert result.metrics.accumulated_usage["outputTokens"] > 0
 
@@ -83,7 +95,7 @@ def test_strands_raises_its_throttle_error(throttled_router):
     model = BedrockModel(model_id=LITE, boto_session=laneway.boto3.session(throttled_router, region_name="us-east-1"))
     # Strands' own retries (six attempts, backing off from 4 s) off: Laneway retried within
     # the call's deadline already.
-    with laneway.options(slo={"deadline": 1500}):
+    with storm():
         with pytest.raises(ModelThrottledException):
             Agent(model=model, callback_handler=None, retry_strategy=None)("x")
 
@@ -100,6 +112,32 @@ def test_langchain_bedrock_converse_invokes_streams_and_binds_tools(router):
     tool_llm = llm.bind_tools([weather], tool_choice="weather")
     msg = tool_llm.invoke("Weather in Paris?")
     assert msg.tool_calls and msg.tool_calls[0]["name"] == "weather" and "city" in msg.tool_calls[0]["args"]
+    assert laneway.last_decision()["model"] == LITE
+
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        city: str
+
+    out = ChatBedrockConverse(model=SONNET, client=laneway.boto3.client(router), region_name="us-east-1").with_structured_output(City).invoke("Capital of France?")
+    assert isinstance(out, City) and out.city
+
+
+def test_langchain_raises_the_sdks_throttle_errors(throttled_router):
+    import openai
+    from botocore.exceptions import ClientError
+    from langchain_aws import ChatBedrockConverse
+    from langchain_openai import ChatOpenAI
+
+    bedrock = ChatBedrockConverse(model=LITE, client=laneway.boto3.client(throttled_router), region_name="us-east-1")
+    chat = ChatOpenAI(model=LITE, api_key="unused", base_url="http://laneway.invalid/v1", max_retries=0,
+                      http_client=laneway.openai.client(throttled_router)._client)
+    with storm():
+        with pytest.raises(ClientError) as e:
+            bedrock.invoke("x")
+        assert e.value.response["Error"]["Code"] == "ThrottlingException"
+        with pytest.raises(openai.RateLimitError):
+            chat.invoke("x")
 
 
 def test_langchain_chat_openai_on_the_transport(router):
@@ -109,7 +147,19 @@ def test_langchain_chat_openai_on_the_transport(router):
     llm = ChatOpenAI(model=LITE, api_key="unused", base_url="http://laneway.invalid/v1", max_retries=0,
                      http_client=client._client, max_completion_tokens=100)
     assert llm.invoke("Say hello.").content
+    assert laneway.last_decision()["model"] == LITE
     assert len(list(llm.stream("Tell me a story."))) > 5
+    msg = llm.bind_tools([weather], tool_choice="weather").invoke("Weather in Paris?")
+    assert msg.tool_calls and msg.tool_calls[0]["name"] == "weather"
+
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        city: str
+
+    out = ChatOpenAI(model=SONNET, api_key="unused", base_url="http://laneway.invalid/v1", max_retries=0,
+                     http_client=client._client).with_structured_output(City).invoke("Capital of France?")
+    assert isinstance(out, City) and out.city
 
 
 # --- pydantic-ai: BedrockProvider(bedrock_client=), OpenAIProvider(openai_client=) -----------
@@ -132,6 +182,38 @@ def test_pydantic_ai_on_bedrock_and_openai_providers(router):
     out = Agent(openai_model, output_type=City).run_sync("Which city is the capital of France?").output
     assert isinstance(out, City) and out.city
 
+    # (The structured output above is pydantic-ai's output tool, called by the model.)
+    async def streamed():
+        async with Agent(bedrock).run_stream("Tell me a long story.") as run:
+            return [t async for t in run.stream_text(delta=True, debounce_by=None)]
+
+    # pydantic-ai runs its calls on tasks and threads of its own: their decisions are seen
+    # through the `options` scope they were made in.
+    with laneway.options():
+        assert Agent(bedrock).run_sync("Say hello.").output
+        whole = laneway.last_decision()
+        assert len(asyncio.run(streamed())) > 5
+        stream = laneway.last_decision()
+    assert whole["model"] == stream["model"] == LITE and stream["call_id"] != whole["call_id"]
+    assert laneway.last_decision()["model"] == LITE
+
+
+def test_pydantic_ai_raises_its_http_error_for_a_throttle_storm(throttled_router):
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.models.bedrock import BedrockConverseModel
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.bedrock import BedrockProvider
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    bedrock = BedrockConverseModel(LITE, provider=BedrockProvider(bedrock_client=laneway.boto3.client(throttled_router)))
+    openai_model = OpenAIChatModel(LITE, provider=OpenAIProvider(openai_client=laneway.openai.async_client(throttled_router)))
+    with storm():
+        for model in (bedrock, openai_model):
+            with pytest.raises(ModelHTTPError) as e:
+                Agent(model).run_sync("x")
+            assert e.value.status_code == 429
+
 
 # --- instructor: from_bedrock (a real botocore client), from_openai (a real OpenAI) ----------
 
@@ -149,6 +231,33 @@ def test_instructor_on_both_clients(router):
     oa = instructor.from_openai(laneway.openai.client(router))
     r = oa.chat.completions.create(model=SONNET, messages=[{"role": "user", "content": "Rate it."}], response_model=Rating)
     assert isinstance(r, Rating)
+    assert laneway.last_decision()["model"].startswith("anthropic.claude")
+
+
+def test_instructor_raises_the_sdks_throttle_errors(throttled_router):
+    import instructor
+    import openai
+    from pydantic import BaseModel
+
+    class Rating(BaseModel):
+        score: int
+
+    bedrock = instructor.from_bedrock(laneway.boto3.client(throttled_router))
+    oa = instructor.from_openai(laneway.openai.client(throttled_router))
+    ask = [{"role": "user", "content": "Rate it."}]
+    from botocore.exceptions import ClientError
+    from instructor.core.exceptions import InstructorRetryException
+
+    # instructor's own exception, once its retries (none here) are spent, with the SDK's
+    # error as its cause.
+    with storm():
+        with pytest.raises(InstructorRetryException) as e:
+            bedrock.chat.completions.create(modelId=SONNET, messages=ask, response_model=Rating, max_retries=0)
+        cause = e.value.__cause__
+        assert isinstance(cause, ClientError) and cause.response["Error"]["Code"] == "ThrottlingException"
+        with pytest.raises(InstructorRetryException) as e:
+            oa.chat.completions.create(model=SONNET, messages=ask, response_model=Rating, max_retries=0)
+        assert isinstance(e.value.__cause__, openai.RateLimitError)
 
 
 # --- OpenAI Agents SDK: Responses by default, on a real AsyncOpenAI ---------------------------
@@ -174,3 +283,30 @@ def test_openai_agents_sdk_runs_on_responses_and_chat_completions(router):
         return [e async for e in run.stream_events()]
 
     assert len(asyncio.run(streamed())) > 5
+
+    # A tool loop: the first turn must call the tool; its result goes back; the next answers.
+    from agents import ModelSettings
+
+    called = []
+
+    @function_tool
+    def lookup_city(city: str) -> str:
+        """Weather for a city."""
+        called.append(city)
+        return weather(city)
+
+    looping = Agent(name="c", instructions="Use the tool.", model=OpenAIResponsesModel(SONNET, openai_client=client),
+                    tools=[lookup_city], model_settings=ModelSettings(tool_choice="required"))
+    result = Runner.run_sync(looping, "Weather in Paris?", max_turns=4)
+    assert called and result.final_output
+
+
+def test_openai_agents_sdk_raises_the_sdks_rate_limit_error(throttled_router):
+    import openai
+    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    agent = Agent(name="a", model=OpenAIResponsesModel(LITE, openai_client=laneway.openai.async_client(throttled_router)))
+    with storm():
+        with pytest.raises(openai.RateLimitError):
+            Runner.run_sync(agent, "x")

@@ -4,11 +4,27 @@ around the call. A context variable, so each thread and asyncio task has its own
 
 import contextlib
 import contextvars
+import itertools
 import json
 from typing import Any, Dict, Iterator, Optional
 
 _options: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("laneway_options", default=None)
-_last: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("laneway_last_decision", default=None)
+_last: contextvars.ContextVar[Optional["_Seen"]] = contextvars.ContextVar("laneway_last_decision", default=None)
+# The innermost `options` scope's record of decisions: one object shared by every copy of the
+# context, so a call a framework makes on a thread or task of its own (which copies the
+# context) is seen where the scope was opened.
+_scope: contextvars.ContextVar[Optional[Dict[str, Any]]] = contextvars.ContextVar("laneway_scope", default=None)
+_seq = itertools.count(1)
+
+
+class _Seen:
+    """A decision, numbered in the order decisions were kept."""
+
+    __slots__ = ("seq", "decision")
+
+    def __init__(self, decision: Dict[str, Any]):
+        self.seq = next(_seq)
+        self.decision = decision
 
 # The decision headers of a whole answer (`laneway::surface::http::decision_headers`).
 _DECISION = {
@@ -30,9 +46,11 @@ def options(**kwargs: Any) -> Iterator[Dict[str, Any]]:
     merged = dict(_options.get() or {})
     merged.update(kwargs)
     token = _options.set(merged)
+    scope = _scope.set({})
     try:
         yield merged
     finally:
+        _scope.reset(scope)
         _options.reset(token)
 
 
@@ -55,12 +73,19 @@ def remember(headers: Any) -> None:
         if key is not None:
             decision[key[0]] = key[1](value)
     if decision:
-        _last.set(decision)
+        seen = _Seen(decision)
+        _last.set(seen)
+        scope = _scope.get()
+        if scope is not None:
+            scope["seen"] = seen
 
 
 def last_decision() -> Optional[Dict[str, Any]]:
     """What Laneway decided for the last answer a seam (`laneway.boto3`, `laneway.httpx`,
     `laneway.openai.client`) gave in this context (thread or asyncio task): `call_id`,
     `model`, `target`, `region`, `tier`, `attempts_sent`, `cost_usd`. A stream's once it has
-    been read to its end."""
-    return _last.get()
+    been read to its end. Inside `laneway.options(...)`, also a call made on a thread or task
+    the framework started there (which copies the context)."""
+    candidates = [_last.get(), (_scope.get() or {}).get("seen")]
+    latest = max((c for c in candidates if c is not None), key=lambda c: c.seq, default=None)
+    return None if latest is None else latest.decision
