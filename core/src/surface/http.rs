@@ -164,7 +164,7 @@ pub async fn answer(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Answer {
-    match read(route, headers, body) {
+    match read(route, headers, body).map(|r| r.for_config(router.config())) {
         Ok(Read::Converse {
             request,
             stream: false,
@@ -241,6 +241,23 @@ enum Read {
         stream: bool,
     },
     OpenAi(Box<Call>),
+}
+
+impl Read {
+    /// Model fields written for a path that names a family or an alias are written for the
+    /// model the plan picks, as fields that name no model are.
+    fn for_config(mut self, config: &crate::Config) -> Read {
+        if let Read::Converse { request, .. } | Read::Invoke { request, .. } = &mut self
+            && let Some(fields) = &mut request.model_fields
+            && fields
+                .model
+                .as_deref()
+                .is_some_and(|m| config.families.contains_key(m) || config.aliases.contains_key(m))
+        {
+            fields.model = None;
+        }
+        self
+    }
 }
 
 fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Result<Read> {
@@ -695,5 +712,39 @@ impl BodyStream {
         s.done = true;
         s.closed = true;
         s.ahead.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields_written_for(path: &str, config: &crate::Config) -> Option<String> {
+        let body = json!({
+            "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
+            "inferenceConfig": { "topK": 5 },
+        });
+        let route = Route::of("POST", path).unwrap();
+        match read(&route, &[], body.to_string().as_bytes())
+            .unwrap()
+            .for_config(config)
+        {
+            Read::Invoke { request, .. } => request.model_fields.unwrap().model,
+            _ => unreachable!("an InvokeModel path"),
+        }
+    }
+
+    #[test]
+    fn model_fields_for_an_alias_or_a_family_go_with_the_model_the_plan_picks() {
+        let config = crate::Config::from_toml_str(
+            "[aliases]\n\"fast\" = { model = \"amazon.nova-lite-v1:0\" }\n",
+        )
+        .unwrap();
+        assert_eq!(fields_written_for("/model/fast/invoke", &config), None);
+        assert_eq!(fields_written_for("/model/nova/invoke", &config), None);
+        assert_eq!(
+            fields_written_for("/model/amazon.nova-lite-v1%3A0/invoke", &config).as_deref(),
+            Some("amazon.nova-lite-v1:0")
+        );
     }
 }

@@ -236,27 +236,46 @@ mod nova {
                 format!("{v}: Laneway reads messages-v1"),
             ));
         }
-        if let Some(Value::Object(mut config)) = body.remove("inferenceConfig") {
-            for (alias, name) in [
-                ("max_new_tokens", "maxTokens"),
-                ("top_p", "topP"),
-                ("stop_sequences", "stopSequences"),
-            ] {
-                if let Some(v) = config.remove(alias) {
-                    config.entry(name).or_insert(v);
+        let Some(config) = body.remove("inferenceConfig") else {
+            return Ok(body);
+        };
+        let Value::Object(mut config) = config else {
+            return Err(Error::invalid("inferenceConfig", "an object"));
+        };
+        for (alias, name) in [
+            ("max_new_tokens", "maxTokens"),
+            ("top_p", "topP"),
+            ("top_k", "topK"),
+            ("stop_sequences", "stopSequences"),
+        ] {
+            if let Some(v) = config.remove(alias) {
+                if config.contains_key(name) {
+                    return Err(Error::invalid(
+                        format!("inferenceConfig.{alias}"),
+                        format!("given beside {name}, which it spells too"),
+                    ));
                 }
+                config.insert(name.into(), v);
             }
-            let top_k = config.remove("topK").or_else(|| config.remove("top_k"));
-            if let Some(top_k) = top_k {
-                let fields = body
-                    .entry("additionalModelRequestFields")
-                    .or_insert_with(|| json!({}));
-                if let Some(fields) = fields.as_object_mut() {
-                    fields.insert("inferenceConfig".into(), json!({ "topK": top_k }));
-                }
-            }
-            body.insert("inferenceConfig".into(), Value::Object(config));
         }
+        if let Some(top_k) = config.remove("topK") {
+            // Converse takes no topK: it goes in the model's own fields, as Nova reads it.
+            let fields = body
+                .entry("additionalModelRequestFields")
+                .or_insert_with(|| json!({}));
+            let Some(fields) = fields.as_object_mut() else {
+                return Err(Error::invalid("additionalModelRequestFields", "an object"));
+            };
+            let nested = fields.entry("inferenceConfig").or_insert_with(|| json!({}));
+            let Some(nested) = nested.as_object_mut() else {
+                return Err(Error::invalid(
+                    "additionalModelRequestFields.inferenceConfig",
+                    "an object",
+                ));
+            };
+            nested.insert("topK".into(), top_k);
+        }
+        body.insert("inferenceConfig".into(), Value::Object(config));
         Ok(body)
     }
 
@@ -331,6 +350,15 @@ mod anthropic {
         let mut native = Map::new();
         if let Some(beta) = body.remove("anthropic_beta") {
             native.insert("anthropic_beta".into(), beta);
+        }
+        if let Some(thinking) = body.get("thinking")
+            && thinking.get("type").and_then(Value::as_str) == Some("enabled")
+            && thinking.get("budget_tokens").is_none()
+        {
+            return Err(Error::invalid(
+                "thinking.budget_tokens",
+                "Field required (thinking of type \"enabled\" takes a budget)",
+            ));
         }
         for key in ["thinking", "output_config"] {
             if let Some(v) = body.remove(key) {
@@ -421,6 +449,24 @@ mod anthropic {
         Ok(json!({ "role": role, "content": content }))
     }
 
+    /// Refuses a key of `b` that is not among `keys`, by its path: Laneway sends on what it
+    /// reads, and says what it cannot.
+    fn only(b: &Value, keys: &[&str], at: &str) -> Result<()> {
+        let Some(map) = b.as_object() else {
+            return Err(Error::invalid(at, "an object"));
+        };
+        match map.keys().find(|k| !keys.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(k) => Err(Error::invalid(
+                format!("{at}.{k}"),
+                format!(
+                    "not a field Laneway sends on here (it reads {})",
+                    keys.join(", ")
+                ),
+            )),
+        }
+    }
+
     fn kind<'v>(b: &'v Value, at: &str) -> Result<&'v str> {
         b.get("type")
             .and_then(Value::as_str)
@@ -452,7 +498,34 @@ mod anthropic {
 
     /// One content block as Converse's, followed by its checkpoint.
     fn block(b: &Value, at: &str) -> Result<Vec<Value>> {
-        let converse = match kind(b, at)? {
+        let block_type = kind(b, at)?;
+        let keys: &[&str] = match block_type {
+            "text" => &["type", "text", "cache_control"],
+            "image" => &["type", "source", "cache_control"],
+            "document" => &[
+                "type",
+                "source",
+                "title",
+                "context",
+                "citations",
+                "cache_control",
+            ],
+            "tool_use" => &["type", "id", "name", "input", "cache_control"],
+            "tool_result" => &[
+                "type",
+                "tool_use_id",
+                "content",
+                "is_error",
+                "cache_control",
+            ],
+            "thinking" => &["type", "thinking", "signature"],
+            "redacted_thinking" => &["type", "data"],
+            _ => &[],
+        };
+        if !keys.is_empty() {
+            only(b, keys, at)?;
+        }
+        let converse = match block_type {
             "text" => json!({ "text": field(b, "text", at)? }),
             "image" => {
                 let (format, data) = base64_source(b, at, "image/")?;
@@ -461,7 +534,15 @@ mod anthropic {
             "document" => {
                 let (format, data) = base64_source(b, at, "application/")?;
                 let name = b.get("title").and_then(Value::as_str).unwrap_or("document");
-                json!({ "document": { "format": format, "name": name, "source": { "bytes": data } } })
+                let mut document =
+                    json!({ "format": format, "name": name, "source": { "bytes": data } });
+                if let Some(context) = b.get("context") {
+                    document["context"] = context.clone();
+                }
+                if let Some(citations) = b.get("citations") {
+                    document["citations"] = citations.clone();
+                }
+                json!({ "document": document })
             }
             "tool_use" => json!({ "toolUse": {
                 "toolUseId": field(b, "id", at)?,
@@ -479,6 +560,12 @@ mod anthropic {
                             let at = format!("{at}.content[{k}]");
                             match kind(p, &at)? {
                                 "text" | "image" | "document" => {
+                                    if p.get("cache_control").is_some() {
+                                        return Err(Error::invalid(
+                                            format!("{at}.cache_control"),
+                                            "Laneway places a checkpoint after a tool result, not inside it: mark the tool_result block",
+                                        ));
+                                    }
                                     Ok(block(p, &at)?.swap_remove(0))
                                 }
                                 other => Err(Error::invalid(
@@ -561,6 +648,7 @@ mod anthropic {
                             "system blocks are text",
                         ));
                     }
+                    only(b, &["type", "text", "cache_control"], &at)?;
                     out.push(json!({ "text": field(b, "text", &at)? }));
                     out.extend(checkpoint(b, &at)?);
                 }
@@ -593,6 +681,18 @@ mod anthropic {
                     ),
                 ));
             }
+            only(
+                t,
+                &[
+                    "type",
+                    "name",
+                    "description",
+                    "input_schema",
+                    "strict",
+                    "cache_control",
+                ],
+                &at,
+            )?;
             let mut spec = json!({
                 "name": field(t, "name", &at)?,
                 "inputSchema": { "json": field(t, "input_schema", &at)? },
@@ -608,6 +708,17 @@ mod anthropic {
         }
         let mut config = json!({ "tools": specs });
         if let Some(choice) = choice {
+            only(
+                &choice,
+                &["type", "name", "disable_parallel_tool_use"],
+                "tool_choice",
+            )?;
+            if choice.get("disable_parallel_tool_use") == Some(&Value::Bool(true)) {
+                return Err(Error::invalid(
+                    "tool_choice.disable_parallel_tool_use",
+                    "Converse takes no such setting, so Laneway cannot keep it",
+                ));
+            }
             config["toolChoice"] = match choice.get("type").and_then(Value::as_str) {
                 Some("auto") => json!({ "auto": {} }),
                 Some("any") => json!({ "any": {} }),
@@ -901,6 +1012,18 @@ mod tests {
                 json!({ "messages": [{ "role": "user", "content": "x" }], "tools": [{ "name": "t", "input_schema": {} }], "tool_choice": { "type": "none" } }),
                 "tool_choice.type",
             ),
+            (
+                json!({ "messages": [{ "role": "user", "content": [{ "type": "text", "text": "x", "citations": [] }] }] }),
+                "messages[0].content[0].citations",
+            ),
+            (
+                json!({ "messages": [{ "role": "user", "content": "x" }], "tools": [{ "name": "t", "input_schema": {} }], "tool_choice": { "type": "auto", "disable_parallel_tool_use": true } }),
+                "tool_choice.disable_parallel_tool_use",
+            ),
+            (
+                json!({ "messages": [{ "role": "user", "content": "x" }], "thinking": { "type": "enabled" } }),
+                "thinking.budget_tokens",
+            ),
         ] {
             let e = request(Native::Anthropic, model, body, InvokeHeaders::default()).unwrap_err();
             assert!(e.to_string().contains(field), "{field}: {e}");
@@ -957,6 +1080,16 @@ mod tests {
         .unwrap();
         assert_eq!(r.inference.max_tokens, Some(64));
         assert_eq!(r.inference.top_p, Some(0.9));
-        assert!(r.model_fields.is_some());
+        let fields = r.model_fields.unwrap().request;
+        assert_eq!(fields["inferenceConfig"]["topK"], 20);
+        let both =
+            json!({ "messages": [], "inferenceConfig": { "maxTokens": 1, "max_new_tokens": 2 } });
+        let e = request(Native::Nova, model, both, InvokeHeaders::default()).unwrap_err();
+        assert!(
+            e.to_string().contains("inferenceConfig.max_new_tokens"),
+            "{e}"
+        );
+        let odd = json!({ "messages": [], "inferenceConfig": 3 });
+        assert!(request(Native::Nova, model, odd, InvokeHeaders::default()).is_err());
     }
 }
