@@ -41,6 +41,7 @@ pub mod surface;
 pub mod telemetry;
 pub mod time;
 pub mod types;
+mod wire;
 
 pub use client::{Router, RouterBuilder};
 pub use config::Config;

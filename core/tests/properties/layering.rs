@@ -8,6 +8,7 @@ use std::path::Path;
 /// Each module and what it may use, lowest layer first.
 const LAYERS: &[(&str, &[&str])] = &[
     ("types", &[]),
+    ("wire", &["types"]),
     ("failpoint", &[]),
     ("time", &[]),
     // The book's chapters as doc comments, for doctests only: it uses nothing.
@@ -16,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("config", &["types"]),
     ("cost", &["types", "config"]),
     ("plan", &["types", "config", "classifier", "cost", "time"]),
-    ("backend", &["types", "config"]),
+    ("backend", &["types", "config", "wire"]),
     ("telemetry", &["types", "config", "time"]),
     ("batch", &["types", "config"]),
     ("state", &["types", "config", "plan", "telemetry", "time"]),
@@ -56,7 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "surface",
-        &["types", "config", "execute", "client", "batch"],
+        &["types", "config", "execute", "client", "batch", "wire"],
     ),
 ];
 

@@ -15,8 +15,9 @@ use super::input;
 use crate::backend::{BackendEvent, Call, Completion};
 use crate::types::{
     ContentBlock, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,
-    StopReason, Tool, ToolChoice, Usage,
+    StopReason, Usage,
 };
+use crate::wire::chat::{self, ChatUsage};
 
 const REASONING: u32 = 0;
 const TEXT: u32 = 1;
@@ -48,10 +49,9 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
                         "image_url": { "url": input::image_url(image, &at())? },
                     }));
                 }
-                ContentBlock::ToolUse(t) => tool_calls.push(json!({
-                    "id": t.id, "type": "function",
-                    "function": { "name": t.name, "arguments": t.input.to_string() },
-                })),
+                ContentBlock::ToolUse(t) => {
+                    tool_calls.push(chat::tool_call(&t.id, &t.name, &t.input))
+                }
                 ContentBlock::ToolResult(r) => messages.push(json!({
                     "role": "tool", "tool_call_id": r.tool_use_id,
                     "content": input::tool_result_text(&r.content, &at())?,
@@ -98,37 +98,12 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
     if !request.inference.stop_sequences.is_empty() {
         body.insert("stop".into(), json!(request.inference.stop_sequences));
     }
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .filter_map(|t| match t {
-            Tool::Spec(s) => Some(json!({
-                "type": "function",
-                "function": {
-                    "name": s.name, "description": s.description,
-                    "parameters": s.input_schema, "strict": s.strict,
-                },
-            })),
-            Tool::CachePoint(_) => None,
-        })
-        .collect();
+    let tools = chat::tools(&request.tools);
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
-    match &request.tool_choice {
-        None => {}
-        Some(ToolChoice::Auto) => {
-            body.insert("tool_choice".into(), json!("auto"));
-        }
-        Some(ToolChoice::Any) => {
-            body.insert("tool_choice".into(), json!("required"));
-        }
-        Some(ToolChoice::Tool(name)) => {
-            body.insert(
-                "tool_choice".into(),
-                json!({ "type": "function", "function": { "name": name } }),
-            );
-        }
+    if let Some(choice) = &request.tool_choice {
+        body.insert("tool_choice".into(), chat::tool_choice(choice));
     }
     if let Some(format) = &request.output_format {
         body.insert(
@@ -233,9 +208,7 @@ fn finish(choice: &Value) -> Option<StopReason> {
 }
 
 fn usage(u: Option<&Value>) -> Usage {
-    u.and_then(|u| ChatUsage::deserialize(u).ok())
-        .unwrap_or_default()
-        .into_usage()
+    ChatUsage::read(u).unwrap_or_default().into_usage()
 }
 
 /// One `chat.completion.chunk`, borrowing from its text: the fields Laneway reads.
@@ -289,48 +262,6 @@ struct FunctionDelta<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     arguments: Option<Cow<'a, str>>,
-}
-
-/// Chat Completions' usage: `prompt_tokens` counts cached ones too, `completion_tokens`
-/// counts reasoning.
-#[derive(Debug, Default, Deserialize)]
-struct ChatUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-    #[serde(default)]
-    completion_tokens_details: Option<CompletionDetails>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct CompletionDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-impl ChatUsage {
-    fn into_usage(self) -> Usage {
-        let n = |v: Option<u64>| v.map_or(0, crate::types::units::token_count);
-        let cached = n(self.prompt_tokens_details.and_then(|d| d.cached_tokens));
-        Usage {
-            input_tokens: n(self.prompt_tokens).saturating_sub(cached),
-            output_tokens: n(self.completion_tokens),
-            cache_read_tokens: cached,
-            reasoning_tokens: n(self
-                .completion_tokens_details
-                .and_then(|d| d.reasoning_tokens)),
-            ..Usage::default()
-        }
-    }
 }
 
 /// A streamed tool call as its chunks arrive: a server may send its id and name once or on

@@ -4,11 +4,10 @@ use serde_json::{Map, Value, json};
 
 use crate::backend::BackendEvent;
 use crate::config::PayloadFormat;
-use crate::types::{
-    ContentBlock, GenerateRequest, Role, SystemBlock, Tool, ToolChoice, ToolResultContent,
-};
+use crate::types::{ContentBlock, GenerateRequest, Role, SystemBlock, ToolResultContent};
 use crate::types::{Error, ErrorKind, Result, ServiceError};
 use crate::types::{OutputBlock, StopReason, Usage};
+use crate::wire::chat::{self, ChatUsage};
 
 /// The request body for a container.
 pub(super) fn request_body(
@@ -129,10 +128,9 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
         for (j, b) in m.content.iter().enumerate() {
             match b {
                 ContentBlock::Text(t) => text.push_str(t),
-                ContentBlock::ToolUse(t) => tool_calls.push(json!({
-                    "id": t.id, "type": "function",
-                    "function": { "name": t.name, "arguments": t.input.to_string() },
-                })),
+                ContentBlock::ToolUse(t) => {
+                    tool_calls.push(chat::tool_call(&t.id, &t.name, &t.input))
+                }
                 ContentBlock::ToolResult(r) => messages.push(json!({
                     "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content, i, j)?,
                 })),
@@ -182,27 +180,12 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
     if stream {
         body["stream_options"] = json!({ "include_usage": true });
     }
-    let tools: Vec<Value> = req
-        .tools
-        .iter()
-        .filter_map(|t| match t {
-            Tool::Spec(s) => Some(json!({
-                "type": "function",
-                "function": { "name": s.name, "description": s.description, "parameters": s.input_schema },
-            })),
-            Tool::CachePoint(_) => None,
-        })
-        .collect();
+    let tools = chat::tools(&req.tools);
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    match &req.tool_choice {
-        None => {}
-        Some(ToolChoice::Auto) => body["tool_choice"] = json!("auto"),
-        Some(ToolChoice::Any) => body["tool_choice"] = json!("required"),
-        Some(ToolChoice::Tool(name)) => {
-            body["tool_choice"] = json!({ "type": "function", "function": { "name": name } })
-        }
+    if let Some(choice) = &req.tool_choice {
+        body["tool_choice"] = chat::tool_choice(choice);
     }
     Ok(body)
 }
@@ -355,19 +338,17 @@ pub(super) fn parse_response(
     }
 }
 
+/// A container's Chat Completions usage; without `prompt_tokens` (some containers leave it
+/// out) the input is the estimate, said as one.
 fn openai_usage(u: Option<&Value>, prompt_tokens_estimate: u32) -> Usage {
-    let get = |k: &str| {
-        u.and_then(|u| u.get(k))
-            .and_then(Value::as_u64)
-            .map(crate::types::units::token_count)
-    };
-    let input = get("prompt_tokens");
-    Usage {
-        input_tokens: input.unwrap_or(prompt_tokens_estimate),
-        output_tokens: get("completion_tokens").unwrap_or(0),
-        input_estimated: input.is_none(),
-        ..Usage::default()
+    let wire = ChatUsage::read(u).unwrap_or_default();
+    let estimated = wire.prompt_tokens.is_none();
+    let mut usage = wire.into_usage();
+    if estimated {
+        usage.input_tokens = prompt_tokens_estimate;
+        usage.input_estimated = true;
     }
+    usage
 }
 
 /// What one stream line means.
@@ -535,6 +516,7 @@ pub(crate) fn malformed(endpoint: &str, region: &str, what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::{Tool, ToolChoice};
     use proptest::prelude::*;
 
     /// JSON in the shapes containers send (TGI token lines, OpenAI chunks, whole answers),

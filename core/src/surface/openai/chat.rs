@@ -25,9 +25,10 @@ use super::{
 };
 use crate::types::{
     ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
-    OutputBlock, ReasoningDelta, Result, Role, ServiceTier, StreamEvent, SystemBlock, Tool,
-    ToolChoice, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+    OutputBlock, ReasoningDelta, Result, Role, ServiceTier, StreamEvent, SystemBlock, ToolResult,
+    ToolResultContent, ToolUse,
 };
+use crate::wire::chat::{self, ChatUsage};
 
 /// A Chat Completions body read for Laneway.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,8 +181,8 @@ pub fn request(body: Value) -> Result<ChatCall> {
     let (system, messages) = messages(body.get("messages"))?;
     request.system = system;
     request.messages = messages;
-    request.tools = tools(body.get("tools"))?;
-    request.tool_choice = tool_choice(body.get("tool_choice"))?;
+    request.tools = chat::read_tools(body.get("tools"))?;
+    request.tool_choice = chat::read_tool_choice(body.get("tool_choice"))?;
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body
         .get("stream_options")
@@ -402,77 +403,8 @@ pub(super) fn image(url: &str, at: &str) -> Result<ContentBlock> {
     Ok(ContentBlock::Image(Image::inline(format, bytes)))
 }
 
-fn tools(v: Option<&Value>) -> Result<Vec<Tool>> {
-    let Some(list) = v.filter(|v| !v.is_null()) else {
-        return Ok(Vec::new());
-    };
-    let list = list
-        .as_array()
-        .ok_or_else(|| Error::invalid("tools", "a list of tools"))?;
-    list.iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if t.get("type").and_then(Value::as_str) != Some("function") {
-                return Err(Error::invalid(
-                    format!("tools[{i}].type"),
-                    "only function tools are routed by Laneway",
-                ));
-            }
-            let f = t.get("function").unwrap_or(&Value::Null);
-            let name = f
-                .get("name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| Error::invalid(format!("tools[{i}].function.name"), "required"))?;
-            Ok(Tool::Spec(ToolSpec {
-                name: name.to_string(),
-                description: f
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                input_schema: f
-                    .get("parameters")
-                    .cloned()
-                    .unwrap_or_else(|| json!({ "type": "object", "properties": {} })),
-                strict: f.get("strict").and_then(Value::as_bool).unwrap_or(false),
-            }))
-        })
-        .collect()
-}
-
-fn tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => match s.as_str() {
-            "auto" => Ok(Some(ToolChoice::Auto)),
-            "required" => Ok(Some(ToolChoice::Any)),
-            // No tool: the call goes without its tools.
-            "none" => Ok(None),
-            other => Err(Error::invalid(
-                "tool_choice",
-                format!("{other:?}: one of auto, required, none, or a function"),
-            )),
-        },
-        Some(o) => match o.pointer("/function/name").and_then(Value::as_str) {
-            Some(name) => Ok(Some(ToolChoice::Tool(name.to_string()))),
-            None => Err(Error::invalid(
-                "tool_choice",
-                "{ type: \"function\", function: { name } }",
-            )),
-        },
-    }
-}
-
 fn usage(r: &GenerateResponse) -> Value {
-    let u = &r.usage;
-    let prompt = u.total_input_tokens();
-    json!({
-        "prompt_tokens": prompt,
-        "completion_tokens": u.output_tokens,
-        "total_tokens": prompt + u.output_tokens,
-        "prompt_tokens_details": { "cached_tokens": u.cache_read_tokens },
-        "completion_tokens_details": { "reasoning_tokens": u.reasoning_tokens },
-    })
+    serde_json::to_value(ChatUsage::of(&r.usage)).unwrap_or_default()
 }
 
 pub(super) fn service_tier(r: &GenerateResponse) -> &'static str {
@@ -493,10 +425,9 @@ pub fn completion(r: &GenerateResponse, model: &str) -> Value {
             OutputBlock::Text(t) => text.push_str(t),
             OutputBlock::Citations(c) => text.push_str(&c.content.concat()),
             OutputBlock::Reasoning(rb) => reasoning.push_str(rb.text()),
-            OutputBlock::ToolUse { id, name, input } => calls.push(json!({
-                "id": id, "type": "function",
-                "function": { "name": name, "arguments": input.to_string() },
-            })),
+            OutputBlock::ToolUse { id, name, input } => {
+                calls.push(chat::tool_call(id, name, input))
+            }
         }
     }
     let mut message = json!({
@@ -617,6 +548,7 @@ impl Chunks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::ToolChoice;
 
     #[test]
     fn a_body_with_every_part_reads_into_the_core_request() {

@@ -1,0 +1,273 @@
+//! Chat Completions (`POST …/chat/completions`) pieces shared by the OpenAI backend, the
+//! SageMaker OpenAI-compatible payload and the `openai` drop-in: function tools, the tool
+//! choice, an assistant message's tool calls, and usage.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::types::{Error, Result, Tool, ToolChoice, ToolSpec, Usage};
+
+/// The function tools of a request, as Chat Completions lists them (checkpoints have no
+/// place there and are left out).
+pub(crate) fn tools(tools: &[Tool]) -> Vec<Value> {
+    tools
+        .iter()
+        .filter_map(|t| match t {
+            Tool::Spec(s) => Some(json!({ "type": "function", "function": FunctionDef::of(s) })),
+            Tool::CachePoint(_) => None,
+        })
+        .collect()
+}
+
+/// A request's `tools` read back as the core's tools; anything but a named function tool is
+/// refused by its path.
+pub(crate) fn read_tools(v: Option<&Value>) -> Result<Vec<Tool>> {
+    let Some(list) = v.filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| Error::invalid("tools", "a list of tools"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.get("type").and_then(Value::as_str) != Some("function") {
+                return Err(Error::invalid(
+                    format!("tools[{i}].type"),
+                    "only function tools are routed by Laneway",
+                ));
+            }
+            let def: FunctionDef = t
+                .get("function")
+                .cloned()
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| Error::invalid(format!("tools[{i}].function"), e.to_string()))?
+                .unwrap_or_default();
+            if def.name.is_empty() {
+                return Err(Error::invalid(
+                    format!("tools[{i}].function.name"),
+                    "required",
+                ));
+            }
+            Ok(Tool::Spec(def.into_spec()))
+        })
+        .collect()
+}
+
+/// A function tool's definition.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct FunctionDef {
+    #[serde(default)]
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parameters: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    strict: bool,
+}
+
+impl FunctionDef {
+    fn of(s: &ToolSpec) -> Self {
+        Self {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            parameters: Some(s.input_schema.clone()),
+            strict: s.strict,
+        }
+    }
+
+    fn into_spec(self) -> ToolSpec {
+        ToolSpec {
+            name: self.name,
+            description: self.description,
+            input_schema: self
+                .parameters
+                .unwrap_or_else(|| json!({ "type": "object", "properties": {} })),
+            strict: self.strict,
+        }
+    }
+}
+
+/// The tool choice as Chat Completions spells it (`auto`, `required`, or a named function).
+pub(crate) fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Any => json!("required"),
+        ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+    }
+}
+
+/// A request's `tool_choice` read back; `none` is no choice (the call goes without tools'
+/// use being asked for).
+pub(crate) fn read_tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => match s.as_str() {
+            "auto" => Ok(Some(ToolChoice::Auto)),
+            "required" => Ok(Some(ToolChoice::Any)),
+            "none" => Ok(None),
+            other => Err(Error::invalid(
+                "tool_choice",
+                format!("{other:?}: one of auto, required, none, or a function"),
+            )),
+        },
+        Some(o) => match o.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => Ok(Some(ToolChoice::Tool(name.to_string()))),
+            None => Err(Error::invalid(
+                "tool_choice",
+                "{ type: \"function\", function: { name } }",
+            )),
+        },
+    }
+}
+
+/// One of an assistant message's `tool_calls`: the input as JSON text, as the API carries it.
+pub(crate) fn tool_call(id: &str, name: &str, input: &Value) -> Value {
+    json!({
+        "id": id, "type": "function",
+        "function": { "name": name, "arguments": input.to_string() },
+    })
+}
+
+/// Chat Completions' usage: `prompt_tokens` counts cached ones too, `completion_tokens`
+/// counts reasoning.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChatUsage {
+    /// Every input token, cached or not.
+    #[serde(default)]
+    pub(crate) prompt_tokens: Option<u64>,
+    /// Every output token, reasoning included.
+    #[serde(default)]
+    pub(crate) completion_tokens: Option<u64>,
+    /// Their sum (written; not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) total_tokens: Option<u64>,
+    /// `cached_tokens`: input read from the prompt cache.
+    #[serde(default)]
+    pub(crate) prompt_tokens_details: Option<PromptDetails>,
+    /// `reasoning_tokens`: output spent reasoning.
+    #[serde(default)]
+    pub(crate) completion_tokens_details: Option<CompletionDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PromptDetails {
+    /// Input tokens read from the prompt cache.
+    #[serde(default)]
+    pub(crate) cached_tokens: Option<u64>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CompletionDetails {
+    /// Output tokens spent reasoning.
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u64>,
+}
+
+impl ChatUsage {
+    /// The core's usage as Chat Completions counts it (cache writes are input it has no
+    /// word for: they count in `prompt_tokens`).
+    pub(crate) fn of(u: &Usage) -> Self {
+        let prompt = u64::from(u.total_input_tokens());
+        let completion = u64::from(u.output_tokens);
+        Self {
+            prompt_tokens: Some(prompt),
+            completion_tokens: Some(completion),
+            total_tokens: Some(prompt + completion),
+            prompt_tokens_details: Some(PromptDetails {
+                cached_tokens: Some(u64::from(u.cache_read_tokens)),
+            }),
+            completion_tokens_details: Some(CompletionDetails {
+                reasoning_tokens: Some(u64::from(u.reasoning_tokens)),
+            }),
+        }
+    }
+
+    /// The usage an answer reports, as the core's (missing counts are 0).
+    pub(crate) fn into_usage(self) -> Usage {
+        let n = |v: Option<u64>| v.map_or(0, crate::types::units::token_count);
+        let cached = n(self.prompt_tokens_details.and_then(|d| d.cached_tokens));
+        Usage {
+            input_tokens: n(self.prompt_tokens).saturating_sub(cached),
+            output_tokens: n(self.completion_tokens),
+            cache_read_tokens: cached,
+            reasoning_tokens: n(self
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)),
+            ..Usage::default()
+        }
+    }
+
+    /// An answer's `usage` object, if it is one.
+    pub(crate) fn read(v: Option<&Value>) -> Option<Self> {
+        v.filter(|u| !u.is_null())
+            .and_then(|u| Self::deserialize(u).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn spec() -> impl Strategy<Value = ToolSpec> {
+        (
+            "[a-z_]{1,12}",
+            proptest::option::of("[ -~]{0,30}"),
+            any::<bool>(),
+            proptest::collection::btree_map("[a-z]{1,6}", "[a-z]{1,6}", 0..4),
+        )
+            .prop_map(|(name, description, strict, props)| ToolSpec {
+                name,
+                description,
+                input_schema: json!({ "type": "object", "properties": props.into_iter()
+                    .map(|(k, t)| (k, json!({ "type": "string", "description": t })))
+                    .collect::<serde_json::Map<_, _>>() }),
+                strict,
+            })
+    }
+
+    fn choice() -> impl Strategy<Value = ToolChoice> {
+        prop_oneof![
+            Just(ToolChoice::Auto),
+            Just(ToolChoice::Any),
+            "[a-z_]{1,12}".prop_map(ToolChoice::Tool),
+        ]
+    }
+
+    proptest! {
+        /// What a backend writes, a drop-in reads back as it was (checkpoints have no place on
+        /// this wire, and are not written).
+        #[test]
+        fn tools_and_the_choice_read_back_as_written(specs in proptest::collection::vec(spec(), 0..5), c in choice()) {
+            let core: Vec<Tool> = specs.into_iter().map(Tool::Spec).collect();
+            let written = Value::Array(tools(&core));
+            prop_assert_eq!(read_tools(Some(&written)).unwrap(), core);
+            prop_assert_eq!(read_tool_choice(Some(&tool_choice(&c))).unwrap(), Some(c));
+        }
+
+        /// Usage written by a drop-in reads back as the same counts (cache writes, which
+        /// Chat Completions has no word for, count as input).
+        #[test]
+        fn usage_reads_back_as_written(input in 0u32..1_000_000, cached in 0u32..1_000_000, output in 0u32..1_000_000, reasoning in 0u32..1_000) {
+            let u = Usage { input_tokens: input, cache_read_tokens: cached, output_tokens: output, reasoning_tokens: reasoning.min(output), ..Usage::default() };
+            let wire = serde_json::to_value(ChatUsage::of(&u)).unwrap();
+            prop_assert_eq!(ChatUsage::read(Some(&wire)).unwrap().into_usage(), u);
+        }
+    }
+
+    #[test]
+    fn a_tool_that_is_not_a_named_function_is_refused_by_its_path() {
+        let e = read_tools(Some(
+            &json!([{ "type": "function", "function": { "name": "" } }]),
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("tools[0].function.name"), "{e}");
+        let e = read_tools(Some(&json!([{ "type": "web_search" }]))).unwrap_err();
+        assert!(e.to_string().contains("tools[0].type"), "{e}");
+    }
+}
