@@ -18,3 +18,7 @@ target/py/bin/python bench/bindings/python_seams.py
 (cd bindings-node && npm install --omit=optional --no-audit --no-fund --silent && npm run build)
 (cd bench/bindings && npm install --omit=optional --no-audit --no-fund --silent)
 taskset -c 0 node bench/bindings/node_vs_sdk.js
+# The Node seams (laneway.requestHandler, laneway.fetch) under the official SDKs. Both seam
+# benches measure a LiteLLM proxy too when LANEWAY_LITELLM names its executable
+# (python3 -m venv target/litellm && target/litellm/bin/pip install 'litellm[proxy]').
+taskset -c 0 node bench/bindings/node_seams.js
