@@ -132,6 +132,9 @@ test('the OpenAI Agents SDK for JS on a real OpenAI client over laneway.fetch', 
   const agent = new Agent({ name: 'a', instructions: 'Be brief.', model: SONNET })
   const result = await run(agent, 'Say hello.')
   assert.ok(result.finalOutput)
+  const { OpenAIChatCompletionsModel } = require('@openai/agents')
+  const onChat = new Agent({ name: 'b', instructions: 'Be brief.', model: new OpenAIChatCompletionsModel(client, LITE) })
+  assert.ok((await run(onChat, 'Say hello.')).finalOutput)
   const streamed = await run(agent, 'Tell me a story.', { stream: true })
   let events = 0
   for await (const _ of streamed) events++ // eslint-disable-line no-unused-vars

@@ -96,6 +96,7 @@ def test_errors_are_the_sdks_classes_and_the_sdk_does_not_retry_them(router):
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model=LITE, messages=[])
     assert e.value.status_code == 400 and "messages" in str(e.value)
+    assert e.value.param == "messages", "the field, as the API's param"
     assert e.value.response.headers["x-should-retry"] == "false"
     with Emulator(scenario="fast") as emu:
         emu.add_fault({"kind": "throttle", "model": LITE})

@@ -433,9 +433,17 @@ fn openai_error(e: &Error) -> (u16, Value, bool) {
     };
     (
         status,
-        json!({ "error": { "message": e.to_string(), "type": kind, "code": e.kind().as_str(), "param": null } }),
+        json!({ "error": { "message": e.to_string(), "type": kind, "code": e.kind().as_str(), "param": param(e) } }),
         sdk.class == "APITimeoutError",
     )
+}
+
+/// The request field an error names, as the OpenAI API's `param` (a bad request's path).
+fn param(e: &Error) -> Value {
+    match e {
+        Error::InvalidRequest { field, .. } => Value::String(field.clone()),
+        _ => Value::Null,
+    }
 }
 
 fn error_answer(route: &Route, e: &Error) -> Answer {
@@ -534,7 +542,7 @@ impl Writer {
                 let event = match api {
                     Api::Chat => body,
                     Api::Responses => {
-                        json!({ "type": "error", "code": e.kind().as_str(), "message": e.to_string(), "param": null })
+                        json!({ "type": "error", "code": e.kind().as_str(), "message": e.to_string(), "param": param(e) })
                     }
                 };
                 sse(&mut out, *api, &event);
