@@ -1,11 +1,90 @@
 //! Chat Completions (`POST …/chat/completions`) pieces shared by the OpenAI backend, the
-//! SageMaker OpenAI-compatible payload and the `openai` drop-in: function tools, the tool
-//! choice, an assistant message's tool calls, and usage.
+//! SageMaker OpenAI-compatible payload and the `openai` drop-in: a conversation's messages,
+//! function tools, the tool choice, an assistant message's tool calls, and usage.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::types::{Error, Result, Tool, ToolChoice, ToolSpec, Usage};
+use crate::types::{
+    ContentBlock, Error, Image, Message, Result, Role, Tool, ToolChoice, ToolResultContent,
+    ToolSpec, Usage,
+};
+
+/// What a sender of Chat Completions does with the blocks the protocol carries only in part:
+/// each endpoint refuses what it cannot send in its own words.
+pub(crate) struct Senders<'a> {
+    /// A user's image as an `image_url` URL (a data URL), or its refusal; `at` is its path.
+    pub(crate) image: &'a dyn Fn(&Image, &str) -> Result<String>,
+    /// A tool result's content as the `tool` message's text, or its refusal.
+    pub(crate) tool_result: &'a dyn Fn(&[ToolResultContent], &str) -> Result<String>,
+    /// A block the protocol has no place for, refused by name.
+    pub(crate) unsupported: &'a dyn Fn(&ContentBlock, &str) -> Error,
+}
+
+/// A conversation as Chat Completions messages: the system text first, each turn's text (a
+/// string, or parts when it holds images), its tool calls, and each tool result as a `tool`
+/// message. Reasoning does not go back (the protocol takes none) and checkpoints have no
+/// place (the service caches prefixes itself); any other block is refused, never dropped.
+pub(crate) fn messages(
+    system: &str,
+    conversation: &[Message],
+    senders: &Senders<'_>,
+) -> Result<Vec<Value>> {
+    let mut messages = Vec::new();
+    if !system.is_empty() {
+        messages.push(json!({ "role": "system", "content": system }));
+    }
+    for (i, m) in conversation.iter().enumerate() {
+        let mut parts: Vec<Value> = Vec::new();
+        let mut text_only = true;
+        let mut tool_calls = Vec::new();
+        for (j, b) in m.content.iter().enumerate() {
+            let at = || format!("messages[{i}].content[{j}]");
+            match b {
+                ContentBlock::Text(t) => parts.push(json!({ "type": "text", "text": t })),
+                ContentBlock::Citations(c) => {
+                    parts.push(json!({ "type": "text", "text": c.content.concat() }))
+                }
+                ContentBlock::Image(image) if m.role == Role::User => {
+                    text_only = false;
+                    parts.push(json!({
+                        "type": "image_url",
+                        "image_url": { "url": (senders.image)(image, &at())? },
+                    }));
+                }
+                ContentBlock::ToolUse(t) => tool_calls.push(tool_call(&t.id, &t.name, &t.input)),
+                ContentBlock::ToolResult(r) => messages.push(json!({
+                    "role": "tool", "tool_call_id": r.tool_use_id,
+                    "content": (senders.tool_result)(&r.content, &at())?,
+                })),
+                ContentBlock::Reasoning(_) | ContentBlock::CachePoint(_) => {}
+                other => return Err((senders.unsupported)(other, &at())),
+            }
+        }
+        if parts.is_empty() && tool_calls.is_empty() {
+            continue;
+        }
+        let content = if text_only {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            json!(texts.concat())
+        } else {
+            Value::Array(parts)
+        };
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let mut message = json!({ "role": role, "content": content });
+        if !tool_calls.is_empty() {
+            message["tool_calls"] = Value::Array(tool_calls);
+        }
+        messages.push(message);
+    }
+    Ok(messages)
+}
 
 /// The function tools of a request, as Chat Completions lists them (checkpoints have no
 /// place there and are left out).

@@ -14,8 +14,7 @@ use super::Malformed;
 use super::input;
 use crate::backend::{BackendEvent, Call, Completion};
 use crate::types::{
-    ContentBlock, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,
-    StopReason, Usage,
+    OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, StopReason, Usage,
 };
 use crate::wire::chat::{self, ChatUsage};
 
@@ -26,63 +25,12 @@ const FIRST_TOOL: u32 = 2;
 /// The request as a Chat Completions body.
 pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
     let request = call.request;
-    let mut messages = Vec::new();
-    let system = input::system_text(call);
-    if !system.is_empty() {
-        messages.push(json!({ "role": "system", "content": system }));
-    }
-    for (i, m) in request.messages.iter().enumerate() {
-        let mut parts: Vec<Value> = Vec::new();
-        let mut text_only = true;
-        let mut tool_calls = Vec::new();
-        for (j, b) in m.content.iter().enumerate() {
-            let at = || format!("messages[{i}].content[{j}]");
-            match b {
-                ContentBlock::Text(t) => parts.push(json!({ "type": "text", "text": t })),
-                ContentBlock::Citations(c) => {
-                    parts.push(json!({ "type": "text", "text": c.content.concat() }))
-                }
-                ContentBlock::Image(image) if m.role == Role::User => {
-                    text_only = false;
-                    parts.push(json!({
-                        "type": "image_url",
-                        "image_url": { "url": input::image_url(image, &at())? },
-                    }));
-                }
-                ContentBlock::ToolUse(t) => {
-                    tool_calls.push(chat::tool_call(&t.id, &t.name, &t.input))
-                }
-                ContentBlock::ToolResult(r) => messages.push(json!({
-                    "role": "tool", "tool_call_id": r.tool_use_id,
-                    "content": input::tool_result_text(&r.content, &at())?,
-                })),
-                // Chat Completions takes no reasoning back; prefixes are cached by the service.
-                ContentBlock::Reasoning(_) | ContentBlock::CachePoint(_) => {}
-                other => return Err(input::unsupported(other, &at())),
-            }
-        }
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        if parts.is_empty() && tool_calls.is_empty() {
-            continue;
-        }
-        let content = if text_only {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect();
-            json!(texts.concat())
-        } else {
-            Value::Array(parts)
-        };
-        let mut msg = json!({ "role": role, "content": content });
-        if !tool_calls.is_empty() {
-            msg["tool_calls"] = Value::Array(tool_calls);
-        }
-        messages.push(msg);
-    }
+    let senders = chat::Senders {
+        image: &input::image_url,
+        tool_result: &input::tool_result_text,
+        unsupported: &input::unsupported,
+    };
+    let messages = chat::messages(&input::system_text(call), &request.messages, &senders)?;
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));

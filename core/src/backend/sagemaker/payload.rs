@@ -47,7 +47,10 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                 ContentBlock::ToolUse(t) => {
                     out.push_str(&json!({ "tool": t.name, "input": t.input }).to_string())
                 }
-                ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(&r.content, i, j)?),
+                ContentBlock::ToolResult(r) => out.push_str(&tool_result_text(
+                    &r.content,
+                    &format!("messages[{i}].content[{j}]"),
+                )?),
                 // Earlier reasoning is not the model's to read again (the plan says so); guard
                 // content needs a guardrail, which the plan never sends to SageMaker.
                 ContentBlock::CachePoint(_)
@@ -66,7 +69,12 @@ pub fn tgi_prompt(req: &GenerateRequest) -> Result<String> {
                     ));
                 }
                 ContentBlock::Citations(c) => out.push_str(&c.content.concat()),
-                other => return Err(unsupported_block(other, i, j)),
+                other => {
+                    return Err(unsupported_block(
+                        other,
+                        &format!("messages[{i}].content[{j}]"),
+                    ));
+                }
             }
         }
         if open_turn {
@@ -117,48 +125,17 @@ fn tgi_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
 }
 
 fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
-    let mut messages = Vec::new();
-    let system = system_text(req);
-    if !system.is_empty() {
-        messages.push(json!({ "role": "system", "content": system }));
-    }
-    for (i, m) in req.messages.iter().enumerate() {
-        let mut text = String::new();
-        let mut tool_calls = Vec::new();
-        for (j, b) in m.content.iter().enumerate() {
-            match b {
-                ContentBlock::Text(t) => text.push_str(t),
-                ContentBlock::ToolUse(t) => {
-                    tool_calls.push(chat::tool_call(&t.id, &t.name, &t.input))
-                }
-                ContentBlock::ToolResult(r) => messages.push(json!({
-                    "role": "tool", "tool_call_id": r.tool_use_id, "content": tool_result_text(&r.content, i, j)?,
-                })),
-                ContentBlock::CachePoint(_)
-                | ContentBlock::Reasoning(_)
-                | ContentBlock::GuardContent(_) => {}
-                ContentBlock::Image(_) => {
-                    return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "images are not sent to SageMaker chat containers by this version"))
-                }
-                ContentBlock::Document(_) => {
-                    return Err(Error::invalid(format!("messages[{i}].content[{j}]"), "documents are not sent to SageMaker chat containers (they have no document block): extract their text first"))
-                }
-                ContentBlock::Citations(c) => text.push_str(&c.content.concat()),
-                other => return Err(unsupported_block(other, i, j)),
-            }
-        }
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        if !text.is_empty() || !tool_calls.is_empty() {
-            let mut msg = json!({ "role": role, "content": text });
-            if !tool_calls.is_empty() {
-                msg["tool_calls"] = Value::Array(tool_calls);
-            }
-            messages.push(msg);
-        }
-    }
+    let senders = chat::Senders {
+        image: &|_, at| {
+            Err(Error::invalid(
+                at,
+                "images are not sent to SageMaker chat containers by this version",
+            ))
+        },
+        tool_result: &tool_result_text,
+        unsupported: &unsupported_block,
+    };
+    let messages = chat::messages(&system_text(req), &req.messages, &senders)?;
     let mut body = json!({ "messages": messages, "stream": stream });
     if ends_with_prefill(req) {
         // vLLM's (and LMI's) chat API: continue the final assistant message, do not close it.
@@ -192,20 +169,24 @@ fn openai_request(req: &GenerateRequest, stream: bool) -> Result<Value> {
 
 /// A block no SageMaker payload format has (audio, video, search results, tool additions and
 /// removals), refused by name rather than left out.
-fn unsupported_block(b: &ContentBlock, i: usize, j: usize) -> Error {
+fn unsupported_block(b: &ContentBlock, at: &str) -> Error {
     let name = match b {
+        ContentBlock::Document(_) => {
+            return Error::invalid(
+                at,
+                "documents are not sent to SageMaker containers (they have no document block): extract their text first",
+            );
+        }
         ContentBlock::Audio(_) => "audio",
         ContentBlock::Video(_) => "video",
         ContentBlock::SearchResult(_) => "search results",
+        ContentBlock::GuardContent(_) => "guard content (guardrails are Bedrock's)",
         ContentBlock::ToolAddition(_) | ContentBlock::ToolRemoval(_) => {
             "tool additions and removals"
         }
         _ => "this block",
     };
-    Error::invalid(
-        format!("messages[{i}].content[{j}]"),
-        format!("{name} cannot be sent to SageMaker containers"),
-    )
+    Error::invalid(at, format!("{name} cannot be sent to SageMaker containers"))
 }
 
 /// The system blocks' text, one block a line.
@@ -222,14 +203,14 @@ fn system_text(req: &GenerateRequest) -> String {
 
 /// A tool result as text; an image, document or video in it is refused by name (a SageMaker
 /// container's payload carries text only).
-fn tool_result_text(content: &[ToolResultContent], i: usize, j: usize) -> Result<String> {
+fn tool_result_text(content: &[ToolResultContent], at: &str) -> Result<String> {
     let parts = content
         .iter()
         .enumerate()
         .map(|(k, c)| {
             c.text().map(std::borrow::Cow::into_owned).ok_or_else(|| {
                 Error::invalid(
-                    format!("messages[{i}].content[{j}].tool_result.content[{k}]"),
+                    format!("{at}.tool_result.content[{k}]"),
                     format!(
                         "a tool result's {} is not sent to SageMaker containers (their payload carries text): send its text or route to Bedrock",
                         c.kind()

@@ -549,6 +549,65 @@ impl Chunks {
 mod tests {
     use super::*;
     use crate::types::ToolChoice;
+    use proptest::prelude::*;
+
+    /// A conversation as agents hold it: user text, assistant text with tool calls, and the
+    /// tool results that answer them, in turn.
+    fn conversation() -> impl Strategy<Value = Vec<Message>> {
+        let turn = (
+            "[a-z ]{1,20}",
+            "[a-z ]{1,20}",
+            proptest::collection::vec(("[a-z_]{1,8}", "[a-z]{0,6}", "[a-z ]{0,12}"), 0..3),
+        );
+        proptest::collection::vec(turn, 1..4).prop_map(|turns| {
+            let mut out = Vec::new();
+            for (t, (asked, answer, calls)) in turns.into_iter().enumerate() {
+                out.push(Message::user(asked));
+                let mut content = vec![ContentBlock::Text(answer)];
+                let mut results = Vec::new();
+                for (k, (name, arg, result)) in calls.into_iter().enumerate() {
+                    let id = format!("call_{t}_{k}");
+                    content.push(ContentBlock::ToolUse(ToolUse {
+                        id: id.clone(),
+                        name,
+                        input: json!({ "q": arg }),
+                    }));
+                    results.push(ContentBlock::ToolResult(ToolResult {
+                        tool_use_id: id,
+                        content: vec![ToolResultContent::Text(result)],
+                        is_error: false,
+                    }));
+                }
+                out.push(Message {
+                    role: Role::Assistant,
+                    content,
+                });
+                if !results.is_empty() {
+                    out.push(Message {
+                        role: Role::User,
+                        content: results,
+                    });
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        /// What the backends write (`wire::chat::messages`), the drop-in reads back as it was.
+        #[test]
+        fn a_conversation_written_by_a_backend_reads_back_as_it_was(turns in conversation(), system in "[a-z ]{1,20}") {
+            let senders = chat::Senders {
+                image: &|_, at| Err(Error::invalid(at, "no images here")),
+                tool_result: &|content, _| Ok(content.iter().filter_map(|c| c.text()).collect::<Vec<_>>().concat()),
+                unsupported: &|_, at| Error::invalid(at, "unsupported"),
+            };
+            let written = chat::messages(&system, &turns, &senders).unwrap();
+            let (read_system, read) = messages(Some(&Value::Array(written))).unwrap();
+            prop_assert_eq!(read_system, vec![SystemBlock::Text(system)]);
+            prop_assert_eq!(read, turns);
+        }
+    }
 
     #[test]
     fn a_body_with_every_part_reads_into_the_core_request() {
