@@ -129,6 +129,7 @@ impl Backend for SagemakerBackend {
             let mut rx = out.body;
             let events = async_stream::stream! {
                 let mut buffer = LineBuffer::default();
+                let mut reader = payload::StreamReader::new(format, prompt_estimate, &name, &region);
                 loop {
                     let lines = match rx.recv().await {
                         Ok(Some(sdk::types::ResponseStream::PayloadPart(part))) => {
@@ -139,7 +140,7 @@ impl Backend for SagemakerBackend {
                             // An unterminated last line is complete if it parses; a line cut
                             // short is a broken stream, not the model's error.
                             if let Some(line) = buffer.finish() {
-                                match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
+                                match reader.line(&line) {
                                     Ok(parsed) => for ev in parsed.events { yield Ok(ev) },
                                     Err(_) => yield Err(truncated(&target, &line)),
                                 }
@@ -152,7 +153,7 @@ impl Backend for SagemakerBackend {
                         }
                     };
                     for line in lines {
-                        match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
+                        match reader.line(&line) {
                             Ok(parsed) => {
                                 for ev in parsed.events {
                                     yield Ok::<BackendEvent, Error>(ev);
