@@ -7,7 +7,7 @@
 //! Answered: bedrock-runtime's Converse and ConverseStream (`/model/{modelId}/converse`,
 //! `/converse-stream`, the stream as event-stream frames), InvokeModel and
 //! InvokeModelWithResponseStream with Anthropic Messages or Nova bodies (`/invoke`,
-//! `/invoke-with-response-stream`, [`super::invoke`]) and the OpenAI-compatible Chat
+//! `/invoke-with-response-stream`, [`invoke`]) and the OpenAI-compatible Chat
 //! Completions and Responses (`.../chat/completions`, `.../responses`, streamed as server-sent
 //! events). [`Route::of`] says `None` for anything else, which the seam sends where it was
 //! going. Laneway's own options come in the body's `laneway` object or, for a framework that
@@ -121,18 +121,27 @@ impl Route {
 
 /// Whether `router` answers a request of `method` to `path`: a route Laneway answers, for a
 /// model its configuration routes (a Converse or InvokeModel path names it, and InvokeModel's
-/// body must be one Laneway reads, [`invoke::reads`]; an OpenAI path's model is in the body,
+/// body must be one Laneway reads, `reads_invoke_body`; an OpenAI path's model is in the body,
 /// and is answered whatever it is). The seams send the rest where it
 /// was going.
 pub fn answers(router: &Router, method: &str, path: &str) -> bool {
     match Route::of(method, path) {
         Some(Route::Converse { model, .. }) => router.config().routes(&model),
         Some(Route::Invoke { model, .. }) => {
-            router.config().routes(&model) && invoke::reads(&model, router.config())
+            router.config().routes(&model) && reads_invoke_body(&model, router.config())
         }
         Some(Route::OpenAi(_)) => true,
         None => false,
     }
+}
+
+/// Whether Laneway reads InvokeModel bodies for `model`: a Claude or Nova model, or a family
+/// or alias (whose body says which it is). Other models' bodies (Llama's prompt, ...) are not
+/// read: their calls go where they were going.
+fn reads_invoke_body(model: &str, config: &crate::Config) -> bool {
+    Native::of_model(model).is_some()
+        || config.families.contains_key(model)
+        || config.aliases.contains_key(model)
 }
 
 /// An answer: its status, headers and body.

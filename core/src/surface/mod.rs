@@ -18,18 +18,16 @@
 //! boto3 or the JavaScript SDK passes its request as it is.
 
 pub mod batch;
-pub mod converse;
-pub mod converse_stream;
 mod details;
-pub mod eventstream;
 pub mod flat;
 pub mod http;
-pub mod invoke;
 pub mod openai;
 mod options;
 pub mod schema;
 mod value;
 
+// The AWS wire shapes the bindings and seams read and write live in `wire`.
+pub use crate::wire::{converse, converse_stream, eventstream, invoke};
 pub use details::ErrorDetails;
 pub use options::{ConfigInput, RouterOptions};
 pub use value::AnyValue;

@@ -4,7 +4,20 @@
 //! that a backend and a drop-in of one protocol cannot drift apart; round-trip tests hold
 //! each to it.
 //!
-//! So far: Chat Completions' tools, tool choice, tool calls and usage ([`chat`]); each
-//! protocol's stop words are [`StopReason`](crate::StopReason)'s.
+//! - Converse JSON ([`converse`]: a request read into the core's, a response written) and
+//!   ConverseStream's events ([`converse_stream`]), in AWS event-stream frames
+//!   ([`eventstream`]); the backends write and read Converse through the official AWS SDK's
+//!   types.
+//! - InvokeModel's native bodies, Claude's Messages and Nova's ([`invoke`]), read as the
+//!   Converse request they mean and answered in their own shape.
+//! - Chat Completions' messages, tools, tool choice, tool calls and usage ([`chat`]).
+//! - Each protocol's stop words: [`StopReason`](crate::StopReason)'s.
+//!
+//! The drop-ins' Converse and InvokeModel modules are public as `laneway::surface::converse`,
+//! `converse_stream`, `eventstream` and `invoke`.
 
 pub(crate) mod chat;
+pub mod converse;
+pub mod converse_stream;
+pub mod eventstream;
+pub mod invoke;

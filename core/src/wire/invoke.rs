@@ -1,5 +1,5 @@
 //! bedrock-runtime's InvokeModel and InvokeModelWithResponseStream bodies, for the in-process
-//! seams ([`super::http`]): a model's native request read as a core request, and the answer
+//! seams (`surface::http`): a model's native request read as a core request, and the answer
 //! written back in the same native shape, whole or as the `chunk` events of a response stream.
 //!
 //! Two bodies are read, those of the models Laneway routes: Anthropic's Messages API
@@ -61,15 +61,6 @@ impl Native {
             None
         }
     }
-}
-
-/// Whether Laneway reads InvokeModel bodies for `model`: a Claude or Nova model, or a family
-/// or alias (whose body says which it is). Other models' bodies (Llama's prompt, ...) are not
-/// read: their calls go where they were going.
-pub fn reads(model: &str, config: &crate::Config) -> bool {
-    Native::of_model(model).is_some()
-        || config.families.contains_key(model)
-        || config.aliases.contains_key(model)
 }
 
 /// InvokeModel's settings that travel in headers rather than the body.

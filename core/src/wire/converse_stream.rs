@@ -1,7 +1,7 @@
 //! ConverseStream's events, as bedrock-runtime streams them (`messageStart`,
 //! `contentBlockStart`, `contentBlockDelta`, `contentBlockStop`, `messageStop`, `metadata`),
 //! written from the core's stream events: the payloads boto3's and the JavaScript SDK's
-//! `converse_stream` parse, for the in-process drop-ins ([`super::http`]).
+//! `converse_stream` parse, for the in-process drop-ins (`surface::http`).
 
 use base64::Engine as _;
 use serde_json::{Value, json};
