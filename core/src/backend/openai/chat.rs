@@ -223,10 +223,9 @@ struct PendingCall {
     started: bool,
 }
 
-/// Turns `chat.completion.chunk`s into backend events: the one reader of Chat Completions
-/// streams, for Bedrock's OpenAI-compatible endpoints and SageMaker's chat containers alike.
+/// Turns `chat.completion.chunk`s into backend events.
 #[derive(Debug, Default)]
-pub(in crate::backend) struct Events {
+pub(super) struct Events {
     /// The stream said `data: [DONE]`.
     pub(super) done: bool,
     /// A finish reason came (usage may follow in a chunk of its own).
@@ -244,11 +243,7 @@ impl Events {
     }
 
     /// The backend events of one chunk (the text of its `data`).
-    pub(in crate::backend) fn read(
-        &mut self,
-        data: &str,
-        bad: &Malformed<'_>,
-    ) -> Result<Vec<BackendEvent>> {
+    pub(super) fn read(&mut self, data: &str, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
         let v: Chunk<'_> = serde_json::from_str(data)
             .map_err(|e| bad.error(&format!("a stream chunk is not one: {e}")))?;
         if let Some(raw) = v.error {

@@ -10,7 +10,7 @@
 //! [`Provider::BedrockMantle`]: crate::Provider::BedrockMantle
 
 mod auth;
-pub(in crate::backend) mod chat;
+mod chat;
 mod errors;
 mod input;
 mod responses;
@@ -271,17 +271,12 @@ impl OpenAiBackend {
 
 /// An answer that cannot be read, from a target: garbage from the service or on the way, not
 /// the caller's input, so it fails over.
-pub(in crate::backend) struct Malformed<'a> {
+pub(super) struct Malformed<'a> {
     target: &'a str,
     region: &'a str,
 }
 
-impl<'a> Malformed<'a> {
-    /// An answer of `target` in `region` that could not be read.
-    pub(in crate::backend) fn new(target: &'a str, region: &'a str) -> Self {
-        Self { target, region }
-    }
-
+impl Malformed<'_> {
     fn error(&self, what: &str) -> Error {
         Error::from(
             ServiceError::new(

@@ -129,7 +129,6 @@ impl Backend for SagemakerBackend {
             let mut rx = out.body;
             let events = async_stream::stream! {
                 let mut buffer = LineBuffer::default();
-                let mut reader = payload::StreamReader::new(format, prompt_estimate, &name, &region);
                 loop {
                     let lines = match rx.recv().await {
                         Ok(Some(sdk::types::ResponseStream::PayloadPart(part))) => {
@@ -140,7 +139,7 @@ impl Backend for SagemakerBackend {
                             // An unterminated last line is complete if it parses; a line cut
                             // short is a broken stream, not the model's error.
                             if let Some(line) = buffer.finish() {
-                                match reader.line(&line) {
+                                match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
                                     Ok(parsed) => for ev in parsed.events { yield Ok(ev) },
                                     Err(_) => yield Err(truncated(&target, &line)),
                                 }
@@ -153,7 +152,7 @@ impl Backend for SagemakerBackend {
                         }
                     };
                     for line in lines {
-                        match reader.line(&line) {
+                        match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
                             Ok(parsed) => {
                                 for ev in parsed.events {
                                     yield Ok::<BackendEvent, Error>(ev);

@@ -340,69 +340,78 @@ pub(super) struct LineEvents {
     pub done: bool,
 }
 
-/// Reads one stream's lines: TGI's token lines, or Chat Completions chunks through the OpenAI
-/// backend's reader (a tool call's id and name sent once or on every chunk, its arguments
-/// before its name).
-pub(super) struct StreamReader<'a> {
+/// Parses one complete line of a container's stream.
+pub(super) fn parse_stream_line(
     format: PayloadFormat,
+    line: &str,
     prompt_tokens_estimate: u32,
-    endpoint: &'a str,
-    region: &'a str,
-    chat: crate::backend::openai::chat::Events,
-}
-
-impl<'a> StreamReader<'a> {
-    /// A reader of a stream of `format` from `endpoint` in `region`.
-    pub(super) fn new(
-        format: PayloadFormat,
-        prompt_tokens_estimate: u32,
-        endpoint: &'a str,
-        region: &'a str,
-    ) -> Self {
-        Self {
-            format,
-            prompt_tokens_estimate,
-            endpoint,
-            region,
-            chat: Default::default(),
-        }
+    endpoint: &str,
+    region: &str,
+) -> Result<LineEvents> {
+    let data = match line.strip_prefix("data:") {
+        Some(data) => data.trim(),
+        // A container streaming plain JSON lines (no server-sent events) sends the object alone.
+        None if line.trim_start().starts_with('{') => line.trim(),
+        // Server-sent-event comments and fields other than data carry nothing.
+        None => return Ok(LineEvents::default()),
+    };
+    if data == "[DONE]" {
+        return Ok(LineEvents {
+            events: Vec::new(),
+            done: true,
+        });
     }
-
-    /// Parses one complete line.
-    pub(super) fn line(&mut self, line: &str) -> Result<LineEvents> {
-        let (endpoint, region) = (self.endpoint, self.region);
-        let prompt_tokens_estimate = self.prompt_tokens_estimate;
-        let data = match line.strip_prefix("data:") {
-            Some(data) => data.trim(),
-            // A container streaming plain JSON lines (no server-sent events) sends the object alone.
-            None if line.trim_start().starts_with('{') => line.trim(),
-            // Server-sent-event comments and fields other than data carry nothing.
-            None => return Ok(LineEvents::default()),
-        };
-        if data == "[DONE]" {
-            return Ok(LineEvents {
-                events: Vec::new(),
-                done: true,
-            });
+    let v: Value = serde_json::from_str(data)
+        .map_err(|e| malformed(endpoint, region, &format!("stream line is not JSON: {e}")))?;
+    if let Some(err) = v.get("error").and_then(Value::as_str) {
+        let error_type = v.get("error_type").and_then(Value::as_str);
+        return Err(Error::from(
+            ServiceError::new(in_stream_error_kind(error_type), err, endpoint, region)
+                .with_code(error_type.unwrap_or("ModelError")),
+        ));
+    }
+    let mut out = LineEvents::default();
+    match format {
+        PayloadFormat::Tgi => {
+            let special = v
+                .pointer("/token/special")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if let Some(t) = v.pointer("/token/text").and_then(Value::as_str)
+                && !special
+                && !t.is_empty()
+            {
+                out.events.push(BackendEvent::TextDelta {
+                    index: 0,
+                    text: t.to_string(),
+                });
+            }
+            if let Some(details) = v.get("details").filter(|d| !d.is_null()) {
+                let stop = details
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .map_or(StopReason::EndTurn, StopReason::from_wire);
+                let output = details
+                    .get("generated_tokens")
+                    .and_then(Value::as_u64)
+                    .map_or(0, crate::types::units::token_count);
+                out.events.push(BackendEvent::Stop(stop));
+                out.events.push(BackendEvent::Metadata {
+                    usage: Usage {
+                        input_tokens: prompt_tokens_estimate,
+                        output_tokens: output,
+                        input_estimated: true,
+                        ..Usage::default()
+                    },
+                    served_tier: None,
+                    invoked_model: None,
+                });
+                out.done = true;
+            }
         }
-        let v: Value = serde_json::from_str(data)
-            .map_err(|e| malformed(endpoint, region, &format!("stream line is not JSON: {e}")))?;
-        if let Some(err) = v.get("error").and_then(Value::as_str) {
-            let error_type = v.get("error_type").and_then(Value::as_str);
-            return Err(Error::from(
-                ServiceError::new(in_stream_error_kind(error_type), err, endpoint, region)
-                    .with_code(error_type.unwrap_or("ModelError")),
-            ));
-        }
-        let mut out = LineEvents::default();
-        match self.format {
-            PayloadFormat::Tgi => {
-                let special = v
-                    .pointer("/token/special")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                if let Some(t) = v.pointer("/token/text").and_then(Value::as_str)
-                    && !special
+        PayloadFormat::OpenaiChat => {
+            if let Some(choice) = v.pointer("/choices/0") {
+                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str)
                     && !t.is_empty()
                 {
                     out.events.push(BackendEvent::TextDelta {
@@ -410,46 +419,54 @@ impl<'a> StreamReader<'a> {
                         text: t.to_string(),
                     });
                 }
-                if let Some(details) = v.get("details").filter(|d| !d.is_null()) {
-                    let stop = details
-                        .get("finish_reason")
-                        .and_then(Value::as_str)
-                        .map_or(StopReason::EndTurn, StopReason::from_wire);
-                    let output = details
-                        .get("generated_tokens")
+                for call in choice
+                    .pointer("/delta/tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    // Block 0 is the text; tool call n is block n + 1.
+                    let index = call
+                        .get("index")
                         .and_then(Value::as_u64)
-                        .map_or(0, crate::types::units::token_count);
-                    out.events.push(BackendEvent::Stop(stop));
-                    out.events.push(BackendEvent::Metadata {
-                        usage: Usage {
-                            input_tokens: prompt_tokens_estimate,
-                            output_tokens: output,
-                            input_estimated: true,
-                            ..Usage::default()
-                        },
-                        served_tier: None,
-                        invoked_model: None,
-                    });
-                    out.done = true;
+                        .map_or(Some(1), |i| u32::try_from(i).ok()?.checked_add(1))
+                        .ok_or_else(|| {
+                            malformed(endpoint, region, "a tool call's index is out of range")
+                        })?;
+                    if let (Some(id), Some(name)) = (
+                        call.get("id").and_then(Value::as_str),
+                        call.pointer("/function/name").and_then(Value::as_str),
+                    ) {
+                        out.events.push(BackendEvent::ToolUseStart {
+                            index,
+                            id: id.to_string(),
+                            name: name.to_string(),
+                        });
+                    }
+                    if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
+                        && !args.is_empty()
+                    {
+                        out.events.push(BackendEvent::ToolUseDelta {
+                            index,
+                            input_json: args.to_string(),
+                        });
+                    }
+                }
+                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                    out.events
+                        .push(BackendEvent::Stop(StopReason::from_wire(reason)));
                 }
             }
-            PayloadFormat::OpenaiChat => {
-                let bad = crate::backend::openai::Malformed::new(endpoint, region);
-                // A container that leaves `prompt_tokens` out is counted by the prompt's estimate.
-                let estimated = v.pointer("/usage/prompt_tokens").is_none();
-                for mut event in self.chat.read(data, &bad)? {
-                    if let BackendEvent::Metadata { usage, .. } = &mut event
-                        && estimated
-                    {
-                        usage.input_tokens = prompt_tokens_estimate;
-                        usage.input_estimated = true;
-                    }
-                    out.events.push(event);
-                }
+            if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+                out.events.push(BackendEvent::Metadata {
+                    usage: openai_usage(Some(u), prompt_tokens_estimate),
+                    served_tier: None,
+                    invoked_model: None,
+                });
             }
         }
-        Ok(out)
     }
+    Ok(out)
 }
 
 /// The kind of an error a container reports inside its stream, by TGI's `error_type`: an
@@ -482,41 +499,6 @@ mod tests {
     use super::*;
     use crate::types::{Tool, ToolChoice};
     use proptest::prelude::*;
-
-    /// One line read by a fresh stream's reader.
-    fn parse_stream_line(
-        format: PayloadFormat,
-        line: &str,
-        estimate: u32,
-        endpoint: &str,
-        region: &str,
-    ) -> Result<LineEvents> {
-        StreamReader::new(format, estimate, endpoint, region).line(line)
-    }
-
-    #[test]
-    fn a_tool_call_whose_id_and_name_repeat_on_every_chunk_starts_once() {
-        let mut reader = StreamReader::new(PayloadFormat::OpenaiChat, 0, "e", "r");
-        let mut events = Vec::new();
-        for args in [r#"{\"a\""#, r#":1}"#] {
-            let line = format!(
-                r#"data: {{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"c1","function":{{"name":"f","arguments":"{args}"}}}}]}}}}]}}"#
-            );
-            events.extend(reader.line(&line).unwrap().events);
-        }
-        let starts = events
-            .iter()
-            .filter(|e| matches!(e, BackendEvent::ToolUseStart { .. }))
-            .count();
-        assert_eq!(starts, 1, "{events:?}");
-        let usage = reader
-            .line(r#"data: {"choices":[],"usage":{"completion_tokens":3}}"#)
-            .unwrap();
-        assert!(matches!(
-            &usage.events[..],
-            [BackendEvent::Metadata { usage, .. }] if usage.input_estimated && usage.output_tokens == 3
-        ));
-    }
 
     /// JSON in the shapes containers send (TGI token lines, OpenAI chunks, whole answers),
     /// with hostile values where the parser reads numbers, strings and arrays.
@@ -667,7 +649,7 @@ mod tests {
         let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967295,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}"#;
         let err = parse_stream_line(PayloadFormat::OpenaiChat, line, 0, "e", "r").unwrap_err();
         assert!(err.to_string().contains("index is out of range"), "{err}");
-        let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967293,"id":"c","function":{"name":"f"}}]}}]}"#;
+        let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967294,"id":"c","function":{"name":"f"}}]}}]}"#;
         let ok = parse_stream_line(PayloadFormat::OpenaiChat, line, 0, "e", "r").unwrap();
         assert!(matches!(
             ok.events[0],
