@@ -116,34 +116,37 @@ pub(crate) fn read_tools(v: Option<&Value>) -> Result<Vec<Tool>> {
                     "only function tools are routed by Laneway",
                 ));
             }
-            let def: FunctionDef = t
-                .get("function")
-                .cloned()
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| Error::invalid(format!("tools[{i}].function"), e.to_string()))?
-                .unwrap_or_default();
-            if def.name.is_empty() {
-                return Err(Error::invalid(
-                    format!("tools[{i}].function.name"),
-                    "required",
-                ));
-            }
+            // Read leniently, as the API does: a description that is not text, or a
+            // `strict` that is not a boolean, means none.
+            let f = t.get("function").unwrap_or(&Value::Null);
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| Error::invalid(format!("tools[{i}].function.name"), "required"))?;
+            let def = FunctionDef {
+                name: name.to_string(),
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                parameters: f.get("parameters").cloned(),
+                strict: f.get("strict").and_then(Value::as_bool).unwrap_or(false),
+            };
             Ok(Tool::Spec(def.into_spec()))
         })
         .collect()
 }
 
 /// A function tool's definition.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize)]
 struct FunctionDef {
-    #[serde(default)]
     name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     parameters: Option<Value>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     strict: bool,
 }
 
@@ -348,5 +351,10 @@ mod tests {
         assert!(e.to_string().contains("tools[0].function.name"), "{e}");
         let e = read_tools(Some(&json!([{ "type": "web_search" }]))).unwrap_err();
         assert!(e.to_string().contains("tools[0].type"), "{e}");
+        // Read leniently, as before: a null strict or a description that is not text is none.
+        let lenient = json!([{ "type": "function", "function": { "name": "f", "strict": null, "description": 3 } }]);
+        assert!(
+            matches!(&read_tools(Some(&lenient)).unwrap()[..], [Tool::Spec(s)] if !s.strict && s.description.is_none())
+        );
     }
 }

@@ -177,6 +177,7 @@ fn unsupported_block(b: &ContentBlock, at: &str) -> Error {
                 "documents are not sent to SageMaker containers (they have no document block): extract their text first",
             );
         }
+        ContentBlock::Image(_) => "an assistant's images",
         ContentBlock::Audio(_) => "audio",
         ContentBlock::Video(_) => "video",
         ContentBlock::SearchResult(_) => "search results",
