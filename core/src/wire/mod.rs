@@ -10,7 +10,8 @@
 //!   types.
 //! - InvokeModel's native bodies, Claude's Messages and Nova's ([`invoke`]), read as the
 //!   Converse request they mean and answered in their own shape.
-//! - Chat Completions' messages, tools, tool choice, tool calls and usage ([`chat`]).
+//! - Chat Completions' messages, tools, tool choice, tool calls and usage ([`chat`]); the
+//!   Responses API's usage ([`responses`]).
 //! - Each protocol's stop words: [`StopReason`](crate::StopReason)'s.
 //!
 //! The drop-ins' Converse and InvokeModel modules are public as `laneway::surface::converse`,
@@ -21,3 +22,4 @@ pub mod converse;
 pub mod converse_stream;
 pub mod eventstream;
 pub mod invoke;
+pub(crate) mod responses;

@@ -15,6 +15,7 @@ use crate::types::{
     ContentBlock, Error, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,
     ServiceError, StopReason, Tool, ToolChoice, Usage,
 };
+use crate::wire::responses::ResponsesUsage;
 
 /// A Responses request body, serialized straight from the core request (no JSON tree is
 /// built; schemas and texts are borrowed).
@@ -286,7 +287,7 @@ struct ResponseBody {
     #[serde(default)]
     output: Option<Vec<Item>>,
     #[serde(default)]
-    usage: Option<UsageBody>,
+    usage: Option<ResponsesUsage>,
     #[serde(default)]
     service_tier: Option<String>,
     #[serde(default)]
@@ -329,33 +330,6 @@ struct Part {
     text: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct UsageBody {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
-    #[serde(default)]
-    output_tokens_details: Option<OutputDetails>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct InputDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-    /// Bedrock's extension: the prefix written to the cache.
-    #[serde(default)]
-    cache_write_tokens: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct OutputDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
 }
 
 /// A whole `response` body as a completion.
@@ -457,27 +431,8 @@ fn stop_reason(status: Option<&str>, incomplete: Option<&Incomplete>, called: bo
 
 /// Responses' usage: `input_tokens` counts cached ones too (and, on Bedrock, those written to
 /// the cache); `output_tokens` counts reasoning.
-fn usage(u: Option<&UsageBody>) -> Usage {
-    let n = |v: Option<u64>| v.map_or(0, crate::types::units::token_count);
-    let Some(u) = u else {
-        return Usage::default();
-    };
-    let input = u.input_tokens_details.as_ref();
-    let cached = n(input.and_then(|d| d.cached_tokens));
-    let written = n(input.and_then(|d| d.cache_write_tokens));
-    Usage {
-        input_tokens: n(u.input_tokens)
-            .saturating_sub(cached)
-            .saturating_sub(written),
-        output_tokens: n(u.output_tokens),
-        cache_read_tokens: cached,
-        cache_write_tokens: written,
-        reasoning_tokens: n(u
-            .output_tokens_details
-            .as_ref()
-            .and_then(|d| d.reasoning_tokens)),
-        ..Usage::default()
-    }
+fn usage(u: Option<&ResponsesUsage>) -> Usage {
+    u.cloned().unwrap_or_default().into_usage()
 }
 
 /// A failed response's `error` (or an `error` event's body) as an error: by its code, a
@@ -557,7 +512,7 @@ struct Terminal {
     #[serde(default)]
     status: Option<String>,
     #[serde(default)]
-    usage: Option<UsageBody>,
+    usage: Option<ResponsesUsage>,
     #[serde(default)]
     service_tier: Option<String>,
     #[serde(default)]

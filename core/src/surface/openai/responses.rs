@@ -15,6 +15,8 @@
 
 use serde_json::{Value, json};
 
+use crate::wire::responses::ResponsesUsage;
+
 use super::{
     Fields, Started, Unhonoured, effort_option, finish, format_option, fresh_id, laneway_extras,
     now_unix, start,
@@ -407,15 +409,7 @@ fn status(stop: &StopReason) -> (&'static str, Value) {
 }
 
 fn usage(r: &GenerateResponse) -> Value {
-    let u = &r.usage;
-    let input = u.total_input_tokens();
-    json!({
-        "input_tokens": input,
-        "input_tokens_details": { "cached_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens },
-        "output_tokens": u.output_tokens,
-        "output_tokens_details": { "reasoning_tokens": u.reasoning_tokens },
-        "total_tokens": input + u.output_tokens,
-    })
+    serde_json::to_value(ResponsesUsage::of(&r.usage)).unwrap_or_default()
 }
 
 fn message_item(id: &str, text: &str, status: &str) -> Value {
