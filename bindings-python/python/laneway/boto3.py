@@ -35,6 +35,7 @@ import botocore  # type: ignore[import-untyped]
 import botocore.session  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
+from ._bodies import achunks, chunks
 from ._context import header_value, remember
 from ._router import _dispatcher
 
@@ -95,8 +96,7 @@ class _Raw:
             if self._body:
                 yield self._body
             return
-        yield from self._body
-        remember(self._body.decision_headers())
+        yield from chunks(self._body)
 
     def close(self) -> None:
         if not isinstance(self._body, bytes):
@@ -166,12 +166,7 @@ class _AioContent:
             if self._body:
                 yield self._body, True
             return
-        dispatcher = _dispatcher()
-        while True:
-            chunk = await self._body.next_chunk(dispatcher)
-            if chunk is None:
-                remember(self._body.decision_headers())
-                return
+        async for chunk in achunks(self._body):
             yield chunk, True
 
     def at_eof(self) -> bool:

@@ -31,6 +31,7 @@ import sys
 from types import ModuleType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
+from ._bodies import achunks, chunks
 from ._context import header_value, remember
 from ._router import _dispatcher
 
@@ -70,8 +71,7 @@ def _body_init(self: Any, body: Any) -> None:
 
 
 def _body_iter(self: Any) -> Iterator[bytes]:
-    yield from self._body
-    remember(self._body.decision_headers())
+    yield from chunks(self._body)
 
 
 def _body_close(self: Any) -> None:
@@ -79,12 +79,7 @@ def _body_close(self: Any) -> None:
 
 
 async def _body_aiter(self: Any) -> AsyncIterator[bytes]:
-    dispatcher = _dispatcher()
-    while True:
-        chunk = await self._body.next_chunk(dispatcher)
-        if chunk is None:
-            remember(self._body.decision_headers())
-            return
+    async for chunk in achunks(self._body):
         yield chunk
 
 
