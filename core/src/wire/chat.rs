@@ -184,6 +184,21 @@ pub(crate) fn tool_choice(choice: &ToolChoice) -> Value {
 /// A request's `tool_choice` read back; `none` is no choice (the call goes without tools'
 /// use being asked for).
 pub(crate) fn read_tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
+    read_tool_choice_at(
+        v,
+        "/function/name",
+        "{ type: \"function\", function: { name } }",
+    )
+}
+
+/// A `tool_choice` in the OpenAI APIs' words (`auto`, `required`, `none`), or a function
+/// whose name is at `name_at` (Chat Completions nests it, Responses does not); `shape` is
+/// the object's, said when it is not one.
+pub(crate) fn read_tool_choice_at(
+    v: Option<&Value>,
+    name_at: &str,
+    shape: &str,
+) -> Result<Option<ToolChoice>> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => match s.as_str() {
@@ -195,12 +210,9 @@ pub(crate) fn read_tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> 
                 format!("{other:?}: one of auto, required, none, or a function"),
             )),
         },
-        Some(o) => match o.pointer("/function/name").and_then(Value::as_str) {
+        Some(o) => match o.pointer(name_at).and_then(Value::as_str) {
             Some(name) => Ok(Some(ToolChoice::Tool(name.to_string()))),
-            None => Err(Error::invalid(
-                "tool_choice",
-                "{ type: \"function\", function: { name } }",
-            )),
+            None => Err(Error::invalid("tool_choice", shape)),
         },
     }
 }

@@ -15,6 +15,7 @@
 
 use serde_json::{Value, json};
 
+use crate::wire::chat;
 use crate::wire::responses::ResponsesUsage;
 
 use super::{
@@ -380,25 +381,7 @@ fn tools(v: Option<&Value>) -> Result<Vec<Tool>> {
 }
 
 fn tool_choice(v: Option<&Value>) -> Result<Option<ToolChoice>> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => match s.as_str() {
-            "auto" => Ok(Some(ToolChoice::Auto)),
-            "required" => Ok(Some(ToolChoice::Any)),
-            "none" => Ok(None),
-            other => Err(Error::invalid(
-                "tool_choice",
-                format!("{other:?}: one of auto, required, none, or a function"),
-            )),
-        },
-        Some(o) => match o.get("name").and_then(Value::as_str) {
-            Some(name) => Ok(Some(ToolChoice::Tool(name.to_string()))),
-            None => Err(Error::invalid(
-                "tool_choice",
-                "{ type: \"function\", name }",
-            )),
-        },
-    }
+    chat::read_tool_choice_at(v, "/name", "{ type: \"function\", name }")
 }
 
 fn status(stop: &StopReason) -> (&'static str, Value) {
