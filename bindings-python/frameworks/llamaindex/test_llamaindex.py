@@ -92,6 +92,20 @@ def test_a_throttle_storm_is_llamaindexs_error_without_its_retries():
         assert meta["HTTPStatusCode"] == 429 and meta["RetryAttempts"] == 0
 
 
+async def test_an_aiobotocore_client_raises_the_throttle_without_retrying_it():
+    """`aio_client` builds its clients with one attempt: aiobotocore cannot be told per
+    answer not to retry, and Laneway retried already."""
+    with Emulator(scenario="fast") as emu:
+        emu.add_fault({"kind": "throttle", "model": LITE})
+        router = laneway.Router(**emu.router_kwargs())
+        async with laneway.boto3.aio_client(router, **KEYS) as client:
+            with laneway.options(slo={"deadline": 1500}):
+                with pytest.raises(client.exceptions.ThrottlingException) as e:
+                    await client.converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "x"}]}])
+        meta = e.value.response["ResponseMetadata"]
+        assert meta["HTTPStatusCode"] == 429 and meta["RetryAttempts"] == 0
+
+
 def test_openai_with_a_name_it_knows_through_an_alias(router):
     client = httpx.Client(transport=laneway.httpx.Transport(router, module=httpx))
     llm = OpenAI(model="gpt-4o-mini", api_key="in-process", api_base="http://laneway.invalid/v1", http_client=client, max_retries=0, max_tokens=300)
