@@ -37,8 +37,18 @@ pub(crate) async fn real_minute_emulator(
 /// with no spread: small, named capacity, so that what a surge test asserts is the router's
 /// doing and not the machine's.
 pub(crate) async fn small_capacity_world(models: &[&str], capacity: u32) -> Emulator {
+    small_capacity_world_at(models, capacity, 0.25).await
+}
+
+/// [`small_capacity_world`] at `time_scale`: at 1.0 a call lasts 300 ms, long beside the
+/// scheduling delays of a loaded 2-core machine, for tests that compare how calls overlap.
+pub(crate) async fn small_capacity_world_at(
+    models: &[&str],
+    capacity: u32,
+    time_scale: f64,
+) -> Emulator {
     let mut scenario = Scenario::builtin("startup").unwrap();
-    scenario.time_scale = 0.25;
+    scenario.time_scale = time_scale;
     for m in scenario
         .models
         .iter_mut()
