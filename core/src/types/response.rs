@@ -39,6 +39,43 @@ pub struct GenerateResponse {
     pub guardrail_trace: Option<serde_json::Value>,
 }
 
+#[cfg(test)]
+impl GenerateResponse {
+    /// An answer of `content` from Bedrock's `m` in us-east-1, for tests of its wire shapes.
+    pub(crate) fn for_tests(
+        content: Vec<OutputBlock>,
+        stop_reason: StopReason,
+        usage: Usage,
+    ) -> Self {
+        Self {
+            content,
+            stop_reason,
+            usage,
+            timings: Timings::default(),
+            decision: RouteDecision {
+                call_id: "lw1:x".into(),
+                provider: crate::Provider::Bedrock,
+                model: "m".into(),
+                family: None,
+                target: "m".into(),
+                region: "us-east-1".into(),
+                endpoint: None,
+                tier: None,
+                served_tier: None,
+                invoked_model: None,
+                reasons: Vec::new(),
+                failed_attempts: Vec::new(),
+                attempts_sent: 1,
+                hedge: None,
+            },
+            cost_usd: 0.0,
+            cache_savings_usd: 0.0,
+            model_response_fields: None,
+            guardrail_trace: None,
+        }
+    }
+}
+
 impl GenerateResponse {
     /// All text blocks, concatenated (the answer, without its reasoning).
     pub fn text(&self) -> String {

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::types::{
-    ContentBlock, Error, Image, Message, Result, Role, Tool, ToolChoice, ToolResultContent,
-    ToolSpec, Usage,
+    ContentBlock, Error, GenerateResponse, Image, ImageFormat, Message, Result, Role, ServiceTier,
+    Tool, ToolChoice, ToolResultContent, ToolSpec, Usage,
 };
 
 /// What a sender of Chat Completions does with the blocks the protocol carries only in part:
@@ -223,6 +223,38 @@ pub(crate) fn tool_call(id: &str, name: &str, input: &Value) -> Value {
         "id": id, "type": "function",
         "function": { "name": name, "arguments": input.to_string() },
     })
+}
+
+/// An image part's URL read as the image: a `data:` URL (Bedrock takes bytes, not links);
+/// `at` is the URL's path, named when it is refused.
+pub(crate) fn read_image_url(url: &str, at: &str) -> Result<ContentBlock> {
+    let refuse = |why: &str| Error::invalid(at, why.to_string());
+    let rest = url.strip_prefix("data:").ok_or_else(|| {
+        refuse("a data: URL (Bedrock's models take the image's bytes, not a link)")
+    })?;
+    let (mime, data) = rest
+        .split_once(";base64,")
+        .ok_or_else(|| refuse("a base64 data: URL"))?;
+    let format = match mime {
+        "image/png" => ImageFormat::Png,
+        "image/jpeg" | "image/jpg" => ImageFormat::Jpeg,
+        "image/gif" => ImageFormat::Gif,
+        "image/webp" => ImageFormat::Webp,
+        _ => return Err(refuse("png, jpeg, gif or webp")),
+    };
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+        .map_err(|e| refuse(&format!("not base64: {e}")))?;
+    Ok(ContentBlock::Image(Image::inline(format, bytes)))
+}
+
+/// The OpenAI word for the tier an answer was served on (asked for, when the service did not
+/// say), `default` for standard.
+pub(crate) fn served_tier_word(r: &GenerateResponse) -> &'static str {
+    r.decision
+        .served_tier
+        .or(r.decision.tier)
+        .and_then(ServiceTier::openai_name)
+        .unwrap_or("default")
 }
 
 /// Chat Completions' usage: `prompt_tokens` counts cached ones too, `completion_tokens`

@@ -2,27 +2,24 @@
 //! [`Completion`], and its typed stream events (`response.output_text.delta`, ...,
 //! `response.completed`) as [`BackendEvent`]s.
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::Malformed;
 use super::input;
 use crate::backend::{BackendEvent, Call, Completion};
-use crate::types::{
-    ContentBlock, Error, OutputBlock, ReasoningBlock, ReasoningDelta, ReasoningText, Result, Role,
-    ServiceError, StopReason, Tool, ToolChoice, Usage,
+use crate::types::{Error, ReasoningDelta, Result, ServiceError, Usage};
+use crate::wire::chat::Senders;
+use crate::wire::responses::{
+    self, Event, FunctionTool, Incomplete, Item, Response, ResponsesUsage,
 };
-use crate::wire::responses::ResponsesUsage;
 
 /// A Responses request body, serialized straight from the core request (no JSON tree is
 /// built; schemas and texts are borrowed).
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
-    input: Vec<InputItem<'a>>,
+    input: Vec<Item<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,7 +31,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<FunctionTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<Choice<'a>>,
+    tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<TextParam<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,67 +43,6 @@ struct Body<'a> {
     store: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
-}
-
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum InputItem<'a> {
-    Message {
-        role: &'static str,
-        content: Vec<InputPart<'a>>,
-    },
-    FunctionCall {
-        call_id: &'a str,
-        name: &'a str,
-        arguments: String,
-    },
-    FunctionCallOutput {
-        call_id: &'a str,
-        output: String,
-    },
-    Reasoning {
-        id: &'a str,
-        summary: Vec<SummaryPart<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        encrypted_content: Option<&'a str>,
-    },
-}
-
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum InputPart<'a> {
-    InputText { text: Cow<'a, str> },
-    OutputText { text: Cow<'a, str> },
-    InputImage { image_url: String },
-}
-
-#[derive(Serialize)]
-struct SummaryPart<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: &'a str,
-}
-
-#[derive(Serialize)]
-struct FunctionTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<&'a str>,
-    parameters: &'a Value,
-    strict: bool,
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Choice<'a> {
-    Word(&'static str),
-    Function {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        name: &'a str,
-    },
 }
 
 #[derive(Serialize)]
@@ -134,116 +70,28 @@ struct ReasoningParam<'a> {
 /// earlier turns go whole, the model's reasoning as its encrypted content.
 pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>> {
     let request = call.request;
-    let mut input: Vec<InputItem<'_>> = Vec::with_capacity(request.messages.len());
-    for (i, m) in request.messages.iter().enumerate() {
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        let text = |t: Cow<'static, str>| -> InputPart<'static> {
-            match m.role {
-                Role::User => InputPart::InputText { text: t },
-                Role::Assistant => InputPart::OutputText { text: t },
-            }
-        };
-        let mut parts: Vec<InputPart<'_>> = Vec::new();
-        for (j, b) in m.content.iter().enumerate() {
-            let at = || format!("messages[{i}].content[{j}]");
-            match b {
-                ContentBlock::Text(t) => parts.push(match m.role {
-                    Role::User => InputPart::InputText {
-                        text: Cow::Borrowed(t),
-                    },
-                    Role::Assistant => InputPart::OutputText {
-                        text: Cow::Borrowed(t),
-                    },
-                }),
-                ContentBlock::Citations(c) => parts.push(text(Cow::Owned(c.content.concat()))),
-                ContentBlock::Image(image) if m.role == Role::User => {
-                    parts.push(InputPart::InputImage {
-                        image_url: input::image_url(image, &at())?,
-                    })
-                }
-                ContentBlock::ToolUse(t) => {
-                    flush(&mut input, role, &mut parts);
-                    input.push(InputItem::FunctionCall {
-                        call_id: &t.id,
-                        name: &t.name,
-                        arguments: t.input.to_string(),
-                    });
-                }
-                ContentBlock::ToolResult(r) => {
-                    flush(&mut input, role, &mut parts);
-                    input.push(InputItem::FunctionCallOutput {
-                        call_id: &r.tool_use_id,
-                        output: input::tool_result_text(&r.content, &at())?,
-                    });
-                }
-                ContentBlock::Reasoning(r) => {
-                    // Only the reasoning items this API made go back (the plan leaves other
-                    // models' reasoning out), each by its id with its encrypted content.
-                    if call.attempt.shape.reasoning_history
-                        && let ReasoningBlock::Text(ReasoningText {
-                            text,
-                            signature,
-                            id: Some(id),
-                        }) = r
-                    {
-                        flush(&mut input, role, &mut parts);
-                        let summary = if text.is_empty() {
-                            Vec::new()
-                        } else {
-                            vec![SummaryPart {
-                                kind: "summary_text",
-                                text,
-                            }]
-                        };
-                        input.push(InputItem::Reasoning {
-                            id,
-                            summary,
-                            encrypted_content: signature.as_deref(),
-                        });
-                    }
-                }
-                // The service caches prefixes by itself; checkpoints have no spelling here.
-                ContentBlock::CachePoint(_) => {}
-                other => return Err(input::unsupported(other, &at())),
-            }
-        }
-        flush(&mut input, role, &mut parts);
-    }
+    let senders = Senders {
+        image: &input::image_url,
+        tool_result: &input::tool_result_text,
+        unsupported: &input::unsupported,
+    };
+    // Only the reasoning items this API made go back (the plan leaves other models' out).
+    let items = responses::input(
+        &request.messages,
+        &senders,
+        call.attempt.shape.reasoning_history,
+    )?;
     let system = input::system_text(call);
-    let tools = request
-        .tools
-        .iter()
-        .filter_map(|t| match t {
-            Tool::Spec(s) => Some(FunctionTool {
-                kind: "function",
-                name: &s.name,
-                description: s.description.as_deref(),
-                parameters: &s.input_schema,
-                strict: s.strict,
-            }),
-            Tool::CachePoint(_) => None,
-        })
-        .collect();
     let effort = input::effort(call);
     let body = Body {
         model,
-        input,
+        input: items,
         instructions: (!system.is_empty()).then_some(system),
         max_output_tokens: input::max_tokens(call),
         temperature: request.inference.temperature,
         top_p: request.inference.top_p,
-        tools,
-        tool_choice: request.tool_choice.as_ref().map(|c| match c {
-            ToolChoice::Auto => Choice::Word("auto"),
-            ToolChoice::Any => Choice::Word("required"),
-            ToolChoice::Tool(name) => Choice::Function {
-                kind: "function",
-                name,
-            },
-        }),
+        tools: responses::tools(&request.tools),
+        tool_choice: request.tool_choice.as_ref().map(responses::tool_choice),
         text: request.output_format.as_ref().map(|f| TextParam {
             format: JsonSchemaParam {
                 kind: "json_schema",
@@ -266,75 +114,9 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>>
         .map_err(|e| Error::invalid("request", format!("the body does not serialize: {e}")))
 }
 
-/// Closes the message being gathered, if it has parts.
-fn flush<'a>(items: &mut Vec<InputItem<'a>>, role: &'static str, parts: &mut Vec<InputPart<'a>>) {
-    if !parts.is_empty() {
-        items.push(InputItem::Message {
-            role,
-            content: std::mem::take(parts),
-        });
-    }
-}
-
-/// A `response` object, as far as a completion needs it (parsed in one pass: unread fields
-/// are skipped, not built).
-#[derive(Debug, Default, Deserialize)]
-struct ResponseBody {
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    error: Option<Value>,
-    #[serde(default)]
-    output: Option<Vec<Item>>,
-    #[serde(default)]
-    usage: Option<ResponsesUsage>,
-    #[serde(default)]
-    service_tier: Option<String>,
-    #[serde(default)]
-    incomplete_details: Option<Incomplete>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Incomplete {
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-/// An output item: a message, a function call or reasoning (one flat shape for all three,
-/// so that it parses without buffering).
-#[derive(Debug, Default, Deserialize)]
-struct Item {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    content: Option<Vec<Part>>,
-    #[serde(default)]
-    summary: Option<Vec<Part>>,
-    #[serde(default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
-    #[serde(default)]
-    encrypted_content: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Part {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    refusal: Option<String>,
-}
-
 /// A whole `response` body as a completion.
 pub(super) fn completion(body: &[u8], bad: &Malformed<'_>) -> Result<Completion> {
-    let v: ResponseBody = serde_json::from_slice(body)
+    let v: Response<'_> = serde_json::from_slice(body)
         .map_err(|e| bad.error(&format!("the body is not a response: {e}")))?;
     if let Some(e) = v.error.as_ref().filter(|e| !e.is_null()) {
         return Err(failed(e, bad));
@@ -346,93 +128,23 @@ pub(super) fn completion(body: &[u8], bad: &Malformed<'_>) -> Result<Completion>
     let output = v
         .output
         .ok_or_else(|| bad.error("the response has no output"))?;
-    let mut content = Vec::new();
-    let mut called = false;
-    for item in output {
-        match item.kind.as_deref() {
-            Some("message") => {
-                for part in item.content.unwrap_or_default() {
-                    match part.kind.as_deref() {
-                        Some("output_text") => {
-                            content.push(OutputBlock::Text(part.text.unwrap_or_default()))
-                        }
-                        Some("refusal") => {
-                            content.push(OutputBlock::Text(part.refusal.unwrap_or_default()))
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Some("function_call") => {
-                called = true;
-                content.push(OutputBlock::ToolUse {
-                    id: item.call_id.unwrap_or_default(),
-                    name: item.name.unwrap_or_default(),
-                    input: arguments(item.arguments.as_deref().unwrap_or_default()),
-                });
-            }
-            Some("reasoning") => {
-                let text = reasoning_text(item.summary.as_deref(), item.content.as_deref());
-                if !text.is_empty() || item.encrypted_content.is_some() {
-                    content.push(OutputBlock::Reasoning(ReasoningBlock::Text(
-                        ReasoningText {
-                            text,
-                            signature: item.encrypted_content,
-                            id: item.id,
-                        },
-                    )));
-                }
-            }
-            _ => {}
-        }
-    }
+    let (content, called) = responses::read_output(output);
     Ok(Completion {
         content,
-        stop_reason: stop_reason(v.status.as_deref(), v.incomplete_details.as_ref(), called),
-        usage: usage(v.usage.as_ref()),
+        stop_reason: responses::stop_reason(
+            v.status.as_deref(),
+            v.incomplete_details.as_ref(),
+            called,
+        ),
+        usage: usage(v.usage),
         served_tier: input::served_tier(v.service_tier.as_deref()),
         ..Completion::default()
     })
 }
 
-/// A function call's arguments as JSON (the text itself when it does not parse).
-fn arguments(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
-}
-
-/// A reasoning item's text: its summary's paragraphs, else its full reasoning text
-/// (open-weight models on mantle send `content` of `reasoning_text` parts).
-fn reasoning_text(summary: Option<&[Part]>, content: Option<&[Part]>) -> String {
-    fn texts(parts: Option<&[Part]>) -> Vec<&str> {
-        parts
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|p| p.text.as_deref())
-            .collect()
-    }
-    let summary = texts(summary);
-    if summary.is_empty() {
-        texts(content).concat()
-    } else {
-        summary.join("\n\n")
-    }
-}
-
-/// Why a response ended: its status and `incomplete_details.reason`.
-fn stop_reason(status: Option<&str>, incomplete: Option<&Incomplete>, called: bool) -> StopReason {
-    match status {
-        Some("incomplete") => {
-            StopReason::from_responses_incomplete(incomplete.and_then(|i| i.reason.as_deref()))
-        }
-        _ if called => StopReason::ToolUse,
-        _ => StopReason::EndTurn,
-    }
-}
-
-/// Responses' usage: `input_tokens` counts cached ones too (and, on Bedrock, those written to
-/// the cache); `output_tokens` counts reasoning.
-fn usage(u: Option<&ResponsesUsage>) -> Usage {
-    u.cloned().unwrap_or_default().into_usage()
+/// Responses' usage (none said: nothing counted).
+fn usage(u: Option<ResponsesUsage>) -> Usage {
+    u.unwrap_or_default().into_usage()
 }
 
 /// A failed response's `error` (or an `error` event's body) as an error: by its code, a
@@ -463,49 +175,6 @@ pub(super) fn failed(e: &Value, bad: &Malformed<'_>) -> Error {
     )
 }
 
-/// One stream event, borrowing from its text: the fields the events Laneway reads carry
-/// (`item` and `response` are read only where they matter).
-#[derive(Debug, Deserialize)]
-struct Event<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default)]
-    output_index: Option<u32>,
-    #[serde(default, borrow)]
-    delta: Option<Cow<'a, str>>,
-    #[serde(default)]
-    summary_index: Option<u64>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    item: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    response: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(default)]
-    code: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-}
-
-/// An item of an `output_item` event, without its content (the text came as deltas).
-#[derive(Debug, Deserialize)]
-struct ItemHead<'a> {
-    #[serde(rename = "type", default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
-    #[serde(default)]
-    encrypted_content: Option<String>,
-}
-
 /// A terminal event's `response`, as far as the end of a stream needs it.
 #[derive(Debug, Default, Deserialize)]
 struct Terminal {
@@ -520,6 +189,9 @@ struct Terminal {
     #[serde(default)]
     error: Option<Value>,
 }
+
+/// A stream event as this reader takes it: its `response` as far as [`Terminal`] reads.
+type StreamedEvent<'a> = Event<'a, Terminal>;
 
 /// Turns Responses stream events into backend events. Blocks are numbered by the event's
 /// `output_index`: each output item is one block.
@@ -559,18 +231,16 @@ impl Events {
 
     /// The backend events of one stream event (the text of its `data`).
     pub(super) fn read(&mut self, data: &str, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
-        let v: Event<'_> = serde_json::from_str(data)
+        let v: StreamedEvent<'_> = serde_json::from_str(data)
             .map_err(|e| bad.error(&format!("a stream event is not one: {e}")))?;
         let index = || {
             v.output_index
                 .ok_or_else(|| bad.error("a stream event has no output_index"))
         };
-        let item = || -> Result<ItemHead<'_>> {
-            let raw = v
-                .item
-                .ok_or_else(|| bad.error("an item event has no item"))?;
-            serde_json::from_str(raw.get())
-                .map_err(|e| bad.error(&format!("an item is not one: {e}")))
+        let item = || {
+            v.item
+                .as_ref()
+                .ok_or_else(|| bad.error("an item event has no item"))
         };
         let delta = v.delta.as_deref().unwrap_or_default();
         Ok(match &*v.kind {
@@ -593,26 +263,21 @@ impl Events {
                     delta: ReasoningDelta::Text("\n\n".into()),
                 }]
             }
-            "response.output_item.added" => {
-                let item = item()?;
-                match item.kind.as_deref() {
-                    Some("function_call") => {
-                        self.called = true;
-                        let at = index()?;
-                        let mut out = vec![BackendEvent::ToolUseStart {
-                            index: at,
-                            id: item.call_id.unwrap_or_default(),
-                            name: item.name.unwrap_or_default(),
-                        }];
-                        // Some servers send the arguments whole with the item.
-                        out.extend(
-                            self.arguments(at, item.arguments.as_deref().unwrap_or_default()),
-                        );
-                        out
-                    }
-                    _ => Vec::new(),
+            "response.output_item.added" => match item()? {
+                Item::FunctionCall(call) => {
+                    self.called = true;
+                    let at = index()?;
+                    let mut out = vec![BackendEvent::ToolUseStart {
+                        index: at,
+                        id: call.call_id.to_string(),
+                        name: call.name.to_string(),
+                    }];
+                    // Some servers send the arguments whole with the item.
+                    out.extend(self.arguments(at, &call.arguments));
+                    out
                 }
-            }
+                _ => Vec::new(),
+            },
             "response.function_call_arguments.delta" => {
                 let at = index()?;
                 self.arguments(at, delta).into_iter().collect()
@@ -622,68 +287,56 @@ impl Events {
                 self.unless_argued(at, v.arguments.as_deref().unwrap_or_default())
             }
             "response.output_item.done" => {
-                let item = item()?;
                 let at = index()?;
-                match item.kind.as_deref() {
-                    Some("reasoning") => {
+                match item()? {
+                    Item::Reasoning(r) => {
                         let mut out = Vec::new();
-                        if let Some(id) = item.id {
+                        if let Some(id) = &r.id {
                             out.push(BackendEvent::ReasoningDelta {
                                 index: at,
-                                delta: ReasoningDelta::Id(id),
+                                delta: ReasoningDelta::Id(id.to_string()),
                             });
                         }
-                        if let Some(e) = item.encrypted_content {
+                        if let Some(e) = &r.encrypted_content {
                             out.push(BackendEvent::ReasoningDelta {
                                 index: at,
-                                delta: ReasoningDelta::Signature(e),
+                                delta: ReasoningDelta::Signature(e.to_string()),
                             });
                         }
                         out
                     }
-                    Some("function_call") => {
-                        self.unless_argued(at, item.arguments.as_deref().unwrap_or_default())
-                    }
+                    Item::FunctionCall(call) => self.unless_argued(at, &call.arguments),
                     _ => Vec::new(),
                 }
             }
             "response.completed" | "response.incomplete" => {
                 self.done = true;
-                let raw = v
+                let r = v
                     .response
                     .ok_or_else(|| bad.error("a terminal event has no response"))?;
-                let r: Terminal = serde_json::from_str(raw.get()).map_err(|e| {
-                    bad.error(&format!("a terminal event's response is not one: {e}"))
-                })?;
                 vec![
-                    BackendEvent::Stop(stop_reason(
+                    BackendEvent::Stop(responses::stop_reason(
                         r.status.as_deref(),
                         r.incomplete_details.as_ref(),
                         self.called,
                     )),
                     BackendEvent::Metadata {
-                        usage: usage(r.usage.as_ref()),
+                        usage: usage(r.usage),
                         served_tier: input::served_tier(r.service_tier.as_deref()),
                         invoked_model: None,
                     },
                 ]
             }
             "response.failed" | "response.cancelled" => {
-                let r: Terminal = v
+                let e = v
                     .response
-                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
-                    .unwrap_or_default();
-                let e = r
-                    .error
+                    .and_then(|r| r.error)
                     .filter(|e| !e.is_null())
                     .unwrap_or_else(|| json!({ "code": "server_error", "message": format!("the response ended {}", v.kind) }));
                 return Err(failed(&e, bad));
             }
             "error" => {
-                let e = match v
-                    .error
-                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                {
+                let e = match v.error {
                     Some(nested) if nested.is_object() => nested,
                     _ => json!({ "code": v.code, "message": v.message }),
                 };
@@ -697,6 +350,7 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::{OutputBlock, ReasoningBlock, StopReason};
 
     fn bad() -> Malformed<'static> {
         Malformed {
@@ -712,6 +366,116 @@ mod tests {
             out.extend(e.read(&v.to_string(), &bad())?);
         }
         Ok(out)
+    }
+
+    /// A streamed answer: reasoning pieces and its encrypted content, text pieces, calls with
+    /// their arguments in pieces, and how it stopped.
+    type Streamed = (
+        Option<(Vec<String>, String)>,
+        Vec<String>,
+        Vec<(String, Vec<String>)>,
+        bool,
+    );
+
+    fn streamed() -> impl proptest::strategy::Strategy<Value = Streamed> {
+        use proptest::prelude::*;
+        let piece = "[a-z \"\\\\\n\u{e9}\u{1f600}]{1,8}";
+        (
+            proptest::option::of((
+                proptest::collection::vec(piece, 1..4),
+                "[A-Za-z0-9+/]{4,12}",
+            )),
+            proptest::collection::vec(piece, 0..6),
+            proptest::collection::vec(
+                (
+                    "[a-z_]{1,8}",
+                    proptest::collection::vec("[a-z0-9,:{}\"]{1,6}", 1..4),
+                ),
+                0..3,
+            ),
+            any::<bool>(),
+        )
+    }
+
+    proptest::proptest! {
+        /// What the drop-in streams, the backend reads back as the same answer: each item's
+        /// pieces in order, reasoning with its id and encrypted content, calls with their
+        /// arguments, the stop and the usage.
+        #[test]
+        fn a_stream_written_by_the_drop_in_reads_back_as_its_answer(answer in streamed()) {
+            use crate::types::{GenerateResponse, StreamEvent, Usage};
+            use crate::wire::responses::StreamWriter;
+            let (reasoning, text, calls, cut_short) = answer;
+            let mut events = Vec::new();
+            let mut blocks = Vec::new();
+            if let Some((pieces, signature)) = &reasoning {
+                for p in pieces {
+                    events.push(StreamEvent::ReasoningDelta { index: 0, delta: ReasoningDelta::Text(p.clone()) });
+                }
+                events.push(StreamEvent::ReasoningDelta { index: 0, delta: ReasoningDelta::Signature(signature.clone()) });
+                events.push(StreamEvent::ReasoningDelta { index: 0, delta: ReasoningDelta::Id("rs_7".into()) });
+                blocks.push(OutputBlock::Reasoning(ReasoningBlock::Text(crate::types::ReasoningText {
+                    text: pieces.concat(), signature: Some(signature.clone()), id: Some("rs_7".into()),
+                })));
+            }
+            for p in &text {
+                events.push(StreamEvent::TextDelta { index: 1, text: p.clone() });
+            }
+            for (k, (name, args)) in calls.iter().enumerate() {
+                let index = 2 + u32::try_from(k).unwrap();
+                events.push(StreamEvent::ToolUseStart { index, id: format!("call_{k}"), name: name.clone() });
+                for a in args {
+                    events.push(StreamEvent::ToolUseDelta { index, input_json: a.clone() });
+                }
+                blocks.push(OutputBlock::ToolUse { id: format!("call_{k}"), name: name.clone(), input: Value::String(args.concat()) });
+            }
+            if !text.is_empty() {
+                blocks.push(OutputBlock::Text(text.concat()));
+            }
+            let stop = match (calls.is_empty(), cut_short) {
+                (false, _) => StopReason::ToolUse,
+                (true, true) => StopReason::MaxTokens,
+                (true, false) => StopReason::EndTurn,
+            };
+            let usage = Usage { input_tokens: 12, output_tokens: 34, cache_read_tokens: 5, reasoning_tokens: 3, ..Usage::default() };
+            events.push(StreamEvent::Completed(Box::new(GenerateResponse::for_tests(blocks, stop.clone(), usage))));
+
+            let mut writer = StreamWriter::new("resp_1".into(), 0, "m");
+            let mut reader = Events::default();
+            let mut read = Vec::new();
+            for ev in &events {
+                for written in writer.on(ev) {
+                    read.extend(reader.read(&written.to_string(), &bad()).unwrap());
+                }
+            }
+            proptest::prop_assert!(reader.done);
+            let gathered = |pick: &dyn Fn(&BackendEvent) -> Option<String>| -> String {
+                read.iter().filter_map(pick).collect()
+            };
+            proptest::prop_assert_eq!(gathered(&|e| match e { BackendEvent::TextDelta { text, .. } => Some(text.clone()), _ => None }), text.concat());
+            if let Some((pieces, signature)) = &reasoning {
+                proptest::prop_assert_eq!(gathered(&|e| match e { BackendEvent::ReasoningDelta { delta: ReasoningDelta::Text(t), .. } => Some(t.clone()), _ => None }), pieces.concat());
+                proptest::prop_assert_eq!(&gathered(&|e| match e { BackendEvent::ReasoningDelta { delta: ReasoningDelta::Signature(t), .. } => Some(t.clone()), _ => None }), signature);
+                proptest::prop_assert_eq!(gathered(&|e| match e { BackendEvent::ReasoningDelta { delta: ReasoningDelta::Id(t), .. } => Some(t.clone()), _ => None }), "rs_7");
+            }
+            let starts: Vec<(u32, String, String)> = read.iter().filter_map(|e| match e {
+                BackendEvent::ToolUseStart { index, id, name } => Some((*index, id.clone(), name.clone())),
+                _ => None,
+            }).collect();
+            proptest::prop_assert_eq!(starts.len(), calls.len());
+            for ((index, id, name), (k, (want, args))) in starts.iter().zip(calls.iter().enumerate()) {
+                proptest::prop_assert_eq!(id, &format!("call_{k}"));
+                proptest::prop_assert_eq!(name, want);
+                let argued: String = read.iter().filter_map(|e| match e {
+                    BackendEvent::ToolUseDelta { index: i, input_json } if i == index => Some(input_json.clone()),
+                    _ => None,
+                }).collect();
+                proptest::prop_assert_eq!(argued, args.concat());
+            }
+            proptest::prop_assert!(read.contains(&BackendEvent::Stop(stop)));
+            let read_usage = read.iter().find_map(|e| match e { BackendEvent::Metadata { usage, .. } => Some(*usage), _ => None });
+            proptest::prop_assert_eq!(read_usage, Some(usage));
+        }
     }
 
     #[test]

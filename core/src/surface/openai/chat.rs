@@ -16,7 +16,6 @@
 //! assert!(call.stream && call.unhonoured.is_empty());
 //! ```
 
-use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -24,9 +23,8 @@ use super::{
     now_unix, start,
 };
 use crate::types::{
-    ContentBlock, Error, GenerateRequest, GenerateResponse, Image, ImageFormat, Message,
-    OutputBlock, ReasoningDelta, Result, Role, ServiceTier, StreamEvent, SystemBlock, ToolResult,
-    ToolResultContent, ToolUse,
+    ContentBlock, Error, GenerateRequest, GenerateResponse, Message, OutputBlock, ReasoningDelta,
+    Result, Role, ServiceTier, StreamEvent, SystemBlock, ToolResult, ToolResultContent, ToolUse,
 };
 use crate::wire::chat::{self, ChatUsage};
 
@@ -365,7 +363,10 @@ fn content(v: Option<&Value>, at: &str) -> Result<Vec<ContentBlock>> {
                 let at = format!("{at}.content[{j}]");
                 match p.get("type").and_then(Value::as_str) {
                     Some("text") => Ok(ContentBlock::Text(text_at(p, "/text").to_string())),
-                    Some("image_url") => image(text_at(p, "/image_url/url"), &at),
+                    Some("image_url") => chat::read_image_url(
+                        text_at(p, "/image_url/url"),
+                        &format!("{at}.image_url.url"),
+                    ),
                     Some(other) => Err(Error::invalid(
                         at,
                         format!("a {other:?} part is not routed by Laneway (text and images are)"),
@@ -381,38 +382,8 @@ fn content(v: Option<&Value>, at: &str) -> Result<Vec<ContentBlock>> {
     }
 }
 
-/// An image part: a `data:` URL (Bedrock takes bytes, not links).
-pub(super) fn image(url: &str, at: &str) -> Result<ContentBlock> {
-    let refuse = |why: &str| Error::invalid(format!("{at}.image_url.url"), why.to_string());
-    let rest = url.strip_prefix("data:").ok_or_else(|| {
-        refuse("a data: URL (Bedrock's models take the image's bytes, not a link)")
-    })?;
-    let (mime, data) = rest
-        .split_once(";base64,")
-        .ok_or_else(|| refuse("a base64 data: URL"))?;
-    let format = match mime {
-        "image/png" => ImageFormat::Png,
-        "image/jpeg" | "image/jpg" => ImageFormat::Jpeg,
-        "image/gif" => ImageFormat::Gif,
-        "image/webp" => ImageFormat::Webp,
-        _ => return Err(refuse("png, jpeg, gif or webp")),
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .map_err(|e| refuse(&format!("not base64: {e}")))?;
-    Ok(ContentBlock::Image(Image::inline(format, bytes)))
-}
-
 fn usage(r: &GenerateResponse) -> Value {
     serde_json::to_value(ChatUsage::of(&r.usage)).unwrap_or_default()
-}
-
-pub(super) fn service_tier(r: &GenerateResponse) -> &'static str {
-    r.decision
-        .served_tier
-        .or(r.decision.tier)
-        .and_then(ServiceTier::openai_name)
-        .unwrap_or("default")
 }
 
 /// The answer as a `chat.completion` with `laneway` (decision, timings, cost) beside it.
@@ -451,7 +422,7 @@ pub fn completion(r: &GenerateResponse, model: &str) -> Value {
             "finish_reason": r.stop_reason.as_chat_finish(),
         }],
         "usage": usage(r),
-        "service_tier": service_tier(r),
+        "service_tier": chat::served_tier_word(r),
 
         "laneway": laneway_extras(r),
     })
@@ -526,13 +497,13 @@ impl Chunks {
             }
             StreamEvent::Completed(r) => {
                 let mut last = self.chunk(json!({}), Some(r.stop_reason.as_chat_finish()));
-                last["service_tier"] = json!(service_tier(r));
+                last["service_tier"] = json!(chat::served_tier_word(r));
                 if self.include_usage {
                     out.push(last);
                     last = json!({
                         "id": self.id, "object": "chat.completion.chunk", "created": self.created,
                         "model": self.model, "choices": [],
-                        "usage": usage(r), "service_tier": service_tier(r),
+                        "usage": usage(r), "service_tier": chat::served_tier_word(r),
                     });
                 }
                 last["laneway"] = laneway_extras(r);
@@ -548,7 +519,9 @@ impl Chunks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::ImageFormat;
     use crate::types::ToolChoice;
+    use base64::Engine as _;
     use proptest::prelude::*;
 
     /// A conversation as agents hold it: user text, assistant text with tool calls, and the
