@@ -801,3 +801,63 @@ async fn replicas_share_a_targets_slots_and_learn_its_capacity_once() {
         3 * CALLS
     );
 }
+
+/// A throttle's lesson reaches the fleet corrected by what the other replicas hold now: a
+/// replica that leased first counts no others, and taught alone it would bring the fleet's
+/// limit to its own few slots (after which every replica's floor of one slot overfilled the
+/// target and its calls met a storm of throttles).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lesson_counts_the_slots_the_others_hold_now_not_when_the_teacher_last_looked() {
+    use laneway::state::shared::{LeaseAsk, Lesson, Shared};
+    let redis = RedisServer::start();
+    let config = common::config(&format!(
+        "[shared]\nredis_url = \"{}\"\nkey_prefix = \"lesson\"\nreplicas = 2\n",
+        redis.url()
+    ))
+    .shared
+    .unwrap();
+    let (first, second) = (
+        std::sync::Arc::new(Shared::new(&config).unwrap()),
+        Shared::new(&config).unwrap(),
+    );
+    let probe_after = Duration::from_secs(5);
+    let ask = |want: u32, in_use: u32| LeaseAsk {
+        want,
+        in_use,
+        limit: 16,
+        seq: 1,
+    };
+    let lease = first
+        .lease_slots("us-east-1", "m", ask(4, 0), probe_after, true)
+        .await
+        .unwrap();
+    assert_eq!((lease.granted, lease.others), (4, 0));
+    let lease = second
+        .lease_slots("us-east-1", "m", ask(10, 0), probe_after, true)
+        .await
+        .unwrap();
+    assert_eq!((lease.granted, lease.limit), (10, 16));
+    // The first is throttled with its 4 in flight: alone, it would learn 3; the second holds
+    // 10 now, so the fleet learns 13.
+    first.teach_limit(
+        "us-east-1",
+        "m",
+        Lesson {
+            limit: 3,
+            others_seen: 0,
+        },
+    );
+    let mut limit = 16;
+    for _ in 0..200 {
+        let a = second
+            .lease_slots("us-east-1", "m", ask(10, 10), probe_after, false)
+            .await
+            .unwrap();
+        limit = a.limit;
+        if a.taught_ago.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(limit, 13);
+}

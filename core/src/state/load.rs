@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use foldhash::HashMap;
 use tokio::sync::oneshot;
 
-use super::shared::{LeaseAnswer, LeaseAsk};
+use super::shared::{LeaseAnswer, LeaseAsk, Lesson};
 use crate::config::ConcurrencyConfig;
 pub use crate::plan::observe::Load;
 use crate::types::{ServiceTier, SloClass};
@@ -572,10 +572,22 @@ impl Headroom {
                 fleet.lease = Some(a.granted);
                 fleet.others = a.others;
                 // The fleet's limit holds every replica's lessons: taken while this replica
-                // has no fresh lesson of its own; while its own limit still grows untaught,
-                // it only raises it.
+                // has no fresh lesson of its own. While its own limit still grows untaught,
+                // it only raises it, unless a throttle taught the fleet: that lesson is this
+                // replica's too (else its slow start, sent with its next ask, would lift the
+                // fleet's limit past the lesson once `probe_after` has passed).
+                // Taken as if this replica had been throttled then: held for `probe_after`,
+                // forgotten after `forget_after`.
                 let fleet_limit = f64::from(a.limit);
-                if main.probing {
+                let taught_at = a
+                    .taught_ago
+                    .filter(|ago| *ago < self.config.forget_after)
+                    .and_then(|ago| now.checked_sub(ago));
+                if let Some(at) = taught_at.filter(|_| main.probing) {
+                    main.value = fleet_limit;
+                    main.probing = false;
+                    t.last_throttle = t.last_throttle.max(Some(at));
+                } else if main.probing {
                     main.value = main.value.max(fleet_limit);
                 } else if main.lesson_until.is_none_or(|until| now > until) {
                     main.value = fleet_limit;
@@ -852,8 +864,8 @@ impl Slot<'_> {
     /// window does not collapse it.
     ///
     /// Shared, what was in flight is the fleet's (the other replicas' slots counted), and the
-    /// new limit is returned for the fleet to learn.
-    pub fn throttled(&self, now: Instant) -> Option<u32> {
+    /// lesson is returned for the fleet to learn.
+    pub fn throttled(&self, now: Instant) -> Option<Lesson> {
         let h = self.headroom;
         let mut inner = h.inner();
         let t = &mut inner.targets[self.target];
@@ -894,7 +906,10 @@ impl Slot<'_> {
             l.cut_until = Some(now + hold);
         }
         let shared = t.fleet.is_some() && self.lane == Lane::Main;
-        shared.then(|| t.limit(Lane::Main))
+        shared.then(|| Lesson {
+            limit: t.limit(Lane::Main),
+            others_seen: others,
+        })
     }
 
     /// The target served the attempt, sent at (or above) its lane's limit: a limit no throttle
@@ -1213,6 +1228,7 @@ mod tests {
             granted,
             limit,
             others,
+            taught_ago: None,
         })
     }
 
@@ -1262,6 +1278,53 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_replica_still_in_slow_start_takes_the_lesson_another_taught_the_fleet() {
+        let h = headroom();
+        h.share_with_fleet(3);
+        let now = crate::time::now();
+        let target = ("us-east-1", "m");
+        let quiet = Duration::from_millis(100);
+        // Untaught, the fleet's limit only raises this replica's.
+        let first = h.lease_wanted(now, ask("m"), SloClass::Standard).unwrap();
+        h.leased(now, target, first, answer(3, 20, 0), quiet);
+        assert_eq!(own_limit(&h), 20);
+        // Another replica's throttle taught the fleet 8 a second ago: this replica's limit is 8
+        // now, held for `probe_after` as its own lesson would be (else its slow start, sent
+        // with its next ask, would lift the fleet's limit past the lesson).
+        let [(_, _, renewal)] = h.renewals(now).try_into().unwrap();
+        let taught = Some(LeaseAnswer {
+            taught_ago: Some(Duration::from_secs(1)),
+            ..answer(8, 8, 0).unwrap()
+        });
+        h.leased(now, target, renewal, taught, quiet);
+        assert_eq!(own_limit(&h), 8);
+        let held = fill(&h, now);
+        assert_eq!(held.len(), 8);
+        for slot in held {
+            slot.served(now);
+        }
+        assert_eq!(own_limit(&h), 8, "taught: no slow start");
+        // Its lesson is forgotten `forget_after` after it was taught: slow start again.
+        let later = now + Duration::from_secs(60);
+        let held = fill(&h, later);
+        assert_eq!(held.len(), 8);
+        for slot in held {
+            slot.served(later);
+        }
+        assert!(
+            own_limit(&h) > 8,
+            "untaught again: it grows by one per success"
+        );
+    }
+
+    /// This replica's own limit of the target (not what its lease lets it admit).
+    fn own_limit(h: &Headroom) -> u32 {
+        let inner = h.inner();
+        let i = inner.find("us-east-1", "m").unwrap();
+        inner.targets[i].limit(Lane::Main)
+    }
+
+    #[tokio::test]
     async fn shared_a_throttle_never_raises_a_limit_and_one_at_it_cuts_a_tenth_per_wave() {
         let h = headroom();
         h.share_with_fleet(3);
@@ -1275,13 +1338,21 @@ mod tests {
         // The others leased twelve meanwhile: twenty in the fleet's count, on a limit of 16.
         let [(_, _, renewal)] = h.renewals(now).try_into().unwrap();
         h.leased(now, target, renewal, answer(8, 16, 12), quiet);
-        assert_eq!(held[7].throttled(now), Some(16), "never up");
+        assert_eq!(
+            held[7].throttled(now).map(|l| l.limit),
+            Some(16),
+            "never up"
+        );
         // Later throttles with the limit in flight (as this replica counts): a tenth less,
         // once per wave (a slot's usual hold, a second before any was measured).
         let later = now + Duration::from_secs(2);
-        assert_eq!(held[6].throttled(later), Some(14));
-        assert_eq!(held[5].throttled(later), Some(14), "the same wave");
+        assert_eq!(held[6].throttled(later).map(|l| l.limit), Some(14));
+        assert_eq!(
+            held[5].throttled(later).map(|l| l.limit),
+            Some(14),
+            "the same wave"
+        );
         let next = later + Duration::from_secs(2);
-        assert_eq!(held[4].throttled(next), Some(12));
+        assert_eq!(held[4].throttled(next).map(|l| l.limit), Some(12));
     }
 }

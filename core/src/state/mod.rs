@@ -184,9 +184,9 @@ impl State {
     }
 
     /// A throttle taught a target's limit: with shared state, the fleet learns it too.
-    pub fn teach_limit(&self, region: &str, id: &str, limit: u32) {
+    pub fn teach_limit(&self, region: &str, id: &str, lesson: shared::Lesson) {
         if let Some(sh) = &self.shared {
-            sh.teach_limit(region, id, limit);
+            sh.teach_limit(region, id, lesson);
         }
     }
 

@@ -12,8 +12,9 @@ use super::*;
 /// Leases `want` slots of a target for replica `ARGV[1]` (never fewer than its `in_use`, never
 /// more than the fleet's limit leaves), until `ttl` ms from now; the fleet's limit starts at
 /// the replica's own and rises to it once no throttle lowered it for `probe_after` ms. Returns
-/// `{granted, limit, others}`: the slots granted, the fleet's limit (floored) and the slots the
-/// other replicas hold. Redis's own clock, so replicas' clocks do not matter.
+/// `{granted, limit, others, taught_ago}`: the slots granted, the fleet's limit (floored), the
+/// slots the other replicas hold, and how long ago a throttle last lowered the limit (ms; -1
+/// for never). Redis's own clock, so replicas' clocks do not matter.
 pub(super) const LEASE: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -47,22 +48,50 @@ else
   redis.call('HDEL', KEYS[1], me)
 end
 redis.call('PEXPIRE', KEYS[1], math.max(ttl * 4, 600000))
-return {granted, math.floor(lim), others}
+local taught_ago = -1
+if taught ~= nil then taught_ago = math.max(0, now - taught) end
+return {granted, math.floor(lim), others, taught_ago}
 "#;
 
-/// A throttle's lesson: the fleet's limit comes down to `ARGV[1]` (never up), stamped.
+/// A throttle's lesson for replica `ARGV[1]`: its limit `ARGV[2]`, learnt while it counted
+/// `ARGV[3]` slots held by the others, corrected by what they hold now (a replica's count of
+/// the others is as old as its last lease: one that leased first thinks itself alone), brings
+/// the fleet's limit down (never up), stamped.
 pub(super) const TEACH: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local me = 'r:' .. ARGV[1]
+local taught, others_seen = tonumber(ARGV[2]), tonumber(ARGV[3])
+local others = 0
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local f = all[i]
+  if string.sub(f, 1, 2) == 'r:' and f ~= me then
+    local held, exp = string.match(all[i + 1], '^(%d+)|(%d+)$')
+    if held ~= nil and tonumber(exp) > now then
+      others = others + tonumber(held)
+    end
+  end
+end
+local value = math.max(1, taught + others - others_seen)
 local lim = tonumber(redis.call('HGET', KEYS[1], 'lim'))
-local value = tonumber(ARGV[1])
 if lim == nil or value < lim then
   redis.call('HSET', KEYS[1], 'lim', tostring(value))
 end
 redis.call('HSET', KEYS[1], 'taught', now)
 redis.call('PEXPIRE', KEYS[1], 600000)
-return 1
+return value
 "#;
+
+/// A throttle's lesson, for the fleet: the limit this replica learnt, and the other
+/// replicas' slots as it counted them then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lesson {
+    /// This replica's limit of the target after the throttle.
+    pub limit: u32,
+    /// The slots it counted the other replicas holding.
+    pub others_seen: u32,
+}
 
 /// What a lease asks of the fleet.
 #[derive(Debug, Clone, Copy)]
@@ -89,6 +118,8 @@ pub struct LeaseAnswer {
     pub limit: u32,
     /// Slots the other replicas hold.
     pub others: u32,
+    /// How long ago a throttle last taught the fleet's limit (never: `None`).
+    pub taught_ago: Option<Duration>,
 }
 
 impl Shared {
@@ -126,18 +157,19 @@ impl Shared {
         if on_call {
             self.health.lease_waits.fetch_add(1, Ordering::Relaxed);
         }
-        let (granted, limit, others): (i64, i64, i64) =
+        let (granted, limit, others, taught_ago): (i64, i64, i64, i64) =
             self.run("lease", call.invoke_async(&mut conn)).await?;
         let n = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
         Some(LeaseAnswer {
             granted: n(granted),
             limit: n(limit).max(1),
             others: n(others),
+            taught_ago: u64::try_from(taught_ago).ok().map(Duration::from_millis),
         })
     }
 
-    /// Publishes a throttle's lesson, `limit`, to the fleet, off the caller's path.
-    pub fn teach_limit(self: &std::sync::Arc<Self>, region: &str, id: &str, limit: u32) {
+    /// Publishes a throttle's lesson to the fleet, off the caller's path.
+    pub fn teach_limit(self: &std::sync::Arc<Self>, region: &str, id: &str, lesson: Lesson) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -149,7 +181,9 @@ impl Shared {
         handle.spawn(async move {
             let mut conn = me.conn.clone();
             let mut call = me.teach.key(&key);
-            call.arg(limit.max(1));
+            call.arg(me.replica_id)
+                .arg(lesson.limit.max(1))
+                .arg(lesson.others_seen);
             me.run::<i64>("teach", call.invoke_async(&mut conn)).await;
         });
     }

@@ -33,7 +33,7 @@ mod prefixes;
 pub use breakers::{RemoteBreaker, target_key};
 pub use capacity::SharedTicket;
 use capacity::{ADMIT, Lease};
-pub use concurrency::{LeaseAnswer, LeaseAsk};
+pub use concurrency::{LeaseAnswer, LeaseAsk, Lesson};
 
 /// A connection to one Redis server (reconnecting), or to a Redis Cluster (following its
 /// slots and failovers): every command and script below goes through either.
