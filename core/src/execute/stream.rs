@@ -73,6 +73,18 @@ struct Assembly {
     delivered: Delivered,
     /// Events handed to the caller so far; failover is safe only while this is zero.
     yielded: u32,
+    /// Where a continuing attempt's blocks go, once a broken stream is continued.
+    resumed: Option<Resumed>,
+}
+
+/// Where the blocks of an attempt that continues a broken stream go: its text onto the text
+/// block it continues, its other blocks after every block delivered. Backends number their
+/// blocks their own way (Converse from 0, an OpenAI-compatible server's text at 1), so the
+/// continuing attempt's numbers say nothing about the broken one's.
+#[derive(Debug, Clone, Copy)]
+struct Resumed {
+    text: u32,
+    after: u32,
 }
 
 /// An answer's content blocks, kept in index order: a handful, nearly always arriving in that
@@ -145,7 +157,35 @@ impl Assembly {
         out
     }
 
-    fn apply(&mut self, ev: BackendEvent) -> Option<StreamEvent> {
+    /// The next attempt continues what was delivered.
+    fn resume(&mut self) {
+        let last = self.blocks.0.last().map_or(0, |(i, _)| *i);
+        let text = self
+            .blocks
+            .0
+            .iter()
+            .rev()
+            .find(|(_, b)| matches!(b, Block::Text(_)))
+            .map_or(last, |(i, _)| *i);
+        self.resumed = Some(Resumed {
+            text,
+            after: last.saturating_add(1),
+        });
+    }
+
+    fn apply(&mut self, mut ev: BackendEvent) -> Option<StreamEvent> {
+        if let Some(r) = self.resumed {
+            match &mut ev {
+                BackendEvent::TextDelta { index, .. } => *index = r.text,
+                BackendEvent::ToolUseStart { index, .. }
+                | BackendEvent::ToolUseDelta { index, .. }
+                | BackendEvent::CitationDelta { index, .. }
+                | BackendEvent::ReasoningDelta { index, .. } => {
+                    *index = index.saturating_add(r.after)
+                }
+                _ => {}
+            }
+        }
         match ev {
             BackendEvent::TextDelta { index, text } => {
                 match self.blocks.get_or_text(index) {
@@ -755,6 +795,7 @@ pub(super) fn run(
                     carried.output_tokens = delivered.output_tokens;
                     carried.input_tokens = carried.input_tokens.saturating_add(crate::types::units::token_count(request.estimated_input_tokens()));
                     resumed = Some(continuation(&request, &assembly.text()));
+                    assembly.resume();
                     run.clock.continue_attempt();
                     yield Ok(StreamEvent::Continued { delivered, failed_target, kind });
                 } else {
@@ -782,6 +823,32 @@ mod tests {
             index,
             text: t.into(),
         }
+    }
+
+    #[test]
+    fn a_continuation_numbered_its_own_way_continues_the_delivered_text() {
+        // An OpenAI-compatible server's text is block 1; the Converse target that continues
+        // it numbers its text 0 and its call 1.
+        let mut a = Assembly::default();
+        a.take(text(1, "The answer is"));
+        a.resume();
+        let out = a.take(text(0, " 42.")).unwrap();
+        assert!(
+            matches!(out, StreamEvent::TextDelta { index: 1, .. }),
+            "{out:?}"
+        );
+        a.take(BackendEvent::ToolUseStart {
+            index: 1,
+            id: "t1".into(),
+            name: "check".into(),
+        });
+        a.take(BackendEvent::Stop(StopReason::ToolUse));
+        let done = a.into_completion();
+        assert_eq!(
+            done.content[0],
+            OutputBlock::Text("The answer is 42.".into())
+        );
+        assert!(matches!(&done.content[1], OutputBlock::ToolUse { id, .. } if id == "t1"));
     }
 
     #[test]

@@ -10,8 +10,12 @@
 //!   types.
 //! - InvokeModel's native bodies, Claude's Messages and Nova's ([`invoke`]), read as the
 //!   Converse request they mean and answered in their own shape.
-//! - Chat Completions' messages, tools, tool choice, tool calls and usage ([`chat`]); the
-//!   Responses API's usage ([`responses`]).
+//! - Chat Completions' messages, tools, tool choice, tool calls, images and usage ([`chat`]),
+//!   which the OpenAI backend and SageMaker's OpenAI-compatible containers send alike (and
+//!   whose answers and chunks one reader in `backend::openai::chat` reads for both).
+//! - The Responses API's items (a conversation's input and an answer's output are the same
+//!   items), tools, `response` object, usage and stream events, with the drop-in's stream
+//!   writer ([`responses`]).
 //! - Each protocol's stop words: [`StopReason`](crate::StopReason)'s.
 //!
 //! The drop-ins' Converse and InvokeModel modules are public as `laneway::surface::converse`,

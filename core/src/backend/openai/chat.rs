@@ -77,7 +77,7 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
 }
 
 /// A whole `chat.completion` as a completion.
-pub(super) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
+pub(in crate::backend) fn completion(v: &Value, bad: &Malformed<'_>) -> Result<Completion> {
     let choice = v
         .pointer("/choices/0")
         .ok_or_else(|| bad.error("the answer has no choices"))?;
@@ -159,6 +159,17 @@ fn usage(u: Option<&Value>) -> Usage {
     ChatUsage::read(u).unwrap_or_default().into_usage()
 }
 
+/// A server's usage, its input the estimate (said as one) where it counts none.
+pub(in crate::backend) fn with_estimate(u: ChatUsage, estimate: Option<u32>) -> Usage {
+    let counted = u.prompt_tokens.is_some();
+    let mut usage = u.into_usage();
+    if let Some(tokens) = estimate.filter(|_| !counted) {
+        usage.input_tokens = tokens;
+        usage.input_estimated = true;
+    }
+    usage
+}
+
 /// One `chat.completion.chunk`, borrowing from its text: the fields Laneway reads.
 #[derive(Debug, Deserialize)]
 struct Chunk<'a> {
@@ -223,9 +234,10 @@ struct PendingCall {
     started: bool,
 }
 
-/// Turns `chat.completion.chunk`s into backend events.
+/// Turns `chat.completion.chunk`s into backend events (the OpenAI backend's, and SageMaker
+/// containers' that speak Chat Completions).
 #[derive(Debug, Default)]
-pub(super) struct Events {
+pub(in crate::backend) struct Events {
     /// The stream said `data: [DONE]`.
     pub(super) done: bool,
     /// A finish reason came (usage may follow in a chunk of its own).
@@ -234,16 +246,31 @@ pub(super) struct Events {
     calls: Vec<(u64, PendingCall)>,
     /// The tier a chunk said served (the usage chunk may not repeat it).
     served: Option<crate::types::ServiceTier>,
+    /// The input's estimate, for servers whose usage leaves `prompt_tokens` out.
+    input_estimate: Option<u32>,
 }
 
 impl Events {
+    /// Events whose usage, when a server leaves `prompt_tokens` out, counts `tokens` of input,
+    /// said to be an estimate (some SageMaker containers count only the output).
+    pub(in crate::backend) fn estimating_input(tokens: u32) -> Self {
+        Self {
+            input_estimate: Some(tokens),
+            ..Self::default()
+        }
+    }
+
     /// The stream is over: `[DONE]`, or a finish reason (a server may close without `[DONE]`).
     pub(super) fn finished(&self) -> bool {
         self.done || self.stopped
     }
 
     /// The backend events of one chunk (the text of its `data`).
-    pub(super) fn read(&mut self, data: &str, bad: &Malformed<'_>) -> Result<Vec<BackendEvent>> {
+    pub(in crate::backend) fn read(
+        &mut self,
+        data: &str,
+        bad: &Malformed<'_>,
+    ) -> Result<Vec<BackendEvent>> {
         let v: Chunk<'_> = serde_json::from_str(data)
             .map_err(|e| bad.error(&format!("a stream chunk is not one: {e}")))?;
         if let Some(raw) = v.error {
@@ -300,7 +327,7 @@ impl Events {
         }
         if let Some(u) = v.usage {
             out.push(BackendEvent::Metadata {
-                usage: u.into_usage(),
+                usage: with_estimate(u, self.input_estimate),
                 served_tier: self.served,
                 invoked_model: None,
             });

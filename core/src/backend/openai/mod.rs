@@ -10,7 +10,7 @@
 //! [`Provider::BedrockMantle`]: crate::Provider::BedrockMantle
 
 mod auth;
-mod chat;
+pub(in crate::backend) mod chat;
 mod errors;
 mod input;
 mod responses;
@@ -271,9 +271,9 @@ impl OpenAiBackend {
 
 /// An answer that cannot be read, from a target: garbage from the service or on the way, not
 /// the caller's input, so it fails over.
-pub(super) struct Malformed<'a> {
-    target: &'a str,
-    region: &'a str,
+pub(in crate::backend) struct Malformed<'a> {
+    pub(in crate::backend) target: &'a str,
+    pub(in crate::backend) region: &'a str,
 }
 
 impl Malformed<'_> {

@@ -125,7 +125,8 @@ impl Backend for SagemakerBackend {
                 .send()
                 .await
                 .map_err(|e| errors::from_operation(e, &target))?;
-            let (format, name, region) = (ep.format, ep.name.clone(), ep.region.clone());
+            let mut reader =
+                payload::LineReader::new(ep.format, prompt_estimate, &ep.name, &ep.region);
             let mut rx = out.body;
             let events = async_stream::stream! {
                 let mut buffer = LineBuffer::default();
@@ -139,7 +140,7 @@ impl Backend for SagemakerBackend {
                             // An unterminated last line is complete if it parses; a line cut
                             // short is a broken stream, not the model's error.
                             if let Some(line) = buffer.finish() {
-                                match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
+                                match reader.read(&line) {
                                     Ok(parsed) => for ev in parsed.events { yield Ok(ev) },
                                     Err(_) => yield Err(truncated(&target, &line)),
                                 }
@@ -152,7 +153,7 @@ impl Backend for SagemakerBackend {
                         }
                     };
                     for line in lines {
-                        match payload::parse_stream_line(format, &line, prompt_estimate, &name, &region) {
+                        match reader.read(&line) {
                             Ok(parsed) => {
                                 for ev in parsed.events {
                                     yield Ok::<BackendEvent, Error>(ev);

@@ -3,6 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::backend::BackendEvent;
+use crate::backend::openai::Malformed;
+use crate::backend::openai::chat as chat_reader;
 use crate::config::PayloadFormat;
 use crate::types::{ContentBlock, GenerateRequest, Role, SystemBlock, ToolResultContent};
 use crate::types::{Error, ErrorKind, Result, ServiceError};
@@ -274,63 +276,19 @@ pub(super) fn parse_response(
             })
         }
         PayloadFormat::OpenaiChat => {
-            let choice = v
-                .pointer("/choices/0")
-                .ok_or_else(|| malformed(endpoint, region, "no choices in the answer"))?;
-            let mut content = Vec::new();
-            if let Some(t) = choice.pointer("/message/content").and_then(Value::as_str)
-                && !t.is_empty()
-            {
-                content.push(OutputBlock::Text(t.to_string()));
-            }
-            for call in choice
-                .pointer("/message/tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let args = call
-                    .pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or("{}");
-                content.push(OutputBlock::ToolUse {
-                    id: call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    name: call
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    input: serde_json::from_str(args).unwrap_or(Value::String(args.to_string())),
-                });
-            }
-            let stop = choice
-                .get("finish_reason")
-                .and_then(Value::as_str)
-                .map_or(StopReason::EndTurn, StopReason::from_wire);
+            let bad = Malformed {
+                target: endpoint,
+                region,
+            };
+            let c = chat_reader::completion(&v, &bad)?;
+            let usage = ChatUsage::read(v.get("usage")).unwrap_or_default();
             Ok(Parsed {
-                content,
-                stop_reason: stop,
-                usage: openai_usage(v.get("usage"), prompt_tokens_estimate),
+                content: c.content,
+                stop_reason: c.stop_reason,
+                usage: chat_reader::with_estimate(usage, Some(prompt_tokens_estimate)),
             })
         }
     }
-}
-
-/// A container's Chat Completions usage; without `prompt_tokens` (some containers leave it
-/// out) the input is the estimate, said as one.
-fn openai_usage(u: Option<&Value>, prompt_tokens_estimate: u32) -> Usage {
-    let wire = ChatUsage::read(u).unwrap_or_default();
-    let estimated = wire.prompt_tokens.is_none();
-    let mut usage = wire.into_usage();
-    if estimated {
-        usage.input_tokens = prompt_tokens_estimate;
-        usage.input_estimated = true;
-    }
-    usage
 }
 
 /// What one stream line means.
@@ -341,133 +299,132 @@ pub(super) struct LineEvents {
     pub done: bool,
 }
 
-/// Parses one complete line of a container's stream.
-pub(super) fn parse_stream_line(
+/// Reads a container's stream a line at a time: TGI's token lines, or Chat Completions
+/// chunks (read as the OpenAI backend reads them), as server-sent events or plain JSON lines.
+#[derive(Debug)]
+pub(super) struct LineReader {
     format: PayloadFormat,
-    line: &str,
+    chat: chat_reader::Events,
     prompt_tokens_estimate: u32,
-    endpoint: &str,
-    region: &str,
-) -> Result<LineEvents> {
-    let data = match line.strip_prefix("data:") {
-        Some(data) => data.trim(),
-        // A container streaming plain JSON lines (no server-sent events) sends the object alone.
-        None if line.trim_start().starts_with('{') => line.trim(),
-        // Server-sent-event comments and fields other than data carry nothing.
-        None => return Ok(LineEvents::default()),
-    };
-    if data == "[DONE]" {
-        return Ok(LineEvents {
-            events: Vec::new(),
-            done: true,
+    endpoint: String,
+    region: String,
+}
+
+impl LineReader {
+    /// A reader of `endpoint`'s stream; `prompt_tokens_estimate` fills the input count where
+    /// the container reports none.
+    pub(super) fn new(
+        format: PayloadFormat,
+        prompt_tokens_estimate: u32,
+        endpoint: &str,
+        region: &str,
+    ) -> Self {
+        Self {
+            format,
+            chat: chat_reader::Events::estimating_input(prompt_tokens_estimate),
+            prompt_tokens_estimate,
+            endpoint: endpoint.to_string(),
+            region: region.to_string(),
+        }
+    }
+
+    /// What one complete line means.
+    pub(super) fn read(&mut self, line: &str) -> Result<LineEvents> {
+        let (endpoint, region) = (self.endpoint.as_str(), self.region.as_str());
+        let data = match line.strip_prefix("data:") {
+            Some(data) => data.trim(),
+            // A container streaming plain JSON lines (no server-sent events) sends the object
+            // alone.
+            None if line.trim_start().starts_with('{') => line.trim(),
+            // Server-sent-event comments and fields other than data carry nothing.
+            None => return Ok(LineEvents::default()),
+        };
+        if data == "[DONE]" {
+            return Ok(LineEvents {
+                events: Vec::new(),
+                done: true,
+            });
+        }
+        // TGI reports a failure inside its stream as `error` text with an `error_type`, in
+        // either format; only lines naming an error are read twice.
+        let tgi_error = self.format == PayloadFormat::Tgi || data.contains("\"error\"");
+        let v: Option<Value> = if tgi_error {
+            Some(serde_json::from_str(data).map_err(|e| {
+                malformed(endpoint, region, &format!("stream line is not JSON: {e}"))
+            })?)
+        } else {
+            None
+        };
+        if let Some(err) = v
+            .as_ref()
+            .and_then(|v| v.get("error"))
+            .and_then(Value::as_str)
+        {
+            let error_type = v
+                .as_ref()
+                .and_then(|v| v.get("error_type"))
+                .and_then(Value::as_str);
+            return Err(Error::from(
+                ServiceError::new(in_stream_error_kind(error_type), err, endpoint, region)
+                    .with_code(error_type.unwrap_or("ModelError")),
+            ));
+        }
+        match (self.format, v) {
+            (PayloadFormat::Tgi, Some(v)) => Ok(tgi_line(&v, self.prompt_tokens_estimate)),
+            _ => {
+                let bad = Malformed {
+                    target: endpoint,
+                    region,
+                };
+                let events = self.chat.read(data, &bad)?;
+                Ok(LineEvents {
+                    events,
+                    done: false,
+                })
+            }
+        }
+    }
+}
+
+/// A TGI token line: its text, and at the end its details (why it stopped, tokens made).
+fn tgi_line(v: &Value, prompt_tokens_estimate: u32) -> LineEvents {
+    let mut out = LineEvents::default();
+    let special = v
+        .pointer("/token/special")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if let Some(t) = v.pointer("/token/text").and_then(Value::as_str)
+        && !special
+        && !t.is_empty()
+    {
+        out.events.push(BackendEvent::TextDelta {
+            index: 0,
+            text: t.to_string(),
         });
     }
-    let v: Value = serde_json::from_str(data)
-        .map_err(|e| malformed(endpoint, region, &format!("stream line is not JSON: {e}")))?;
-    if let Some(err) = v.get("error").and_then(Value::as_str) {
-        let error_type = v.get("error_type").and_then(Value::as_str);
-        return Err(Error::from(
-            ServiceError::new(in_stream_error_kind(error_type), err, endpoint, region)
-                .with_code(error_type.unwrap_or("ModelError")),
-        ));
+    if let Some(details) = v.get("details").filter(|d| !d.is_null()) {
+        let stop = details
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map_or(StopReason::EndTurn, StopReason::from_wire);
+        let output = details
+            .get("generated_tokens")
+            .and_then(Value::as_u64)
+            .map_or(0, crate::types::units::token_count);
+        out.events.push(BackendEvent::Stop(stop));
+        out.events.push(BackendEvent::Metadata {
+            usage: Usage {
+                input_tokens: prompt_tokens_estimate,
+                output_tokens: output,
+                input_estimated: true,
+                ..Usage::default()
+            },
+            served_tier: None,
+            invoked_model: None,
+        });
+        out.done = true;
     }
-    let mut out = LineEvents::default();
-    match format {
-        PayloadFormat::Tgi => {
-            let special = v
-                .pointer("/token/special")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            if let Some(t) = v.pointer("/token/text").and_then(Value::as_str)
-                && !special
-                && !t.is_empty()
-            {
-                out.events.push(BackendEvent::TextDelta {
-                    index: 0,
-                    text: t.to_string(),
-                });
-            }
-            if let Some(details) = v.get("details").filter(|d| !d.is_null()) {
-                let stop = details
-                    .get("finish_reason")
-                    .and_then(Value::as_str)
-                    .map_or(StopReason::EndTurn, StopReason::from_wire);
-                let output = details
-                    .get("generated_tokens")
-                    .and_then(Value::as_u64)
-                    .map_or(0, crate::types::units::token_count);
-                out.events.push(BackendEvent::Stop(stop));
-                out.events.push(BackendEvent::Metadata {
-                    usage: Usage {
-                        input_tokens: prompt_tokens_estimate,
-                        output_tokens: output,
-                        input_estimated: true,
-                        ..Usage::default()
-                    },
-                    served_tier: None,
-                    invoked_model: None,
-                });
-                out.done = true;
-            }
-        }
-        PayloadFormat::OpenaiChat => {
-            if let Some(choice) = v.pointer("/choices/0") {
-                if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str)
-                    && !t.is_empty()
-                {
-                    out.events.push(BackendEvent::TextDelta {
-                        index: 0,
-                        text: t.to_string(),
-                    });
-                }
-                for call in choice
-                    .pointer("/delta/tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    // Block 0 is the text; tool call n is block n + 1.
-                    let index = call
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .map_or(Some(1), |i| u32::try_from(i).ok()?.checked_add(1))
-                        .ok_or_else(|| {
-                            malformed(endpoint, region, "a tool call's index is out of range")
-                        })?;
-                    if let (Some(id), Some(name)) = (
-                        call.get("id").and_then(Value::as_str),
-                        call.pointer("/function/name").and_then(Value::as_str),
-                    ) {
-                        out.events.push(BackendEvent::ToolUseStart {
-                            index,
-                            id: id.to_string(),
-                            name: name.to_string(),
-                        });
-                    }
-                    if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
-                        && !args.is_empty()
-                    {
-                        out.events.push(BackendEvent::ToolUseDelta {
-                            index,
-                            input_json: args.to_string(),
-                        });
-                    }
-                }
-                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                    out.events
-                        .push(BackendEvent::Stop(StopReason::from_wire(reason)));
-                }
-            }
-            if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-                out.events.push(BackendEvent::Metadata {
-                    usage: openai_usage(Some(u), prompt_tokens_estimate),
-                    served_tier: None,
-                    invoked_model: None,
-                });
-            }
-        }
-    }
-    Ok(out)
+    out
 }
 
 /// The kind of an error a container reports inside its stream, by TGI's `error_type`: an
@@ -541,7 +498,7 @@ mod tests {
             let cut = line.floor_char_boundary(cut.min(line.len()));
             for format in [PayloadFormat::Tgi, PayloadFormat::OpenaiChat] {
                 for l in [line.as_str(), &line[..cut]] {
-                    if let Err(e) = parse_stream_line(format, l, 7, "e", "r") {
+                    if let Err(e) = LineReader::new(format, 7, "e", "r").read(l) {
                         prop_assert!(!e.to_string().is_empty());
                     }
                 }
@@ -575,7 +532,7 @@ mod tests {
 
     #[test]
     fn tgi_lines() {
-        let l = parse_stream_line(PayloadFormat::Tgi, r#"data:{"token":{"id":1,"text":" a","logprob":0,"special":false},"generated_text":null,"details":null}"#, 3, "e", "r").unwrap();
+        let l = LineReader::new(PayloadFormat::Tgi, 3, "e", "r").read(r#"data:{"token":{"id":1,"text":" a","logprob":0,"special":false},"generated_text":null,"details":null}"#).unwrap();
         assert_eq!(
             l.events,
             vec![BackendEvent::TextDelta {
@@ -583,23 +540,25 @@ mod tests {
                 text: " a".into()
             }]
         );
-        let l = parse_stream_line(PayloadFormat::Tgi, r#"data:{"token":{"id":2,"text":"</s>","special":true},"generated_text":"a","details":{"finish_reason":"length","generated_tokens":2}}"#, 3, "e", "r").unwrap();
+        let l = LineReader::new(PayloadFormat::Tgi, 3, "e", "r").read(r#"data:{"token":{"id":2,"text":"</s>","special":true},"generated_text":"a","details":{"finish_reason":"length","generated_tokens":2}}"#).unwrap();
         assert!(l.done);
         assert_eq!(l.events[0], BackendEvent::Stop(StopReason::MaxTokens));
     }
 
     #[test]
     fn openai_lines_with_tool_calls_and_done() {
-        let l = parse_stream_line(PayloadFormat::OpenaiChat, r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#, 0, "e", "r").unwrap();
+        let l = LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r").read(r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#).unwrap();
         assert_eq!(l.events.len(), 2);
         assert!(
-            parse_stream_line(PayloadFormat::OpenaiChat, "data: [DONE]", 0, "e", "r")
+            LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r")
+                .read("data: [DONE]")
                 .unwrap()
                 .done
         );
         // Garbage is not the model failing on the input: it fails over.
-        let err =
-            parse_stream_line(PayloadFormat::OpenaiChat, "data: {nope", 0, "e", "r").unwrap_err();
+        let err = LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r")
+            .read("data: {nope")
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Internal);
     }
 
@@ -612,14 +571,17 @@ mod tests {
                     r#"{"choices":[{"index":0,"delta":{"content":" a"}}]}"#
                 }
             };
-            let plain = parse_stream_line(format, line, 0, "e", "r").unwrap();
-            let sse = parse_stream_line(format, &format!("data: {line}"), 0, "e", "r").unwrap();
+            let plain = LineReader::new(format, 0, "e", "r").read(line).unwrap();
+            let sse = LineReader::new(format, 0, "e", "r")
+                .read(&format!("data: {line}"))
+                .unwrap();
             assert_eq!(plain.events, sse.events);
             assert_eq!(plain.events.len(), 1);
         }
         // Other server-sent-event fields still carry nothing.
         assert!(
-            parse_stream_line(PayloadFormat::Tgi, "event: ping", 0, "e", "r")
+            LineReader::new(PayloadFormat::Tgi, 0, "e", "r")
+                .read("event: ping")
                 .unwrap()
                 .events
                 .is_empty()
@@ -628,30 +590,65 @@ mod tests {
 
     #[test]
     fn in_stream_errors_are_typed_by_error_type() {
-        let kind = |t: &str| {
-            parse_stream_line(
-                PayloadFormat::Tgi,
-                &format!(r#"data:{{"error":"x","error_type":"{t}"}}"#),
-                0,
-                "e",
-                "r",
-            )
-            .unwrap_err()
-            .kind()
-        };
-        assert_eq!(kind("overloaded"), ErrorKind::Throttled);
-        assert_eq!(kind("validation"), ErrorKind::Validation);
-        assert_eq!(kind("incomplete_generation"), ErrorKind::Internal);
-        assert_eq!(kind("generation"), ErrorKind::ModelError);
+        for format in [PayloadFormat::Tgi, PayloadFormat::OpenaiChat] {
+            let kind = |t: &str| {
+                LineReader::new(format, 0, "e", "r")
+                    .read(&format!(r#"data:{{"error":"x","error_type":"{t}"}}"#))
+                    .unwrap_err()
+                    .kind()
+            };
+            assert_eq!(kind("overloaded"), ErrorKind::Throttled);
+            assert_eq!(kind("validation"), ErrorKind::Validation);
+            assert_eq!(kind("incomplete_generation"), ErrorKind::Internal);
+            assert_eq!(kind("generation"), ErrorKind::ModelError);
+        }
+        // An OpenAI-compatible server's error object: by its code, a server error fails over.
+        let e = LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r")
+            .read(r#"data: {"error":{"message":"boom","type":"server_error","code":null}}"#)
+            .unwrap_err();
+        assert!(e.fails_over(), "{e}");
+    }
+
+    #[test]
+    fn a_call_whose_id_and_name_repeat_on_every_chunk_starts_once() {
+        let mut r = LineReader::new(PayloadFormat::OpenaiChat, 9, "e", "r");
+        let mut events = Vec::new();
+        for args in [r#"{\"a\""#, ":1}"] {
+            let line = format!(
+                r#"data: {{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"c1","function":{{"name":"f","arguments":"{args}"}}}}]}}}}]}}"#
+            );
+            events.extend(r.read(&line).unwrap().events);
+        }
+        events.extend(
+            r.read(r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"completion_tokens":4}}"#)
+                .unwrap()
+                .events,
+        );
+        let starts = events
+            .iter()
+            .filter(|e| matches!(e, BackendEvent::ToolUseStart { .. }))
+            .count();
+        assert_eq!(starts, 1, "{events:?}");
+        // No prompt count from the container: the estimate, said as one.
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, BackendEvent::Metadata { usage, .. }
+            if usage.input_tokens == 9 && usage.input_estimated && usage.output_tokens == 4))
+        );
     }
 
     #[test]
     fn a_tool_index_out_of_range_is_refused_not_wrapped() {
         let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967295,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}"#;
-        let err = parse_stream_line(PayloadFormat::OpenaiChat, line, 0, "e", "r").unwrap_err();
+        let err = LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r")
+            .read(line)
+            .unwrap_err();
         assert!(err.to_string().contains("index is out of range"), "{err}");
-        let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967294,"id":"c","function":{"name":"f"}}]}}]}"#;
-        let ok = parse_stream_line(PayloadFormat::OpenaiChat, line, 0, "e", "r").unwrap();
+        let line = r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":4294967293,"id":"c","function":{"name":"f"}}]}}]}"#;
+        let ok = LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r")
+            .read(line)
+            .unwrap();
         assert!(matches!(
             ok.events[0],
             BackendEvent::ToolUseStart {
