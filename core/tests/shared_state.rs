@@ -704,6 +704,9 @@ async fn fleet_state_lives_on_a_redis_cluster_and_a_node_failing_mid_run_loses_n
     emu.shutdown().await;
 }
 
+/// The slots of the target three replicas burst on.
+const CAPACITY: u32 = 8;
+
 /// What a burst of three replicas on one target met.
 struct Burst {
     /// Throttles the emulator answered.
@@ -722,7 +725,6 @@ struct Burst {
 /// `CAPACITY` slots (its in-region id in us-east-1); with `redis_url`, sharing the target's
 /// slots through it.
 async fn three_replicas_burst_on_one_target(redis_url: Option<&str>, calls: usize) -> Burst {
-    const CAPACITY: u32 = 8;
     // Calls of 300 ms: the waves overlap the same way when both cores are busy.
     let emu = common::small_capacity_world_at(&["amazon.nova-micro-v1:0"], CAPACITY, 1.0).await;
     let shared = redis_url.map_or(String::new(), |url| {
@@ -789,8 +791,11 @@ async fn replicas_share_a_targets_slots_and_learn_its_capacity_once() {
         fleet.failed,
         fleet.first_failure
     );
+    // Slow start at most doubles the limit per round, so the wave that first passes the
+    // target's capacity overshoots by at most its capacity, and the lesson reaches the fleet
+    // before the wave after: two capacities of throttles at most, and fewer than alone.
     assert!(
-        fleet.throttles * 2 <= alone.throttles,
+        fleet.throttles <= 2 * u64::from(CAPACITY) && fleet.throttles < alone.throttles,
         "a fleet learns once: {} throttles against {} alone ({round_trips} lease round trips, {degraded} degraded episodes)",
         fleet.throttles,
         alone.throttles

@@ -147,13 +147,22 @@ impl TargetLoad {
     }
 
     /// The most a call of `class` may have in flight on `lane`: by the limit, and shared, by
-    /// this replica's lease.
+    /// this replica's lease. Shared, without the floor of one slot: when the others hold the
+    /// fleet's whole limit (a lesson came below what they had leased), this replica waits for
+    /// their slots to come back rather than sending into a full target, where its waiting
+    /// calls would meet a throttle each as fast as the target answers.
     fn cap(&self, lane: Lane, class: SloClass, background_share: f64) -> u32 {
-        let cap = self.limit_cap(lane, class, background_share);
-        match &self.fleet {
-            Some(f) => cap.min(f.lease.unwrap_or(0)),
-            None => cap,
-        }
+        let Some(fleet) = &self.fleet else {
+            return self.limit_cap(lane, class, background_share);
+        };
+        let left = self.limit(lane).saturating_sub(self.others());
+        let cap = match class {
+            SloClass::Background | SloClass::Batch if left > 0 => {
+                ((f64::from(left) * background_share).floor() as u32).max(1)
+            }
+            _ => left,
+        };
+        cap.min(fleet.lease.unwrap_or(0))
     }
 
     /// Its load as plans see it: against its limit (shared, the fleet's, less the other
@@ -1315,6 +1324,34 @@ mod tests {
             own_limit(&h) > 8,
             "untaught again: it grows by one per success"
         );
+    }
+
+    #[tokio::test]
+    async fn a_replica_whose_fleet_holds_the_whole_limit_admits_nothing_until_slots_come_back() {
+        let h = headroom();
+        h.share_with_fleet(3);
+        let now = crate::time::now();
+        let target = ("us-east-1", "m");
+        let quiet = Duration::from_millis(100);
+        let first = h.lease_wanted(now, ask("m"), SloClass::Standard).unwrap();
+        // A lesson of 8 came while the others held 8: no slot of the target is this one's.
+        let full = Some(LeaseAnswer {
+            taught_ago: Some(Duration::from_millis(10)),
+            ..answer(3, 8, 8).unwrap()
+        });
+        h.leased(now, target, first, full, quiet);
+        assert!(
+            fill(&h, now).is_empty(),
+            "no floor of one slot over a full fleet"
+        );
+        // The others gave five back: three are this replica's to use.
+        let [(_, _, renewal)] = h.renewals(now).try_into().unwrap();
+        let freed = Some(LeaseAnswer {
+            taught_ago: Some(Duration::from_millis(110)),
+            ..answer(3, 8, 3).unwrap()
+        });
+        h.leased(now, target, renewal, freed, quiet);
+        assert_eq!(fill(&h, now).len(), 3);
     }
 
     /// This replica's own limit of the target (not what its lease lets it admit).
