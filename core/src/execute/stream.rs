@@ -83,8 +83,13 @@ struct Assembly {
 /// continuing attempt's numbers say nothing about the broken one's.
 #[derive(Debug, Clone, Copy)]
 struct Resumed {
+    /// The block the continuing attempt's text goes onto.
     text: u32,
+    /// Where its other blocks start.
     after: u32,
+    /// The continuing attempt's own number for its text, once seen: its citations of that
+    /// block go with the text.
+    own_text: Option<u32>,
 }
 
 /// An answer's content blocks, kept in index order: a handful, nearly always arriving in that
@@ -157,26 +162,43 @@ impl Assembly {
         out
     }
 
-    /// The next attempt continues what was delivered.
+    /// The next attempt continues what was delivered, from its text: blocks the broken
+    /// attempt began after its last text (a tool call cut short) are dropped, since the
+    /// continuing model makes them again.
     fn resume(&mut self) {
-        let last = self.blocks.0.last().map_or(0, |(i, _)| *i);
-        let text = self
+        // Numbers past every block delivered, dropped ones too: the caller saw those.
+        let after = self.blocks.0.last().map_or(0, |(i, _)| i.saturating_add(1));
+        let last_text = self
             .blocks
             .0
             .iter()
-            .rev()
-            .find(|(_, b)| matches!(b, Block::Text(_)))
-            .map_or(last, |(i, _)| *i);
-        self.resumed = Some(Resumed {
-            text,
-            after: last.saturating_add(1),
+            .rposition(|(_, b)| matches!(b, Block::Text(_)));
+        self.blocks.0.truncate(last_text.map_or(0, |at| at + 1));
+        self.resumed = Some(match last_text {
+            Some(at) => Resumed {
+                text: self.blocks.0[at].0,
+                after,
+                own_text: None,
+            },
+            // Nothing delivered was text: the continuation's text is a block of its own.
+            None => Resumed {
+                text: after,
+                after: after.saturating_add(1),
+                own_text: None,
+            },
         });
     }
 
     fn apply(&mut self, mut ev: BackendEvent) -> Option<StreamEvent> {
-        if let Some(r) = self.resumed {
+        if let Some(r) = &mut self.resumed {
             match &mut ev {
-                BackendEvent::TextDelta { index, .. } => *index = r.text,
+                BackendEvent::TextDelta { index, .. } => {
+                    r.own_text.get_or_insert(*index);
+                    *index = r.text;
+                }
+                BackendEvent::CitationDelta { index, .. } if r.own_text == Some(*index) => {
+                    *index = r.text
+                }
                 BackendEvent::ToolUseStart { index, .. }
                 | BackendEvent::ToolUseDelta { index, .. }
                 | BackendEvent::CitationDelta { index, .. }
@@ -849,6 +871,58 @@ mod tests {
             OutputBlock::Text("The answer is 42.".into())
         );
         assert!(matches!(&done.content[1], OutputBlock::ToolUse { id, .. } if id == "t1"));
+    }
+
+    #[test]
+    fn a_continuation_drops_a_call_cut_short_and_keeps_its_citations_on_the_text() {
+        let mut a = Assembly::default();
+        a.take(text(0, "See the report"));
+        // The broken attempt had begun a call after its text.
+        a.take(BackendEvent::ToolUseStart {
+            index: 1,
+            id: "cut".into(),
+            name: "fetch".into(),
+        });
+        a.take(BackendEvent::ToolUseDelta {
+            index: 1,
+            input_json: "{\"u".into(),
+        });
+        a.resume();
+        a.take(text(0, ", page 2."));
+        a.take(BackendEvent::CitationDelta {
+            index: 0,
+            citation: crate::types::Citation {
+                title: Some("report".into()),
+                source: None,
+                source_content: vec!["page 2".into()],
+                location: None,
+            },
+        });
+        a.take(BackendEvent::ToolUseStart {
+            index: 1,
+            id: "t1".into(),
+            name: "fetch".into(),
+        });
+        a.take(BackendEvent::Stop(StopReason::ToolUse));
+        let done = a.into_completion();
+        assert_eq!(done.content.len(), 2, "{:?}", done.content);
+        assert!(
+            matches!(&done.content[0], OutputBlock::Citations(c) if c.content.concat() == "See the report, page 2." && c.citations.len() == 1)
+        );
+        assert!(matches!(&done.content[1], OutputBlock::ToolUse { id, .. } if id == "t1"));
+
+        // Nothing delivered was text: the continuation's text is a block of its own, after.
+        let mut a = Assembly::default();
+        a.take(BackendEvent::ReasoningDelta {
+            index: 0,
+            delta: crate::types::ReasoningDelta::Text("hm".into()),
+        });
+        a.resume();
+        let out = a.take(text(0, "Hi")).unwrap();
+        assert!(
+            matches!(out, StreamEvent::TextDelta { index: 1, .. }),
+            "{out:?}"
+        );
     }
 
     #[test]

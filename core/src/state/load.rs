@@ -155,6 +155,13 @@ impl TargetLoad {
         let Some(fleet) = &self.fleet else {
             return self.limit_cap(lane, class, background_share);
         };
+        if lane == Lane::Flex {
+            // Flex's own limit is not the fleet's (it grows only by flex successes here): a
+            // replica keeps a flex slot, or it could never learn it.
+            return self
+                .limit_cap(lane, class, background_share)
+                .min(fleet.lease.unwrap_or(0));
+        }
         let left = self.limit(lane).saturating_sub(self.others());
         let cap = match class {
             SloClass::Background | SloClass::Batch if left > 0 => {
@@ -591,7 +598,7 @@ impl Headroom {
                 let taught_at = a
                     .taught_ago
                     .filter(|ago| *ago < self.config.forget_after)
-                    .and_then(|ago| now.checked_sub(ago));
+                    .map(|ago| now.checked_sub(ago).unwrap_or(now));
                 if let Some(at) = taught_at.filter(|_| main.probing) {
                     main.value = fleet_limit;
                     main.probing = false;

@@ -19,9 +19,11 @@ use crate::types::{
     ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage,
 };
 
-/// An item of a conversation or of an answer.
+/// An item of a conversation or of an answer. Read through [`FlatItem`], leniently and in
+/// one pass: a `null` reads as nothing, an item without a `type` but with a `role` is a
+/// message (as an input message may be written), and any other is [`Item::Other`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", from = "FlatItem<'a>")]
 pub(crate) enum Item<'a> {
     /// A message: a turn's text (and, from a user, images).
     #[serde(borrow)]
@@ -59,20 +61,51 @@ pub(crate) struct MessageItem<'a> {
 }
 
 /// A message's content: text, or parts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub(crate) enum Content<'a> {
     /// Text alone.
-    #[serde(borrow)]
     Text(Cow<'a, str>),
     /// Parts.
-    #[serde(borrow)]
     Parts(Vec<Part<'a>>),
 }
 
-/// A part of a message's content, or of a reasoning item's summary or text.
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a list of parts")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Content<'a>, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Content<'a>, E> {
+                Ok(Content::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Content<'a>, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Content<'a>, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(p) = seq.next_element()? {
+                    parts.push(p);
+                }
+                Ok(Content::Parts(parts))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+/// A part of a message's content, or of a reasoning item's summary or text. Read through
+/// [`FlatPart`]: a part without a known `type` is [`Part::Other`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", from = "FlatPart<'a>")]
 pub(crate) enum Part<'a> {
     /// A user's text.
     InputText {
@@ -116,6 +149,118 @@ pub(crate) enum Part<'a> {
     /// A part Laneway does not route (a file, audio, ...).
     #[serde(other)]
     Other,
+}
+
+/// Any item, as read: every field of every kind, each optional, so that an item parses in one
+/// pass (an internally tagged enum would buffer it whole) and a `null` or a missing field is
+/// nothing rather than a failure.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct FlatItem<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: Option<Content<'a>>,
+    #[serde(default, borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(default)]
+    output: Option<Value>,
+    #[serde(default, borrow)]
+    summary: Option<Vec<Part<'a>>>,
+    #[serde(default, borrow)]
+    encrypted_content: Option<Cow<'a, str>>,
+}
+
+impl<'a> From<FlatItem<'a>> for Item<'a> {
+    fn from(f: FlatItem<'a>) -> Self {
+        let text = |v: Option<Cow<'a, str>>| v.unwrap_or_default();
+        match f.kind.as_deref() {
+            Some("message") => {}
+            None if f.role.is_some() => {}
+            Some("function_call") => {
+                return Item::FunctionCall(CallItem {
+                    id: f.id,
+                    call_id: text(f.call_id),
+                    name: text(f.name),
+                    arguments: text(f.arguments),
+                    status: f.status,
+                });
+            }
+            Some("function_call_output") => {
+                return Item::FunctionCallOutput(CallOutputItem {
+                    call_id: text(f.call_id),
+                    output: f.output.unwrap_or(Value::Null),
+                });
+            }
+            Some("reasoning") => {
+                // Open-weight models send their reasoning whole as `content` parts.
+                let content = match f.content {
+                    Some(Content::Parts(parts)) => Some(parts),
+                    Some(Content::Text(t)) => Some(vec![Part::ReasoningText { text: t }]),
+                    None => None,
+                };
+                return Item::Reasoning(ReasoningItem {
+                    id: f.id,
+                    summary: f.summary.unwrap_or_default(),
+                    content,
+                    encrypted_content: f.encrypted_content,
+                });
+            }
+            _ => return Item::Other,
+        }
+        Item::Message(MessageItem {
+            id: f.id,
+            status: f.status,
+            role: text(f.role),
+            content: f.content,
+        })
+    }
+}
+
+/// Any part, as read (see [`FlatItem`]).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct FlatPart<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    image_url: Option<Cow<'a, str>>,
+}
+
+impl<'a> From<FlatPart<'a>> for Part<'a> {
+    fn from(f: FlatPart<'a>) -> Self {
+        let text = f.text.unwrap_or_default();
+        match f.kind.as_deref() {
+            Some("input_text") => Part::InputText { text },
+            Some("output_text") => Part::OutputText {
+                text,
+                annotations: None,
+                logprobs: None,
+            },
+            Some("text") => Part::Text { text },
+            Some("refusal") => Part::Refusal {
+                refusal: f.refusal.unwrap_or_default(),
+            },
+            Some("input_image") => Part::InputImage {
+                image_url: f.image_url,
+            },
+            Some("summary_text") => Part::SummaryText { text },
+            Some("reasoning_text") => Part::ReasoningText { text },
+            _ => Part::Other,
+        }
+    }
 }
 
 /// A function call.
@@ -378,15 +523,10 @@ pub(crate) fn read_input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Mes
     for (n, value) in items.iter().enumerate() {
         let at = format!("input[{n}]");
         let bad = |e: serde_json::Error| Error::invalid(at.as_str(), e.to_string());
-        // An input message may leave its type out.
-        let item = if value.get("type").is_none() && value.is_object() {
-            Item::Message(MessageItem::deserialize(value).map_err(bad)?)
-        } else {
-            Item::deserialize(value).map_err(bad)?
-        };
+        let item = Item::deserialize(value).map_err(bad)?;
         match item {
             Item::Message(m) => {
-                let blocks = read_parts(m.content, &at)?;
+                let blocks = read_parts(m.content, value.get("content"), &at)?;
                 match &*m.role {
                     "system" | "developer" => {
                         for b in blocks {
@@ -478,8 +618,13 @@ pub(crate) fn read_input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Mes
     Ok((system, out))
 }
 
-/// A message item's content as blocks: text and images; other parts refused by path.
-fn read_parts(content: Option<Content<'_>>, at: &str) -> Result<Vec<ContentBlock>> {
+/// A message item's content as blocks: text and images; other parts refused by path and
+/// type (read from `raw`, the content as sent).
+fn read_parts(
+    content: Option<Content<'_>>,
+    raw: Option<&Value>,
+    at: &str,
+) -> Result<Vec<ContentBlock>> {
     let parts = match content {
         Some(Content::Text(t)) => return Ok(vec![ContentBlock::Text(t.into_owned())]),
         Some(Content::Parts(parts)) => parts,
@@ -505,9 +650,18 @@ fn read_parts(content: Option<Content<'_>>, at: &str) -> Result<Vec<ContentBlock
                     &format!("{at}.image_url"),
                 ),
                 Part::SummaryText { .. } | Part::ReasoningText { .. } | Part::Other => {
+                    let kind = raw
+                        .and_then(|c| c.get(j))
+                        .and_then(|p| p.get("type"))
+                        .and_then(Value::as_str);
                     Err(Error::invalid(
                         at,
-                        "a part of this type is not routed by Laneway (text and images are)",
+                        match kind {
+                            Some(kind) => format!(
+                                "a {kind:?} part is not routed by Laneway (text and images are)"
+                            ),
+                            None => "a content part needs a type".to_string(),
+                        },
                     ))
                 }
             }
@@ -729,18 +883,19 @@ pub(crate) fn stop_reason(
 }
 
 /// A `response` object: what the backend reads of an answer, and what the drop-in writes
-/// (with the request-echo fields the SDKs' types require; Laneway echoes defaults).
+/// (with the request-echo fields the SDKs' types require; Laneway echoes defaults, and a
+/// reader skips them: a service echoes the whole tool list and instructions).
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Response<'a> {
-    #[serde(default, borrow)]
+    #[serde(skip_deserializing)]
     pub(crate) id: Cow<'a, str>,
-    #[serde(default, borrow)]
+    #[serde(skip_deserializing)]
     pub(crate) object: Cow<'a, str>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) created_at: u64,
     #[serde(default, borrow)]
     pub(crate) status: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(skip_deserializing)]
     pub(crate) model: Cow<'a, str>,
     #[serde(default, borrow)]
     pub(crate) output: Option<Vec<Item<'a>>>,
@@ -752,22 +907,22 @@ pub(crate) struct Response<'a> {
     pub(crate) error: Option<Value>,
     #[serde(default, borrow)]
     pub(crate) service_tier: Option<Cow<'a, str>>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) instructions: Option<Value>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) metadata: Option<Value>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) parallel_tool_calls: Option<bool>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) temperature: Option<f64>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) top_p: Option<f64>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) tool_choice: Option<Value>,
-    #[serde(default)]
+    #[serde(skip_deserializing)]
     pub(crate) tools: Option<Vec<Value>>,
     /// The SDKs' convenience: the answer's text (written on a stream's last event).
-    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
     pub(crate) output_text: Option<Cow<'a, str>>,
 }
 
@@ -789,7 +944,8 @@ impl<'a> Response<'a> {
         }
     }
 
-    /// An answer as a response `id`, its output, usage and status filled in.
+    /// An answer as response `id`: its usage and status filled in, its output items left for
+    /// the writer (whole, from its blocks; streamed, as the events named them).
     pub(crate) fn of(
         r: &'a GenerateResponse,
         id: &'a str,
@@ -798,7 +954,6 @@ impl<'a> Response<'a> {
     ) -> Self {
         let (status, incomplete) = status(&r.stop_reason);
         Self {
-            output: Some(output(&r.content, id)),
             usage: Some(ResponsesUsage::of(&r.usage)),
             incomplete_details: incomplete,
             service_tier: Some(Cow::Borrowed(chat::served_tier_word(r))),
@@ -1440,7 +1595,11 @@ mod tests {
             ),
             (
                 json!([{ "role": "user", "content": [{ "type": "input_file", "file_id": "f" }] }]),
-                "input[0].content[0]",
+                "input[0].content[0]: a \"input_file\" part",
+            ),
+            (
+                json!([{ "role": "user", "content": [{ "text": "x" }] }]),
+                "input[0].content[0]: a content part needs a type",
             ),
             (
                 json!([{ "type": "function_call", "call_id": "c", "name": "f", "arguments": "{" }]),
@@ -1457,6 +1616,39 @@ mod tests {
             let e = read_input(Some(&items)).unwrap_err();
             assert!(e.to_string().contains(path), "{path}: {e}");
         }
+    }
+
+    #[test]
+    fn output_from_other_servers_reads_leniently_in_one_pass() {
+        // Nulls where strings go, an item and a part without a type, echoed fields of any
+        // shape: read as nothing, skipped, or ignored, never a failure.
+        let body = json!({ "id": null, "created_at": 1.5, "model": null, "status": "completed",
+            "tools": [{ "type": "web_search" }], "instructions": [{ "role": "system" }],
+            "output": [
+                { "id": "x" },
+                { "type": "message", "role": "assistant", "content": [{ "text": "lost" }, { "type": "output_text", "text": null }, { "type": "output_text", "text": "Hi" }] },
+                { "type": "function_call", "call_id": "c1", "name": "f", "arguments": null },
+                { "type": "reasoning", "summary": null, "content": [{ "type": "reasoning_text", "text": "hm" }] },
+            ] })
+        .to_string();
+        let r: Response<'_> = serde_json::from_str(&body).unwrap();
+        let (blocks, called) = read_output(r.output.unwrap());
+        assert!(called);
+        assert_eq!(blocks[0], OutputBlock::Text(String::new()));
+        assert_eq!(blocks[1], OutputBlock::Text("Hi".into()));
+        assert!(matches!(&blocks[2], OutputBlock::ToolUse { name, .. } if name == "f"));
+        assert!(
+            matches!(&blocks[3], OutputBlock::Reasoning(ReasoningBlock::Text(t)) if t.text == "hm")
+        );
+        // Borrowed from the body where nothing is escaped.
+        let v = r#"{"type":"message","role":"assistant","content":"plain"}"#;
+        let Item::Message(m) = serde_json::from_str::<Item<'_>>(v).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(
+            m.content,
+            Some(Content::Text(Cow::Borrowed("plain")))
+        ));
     }
 
     #[test]

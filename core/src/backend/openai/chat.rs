@@ -314,6 +314,7 @@ impl Events {
             }
             if let Some(reason) = choice.finish_reason {
                 self.stopped = true;
+                self.start_unnamed_ids(bad, &mut out)?;
                 if self.unstarted_call() {
                     return Err(bad.error("a tool call came without its id or name"));
                 }
@@ -383,6 +384,37 @@ impl Events {
                 index,
                 id: id.clone(),
                 name: name.clone(),
+            });
+            if !pending.held.is_empty() {
+                out.push(BackendEvent::ToolUseDelta {
+                    index,
+                    input_json: std::mem::take(&mut pending.held),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls that got a name but never an id (older TGI sends `""`) start at the finish,
+    /// with an id made from their index, so that their result can answer them.
+    fn start_unnamed_ids(
+        &mut self,
+        bad: &Malformed<'_>,
+        out: &mut Vec<BackendEvent>,
+    ) -> Result<()> {
+        for (key, pending) in &mut self.calls {
+            if pending.started || pending.id.is_some() || pending.name.is_none() {
+                continue;
+            }
+            let index = u32::try_from(*key)
+                .ok()
+                .and_then(|i| i.checked_add(FIRST_TOOL))
+                .ok_or_else(|| bad.error("a tool call's index is out of range"))?;
+            pending.started = true;
+            out.push(BackendEvent::ToolUseStart {
+                index,
+                id: format!("call_{key}"),
+                name: pending.name.clone().unwrap_or_default(),
             });
             if !pending.held.is_empty() {
                 out.push(BackendEvent::ToolUseDelta {

@@ -610,6 +610,34 @@ mod tests {
     }
 
     #[test]
+    fn a_call_sent_with_an_empty_id_starts_at_the_finish_with_one_made_for_it() {
+        let mut r = LineReader::new(PayloadFormat::OpenaiChat, 0, "e", "r");
+        let mut events = Vec::new();
+        for line in [
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"","type":"function","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ] {
+            events.extend(r.read(line).unwrap().events);
+        }
+        assert!(
+            events.contains(&BackendEvent::ToolUseStart {
+                index: 2,
+                id: "call_0".into(),
+                name: "f".into()
+            }),
+            "{events:?}"
+        );
+        assert!(
+            events.contains(&BackendEvent::ToolUseDelta {
+                index: 2,
+                input_json: "{\"a\":1}".into()
+            }),
+            "{events:?}"
+        );
+    }
+
+    #[test]
     fn a_call_whose_id_and_name_repeat_on_every_chunk_starts_once() {
         let mut r = LineReader::new(PayloadFormat::OpenaiChat, 9, "e", "r");
         let mut events = Vec::new();

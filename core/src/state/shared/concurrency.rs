@@ -11,7 +11,8 @@ use super::*;
 
 /// Leases `want` slots of a target for replica `ARGV[1]` (never fewer than its `in_use`, never
 /// more than the fleet's limit leaves), until `ttl` ms from now; the fleet's limit starts at
-/// the replica's own and rises to it once no throttle lowered it for `probe_after` ms. Returns
+/// the replica's own and rises with it until a throttle lowers it, then a slot at a time
+/// toward it, once per `probe_after` ms without a throttle. Returns
 /// `{granted, limit, others, taught_ago}`: the slots granted, the fleet's limit (floored), the
 /// slots the other replicas hold, and how long ago a throttle last lowered the limit (ms; -1
 /// for never). Redis's own clock, so replicas' clocks do not matter.
@@ -23,9 +24,17 @@ local want, in_use = tonumber(ARGV[2]), tonumber(ARGV[3])
 local ttl, mine_limit, probe_after = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local lim = tonumber(redis.call('HGET', KEYS[1], 'lim'))
 local taught = tonumber(redis.call('HGET', KEYS[1], 'taught'))
-if lim == nil or (mine_limit > lim and (taught == nil or now - taught >= probe_after)) then
+if lim == nil or (mine_limit > lim and taught == nil) then
   lim = mine_limit
   redis.call('HSET', KEYS[1], 'lim', tostring(lim))
+elseif mine_limit > lim then
+  -- Taught: a slot at a time, once per probe_after since the lesson or the last rise, so a
+  -- replica whose own limit is stale cannot lift a lesson in one step.
+  local raised = tonumber(redis.call('HGET', KEYS[1], 'raised')) or 0
+  if now - math.max(taught, raised) >= probe_after then
+    lim = math.min(mine_limit, math.floor(lim) + 1)
+    redis.call('HSET', KEYS[1], 'lim', tostring(lim), 'raised', now)
+  end
 end
 local all = redis.call('HGETALL', KEYS[1])
 local others = 0

@@ -182,7 +182,11 @@ fn with_extras(response: &Response<'_>, r: &GenerateResponse) -> Value {
 /// The answer as a `response` object with `laneway` (decision, timings, cost) beside it.
 pub fn response(r: &GenerateResponse, model: &str) -> Value {
     let id = format!("resp_{}", r.decision.call_id.replace([':', '/'], "_"));
-    with_extras(&Response::of(r, &id, now_unix(), model), r)
+    let whole = Response {
+        output: Some(wire::output(&r.content, &id)),
+        ..Response::of(r, &id, now_unix(), model)
+    };
+    with_extras(&whole, r)
 }
 
 /// Writes a stream's events as the Responses API's typed events, numbered: `response.created`
