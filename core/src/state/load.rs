@@ -155,29 +155,38 @@ impl TargetLoad {
         let Some(fleet) = &self.fleet else {
             return self.limit_cap(lane, class, background_share);
         };
+        self.fleet_cap(lane, class, background_share)
+            .min(fleet.lease.unwrap_or(0))
+    }
+
+    /// Shared, the most a call of `class` may have in flight on `lane` by the fleet's limit,
+    /// less the other replicas' slots: none when they hold it all. Flex's own limit is not the
+    /// fleet's (it grows only by flex successes here): a replica keeps a flex slot, or it could
+    /// never learn it.
+    fn fleet_cap(&self, lane: Lane, class: SloClass, background_share: f64) -> u32 {
         if lane == Lane::Flex {
-            // Flex's own limit is not the fleet's (it grows only by flex successes here): a
-            // replica keeps a flex slot, or it could never learn it.
-            return self
-                .limit_cap(lane, class, background_share)
-                .min(fleet.lease.unwrap_or(0));
+            return self.limit_cap(lane, class, background_share);
         }
         let left = self.limit(lane).saturating_sub(self.others());
-        let cap = match class {
+        match class {
             SloClass::Background | SloClass::Batch if left > 0 => {
                 ((f64::from(left) * background_share).floor() as u32).max(1)
             }
             _ => left,
-        };
-        cap.min(fleet.lease.unwrap_or(0))
+        }
     }
 
     /// Its load as plans see it: against its limit (shared, the fleet's, less the other
-    /// replicas' slots), not this replica's lease, which a call leases more of when it needs.
+    /// replicas' slots: full when they hold it all, so that plans prefer a target with room),
+    /// not this replica's lease, which a call leases more of when it needs.
     fn load(&self, lane: Lane, class: SloClass, background_share: f64) -> Load {
+        let limit = match self.fleet {
+            Some(_) => self.fleet_cap(lane, class, background_share),
+            None => self.limit_cap(lane, class, background_share),
+        };
         Load {
             in_flight: self.in_flight,
-            limit: Some(self.limit_cap(lane, class, background_share)),
+            limit: Some(limit),
             refusing: false,
         }
     }
@@ -1350,6 +1359,11 @@ mod tests {
         assert!(
             fill(&h, now).is_empty(),
             "no floor of one slot over a full fleet"
+        );
+        assert_eq!(
+            limit(&h, now),
+            Some(0),
+            "plans see it full, and prefer a target with room"
         );
         // The others gave five back: three are this replica's to use.
         let [(_, _, renewal)] = h.renewals(now).try_into().unwrap();
