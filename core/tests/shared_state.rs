@@ -821,10 +821,7 @@ async fn a_lesson_counts_the_slots_the_others_hold_now_not_when_the_teacher_last
     ))
     .shared
     .unwrap();
-    let (first, second) = (
-        std::sync::Arc::new(Shared::new(&config).unwrap()),
-        Shared::new(&config).unwrap(),
-    );
+    let (first, second) = (Shared::new(&config).unwrap(), Shared::new(&config).unwrap());
     let probe_after = Duration::from_secs(5);
     let ask = |want: u32, in_use: u32| LeaseAsk {
         want,
@@ -844,25 +841,15 @@ async fn a_lesson_counts_the_slots_the_others_hold_now_not_when_the_teacher_last
     assert_eq!((lease.granted, lease.limit), (10, 16));
     // The first is throttled with its 4 in flight: alone, it would learn 3; the second holds
     // 10 now, so the fleet learns 13.
-    first.teach_limit(
-        "us-east-1",
-        "m",
-        Lesson {
-            limit: 3,
-            others_seen: 0,
-        },
-    );
-    let mut limit = 16;
-    for _ in 0..200 {
-        let a = second
-            .lease_slots("us-east-1", "m", ask(10, 10), probe_after, false)
-            .await
-            .unwrap();
-        limit = a.limit;
-        if a.taught_ago.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(limit, 13);
+    let lesson = Lesson {
+        limit: 3,
+        others_seen: 0,
+    };
+    assert_eq!(first.teach("us-east-1", "m", lesson).await, Some(13));
+    let seen = second
+        .lease_slots("us-east-1", "m", ask(10, 10), probe_after, false)
+        .await
+        .unwrap();
+    assert_eq!(seen.limit, 13);
+    assert!(seen.taught_ago.is_some());
 }

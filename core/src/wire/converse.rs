@@ -1032,32 +1032,11 @@ mod tests {
 
     #[test]
     fn reasoning_and_model_fields_come_back_in_conveses_shape() {
-        let mut r = GenerateResponse {
-            content: Vec::new(),
-            stop_reason: crate::StopReason::EndTurn,
-            usage: crate::Usage::default(),
-            timings: crate::Timings::default(),
-            decision: crate::RouteDecision {
-                call_id: "lw1:x".into(),
-                provider: crate::Provider::Bedrock,
-                model: "m".into(),
-                family: None,
-                target: "m".into(),
-                region: "us-east-1".into(),
-                endpoint: None,
-                tier: None,
-                served_tier: None,
-                invoked_model: None,
-                reasons: Vec::new(),
-                failed_attempts: Vec::new(),
-                attempts_sent: 1,
-                hedge: None,
-            },
-            cost_usd: 0.0,
-            cache_savings_usd: 0.0,
-            model_response_fields: None,
-            guardrail_trace: None,
-        };
+        let mut r = GenerateResponse::for_tests(
+            Vec::new(),
+            crate::StopReason::EndTurn,
+            crate::Usage::default(),
+        );
         r.content = vec![
             OutputBlock::Reasoning(ReasoningBlock::Text(crate::ReasoningText {
                 text: "think".into(),

@@ -185,15 +185,20 @@ impl Shared {
         if !self.usable() {
             return;
         }
+        let (me, region, id) = (self.clone(), region.to_string(), id.to_string());
+        handle.spawn(async move { me.teach(&region, &id, lesson).await });
+    }
+
+    /// Teaches the fleet a throttle's lesson (one round trip); returns the limit it taught
+    /// after correcting it, `None` when Redis did not answer.
+    pub async fn teach(&self, region: &str, id: &str, lesson: Lesson) -> Option<u32> {
         let key = self.conc_key(region, id);
-        let me = self.clone();
-        handle.spawn(async move {
-            let mut conn = me.conn.clone();
-            let mut call = me.teach.key(&key);
-            call.arg(me.replica_id)
-                .arg(lesson.limit.max(1))
-                .arg(lesson.others_seen);
-            me.run::<i64>("teach", call.invoke_async(&mut conn)).await;
-        });
+        let mut conn = self.conn.clone();
+        let mut call = self.teach.key(&key);
+        call.arg(self.replica_id)
+            .arg(lesson.limit.max(1))
+            .arg(lesson.others_seen);
+        let taught: i64 = self.run("teach", call.invoke_async(&mut conn)).await?;
+        u32::try_from(taught).ok()
     }
 }

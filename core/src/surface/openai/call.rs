@@ -216,32 +216,11 @@ mod tests {
     use serde_json::json;
 
     fn answered() -> GenerateResponse {
-        GenerateResponse {
-            content: vec![crate::OutputBlock::Text("Hi there".into())],
-            stop_reason: crate::StopReason::EndTurn,
-            usage: crate::Usage::default(),
-            timings: crate::Timings::default(),
-            decision: crate::RouteDecision {
-                call_id: "lw1:x".into(),
-                provider: crate::Provider::Bedrock,
-                model: "m".into(),
-                family: None,
-                target: "m".into(),
-                region: "us-east-1".into(),
-                endpoint: None,
-                tier: None,
-                served_tier: None,
-                invoked_model: None,
-                reasons: Vec::new(),
-                failed_attempts: Vec::new(),
-                attempts_sent: 1,
-                hedge: None,
-            },
-            cost_usd: 0.0,
-            cache_savings_usd: 0.0,
-            model_response_fields: None,
-            guardrail_trace: None,
-        }
+        GenerateResponse::for_tests(
+            vec![crate::OutputBlock::Text("Hi there".into())],
+            crate::StopReason::EndTurn,
+            crate::Usage::default(),
+        )
     }
 
     #[test]
