@@ -20,6 +20,7 @@ mod load;
 mod model;
 mod openai;
 mod pricing;
+mod priors;
 mod raw;
 mod reasoning;
 mod routing;
@@ -33,6 +34,7 @@ pub use model::{BedrockModel, ModelConfig, OtherModel, QuotaTerms, SagemakerMode
 pub use model::{EndpointConfig, PayloadFormat};
 pub use openai::{MantleConfig, MantlePrefix, OpenAiApi, OpenAiConfig};
 pub use pricing::PricingConfig;
+pub use priors::{LatencyPrior, ModelLatency, PartialPrior, PriorsConfig};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use routing::{
     ClassTimeouts, ConcurrencyConfig, HedgeConfig, LearnedLimits, OverflowConfig, Reach,
@@ -129,6 +131,23 @@ impl Config {
         });
         &BUILTIN
     }
+
+    /// What an attempt of `model` at `tier` (`None`: a target without tiers) through
+    /// `provider` is expected to take before its target has answered: the model's own
+    /// `latency` figures over its tier's `[routing.priors]`.
+    pub fn latency_prior(
+        &self,
+        model: &str,
+        tier: Option<ServiceTier>,
+        provider: &Provider,
+    ) -> LatencyPrior {
+        priors::resolve(
+            &self.routing.priors,
+            self.models.get(model).map(ModelConfig::latency),
+            tier,
+            provider,
+        )
+    }
 }
 
 /// Each section's `Default` is its value in `defaults.toml`, the one place defaults are written.
@@ -154,6 +173,7 @@ default_from_builtin! {
     BudgetConfig => routing.budget;
     ConcurrencyConfig => routing.concurrency;
     OverflowConfig => routing.overflow;
+    PriorsConfig => routing.priors;
     CachePolicy => prompt_cache;
     TelemetryConfig => telemetry;
 }

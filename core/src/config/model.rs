@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::openai::OpenAiConfig;
 use super::reasoning::ReasoningConfig;
 use super::{
-    ApplicationProfile, Price, PricingConfig, PromptCacheConfig, QuotaConfig, ReservationConfig,
+    ApplicationProfile, ModelLatency, Price, PricingConfig, PromptCacheConfig, QuotaConfig,
+    ReservationConfig,
 };
 use crate::types::{ProfileScope, Provider, ServiceTier};
 
@@ -68,6 +69,9 @@ struct BedrockSpec {
     /// The OpenAI-compatible APIs that serve it, on bedrock-runtime and bedrock-mantle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     openai: Option<OpenAiConfig>,
+    /// Expected latency before a target of it has answered, over `[routing.priors]`.
+    #[serde(default, skip_serializing_if = "ModelLatency::is_empty")]
+    latency: ModelLatency,
     price: Price,
 }
 
@@ -82,6 +86,9 @@ struct SagemakerSpec {
     /// A Bedrock family to fall back to when every endpoint fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fallback_family: Option<String>,
+    /// Expected latency before a target of it has answered, over `[routing.priors]`.
+    #[serde(default, skip_serializing_if = "ModelLatency::is_empty")]
+    latency: ModelLatency,
     price: Price,
 }
 
@@ -96,6 +103,9 @@ struct OtherSpec {
     /// The regions (or any names) that serve it, one target each, in order.
     #[serde(default)]
     regions: Vec<String>,
+    /// Expected latency before a target of it has answered, over `[routing.priors]`.
+    #[serde(default, skip_serializing_if = "ModelLatency::is_empty")]
+    latency: ModelLatency,
     price: Price,
 }
 
@@ -179,6 +189,8 @@ pub struct BedrockModel {
     pub openai: Option<Box<OpenAiConfig>>,
     /// What it costs, in US dollars per 1,000 tokens (on-demand, standard tier).
     pub price: Price,
+    /// Expected latency before a target of it has answered, over `[routing.priors]`.
+    pub latency: ModelLatency,
 }
 
 /// A model on SageMaker real-time endpoints.
@@ -190,6 +202,8 @@ pub struct SagemakerModel {
     pub fallback_family: Option<String>,
     /// What it costs, in US dollars per 1,000 tokens.
     pub price: Price,
+    /// Expected latency before a target of it has answered, over `[routing.priors]`.
+    pub latency: ModelLatency,
 }
 
 /// A model of a provider of your own (its backend registered with
@@ -204,6 +218,8 @@ pub struct OtherModel {
     pub regions: Vec<String>,
     /// What it costs, in US dollars per 1,000 tokens.
     pub price: Price,
+    /// Expected latency before a target of it has answered, over `[routing.priors]`.
+    pub latency: ModelLatency,
 }
 
 impl<'de> Deserialize<'de> for ModelConfig {
@@ -242,6 +258,7 @@ impl<'de> Deserialize<'de> for ModelConfig {
                 Ok(ModelConfig::Sagemaker(SagemakerModel {
                     endpoints: s.endpoints,
                     fallback_family: s.fallback_family,
+                    latency: s.latency,
                     price: s.price,
                 }))
             }
@@ -256,6 +273,7 @@ impl<'de> Deserialize<'de> for ModelConfig {
                     provider: o.provider,
                     model_id: o.model_id,
                     regions: o.regions,
+                    latency: o.latency,
                     price: o.price,
                 }))
             }
@@ -282,6 +300,7 @@ impl From<BedrockSpec> for BedrockModel {
             structured_output: s.structured_output,
             converse: s.converse,
             openai: s.openai.map(Box::new),
+            latency: s.latency,
             price: s.price,
         }
     }
@@ -308,6 +327,7 @@ impl Serialize for ModelConfig {
                 structured_output: b.structured_output,
                 converse: b.converse,
                 openai: b.openai.as_deref().cloned(),
+                latency: b.latency.clone(),
                 price: b.price,
             }
             .serialize(ser),
@@ -315,6 +335,7 @@ impl Serialize for ModelConfig {
                 provider: Provider::Sagemaker,
                 endpoints: m.endpoints.clone(),
                 fallback_family: m.fallback_family.clone(),
+                latency: m.latency.clone(),
                 price: m.price,
             }
             .serialize(ser),
@@ -322,6 +343,7 @@ impl Serialize for ModelConfig {
                 provider: o.provider.clone(),
                 model_id: o.model_id.clone(),
                 regions: o.regions.clone(),
+                latency: o.latency.clone(),
                 price: o.price,
             }
             .serialize(ser),
@@ -336,6 +358,15 @@ impl ModelConfig {
             ModelConfig::Bedrock(_) => Provider::Bedrock,
             ModelConfig::Sagemaker(_) => Provider::Sagemaker,
             ModelConfig::Other(o) => o.provider.clone(),
+        }
+    }
+
+    /// Its own latency priors (its `latency` table).
+    pub fn latency(&self) -> &ModelLatency {
+        match self {
+            ModelConfig::Bedrock(b) => &b.latency,
+            ModelConfig::Sagemaker(s) => &s.latency,
+            ModelConfig::Other(o) => &o.latency,
         }
     }
 

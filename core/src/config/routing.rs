@@ -31,9 +31,10 @@ pub struct RoutingConfig {
     /// broken one fails over unseen. `false` sends Converse / InvokeEndpoint, bounded only by
     /// the answer limit (for containers that cannot stream).
     pub stream_generate: bool,
-    /// TTFT assumed for a target not measured yet, when ordering by latency (milliseconds).
-    #[serde(with = "crate::types::units::serde_millis")]
-    pub prior_ttft: Duration,
+    /// What a target is expected to take before it has answered, by tier (a model's own
+    /// `latency` table overrides them): a cold target's time limits, hedge delay and latency
+    /// rank start from them.
+    pub priors: super::PriorsConfig,
     /// Output tokens assumed for a call without `max_tokens`, for reservations and deadlines.
     pub default_output_tokens: u32,
     /// How long a minute lasts for the per-minute ledgers (reservations and quotas): 60 s;

@@ -262,7 +262,7 @@ impl<'a> InFlight<'a> {
         let a = &self.attempt;
         let now = crate::time::now();
         if let Some(b) = self.fired
-            && matches!(b.source, crate::types::LimitSource::Learned { .. })
+            && b.source.is_estimate()
         {
             let waited = match b.limit {
                 crate::types::TimeLimit::Idle => b.length,

@@ -12,7 +12,7 @@ use std::task::{Poll, Waker};
 use tokio::time::{Instant, Sleep};
 
 use crate::config::{LearnedLimits, RoutingConfig};
-use crate::state::LearnedLatency;
+use crate::state::{LearnedLatency, Observed};
 use crate::types::GenerateRequest;
 use crate::types::{LimitSource, TimeLimit};
 
@@ -29,6 +29,31 @@ pub struct Limits {
     pub answer: Duration,
     /// What a reasoning call's first-token limit grew by (zero without reasoning).
     reasoning_allowance: Duration,
+}
+
+/// What a target is expected to take before its own observations suffice: the high quantiles
+/// of its model's prior (`[routing.priors]`, the model's `latency` table), or the fleet's
+/// figures for the target, and how many observations they count as.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expected {
+    /// A high quantile of the time to the first token, net of reading the input.
+    pub ttft: Duration,
+    /// A high quantile of a stream's longest gap.
+    pub gap: Duration,
+    /// How many observations of the target's own it counts as.
+    pub weight: u32,
+}
+
+impl Expected {
+    /// `prior`, counting as `weight` observations, blended with what the target has shown:
+    /// `(weight × prior + n × observed) / (weight + n)`.
+    pub fn blend(prior: Duration, weight: u32, seen: Option<Observed>) -> Duration {
+        let Some(seen) = seen.filter(|o| o.samples > 0) else {
+            return prior;
+        };
+        let (w, n) = (f64::from(weight), seen.samples as f64);
+        saturating_secs((w * prior.as_secs_f64() + n * seen.quantile.as_secs_f64()) / (w + n))
+    }
 }
 
 /// An attempt's own first-token and idle limits (learnt from its target, or its class's), each
@@ -93,35 +118,58 @@ impl Limits {
         }
     }
 
-    /// The limits of an attempt reading `input_tokens` on a target that has shown `observed`:
-    /// each learnt limit is `learned.factor` times the observed quantile, at least
+    /// The limits of an attempt reading `input_tokens` on a target that has shown `observed`,
+    /// and was `expected` to take what its prior says (or the fleet's figures for it): each
+    /// limit is `learned.factor` times an estimate of the target's high quantile, at least
     /// `learned.floor`; the first token's also takes the attempt's input at
-    /// `learned.prefill_tokens_per_second` and the reasoning allowance. The class's limit when
-    /// that is shorter, or when the target has been seen fewer than `learned.min_samples`
-    /// times.
+    /// `learned.prefill_tokens_per_second` and the reasoning allowance. The estimate is the
+    /// target's own quantile once it has `learned.min_samples` observations, or once an
+    /// attempt there was cut (the prior was too short for it); before, the prior blended with
+    /// what it has shown ([`Expected::blend`]). The class's limit when that is shorter, or
+    /// with neither enough observations nor a prior.
     pub fn for_attempt(
         &self,
         learned: &LearnedLimits,
         observed: LearnedLatency,
+        expected: Option<Expected>,
         input_tokens: u64,
     ) -> AttemptLimits {
-        let derive = |ceiling: Duration, seen: Option<(Duration, usize)>, extra: Duration| {
-            let Some((q, n)) =
-                seen.filter(|&(_, n)| learned.enabled && n >= learned.min_samples as usize)
-            else {
-                return ((ceiling, LimitSource::Class), Duration::ZERO);
+        let derive = |ceiling: Duration,
+                      seen: Option<Observed>,
+                      prior: Option<Duration>,
+                      extra: Duration| {
+            let class = ((ceiling, LimitSource::Class), Duration::ZERO);
+            if !learned.enabled {
+                return class;
+            }
+            let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+            let own_alone = seen.filter(|o| o.samples >= learned.min_samples as usize || o.cut);
+            let (estimate, source) = match (own_alone, expected.zip(prior)) {
+                (Some(o), _) => (
+                    o.quantile,
+                    LimitSource::Learned {
+                        quantile: learned.quantile,
+                        observed_ms: millis(o.quantile),
+                        factor: learned.factor,
+                        samples: u32::try_from(o.samples).unwrap_or(u32::MAX),
+                    },
+                ),
+                (None, Some((e, prior))) if e.weight > 0 => (
+                    Expected::blend(prior, e.weight, seen),
+                    LimitSource::Prior {
+                        prior_ms: millis(prior),
+                        observed_ms: seen.map(|o| millis(o.quantile)),
+                        samples: seen.map_or(0, |o| u32::try_from(o.samples).unwrap_or(u32::MAX)),
+                        factor: learned.factor,
+                    },
+                ),
+                _ => return class,
             };
-            let own = saturating_secs(q.as_secs_f64() * learned.factor).max(learned.floor);
+            let own = saturating_secs(estimate.as_secs_f64() * learned.factor).max(learned.floor);
             let whole = own.saturating_add(extra);
             if whole >= ceiling {
-                return ((ceiling, LimitSource::Class), Duration::ZERO);
+                return class;
             }
-            let source = LimitSource::Learned {
-                quantile: learned.quantile,
-                observed_ms: u64::try_from(q.as_millis()).unwrap_or(u64::MAX),
-                factor: learned.factor,
-                samples: u32::try_from(n).unwrap_or(u32::MAX),
-            };
             ((whole, source), own)
         };
         let prefill =
@@ -129,9 +177,15 @@ impl Limits {
         let (first_token, first_token_learnt) = derive(
             self.first_token,
             observed.ttft,
+            expected.map(|e| e.ttft),
             self.reasoning_allowance.saturating_add(prefill),
         );
-        let (idle, _) = derive(self.idle, observed.gap, Duration::ZERO);
+        let (idle, _) = derive(
+            self.idle,
+            observed.gap,
+            expected.map(|e| e.gap),
+            Duration::ZERO,
+        );
         let saved = self.first_token.saturating_sub(first_token.0);
         AttemptLimits {
             first_token,
@@ -140,6 +194,12 @@ impl Limits {
             class_idle: self.idle,
             answer: (self.answer.saturating_sub(saved), first_token.1),
         }
+    }
+
+    /// What a reasoning call's first token may take beyond the model's usual: the time its
+    /// reasoning budget takes (zero without reasoning).
+    pub fn reasoning_allowance(&self) -> Duration {
+        self.reasoning_allowance
     }
 
     /// The limits of a call that reasons first, within `reasoning_tokens`: its first-token
@@ -209,7 +269,7 @@ impl Limits {
             _ => Duration::ZERO,
         };
         let ceiling = match source {
-            LimitSource::Learned { .. } => now
+            s if s.is_estimate() => now
                 .checked_add(class)
                 .map_or(self.deadline, |c| c.min(self.deadline)),
             _ => now,
@@ -449,10 +509,10 @@ mod tests {
             ..LearnedLimits::default()
         };
         let seen = LearnedLatency {
-            ttft: Some((Duration::from_millis(100), 30)),
-            gap: Some((Duration::from_millis(500), 30)),
+            ttft: Some(observed(100, 30, false)),
+            gap: Some(observed(500, 30, false)),
         };
-        let a = limits.for_attempt(&learned, seen, 1_000);
+        let a = limits.for_attempt(&learned, seen, None, 1_000);
         // max(3 x 100 ms, the 1 s floor), 1,000 tokens of input at 5,000 tokens/s and the 5 s
         // a silent reasoning may take.
         assert_eq!(a.first_token.0, Duration::from_millis(6_200));
@@ -469,19 +529,19 @@ mod tests {
             }
         ));
         // A prompt of 50,000 tokens may take 10 s for them.
-        let long = limits.for_attempt(&learned, seen, 50_000);
+        let long = limits.for_attempt(&learned, seen, None, 50_000);
         assert_eq!(long.first_token.0, Duration::from_secs(16));
         // Past the class's ceiling: the class's.
-        let huge = limits.for_attempt(&learned, seen, 500_000);
+        let huge = limits.for_attempt(&learned, seen, None, 500_000);
         assert_eq!(huge.first_token, (limits.first_token, LimitSource::Class));
         assert_eq!(huge.first_token_learnt, Duration::ZERO);
         // Seen too few times, or learning off: the class's.
         let few = LearnedLatency {
-            ttft: Some((Duration::from_millis(100), 3)),
+            ttft: Some(observed(100, 3, false)),
             gap: None,
         };
         assert_eq!(
-            limits.for_attempt(&learned, few, 10).first_token,
+            limits.for_attempt(&learned, few, None, 10).first_token,
             (limits.first_token, LimitSource::Class)
         );
         let off = LearnedLimits {
@@ -489,8 +549,101 @@ mod tests {
             ..learned
         };
         assert_eq!(
-            limits.for_attempt(&off, seen, 10).idle,
+            limits.for_attempt(&off, seen, None, 10).idle,
             (limits.idle, LimitSource::Class)
+        );
+    }
+
+    fn observed(ms: u64, samples: usize, cut: bool) -> Observed {
+        Observed {
+            quantile: Duration::from_millis(ms),
+            samples,
+            cut,
+        }
+    }
+
+    #[test]
+    fn a_cold_target_is_limited_by_its_prior_which_its_own_answers_soon_move() {
+        let start = Instant::now();
+        let limits = Limits::for_call(&routing(), &GenerateRequest::user("hi"), start);
+        let learned = LearnedLimits::default();
+        // A prior of 2 s to the first token and 1 s between deltas, counting as 4 answers.
+        let prior = Expected {
+            ttft: Duration::from_secs(2),
+            gap: Duration::from_secs(1),
+            weight: 4,
+        };
+        let cold = limits.for_attempt(&learned, LearnedLatency::default(), Some(prior), 0);
+        // 3 x the prior, not the class's 30 s.
+        assert_eq!(cold.first_token.0, Duration::from_secs(6));
+        assert_eq!(cold.idle.0, Duration::from_secs(3));
+        assert!(matches!(
+            cold.first_token.1,
+            LimitSource::Prior {
+                prior_ms: 2000,
+                observed_ms: None,
+                samples: 0,
+                ..
+            }
+        ));
+        assert_eq!(cold.first_token_learnt, Duration::from_secs(6));
+        // Four answers of 400 ms: halfway to them, (4 x 2 s + 4 x 0.4 s) / 8 = 1.2 s, x 3.
+        let four = LearnedLatency {
+            ttft: Some(observed(400, 4, false)),
+            gap: Some(observed(200, 4, false)),
+        };
+        let warmer = limits.for_attempt(&learned, four, Some(prior), 0);
+        assert_eq!(warmer.first_token.0, Duration::from_millis(3_600));
+        assert_eq!(warmer.idle.0, Duration::from_millis(1_800));
+        // Enough of its own: the prior no longer counts.
+        let enough = LearnedLatency {
+            ttft: Some(observed(400, learned.min_samples as usize, false)),
+            gap: None,
+        };
+        let warm = limits.for_attempt(&learned, enough, Some(prior), 0);
+        assert_eq!(warm.first_token.0, Duration::from_millis(1_200));
+        assert!(matches!(warm.first_token.1, LimitSource::Learned { .. }));
+        // Long input and reasoning keep their allowances over a prior too.
+        let long = limits.for_attempt(&learned, LearnedLatency::default(), Some(prior), 50_000);
+        assert_eq!(long.first_token.0, Duration::from_secs(16));
+        // A prior of weight 0 is no prior: the class's until `min_samples`.
+        let none = Expected { weight: 0, ..prior };
+        let class = limits.for_attempt(&learned, LearnedLatency::default(), Some(none), 0);
+        assert_eq!(class.first_token, (limits.first_token, LimitSource::Class));
+    }
+
+    #[test]
+    fn a_target_slower_than_its_prior_is_given_longer_after_each_cut() {
+        let start = Instant::now();
+        let limits = Limits::for_call(&routing(), &GenerateRequest::user("hi"), start);
+        let learned = LearnedLimits::default();
+        let prior = Expected {
+            ttft: Duration::from_secs(1),
+            gap: Duration::from_secs(1),
+            weight: 4,
+        };
+        // The target takes 10 s, ten times its prior: the first attempt is cut at 3 s...
+        let mut track = crate::state::LatencyTrack::default();
+        let mut waits = vec![];
+        for _ in 0..4 {
+            let seen = LearnedLatency {
+                ttft: track
+                    .first_token_quantile(learned.quantile, learned.prefill_tokens_per_second),
+                gap: None,
+            };
+            let a = limits.for_attempt(&learned, seen, Some(prior), 0);
+            waits.push(a.first_token.0);
+            if a.first_token.0 >= Duration::from_secs(10) {
+                break;
+            }
+            track.record_first_token_cut(a.first_token_learnt);
+        }
+        // ...and each cut gives the next `factor` times longer, the prior set aside: 3 s, 9 s,
+        // then 27 s, which the target's 10 s fits.
+        assert_eq!(
+            waits,
+            [3, 9, 27].map(Duration::from_secs).to_vec(),
+            "{waits:?}"
         );
     }
 

@@ -157,16 +157,19 @@ impl Executor {
     ) -> Result<GenerateResponse> {
         // A hedge races first tokens, which only a stream shows: an interactive call with a
         // TTFT target is streamed for it; standard calls hedge only when streamed anyway.
-        let races = request.slo.ttft_target.is_some() && self.hedges(request, &plan);
-        if self.config.routing.stream_generate || races {
+        let hedged = self.hedges(request, &plan);
+        let races = request.slo.ttft_target.is_some() && hedged;
+        let streams = self.config.routing.stream_generate || races;
+        if streams || hedged {
             // First tokens and gaps between events show a stalled attempt long before a whole
             // answer would be due (and a hedge races first tokens, which only a stream shows).
-            let mut events = stream::run(
-                Arc::clone(self),
-                request.clone(),
-                plan,
-                stream::Delivery::Whole,
-            );
+            // Sent whole, a hedged call hedges when its answer is later than expected.
+            let delivery = if streams {
+                stream::Delivery::Whole
+            } else {
+                stream::Delivery::Answer
+            };
+            let mut events = stream::run(Arc::clone(self), request.clone(), plan, delivery);
             while let Some(event) = events.next().await {
                 if let StreamEvent::Completed(done) = event? {
                     return Ok(*done);

@@ -162,8 +162,9 @@ impl<'a> Run<'a> {
     }
 
     /// An attempt's own first-token and idle limits: learnt from its target's latency at its
-    /// tier (`[routing.timeouts.learned]`) and the call's estimated input, or the class's.
-    /// Derived once per attempt, when first asked.
+    /// tier (`[routing.timeouts.learned]`), its model's prior until the target has shown
+    /// enough (`[routing.priors]`), and the call's estimated input; or the class's. Derived
+    /// once per attempt, when first asked.
     pub fn attempt_limits(&self, inflight: &mut InFlight<'_>) -> super::limits::AttemptLimits {
         if let Some(l) = inflight.limits {
             return l;
@@ -181,9 +182,46 @@ impl<'a> Run<'a> {
         } else {
             crate::state::LearnedLatency::default()
         };
-        *inflight
-            .limits
-            .insert(self.limits.for_attempt(learned, observed, self.estimate.0))
+        let expected = self.expected(attempt);
+        *inflight.limits.insert(self.limits.for_attempt(
+            learned,
+            observed,
+            Some(expected),
+            self.estimate.0,
+        ))
+    }
+
+    /// When `attempt`'s first event is due at the latest by its model's prior: the prior's
+    /// `ttft_p99`, this call's input at the prefill rate and its reasoning allowance, and (sent
+    /// `whole`) its output at the prior's speed.
+    pub fn expected_first_event(&self, attempt: &Attempt, whole: bool) -> std::time::Duration {
+        let config = &self.exec.config;
+        let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
+        let (input, output) = self.estimate;
+        let generation = if whole {
+            crate::types::units::clamped_secs(output as f64 / prior.tokens_per_second)
+                .unwrap_or(crate::MAX_DURATION)
+        } else {
+            std::time::Duration::ZERO
+        };
+        let prefill = config.routing.timeouts.learned.prefill_tokens_per_second;
+        prior
+            .ttft_p99
+            .saturating_add(crate::state::latency::prefill_time(input, prefill))
+            .saturating_add(self.limits.reasoning_allowance())
+            .saturating_add(generation)
+    }
+
+    /// What `attempt`'s target is expected to take before it has shown enough of its own: its
+    /// model's prior at its tier and surface.
+    pub fn expected(&self, attempt: &Attempt) -> super::limits::Expected {
+        let config = &self.exec.config;
+        let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
+        super::limits::Expected {
+            ttft: prior.ttft_p99,
+            gap: prior.gap_p99,
+            weight: config.routing.priors.weight,
+        }
     }
 
     /// The first attempt, in `region`, has no first token at its hedge delay (its target's
@@ -441,6 +479,13 @@ impl<'a> Run<'a> {
     async fn wait_for_slot(&mut self) -> Option<InFlight<'a>> {
         let full = std::mem::take(&mut self.full);
         let asks: Vec<_> = full.iter().map(|(a, _)| self.slot_ask(a)).collect();
+        // How long an attempt is expected to hold a slot before any was measured.
+        let prior_hold = full.first().map_or(std::time::Duration::ZERO, |(a, _)| {
+            let config = &self.exec.config;
+            config
+                .latency_prior(&a.model, a.tier, &a.target.provider)
+                .ttft
+        });
         let started = tokio::time::Instant::now();
         let in_line = self.exec.telemetry.queue_joined(self.request.slo.class);
         let waited = self
@@ -451,7 +496,7 @@ impl<'a> Run<'a> {
                 &asks,
                 self.request.slo.class,
                 self.limits.deadline(),
-                self.exec.config.routing.prior_ttft,
+                prior_hold,
             )
             .await;
         drop(in_line);

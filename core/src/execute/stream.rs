@@ -468,18 +468,20 @@ fn refuses_streaming(attempt: &Attempt, e: &Error) -> bool {
 
 /// Sends one attempt and waits for its first event, until its first-token bound (or the call's
 /// deadline when sooner); an endpoint that does not stream (configured so, or refusing the
-/// stream now) is sent the call whole, until its answer bound, and its answer becomes the
-/// events.
+/// stream now), or any attempt when `send_whole`, is sent the call whole, until its answer
+/// bound, and its answer becomes the events.
 async fn open<'a>(
     exec: &Executor,
     request: &GenerateRequest,
     checkpoints: Vec<Checkpoint>,
     mut inflight: InFlight<'a>,
     bounds: OpenBounds,
+    send_whole: bool,
 ) -> (InFlight<'a>, Opened) {
     let span = super::attempt::span(&inflight.attempt);
     let whole = match sent_whole(exec, &inflight.attempt) {
         Some(why) => Some(why),
+        None if send_whole => None,
         None => {
             match open_streamed(exec, request, &checkpoints, &mut inflight, bounds, &span).await {
                 Err(e) if refuses_streaming(&inflight.attempt, &e) => {
@@ -521,11 +523,12 @@ async fn open_hedged<'a>(
     req: &GenerateRequest,
     mut first: InFlight<'a>,
     delay: Duration,
+    send_whole: bool,
 ) -> (InFlight<'a>, Opened) {
     let primary_region = first.attempt.target.region().to_string();
     let cps = run.checkpoints_for(&first.attempt);
     let bounds = run.open_bounds(&mut first);
-    let primary = open(exec, req, cps, first, bounds);
+    let primary = open(exec, req, cps, first, bounds, send_whole);
     futures::pin_mut!(primary);
     match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
         Either::Left((done, _)) => done,
@@ -539,7 +542,7 @@ async fn open_hedged<'a>(
                     let hedge_target = second.attempt.target.id().to_string();
                     let cps = run.checkpoints_for(&second.attempt);
                     let bounds = run.open_bounds(&mut second);
-                    let hedge = open(exec, req, cps, second, bounds);
+                    let hedge = open(exec, req, cps, second, bounds, send_whole);
                     futures::pin_mut!(hedge);
                     let (done, hedge_won) = match futures::future::select(primary, hedge).await {
                         Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
@@ -617,9 +620,18 @@ fn into_parts(opened: Opened) -> Result<(EventStream, Option<Result<BackendEvent
 /// How long the first attempt has before a hedge goes, if it is hedged at all: with a TTFT
 /// target, its target's recent `routing.hedge.quantile` of first-token times (the TTFT target
 /// itself before any were seen), within [min_delay, ttft_target]; without, its
-/// `standard_quantile` once `routing.timeouts.learned.min_samples` are known (no hedge before:
-/// a guess would hedge a slow model's every call).
-fn hedge_delay(exec: &Executor, request: &GenerateRequest, attempt: &Attempt) -> Option<Duration> {
+/// `standard_quantile` once `routing.timeouts.learned.min_samples` are known, and before, its
+/// model's prior (`ttft_p99`, plus the call's input at the prefill rate and a reasoning
+/// call's allowance) blended with what the target has shown, so that a cold router hedges a
+/// stall after what the model normally takes. An attempt sent whole hedges by elapsed time:
+/// its prior part takes the answer's output at the prior's speed too.
+fn hedge_delay(
+    exec: &Executor,
+    run: &Run<'_>,
+    request: &GenerateRequest,
+    attempt: &Attempt,
+    whole: bool,
+) -> Option<Duration> {
     let routing = &exec.config.routing;
     let hedge = routing.hedge;
     let observed = |q| {
@@ -630,17 +642,32 @@ fn hedge_delay(exec: &Executor, request: &GenerateRequest, attempt: &Attempt) ->
             q,
         )
     };
-    match request.slo.ttft_target {
-        Some(target) => Some(
+    if let Some(target) = request.slo.ttft_target {
+        return Some(
             observed(hedge.quantile)
                 .map_or(target / 2, |(d, _)| d)
                 .min(target)
                 .max(hedge.min_delay),
-        ),
-        None => observed(hedge.standard_quantile)
-            .filter(|&(_, n)| n >= routing.timeouts.learned.min_samples as usize)
-            .map(|(d, _)| d.max(hedge.min_delay)),
+        );
     }
+    let seen = observed(hedge.standard_quantile);
+    if let Some((d, n)) = seen
+        && n >= routing.timeouts.learned.min_samples as usize
+    {
+        return Some(d.max(hedge.min_delay));
+    }
+    let weight = routing.priors.weight;
+    if weight == 0 {
+        // No prior: a guess would hedge a slow model's every call.
+        return None;
+    }
+    let expected = run.expected_first_event(attempt, whole);
+    let seen = seen.map(|(quantile, samples)| crate::state::Observed {
+        quantile,
+        samples,
+        cut: false,
+    });
+    Some(super::limits::Expected::blend(expected, weight, seen).max(hedge.min_delay))
 }
 
 /// The request sent to continue a broken stream: the delivered text as the assistant's prefill.
@@ -662,6 +689,10 @@ pub(super) enum Delivery {
     /// Only the completed answer ([`Router::generate`](crate::Router::generate) sent as a
     /// stream): a broken attempt fails over invisibly, since the caller has seen nothing.
     Whole,
+    /// Only the completed answer, every attempt sent whole (Converse, InvokeEndpoint:
+    /// `routing.stream_generate = false`) so that a hedge can go when the first attempt's
+    /// answer is later than expected.
+    Answer,
 }
 
 pub(super) fn run(
@@ -673,6 +704,7 @@ pub(super) fn run(
     let events = async_stream::stream! {
         let exec = &*exec;
         let hedges = exec.hedges(&request, &plan);
+        let send_whole = delivery == Delivery::Answer;
         let mut run = Run::new(exec, &request, plan);
         let mut assembly = Assembly::default();
         // Output already delivered by attempts that broke, when continuing.
@@ -689,16 +721,17 @@ pub(super) fn run(
             let req = resumed.as_ref().unwrap_or(&request);
             let mut first = first;
             let hedge_after = if hedges && run.sent() == 1 && resumed.is_none() {
-                hedge_delay(exec, req, &first.attempt)
+                let whole = send_whole || sent_whole(exec, &first.attempt).is_some();
+                hedge_delay(exec, &run, req, &first.attempt, whole)
             } else {
                 None
             };
             let (mut inflight, opened) = if let Some(delay) = hedge_after {
-                open_hedged(exec, &mut run, req, first, delay).await
+                open_hedged(exec, &mut run, req, first, delay, send_whole).await
             } else {
                 let cps = run.checkpoints_for(&first.attempt);
                 let bounds = run.open_bounds(&mut first);
-                open(exec, req, cps, first, bounds).await
+                open(exec, req, cps, first, bounds, send_whole).await
             };
             if let Some(why) = inflight.sent_whole {
                 let t = &inflight.attempt.target;
@@ -753,7 +786,7 @@ pub(super) fn run(
                     }
                 }
                 let failure = match next {
-                    Some(Ok(ev)) if delivery == Delivery::Whole => {
+                    Some(Ok(ev)) if delivery != Delivery::Events => {
                         if let Some(out) = assembly.apply(ev).filter(StreamEvent::is_delta) {
                             run.clock.delta(out.is_reasoning());
                         }

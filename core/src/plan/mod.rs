@@ -156,7 +156,7 @@ fn attempts_at(
 ) -> Vec<Attempt> {
     let mut ordered = targets::enumerate(inputs, chosen, model, tier, reasons);
     if let Some(cached_at) = affinity {
-        targets::prefer_cached(&mut ordered, cached_at, inputs, tier, reasons);
+        targets::prefer_cached(&mut ordered, cached_at, inputs, model, tier, reasons);
     }
     ordered
         .into_iter()

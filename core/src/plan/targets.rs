@@ -117,7 +117,10 @@ pub(crate) fn enumerate(
             });
         }
         let metric = match objective {
-            Objective::Latency => view.ttft.unwrap_or(config.routing.prior_ttft).as_secs_f64(),
+            Objective::Latency => view
+                .ttft
+                .unwrap_or_else(|| config.routing.priors.of(model, tier, &t.provider).ttft)
+                .as_secs_f64(),
             // The tier is the same for every target of the model: only the scope's share of the
             // price tells them apart.
             Objective::Cost => config.pricing.factor(model.price(), None, t.profile()),
@@ -242,6 +245,7 @@ pub(crate) fn prefer_cached(
     ordered: &mut Vec<Target>,
     cached_at: &(String, String),
     inputs: Inputs<'_>,
+    model: &ModelConfig,
     tier: Option<ServiceTier>,
     reasons: &mut Vec<Reason>,
 ) {
@@ -259,11 +263,16 @@ pub(crate) fn prefer_cached(
         return;
     };
     let view = obs.target(region, id, tier);
+    let prior = config
+        .routing
+        .priors
+        .of(model, tier, &ordered[pos].provider)
+        .ttft;
     let too_slow = Objective::of(request) == Objective::Latency
         && request
             .slo
             .ttft_target
-            .is_some_and(|target| view.ttft.unwrap_or(config.routing.prior_ttft) > target);
+            .is_some_and(|target| view.ttft.unwrap_or(prior) > target);
     let (won, why) = match (health_rank(&view), too_slow) {
         (0, false) => (true, AffinityOutcome::Preferred),
         (0, true) => (false, AffinityOutcome::TooSlow),

@@ -1,7 +1,5 @@
 //! Which service tier: the SLO class's tier, or the request's, gated by what the model offers.
 
-use std::time::Duration;
-
 use crate::config::{Config, ModelConfig};
 use crate::plan::observe::Observations;
 use crate::types::{Attempt, OverflowCause, Provider, Reason};
@@ -84,14 +82,18 @@ pub(crate) fn escalate_for_deadline(
         return None;
     }
     let view = obs.target(first.target.region(), first.target.id(), first.tier);
+    let prior = config
+        .routing
+        .priors
+        .of(model, first.tier, &first.target.provider);
     let (_, output) = estimated_tokens(request, config);
-    let generation = view
+    let tokens_per_second = view
         .tokens_per_second
         .filter(|t| *t > 0.0)
-        .map_or(Duration::ZERO, |tps| {
-            Duration::from_secs_f64(output as f64 / tps)
-        });
-    let expected = view.ttft.unwrap_or(config.routing.prior_ttft) + generation;
+        .unwrap_or(prior.tokens_per_second);
+    let generation = crate::types::units::clamped_secs(output as f64 / tokens_per_second)
+        .unwrap_or(crate::MAX_DURATION);
+    let expected = view.ttft.unwrap_or(prior.ttft).saturating_add(generation);
     if expected <= deadline {
         return None;
     }

@@ -5,16 +5,14 @@
 use super::*;
 
 /// What a target's time limits are learnt from: a quantile of its recent first-token times
-/// (less what their input took to read) and of its streams' longest gaps, each with the number
-/// of observations it is of.
+/// (less what their input took to read) and of its streams' longest gaps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LearnedLatency {
-    /// The first-token quantile, net of input reading, and the samples it is of; `None`
-    /// before the target has any.
-    pub ttft: Option<(Duration, usize)>,
-    /// The longest-gap quantile of the target's streams and the samples it is of; `None`
-    /// before any stream has ended there.
-    pub gap: Option<(Duration, usize)>,
+    /// The first-token quantile, net of input reading; `None` before the target has any.
+    pub ttft: Option<Observed>,
+    /// The longest-gap quantile of the target's streams; `None` before any stream has ended
+    /// there.
+    pub gap: Option<Observed>,
 }
 
 #[derive(Debug, Default)]
@@ -184,7 +182,7 @@ impl State {
         use crate::types::TimeLimit as L;
         self.with_target(region, id, tier, |t| match limit {
             L::FirstToken | L::Answer => t.latency.record_first_token_cut(waited),
-            L::Idle => t.latency.record_longest_gap(waited),
+            L::Idle => t.latency.record_gap_cut(waited),
             L::Deadline => {}
         });
     }

@@ -36,6 +36,26 @@ struct FirstToken {
     cut: bool,
 }
 
+/// One stream's longest gap between deltas, or the idle limit that cut it (its gap was
+/// longer).
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    longest: Duration,
+    cut: bool,
+}
+
+/// A quantile of a target's recent observations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observed {
+    /// The quantile.
+    pub quantile: Duration,
+    /// How many observations it is of.
+    pub samples: usize,
+    /// Whether any of them is an attempt cut by a limit: the target was slower than it was
+    /// given, and its own observations alone should set its next limit.
+    pub cut: bool,
+}
+
 /// A window of the most recent observations, oldest first.
 #[derive(Debug, Clone)]
 struct Recent<T>(VecDeque<T>);
@@ -61,17 +81,28 @@ pub struct LatencyTrack {
     ttft_ewma_s: Option<f64>,
     tps_ewma: Option<f64>,
     first_tokens: Recent<FirstToken>,
-    /// Streams' longest gaps (and, for cut streams, the idle limit that cut them).
-    gaps: Recent<Duration>,
+    /// Streams' longest gaps (and, for cut streams, the idle limit that cut them, marked).
+    gaps: Recent<Gap>,
     throttle_score: f64,
     throttle_at: Option<Instant>,
 }
 
 impl LatencyTrack {
-    /// Records a stream's longest gap between content deltas (or, for a stream its learnt idle
-    /// limit cut, that limit: its gap was longer).
+    /// Records a stream's longest gap between content deltas.
     pub fn record_longest_gap(&mut self, gap: Duration) {
-        self.gaps.push(gap);
+        self.gaps.push(Gap {
+            longest: gap,
+            cut: false,
+        });
+    }
+
+    /// A stream was cut by its learnt or prior idle limit after `waited`: its gap was longer,
+    /// so the idle limit learnt from the window grows.
+    pub fn record_gap_cut(&mut self, waited: Duration) {
+        self.gaps.push(Gap {
+            longest: waited,
+            cut: true,
+        });
     }
 
     /// An attempt was cut by its learnt first-token limit after `waited` (the learnt part of
@@ -156,24 +187,31 @@ impl LatencyTrack {
     /// A quantile of recent first-token times less the time their input took at
     /// `prefill_tokens_per_second` (what is left is the target's queueing and start-up), cut
     /// attempts included at what they waited, and how many it is of; `None` before any.
-    pub fn first_token_quantile(
-        &self,
-        q: f64,
-        prefill_tokens_per_second: f64,
-    ) -> Option<(Duration, usize)> {
+    pub fn first_token_quantile(&self, q: f64, prefill_tokens_per_second: f64) -> Option<Observed> {
         let prefill = |tokens: u32| prefill_time(u64::from(tokens), prefill_tokens_per_second);
-        quantile(
+        let (quantile, samples) = quantile(
             self.first_tokens
                 .0
                 .iter()
                 .map(|f| f.after.saturating_sub(prefill(f.input_tokens))),
             q,
-        )
+        )?;
+        Some(Observed {
+            quantile,
+            samples,
+            cut: self.first_tokens.0.iter().any(|f| f.cut),
+        })
     }
 
-    /// A quantile of recent streams' longest gaps, and how many there are; `None` before any.
-    pub fn gap_quantile(&self, q: f64) -> Option<(Duration, usize)> {
-        quantile(self.gaps.0.iter().copied(), q)
+    /// A quantile of recent streams' longest gaps (cut streams included at what they waited);
+    /// `None` before any.
+    pub fn gap_quantile(&self, q: f64) -> Option<Observed> {
+        let (quantile, samples) = quantile(self.gaps.0.iter().map(|g| g.longest), q)?;
+        Some(Observed {
+            quantile,
+            samples,
+            cut: self.gaps.0.iter().any(|g| g.cut),
+        })
     }
 
     /// Throttles lately, decayed with a ten-second half-life.
@@ -251,25 +289,28 @@ mod tests {
             // 400 ms, of which 1,000 tokens at 5,000 tokens/s took 200 ms: 200 ms is the target's.
             t.record_ttft(Duration::from_millis(400), 1_000);
         }
+        let seen = t.first_token_quantile(0.99, 5_000.0).unwrap();
         assert_eq!(
-            t.first_token_quantile(0.99, 5_000.0),
-            Some((Duration::from_millis(200), 20))
+            (seen.quantile, seen.samples, seen.cut),
+            (Duration::from_millis(200), 20, false)
         );
         // Cut twice at 1 s: the limit's quantile grows, the hedge delay's does not.
         t.record_first_token_cut(Duration::from_secs(1));
         t.record_first_token_cut(Duration::from_secs(1));
+        let seen = t.first_token_quantile(1.0, 5_000.0).unwrap();
         assert_eq!(
-            t.first_token_quantile(1.0, 5_000.0),
-            Some((Duration::from_secs(1), 22))
+            (seen.quantile, seen.samples, seen.cut),
+            (Duration::from_secs(1), 22, true)
         );
         assert_eq!(t.ttft_quantile(1.0), Some((Duration::from_millis(400), 20)));
-        // The window keeps the latest 64.
         for _ in 0..100 {
             t.record_ttft(Duration::from_millis(400), 1_000);
         }
+        // The window keeps the latest 64: the cuts have left it.
+        let seen = t.first_token_quantile(1.0, 5_000.0).unwrap();
         assert_eq!(
-            t.first_token_quantile(1.0, 5_000.0),
-            Some((Duration::from_millis(200), 64))
+            (seen.quantile, seen.samples, seen.cut),
+            (Duration::from_millis(200), 64, false)
         );
     }
 

@@ -36,7 +36,7 @@ use capacity::quota_key;
 pub use capacity::{QuotaClaim, ReservationTicket};
 pub use health::LearnedLatency;
 use health::{TargetMap, lookup};
-pub use latency::{AttemptSpeed, LatencyTrack};
+pub use latency::{AttemptSpeed, LatencyTrack, Observed};
 pub use prefixes::CacheTotals;
 use prefixes::{PREFIX_LOOKUP_TTL, PrefixRecord};
 

@@ -351,8 +351,36 @@ pub enum LimitSource {
         /// How many recent observations the quantile was taken of.
         samples: u32,
     },
+    /// The target had answered too few times for its own latency alone: its model's prior
+    /// (`[routing.priors]`, or the model's `latency` table), or the fleet's figures for the
+    /// target with `[shared]`, `prior_ms`, blended with `samples` observations of its own
+    /// whose quantile is `observed_ms`, times `factor`.
+    Prior {
+        /// The prior's high quantile, in milliseconds.
+        prior_ms: u64,
+        /// The quantile of the target's own observations (`None` before any), in
+        /// milliseconds.
+        observed_ms: Option<u64>,
+        /// How many observations of its own were blended in.
+        samples: u32,
+        /// The multiple of the blend taken (`[routing.timeouts.learned].factor`).
+        factor: f64,
+    },
     /// The call's deadline, which came before the attempt's own limit.
     Deadline,
+}
+
+impl LimitSource {
+    /// Whether the limit is an estimate of the target's own speed (learnt, or from a
+    /// prior): when it cuts an attempt, the target was slower than estimated, which the
+    /// next estimate takes in; and when it fires while the process itself is behind, the
+    /// wait goes on to the class's limit.
+    pub fn is_estimate(&self) -> bool {
+        matches!(
+            self,
+            LimitSource::Learned { .. } | LimitSource::Prior { .. }
+        )
+    }
 }
 
 /// How much of a stream reached the caller before it failed.

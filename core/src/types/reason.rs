@@ -903,5 +903,16 @@ fn source_text(source: &LimitSource) -> String {
             "learnt: p{:.0} of {samples} observations {observed_ms} ms x {factor}",
             quantile * 100.0
         ),
+        LimitSource::Prior {
+            prior_ms,
+            observed_ms: Some(observed),
+            samples,
+            factor,
+        } => format!(
+            "prior {prior_ms} ms blended with {samples} observations ({observed} ms) x {factor}"
+        ),
+        LimitSource::Prior {
+            prior_ms, factor, ..
+        } => format!("prior {prior_ms} ms x {factor}"),
     }
 }

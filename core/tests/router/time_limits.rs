@@ -401,10 +401,75 @@ async fn a_standard_call_hedges_after_its_first_targets_high_quantile() {
     assert_eq!(hedge.delay, Duration::from_millis(100));
     assert_eq!(started.elapsed(), Duration::from_millis(100 + 100 + 190));
     assert!(limit_sources(&done.decision.reasons).is_empty());
-    // Before its first tokens are known, a standard call is not hedged.
+    // Before its first tokens are known, a standard call hedges after its model's prior: the
+    // standard tier's 99th percentile, 2.5 s, not the class's 30 s first-token limit.
     let (exec, _) = executor("", EAST_STALLS);
+    let prior = exec
+        .config
+        .routing
+        .priors
+        .for_tier(Some(laneway::ServiceTier::Standard));
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    let hedge = done.decision.hedge.expect("a cold call hedges too");
+    assert!(hedge.hedge_won);
+    assert_eq!(hedge.delay, prior.ttft_p99);
+    assert_eq!(
+        started.elapsed(),
+        prior.ttft_p99 + Duration::from_millis(100 + 190)
+    );
+    // Without priors (weight 0), as before: no hedge until the target's own are known.
+    let (exec, _) = executor(
+        "[routing.priors]
+weight = 0
+",
+        EAST_STALLS,
+    );
     let done = generate(&exec, request()).await.unwrap();
     assert!(done.decision.hedge.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cold_hedge_does_not_count_the_time_a_call_waited_in_line() {
+    // One slot per target, every region answering in 2 s (inside the 2.5 s prior): five calls
+    // fill the model's five targets (its bare id and profiles) and a sixth waits in line for a
+    // slot. Its attempt, once sent, answers within the prior: it is not hedged, however long
+    // it waited first.
+    let slow = Behaviour::Answer {
+        ttft: Duration::from_secs(2),
+        gap: Duration::from_millis(10),
+        tokens: 20,
+    };
+    let (exec, _) = executor(
+        "[routing.overflow]\nenabled = false\n[models.\"amazon.nova-lite-v1:0\".quota]\nmax_concurrency = 1\n",
+        [
+            ("us-east-1", slow),
+            ("us-west-2", slow),
+            ("eu-west-1", slow),
+        ],
+    );
+    let calls: Vec<_> = (0..6).map(|_| generate(&exec, request())).collect();
+    let done = futures::future::join_all(calls).await;
+    let queued = done
+        .iter()
+        .map(|d| d.as_ref().unwrap())
+        .find(|d| {
+            d.decision
+                .reasons
+                .iter()
+                .any(|r| matches!(r, Reason::Queued { .. }))
+        })
+        .expect("a sixth call waited for a slot");
+    assert!(
+        queued.timings.total > Duration::from_millis(2500),
+        "{:?}",
+        queued.timings
+    );
+    assert!(
+        queued.decision.hedge.is_none(),
+        "{:?}",
+        queued.decision.hedge
+    );
 }
 
 /// Whether the plan demoted `region`'s targets for the region's ejection.
@@ -450,10 +515,52 @@ async fn a_region_that_stalls_is_ejected_for_every_model_and_profile_called_ther
 }
 
 #[tokio::test(start_paused = true)]
-async fn limits_are_the_class_s_until_a_target_is_known_or_with_learning_off() {
+async fn limits_start_from_the_prior_and_are_the_class_s_with_learning_or_priors_off() {
     let first_token = |exec: &Arc<Executor>| exec.config.routing.timeouts.standard.first_token;
-    // Too few answers seen: the class's limit.
+    // A cold router: 3 x the standard tier's prior of 2.5 s, not the class's 30 s.
+    let (exec, _) = executor(LEARNING, EAST_STALLS);
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(7_500 + 290));
+    assert!(matches!(
+        limit_sources(&done.decision.reasons)[..],
+        [(
+            TimeLimit::FirstToken,
+            7_500,
+            laneway::LimitSource::Prior {
+                prior_ms: 2_500,
+                observed_ms: None,
+                samples: 0,
+                ..
+            }
+        )]
+    ));
+    // A few answers move it: 19 of 100 ms blend with the prior's 4 to
+    // (4 x 2.5 s + 19 x 0.1 s) / 23 = 517 ms, x 3.
     let (exec, backend) = executor(LEARNING, ALL_FAST);
+    warm_up(&exec, 19).await;
+    backend.change("us-east-1", Behaviour::Stall);
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    // (1,552.17 ms: the paused clock's timers fire on the next whole millisecond.)
+    assert_eq!(started.elapsed(), Duration::from_millis(1_553 + 290));
+    assert!(matches!(
+        limit_sources(&done.decision.reasons)[..],
+        [(
+            TimeLimit::FirstToken,
+            1_552,
+            laneway::LimitSource::Prior {
+                observed_ms: Some(100),
+                samples: 19,
+                ..
+            }
+        )]
+    ));
+    // Priors off (weight 0): the class's limit until `min_samples` answers.
+    let (exec, backend) = executor(
+        "[routing.hedge]\nstandard = false\n[routing.priors]\nweight = 0\n",
+        ALL_FAST,
+    );
     warm_up(&exec, 19).await;
     backend.change("us-east-1", Behaviour::Stall);
     let started = Instant::now();
@@ -492,28 +599,26 @@ fn limits_hit(reasons: &[Reason]) -> Vec<(TimeLimit, String)> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
+async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_ceiling() {
+    // The defaults, no call seen: the first call hedges after the prior's 2.5 s.
     let (exec, _) = executor("", EAST_STALLS);
-    let first_token = exec.config.routing.timeouts.standard.first_token;
+    let prior = exec
+        .config
+        .routing
+        .priors
+        .for_tier(Some(laneway::ServiceTier::Standard));
     let started = Instant::now();
     let (_, done) = stream(&exec, request()).await;
     let done = done.unwrap();
     assert_eq!(done.decision.region, "us-west-2");
+    assert!(done.decision.hedge.is_some_and(|h| h.hedge_won));
     assert_eq!(
-        limits_hit(&done.decision.reasons),
-        vec![(TimeLimit::FirstToken, "us-east-1".to_string())]
-    );
-    assert_eq!(done.decision.failed_attempts[0].code, "FirstTokenTimeout");
-    // The stall cost exactly the limit, then the healthy region's own time.
-    let elapsed = started.elapsed();
-    assert!(elapsed >= first_token, "{elapsed:?}");
-    assert!(
-        elapsed < first_token + Duration::from_secs(1),
-        "{elapsed:?}"
+        started.elapsed(),
+        prior.ttft_p99 + Duration::from_millis(290)
     );
 
-    // Not streamed by the caller: sent as a stream all the same, so the first-token limit
-    // catches it as early.
+    // Without hedging, the stall costs one first-token limit: 3 x the prior.
+    let (exec, _) = executor(LEARNING, EAST_STALLS);
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
     assert_eq!(done.decision.region, "us-west-2");
@@ -521,11 +626,29 @@ async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
         limits_hit(&done.decision.reasons),
         vec![(TimeLimit::FirstToken, "us-east-1".to_string())]
     );
-    assert!(started.elapsed() < first_token + Duration::from_secs(1));
+    assert_eq!(done.decision.failed_attempts[0].code, "FirstTokenTimeout");
+    assert_eq!(
+        started.elapsed(),
+        prior.ttft_p99 * 3 + Duration::from_millis(290)
+    );
 
-    // Sent as Converse (`stream_generate = false`): only the whole-answer limit can fire.
+    // Sent as Converse (`stream_generate = false`): hedged by elapsed time, after the prior's
+    // first token and the answer's 20 tokens at its 50 tokens/s.
     let (exec, _) = executor(
         "[routing]\nmax_attempts = 3\nstream_generate = false\n",
+        EAST_STALLS,
+    );
+    let started = Instant::now();
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "us-west-2");
+    let whole = prior.ttft_p99 + Duration::from_millis(400);
+    assert_eq!(done.decision.hedge.map(|h| h.delay), Some(whole));
+    assert_eq!(started.elapsed(), whole + Duration::from_millis(290));
+
+    // Sent as Converse and not hedged: only the whole-answer limit can fire, the prior's first
+    // token and the answer at the slowest speed allowed.
+    let (exec, _) = executor(
+        "[routing]\nmax_attempts = 3\nstream_generate = false\n[routing.hedge]\nstandard = false\n",
         EAST_STALLS,
     );
     let started = Instant::now();
@@ -536,10 +659,8 @@ async fn a_stalled_region_costs_one_first_token_limit_then_fails_over() {
         vec![(TimeLimit::Answer, "us-east-1".to_string())]
     );
     let t = exec.config.routing.timeouts;
-    let answer_limit =
-        t.standard.first_token + Duration::from_secs_f64(20.0 / t.min_tokens_per_second);
-    assert!(started.elapsed() >= answer_limit);
-    assert!(started.elapsed() < answer_limit + Duration::from_secs(1));
+    let answer_limit = prior.ttft_p99 * 3 + Duration::from_secs_f64(20.0 / t.min_tokens_per_second);
+    assert_eq!(started.elapsed(), answer_limit + Duration::from_millis(290));
 }
 
 #[tokio::test(start_paused = true)]
@@ -580,10 +701,19 @@ async fn when_every_region_stalls_the_call_ends_at_its_deadline() {
     let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
     };
-    // 30 s first-token limit on us-east-1, then us-west-2 until the deadline at 45 s.
+    // A hedge after the prior, first-token limits from the prior that grow with each cut,
+    // and the last attempt ends at the deadline; every attempt sent is accounted for.
     let codes: Vec<_> = attempts.iter().map(|a| a.code.as_str()).collect();
-    assert_eq!(codes, ["FirstTokenTimeout", "DeadlineExceeded"], "{err}");
-    assert_eq!(backend.sent.load(Ordering::Relaxed), 2);
+    let (last, cut) = codes.split_last().unwrap();
+    assert_eq!(*last, "DeadlineExceeded", "{err}");
+    assert!(
+        !cut.is_empty() && cut.iter().all(|c| *c == "FirstTokenTimeout"),
+        "{err}"
+    );
+    assert_eq!(
+        backend.sent.load(Ordering::Relaxed) as usize,
+        attempts.len()
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,0 +1,264 @@
+//! Latency priors: what a target is expected to take before it has answered
+//! (`[routing.priors]`, by service tier, and a model's own `latency` table), so that a cold
+//! router's time limits and hedge delay start from what the model normally takes instead of
+//! its class's ceiling.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Provider, ServiceTier};
+
+/// What an attempt on a target is expected to take, before the target has shown it.
+///
+/// ```
+/// use laneway::types::{Provider, ServiceTier};
+/// let c = laneway::Config::default();
+/// let flex = c.latency_prior("amazon.nova-lite-v1:0", Some(ServiceTier::Flex), &Provider::Bedrock);
+/// let standard = c.latency_prior("amazon.nova-lite-v1:0", None, &Provider::Bedrock);
+/// assert!(flex.ttft_p99 > standard.ttft_p99);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyPrior {
+    /// The median time to the first token, a short prompt's (milliseconds): ranks targets
+    /// not measured yet when a call asks for the fastest.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub ttft: Duration,
+    /// A high quantile (the 99th percentile) of the time to the first token (milliseconds): a
+    /// cold target's first-token limit is `routing.timeouts.learned.factor` times it, and a
+    /// cold call's hedge goes after it.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub ttft_p99: Duration,
+    /// A high quantile of a stream's longest gap between two deltas (milliseconds): a cold
+    /// target's idle limit is `factor` times it.
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub gap_p99: Duration,
+    /// The median output speed, tokens per second: when a whole (not streamed) answer is due.
+    pub tokens_per_second: f64,
+}
+
+/// A model's own priors for one tier: each value it leaves out is its tier's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialPrior {
+    /// See [`LatencyPrior::ttft`] (milliseconds).
+    #[serde(
+        default,
+        with = "crate::types::units::serde_opt_millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttft: Option<Duration>,
+    /// See [`LatencyPrior::ttft_p99`] (milliseconds).
+    #[serde(
+        default,
+        with = "crate::types::units::serde_opt_millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttft_p99: Option<Duration>,
+    /// See [`LatencyPrior::gap_p99`] (milliseconds).
+    #[serde(
+        default,
+        with = "crate::types::units::serde_opt_millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gap_p99: Option<Duration>,
+    /// See [`LatencyPrior::tokens_per_second`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_second: Option<f64>,
+}
+
+impl PartialPrior {
+    /// `base` with the values this one sets.
+    pub fn over(&self, base: LatencyPrior) -> LatencyPrior {
+        LatencyPrior {
+            ttft: self.ttft.unwrap_or(base.ttft),
+            ttft_p99: self.ttft_p99.unwrap_or(base.ttft_p99),
+            gap_p99: self.gap_p99.unwrap_or(base.gap_p99),
+            tokens_per_second: self.tokens_per_second.unwrap_or(base.tokens_per_second),
+        }
+    }
+}
+
+/// A model's own latency priors (its `latency` table), by tier, and for its OpenAI-compatible
+/// surfaces (bedrock-runtime's `/openai/v1` and bedrock-mantle) where they differ:
+///
+/// ```toml
+/// [models."amazon.nova-micro-v1:0".latency.tiers]
+/// standard = { ttft = 300, tokens_per_second = 200 }
+/// [models."openai.gpt-oss-120b-1:0".latency.openai]
+/// standard = { ttft = 300 }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelLatency {
+    /// By the tier an attempt is sent at (`standard` for a target without tiers).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tiers: BTreeMap<ServiceTier, PartialPrior>,
+    /// On the OpenAI-compatible surfaces, by tier: over `tiers`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub openai: BTreeMap<ServiceTier, PartialPrior>,
+}
+
+impl ModelLatency {
+    /// Whether it sets nothing.
+    pub fn is_empty(&self) -> bool {
+        self.tiers.is_empty() && self.openai.is_empty()
+    }
+}
+
+/// The priors of each tier (`[routing.priors]`, a table per tier), and how much they count
+/// against a target's own observations.
+///
+/// A target that has not answered yet is given limits from its model's prior (its `latency`
+/// table, else its tier's here): a first-token limit of `routing.timeouts.learned.factor`
+/// times `ttft_p99` (plus its input and reasoning allowances), an idle limit of `factor` times
+/// `gap_p99`, and for a standard or interactive call a hedge after `ttft_p99`. As it answers,
+/// its own quantiles take over: with `n` observations, each figure is
+/// `(weight × prior + n × observed) / (weight + n)`, and its own alone once
+/// `routing.timeouts.learned.min_samples` are in. An attempt cut by such a limit shows the
+/// prior was too short for the target: its observations alone count from then on (each cut
+/// gives the next attempt `factor` times longer), so a target ten times slower than its prior
+/// is still served. The figures are AWS's and other published medians where they exist
+/// (the catalog cites them), else these documented defaults; set your own from what you
+/// measure (`laneway bench`).
+///
+/// ```
+/// let c = laneway::Config::default();
+/// assert_eq!(c.routing.priors.weight, 4);
+/// use laneway::types::ServiceTier;
+/// let p = c.routing.priors;
+/// assert!(p.for_tier(Some(ServiceTier::Flex)).ttft_p99 > p.for_tier(Some(ServiceTier::Priority)).ttft_p99);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PriorsConfig {
+    /// How many observations a prior counts as (0: none; the class's limits until
+    /// `min_samples`, as without priors).
+    pub weight: u32,
+    /// Each tier's prior (`[routing.priors.<tier>]`), in [`ServiceTier::ALL`]'s order.
+    tiers: [LatencyPrior; ServiceTier::ALL.len()],
+}
+
+impl PriorsConfig {
+    /// The prior of a tier (`None`: a target without tiers, as standard).
+    pub fn for_tier(&self, tier: Option<ServiceTier>) -> LatencyPrior {
+        self.tiers[tier.unwrap_or(ServiceTier::Standard).index()]
+    }
+
+    /// Sets a tier's prior.
+    pub fn set(&mut self, tier: ServiceTier, prior: LatencyPrior) {
+        self.tiers[tier.index()] = prior;
+    }
+}
+
+impl Serialize for PriorsConfig {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = ser.serialize_map(Some(1 + self.tiers.len()))?;
+        map.serialize_entry("weight", &self.weight)?;
+        for tier in ServiceTier::ALL {
+            map.serialize_entry(tier.as_str(), &self.tiers[tier.index()])?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for PriorsConfig {
+    /// `weight`, and a table per tier, each tier's required (`defaults.toml` has them all).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut table = toml::Table::deserialize(d)?;
+        let weight = match table.remove("weight") {
+            Some(v) => u32::deserialize(v).map_err(D::Error::custom)?,
+            None => return Err(D::Error::missing_field("weight")),
+        };
+        let mut tiers = [None; ServiceTier::ALL.len()];
+        for (key, value) in table {
+            let tier = ServiceTier::ALL
+                .into_iter()
+                .find(|t| t.as_str() == key)
+                .ok_or_else(|| {
+                    let names: Vec<_> = ServiceTier::ALL.iter().map(|t| t.as_str()).collect();
+                    D::Error::custom(format!(
+                        "unknown field `{key}`, expected `weight` or a service tier ({})",
+                        names.join(", ")
+                    ))
+                })?;
+            let prior = LatencyPrior::deserialize(value)
+                .map_err(|e| D::Error::custom(format!("{key}: {}", e.message())))?;
+            tiers[tier.index()] = Some(prior);
+        }
+        let mut out = [None::<LatencyPrior>; ServiceTier::ALL.len()];
+        for tier in ServiceTier::ALL {
+            out[tier.index()] = Some(tiers[tier.index()].ok_or_else(|| {
+                D::Error::custom(format!("no prior for the {} tier", tier.as_str()))
+            })?);
+        }
+        Ok(Self {
+            weight,
+            tiers: out.map(|p| p.expect("every tier checked above")),
+        })
+    }
+}
+
+impl PriorsConfig {
+    /// The prior of `model` on `provider`'s surface at `tier`: its own figures over its
+    /// tier's.
+    pub fn of(
+        &self,
+        model: &super::ModelConfig,
+        tier: Option<ServiceTier>,
+        provider: &Provider,
+    ) -> LatencyPrior {
+        resolve(self, Some(model.latency()), tier, provider)
+    }
+}
+
+/// The prior of a model on one surface at one tier: its own figures over its tier's.
+pub(super) fn resolve(
+    priors: &PriorsConfig,
+    model: Option<&ModelLatency>,
+    tier: Option<ServiceTier>,
+    provider: &Provider,
+) -> LatencyPrior {
+    let base = priors.for_tier(tier);
+    let Some(model) = model else {
+        return base;
+    };
+    let key = tier.unwrap_or(ServiceTier::Standard);
+    let own = model.tiers.get(&key).map_or(base, |p| p.over(base));
+    let openai = matches!(provider, Provider::BedrockOpenAi | Provider::BedrockMantle);
+    match model.openai.get(&key) {
+        Some(p) if openai => p.over(own),
+        _ => own,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_models_figures_override_its_tiers_and_its_openai_surface_its_own() {
+        let priors = crate::Config::default().routing.priors;
+        let model: ModelLatency = toml::from_str(
+            "[tiers]\nstandard = { ttft = 300 }\n[openai]\nstandard = { ttft_p99 = 900 }\n",
+        )
+        .unwrap();
+        let converse = resolve(&priors, Some(&model), None, &Provider::Bedrock);
+        assert_eq!(converse.ttft, Duration::from_millis(300));
+        assert_eq!(converse.ttft_p99, priors.for_tier(None).ttft_p99);
+        let openai = resolve(&priors, Some(&model), None, &Provider::BedrockMantle);
+        assert_eq!(openai.ttft, Duration::from_millis(300));
+        assert_eq!(openai.ttft_p99, Duration::from_millis(900));
+        // A tier the model says nothing of: the tier's.
+        let flex = resolve(
+            &priors,
+            Some(&model),
+            Some(ServiceTier::Flex),
+            &Provider::Bedrock,
+        );
+        assert_eq!(flex, priors.for_tier(Some(ServiceTier::Flex)));
+    }
+}
