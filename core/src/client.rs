@@ -473,9 +473,12 @@ impl RouterBuilder {
             })?;
             exec.state.set_shared(Arc::new(shared), &config);
         }
-        Ok(Router {
-            exec: Arc::new(exec),
-        })
+        // A fresh process starts from what its own last run learnt of its targets (and a new
+        // replica from the fleet's figures, read before its first call: `plan_shared`).
+        exec.restore_local_state();
+        let exec = Arc::new(exec);
+        exec.spawn_exchange();
+        Ok(Router { exec })
     }
 }
 

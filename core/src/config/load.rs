@@ -153,6 +153,11 @@ const TEMPLATES: &[Template] = &[
         provider: None,
     },
     Template {
+        name: "local_state",
+        path: "local_state",
+        provider: None,
+    },
+    Template {
         name: "family_router",
         path: "families.*.router",
         provider: None,
@@ -361,6 +366,8 @@ mod tests {
         [batch]
         bucket = "b"
         role_arn = "arn:aws:iam::123456789012:role/batch"
+        [local_state]
+        path = "state.json"
         [families.my-family]
         variants = ["amazon.nova-micro-v1:0", "amazon.nova-pro-v1:0"]
         router = { shadow = true }

@@ -44,7 +44,7 @@ pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, OutlierConfig,
     Price, QuotaConfig, ReservationConfig, ScopeMultipliers, TierMultipliers,
 };
-pub use shared::{SharedConfig, redact_url};
+pub use shared::{LocalStateConfig, SharedConfig, redact_url};
 
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +108,9 @@ pub struct Config {
     pub shared: Option<SharedConfig>,
     /// The batch lane: where jobs put their inputs and outputs, and under which role they run.
     pub batch: Option<BatchConfig>,
+    /// Where a process without `[shared]` keeps what it learnt of its targets between runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_state: Option<LocalStateConfig>,
     /// Measurements.
     pub telemetry: TelemetryConfig,
 }

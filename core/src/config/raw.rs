@@ -34,6 +34,8 @@ pub(super) struct RawConfig {
     shared: Option<SharedConfig>,
     #[serde(default)]
     batch: Option<BatchConfig>,
+    #[serde(default)]
+    local_state: Option<LocalStateConfig>,
     telemetry: TelemetryConfig,
 }
 
@@ -59,6 +61,7 @@ impl TryFrom<RawConfig> for Config {
             prompt_cache: raw.prompt_cache,
             shared: raw.shared,
             batch: raw.batch,
+            local_state: raw.local_state,
             telemetry: raw.telemetry,
         };
         config.validate()?;

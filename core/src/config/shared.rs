@@ -27,6 +27,30 @@ pub struct SharedConfig {
     pub cluster: bool,
 }
 
+/// What a short-lived process (a serverless function, a batch job, a CLI run) keeps between
+/// runs without Redis (`[local_state]`): its targets' latency summaries and its ejected
+/// regions, in a small JSON file read when the router is built and written while it runs and
+/// when it is dropped. A file older than `max_age` (or unreadable, or another version's) is
+/// ignored, never an error; it holds at most a few hundred targets.
+///
+/// ```
+/// let c = laneway::Config::from_toml_str("[local_state]\npath = \"/tmp/laneway-state.json\"\n").unwrap();
+/// let s = c.local_state.unwrap();
+/// assert_eq!(s.max_age, std::time::Duration::from_secs(3600));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalStateConfig {
+    /// The file (created, with its directory, when first written).
+    pub path: std::path::PathBuf,
+    /// What was learnt longer ago than this is ignored (milliseconds; default an hour).
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub max_age: Duration,
+    /// How often the file is written while the router learns (milliseconds; default 5 s).
+    #[serde(with = "crate::types::units::serde_millis")]
+    pub save_every: Duration,
+}
+
 impl std::fmt::Debug for SharedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedConfig")

@@ -4,6 +4,7 @@
 
 mod attempt;
 mod clock;
+mod exchange;
 mod lazy;
 pub mod limits;
 mod run;
@@ -45,6 +46,9 @@ pub struct Executor {
     pub batch: Option<crate::backend::BedrockBatch>,
     /// Answers of requests diverted from batches to flex, as they come.
     pub(crate) diverted: crate::batch::DivertedAnswers,
+    /// Set once the fleet's figures were first read (with `[shared]`): a new replica's first
+    /// call waits for that read (within `[shared].timeout`).
+    fleet_read: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -77,6 +81,7 @@ impl Executor {
             telemetry,
             batch: None,
             diverted: Default::default(),
+            fleet_read: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -91,6 +96,11 @@ impl Executor {
     /// round trip, only for prefixes this replica has not cached or asked about lately), so
     /// cache affinity works across the fleet.
     pub async fn plan_shared(&self, request: &GenerateRequest) -> Result<Plan> {
+        if self.state.is_shared() {
+            // A new replica plans its first call with what the fleet knows (ejected regions,
+            // its targets' latency), not as if nothing were known.
+            self.fleet_read.get_or_init(|| self.read_fleet()).await;
+        }
         let mut plan = self.plan(request)?;
         if self.state.is_shared()
             && !plan.cache.prefixes.is_empty()

@@ -191,10 +191,16 @@ impl<'a> Run<'a> {
         ))
     }
 
-    /// When `attempt`'s first event is due at the latest by its model's prior: the prior's
-    /// `ttft_p99`, this call's input at the prefill rate and its reasoning allowance, and (sent
-    /// `whole`) its output at the prior's speed.
-    pub fn expected_first_event(&self, attempt: &Attempt, whole: bool) -> std::time::Duration {
+    /// When `attempt`'s first event is due at the latest before its target has shown enough of
+    /// its own, and how many observations that counts as: what another process knew of the
+    /// target (the fleet's figures, or this process's last run) with the observations they
+    /// are of; else its model's prior: `ttft_p99`, this call's input at the prefill rate and
+    /// its reasoning allowance, and (sent `whole`) its output at the prior's speed.
+    pub fn expected_first_event(
+        &self,
+        attempt: &Attempt,
+        whole: bool,
+    ) -> (std::time::Duration, u32) {
         let config = &self.exec.config;
         let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
         let (input, output) = self.estimate;
@@ -204,23 +210,57 @@ impl<'a> Run<'a> {
         } else {
             std::time::Duration::ZERO
         };
-        let prefill = config.routing.timeouts.learned.prefill_tokens_per_second;
-        prior
+        let learned = &config.routing.timeouts.learned;
+        let t = &attempt.target;
+        if let Some(known) = self
+            .exec
+            .state
+            .known_latency(t.region(), t.id(), attempt.tier)
+            && let Some(hedge_ms) = known.hedge_ms
+        {
+            let weight = known.samples.clamp(1, learned.min_samples.max(1));
+            return (
+                std::time::Duration::from_millis(hedge_ms).saturating_add(generation),
+                weight,
+            );
+        }
+        let first = prior
             .ttft_p99
-            .saturating_add(crate::state::latency::prefill_time(input, prefill))
+            .saturating_add(crate::state::latency::prefill_time(
+                input,
+                learned.prefill_tokens_per_second,
+            ))
             .saturating_add(self.limits.reasoning_allowance())
-            .saturating_add(generation)
+            .saturating_add(generation);
+        (first, config.routing.priors.weight)
     }
 
-    /// What `attempt`'s target is expected to take before it has shown enough of its own: its
-    /// model's prior at its tier and surface.
+    /// What `attempt`'s target is expected to take before it has shown enough of its own: what
+    /// another process knew of it (the fleet's figures with `[shared]`, or this process's
+    /// last run with `[local_state]`), counting as the observations they are of (at most
+    /// `min_samples`); else its model's prior at its tier and surface.
     pub fn expected(&self, attempt: &Attempt) -> super::limits::Expected {
         let config = &self.exec.config;
         let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
-        super::limits::Expected {
-            ttft: prior.ttft_p99,
-            gap: prior.gap_p99,
-            weight: config.routing.priors.weight,
+        let t = &attempt.target;
+        let min_samples = config.routing.timeouts.learned.min_samples.max(1);
+        match self
+            .exec
+            .state
+            .known_latency(t.region(), t.id(), attempt.tier)
+        {
+            Some(known) if known.samples > 0 => super::limits::Expected {
+                ttft: std::time::Duration::from_millis(known.first_token_ms),
+                gap: known
+                    .gap_ms
+                    .map_or(prior.gap_p99, std::time::Duration::from_millis),
+                weight: known.samples.min(min_samples),
+            },
+            _ => super::limits::Expected {
+                ttft: prior.ttft_p99,
+                gap: prior.gap_p99,
+                weight: config.routing.priors.weight,
+            },
         }
     }
 

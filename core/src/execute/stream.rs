@@ -656,12 +656,11 @@ fn hedge_delay(
     {
         return Some(d.max(hedge.min_delay));
     }
-    let weight = routing.priors.weight;
+    let (expected, weight) = run.expected_first_event(attempt, whole);
     if weight == 0 {
         // No prior: a guess would hedge a slow model's every call.
         return None;
     }
-    let expected = run.expected_first_event(attempt, whole);
     let seen = seen.map(|(quantile, samples)| crate::state::Observed {
         quantile,
         samples,

@@ -201,7 +201,15 @@ impl State {
         region: &str,
         evidence: outlier::Evidence,
     ) -> Option<outlier::Ejection> {
-        self.outliers.record_failure(now, region, evidence)
+        let verdict = self.outliers.record_failure(now, region, evidence);
+        if let (Some(outlier::Ejection::Ejected { length, .. }), Some(sh)) = (verdict, &self.shared)
+        {
+            // The fleet ejects it too, for the same period.
+            let until = shared::unix_ms()
+                .saturating_add(u64::try_from(length.as_millis()).unwrap_or(u64::MAX));
+            sh.publish_ejection(region, until);
+        }
+        verdict
     }
 
     /// An attempt failed in a way that counts against the target.

@@ -6,19 +6,22 @@
 //!
 //! One concern a file, each an `impl State` block with its Redis side in `shared.rs`:
 //! `health.rs` (breakers, latency, outliers), `capacity.rs` (reservations and quotas),
-//! `prefixes.rs` (prefix memory and cache totals); here, the state itself, the retry budget's
+//! `prefixes.rs` (prefix memory and cache totals), `known.rs` (what other processes learnt,
+//! and `saved.rs`, its file between runs); here, the state itself, the retry budget's
 //! two calls and the planner's [`Snapshot`].
 
 pub mod breaker;
 pub mod budget;
 mod capacity;
 mod health;
+pub mod known;
 pub mod latency;
 pub mod ledger;
 pub mod load;
 pub mod outlier;
 mod prefixes;
 pub mod quota;
+pub mod saved;
 pub mod shared;
 
 use foldhash::HashMap;
@@ -36,6 +39,7 @@ use capacity::quota_key;
 pub use capacity::{QuotaClaim, ReservationTicket};
 pub use health::LearnedLatency;
 use health::{TargetMap, lookup};
+pub use known::LatencySummary;
 pub use latency::{AttemptSpeed, LatencyTrack, Observed};
 pub use prefixes::CacheTotals;
 use prefixes::{PREFIX_LOOKUP_TTL, PrefixRecord};
@@ -77,6 +81,8 @@ pub struct State {
     prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
     /// Regions ejected for stalling or failing (`routing.outlier`).
     outliers: outlier::Outliers,
+    /// Targets' latency as other processes knew it (the fleet, or this process's last run).
+    known: known::Known,
     /// The providers that have answered this router: its credentials are good there.
     answered_by: RwLock<Vec<crate::types::Provider>>,
     /// Each target's attempts in flight against its concurrency, and calls waiting for a slot.
@@ -122,6 +128,7 @@ impl State {
                 .time_to_live(PREFIX_LOOKUP_TTL)
                 .build(),
             outliers: outlier::Outliers::new(config.routing.outlier),
+            known: known::Known::default(),
             answered_by: RwLock::default(),
             headroom: Arc::new(load::Headroom::new(config.routing.concurrency)),
             probe_after: config.routing.concurrency.probe_after,
@@ -137,6 +144,11 @@ impl State {
     /// Whether state is shared with other replicas.
     pub fn is_shared(&self) -> bool {
         self.shared.is_some()
+    }
+
+    /// The state shared with other replicas, when configured.
+    pub fn shared(&self) -> Option<&Arc<shared::Shared>> {
+        self.shared.as_ref()
     }
 
     /// Shares reservations and breakers with other replicas through `shared`; while it is

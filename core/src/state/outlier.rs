@@ -160,6 +160,46 @@ impl Outliers {
         Some(Ejection::Ejected { length, failures })
     }
 
+    /// Another process ejected `region` until `until` (a replica of the fleet, or this
+    /// process's previous run): it is ejected here too, for what is left of that period, if
+    /// the share of regions ejected allows (`max_ejected_share`, as for its own ejections).
+    /// Whether it is ejected now.
+    pub fn adopt(&self, now: Instant, region: &str, until: Instant) -> bool {
+        let c = &self.config;
+        if !c.enabled || until <= now {
+            return false;
+        }
+        let mut regions = self.regions();
+        let known = regions.len() + usize::from(!regions.contains_key(region));
+        let ejected_now = regions
+            .iter()
+            .filter(|(r, h)| *r != region && h.ejected_until.is_some_and(|u| u > now))
+            .count();
+        let h = regions.entry(region.to_string()).or_default();
+        if h.ejected_until.is_some_and(|u| u >= until) {
+            return true;
+        }
+        let allowed = ((known as f64 * c.max_ejected_share).floor() as usize)
+            .max(1)
+            .min(known.saturating_sub(1));
+        if ejected_now >= allowed {
+            return false;
+        }
+        h.ejected_until = Some(until);
+        h.consecutive = 0;
+        true
+    }
+
+    /// The regions ejected at `now`, each with until when.
+    pub fn ejected(&self, now: Instant) -> Vec<(String, Instant)> {
+        self.regions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|(r, h)| Some((r.clone(), h.ejected_until.filter(|u| *u > now)?)))
+            .collect()
+    }
+
     /// Whether `region` is ejected at `now`.
     pub fn is_ejected(&self, now: Instant, region: &str) -> bool {
         if !self.config.enabled {
@@ -244,6 +284,22 @@ mod tests {
             lone.record_failure(now, "us-east-1", Evidence::Failed);
         }
         assert!(!lone.is_ejected(now, "us-east-1"));
+    }
+
+    #[test]
+    fn an_ejection_adopted_from_elsewhere_lasts_its_period_within_the_share() {
+        let o = outliers();
+        let now = crate::time::now();
+        o.know_regions(["us-east-1", "us-west-2", "eu-west-1"]);
+        let until = now + Duration::from_secs(20);
+        assert!(o.adopt(now, "us-east-1", until));
+        assert!(o.is_ejected(now, "us-east-1"));
+        assert!(!o.is_ejected(until, "us-east-1"));
+        assert_eq!(o.ejected(now), vec![("us-east-1".to_string(), until)]);
+        // One of three may be ejected at once: a second is refused, and one already over is.
+        assert!(!o.adopt(now, "us-west-2", until));
+        assert!(!o.adopt(now, "eu-west-1", now));
+        assert!(!o.is_ejected(now, "us-west-2"));
     }
 
     #[test]

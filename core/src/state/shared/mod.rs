@@ -12,10 +12,14 @@
 //! - `{prefix}:conc:<region>|<id>`: a target's concurrency: the fleet's limit and each
 //!   replica's lease of its slots (`concurrency.rs`);
 //! - `{prefix}:prefix:<sha-256 hex>`: where a prompt prefix was last cached
-//!   (`region|target|expiry unix ms`), expiring with the cache entry.
+//!   (`region|target|expiry unix ms`), expiring with the cache entry;
+//! - `{prefix}:latency`: a hash, target → its latency in brief (JSON: quantiles, samples, when),
+//!   each replica's targets, read by new replicas;
+//! - `{prefix}:ejected`: a hash, region → unix milliseconds until which a replica ejected it.
 //!
 //! One concern a file, each an `impl Shared` block: `capacity.rs` (reservations and quotas),
-//! `concurrency.rs` (targets' slots), `breakers.rs`, `prefixes.rs`; here, the connection, its health and the sync task.
+//! `concurrency.rs` (targets' slots), `breakers.rs`, `prefixes.rs`, `latency.rs` (targets'
+//! latency and ejected regions); here, the connection, its health and the sync task.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,12 +32,14 @@ use redis::aio::ConnectionManager;
 mod breakers;
 mod capacity;
 mod concurrency;
+mod latency;
 mod prefixes;
 
 pub use breakers::{RemoteBreaker, target_key};
 pub use capacity::SharedTicket;
 use capacity::{ADMIT, Lease};
 pub use concurrency::{LeaseAnswer, LeaseAsk, Lesson};
+pub use latency::{FleetKnowledge, SUMMARY_MAX_AGE};
 
 /// A connection to one Redis server (reconnecting), or to a Redis Cluster (following its
 /// slots and failovers): every command and script below goes through either.

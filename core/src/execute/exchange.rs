@@ -1,0 +1,175 @@
+//! Passing on what this router learnt of its targets, and taking in what other processes
+//! learnt: with `[shared]`, the fleet's targets' latency and ejected regions through Redis;
+//! with `[local_state]`, this process's previous run's through a file. A new replica or a
+//! fresh process then starts from what is known, and its first calls are bounded by it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::Executor;
+use crate::state::shared::unix_ms;
+use crate::state::{LatencySummary, saved::Saved};
+
+/// How often the fleet's figures are read.
+const READ_EVERY: Duration = Duration::from_secs(1);
+/// How often this replica's figures are published.
+const PUBLISH_EVERY: Duration = Duration::from_secs(5);
+
+impl Executor {
+    /// This router's targets in brief, now.
+    fn summaries(&self) -> Vec<(String, LatencySummary)> {
+        let routing = &self.config.routing;
+        self.state.latency_summaries(
+            &routing.timeouts.learned,
+            routing.hedge.standard_quantile,
+            unix_ms(),
+        )
+    }
+
+    /// Takes in what another process knew: its targets' latency and its ejections.
+    fn adopt(&self, latency: Vec<(String, LatencySummary)>, ejected: Vec<(String, u64)>) {
+        self.state.adopt_summaries(latency);
+        let (now, now_ms) = (crate::time::now(), unix_ms());
+        for (region, until) in ejected {
+            if self.state.adopt_ejection(now, now_ms, &region, until) {
+                tracing::debug!(region = %region, "laneway: region ejected elsewhere; ejected here too");
+            }
+        }
+    }
+
+    /// The local state file, relative to the configuration's directory, if configured.
+    fn local_state_path(&self) -> Option<PathBuf> {
+        let local = self.config.local_state.as_ref()?;
+        Some(match &self.config.base_dir {
+            Some(dir) if local.path.is_relative() => dir.join(&local.path),
+            _ => local.path.clone(),
+        })
+    }
+
+    /// Reads the local state file (`[local_state]`), if there is one younger than its
+    /// `max_age`.
+    pub fn restore_local_state(&self) {
+        let (Some(path), Some(local)) = (self.local_state_path(), &self.config.local_state) else {
+            return;
+        };
+        if let Some(saved) = Saved::load(&path, unix_ms(), local.max_age) {
+            tracing::debug!(path = %path.display(), targets = saved.targets.len(), "laneway: local state restored");
+            self.adopt(
+                saved.targets.into_iter().collect(),
+                saved.ejected.into_iter().collect(),
+            );
+        }
+    }
+
+    /// Writes the local state file (`[local_state]`) now; a failure is logged, never raised.
+    pub fn save_local_state(&self) {
+        let Some(path) = self.local_state_path() else {
+            return;
+        };
+        let saved = self.snapshot();
+        if let Err(e) = saved.store(&path) {
+            tracing::warn!(path = %path.display(), error = %e, "laneway: cannot write the local state file");
+        }
+    }
+
+    fn snapshot(&self) -> Saved {
+        let now_ms = unix_ms();
+        let mut targets = self.summaries();
+        // What an earlier run knew of targets this one has not called stays known.
+        for (key, s) in self.state.known_summaries() {
+            if !targets.iter().any(|(k, _)| *k == key) {
+                targets.push((key, s));
+            }
+        }
+        Saved::new(
+            now_ms,
+            targets,
+            self.state.ejections_unix(crate::time::now(), now_ms),
+        )
+    }
+
+    /// Reads the fleet's figures once (within `[shared].timeout`), as a new replica does
+    /// before its first call.
+    pub async fn read_fleet(&self) {
+        let Some(shared) = self.state.shared() else {
+            return;
+        };
+        if let Some(known) = shared.read_fleet().await {
+            self.adopt(known.latency, known.ejected);
+        }
+    }
+
+    /// Keeps exchanging while the router lives: the fleet's figures read every second and this
+    /// replica's published every five (`[shared]`), the local state file written every
+    /// `save_every` when it changed (`[local_state]`).
+    pub fn spawn_exchange(self: &Arc<Self>) {
+        let shared = self.state.shared().is_some();
+        let save_every = self.config.local_state.as_ref().map(|l| l.save_every);
+        if !shared && save_every.is_none() {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak: Weak<Self> = Arc::downgrade(self);
+        let every = if shared {
+            READ_EVERY
+        } else {
+            save_every.unwrap_or(READ_EVERY)
+        };
+        handle.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let started = tokio::time::Instant::now();
+            let (mut published, mut saved) = (started, started);
+            let mut last_saved: Option<Saved> = None;
+            loop {
+                tick.tick().await;
+                let Some(exec) = weak.upgrade() else { return };
+                let now = tokio::time::Instant::now();
+                if let Some(sh) = exec.state.shared() {
+                    if now.duration_since(published) >= PUBLISH_EVERY {
+                        published = now;
+                        sh.publish_latency(&exec.summaries());
+                    }
+                    exec.read_fleet().await;
+                }
+                if let Some(save_every) = save_every
+                    && now.duration_since(saved) >= save_every
+                {
+                    saved = now;
+                    let snapshot = exec.snapshot();
+                    if last_saved
+                        .as_ref()
+                        .is_none_or(|last| !same_knowledge(last, &snapshot))
+                    {
+                        exec.save_local_state();
+                        last_saved = Some(snapshot);
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Whether two snapshots say the same, whenever they were taken.
+fn same_knowledge(a: &Saved, b: &Saved) -> bool {
+    let figures = |s: &Saved| -> Vec<(String, u64, Option<u64>, Option<u64>, u32)> {
+        s.targets
+            .iter()
+            .map(|(k, t)| (k.clone(), t.first_token_ms, t.hedge_ms, t.gap_ms, t.samples))
+            .collect()
+    };
+    figures(a) == figures(b) && a.ejected == b.ejected
+}
+
+impl Drop for Executor {
+    /// A process ending (a worker's run, a serverless function's container) keeps what it
+    /// learnt for the next.
+    fn drop(&mut self) {
+        if self.config.local_state.is_some() {
+            self.save_local_state();
+        }
+    }
+}

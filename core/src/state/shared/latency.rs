@@ -1,0 +1,104 @@
+//! What the fleet knows of its targets' latency and its ejected regions: each replica
+//! publishes its targets' latency in brief (at most a few hundred, every few seconds) and each
+//! region it ejects (at once), and reads the others', so that a new replica starts from the
+//! fleet's figures and no replica rediscovers a stall the fleet already knows.
+
+use super::*;
+use crate::state::LatencySummary;
+
+/// How long a published summary is read: a replica long gone says nothing of now.
+pub const SUMMARY_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// What the fleet knew when read: targets' latency (fresh ones) and ejected regions with
+/// until when (unix milliseconds, not yet past).
+#[derive(Debug, Default)]
+pub struct FleetKnowledge {
+    /// Targets' latency, by target key.
+    pub latency: Vec<(String, LatencySummary)>,
+    /// Ejected regions and until when.
+    pub ejected: Vec<(String, u64)>,
+}
+
+impl Shared {
+    /// Publishes this replica's targets' latency (one command, off the caller's path).
+    pub fn publish_latency(self: &std::sync::Arc<Self>, summaries: &[(String, LatencySummary)]) {
+        if summaries.is_empty() || !self.usable() {
+            return;
+        }
+        let key = self.key("latency");
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(&key);
+        for (target, s) in summaries {
+            let Ok(json) = serde_json::to_string(s) else {
+                continue;
+            };
+            cmd.arg(target).arg(json);
+        }
+        self.send_in_background("publish latency", cmd);
+    }
+
+    /// Publishes that this replica ejected `region` until `until_ms` (unix milliseconds).
+    pub fn publish_ejection(self: &std::sync::Arc<Self>, region: &str, until_ms: u64) {
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(self.key("ejected")).arg(region).arg(until_ms);
+        self.send_in_background("publish ejection", cmd);
+    }
+
+    /// Reads what the fleet knows (one round trip), and forgets entries gone stale. `None`
+    /// when Redis does not answer within the timeout.
+    pub async fn read_fleet(&self) -> Option<FleetKnowledge> {
+        if !self.usable() {
+            return None;
+        }
+        let (latency_key, ejected_key) = (self.key("latency"), self.key("ejected"));
+        let mut conn = self.conn.clone();
+        let (latency, ejected) = self
+            .run::<(HashMap<String, String>, HashMap<String, String>)>(
+                "read fleet latency",
+                redis::pipe()
+                    .cmd("HGETALL")
+                    .arg(&latency_key)
+                    .cmd("HGETALL")
+                    .arg(&ejected_key)
+                    .query_async(&mut conn),
+            )
+            .await?;
+        let now = unix_ms();
+        let mut known = FleetKnowledge::default();
+        let (mut stale_latency, mut stale_ejections) = (Vec::new(), Vec::new());
+        for (target, value) in latency {
+            match serde_json::from_str::<LatencySummary>(&value) {
+                Ok(s) if s.is_fresh(now, SUMMARY_MAX_AGE) => known.latency.push((target, s)),
+                Ok(_) => stale_latency.push(target),
+                Err(_) => {
+                    self.health.malformed_values.fetch_add(1, Ordering::Relaxed);
+                    stale_latency.push(target);
+                }
+            }
+        }
+        for (region, until) in ejected {
+            match until.trim().parse::<u64>() {
+                Ok(until) if until > now => known.ejected.push((region, until)),
+                Ok(_) => stale_ejections.push(region),
+                Err(_) => {
+                    self.health.malformed_values.fetch_add(1, Ordering::Relaxed);
+                    stale_ejections.push(region);
+                }
+            }
+        }
+        for (key, stale) in [(latency_key, stale_latency), (ejected_key, stale_ejections)] {
+            if !stale.is_empty() {
+                let _ = self
+                    .run::<i64>(
+                        "forget stale fleet latency",
+                        redis::cmd("HDEL")
+                            .arg(key)
+                            .arg(&stale)
+                            .query_async(&mut conn),
+                    )
+                    .await;
+            }
+        }
+        Some(known)
+    }
+}
