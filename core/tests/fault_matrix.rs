@@ -783,13 +783,41 @@ impl DefaultsRow {
     }
 }
 
+/// One call's answer, streamed (read to its end) or not.
+async fn answer(
+    router: &Router,
+    req: GenerateRequest,
+    streamed: bool,
+) -> Result<laneway::GenerateResponse, Error> {
+    if !streamed {
+        return router.generate(req).await;
+    }
+    let mut s = router.stream(req).await?;
+    while let Some(ev) = s.next().await {
+        if let StreamEvent::Completed(done) = ev? {
+            return Ok(*done);
+        }
+    }
+    panic!("a stream ended without Completed or an error")
+}
+
 /// `calls` standard-class calls of `amazon.nova-lite-v1:0` (three regions, us-east-1 first),
 /// `in_flight` at once, through `router`.
 async fn defaults_row(router: &Router, calls: usize, in_flight: usize) -> DefaultsRow {
+    defaults_row_of(router, calls, in_flight, false).await
+}
+
+/// [`defaults_row`], the calls streamed or not.
+async fn defaults_row_of(
+    router: &Router,
+    calls: usize,
+    in_flight: usize,
+    streamed: bool,
+) -> DefaultsRow {
     let results: Vec<_> = futures::stream::iter(0..calls)
         .map(|i| async move {
             let started = Instant::now();
-            let r = router.generate(request(Lane::Bedrock, i)).await;
+            let r = answer(router, request(Lane::Bedrock, i), streamed).await;
             (r, started.elapsed())
         })
         .buffer_unordered(in_flight)
@@ -921,4 +949,95 @@ async fn faults_cost_seconds_with_the_defaults_a_user_gets() {
     );
     assert_eq!(failed, CALLS, "{:?}", row.failed);
     assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+}
+
+/// The same faults on a cold router: fresh, the defaults a user gets, no call seen, the fault
+/// present from its first call (a process start, a deploy, an instance added in a surge). Its
+/// targets' latency is unknown, so its limits and hedges start from the model's prior: every
+/// call is answered, the slowest within 5 s of the fault-free p99 plus the prior's hedge delay,
+/// none paying the standard class's 30 s ceiling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_cost_seconds_from_a_cold_routers_first_call() {
+    const CALLS: usize = 40;
+    const IN: usize = 8;
+    let emu = emulator().await;
+    let fresh = || async { common::router_with(&emu, common::config("")).await };
+    let config = common::config("");
+    let hedge_delay = config
+        .routing
+        .priors
+        .for_tier(Some(laneway::ServiceTier::Standard))
+        .ttft_p99;
+    let ceiling = config.routing.timeouts.standard.first_token;
+    let baseline = defaults_row(&fresh().await, CALLS, IN).await;
+    assert!(baseline.failed.is_empty(), "{:?}", baseline.failed);
+    let p99 = baseline.quantile(0.99);
+    let mut trickle = Fault::new(FaultKind::Trickle).after(20);
+    trickle.delay_ms = Some(2_000);
+    let faults: Vec<(&str, Fault, bool)> = vec![
+        (
+            "stall (accepted, never answered)",
+            Fault::new(FaultKind::Stall),
+            false,
+        ),
+        (
+            "silent after the headers",
+            Fault::new(FaultKind::StallAfterHeaders),
+            false,
+        ),
+        (
+            "silent mid-answer (20 tokens)",
+            Fault::new(FaultKind::StallMidStream).after(20),
+            false,
+        ),
+        (
+            "trickle: 1 byte / 2 s after 20 tokens",
+            trickle.clone(),
+            false,
+        ),
+        ("stall, streamed", Fault::new(FaultKind::Stall), true),
+        (
+            "silent mid-answer, streamed",
+            Fault::new(FaultKind::StallMidStream).after(20),
+            true,
+        ),
+        ("trickle, streamed", trickle, true),
+    ];
+    println!("\nFaults on a cold router: {CALLS} standard calls, {IN} in flight, no warm-up\n");
+    println!(
+        "| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |"
+    );
+    println!("|---|---|---|---|---|");
+    let ms = |d: Duration| d.as_millis();
+    println!(
+        "| none | {}/{CALLS} | {} | {} ({}) | 0 |",
+        baseline.latencies.len(),
+        ms(baseline.slowest()),
+        ms(p99),
+        ms(p99)
+    );
+    for (name, fault, streamed) in faults {
+        let r = fresh().await;
+        let id = emu.add_fault(fault.for_region("us-east-1"));
+        let row = defaults_row_of(&r, CALLS, IN, streamed).await;
+        emu.remove_fault(id);
+        println!(
+            "| {name} | {}/{CALLS} | {} | {} ({}) | {} |",
+            row.latencies.len(),
+            ms(row.slowest()),
+            ms(row.quantile(0.99)),
+            ms(p99),
+            row.paid
+        );
+        assert!(row.failed.is_empty(), "{name}: {:?}", row.failed);
+        assert!(
+            row.slowest() <= p99 + hedge_delay + Duration::from_secs(5),
+            "{name}: the slowest call took {:?}, the fault-free p99 is {p99:?}",
+            row.slowest()
+        );
+        assert!(
+            row.slowest() < ceiling,
+            "{name}: a call paid the class's ceiling"
+        );
+    }
 }

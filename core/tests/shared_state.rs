@@ -853,3 +853,104 @@ async fn a_lesson_counts_the_slots_the_others_hold_now_not_when_the_teacher_last
     assert_eq!(seen.limit, 13);
     assert!(seen.taught_ago.is_some());
 }
+
+/// A fresh replica of a warm fleet starts from what the fleet knows: its first calls hedge
+/// after the fleet's figures for their targets (not the model's prior), and once a replica has
+/// ejected a stalling region, a replica started after never sends there: it never rediscovers
+/// the stall. The defaults a user gets, but `[shared]`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
+    const CALLS: usize = 40;
+    const IN: usize = 8;
+    let redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let config = || {
+        common::config(&format!(
+            "[shared]\nredis_url = \"{}\"\nkey_prefix = \"fleet-latency\"\n",
+            redis.url()
+        ))
+    };
+    let calls = |router: &Router| {
+        let router = router.clone();
+        async move {
+            futures::stream::iter(0..CALLS)
+                .map(|i| {
+                    let router = router.clone();
+                    async move {
+                        router
+                            .generate(
+                                GenerateRequest::user(format!("Request {i}: a short paragraph."))
+                                    .model(LITE)
+                                    .max_tokens(100),
+                            )
+                            .await
+                    }
+                })
+                .buffer_unordered(IN)
+                .collect::<Vec<_>>()
+                .await
+        }
+    };
+    // The fleet warms up: its targets' latency is published.
+    let warm = common::router_with(&emu, config()).await;
+    assert!(calls(&warm).await.iter().all(Result::is_ok));
+    common::poll_until("the warm replica published its targets' latency", || {
+        warm.metrics().shared.unwrap().latency_published >= 1
+    })
+    .await;
+
+    // us-east-1 begins to stall. A new replica's first calls hedge after the fleet's figures
+    // for us-east-1 (tens of milliseconds here), not the model's 2.5 s prior.
+    let stall = emu.add_fault(Fault::new(FaultKind::Stall).for_region("us-east-1"));
+    let fresh = common::router_with(&emu, config()).await;
+    let prior = fresh_prior();
+    let answered = calls(&fresh).await;
+    let hedges: Vec<Duration> = answered
+        .iter()
+        .map(|r| r.as_ref().expect("every call answered"))
+        .filter_map(|r| r.decision.hedge.as_ref().map(|h| h.delay))
+        .collect();
+    assert!(!hedges.is_empty(), "the stall was hedged");
+    assert!(
+        hedges.iter().all(|d| *d < prior),
+        "hedged after the fleet's figures, not the prior's {prior:?}: {hedges:?}"
+    );
+    // That replica ejected us-east-1, and the fleet knows it.
+    assert!(
+        answered.iter().flatten().any(|r| r
+            .decision
+            .reasons
+            .iter()
+            .any(|x| matches!(x, laneway::Reason::RegionEjected { .. }))),
+        "the stall ejected us-east-1"
+    );
+    common::poll_until("the ejection was published", || {
+        fresh.metrics().shared.unwrap().latency_published >= 1
+    })
+    .await;
+
+    // A replica started now never sends to us-east-1: not one call pays the stall.
+    let newest = common::router_with(&emu, config()).await;
+    let answered = calls(&newest).await;
+    for r in &answered {
+        let r = r.as_ref().expect("every call answered");
+        assert!(
+            r.decision.failed_attempts.is_empty(),
+            "{:?}",
+            r.decision.failed_attempts
+        );
+        assert_ne!(r.decision.region, "us-east-1");
+        assert!(r.decision.hedge.is_none(), "{:?}", r.decision.hedge);
+    }
+    emu.remove_fault(stall);
+    emu.shutdown().await;
+}
+
+/// The standard tier's prior to the first token, the default hedge delay of a cold target.
+fn fresh_prior() -> Duration {
+    laneway::Config::default()
+        .routing
+        .priors
+        .for_tier(Some(laneway::ServiceTier::Standard))
+        .ttft_p99
+}

@@ -13,8 +13,8 @@ use crate::state::{LatencySummary, saved::Saved};
 
 /// How often the fleet's figures are read.
 const READ_EVERY: Duration = Duration::from_secs(1);
-/// How often this replica's figures are published.
-const PUBLISH_EVERY: Duration = Duration::from_secs(5);
+/// How often this replica's figures are published, when they changed.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
 impl Executor {
     /// This router's targets in brief, now.
@@ -101,7 +101,7 @@ impl Executor {
     }
 
     /// Keeps exchanging while the router lives: the fleet's figures read every second and this
-    /// replica's published every five (`[shared]`), the local state file written every
+    /// replica's published every second when they changed (`[shared]`), the local state file written every
     /// `save_every` when it changed (`[local_state]`).
     pub fn spawn_exchange(self: &Arc<Self>) {
         let shared = self.state.shared().is_some();
@@ -123,7 +123,7 @@ impl Executor {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let started = tokio::time::Instant::now();
             let (mut published, mut saved) = (started, started);
-            let mut last_saved: Option<Saved> = None;
+            let (mut last_published, mut last_saved): (Option<Saved>, Option<Saved>) = (None, None);
             loop {
                 tick.tick().await;
                 let Some(exec) = weak.upgrade() else { return };
@@ -131,7 +131,15 @@ impl Executor {
                 if let Some(sh) = exec.state.shared() {
                     if now.duration_since(published) >= PUBLISH_EVERY {
                         published = now;
-                        sh.publish_latency(&exec.summaries());
+                        let mine = Saved::new(unix_ms(), exec.summaries(), Vec::new());
+                        if last_published
+                            .as_ref()
+                            .is_none_or(|last| !same_knowledge(last, &mine))
+                        {
+                            let summaries: Vec<_> = mine.targets.clone().into_iter().collect();
+                            sh.publish_latency(&summaries);
+                            last_published = Some(mine);
+                        }
                     }
                     exec.read_fleet().await;
                 }

@@ -43,6 +43,8 @@ pub struct Run<'a> {
     prepaid: bool,
     sent: u32,
     budget_exhausted: bool,
+    /// The last hedge asked for found every candidate full (or leased elsewhere for now).
+    hedge_blocked: bool,
     /// The call's deadline and its attempts' limits.
     pub limits: Limits,
     estimate: (u64, u64),
@@ -99,6 +101,7 @@ impl<'a> Run<'a> {
             sent: 0,
             limits,
             budget_exhausted: false,
+            hedge_blocked: false,
             estimate: tier::estimated_tokens(request, &exec.config),
             request_max_tokens: request.inference.max_tokens.map(|n| n.max(0) as u64),
             clock: Clock::start(),
@@ -324,9 +327,23 @@ impl<'a> Run<'a> {
     }
 
     /// The next attempt to send now, without waiting in line (a hedge: the call is already
-    /// being served).
+    /// being served). `None` when none has room now: the round's candidates stay to be walked
+    /// again (by a later hedge, or the call's next attempt).
     pub async fn next_attempt_now(&mut self) -> Option<InFlight<'a>> {
-        self.next_attempt_waiting(false).await
+        let at = self.next;
+        self.hedge_blocked = false;
+        let next = self.next_attempt_waiting(false).await;
+        if next.is_none() {
+            self.next = at;
+        }
+        next
+    }
+
+    /// After [`Run::next_attempt_now`] found no candidate with room: whether one may have room
+    /// later (candidates were full, not spent or refused by the budget).
+    pub fn may_hedge_later(&self) -> bool {
+        self.hedge_blocked
+            && self.limits.remaining(tokio::time::Instant::now()) > std::time::Duration::ZERO
     }
 
     async fn next_attempt_waiting(&mut self, may_wait: bool) -> Option<InFlight<'a>> {
@@ -347,6 +364,7 @@ impl<'a> Run<'a> {
             if !self.full.is_empty() {
                 if !may_wait {
                     self.full.clear();
+                    self.hedge_blocked = !self.budget_exhausted;
                     return None;
                 }
                 if let Some(f) = self.wait_for_slot().await {
@@ -435,7 +453,6 @@ impl<'a> Run<'a> {
     /// The next candidate of this round that is admitted, if any; when every one left was
     /// full, the first overflow candidate with room.
     async fn next_in_round(&mut self) -> Option<InFlight<'a>> {
-        let state = &self.exec.state;
         while self.next < self.attempts.len() {
             let attempt = self.attempts[self.next].clone();
             self.next += 1;
@@ -445,14 +462,8 @@ impl<'a> Run<'a> {
             // Nothing sent in this round and nothing else left: send even through an open
             // breaker (the retry budget bounds how often).
             let force = self.sent_this_round == 0 && self.next == self.attempts.len();
-            let now = crate::time::now();
-            let peek = state.at(now);
-            let view = peek.target(attempt.target.region(), attempt.target.id(), attempt.tier);
-            let kept_away = matches!(
-                view.breaker,
-                crate::types::BreakerView::Open | crate::types::BreakerView::RegionEjected
-            );
-            if !force && kept_away {
+            let view = self.view_of(&attempt);
+            if !force && kept_away(&view) {
                 if self.round == 0 {
                     self.reasons.push(Reason::TargetDemoted {
                         target: attempt.target.id.clone(),
@@ -476,7 +487,8 @@ impl<'a> Run<'a> {
         // Every candidate left was full (or is refusing, after a throttle): overflow, where the
         // plan allows it.
         for attempt in self.overflow.clone() {
-            if !self.may_try(&attempt) {
+            // Overflow is for load: never into an open breaker or an ejected region.
+            if !self.may_try(&attempt) || kept_away(&self.view_of(&attempt)) {
                 continue;
             }
             let (model, target, region) = (
@@ -497,6 +509,12 @@ impl<'a> Run<'a> {
             }
         }
         None
+    }
+
+    /// The attempt's target as the live state sees it now.
+    fn view_of(&self, attempt: &Attempt) -> crate::state::TargetView {
+        let peek = self.exec.state.at(crate::time::now());
+        peek.target(attempt.target.region(), attempt.target.id(), attempt.tier)
     }
 
     /// What the call's concurrency asks of an attempt's target.
@@ -1203,5 +1221,13 @@ fn region_is_suspect(kind: crate::ErrorKind) -> bool {
     matches!(
         kind,
         K::Timeout | K::Transport | K::Unavailable | K::Internal | K::Throttled
+    )
+}
+
+/// Whether a target is kept away from: its breaker open, or its region ejected.
+fn kept_away(view: &crate::state::TargetView) -> bool {
+    matches!(
+        view.breaker,
+        crate::types::BreakerView::Open | crate::types::BreakerView::RegionEjected
     )
 }

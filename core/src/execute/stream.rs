@@ -516,7 +516,9 @@ async fn open<'a>(
 /// target's usual worst), the region is suspected, the next candidate (elsewhere first) is
 /// sent too, and whichever produces a token first is kept; the other is dropped, which
 /// cancels its request. A hedge that fails is booked and the primary awaited, and the other
-/// way round.
+/// way round. When no candidate has room at that moment (every one full, or a fresh replica's
+/// lease of them on its way), the hedge is asked for again each `delay` while the primary is
+/// silent: it goes as soon as a target has room, never into a queue.
 async fn open_hedged<'a>(
     exec: &'a Executor,
     run: &mut Run<'a>,
@@ -530,50 +532,55 @@ async fn open_hedged<'a>(
     let bounds = run.open_bounds(&mut first);
     let primary = open(exec, req, cps, first, bounds, send_whole);
     futures::pin_mut!(primary);
-    match futures::future::select(primary, Box::pin(tokio::time::sleep(delay))).await {
-        Either::Left((done, _)) => done,
-        Either::Right(((), primary)) => {
+    let mut suspected = false;
+    let mut second = loop {
+        let wait = Box::pin(tokio::time::sleep(delay));
+        if let Either::Left((done, _)) = futures::future::select(primary.as_mut(), wait).await {
+            return done;
+        }
+        if !suspected {
             // A late first token may be the region's fault: hedge elsewhere first.
+            suspected = true;
             run.first_token_late(&primary_region);
             run.defer_region(&primary_region);
-            match run.next_attempt_now().await {
-                None => primary.await,
-                Some(mut second) => {
-                    let hedge_target = second.attempt.target.id().to_string();
-                    let cps = run.checkpoints_for(&second.attempt);
-                    let bounds = run.open_bounds(&mut second);
-                    let hedge = open(exec, req, cps, second, bounds, send_whole);
-                    futures::pin_mut!(hedge);
-                    let (done, hedge_won) = match futures::future::select(primary, hedge).await {
-                        Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
-                        Either::Left((a, hedge)) => {
-                            if let Err(e) = into_parts(a.1) {
-                                run.record_failed(a.0, e);
-                            }
-                            (hedge.await, true)
-                        }
-                        Either::Right((b, _loser)) if produced_a_token(&b.1) => {
-                            run.hedge_answered_first(&primary_region);
-                            (b, true)
-                        }
-                        Either::Right((b, primary)) => {
-                            if let Err(e) = into_parts(b.1) {
-                                run.record_failed(b.0, e);
-                            }
-                            (primary.await, false)
-                        }
-                    };
-                    // The loser, if still running, was dropped above: its request is cancelled.
-                    run.hedge = Some(HedgeReport {
-                        delay,
-                        hedge_target,
-                        hedge_won,
-                    });
-                    done
-                }
-            }
         }
-    }
+        match run.next_attempt_now().await {
+            Some(second) => break second,
+            None if run.may_hedge_later() => {}
+            None => return primary.await,
+        }
+    };
+    let hedge_target = second.attempt.target.id().to_string();
+    let cps = run.checkpoints_for(&second.attempt);
+    let bounds = run.open_bounds(&mut second);
+    let hedge = open(exec, req, cps, second, bounds, send_whole);
+    futures::pin_mut!(hedge);
+    let (done, hedge_won) = match futures::future::select(primary, hedge).await {
+        Either::Left((a, _loser)) if produced_a_token(&a.1) => (a, false),
+        Either::Left((a, hedge)) => {
+            if let Err(e) = into_parts(a.1) {
+                run.record_failed(a.0, e);
+            }
+            (hedge.await, true)
+        }
+        Either::Right((b, _loser)) if produced_a_token(&b.1) => {
+            run.hedge_answered_first(&primary_region);
+            (b, true)
+        }
+        Either::Right((b, primary)) => {
+            if let Err(e) = into_parts(b.1) {
+                run.record_failed(b.0, e);
+            }
+            (primary.await, false)
+        }
+    };
+    // The loser, if still running, was dropped above: its request is cancelled.
+    run.hedge = Some(HedgeReport {
+        delay,
+        hedge_target,
+        hedge_won,
+    });
+    done
 }
 
 /// Opens the attempt's stream and waits for its first event, until its first-token bound.

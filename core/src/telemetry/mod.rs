@@ -278,6 +278,10 @@ pub struct SharedStatus {
     pub breaker_syncs: u64,
     /// Completed writes of where prompt prefixes were cached.
     pub prefixes_published: u64,
+    /// Completed writes of this replica's targets' latency, and of its ejected regions.
+    pub latency_published: u64,
+    /// Completed reads of the fleet's targets' latency and ejected regions.
+    pub fleet_reads: u64,
     /// Leases of targets' slots asked of Redis (on a call's path when a replica's block ran
     /// out, else by the renewal task).
     pub lease_round_trips: u64,

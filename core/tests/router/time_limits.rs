@@ -472,6 +472,48 @@ async fn a_cold_hedge_does_not_count_the_time_a_call_waited_in_line() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_model_ten_times_slower_than_its_prior_is_still_served() {
+    // Every region takes 25 s to its first token, ten times the standard prior's 2.5 s: the
+    // cold limits (3 x 2.5 s) cut the first attempts, each cut gives the target 3 x longer,
+    // and the call is answered within its deadline; the next call waits the class's limit,
+    // which fits, and pays nothing.
+    let slow = Behaviour::Answer {
+        ttft: Duration::from_secs(25),
+        gap: Duration::from_millis(10),
+        tokens: 20,
+    };
+    let (exec, _) = executor(
+        "",
+        [
+            ("us-east-1", slow),
+            ("us-west-2", slow),
+            ("eu-west-1", slow),
+        ],
+    );
+    let first = generate(&exec, request())
+        .await
+        .expect("served despite its prior");
+    let cut: Vec<_> = limit_sources(&first.decision.reasons);
+    assert!(!cut.is_empty(), "the prior's limits cut the first attempts");
+    assert!(
+        cut.iter()
+            .any(|(_, _, s)| matches!(s, laneway::LimitSource::Prior { .. })),
+        "{cut:?}"
+    );
+    // The limits grew: each target's second cut (if any) came later than its first.
+    let lengths: Vec<u64> = cut.iter().map(|(_, ms, _)| *ms).collect();
+    assert!(lengths.iter().max() > lengths.iter().min(), "{lengths:?}");
+    let started = Instant::now();
+    let second = generate(&exec, request()).await.unwrap();
+    assert!(
+        second.decision.failed_attempts.is_empty(),
+        "{:?}",
+        second.decision.failed_attempts
+    );
+    assert_eq!(started.elapsed(), Duration::from_millis(25_000 + 190));
+}
+
 /// Whether the plan demoted `region`'s targets for the region's ejection.
 fn ejected(reasons: &[Reason], region: &str) -> bool {
     reasons.iter().any(|r| {

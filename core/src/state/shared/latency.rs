@@ -1,5 +1,5 @@
 //! What the fleet knows of its targets' latency and its ejected regions: each replica
-//! publishes its targets' latency in brief (at most a few hundred, every few seconds) and each
+//! publishes its targets' latency in brief (at most a few hundred, each second they changed) and each
 //! region it ejects (at once), and reads the others', so that a new replica starts from the
 //! fleet's figures and no replica rediscovers a stall the fleet already knows.
 
@@ -34,14 +34,32 @@ impl Shared {
             };
             cmd.arg(target).arg(json);
         }
-        self.send_in_background("publish latency", cmd);
+        self.publish("publish latency", cmd);
     }
 
     /// Publishes that this replica ejected `region` until `until_ms` (unix milliseconds).
     pub fn publish_ejection(self: &std::sync::Arc<Self>, region: &str, until_ms: u64) {
         let mut cmd = redis::cmd("HSET");
         cmd.arg(self.key("ejected")).arg(region).arg(until_ms);
-        self.send_in_background("publish ejection", cmd);
+        self.publish("publish ejection", cmd);
+    }
+
+    /// Sends a write off the caller's path, counting it once done.
+    fn publish(self: &std::sync::Arc<Self>, what: &'static str, cmd: redis::Cmd) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let me = self.clone();
+        handle.spawn(async move {
+            let mut conn = me.conn.clone();
+            if me
+                .run::<i64>(what, cmd.query_async(&mut conn))
+                .await
+                .is_some()
+            {
+                me.health.latency_published.fetch_add(1, Ordering::Relaxed);
+            }
+        });
     }
 
     /// Reads what the fleet knows (one round trip), and forgets entries gone stale. `None`
@@ -63,6 +81,7 @@ impl Shared {
                     .query_async(&mut conn),
             )
             .await?;
+        self.health.fleet_reads.fetch_add(1, Ordering::Relaxed);
         let now = unix_ms();
         let mut known = FleetKnowledge::default();
         let (mut stale_latency, mut stale_ejections) = (Vec::new(), Vec::new());

@@ -94,6 +94,8 @@ struct Health {
     malformed_values: AtomicU64,
     breaker_syncs: AtomicU64,
     prefixes_published: AtomicU64,
+    latency_published: AtomicU64,
+    fleet_reads: AtomicU64,
     lease_round_trips: AtomicU64,
     lease_waits: AtomicU64,
 }
@@ -232,6 +234,8 @@ impl Shared {
             malformed_values: self.health.malformed_values.load(Ordering::Relaxed),
             breaker_syncs: self.health.breaker_syncs.load(Ordering::Relaxed),
             prefixes_published: self.health.prefixes_published.load(Ordering::Relaxed),
+            latency_published: self.health.latency_published.load(Ordering::Relaxed),
+            fleet_reads: self.health.fleet_reads.load(Ordering::Relaxed),
             lease_round_trips: self.health.lease_round_trips.load(Ordering::Relaxed),
             lease_waits: self.health.lease_waits.load(Ordering::Relaxed),
         }
