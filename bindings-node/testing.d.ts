@@ -5,6 +5,8 @@ export interface RunningEmulator {
   /** A short-term Bedrock API key for the emulator's test credentials (an `openai` client's `apiKey`). */
   bedrockApiKey (region?: string): string
   addFault (fault: Record<string, unknown>): Promise<void>
+  /** Removes every injected fault. */
+  clearFaults (): Promise<void>
   counters (): Promise<Array<Record<string, any>>>
   stop (): Promise<void>
 }

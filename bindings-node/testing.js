@@ -58,7 +58,7 @@ function findBinary () {
   throw new Error('laneway-emulator not found: build it with `cargo build -p laneway-emulator` or set LANEWAY_EMULATOR')
 }
 
-/** Starts an emulator; resolves to `{ url, routerOptions(), bedrockApiKey(), addFault(), counters(), stop() }`. */
+/** Starts an emulator; resolves to `{ url, routerOptions(), bedrockApiKey(), addFault(), clearFaults(), counters(), stop() }`. */
 async function startEmulator ({ scenario = 'fast', timeScale } = {}) {
   const args = ['--scenario', scenario, '--port', '0']
   if (timeScale !== undefined) args.push('--time-scale', String(timeScale))
@@ -77,6 +77,10 @@ async function startEmulator ({ scenario = 'fast', timeScale } = {}) {
     addFault: async fault => {
       const r = await fetch(url + '/__laneway/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) })
       if (!r.ok) throw new Error(`adding a fault: ${r.status}`)
+    },
+    clearFaults: async () => {
+      const r = await fetch(url + '/__laneway/faults', { method: 'DELETE' })
+      if (!r.ok) throw new Error(`clearing faults: ${r.status}`)
     },
     counters: async () => (await (await fetch(url + '/__laneway/counters')).json()).counters,
     stop: () => new Promise(resolve => { child.once('exit', resolve); child.kill('SIGINT') })

@@ -2,7 +2,9 @@
 // Faults in one region of three with the defaults a user gets (no time limit configured): a
 // stalled region costs a call about a second (its learnt limit, or a hedge after its first
 // target's usual first-token time), not the standard class's 30-second ceiling, and is then
-// ejected; expired credentials fail every call at once, typed.
+// ejected; a fresh router meeting the fault on its first call pays seconds too (its limits and
+// hedges start from the model's latency prior); expired credentials fail every call at once,
+// typed.
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const laneway = require('..')
@@ -12,8 +14,21 @@ const CALLS = 40
 const IN_FLIGHT = 8
 const MODEL = 'amazon.nova-lite-v1:0' // three regions, us-east-1 first
 
-// `n` standard-class calls, IN_FLIGHT at once: { answer | error, ms } each, in start order.
-async function calls (router, n = CALLS) {
+// One call's answer, streamed to its end or not.
+async function answer (router, i, streamed) {
+  const prompt = `Request ${i}: a short paragraph on reliable systems.`
+  const options = { model: MODEL, maxTokens: 200, slo: 'standard' }
+  if (!streamed) return router.generate(prompt, options)
+  // A stream broken after delivering text goes on from that text elsewhere.
+  for await (const ev of router.stream(prompt, { ...options, continueOnInterrupt: true })) {
+    if (ev.type === 'completed') return ev.response
+  }
+  throw new Error('a stream ended without its response')
+}
+
+// `n` standard-class calls, IN_FLIGHT at once, streamed or not: { answer | error, ms } each,
+// in start order.
+async function calls (router, n = CALLS, streamed = false) {
   const results = new Array(n)
   let next = 0
   async function worker () {
@@ -21,8 +36,7 @@ async function calls (router, n = CALLS) {
       const i = next++
       const started = performance.now()
       try {
-        const answer = await router.generate(`Request ${i}: a short paragraph on reliable systems.`, { model: MODEL, maxTokens: 200, slo: 'standard' })
-        results[i] = { answer, ms: performance.now() - started }
+        results[i] = { answer: await answer(router, i, streamed), ms: performance.now() - started }
       } catch (error) {
         results[i] = { error, ms: performance.now() - started }
       }
@@ -57,6 +71,32 @@ test('a stalled region costs seconds, not the class ceiling, and is ejected', as
     const paid = results.filter(({ answer: { decision: d } }) => paidTheFault(d))
     assert.ok(paid.length <= IN_FLIGHT, `${paid.length} calls paid the stall`)
     assert.ok(results.slice(-IN_FLIGHT).every(r => r.answer.decision.region !== 'us-east-1'))
+  } finally { await emu.stop() }
+})
+
+test('a fresh router meeting a stall on its first call pays seconds, not the class ceiling', async () => {
+  // No warm-up: the fault is there from the first call (a process start, a deploy). The
+  // prior's hedge (Nova Lite's p99, at most the standard tier's 2.5 s) and its idle limit
+  // bound the calls, not the class's 30 s.
+  const hedgeAfter = 2500
+  const emu = await startEmulator({ scenario: 'fast' })
+  try {
+    const baseline = await calls(new laneway.Router(emu.routerOptions()))
+    assert.ok(baseline.every(r => r.answer), 'the fault-free calls failed')
+    const faultFree = p99(baseline.map(r => r.ms))
+    for (const [fault, streamed] of [
+      [{ kind: 'stall_after_headers', region: 'us-east-1' }, false],
+      [{ kind: 'trickle', region: 'us-east-1', after_tokens: 20 }, true]
+    ]) {
+      const router = new laneway.Router(emu.routerOptions())
+      await emu.addFault(fault)
+      const results = await calls(router, CALLS, streamed)
+      await emu.clearFaults()
+      assert.deepEqual(results.filter(r => r.error).map(r => String(r.error)), [], fault.kind)
+      const slowest = Math.max(...results.map(r => r.ms))
+      assert.ok(slowest <= faultFree + hedgeAfter + 5000, `${fault.kind}: slowest ${slowest} ms, fault-free p99 ${faultFree} ms`)
+      assert.ok(slowest < 30000, `${fault.kind}: ${slowest} ms`)
+    }
   } finally { await emu.stop() }
 })
 

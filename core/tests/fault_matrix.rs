@@ -964,9 +964,11 @@ async fn faults_cost_seconds_from_a_cold_routers_first_call() {
     let fresh = || async { common::router_with(&emu, common::config("")).await };
     let config = common::config("");
     let hedge_delay = config
-        .routing
-        .priors
-        .for_tier(Some(laneway::ServiceTier::Standard))
+        .latency_prior(
+            "amazon.nova-lite-v1:0",
+            Some(laneway::ServiceTier::Standard),
+            &laneway::Provider::Bedrock,
+        )
         .ttft_p99;
     let ceiling = config.routing.timeouts.standard.first_token;
     let baseline = defaults_row(&fresh().await, CALLS, IN).await;

@@ -946,11 +946,13 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     emu.shutdown().await;
 }
 
-/// The standard tier's prior to the first token, the default hedge delay of a cold target.
+/// Nova Lite's prior to the first token at standard, the hedge delay of a cold target.
 fn fresh_prior() -> Duration {
     laneway::Config::default()
-        .routing
-        .priors
-        .for_tier(Some(laneway::ServiceTier::Standard))
+        .latency_prior(
+            LITE,
+            Some(laneway::ServiceTier::Standard),
+            &laneway::Provider::Bedrock,
+        )
         .ttft_p99
 }

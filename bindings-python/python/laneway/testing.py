@@ -112,6 +112,13 @@ class Emulator:
         req = urllib.request.Request(self.url + "/__laneway/faults", data=json.dumps(fault).encode(), method="POST", headers={"content-type": "application/json"})
         urllib.request.urlopen(req).read()
 
+    def clear_faults(self) -> None:
+        """Removes every injected fault."""
+        import urllib.request
+
+        req = urllib.request.Request(self.url + "/__laneway/faults", method="DELETE")
+        urllib.request.urlopen(req).read()
+
     def counters(self) -> Any:
         """Rows of what the emulator served: service, region, target, tier, operation, counter."""
         import json

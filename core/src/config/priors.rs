@@ -70,11 +70,38 @@ pub struct PartialPrior {
 }
 
 impl PartialPrior {
-    /// `base` with the values this one sets.
+    /// These figures, given against `from` (a tier's prior), as they would read against `to`
+    /// (another tier's): each scaled by the ratio of the two tiers' figures.
+    fn scaled(&self, from: LatencyPrior, to: LatencyPrior) -> PartialPrior {
+        let time = |d: Option<Duration>, f: Duration, t: Duration| {
+            d.and_then(|d| {
+                let ratio = t.as_secs_f64() / f.as_secs_f64().max(1e-3);
+                crate::types::units::clamped_secs(d.as_secs_f64() * ratio)
+            })
+        };
+        PartialPrior {
+            ttft: time(self.ttft, from.ttft, to.ttft),
+            ttft_p99: time(self.ttft_p99, from.ttft_p99, to.ttft_p99),
+            gap_p99: time(self.gap_p99, from.gap_p99, to.gap_p99),
+            tokens_per_second: self
+                .tokens_per_second
+                .map(|t| t * to.tokens_per_second / from.tokens_per_second.max(1e-9)),
+        }
+    }
+
+    /// `base` with the values this one sets. A median set without its 99th percentile scales
+    /// `base`'s percentile by the same ratio: a model twice as fast as its tier's median is
+    /// expected to be twice as fast at the tail too.
     pub fn over(&self, base: LatencyPrior) -> LatencyPrior {
+        let scaled_p99 = self.ttft.map(|ttft| {
+            let ratio = ttft.as_secs_f64() / base.ttft.as_secs_f64().max(1e-3);
+            crate::types::units::clamped_secs(base.ttft_p99.as_secs_f64() * ratio)
+                .unwrap_or(base.ttft_p99)
+                .max(ttft)
+        });
         LatencyPrior {
             ttft: self.ttft.unwrap_or(base.ttft),
-            ttft_p99: self.ttft_p99.unwrap_or(base.ttft_p99),
+            ttft_p99: self.ttft_p99.or(scaled_p99).unwrap_or(base.ttft_p99),
             gap_p99: self.gap_p99.unwrap_or(base.gap_p99),
             tokens_per_second: self.tokens_per_second.unwrap_or(base.tokens_per_second),
         }
@@ -227,7 +254,16 @@ pub(super) fn resolve(
         return base;
     };
     let key = tier.unwrap_or(ServiceTier::Standard);
-    let own = model.tiers.get(&key).map_or(base, |p| p.over(base));
+    let own = match model.tiers.get(&key) {
+        Some(p) => p.over(base),
+        // A tier the model says nothing of: its standard figures, scaled as the tiers' are.
+        None => model
+            .tiers
+            .get(&ServiceTier::Standard)
+            .map_or(base, |standard| {
+                standard.scaled(priors.for_tier(None), base).over(base)
+            }),
+    };
     let openai = matches!(provider, Provider::BedrockOpenAi | Provider::BedrockMantle);
     match model.openai.get(&key) {
         Some(p) if openai => p.over(own),
@@ -248,17 +284,29 @@ mod tests {
         .unwrap();
         let converse = resolve(&priors, Some(&model), None, &Provider::Bedrock);
         assert_eq!(converse.ttft, Duration::from_millis(300));
-        assert_eq!(converse.ttft_p99, priors.for_tier(None).ttft_p99);
+        // A median without its tail: the tier's tail, scaled alike.
+        let tier = priors.for_tier(None);
+        let scaled = tier.ttft_p99.as_secs_f64() * 0.3 / tier.ttft.as_secs_f64();
+        assert!((converse.ttft_p99.as_secs_f64() - scaled).abs() < 1e-6);
         let openai = resolve(&priors, Some(&model), None, &Provider::BedrockMantle);
         assert_eq!(openai.ttft, Duration::from_millis(300));
         assert_eq!(openai.ttft_p99, Duration::from_millis(900));
-        // A tier the model says nothing of: the tier's.
+        // A tier the model says nothing of: its standard figures, scaled as the tiers' are.
         let flex = resolve(
             &priors,
             Some(&model),
             Some(ServiceTier::Flex),
             &Provider::Bedrock,
         );
-        assert_eq!(flex, priors.for_tier(Some(ServiceTier::Flex)));
+        let tier_flex = priors.for_tier(Some(ServiceTier::Flex));
+        let expected = tier_flex.ttft.as_secs_f64() * 0.3 / tier.ttft.as_secs_f64();
+        assert!((flex.ttft.as_secs_f64() - expected).abs() < 1e-6);
+        assert!(flex.ttft_p99 < tier_flex.ttft_p99);
+        assert_eq!(flex.gap_p99, tier_flex.gap_p99);
+        // A model without a table of its own: the tier's.
+        assert_eq!(
+            resolve(&priors, None, Some(ServiceTier::Flex), &Provider::Bedrock),
+            tier_flex
+        );
     }
 }

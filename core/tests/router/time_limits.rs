@@ -401,14 +401,10 @@ async fn a_standard_call_hedges_after_its_first_targets_high_quantile() {
     assert_eq!(hedge.delay, Duration::from_millis(100));
     assert_eq!(started.elapsed(), Duration::from_millis(100 + 100 + 190));
     assert!(limit_sources(&done.decision.reasons).is_empty());
-    // Before its first tokens are known, a standard call hedges after its model's prior: the
-    // standard tier's 99th percentile, 2.5 s, not the class's 30 s first-token limit.
+    // Before its first tokens are known, a standard call hedges after its model's prior (Nova
+    // Lite's 99th percentile at standard), not the class's 30 s first-token limit.
     let (exec, _) = executor("", EAST_STALLS);
-    let prior = exec
-        .config
-        .routing
-        .priors
-        .for_tier(Some(laneway::ServiceTier::Standard));
+    let prior = lite_prior(&exec);
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
     let hedge = done.decision.hedge.expect("a cold call hedges too");
@@ -419,24 +415,20 @@ async fn a_standard_call_hedges_after_its_first_targets_high_quantile() {
         prior.ttft_p99 + Duration::from_millis(100 + 190)
     );
     // Without priors (weight 0), as before: no hedge until the target's own are known.
-    let (exec, _) = executor(
-        "[routing.priors]
-weight = 0
-",
-        EAST_STALLS,
-    );
+    let (exec, _) = executor("[routing.priors]\nweight = 0\n", EAST_STALLS);
     let done = generate(&exec, request()).await.unwrap();
     assert!(done.decision.hedge.is_none());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_cold_hedge_does_not_count_the_time_a_call_waited_in_line() {
-    // One slot per target, every region answering in 2 s (inside the 2.5 s prior): five calls
-    // fill the model's five targets (its bare id and profiles) and a sixth waits in line for a
+    // One slot per target, every region answering inside the model's prior: five calls fill
+    // the model's five targets (its bare id and profiles) and a sixth waits in line for a
     // slot. Its attempt, once sent, answers within the prior: it is not hedged, however long
     // it waited first.
+    let prior = lite_prior(&executor("", ALL_FAST).0);
     let slow = Behaviour::Answer {
-        ttft: Duration::from_secs(2),
+        ttft: prior.ttft_p99 - Duration::from_millis(250),
         gap: Duration::from_millis(10),
         tokens: 20,
     };
@@ -461,7 +453,7 @@ async fn a_cold_hedge_does_not_count_the_time_a_call_waited_in_line() {
         })
         .expect("a sixth call waited for a slot");
     assert!(
-        queued.timings.total > Duration::from_millis(2500),
+        queued.timings.total > prior.ttft_p99,
         "{:?}",
         queued.timings
     );
@@ -474,8 +466,8 @@ async fn a_cold_hedge_does_not_count_the_time_a_call_waited_in_line() {
 
 #[tokio::test(start_paused = true)]
 async fn a_model_ten_times_slower_than_its_prior_is_still_served() {
-    // Every region takes 25 s to its first token, ten times the standard prior's 2.5 s: the
-    // cold limits (3 x 2.5 s) cut the first attempts, each cut gives the target 3 x longer,
+    // Every region takes 25 s to its first token, over ten times the model's prior: the cold
+    // limits (3 x the prior) cut the first attempts, each cut gives the target 3 x longer,
     // and the call is answered within its deadline; the next call waits the class's limit,
     // which fits, and pays nothing.
     let slow = Behaviour::Answer {
@@ -512,6 +504,137 @@ async fn a_model_ten_times_slower_than_its_prior_is_still_served() {
         second.decision.failed_attempts
     );
     assert_eq!(started.elapsed(), Duration::from_millis(25_000 + 190));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_with_every_target_full_goes_once_one_has_room() {
+    // One slot per target, three targets: the first call stalls in us-east-1, the next two
+    // fill the others until 1.5 x the prior's p99 (and their 19 gaps). At the first call's
+    // hedge delay (the p99) nothing has room; the hedge is asked for again each delay and goes
+    // at twice the p99, before the primary's first-token limit (3 x the p99) would fail it
+    // over.
+    let p99 = lite_prior(&executor("", ALL_FAST).0).ttft_p99;
+    let slow = Behaviour::Answer {
+        ttft: p99 * 3 / 2,
+        gap: Duration::from_millis(10),
+        tokens: 20,
+    };
+    let (exec, _) = executor(
+        "[routing.overflow]\nenabled = false\n[models.\"amazon.nova-lite-v1:0\".quota]\nmax_concurrency = 1\n",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", slow),
+            ("eu-west-1", slow),
+        ],
+    );
+    let started = Instant::now();
+    let first = generate(&exec, request());
+    let others = async {
+        tokio::task::yield_now().await;
+        futures::future::join(generate(&exec, request()), generate(&exec, request())).await
+    };
+    let (first, (b, c)) = futures::future::join(first, others).await;
+    assert!(b.is_ok() && c.is_ok());
+    let first = first.unwrap();
+    assert!(
+        first.decision.hedge.is_some(),
+        "hedged once a target had room"
+    );
+    assert_eq!(
+        started.elapsed(),
+        p99 * 2 + p99 * 3 / 2 + Duration::from_millis(190)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_wait_for_room_rather_than_overflow_into_an_ejected_region() {
+    // us-east-1 stalls and is ejected by three hedged calls; then, one slot per target, a
+    // burst fills the targets elsewhere. The rest wait in line for them: none overflows to
+    // the `us.` profile called from us-east-1.
+    let slow = Behaviour::Answer {
+        ttft: Duration::from_secs(1),
+        gap: Duration::from_millis(10),
+        tokens: 20,
+    };
+    let (exec, _) = executor(
+        "[models.\"amazon.nova-lite-v1:0\".quota]\nmax_concurrency = 1\n",
+        [
+            ("us-east-1", Behaviour::Stall),
+            ("us-west-2", slow),
+            ("eu-west-1", slow),
+        ],
+    );
+    for _ in 0..3 {
+        generate(&exec, request()).await.unwrap();
+    }
+    let plan = exec.plan(&request()).unwrap();
+    assert!(ejected(&plan.reasons, "us-east-1"), "{:?}", plan.reasons);
+    let burst = futures::future::join_all((0..6).map(|_| generate(&exec, request()))).await;
+    for done in burst {
+        let done = done.unwrap();
+        assert_ne!(done.decision.region, "us-east-1");
+        assert!(
+            done.decision.failed_attempts.is_empty(),
+            "{:?}",
+            done.decision.failed_attempts
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fresh_process_starts_from_what_its_last_run_kept_in_its_local_state_file() {
+    let dir = std::env::temp_dir().join(format!("laneway-local-state-{:x}", rand::random::<u64>()));
+    let path = dir.join("state.json");
+    let config = format!("[local_state]\npath = {:?}\n", path.display().to_string());
+    // The first run: us-east-1 stalls and is ejected; us-west-2 answers in 100 ms.
+    let (exec, _) = executor(&config, EAST_STALLS);
+    exec.restore_local_state();
+    for _ in 0..3 {
+        generate(&exec, request()).await.unwrap();
+    }
+    assert!(ejected(
+        &exec.plan(&request()).unwrap().reasons,
+        "us-east-1"
+    ));
+    drop(exec);
+    assert!(path.exists(), "written when the router was dropped");
+
+    // The next run, fresh: us-east-1 is still ejected (no call there), and us-west-2, which
+    // now stalls, is hedged after its first tokens' 100 ms as the last run saw them, not
+    // after the model's prior.
+    let (exec, backend) = executor(&config, ALL_FAST);
+    exec.restore_local_state();
+    backend.change("us-west-2", Behaviour::Stall);
+    let plan = exec.plan(&request()).unwrap();
+    assert!(ejected(&plan.reasons, "us-east-1"), "{:?}", plan.reasons);
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(done.decision.region, "eu-west-1");
+    assert_eq!(
+        done.decision.hedge.map(|h| h.delay),
+        Some(Duration::from_millis(100))
+    );
+    // Without the file, the prior.
+    drop(exec);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (exec, backend) = executor(&config, ALL_FAST);
+    exec.restore_local_state();
+    backend.change("us-east-1", Behaviour::Stall);
+    let done = generate(&exec, request()).await.unwrap();
+    assert_eq!(
+        done.decision.hedge.map(|h| h.delay),
+        Some(lite_prior(&exec).ttft_p99)
+    );
+    drop(exec);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Nova Lite's prior at the standard tier on Converse, as the router's configuration has it.
+fn lite_prior(exec: &Executor) -> laneway::config::LatencyPrior {
+    exec.config.latency_prior(
+        "amazon.nova-lite-v1:0",
+        Some(laneway::ServiceTier::Standard),
+        &Provider::Bedrock,
+    )
 }
 
 /// Whether the plan demoted `region`'s targets for the region's ejection.
@@ -559,45 +682,59 @@ async fn a_region_that_stalls_is_ejected_for_every_model_and_profile_called_ther
 #[tokio::test(start_paused = true)]
 async fn limits_start_from_the_prior_and_are_the_class_s_with_learning_or_priors_off() {
     let first_token = |exec: &Arc<Executor>| exec.config.routing.timeouts.standard.first_token;
-    // A cold router: 3 x the standard tier's prior of 2.5 s, not the class's 30 s.
+    // A cold router: 3 x the model's prior, not the class's 30 s.
     let (exec, _) = executor(LEARNING, EAST_STALLS);
+    let p99 = lite_prior(&exec).ttft_p99;
+    let ms = |d: Duration| d.as_millis() as u64;
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
-    assert_eq!(started.elapsed(), Duration::from_millis(7_500 + 290));
-    assert!(matches!(
-        limit_sources(&done.decision.reasons)[..],
-        [(
+    assert_eq!(started.elapsed(), p99 * 3 + Duration::from_millis(290));
+    let [
+        (
             TimeLimit::FirstToken,
-            7_500,
+            limit_ms,
             laneway::LimitSource::Prior {
-                prior_ms: 2_500,
+                prior_ms,
                 observed_ms: None,
                 samples: 0,
                 ..
-            }
-        )]
-    ));
-    // A few answers move it: 19 of 100 ms blend with the prior's 4 to
-    // (4 x 2.5 s + 19 x 0.1 s) / 23 = 517 ms, x 3.
+            },
+        ),
+    ] = limit_sources(&done.decision.reasons)[..]
+    else {
+        panic!("{:?}", done.decision.reasons)
+    };
+    assert_eq!((limit_ms, prior_ms), (ms(p99 * 3), ms(p99)));
+    // A few answers move it: 19 of 100 ms blend with the prior's 4,
+    // (4 x prior + 19 x 0.1 s) / 23, x 3 (at least the 1 s floor).
     let (exec, backend) = executor(LEARNING, ALL_FAST);
     warm_up(&exec, 19).await;
     backend.change("us-east-1", Behaviour::Stall);
+    let blended = Duration::from_secs_f64((4.0 * p99.as_secs_f64() + 19.0 * 0.1) / 23.0 * 3.0)
+        .max(Duration::from_secs(1));
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
-    // (1,552.17 ms: the paused clock's timers fire on the next whole millisecond.)
-    assert_eq!(started.elapsed(), Duration::from_millis(1_553 + 290));
-    assert!(matches!(
-        limit_sources(&done.decision.reasons)[..],
-        [(
+    // (The paused clock's timers fire on whole milliseconds.)
+    let waited = started.elapsed() - Duration::from_millis(290);
+    assert!(
+        waited >= blended && waited < blended + Duration::from_millis(2),
+        "{waited:?}"
+    );
+    assert!(blended < p99 * 3);
+    let [
+        (
             TimeLimit::FirstToken,
-            1_552,
+            _,
             laneway::LimitSource::Prior {
                 observed_ms: Some(100),
                 samples: 19,
                 ..
-            }
-        )]
-    ));
+            },
+        ),
+    ] = limit_sources(&done.decision.reasons)[..]
+    else {
+        panic!("{:?}", done.decision.reasons)
+    };
     // Priors off (weight 0): the class's limit until `min_samples` answers.
     let (exec, backend) = executor(
         "[routing.hedge]\nstandard = false\n[routing.priors]\nweight = 0\n",
@@ -642,13 +779,9 @@ fn limits_hit(reasons: &[Reason]) -> Vec<(TimeLimit, String)> {
 
 #[tokio::test(start_paused = true)]
 async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_ceiling() {
-    // The defaults, no call seen: the first call hedges after the prior's 2.5 s.
+    // The defaults, no call seen: the first call hedges after the model's prior.
     let (exec, _) = executor("", EAST_STALLS);
-    let prior = exec
-        .config
-        .routing
-        .priors
-        .for_tier(Some(laneway::ServiceTier::Standard));
+    let prior = lite_prior(&exec);
     let started = Instant::now();
     let (_, done) = stream(&exec, request()).await;
     let done = done.unwrap();
@@ -675,7 +808,7 @@ async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_cei
     );
 
     // Sent as Converse (`stream_generate = false`): hedged by elapsed time, after the prior's
-    // first token and the answer's 20 tokens at its 50 tokens/s.
+    // first token and the answer's 20 tokens at the prior's speed.
     let (exec, _) = executor(
         "[routing]\nmax_attempts = 3\nstream_generate = false\n",
         EAST_STALLS,
@@ -683,7 +816,7 @@ async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_cei
     let started = Instant::now();
     let done = generate(&exec, request()).await.unwrap();
     assert_eq!(done.decision.region, "us-west-2");
-    let whole = prior.ttft_p99 + Duration::from_millis(400);
+    let whole = prior.ttft_p99 + Duration::from_secs_f64(20.0 / prior.tokens_per_second);
     assert_eq!(done.decision.hedge.map(|h| h.delay), Some(whole));
     assert_eq!(started.elapsed(), whole + Duration::from_millis(290));
 
