@@ -904,7 +904,13 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     let stall = emu.add_fault(Fault::new(FaultKind::Stall).for_region("us-east-1"));
     let fresh = common::router_with(&emu, config()).await;
     let prior = fresh_prior();
+    let started = tokio::time::Instant::now();
     let answered = calls(&fresh).await;
+    println!(
+        "a new replica of a warm fleet, us-east-1 stalling: {CALLS} calls in {:?}, the slowest {:?}",
+        started.elapsed(),
+        slowest(&answered)
+    );
     let hedges: Vec<Duration> = answered
         .iter()
         .map(|r| r.as_ref().expect("every call answered"))
@@ -931,7 +937,13 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
 
     // A replica started now never sends to us-east-1: not one call pays the stall.
     let newest = common::router_with(&emu, config()).await;
+    let started = tokio::time::Instant::now();
     let answered = calls(&newest).await;
+    println!(
+        "a new replica after the fleet ejected us-east-1: {CALLS} calls in {:?}, the slowest {:?}",
+        started.elapsed(),
+        slowest(&answered)
+    );
     for r in &answered {
         let r = r.as_ref().expect("every call answered");
         assert!(
@@ -944,6 +956,16 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     }
     emu.remove_fault(stall);
     emu.shutdown().await;
+}
+
+/// The slowest of the answered calls (their own total times).
+fn slowest(answered: &[laneway::Result<laneway::GenerateResponse>]) -> Duration {
+    answered
+        .iter()
+        .flatten()
+        .map(|r| r.timings.total)
+        .max()
+        .unwrap_or_default()
 }
 
 /// Nova Lite's prior to the first token at standard, the hedge delay of a cold target.

@@ -301,6 +301,7 @@ impl Config {
             ));
         }
         self.validate_timeouts()?;
+        self.validate_priors()?;
         if r.minute.is_zero() {
             return Err(Error::config("routing.minute", "must be longer than 0 ms"));
         }
@@ -309,6 +310,62 @@ impl Config {
             "prompt_cache.task_reuse_prior",
             self.prompt_cache.task_reuse_prior,
         )
+    }
+
+    /// Every tier's prior, and every model's own figures: times above zero, a tail no shorter
+    /// than the median, a speed that is a finite number above zero.
+    fn validate_priors(&self) -> Result<()> {
+        let check = |at: &str, p: &super::PartialPrior| -> Result<()> {
+            for (field, d) in [
+                ("ttft", p.ttft),
+                ("ttft_p99", p.ttft_p99),
+                ("gap_p99", p.gap_p99),
+            ] {
+                if d.is_some_and(|d| d.is_zero()) {
+                    return Err(Error::config(
+                        format!("{at}.{field}"),
+                        "must be longer than 0 ms",
+                    ));
+                }
+            }
+            if let (Some(p50), Some(p99)) = (p.ttft, p.ttft_p99)
+                && p99 < p50
+            {
+                return Err(Error::config(
+                    format!("{at}.ttft_p99"),
+                    format!("must be at least ttft ({p50:?}), got {p99:?}"),
+                ));
+            }
+            match p.tokens_per_second {
+                Some(v) if !(v.is_finite() && v > 0.0) => Err(Error::config(
+                    format!("{at}.tokens_per_second"),
+                    format!("must be a finite number > 0, got {v}"),
+                )),
+                _ => Ok(()),
+            }
+        };
+        for tier in ServiceTier::ALL {
+            let p = self.routing.priors.for_tier(Some(tier));
+            let full = super::PartialPrior {
+                ttft: Some(p.ttft),
+                ttft_p99: Some(p.ttft_p99),
+                gap_p99: Some(p.gap_p99),
+                tokens_per_second: Some(p.tokens_per_second),
+            };
+            check(&format!("routing.priors.{}", tier.as_str()), &full)?;
+        }
+        for (id, m) in &self.models {
+            let latency = m.latency();
+            for (surface, tiers) in [("tiers", &latency.tiers), ("openai", &latency.openai)] {
+                for (tier, p) in tiers {
+                    check(
+                        &format!("models.\"{id}\".latency.{surface}.{}", tier.as_str()),
+                        p,
+                    )?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn validate_timeouts(&self) -> Result<()> {

@@ -16,7 +16,7 @@ const VERSION: u32 = 1;
 /// What the file holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Saved {
-    /// [`VERSION`].
+    /// The format's version (1): a file of another is ignored.
     pub version: u32,
     /// When it was written (unix milliseconds).
     pub written_ms: u64,

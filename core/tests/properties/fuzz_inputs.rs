@@ -250,7 +250,11 @@ fn config_toml() -> impl Strategy<Value = String> {
     ];
     let key = prop_oneof![
         Just("routing.max_attempts"),
-        Just("routing.prior_ttft"),
+        Just("routing.priors.standard.ttft"),
+        Just("routing.priors.flex.ttft_p99"),
+        Just("routing.priors.priority.gap_p99"),
+        Just("routing.priors.standard.tokens_per_second"),
+        Just("routing.priors.weight"),
         Just("routing.default_output_tokens"),
         Just("routing.minute"),
         Just("routing.retry.backoff"),
