@@ -399,11 +399,13 @@ test('the JavaScript SDK straight at the emulator and through Laneway give the s
 
 test('a call that cannot get a slot in time is overloaded', async () => {
   // One slot on the one target these calls may use (Nova Micro's own id in us-east-1, about
-  // 220 ms an answer in the `startup` world): the calls beyond it would wait about a second
-  // each in line, past their 1.5 s deadline once served, so they are refused at once, typed.
+  // 220 ms an answer in the `startup` world, expected here, by the prior this configuration
+  // gives it, to take a second): the calls beyond it would wait about a second each in line,
+  // past their 1.5 s deadline once served, so they are refused at once, typed.
   const startup = await startEmulator({ scenario: 'startup' })
   try {
-    const r = new laneway.Router({ config: '[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\n', ...startup.routerOptions() })
+    const config = '[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\nlatency = { tiers = { standard = { ttft = 1000 } } }\n'
+    const r = new laneway.Router({ config, ...startup.routerOptions() })
     const ask = i => r.generate(`Call ${i}`, { model: 'amazon.nova-micro-v1:0', maxTokens: 4, residency: { regions: ['us-east-1'] }, deadlineMs: 1500 })
     const results = await Promise.allSettled([0, 1, 2, 3].map(ask))
     const refused = results.filter(x => x.status === 'rejected').map(x => x.reason)

@@ -508,11 +508,13 @@ def test_a_guardrailed_converse_gives_boto3s_answer_shape(router, emulator):
 
 async def test_a_call_that_cannot_get_a_slot_in_time_is_overloaded():
     # One slot on the one target these calls may use (Nova Micro's own id in us-east-1, which
-    # answers in about 220 ms in the `startup` world): the calls beyond it would wait about a
-    # second each in line (no hold time is known yet), past their 1.5 s deadline once served,
-    # so they are refused at once (no wait in line), typed, saying the wait they needed.
+    # answers in about 220 ms in the `startup` world, and is expected here, by the prior this
+    # configuration gives it, to take a second): the calls beyond it would wait about a second
+    # each in line (no hold time is known yet), past their 1.5 s deadline once served, so they
+    # are refused at once (no wait in line), typed, saying the wait they needed.
     with Emulator(scenario="startup") as emu:
-        router = laneway.Router('[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\n', **emu.router_kwargs())
+        config = '[models."amazon.nova-micro-v1:0"]\nquota = { max_concurrency = 1 }\nlatency = { tiers = { standard = { ttft = 1000 } } }\n'
+        router = laneway.Router(config, **emu.router_kwargs())
         ask = lambda i: router.generate(
             f"Call {i}", model="amazon.nova-micro-v1:0", max_tokens=4, residency={"regions": ["us-east-1"]}, deadline_ms=1500
         )
