@@ -983,6 +983,81 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     emu.shutdown().await;
 }
 
+/// `CALLS` standard calls of Nova Lite, 8 in flight, through `router`.
+async fn fleet_calls(router: &Router) -> Vec<laneway::Result<laneway::GenerateResponse>> {
+    futures::stream::iter(0..40)
+        .map(|i| {
+            let router = router.clone();
+            async move {
+                router
+                    .generate(
+                        GenerateRequest::user(format!("Request {i}: a short paragraph."))
+                            .model(LITE)
+                            .max_tokens(100),
+                    )
+                    .await
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await
+}
+
+/// The fault matrix's other rows on a new replica of a warm fleet (each fault its own fleet,
+/// warmed by another replica first): silence after the headers, silence mid-answer and a
+/// trickle. Every call is answered, the slowest within 5 s of the fault-free p99 plus the
+/// prior's hedge delay, none paying the class's 30 s ceiling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_replica_of_a_warm_fleet_pays_seconds_for_silence_and_trickles() {
+    let redis = RedisServer::start();
+    let emu = common::emulator().await;
+    let config = |prefix: &str| {
+        common::config(&format!(
+            "[shared]\nredis_url = \"{}\"\nkey_prefix = \"{prefix}\"\n",
+            redis.url()
+        ))
+    };
+    let mut trickle = Fault::new(FaultKind::Trickle).after(20);
+    trickle.delay_ms = Some(2_000);
+    let rows = [
+        (
+            "silent-after-headers",
+            Fault::new(FaultKind::StallAfterHeaders),
+        ),
+        (
+            "silent-mid-answer",
+            Fault::new(FaultKind::StallMidStream).after(20),
+        ),
+        ("trickle", trickle),
+    ];
+    for (name, fault) in rows {
+        let warm = common::router_with(&emu, config(name)).await;
+        let fault_free = fleet_calls(&warm).await;
+        assert!(fault_free.iter().all(Result::is_ok));
+        let p99 = slowest(&fault_free);
+        common::poll_until("the warm replica published its targets' latency", || {
+            warm.metrics().shared.unwrap().latency_published >= 1
+        })
+        .await;
+        let id = emu.add_fault(fault.for_region("us-east-1"));
+        let fresh = common::router_with(&emu, config(name)).await;
+        let answered = fleet_calls(&fresh).await;
+        emu.remove_fault(id);
+        let failed: Vec<_> = answered.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert!(failed.is_empty(), "{name}: {failed:?}");
+        let worst = slowest(&answered);
+        println!(
+            "a new replica of a warm fleet, {name} in us-east-1: the slowest of 40 calls {worst:?} (fault-free p99 {p99:?})"
+        );
+        assert!(
+            worst <= p99 + fresh_prior() + Duration::from_secs(5),
+            "{name}: the slowest call took {worst:?}"
+        );
+        assert!(worst < Duration::from_secs(30), "{name}: {worst:?}");
+    }
+    emu.shutdown().await;
+}
+
 /// The slowest of the answered calls (their own total times).
 fn slowest(answered: &[laneway::Result<laneway::GenerateResponse>]) -> Duration {
     answered
