@@ -161,7 +161,9 @@ impl ModelLatency {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PriorsConfig {
     /// How many observations a prior counts as (0: none; the class's limits until
-    /// `min_samples`, as without priors).
+    /// `min_samples`, as without priors). Figures another process knew of a target (the
+    /// fleet's, or the local state file's) are not priors: they count as the observations
+    /// they are of, up to `min_samples`.
     pub weight: u32,
     /// Each tier's prior (`[routing.priors.<tier>]`), in [`ServiceTier::ALL`]'s order.
     tiers: [LatencyPrior; ServiceTier::ALL.len()],

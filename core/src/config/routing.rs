@@ -16,8 +16,8 @@ pub struct RoutingConfig {
     pub budget: BudgetConfig,
     /// Retrying the same target when no other is left.
     pub retry: RetryConfig,
-    /// Hedging: of interactive calls with a TTFT target, and of standard calls once their first
-    /// target's first-token times are known.
+    /// Hedging: of interactive calls with a TTFT target, and of standard calls after their
+    /// first target's usual first-token time (learnt, or its prior's before it is known).
     pub hedge: HedgeConfig,
     /// Time limits: connect, first token, idle gaps and the overall deadline.
     pub timeouts: TimeoutsConfig,
@@ -283,9 +283,11 @@ pub struct HedgeConfig {
     #[serde(with = "crate::types::units::serde_millis")]
     pub min_delay: Duration,
     /// Hedge standard calls too: after `standard_quantile` of the first target's recent
-    /// first-token times, once `routing.timeouts.learned.min_samples` of them are known, as
-    /// gRPC hedges after a delay and "The Tail at Scale" after the 95th percentile. Each hedge
-    /// is an extra attempt: the retry budget bounds them.
+    /// first-token times once `routing.timeouts.learned.min_samples` of them are known, and
+    /// before that after its prior's `ttft_p99` (`[routing.priors]`, or the fleet's figures)
+    /// blended with what it has shown, as gRPC hedges after a configured delay and "The Tail
+    /// at Scale" after the 95th percentile. Each hedge is an extra attempt: the retry budget
+    /// bounds them.
     pub standard: bool,
     /// The quantile of the first target's recent first-token times after which a call without
     /// a TTFT target is hedged (0 to 1; default 0.95).

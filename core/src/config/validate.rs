@@ -9,6 +9,7 @@ impl Config {
         self.validate_regions()?;
         self.validate_routing()?;
         self.validate_batch_and_shared()?;
+        self.validate_local_state()?;
         self.validate_pricing()?;
         for (id, m) in &self.models {
             self.validate_model(id, m)?;
@@ -312,6 +313,25 @@ impl Config {
         )
     }
 
+    /// `[local_state]`: a file to write, and periods above zero.
+    fn validate_local_state(&self) -> Result<()> {
+        let Some(l) = &self.local_state else {
+            return Ok(());
+        };
+        if l.path.as_os_str().is_empty() {
+            return Err(Error::config("local_state.path", "must name a file"));
+        }
+        for (field, d) in [("max_age", l.max_age), ("save_every", l.save_every)] {
+            if d.is_zero() {
+                return Err(Error::config(
+                    format!("local_state.{field}"),
+                    "must be longer than 0 ms",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Every tier's prior, and every model's own figures: times above zero, a tail no shorter
     /// than the median, a speed that is a finite number above zero.
     fn validate_priors(&self) -> Result<()> {
@@ -344,23 +364,30 @@ impl Config {
                 _ => Ok(()),
             }
         };
+        let whole = |p: super::LatencyPrior| super::PartialPrior {
+            ttft: Some(p.ttft),
+            ttft_p99: Some(p.ttft_p99),
+            gap_p99: Some(p.gap_p99),
+            tokens_per_second: Some(p.tokens_per_second),
+        };
         for tier in ServiceTier::ALL {
             let p = self.routing.priors.for_tier(Some(tier));
-            let full = super::PartialPrior {
-                ttft: Some(p.ttft),
-                ttft_p99: Some(p.ttft_p99),
-                gap_p99: Some(p.gap_p99),
-                tokens_per_second: Some(p.tokens_per_second),
-            };
-            check(&format!("routing.priors.{}", tier.as_str()), &full)?;
+            check(&format!("routing.priors.{}", tier.as_str()), &whole(p))?;
         }
         for (id, m) in &self.models {
             let latency = m.latency();
             for (surface, tiers) in [("tiers", &latency.tiers), ("openai", &latency.openai)] {
                 for (tier, p) in tiers {
+                    let at = format!("models.\"{id}\".latency.{surface}.{}", tier.as_str());
+                    check(&at, p)?;
+                    // What it makes of its tier's, as calls will read it.
+                    let provider = match surface {
+                        "openai" => Provider::BedrockMantle,
+                        _ => m.provider(),
+                    };
                     check(
-                        &format!("models.\"{id}\".latency.{surface}.{}", tier.as_str()),
-                        p,
+                        &at,
+                        &whole(self.routing.priors.of(m, Some(*tier), &provider)),
                     )?;
                 }
             }

@@ -64,6 +64,9 @@ pub struct InFlight<'a> {
     pub limits: Option<super::limits::AttemptLimits>,
     /// Sent whole rather than streamed (a SageMaker endpoint that does not stream), and why.
     pub sent_whole: Option<crate::types::WholeWhy>,
+    /// Its answer came whole (sent whole for any reason): when it came is not a first token's
+    /// time, nor its events' spacing a stream's, so neither is learnt from.
+    pub answered_whole: bool,
     /// Its slot on the target's concurrency (none for reserved capacity), given back when it
     /// ends.
     pub(super) slot: Option<crate::state::load::Slot<'a>>,
@@ -115,6 +118,7 @@ impl<'a> InFlight<'a> {
             first_event: None,
             limits: None,
             sent_whole: None,
+            answered_whole: false,
             slot: None,
         }
     }
@@ -218,6 +222,8 @@ impl<'a> InFlight<'a> {
             slot.served(crate::time::now());
         }
         self.state.record_answered(&a.target.provider);
+        // A whole answer says nothing of first tokens, gaps or generation speed.
+        let streamed = !self.answered_whole;
         self.state.record_success(
             a.target.region(),
             a.target.id(),
@@ -226,9 +232,10 @@ impl<'a> InFlight<'a> {
             &crate::state::AttemptSpeed {
                 ttft: self
                     .first_event
+                    .filter(|_| streamed)
                     .map(|at| at.saturating_duration_since(self.started)),
-                tokens_per_second: timings.output_tokens_per_second,
-                longest_gap,
+                tokens_per_second: timings.output_tokens_per_second.filter(|_| streamed),
+                longest_gap: longest_gap.filter(|_| streamed),
                 // Input read anew: a cache read costs its first token next to nothing.
                 input_tokens: usage.input_tokens.saturating_add(usage.cache_write_tokens),
             },

@@ -15,6 +15,9 @@ use crate::state::{LatencySummary, saved::Saved};
 const READ_EVERY: Duration = Duration::from_secs(1);
 /// How often this replica's figures are published, when they changed.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+/// How often they are published unchanged: well within the age at which readers ignore them.
+const REPUBLISH_EVERY: Duration =
+    Duration::from_secs(crate::state::shared::SUMMARY_MAX_AGE.as_secs() / 2);
 
 impl Executor {
     /// This router's targets in brief, now.
@@ -27,9 +30,15 @@ impl Executor {
         )
     }
 
-    /// Takes in what another process knew: its targets' latency and its ejections.
-    fn adopt(&self, latency: Vec<(String, LatencySummary)>, ejected: Vec<(String, u64)>) {
-        self.state.adopt_summaries(latency);
+    /// Takes in what another process knew: its targets' latency (current for `max_age`) and
+    /// its ejections.
+    fn adopt(
+        &self,
+        latency: Vec<(String, LatencySummary)>,
+        max_age: Duration,
+        ejected: Vec<(String, u64)>,
+    ) {
+        self.state.adopt_summaries(latency, max_age);
         let (now, now_ms) = (crate::time::now(), unix_ms());
         for (region, until) in ejected {
             if self.state.adopt_ejection(now, now_ms, &region, until) {
@@ -53,10 +62,13 @@ impl Executor {
         let (Some(path), Some(local)) = (self.local_state_path(), &self.config.local_state) else {
             return;
         };
+        self.local_state_read
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(saved) = Saved::load(&path, unix_ms(), local.max_age) {
             tracing::debug!(path = %path.display(), targets = saved.targets.len(), "laneway: local state restored");
             self.adopt(
                 saved.targets.into_iter().collect(),
+                local.max_age,
                 saved.ejected.into_iter().collect(),
             );
         }
@@ -96,7 +108,11 @@ impl Executor {
             return;
         };
         if let Some(known) = shared.read_fleet().await {
-            self.adopt(known.latency, known.ejected);
+            self.adopt(
+                known.latency,
+                crate::state::shared::SUMMARY_MAX_AGE,
+                known.ejected,
+            );
         }
     }
 
@@ -122,7 +138,7 @@ impl Executor {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let started = tokio::time::Instant::now();
-            let (mut published, mut saved) = (started, started);
+            let (mut published, mut republished, mut saved) = (started, started, started);
             let (mut last_published, mut last_saved): (Option<Saved>, Option<Saved>) = (None, None);
             loop {
                 tick.tick().await;
@@ -132,10 +148,13 @@ impl Executor {
                     if now.duration_since(published) >= PUBLISH_EVERY {
                         published = now;
                         let mine = Saved::new(unix_ms(), exec.summaries(), Vec::new());
-                        if last_published
+                        // Unchanged figures go again well before readers take them for stale.
+                        let due = now.duration_since(republished) >= REPUBLISH_EVERY;
+                        let changed = last_published
                             .as_ref()
-                            .is_none_or(|last| !same_knowledge(last, &mine))
-                        {
+                            .is_none_or(|last| !same_knowledge(last, &mine));
+                        if due || changed {
+                            republished = now;
                             let summaries: Vec<_> = mine.targets.clone().into_iter().collect();
                             sh.publish_latency(&summaries);
                             last_published = Some(mine);
@@ -145,6 +164,7 @@ impl Executor {
                 }
                 if let Some(save_every) = save_every
                     && now.duration_since(saved) >= save_every
+                    && let Some(path) = exec.local_state_path()
                 {
                     saved = now;
                     let snapshot = exec.snapshot();
@@ -152,7 +172,12 @@ impl Executor {
                         .as_ref()
                         .is_none_or(|last| !same_knowledge(last, &snapshot))
                     {
-                        exec.save_local_state();
+                        let written = snapshot.clone();
+                        // A file write: off the runtime's worker threads.
+                        let stored = tokio::task::spawn_blocking(move || written.store(&path));
+                        if let Ok(Err(e)) = stored.await {
+                            tracing::warn!(error = %e, "laneway: cannot write the local state file");
+                        }
                         last_saved = Some(snapshot);
                     }
                 }
@@ -176,7 +201,10 @@ impl Drop for Executor {
     /// A process ending (a worker's run, a serverless function's container) keeps what it
     /// learnt for the next.
     fn drop(&mut self) {
-        if self.config.local_state.is_some() {
+        if self
+            .local_state_read
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             self.save_local_state();
         }
     }

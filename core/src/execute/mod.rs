@@ -49,6 +49,9 @@ pub struct Executor {
     /// Set once the fleet's figures were first read (with `[shared]`): a new replica's first
     /// call waits for that read (within `[shared].timeout`).
     fleet_read: tokio::sync::OnceCell<()>,
+    /// Set once the local state file was read (or found missing): only then may dropping
+    /// the executor write it, so that a router whose build failed does not wipe it.
+    local_state_read: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Executor {
@@ -82,6 +85,7 @@ impl Executor {
             batch: None,
             diverted: Default::default(),
             fleet_read: tokio::sync::OnceCell::new(),
+            local_state_read: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -147,8 +151,9 @@ impl Executor {
     }
 
     /// Whether a call may be hedged, with somewhere to hedge to: interactive with a TTFT
-    /// target; or, with `routing.hedge.standard`, interactive or standard without one (once its
-    /// first target's first tokens are known: see `stream::hedge_delay`).
+    /// target; or, with `routing.hedge.standard`, interactive or standard without one (after
+    /// its first target's learnt quantile, or before it is known after its prior: see
+    /// `stream::hedge_delay`).
     fn hedges(&self, request: &GenerateRequest, plan: &Plan) -> bool {
         let hedge = &self.config.routing.hedge;
         let class = request.slo.class;
@@ -172,8 +177,9 @@ impl Executor {
         let streams = self.config.routing.stream_generate || races;
         if streams || hedged {
             // First tokens and gaps between events show a stalled attempt long before a whole
-            // answer would be due (and a hedge races first tokens, which only a stream shows).
-            // Sent whole, a hedged call hedges when its answer is later than expected.
+            // answer would be due (and a hedge with a TTFT target races first tokens, which
+            // only a stream shows). Sent whole, a hedged call hedges when its answer is later
+            // than expected.
             let delivery = if streams {
                 stream::Delivery::Whole
             } else {

@@ -206,13 +206,8 @@ impl<'a> Run<'a> {
     ) -> (std::time::Duration, u32) {
         let config = &self.exec.config;
         let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
-        let (input, output) = self.estimate;
-        let generation = if whole {
-            crate::types::units::clamped_secs(output as f64 / prior.tokens_per_second)
-                .unwrap_or(crate::MAX_DURATION)
-        } else {
-            std::time::Duration::ZERO
-        };
+        let input = self.estimate.0;
+        let generation = self.generation(attempt, whole);
         let learned = &config.routing.timeouts.learned;
         let t = &attempt.target;
         if let Some(known) = self
@@ -236,6 +231,31 @@ impl<'a> Run<'a> {
             .saturating_add(self.limits.reasoning_allowance())
             .saturating_add(generation);
         (first, config.routing.priors.weight)
+    }
+
+    /// How long `attempt`'s answer takes to generate when it comes `whole` (zero streamed: its
+    /// first event comes before it): the call's output at the target's observed speed, else
+    /// its prior's.
+    pub fn generation(&self, attempt: &Attempt, whole: bool) -> std::time::Duration {
+        if !whole {
+            return std::time::Duration::ZERO;
+        }
+        let t = &attempt.target;
+        let speed = self
+            .exec
+            .state
+            .at(crate::time::now())
+            .target(t.region(), t.id(), attempt.tier)
+            .tokens_per_second
+            .filter(|s| *s > 0.0)
+            .unwrap_or_else(|| {
+                let config = &self.exec.config;
+                config
+                    .latency_prior(&attempt.model, attempt.tier, &t.provider)
+                    .tokens_per_second
+            });
+        crate::types::units::clamped_secs(self.estimate.1 as f64 / speed)
+            .unwrap_or(crate::MAX_DURATION)
     }
 
     /// What `attempt`'s target is expected to take before it has shown enough of its own: what
@@ -330,11 +350,16 @@ impl<'a> Run<'a> {
     /// being served). `None` when none has room now: the round's candidates stay to be walked
     /// again (by a later hedge, or the call's next attempt).
     pub async fn next_attempt_now(&mut self) -> Option<InFlight<'a>> {
-        let at = self.next;
-        self.hedge_blocked = false;
+        let (at, round, said) = (self.next, self.round, self.reasons.len());
+        let retried = std::mem::replace(&mut self.hedge_blocked, false);
         let next = self.next_attempt_waiting(false).await;
-        if next.is_none() {
+        if next.is_none() && self.round == round {
             self.next = at;
+            if retried {
+                // Asked again while its first attempt is silent: what the walk said (full
+                // targets, demoted ones) the first ask said already.
+                self.reasons.truncate(said);
+            }
         }
         next
     }

@@ -496,6 +496,7 @@ async fn open<'a>(
         }
     };
     inflight.sent_whole = whole;
+    inflight.answered_whole = true;
     let answer = async {
         let (backend, call) = exec.call(request, &inflight.attempt, &checkpoints)?;
         crate::telemetry::span::within(span, backend.generate(call)).await
@@ -661,15 +662,20 @@ fn hedge_delay(
     if let Some((d, n)) = seen
         && n >= routing.timeouts.learned.min_samples as usize
     {
-        return Some(d.max(hedge.min_delay));
+        // First tokens are learnt from streams: a whole answer also takes its generation.
+        return Some(
+            d.saturating_add(run.generation(attempt, whole))
+                .max(hedge.min_delay),
+        );
     }
     let (expected, weight) = run.expected_first_event(attempt, whole);
     if weight == 0 {
         // No prior: a guess would hedge a slow model's every call.
         return None;
     }
+    let generation = run.generation(attempt, whole);
     let seen = seen.map(|(quantile, samples)| crate::state::Observed {
-        quantile,
+        quantile: quantile.saturating_add(generation),
         samples,
         cut: false,
     });
@@ -793,7 +799,9 @@ pub(super) fn run(
                 }
                 let failure = match next {
                     Some(Ok(ev)) if delivery != Delivery::Events => {
-                        if let Some(out) = assembly.apply(ev).filter(StreamEvent::is_delta) {
+                        if let Some(out) = assembly.apply(ev).filter(StreamEvent::is_delta)
+                            && !inflight.answered_whole
+                        {
                             run.clock.delta(out.is_reasoning());
                         }
                         continue;

@@ -37,15 +37,17 @@ impl LatencySummary {
     }
 }
 
-/// Summaries of targets known from elsewhere, by target key (`region|id|tier`).
+/// Summaries of targets known from elsewhere, by target key (`region|id|tier`), each with
+/// when it goes stale (unix milliseconds).
 #[derive(Debug, Default)]
 pub(super) struct Known {
-    by_target: RwLock<HashMap<String, LatencySummary>>,
+    by_target: RwLock<HashMap<String, (LatencySummary, u64)>>,
 }
 
 impl State {
     /// This process's targets in brief: each target with first tokens observed, at most
-    /// [`MAX_SUMMARIES`] of them (the most observed), taken at `now_ms`.
+    /// [`MAX_SUMMARIES`] of them (the most observed), as of `now_ms`, each dated by its newest
+    /// observation.
     pub fn latency_summaries(
         &self,
         learned: &LearnedLimits,
@@ -65,6 +67,12 @@ impl State {
                     else {
                         continue;
                     };
+                    // As old as the target's newest observation, not as the summary.
+                    let age = t.latency.last_sample_at().map_or(Duration::ZERO, |at| {
+                        crate::time::now().saturating_duration_since(at)
+                    });
+                    let at_ms =
+                        now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
                     out.push((
                         shared::target_key(region, id, *tier),
                         LatencySummary {
@@ -78,7 +86,7 @@ impl State {
                                 .gap_quantile(learned.quantile)
                                 .map(|g| millis(g.quantile)),
                             samples: u32::try_from(first.samples).unwrap_or(u32::MAX),
-                            at_ms: now_ms,
+                            at_ms,
                         },
                     ));
                 }
@@ -89,27 +97,43 @@ impl State {
         out
     }
 
-    /// Takes in summaries from elsewhere: each replaces an older one of the same target.
-    pub fn adopt_summaries(&self, summaries: impl IntoIterator<Item = (String, LatencySummary)>) {
+    /// Takes in summaries from elsewhere, each read as current until `max_age` after it was
+    /// taken: each replaces an older one of the same target; beyond [`MAX_SUMMARIES`] x 4, the
+    /// stalest go.
+    pub fn adopt_summaries(
+        &self,
+        summaries: impl IntoIterator<Item = (String, LatencySummary)>,
+        max_age: Duration,
+    ) {
+        let age = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
         let mut known = self
             .known
             .by_target
             .write()
             .unwrap_or_else(|p| p.into_inner());
         for (key, s) in summaries {
-            if known.len() >= MAX_SUMMARIES * 4 && !known.contains_key(&key) {
-                continue;
-            }
             match known.get(&key) {
-                Some(old) if old.at_ms >= s.at_ms => {}
+                Some((old, _)) if old.at_ms >= s.at_ms => {}
                 _ => {
-                    known.insert(key, s);
+                    known.insert(key, (s, s.at_ms.saturating_add(age)));
                 }
+            }
+        }
+        let cap = MAX_SUMMARIES * 4;
+        if known.len() > cap {
+            let mut stalest: Vec<(u64, String)> = known
+                .iter()
+                .map(|(k, (_, until))| (*until, k.clone()))
+                .collect();
+            stalest.sort_unstable();
+            let excess = known.len() - cap;
+            for (_, key) in stalest.into_iter().take(excess) {
+                known.remove(&key);
             }
         }
     }
 
-    /// What another process knew of a target, if anything.
+    /// What another process knew of a target, if anything still current.
     pub fn known_latency(
         &self,
         region: &str,
@@ -124,17 +148,23 @@ impl State {
         if known.is_empty() {
             return None;
         }
-        known.get(&shared::target_key(region, id, tier)).copied()
+        let (s, until) = known.get(&shared::target_key(region, id, tier))?;
+        (*until > shared::unix_ms()).then_some(*s)
     }
 
-    /// Every summary known from elsewhere.
+    /// Every summary known from elsewhere and still current.
     pub fn known_summaries(&self) -> Vec<(String, LatencySummary)> {
+        let now = shared::unix_ms();
         let known = self
             .known
             .by_target
             .read()
             .unwrap_or_else(|p| p.into_inner());
-        known.iter().map(|(k, s)| (k.clone(), *s)).collect()
+        known
+            .iter()
+            .filter(|(_, (_, until))| *until > now)
+            .map(|(k, (s, _))| (k.clone(), *s))
+            .collect()
     }
 
     /// The regions ejected now, each with until when (unix milliseconds).
@@ -183,7 +213,8 @@ mod tests {
                 state.record_success("us-east-1", id, None, None, &speed);
             }
         }
-        let all = state.latency_summaries(&learned, 0.95, 1_000);
+        let now_ms = shared::unix_ms();
+        let all = state.latency_summaries(&learned, 0.95, now_ms);
         assert_eq!(all[0].0, "us-east-1|b|");
         assert_eq!(
             all[0].1,
@@ -192,17 +223,24 @@ mod tests {
                 hedge_ms: Some(200),
                 gap_ms: Some(40),
                 samples: 30,
-                at_ms: 1_000
+                at_ms: now_ms
             }
         );
         // Taken in by another process: the newer summary of a target wins.
         let other = State::new(&config);
         let mut older = all[0].1;
-        older.at_ms = 500;
+        older.at_ms = now_ms - 500;
         older.first_token_ms = 9_000;
-        other.adopt_summaries(all.clone());
-        other.adopt_summaries([(all[0].0.clone(), older)]);
+        let hour = Duration::from_secs(3600);
+        other.adopt_summaries(all.clone(), hour);
+        other.adopt_summaries([(all[0].0.clone(), older)], hour);
         assert_eq!(other.known_latency("us-east-1", "b", None), Some(all[0].1));
         assert_eq!(other.known_latency("us-east-1", "c", None), None);
+        // Past its age, it is no longer read.
+        let gone = State::new(&config);
+        let mut old = all[0].1;
+        old.at_ms = now_ms - 7_200_000;
+        gone.adopt_summaries([(all[0].0.clone(), old)], hour);
+        assert_eq!(gone.known_latency("us-east-1", "b", None), None);
     }
 }

@@ -85,6 +85,8 @@ pub struct LatencyTrack {
     gaps: Recent<Gap>,
     throttle_score: f64,
     throttle_at: Option<Instant>,
+    /// When the newest first token or gap was recorded.
+    last_sample_at: Option<Instant>,
 }
 
 impl LatencyTrack {
@@ -130,6 +132,9 @@ impl LatencyTrack {
     /// Records the samples of a successful attempt that its time limits and hedge delay are
     /// learnt from (its sent tier's: the limits of the next attempt sent so).
     pub fn record_samples(&mut self, speed: &AttemptSpeed) {
+        if speed.ttft.is_some() || speed.longest_gap.is_some() {
+            self.last_sample_at = Some(crate::time::now());
+        }
         if let Some(ttft) = speed.ttft {
             self.first_tokens.push(FirstToken {
                 after: ttft,
@@ -159,6 +164,11 @@ impl LatencyTrack {
     pub fn record_throttle(&mut self, now: Instant) {
         self.throttle_score = self.throttle_score(now) + 1.0;
         self.throttle_at = Some(now);
+    }
+
+    /// When the newest first token or gap of a success was recorded.
+    pub fn last_sample_at(&self) -> Option<Instant> {
+        self.last_sample_at
     }
 
     /// The moving average of TTFT.

@@ -161,21 +161,26 @@ impl Outliers {
     }
 
     /// Another process ejected `region` until `until` (a replica of the fleet, or this
-    /// process's previous run): it is ejected here too, for what is left of that period, if
-    /// the share of regions ejected allows (`max_ejected_share`, as for its own ejections).
-    /// Whether it is ejected now.
+    /// process's previous run): if this router calls it, it is ejected here too, for what is
+    /// left of that period, when the share of regions ejected allows (`max_ejected_share`, as
+    /// for its own ejections). Whether it is ejected now.
     pub fn adopt(&self, now: Instant, region: &str, until: Instant) -> bool {
         let c = &self.config;
         if !c.enabled || until <= now {
             return false;
         }
         let mut regions = self.regions();
-        let known = regions.len() + usize::from(!regions.contains_key(region));
+        // A region this router does not call is none of its business (and counted, it would
+        // raise the share of its own regions that may be ejected).
+        if !regions.contains_key(region) {
+            return false;
+        }
+        let known = regions.len();
         let ejected_now = regions
             .iter()
             .filter(|(r, h)| *r != region && h.ejected_until.is_some_and(|u| u > now))
             .count();
-        let h = regions.entry(region.to_string()).or_default();
+        let h = regions.get_mut(region).expect("checked above");
         if h.ejected_until.is_some_and(|u| u >= until) {
             return true;
         }
@@ -300,6 +305,10 @@ mod tests {
         assert!(!o.adopt(now, "us-west-2", until));
         assert!(!o.adopt(now, "eu-west-1", now));
         assert!(!o.is_ejected(now, "us-west-2"));
+        // A region this router does not call: not taken in, not counted.
+        assert!(!o.adopt(now, "ap-south-1", until));
+        assert!(!o.is_ejected(now, "ap-south-1"));
+        assert_eq!(o.ejected(now).len(), 1);
     }
 
     #[test]

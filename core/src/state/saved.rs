@@ -80,7 +80,12 @@ impl Saved {
             std::fs::create_dir_all(dir)?;
         }
         let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".{}.tmp", std::process::id()));
+        // Two routers of one process may share the file: each writes a temporary of its own.
+        tmp.push(format!(
+            ".{}.{:x}.tmp",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
         let tmp = std::path::PathBuf::from(tmp);
         std::fs::write(
             &tmp,

@@ -334,6 +334,7 @@ impl fmt::Display for TimeLimit {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "from", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LimitSource {
     /// The SLO class's limit (or the one the request's `ttft_target` gives): the target had
     /// not been observed enough yet, learning is off, or what it learnt reached the ceiling.

@@ -819,6 +819,12 @@ async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_cei
     let whole = prior.ttft_p99 + Duration::from_secs_f64(20.0 / prior.tokens_per_second);
     assert_eq!(done.decision.hedge.map(|h| h.delay), Some(whole));
     assert_eq!(started.elapsed(), whole + Duration::from_millis(290));
+    // A whole answer's time is not a first token's: nothing is learnt from it, and the
+    // caller is told no first-token time.
+    let tier = Some(laneway::ServiceTier::Standard);
+    let lite = "amazon.nova-lite-v1:0";
+    assert_eq!(exec.state.ttft_quantile("us-west-2", lite, tier, 0.5), None);
+    assert_eq!(done.timings.ttft, None);
 
     // Sent as Converse and not hedged: only the whole-answer limit can fire, the prior's first
     // token and the answer at the slowest speed allowed.

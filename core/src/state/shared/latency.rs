@@ -20,32 +20,54 @@ pub struct FleetKnowledge {
 }
 
 impl Shared {
-    /// Publishes this replica's targets' latency (one command, off the caller's path).
+    /// Publishes this replica's targets' latency (one round trip, off the caller's path).
     pub fn publish_latency(self: &std::sync::Arc<Self>, summaries: &[(String, LatencySummary)]) {
         if summaries.is_empty() || !self.usable() {
             return;
         }
         let key = self.key("latency");
-        let mut cmd = redis::cmd("HSET");
-        cmd.arg(&key);
+        let mut pipe = redis::pipe();
+        let hset = pipe.cmd("HSET").arg(&key);
         for (target, s) in summaries {
             let Ok(json) = serde_json::to_string(s) else {
                 continue;
             };
-            cmd.arg(target).arg(json);
+            hset.arg(target).arg(json);
         }
-        self.publish("publish latency", cmd);
+        hset.ignore();
+        // Readers skip stale entries rather than delete them (a delete could race a fresh
+        // write); the hash goes once no replica has written it for twice their age.
+        pipe.cmd("PEXPIRE")
+            .arg(&key)
+            .arg(2 * SUMMARY_MAX_AGE.as_millis() as u64)
+            .ignore();
+        self.publish("publish latency", pipe);
     }
 
     /// Publishes that this replica ejected `region` until `until_ms` (unix milliseconds).
     pub fn publish_ejection(self: &std::sync::Arc<Self>, region: &str, until_ms: u64) {
-        let mut cmd = redis::cmd("HSET");
-        cmd.arg(self.key("ejected")).arg(region).arg(until_ms);
-        self.publish("publish ejection", cmd);
+        let key = self.key("ejected");
+        let mut pipe = redis::pipe();
+        pipe.cmd("HSET")
+            .arg(&key)
+            .arg(region)
+            .arg(until_ms)
+            .ignore();
+        // The hash outlives its latest ejection a while, then goes.
+        pipe.cmd("PEXPIRE")
+            .arg(&key)
+            .arg(
+                until_ms
+                    .saturating_sub(unix_ms())
+                    .max(1)
+                    .saturating_add(600_000),
+            )
+            .ignore();
+        self.publish("publish ejection", pipe);
     }
 
-    /// Sends a write off the caller's path, counting it once done.
-    fn publish(self: &std::sync::Arc<Self>, what: &'static str, cmd: redis::Cmd) {
+    /// Sends writes off the caller's path, counting them once done.
+    fn publish(self: &std::sync::Arc<Self>, what: &'static str, pipe: redis::Pipeline) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -53,7 +75,7 @@ impl Shared {
         handle.spawn(async move {
             let mut conn = me.conn.clone();
             if me
-                .run::<i64>(what, cmd.query_async(&mut conn))
+                .run::<()>(what, pipe.query_async(&mut conn))
                 .await
                 .is_some()
             {
@@ -62,8 +84,8 @@ impl Shared {
         });
     }
 
-    /// Reads what the fleet knows (one round trip), and forgets entries gone stale. `None`
-    /// when Redis does not answer within the timeout.
+    /// Reads what the fleet knows (one round trip), skipping entries gone stale. `None` when
+    /// Redis does not answer within the timeout.
     pub async fn read_fleet(&self) -> Option<FleetKnowledge> {
         if !self.usable() {
             return None;
@@ -84,38 +106,21 @@ impl Shared {
         self.health.fleet_reads.fetch_add(1, Ordering::Relaxed);
         let now = unix_ms();
         let mut known = FleetKnowledge::default();
-        let (mut stale_latency, mut stale_ejections) = (Vec::new(), Vec::new());
+        let malformed = || {
+            self.health.malformed_values.fetch_add(1, Ordering::Relaxed);
+        };
         for (target, value) in latency {
             match serde_json::from_str::<LatencySummary>(&value) {
                 Ok(s) if s.is_fresh(now, SUMMARY_MAX_AGE) => known.latency.push((target, s)),
-                Ok(_) => stale_latency.push(target),
-                Err(_) => {
-                    self.health.malformed_values.fetch_add(1, Ordering::Relaxed);
-                    stale_latency.push(target);
-                }
+                Ok(_) => {}
+                Err(_) => malformed(),
             }
         }
         for (region, until) in ejected {
             match until.trim().parse::<u64>() {
                 Ok(until) if until > now => known.ejected.push((region, until)),
-                Ok(_) => stale_ejections.push(region),
-                Err(_) => {
-                    self.health.malformed_values.fetch_add(1, Ordering::Relaxed);
-                    stale_ejections.push(region);
-                }
-            }
-        }
-        for (key, stale) in [(latency_key, stale_latency), (ejected_key, stale_ejections)] {
-            if !stale.is_empty() {
-                let _ = self
-                    .run::<i64>(
-                        "forget stale fleet latency",
-                        redis::cmd("HDEL")
-                            .arg(key)
-                            .arg(&stale)
-                            .query_async(&mut conn),
-                    )
-                    .await;
+                Ok(_) => {}
+                Err(_) => malformed(),
             }
         }
         Some(known)
