@@ -13,6 +13,8 @@ use crate::state::{LatencySummary, saved::Saved};
 
 /// How often the fleet's figures are read.
 const READ_EVERY: Duration = Duration::from_secs(1);
+/// The longest a new replica's first read of the fleet's figures may take.
+const FIRST_READ_WITHIN: Duration = Duration::from_millis(500);
 /// How often this replica's figures are published, when they changed.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 /// How often they are published unchanged: well within the age at which readers ignore them.
@@ -101,19 +103,31 @@ impl Executor {
         )
     }
 
-    /// Reads the fleet's figures once (within `[shared].timeout`), as a new replica does
-    /// before its first call.
-    pub async fn read_fleet(&self) {
+    /// Reads the fleet's figures once, within `within`.
+    async fn read_fleet_within(&self, within: Duration) {
         let Some(shared) = self.state.shared() else {
             return;
         };
-        if let Some(known) = shared.read_fleet().await {
+        if let Some(known) = shared.read_fleet(within).await {
             self.adopt(
                 known.latency,
                 crate::state::shared::SUMMARY_MAX_AGE,
                 known.ejected,
             );
         }
+    }
+
+    /// Reads the fleet's figures as a new replica does before its first call: once, more
+    /// patiently than a call's other waits for Redis (`[shared].timeout`, at least
+    /// [`FIRST_READ_WITHIN`]), since every call until the next read would start from the
+    /// models' priors instead.
+    pub async fn read_fleet(&self) {
+        let within = self
+            .config
+            .shared
+            .as_ref()
+            .map_or(FIRST_READ_WITHIN, |s| s.timeout.max(FIRST_READ_WITHIN));
+        self.read_fleet_within(within).await;
     }
 
     /// Keeps exchanging while the router lives: the fleet's figures read every second and this
@@ -160,7 +174,7 @@ impl Executor {
                             last_published = Some(mine);
                         }
                     }
-                    exec.read_fleet().await;
+                    exec.read_fleet_within(sh.timeout()).await;
                 }
                 if let Some(save_every) = save_every
                     && now.duration_since(saved) >= save_every

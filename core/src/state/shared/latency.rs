@@ -85,16 +85,17 @@ impl Shared {
     }
 
     /// Reads what the fleet knows (one round trip), skipping entries gone stale. `None` when
-    /// Redis does not answer within the timeout.
-    pub async fn read_fleet(&self) -> Option<FleetKnowledge> {
+    /// Redis does not answer within `within`.
+    pub async fn read_fleet(&self, within: Duration) -> Option<FleetKnowledge> {
         if !self.usable() {
             return None;
         }
         let (latency_key, ejected_key) = (self.key("latency"), self.key("ejected"));
         let mut conn = self.conn.clone();
         let (latency, ejected) = self
-            .run::<(HashMap<String, String>, HashMap<String, String>)>(
+            .run_within::<(HashMap<String, String>, HashMap<String, String>)>(
                 "read fleet latency",
+                within,
                 redis::pipe()
                     .cmd("HGETALL")
                     .arg(&latency_key)

@@ -187,6 +187,11 @@ impl Shared {
         format!("{}:{parts}", self.prefix)
     }
 
+    /// The longest a call waits for Redis (`[shared].timeout`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Whether calls should ask Redis now.
     pub fn usable(&self) -> bool {
         !self.health.degraded.load(Ordering::Relaxed)
@@ -247,7 +252,17 @@ impl Shared {
         what: &str,
         op: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Option<T> {
-        match tokio::time::timeout(self.timeout, op).await {
+        self.run_within(what, self.timeout, op).await
+    }
+
+    /// [`Shared::run`] within `within` instead of the timeout.
+    async fn run_within<T>(
+        &self,
+        what: &str,
+        within: Duration,
+        op: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(within, op).await {
             Ok(Ok(v)) => {
                 self.succeeded();
                 Some(v)
@@ -257,7 +272,7 @@ impl Shared {
                 None
             }
             Err(_) => {
-                self.failed(what, &format!("no answer within {:?}", self.timeout));
+                self.failed(what, &format!("no answer within {within:?}"));
                 None
             }
         }
