@@ -118,9 +118,8 @@ impl Executor {
     }
 
     /// Reads the fleet's figures as a new replica does before its first call: once, more
-    /// patiently than a call's other waits for Redis (`[shared].timeout`, at least
-    /// [`FIRST_READ_WITHIN`]), since every call until the next read would start from the
-    /// models' priors instead.
+    /// patiently than a call's other waits for Redis (`[shared].timeout`, at least 500 ms),
+    /// since every call until the next read would start from the models' priors instead.
     pub async fn read_fleet(&self) {
         let within = self
             .config
