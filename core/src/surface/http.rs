@@ -373,6 +373,15 @@ fn aws_error(e: &Error) -> (u16, &'static str) {
         _ => Vec::new(),
     };
     let every = |f: fn(ErrorKind) -> bool| !attempts.is_empty() && attempts.iter().all(|&k| f(k));
+    // A last try the call's deadline cut short says less than the refusals before it.
+    let answered = match attempts.split_last() {
+        Some((ErrorKind::Timeout, before)) if !before.is_empty() => before,
+        _ => &attempts[..],
+    };
+    let refused = !answered.is_empty()
+        && answered
+            .iter()
+            .all(|k| matches!(k, ErrorKind::Throttled | ErrorKind::QuotaExceeded));
     match e.kind() {
         ErrorKind::Throttled | ErrorKind::Overloaded => (429, "ThrottlingException"),
         ErrorKind::QuotaExceeded => (400, "ServiceQuotaExceededException"),
@@ -386,11 +395,7 @@ fn aws_error(e: &Error) -> (u16, &'static str) {
         ErrorKind::AccessDenied => (403, "AccessDeniedException"),
         ErrorKind::Authentication => (403, "UnrecognizedClientException"),
         ErrorKind::NotFound => (404, "ResourceNotFoundException"),
-        ErrorKind::AllTargetsFailed
-            if every(|k| matches!(k, ErrorKind::Throttled | ErrorKind::QuotaExceeded)) =>
-        {
-            (429, "ThrottlingException")
-        }
+        ErrorKind::AllTargetsFailed if refused => (429, "ThrottlingException"),
         ErrorKind::AllTargetsFailed if every(|k| k == ErrorKind::Timeout) => {
             (408, "ModelTimeoutException")
         }
@@ -735,6 +740,46 @@ impl BodyStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_throttled_everywhere_whose_last_try_ran_out_of_time_is_a_throttle() {
+        let attempt = |kind: ErrorKind, code: &str| crate::types::FailedAttempt {
+            target: "m".into(),
+            region: "us-east-1".into(),
+            model: "m".into(),
+            provider: crate::types::Provider::Bedrock,
+            tier: None,
+            kind,
+            code: code.into(),
+            message: String::new(),
+            http_status: None,
+            request_id: None,
+        };
+        let all = |attempts| Error::AllTargetsFailed {
+            attempts,
+            budget_exhausted: false,
+        };
+        let throttled = attempt(ErrorKind::Throttled, "ThrottlingException");
+        let cut = attempt(ErrorKind::Timeout, "DeadlineExceeded");
+        assert_eq!(
+            aws_error(&all(vec![
+                throttled.clone(),
+                throttled.clone(),
+                cut.clone()
+            ])),
+            (429, "ThrottlingException")
+        );
+        // Timed out everywhere: a timeout; a mix with an outage: unavailable.
+        assert_eq!(
+            aws_error(&all(vec![cut.clone()])).1,
+            "ModelTimeoutException"
+        );
+        let down = attempt(ErrorKind::Unavailable, "ServiceUnavailableException");
+        assert_eq!(
+            aws_error(&all(vec![throttled, down, cut])).1,
+            "ServiceUnavailableException"
+        );
+    }
 
     fn fields_written_for(path: &str, config: &crate::Config) -> Option<String> {
         let body = json!({

@@ -25,6 +25,8 @@ pub struct SdkError {
 /// let all_throttled = sdk_error("all_targets_failed", ["throttled", "quota_exceeded"]);
 /// assert_eq!(all_throttled.class, "RateLimitError");
 /// assert_eq!(sdk_error("all_targets_failed", ["throttled", "unavailable"]).status, Some(503));
+/// // Throttled everywhere, the last try cut short by the call's deadline: still a rate limit.
+/// assert_eq!(sdk_error("all_targets_failed", ["throttled", "throttled", "timeout"]).status, Some(429));
 /// assert_eq!(sdk_error("all_targets_failed", ["timeout"]).class, "APITimeoutError");
 /// ```
 pub fn sdk_error<'a>(kind: &str, attempt_kinds: impl IntoIterator<Item = &'a str>) -> SdkError {
@@ -39,7 +41,16 @@ pub fn sdk_error<'a>(kind: &str, attempt_kinds: impl IntoIterator<Item = &'a str
         "all_targets_failed" => {
             let kinds: Vec<&str> = attempt_kinds.into_iter().collect();
             let every = |f: fn(&str) -> bool| !kinds.is_empty() && kinds.iter().all(|k| f(k));
-            if every(|k| matches!(k, "throttled" | "quota_exceeded")) {
+            // A last try the call's deadline cut short says less than the refusals before it.
+            let answered = match kinds.split_last() {
+                Some((&"timeout", before)) if !before.is_empty() => before,
+                _ => &kinds[..],
+            };
+            let refused = !answered.is_empty()
+                && answered
+                    .iter()
+                    .all(|k| matches!(*k, "throttled" | "quota_exceeded"));
+            if refused {
                 ("RateLimitError", Some(429))
             } else if every(|k| k == "timeout") {
                 ("APITimeoutError", None)
