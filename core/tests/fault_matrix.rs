@@ -848,6 +848,25 @@ async fn defaults_row_of(
     row
 }
 
+/// Prints a defaults table's title, header and fault-free row.
+fn print_defaults_table(title: &str, baseline: &DefaultsRow) {
+    let ms = |d: Duration| d.as_millis();
+    let p99 = baseline.quantile(0.99);
+    println!("\n{title}\n");
+    println!(
+        "| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |"
+    );
+    println!("|---|---|---|---|---|");
+    println!(
+        "| none | {}/{} | {} | {} ({}) | 0 |",
+        baseline.latencies.len(),
+        baseline.latencies.len() + baseline.failed.values().map(|f| f.0).sum::<usize>(),
+        ms(baseline.slowest()),
+        ms(p99),
+        ms(p99)
+    );
+}
+
 /// Fault-free calls, so that the router learns its targets' latency.
 async fn warm_up_defaults(router: &Router, calls: usize, in_flight: usize) {
     let w = defaults_row(router, calls, in_flight).await;
@@ -895,21 +914,13 @@ async fn faults_cost_seconds_with_the_defaults_a_user_gets() {
             Fault::new(FaultKind::AccessDenied),
         ),
     ];
-    println!(
-        "\nFaults with the defaults: {CALLS} standard calls, {IN} in flight, after {CALLS} fault-free ones\n"
+    print_defaults_table(
+        &format!(
+            "Faults with the defaults: {CALLS} standard calls, {IN} in flight, after {CALLS} fault-free ones"
+        ),
+        &baseline,
     );
-    println!(
-        "| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |"
-    );
-    println!("|---|---|---|---|---|");
     let ms = |d: Duration| d.as_millis();
-    println!(
-        "| none | {}/{CALLS} | {} | {} ({}) | 0 |",
-        baseline.latencies.len(),
-        ms(baseline.slowest()),
-        ms(p99),
-        ms(p99)
-    );
     for (name, fault) in faults {
         let r = fresh().await;
         warm_up_defaults(&r, CALLS, IN).await;
@@ -1005,19 +1016,11 @@ async fn faults_cost_seconds_from_a_cold_routers_first_call() {
         ),
         ("trickle, streamed", trickle, true),
     ];
-    println!("\nFaults on a cold router: {CALLS} standard calls, {IN} in flight, no warm-up\n");
-    println!(
-        "| fault in us-east-1 | answered | slowest ms | p99 ms (fault-free) | calls that paid the fault |"
+    print_defaults_table(
+        &format!("Faults on a cold router: {CALLS} standard calls, {IN} in flight, no warm-up"),
+        &baseline,
     );
-    println!("|---|---|---|---|---|");
     let ms = |d: Duration| d.as_millis();
-    println!(
-        "| none | {}/{CALLS} | {} | {} ({}) | 0 |",
-        baseline.latencies.len(),
-        ms(baseline.slowest()),
-        ms(p99),
-        ms(p99)
-    );
     for (name, fault, streamed) in faults {
         let r = fresh().await;
         let id = emu.add_fault(fault.for_region("us-east-1"));

@@ -860,8 +860,7 @@ async fn a_lesson_counts_the_slots_the_others_hold_now_not_when_the_teacher_last
 /// the stall. The defaults a user gets, but `[shared]`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
-    const CALLS: usize = 40;
-    const IN: usize = 8;
+    const CALLS: usize = FLEET_CALLS;
     let redis = RedisServer::start();
     let emu = common::emulator().await;
     let config = || {
@@ -870,30 +869,9 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
             redis.url()
         ))
     };
-    let calls = |router: &Router| {
-        let router = router.clone();
-        async move {
-            futures::stream::iter(0..CALLS)
-                .map(|i| {
-                    let router = router.clone();
-                    async move {
-                        router
-                            .generate(
-                                GenerateRequest::user(format!("Request {i}: a short paragraph."))
-                                    .model(LITE)
-                                    .max_tokens(100),
-                            )
-                            .await
-                    }
-                })
-                .buffer_unordered(IN)
-                .collect::<Vec<_>>()
-                .await
-        }
-    };
     // The fleet warms up: its targets' latency is published.
     let warm = common::router_with(&emu, config()).await;
-    assert!(calls(&warm).await.iter().all(Result::is_ok));
+    assert!(fleet_calls(&warm).await.iter().all(Result::is_ok));
     common::poll_until("the warm replica published its targets' latency", || {
         warm.metrics().shared.unwrap().latency_published >= 1
     })
@@ -905,7 +883,7 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     let fresh = common::router_with(&emu, config()).await;
     let prior = fresh_prior();
     let started = tokio::time::Instant::now();
-    let answered = calls(&fresh).await;
+    let answered = fleet_calls(&fresh).await;
     println!(
         "a new replica of a warm fleet, us-east-1 stalling: {CALLS} calls in {:?}, the slowest {:?}",
         started.elapsed(),
@@ -963,7 +941,7 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     // A replica started now never sends to us-east-1: not one call pays the stall.
     let newest = common::router_with(&emu, config()).await;
     let started = tokio::time::Instant::now();
-    let answered = calls(&newest).await;
+    let answered = fleet_calls(&newest).await;
     println!(
         "a new replica after the fleet ejected us-east-1: {CALLS} calls in {:?}, the slowest {:?}",
         started.elapsed(),
@@ -983,9 +961,13 @@ async fn a_new_replica_starts_from_the_fleets_latency_and_ejections() {
     emu.shutdown().await;
 }
 
-/// `CALLS` standard calls of Nova Lite, 8 in flight, through `router`.
+/// Calls of each fleet row, and how many of them in flight.
+const FLEET_CALLS: usize = 40;
+const FLEET_IN_FLIGHT: usize = 8;
+
+/// `FLEET_CALLS` standard calls of Nova Lite, `FLEET_IN_FLIGHT` at once, through `router`.
 async fn fleet_calls(router: &Router) -> Vec<laneway::Result<laneway::GenerateResponse>> {
-    futures::stream::iter(0..40)
+    futures::stream::iter(0..FLEET_CALLS)
         .map(|i| {
             let router = router.clone();
             async move {
@@ -998,7 +980,7 @@ async fn fleet_calls(router: &Router) -> Vec<laneway::Result<laneway::GenerateRe
                     .await
             }
         })
-        .buffer_unordered(8)
+        .buffer_unordered(FLEET_IN_FLIGHT)
         .collect()
         .await
 }

@@ -218,15 +218,18 @@ impl<'de> Deserialize<'de> for PriorsConfig {
                 .map_err(|e| D::Error::custom(format!("{key}: {}", e.message())))?;
             tiers[tier.index()] = Some(prior);
         }
-        let mut out = [None::<LatencyPrior>; ServiceTier::ALL.len()];
-        for tier in ServiceTier::ALL {
-            out[tier.index()] = Some(tiers[tier.index()].ok_or_else(|| {
-                D::Error::custom(format!("no prior for the {} tier", tier.as_str()))
-            })?);
+        if let Some(tier) = ServiceTier::ALL
+            .into_iter()
+            .find(|t| tiers[t.index()].is_none())
+        {
+            return Err(D::Error::custom(format!(
+                "no prior for the {} tier",
+                tier.as_str()
+            )));
         }
         Ok(Self {
             weight,
-            tiers: out.map(|p| p.expect("every tier checked above")),
+            tiers: tiers.map(|p| p.expect("every tier checked above")),
         })
     }
 }
