@@ -14,7 +14,6 @@ use crate::batch::{
     BatchRecordError, BatchStatus, DIVERTED_TIER, JobStatus, NotSubmitted, divert_reason,
     native_body, parse_output, record_id,
 };
-use crate::types::Provider;
 use crate::types::{Error, Result};
 use crate::types::{GenerateRequest, ServiceTier};
 
@@ -705,12 +704,11 @@ fn batch_region(
     model: &str,
     m: &crate::config::ModelConfig,
 ) -> std::result::Result<String, String> {
-    if m.provider() != Provider::Bedrock {
-        let hosting = match &m.provider() {
-            Provider::Sagemaker => "self-hosted: SageMaker".to_string(),
-            other => format!("served by {other}, which"),
-        };
-        return Err(format!("{model} is {hosting} has no batch lane here"));
+    if !m.is_managed() {
+        return Err(format!(
+            "{model} is {}, which has no batch lane here",
+            m.hosting()
+        ));
     }
     config
         .regions

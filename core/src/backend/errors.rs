@@ -5,7 +5,7 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
-use crate::types::{Error, ErrorKind, ServiceError};
+use crate::types::{Error, ErrorKind, FailureFact, ServiceError};
 
 /// What a call was sent to: a target's id (model, profile, endpoint) or, for the batch lane's
 /// calls, the bucket, object or job; and its region.
@@ -116,7 +116,8 @@ fn service<E: ProvideErrorMetadata>(
 ) -> Error {
     let code = e.code().unwrap_or_default().to_string();
     Error::from(ServiceError {
-        kind: ErrorKind::from_aws_code(&code, status.unwrap_or(0)),
+        kind: kind_of_aws_code(&code, status.unwrap_or(0)),
+        fact: fact_of_aws_code(&code),
         code,
         message: e.message().unwrap_or_default().to_string(),
         target: site.target.to_string(),
@@ -126,6 +127,61 @@ fn service<E: ProvideErrorMetadata>(
         retry_after,
         source: None,
     })
+}
+
+/// The kind of an AWS error code from Bedrock Runtime or SageMaker Runtime, including the
+/// exceptions that arrive inside event streams (their codes start lower-case); else of its
+/// HTTP status.
+pub(crate) fn kind_of_aws_code(code: &str, http_status: u16) -> ErrorKind {
+    match code.to_ascii_lowercase().as_str() {
+        "throttlingexception" | "toomanyrequestsexception" => ErrorKind::Throttled,
+        "serviceunavailableexception" | "serviceunavailable" => ErrorKind::Unavailable,
+        "modelnotreadyexception" => ErrorKind::ModelNotReady,
+        "modeltimeoutexception" | "requesttimeout" | "requesttimeoutexception" => {
+            ErrorKind::Timeout
+        }
+        "internalserverexception"
+        | "internalfailure"
+        | "internaldependencyexception"
+        | "internalstreamfailure"
+        | "modelstreamerrorexception"
+        | "modelstreamerror" => ErrorKind::Internal,
+        "modelerrorexception" | "modelerror" => ErrorKind::ModelError,
+        "validationexception" | "validationerror" => ErrorKind::Validation,
+        "accessdeniedexception" => ErrorKind::AccessDenied,
+        "unrecognizedclientexception"
+        | "invalidsignatureexception"
+        | "missingauthenticationtokenexception"
+        | "incompletesignatureexception"
+        | "expiredtokenexception"
+        | "expiredtoken"
+        | "invalidclienttokenid"
+        | "signaturedoesnotmatch" => ErrorKind::Authentication,
+        "resourcenotfoundexception" => ErrorKind::NotFound,
+        "servicequotaexceededexception" => ErrorKind::QuotaExceeded,
+        _ => match http_status {
+            429 => ErrorKind::Throttled,
+            503 => ErrorKind::Unavailable,
+            408 | 504 => ErrorKind::Timeout,
+            401 => ErrorKind::Authentication,
+            403 => ErrorKind::AccessDenied,
+            404 => ErrorKind::NotFound,
+            424 => ErrorKind::ModelError,
+            400..=499 => ErrorKind::Validation,
+            _ => ErrorKind::Internal,
+        },
+    }
+}
+
+/// What an AWS error code says beyond its kind: a region not enabled for the account answers
+/// `UnrecognizedClientException`, and an endpoint that does not serve the region a request
+/// was signed for answers `InvalidSignatureException`, while every other region may take the
+/// same credentials.
+pub(crate) fn fact_of_aws_code(code: &str) -> Option<FailureFact> {
+    ["UnrecognizedClientException", "InvalidSignatureException"]
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(code))
+        .then_some(FailureFact::RegionRefusedCredentials)
 }
 
 fn non_service<E, R>(err: SdkError<E, R>, site: Site<'_>) -> Error
@@ -145,6 +201,7 @@ where
             http_status: None,
             request_id: None,
             retry_after: None,
+            fact: None,
             source: Some(crate::types::Cause::new(err)),
         });
     }
@@ -171,6 +228,7 @@ where
         http_status: None,
         request_id: None,
         retry_after: None,
+        fact: None,
         source: Some(crate::types::Cause::new(err)),
     })
 }
@@ -193,4 +251,82 @@ fn credentials_failure(err: &(dyn std::error::Error + 'static)) -> Option<String
         next = e.source();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wire_error_of_the_reference_maps_to_its_kind() {
+        let table = [
+            ("ThrottlingException", 429, ErrorKind::Throttled, true),
+            (
+                "ModelNotReadyException",
+                429,
+                ErrorKind::ModelNotReady,
+                true,
+            ),
+            (
+                "ServiceUnavailableException",
+                503,
+                ErrorKind::Unavailable,
+                true,
+            ),
+            ("InternalServerException", 500, ErrorKind::Internal, true),
+            ("ModelTimeoutException", 408, ErrorKind::Timeout, true),
+            ("ModelErrorException", 424, ErrorKind::ModelError, false),
+            ("ValidationException", 400, ErrorKind::Validation, false),
+            ("AccessDeniedException", 403, ErrorKind::AccessDenied, true),
+            (
+                "ExpiredTokenException",
+                403,
+                ErrorKind::Authentication,
+                false,
+            ),
+            ("ResourceNotFoundException", 404, ErrorKind::NotFound, false),
+            (
+                "ServiceQuotaExceededException",
+                400,
+                ErrorKind::QuotaExceeded,
+                false,
+            ),
+            ("ValidationError", 400, ErrorKind::Validation, false),
+            ("ModelError", 424, ErrorKind::ModelError, false),
+            ("InternalFailure", 500, ErrorKind::Internal, true),
+            ("ServiceUnavailable", 503, ErrorKind::Unavailable, true),
+            (
+                "InternalDependencyException",
+                530,
+                ErrorKind::Internal,
+                true,
+            ),
+            ("modelStreamErrorException", 0, ErrorKind::Internal, true),
+            ("ModelStreamError", 0, ErrorKind::Internal, true),
+            ("InternalStreamFailure", 0, ErrorKind::Internal, true),
+            (
+                "InvalidSignatureException",
+                403,
+                ErrorKind::Authentication,
+                false,
+            ),
+            (
+                "UnrecognizedClientException",
+                403,
+                ErrorKind::Authentication,
+                false,
+            ),
+        ];
+        for (code, status, kind, fails_over) in table {
+            assert_eq!(kind_of_aws_code(code, status), kind, "{code}");
+            assert_eq!(kind.fails_over(), fails_over, "{code}");
+            let region_refusal =
+                fact_of_aws_code(code) == Some(FailureFact::RegionRefusedCredentials);
+            assert_eq!(
+                region_refusal,
+                code.ends_with("SignatureException") || code.starts_with("Unrecognized"),
+                "{code}"
+            );
+        }
+    }
 }

@@ -566,6 +566,38 @@ impl ModelConfig {
         }
     }
 
+    /// Whether it is sold in service tiers, has cross-region profiles and a batch lane:
+    /// Bedrock's models are; a SageMaker endpoint or another provider's model is not.
+    pub fn is_managed(&self) -> bool {
+        matches!(self, ModelConfig::Bedrock(_))
+    }
+
+    /// Who hosts it, for a message: "a Bedrock model", "a SageMaker model", or "served by"
+    /// its provider.
+    pub fn hosting(&self) -> String {
+        match self {
+            ModelConfig::Bedrock(_) => "a Bedrock model".to_string(),
+            ModelConfig::Sagemaker(_) => "a SageMaker model".to_string(),
+            ModelConfig::Other(o) => format!("served by {}", o.provider),
+        }
+    }
+
+    /// Whether its endpoint `id` in `region` streams, as configured (`None`: not said, or no
+    /// such endpoint).
+    pub fn streams_at(&self, id: &str, region: &str) -> Option<bool> {
+        self.endpoints()
+            .iter()
+            .find(|e| e.name == id && e.region == region)
+            .and_then(|e| e.streams)
+    }
+
+    /// Whether access to it is granted per region, so that a refusal in one region refuses
+    /// its other ids and profiles there too (Bedrock's model access); not so for a SageMaker
+    /// endpoint, whose access is its own (IAM on the endpoint).
+    pub fn access_is_regional(&self) -> bool {
+        !matches!(self, ModelConfig::Sagemaker(_))
+    }
+
     /// The Bedrock family a SageMaker model falls back to.
     pub fn fallback_family(&self) -> Option<&String> {
         match self {

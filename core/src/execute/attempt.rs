@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::verdict::{RegionSign, Verdict};
 use crate::config::QuotaTerms;
 use crate::state::QuotaClaim;
 use crate::state::{ReservationTicket, State};
@@ -33,13 +34,6 @@ pub fn backoff(base: Duration, cap: Duration, round: u32) -> Duration {
         .min(cap);
     let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
     Duration::from_nanos(rand::Rng::gen_range(&mut rand::thread_rng(), 0..=nanos))
-}
-
-/// Whether `err`, from `attempt`, moves the call on to another target: a kind that fails over,
-/// or a refusal of credentials that the provider has taken from this router before (a region
-/// not enabled for the account refuses what every other region takes).
-pub(super) fn fails_over(state: &State, attempt: &Attempt, err: &Error) -> bool {
-    err.fails_over() || err.may_be_the_targets_refusal() && state.answered(&attempt.target.provider)
 }
 
 /// An attempt in flight.
@@ -264,8 +258,9 @@ impl<'a> InFlight<'a> {
         self.settled = true;
     }
 
-    /// The attempt failed with `err`; what that did to its region, if anything.
-    pub fn fail(mut self, err: &Error) -> RegionVerdict {
+    /// The attempt failed with `err`, judged `verdict`; what that did to its region, if
+    /// anything.
+    pub(super) fn fail(mut self, err: &Error, verdict: &Verdict) -> RegionVerdict {
         let a = &self.attempt;
         let now = crate::time::now();
         if let Some(b) = self.fired
@@ -278,7 +273,7 @@ impl<'a> InFlight<'a> {
             self.state
                 .record_cut(a.target.region(), a.target.id(), a.tier, b.limit, waited);
         }
-        let verdict = if super::run::region_is_unhealthy(err.kind()) {
+        let ejection = if verdict.region == RegionSign::Unhealthy {
             self.state.record_regional_failure(
                 now,
                 a.target.region(),
@@ -306,7 +301,7 @@ impl<'a> InFlight<'a> {
                 (0, 0),
             );
         }
-        if err.kind() == ErrorKind::AccessDenied {
+        if verdict.access_refused {
             self.state
                 .record_refusal(now, a.target.region(), a.target.id(), a.tier);
         } else if err.kind() == ErrorKind::Throttled
@@ -321,7 +316,7 @@ impl<'a> InFlight<'a> {
                 self.state
                     .release_probe(a.target.region(), a.target.id(), a.tier);
             }
-        } else if fails_over(self.state, a, err) {
+        } else if verdict.fails_over {
             let throttled = err.kind() == ErrorKind::Throttled;
             self.state
                 .record_failure(now, a.target.region(), a.target.id(), a.tier, throttled);
@@ -333,7 +328,7 @@ impl<'a> InFlight<'a> {
             self.state.correct_call(&a.model, t, 0, 0);
         }
         self.settled = true;
-        verdict
+        ejection
     }
 }
 

@@ -2,33 +2,36 @@
 //! fails over or retries by the error's kind, hedges late first tokens, and feeds every outcome
 //! back into the live state.
 
+mod assembly;
 mod attempt;
 mod clock;
 mod exchange;
 mod lazy;
 pub mod limits;
+mod open;
+mod response_stream;
 mod run;
-mod stream;
+mod verdict;
+mod walk;
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 
-use crate::backend::{Backend, Backends, Call};
+use crate::backend::Backends;
 use crate::config::Config;
 use crate::plan::{Plan, Planner};
 use crate::state::State;
-use crate::types::Attempt;
-use crate::types::Checkpoint;
-use crate::types::{Error, ErrorKind, Result, ServiceError, TimeLimit};
+use crate::types::{Error, ErrorKind, Result, ServiceError};
 use crate::types::{GenerateRequest, SloClass};
 use crate::types::{GenerateResponse, StreamEvent};
+use walk::Delivery;
 
 pub use attempt::backoff;
 pub use clock::Clock;
 pub use lazy::LazyStream;
+pub use response_stream::ResponseStream;
 pub use run::Run;
-pub use stream::ResponseStream;
 
 /// The configuration, the backends and the live state: everything a call needs.
 pub struct Executor {
@@ -119,41 +122,10 @@ impl Executor {
         Ok(plan)
     }
 
-    /// The backend for an attempt, and the call to send it.
-    fn call<'a>(
-        &'a self,
-        request: &'a GenerateRequest,
-        attempt: &'a Attempt,
-        checkpoints: &'a [Checkpoint],
-    ) -> Result<(&'a dyn Backend, Call<'a>)> {
-        let provider = &attempt.target.provider;
-        let backend = self.backends.get(provider).ok_or_else(|| {
-            Error::config(
-                "backends",
-                format!("no backend is registered for provider {provider:?}"),
-            )
-        })?;
-        let model = self.config.models.get(&*attempt.model).ok_or_else(|| {
-            Error::config(
-                "models",
-                format!("{:?} is not a configured model", attempt.model),
-            )
-        })?;
-        Ok((
-            backend,
-            Call {
-                request,
-                attempt,
-                model,
-                checkpoints,
-            },
-        ))
-    }
-
     /// Whether a call may be hedged, with somewhere to hedge to: interactive with a TTFT
     /// target; or, with `routing.hedge.standard`, interactive or standard without one (after
     /// its first target's learnt quantile, or before it is known after its prior: see
-    /// `stream::hedge_delay`).
+    /// `open::hedge_delay`).
     fn hedges(&self, request: &GenerateRequest, plan: &Plan) -> bool {
         let hedge = &self.config.routing.hedge;
         let class = request.slo.class;
@@ -165,86 +137,48 @@ impl Executor {
     }
 
     /// Sends the request down the plan's attempts until one answers.
+    ///
+    /// Each attempt is streamed (`routing.stream_generate`, the default): first tokens and
+    /// gaps between events show a stalled attempt long before a whole answer would be due,
+    /// and a hedge with a TTFT target races first tokens, which only a stream shows. Sent
+    /// whole, a hedged call hedges when its answer is later than expected.
     pub async fn generate(
         self: &Arc<Self>,
         request: &GenerateRequest,
         plan: Plan,
     ) -> Result<GenerateResponse> {
-        // A hedge races first tokens, which only a stream shows: an interactive call with a
-        // TTFT target is streamed for it; standard calls hedge only when streamed anyway.
-        let hedged = self.hedges(request, &plan);
-        let races = request.slo.ttft_target.is_some() && hedged;
-        let streams = self.config.routing.stream_generate || races;
-        if streams || hedged {
-            // First tokens and gaps between events show a stalled attempt long before a whole
-            // answer would be due (and a hedge with a TTFT target races first tokens, which
-            // only a stream shows). Sent whole, a hedged call hedges when its answer is later
-            // than expected.
-            let delivery = if streams {
-                stream::Delivery::Whole
-            } else {
-                stream::Delivery::Answer
-            };
-            let mut events = stream::run(Arc::clone(self), request.clone(), plan, delivery);
-            while let Some(event) = events.next().await {
-                if let StreamEvent::Completed(done) = event? {
-                    return Ok(*done);
-                }
-            }
-            // The stream ends with its answer or an error; should it not, name the target the
-            // plan would try first (planned again here, off the path every call takes).
-            let (target, region) = self
-                .plan(request)
-                .ok()
-                .and_then(|p| p.attempts.into_iter().next())
-                .map(|a| (a.target.id.to_string(), a.target.region.to_string()))
-                .unwrap_or_default();
-            return Err(Error::from(ServiceError::new(
-                ErrorKind::Transport,
-                "the stream ended without a response",
-                target,
-                region,
-            )));
-        }
-        let mut run = Run::new(self, request, plan);
-        loop {
-            let Some(mut inflight) = run.next_attempt().await else {
-                let e = run.exhausted();
-                return Err(run.failed_with(e));
-            };
-            let checkpoints = run.checkpoints_for(&inflight.attempt);
-            let answer = run.attempt_limits(&mut inflight).answer;
-            let bound = run.bound_from(TimeLimit::Answer, answer);
-            let result = match self.call(request, &inflight.attempt, &checkpoints) {
-                Ok((backend, call)) => bound
-                    .run(crate::telemetry::span::within(
-                        attempt::span(&inflight.attempt),
-                        backend.generate(call),
-                    ))
-                    .await
-                    .unwrap_or_else(|fired| Err(inflight.timed_out(fired))),
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(done) => {
-                    let timings = run.clock.finish(done.usage.output_tokens);
-                    let response = run.respond(&inflight.attempt, done, timings);
-                    let served = response.decision.served_tier.or(response.decision.tier);
-                    inflight.succeed(&response.usage, &response.timings, served, None);
-                    return Ok(response);
-                }
-                Err(e) => {
-                    // Boxed: failures are rare, and every call's future would carry its size.
-                    if let Err(stop) = Box::pin(run.after_failure(inflight, e)).await {
-                        return Err(run.failed_with(stop));
-                    }
-                }
+        let races = request.slo.ttft_target.is_some() && self.hedges(request, &plan);
+        let send_whole = !(self.config.routing.stream_generate || races);
+        let mut events = walk::walk(
+            Arc::clone(self),
+            request.clone(),
+            plan,
+            Delivery::Answer,
+            send_whole,
+        );
+        while let Some(event) = events.next().await {
+            if let StreamEvent::Completed(done) = event? {
+                return Ok(*done);
             }
         }
+        // The walk ends with its answer or an error; should it not, name the target the plan
+        // would try first (planned again here, off the path every call takes).
+        let (target, region) = self
+            .plan(request)
+            .ok()
+            .and_then(|p| p.attempts.into_iter().next())
+            .map(|a| (a.target.id.to_string(), a.target.region.to_string()))
+            .unwrap_or_default();
+        Err(Error::from(ServiceError::new(
+            ErrorKind::Transport,
+            "the stream ended without a response",
+            target,
+            region,
+        )))
     }
 
     /// Streams the request down the plan's attempts; see [`ResponseStream`].
     pub fn stream(self: Arc<Self>, request: GenerateRequest, plan: Plan) -> ResponseStream {
-        stream::run(self, request, plan, stream::Delivery::Events)
+        walk::walk(self, request, plan, Delivery::Events, false)
     }
 }

@@ -2,6 +2,7 @@
 
 use super::attempt::InFlight;
 use super::limits::{Bound, Limits};
+use super::verdict::{self, RegionSign, Verdict};
 use super::{Clock, Executor};
 use crate::backend::Completion;
 use crate::config::QuotaTerms;
@@ -773,8 +774,12 @@ impl<'a> Run<'a> {
     /// region are kept away too, rather than each asked once.
     fn refused_in_region(&self, refused: &Attempt) {
         let now = crate::time::now();
-        // A SageMaker endpoint's access is its own (IAM on the endpoint), not the region's.
-        if refused.target.provider == crate::types::Provider::Sagemaker {
+        let config = &self.exec.config;
+        if !config
+            .models
+            .get(&*refused.model)
+            .is_some_and(|m| m.access_is_regional())
+        {
             return;
         }
         let Some(candidates) = self.exec.planner.catalog().candidates(&refused.model) else {
@@ -805,10 +810,14 @@ impl<'a> Run<'a> {
 
     /// Books a failed attempt without deciding what follows (a hedge's loser).
     pub fn record_failed(&mut self, inflight: InFlight<'a>, err: Error) {
+        let verdict = verdict::judge(&self.exec.state, &inflight.attempt, &err);
+        self.record_judged(inflight, err, &verdict);
+    }
+
+    /// Books a failed attempt judged `verdict`.
+    fn record_judged(&mut self, inflight: InFlight<'a>, err: Error, verdict: &Verdict) {
         let a = inflight.attempt.clone();
-        if let Error::Service(e) = &err
-            && let Some(limit) = time_limit_of(&e.code)
-        {
+        if let Some(limit) = verdict.time_limit {
             let after_ms = u64::try_from(inflight.elapsed().as_millis()).unwrap_or(u64::MAX);
             let (limit_ms, source) = match inflight.fired {
                 Some(b) if b.limit == limit => (
@@ -826,8 +835,8 @@ impl<'a> Run<'a> {
                 source,
             });
         }
-        let verdict = inflight.fail(&err);
-        self.note_region(a.target.region(), verdict);
+        let ejection = inflight.fail(&err, verdict);
+        self.note_region(a.target.region(), ejection);
         self.failed.push((err.as_failed_attempt(&a), err));
     }
 
@@ -836,30 +845,27 @@ impl<'a> Run<'a> {
     /// return.
     pub async fn after_failure(&mut self, inflight: InFlight<'a>, err: Error) -> Result<(), Error> {
         let attempt = inflight.attempt.clone();
-        let fails_over = super::attempt::fails_over(&self.exec.state, &attempt, &err);
+        let verdict = verdict::judge(&self.exec.state, &attempt, &err);
         let retry_after = match &err {
             Error::Service(e) => e.retry_after,
             _ => None,
         };
-        // A region that refused the credentials others take refuses its other targets too.
-        if region_is_suspect(err.kind()) || fails_over && err.may_be_the_targets_refusal() {
+        if verdict.region != RegionSign::Healthy {
             self.defer_region(attempt.target.region());
         }
-        if err.kind() == crate::types::ErrorKind::AccessDenied {
+        if verdict.access_refused {
             self.refused_in_region(&attempt);
         }
         self.throttled_last = err.kind() == crate::types::ErrorKind::Throttled;
-        self.record_failed(inflight, err);
-        if !fails_over {
+        self.record_judged(inflight, err, &verdict);
+        if !verdict.fails_over {
             return Err(self.failed.pop().expect("just recorded").1);
         }
         // Candidates left, or full ones to wait for: no new round (and no back-off) yet.
         if self.has_more() || !self.full.is_empty() {
             return Ok(());
         }
-        if self.failed.iter().all(|(_, e)| {
-            e.kind() == crate::types::ErrorKind::AccessDenied || e.may_be_the_targets_refusal()
-        }) {
+        if self.failed.iter().all(|(_, e)| verdict::refused(e)) {
             // Every target refused access or the credentials: another round would be refused
             // the same.
             return Err(self.exhausted());
@@ -1147,8 +1153,7 @@ impl<'a> Run<'a> {
                 family,
                 target: attempt.target.id().to_string(),
                 region: attempt.target.region().to_string(),
-                endpoint: (attempt.target.provider == crate::types::Provider::Sagemaker)
-                    .then(|| attempt.target.id.to_string()),
+                endpoint: (!model.endpoints().is_empty()).then(|| attempt.target.id.to_string()),
                 tier: attempt.tier,
                 served_tier: done.served_tier,
                 invoked_model: done.invoked_model,
@@ -1213,40 +1218,6 @@ const TIMER_TICK: std::time::Duration = std::time::Duration::from_millis(1);
 
 fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The limit an attempt error's code names, for errors made by [`Error::timed_out`].
-fn time_limit_of(code: &str) -> Option<TimeLimit> {
-    [
-        TimeLimit::FirstToken,
-        TimeLimit::Idle,
-        TimeLimit::Answer,
-        TimeLimit::Deadline,
-    ]
-    .into_iter()
-    .find(|l| l.code() == code)
-}
-
-/// Failures that count toward ejecting the attempt's region (`routing.outlier`): stalls, resets,
-/// outages and server errors. A throttle is capacity, not health; refusals and bad requests say
-/// nothing of the region.
-pub(super) fn region_is_unhealthy(kind: crate::ErrorKind) -> bool {
-    use crate::ErrorKind as K;
-    matches!(
-        kind,
-        K::Timeout | K::Transport | K::Unavailable | K::Internal
-    )
-}
-
-/// Failures after which the call's other targets in the same region go last: a stall, reset or
-/// outage is usually the regional endpoint's, and a region whose quota is throttling one target
-/// is a worse bet than a region with its own, untouched capacity.
-fn region_is_suspect(kind: crate::ErrorKind) -> bool {
-    use crate::ErrorKind as K;
-    matches!(
-        kind,
-        K::Timeout | K::Transport | K::Unavailable | K::Internal | K::Throttled
-    )
 }
 
 /// Whether a target is kept away from: its breaker open, or its region ejected.

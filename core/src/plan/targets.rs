@@ -7,9 +7,7 @@ use crate::plan::catalog;
 use crate::plan::observe::{Observations, TargetView};
 use crate::plan::variant::ChosenModel;
 pub(crate) use crate::types::Objective;
-use crate::types::{
-    AffinityOutcome, BreakerView, Exclusion, ProfileScope, Provider, Reason, Target,
-};
+use crate::types::{AffinityOutcome, BreakerView, Exclusion, ProfileScope, Reason, Target};
 use crate::types::{GenerateRequest, ServiceTier};
 
 /// The candidate targets of one model, allowed by the residency, best first.
@@ -42,9 +40,8 @@ pub(crate) fn enumerate(
             &made
         }
     };
-    // Profiles are Bedrock's: other providers' candidates pass this rule.
-    let profiles_ruled =
-        (model.provider() == Provider::Bedrock).then_some(chosen.pinned_profile.as_ref());
+    // Profiles are a managed model's: other candidates pass this rule.
+    let profiles_ruled = model.is_managed().then_some(chosen.pinned_profile.as_ref());
     let objective = Objective::of(request);
     let quota_input = quota_input(request, chosen, model, tier, config, obs);
     let mut ranked: Vec<Ranked> = Vec::with_capacity(all.len());
@@ -56,7 +53,7 @@ pub(crate) fn enumerate(
                     c.scope.as_ref(),
                     pinned,
                     // Mantle serves bare ids only, and needs none.
-                    t.provider != Provider::BedrockMantle && model.requires_profile_in(t.region()),
+                    t.provider.serves_profiles() && model.requires_profile_in(t.region()),
                 )
             })
             .or_else(|| {

@@ -2,7 +2,7 @@
 
 use crate::config::{Config, ModelConfig};
 use crate::plan::observe::Observations;
-use crate::types::{Attempt, OverflowCause, Provider, Reason};
+use crate::types::{Attempt, OverflowCause, Reason};
 use crate::types::{Error, Result};
 use crate::types::{GenerateRequest, ServiceTier, SloClass};
 
@@ -113,15 +113,14 @@ fn choose_capable(
     config: &Config,
     reasons: &mut Vec<Reason>,
 ) -> Result<Option<ServiceTier>> {
-    if model.provider() != Provider::Bedrock {
+    if !model.is_managed() {
         if let Some(t) = request.tier {
-            let whose = match &model.provider() {
-                Provider::Sagemaker => "a SageMaker model".to_string(),
-                other => format!("served by {other}"),
-            };
             return Err(Error::invalid(
                 "tier",
-                format!("{model_id} is {whose}, which has no service tier {t}"),
+                format!(
+                    "{model_id} is {}, which has no service tier {t}",
+                    model.hosting()
+                ),
             ));
         }
         return Ok(None);
@@ -170,9 +169,7 @@ pub(crate) fn latency_optimized(
     model: &ModelConfig,
     reasons: &mut Vec<Reason>,
 ) -> bool {
-    let on = model.provider() == Provider::Bedrock
-        && model.latency_optimized()
-        && request.slo.class == SloClass::Interactive;
+    let on = model.latency_optimized() && request.slo.class == SloClass::Interactive;
     if on {
         reasons.push(Reason::LatencyOptimized);
     }

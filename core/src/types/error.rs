@@ -112,15 +112,12 @@ impl ErrorKind {
         }
     }
 
-    /// The kind of an AWS error code from Bedrock Runtime or SageMaker Runtime, including the
-    /// exceptions that arrive inside event streams (their codes start lower-case).
-    ///
-    /// ```
-    /// use laneway::ErrorKind;
-    /// assert_eq!(ErrorKind::from_aws_code("ThrottlingException", 429), ErrorKind::Throttled);
-    /// assert_eq!(ErrorKind::from_aws_code("throttlingException", 0), ErrorKind::Throttled);
-    /// assert_eq!(ErrorKind::from_aws_code("SomethingNew", 503), ErrorKind::Unavailable);
-    /// ```
+    /// The kind of an AWS error code from Bedrock Runtime or SageMaker Runtime.
+    #[deprecated(
+        since = "0.9.0",
+        note = "a backend reads its service's error codes; this goes in the next release"
+    )]
+    #[doc(hidden)]
     pub fn from_aws_code(code: &str, http_status: u16) -> ErrorKind {
         match code.to_ascii_lowercase().as_str() {
             "throttlingexception" | "toomanyrequestsexception" => ErrorKind::Throttled,
@@ -191,8 +188,27 @@ pub struct ServiceError {
     pub request_id: Option<String>,
     /// How long the service asked to wait (`Retry-After`), if it did.
     pub retry_after: Option<std::time::Duration>,
+    /// What the failure says beyond its kind, as the backend that read it found.
+    pub fact: Option<FailureFact>,
     /// The underlying error, if any.
     pub source: Option<Cause>,
+}
+
+/// What a failure says beyond its [`ErrorKind`], found by the backend that read its service's
+/// answer (as smithy-rs classifies an error for retries): the execution decides what follows
+/// from it, in one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureFact {
+    /// The target's region refused credentials that other regions may take: a region not
+    /// enabled for the account, or an endpoint that does not serve the region a request was
+    /// signed for.
+    RegionRefusedCredentials,
+    /// The target does not serve the streaming operation (a container or server without
+    /// response streaming): it is sent whole from then on.
+    StreamingRefused,
+    /// One of the call's time limits ended the attempt.
+    TimeLimitHit(TimeLimit),
 }
 
 impl ServiceError {
@@ -218,6 +234,7 @@ impl ServiceError {
             http_status: None,
             request_id: None,
             retry_after: None,
+            fact: None,
             source: None,
         }
     }
@@ -225,6 +242,12 @@ impl ServiceError {
     /// The same error with this service error code.
     pub fn with_code(mut self, code: impl Into<String>) -> Self {
         self.code = code.into();
+        self
+    }
+
+    /// The same error, saying `fact` beyond its kind.
+    pub fn with_fact(mut self, fact: FailureFact) -> Self {
+        self.fact = Some(fact);
         self
     }
 }
@@ -519,29 +542,27 @@ impl Error {
         self.kind().fails_over()
     }
 
-    /// Whether this authentication refusal may be one target's rather than the credentials':
-    /// a region not enabled for the account answers `UnrecognizedClientException`, and an
-    /// endpoint that does not serve the region a request was signed for answers
-    /// `InvalidSignatureException`, while every other region takes the same credentials.
-    /// Expired or missing credentials and a malformed signature are the caller's everywhere.
+    /// Whether this refusal of the credentials may be one target's region's rather than the
+    /// credentials' ([`FailureFact::RegionRefusedCredentials`]): every other region may take
+    /// them. Expired or missing credentials and a malformed signature are the caller's
+    /// everywhere.
     ///
     /// ```
-    /// use laneway::{Error, ErrorKind, ServiceError};
-    /// let refusal = |code: &str| {
-    ///     let mut e = ServiceError::new(ErrorKind::Authentication, "refused", "m", "ap-east-2");
-    ///     e.code = code.into();
-    ///     Error::from(e)
-    /// };
-    /// assert!(refusal("UnrecognizedClientException").may_be_the_targets_refusal());
-    /// assert!(!refusal("ExpiredTokenException").may_be_the_targets_refusal());
+    /// use laneway::{Error, ErrorKind, FailureFact, ServiceError};
+    /// let refused = ServiceError::new(ErrorKind::Authentication, "refused", "m", "ap-east-2");
+    /// let here = Error::from(refused.clone().with_fact(FailureFact::RegionRefusedCredentials));
+    /// assert!(here.may_be_the_targets_refusal());
+    /// assert!(!Error::from(refused).may_be_the_targets_refusal());
     /// ```
     pub fn may_be_the_targets_refusal(&self) -> bool {
+        self.fact() == Some(FailureFact::RegionRefusedCredentials)
+    }
+
+    /// What the failure says beyond its kind, if a backend found anything.
+    pub fn fact(&self) -> Option<FailureFact> {
         match self {
-            Error::Service(e) if e.kind == ErrorKind::Authentication => {
-                e.code.eq_ignore_ascii_case("UnrecognizedClientException")
-                    || e.code.eq_ignore_ascii_case("InvalidSignatureException")
-            }
-            _ => false,
+            Error::Service(e) => e.fact,
+            _ => None,
         }
     }
 
@@ -576,7 +597,9 @@ impl Error {
             TimeLimit::Deadline => format!("the call's deadline of {after:?} passed"),
         };
         Error::from(
-            ServiceError::new(ErrorKind::Timeout, message, target, region).with_code(limit.code()),
+            ServiceError::new(ErrorKind::Timeout, message, target, region)
+                .with_code(limit.code())
+                .with_fact(FailureFact::TimeLimitHit(limit)),
         )
     }
 
@@ -617,72 +640,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_wire_error_of_the_reference_maps_to_its_kind() {
-        let table = [
-            ("ThrottlingException", 429, ErrorKind::Throttled, true),
-            (
-                "ModelNotReadyException",
-                429,
-                ErrorKind::ModelNotReady,
-                true,
-            ),
-            (
-                "ServiceUnavailableException",
-                503,
-                ErrorKind::Unavailable,
-                true,
-            ),
-            ("InternalServerException", 500, ErrorKind::Internal, true),
-            ("ModelTimeoutException", 408, ErrorKind::Timeout, true),
-            ("ModelErrorException", 424, ErrorKind::ModelError, false),
-            ("ValidationException", 400, ErrorKind::Validation, false),
-            ("AccessDeniedException", 403, ErrorKind::AccessDenied, true),
-            (
-                "ExpiredTokenException",
-                403,
-                ErrorKind::Authentication,
-                false,
-            ),
-            ("ResourceNotFoundException", 404, ErrorKind::NotFound, false),
-            (
-                "ServiceQuotaExceededException",
-                400,
-                ErrorKind::QuotaExceeded,
-                false,
-            ),
-            ("ValidationError", 400, ErrorKind::Validation, false),
-            ("ModelError", 424, ErrorKind::ModelError, false),
-            ("InternalFailure", 500, ErrorKind::Internal, true),
-            ("ServiceUnavailable", 503, ErrorKind::Unavailable, true),
-            (
-                "InternalDependencyException",
-                530,
-                ErrorKind::Internal,
-                true,
-            ),
-            ("modelStreamErrorException", 0, ErrorKind::Internal, true),
-            ("ModelStreamError", 0, ErrorKind::Internal, true),
-            ("InternalStreamFailure", 0, ErrorKind::Internal, true),
-            (
-                "InvalidSignatureException",
-                403,
-                ErrorKind::Authentication,
-                false,
-            ),
-            (
-                "UnrecognizedClientException",
-                403,
-                ErrorKind::Authentication,
-                false,
-            ),
-        ];
-        for (code, status, kind, fails_over) in table {
-            assert_eq!(ErrorKind::from_aws_code(code, status), kind, "{code}");
-            assert_eq!(kind.fails_over(), fails_over, "{code}");
-        }
-    }
 
     #[test]
     fn messages_name_the_problem() {

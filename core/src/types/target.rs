@@ -76,6 +76,12 @@ impl Provider {
         )
     }
 
+    /// Whether it is called through cross-region inference profiles where its model needs
+    /// one: Bedrock's Converse and OpenAI-compatible runtime are; Mantle serves bare ids only.
+    pub fn serves_profiles(&self) -> bool {
+        !matches!(self, Provider::BedrockMantle)
+    }
+
     /// Its name in telemetry (`gen_ai.provider.name` of the OpenTelemetry GenAI conventions):
     /// `aws.bedrock`, `aws.sagemaker`, else its own name.
     pub fn system(&self) -> &str {

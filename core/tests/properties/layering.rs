@@ -150,3 +150,92 @@ fn modules_use_only_the_layers_below_them() {
         done.extend(ready);
     }
 }
+
+/// Where a provider's name or an AWS error code may be read: the backends (which turn their
+/// services' answers into kinds and facts), the configuration (which says what each model
+/// can do), the types that define the names, and the wire layer (the AWS-shaped and
+/// OpenAI-shaped answers Laneway itself serves).
+const PROVIDER_HOMES: &[&str] = &["backend/", "config/", "types/", "wire/", "surface/"];
+
+/// Files outside those homes that still name a provider, each with why. The list is exact: a
+/// file that no longer needs its exception fails the test until it is taken off.
+const PROVIDER_EXCEPTIONS: &[(&str, &str)] = &[
+    (
+        "client.rs",
+        "the router's builder registers each built-in provider's backend",
+    ),
+    (
+        "plan/catalog.rs",
+        "the catalog builds each provider's targets from its configuration",
+    ),
+    (
+        "plan/shape.rs",
+        "Bedrock's APIs (Converse, OpenAI-compatible runtime, Mantle) are still providers",
+    ),
+];
+
+/// The provider names and AWS error codes in a file's code: comments, doc comments and its
+/// `#[cfg(test)]` module left out.
+fn provider_mentions(text: &str) -> Vec<String> {
+    let names = [
+        "Provider::Bedrock",
+        "Provider::Sagemaker",
+        "is_bedrock()",
+        "Exception\"",
+        "\"UnknownOperation\"",
+    ];
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        out.extend(
+            names
+                .iter()
+                .filter(|n| code.contains(*n))
+                .map(|n| format!("{n} in `{}`", code.trim())),
+        );
+    }
+    out
+}
+
+#[test]
+fn provider_names_and_aws_codes_stay_with_their_backends() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut excepted_used = BTreeSet::new();
+    let mut stray = Vec::new();
+    for f in files(&src) {
+        let rel = f
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if PROVIDER_HOMES.iter().any(|h| rel.starts_with(h)) {
+            continue;
+        }
+        let found = provider_mentions(&std::fs::read_to_string(&f).unwrap());
+        if found.is_empty() {
+            continue;
+        }
+        if PROVIDER_EXCEPTIONS.iter().any(|(e, _)| *e == rel) {
+            excepted_used.insert(rel);
+        } else {
+            stray.extend(found.into_iter().map(|m| format!("{rel}: {m}")));
+        }
+    }
+    assert!(
+        stray.is_empty(),
+        "generic code asks the model's configuration or the backend what it can do, never \
+         a provider's name or an AWS error code:\n{}",
+        stray.join("\n")
+    );
+    let stale: Vec<_> = PROVIDER_EXCEPTIONS
+        .iter()
+        .filter(|(e, _)| !excepted_used.contains(*e))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "these no longer name a provider: take them off PROVIDER_EXCEPTIONS: {stale:?}"
+    );
+}

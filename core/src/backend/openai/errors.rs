@@ -47,7 +47,7 @@ pub(super) fn kind_of_code(code: &str, status: u16) -> ErrorKind {
         "permission_denied_error" | "access_denied" => ErrorKind::AccessDenied,
         "authentication_error" | "invalid_api_key" | "unauthorized" => ErrorKind::Authentication,
         "insufficient_quota" => ErrorKind::QuotaExceeded,
-        other => ErrorKind::from_aws_code(other, status),
+        other => crate::backend::errors::kind_of_aws_code(other, status),
     }
 }
 
@@ -90,8 +90,9 @@ pub(super) fn from_status(
     if status == 429 {
         kind = ErrorKind::Throttled;
     } else if status >= 500 && !kind.fails_over() {
-        kind = ErrorKind::from_aws_code("", status);
+        kind = crate::backend::errors::kind_of_aws_code("", status);
     }
+    let fact = crate::backend::errors::fact_of_aws_code(&code);
     Error::from(ServiceError {
         kind,
         code,
@@ -101,6 +102,7 @@ pub(super) fn from_status(
         http_status: Some(status),
         request_id,
         retry_after,
+        fact,
         source: None,
     })
 }
@@ -125,6 +127,7 @@ pub(super) fn transport(
         http_status: None,
         request_id: None,
         retry_after: None,
+        fact: None,
         source: Some(crate::types::Cause::new(err)),
     })
 }

@@ -14,7 +14,7 @@ use super::{Backend, BackendEvent, Call, Completion, EventStream, errors};
 use crate::config::EndpointConfig;
 use crate::types::Provider;
 use crate::types::Target;
-use crate::types::{Error, Result};
+use crate::types::{Error, FailureFact, Result};
 
 pub use lines::LineBuffer;
 pub use payload::tgi_prompt;
@@ -124,7 +124,7 @@ impl Backend for SagemakerBackend {
                 .body(Blob::new(body))
                 .send()
                 .await
-                .map_err(|e| errors::from_operation(e, &target))?;
+                .map_err(|e| refusing_streaming(errors::from_operation(e, &target)))?;
             let mut reader =
                 payload::LineReader::new(ep.format, prompt_estimate, &ep.name, &ep.region);
             let mut rx = out.body;
@@ -188,4 +188,23 @@ fn truncated(target: &Target, line: &str) -> Error {
 /// Input tokens estimated from the rendered prompt, for containers that report no input count.
 fn prompt_estimate(call: Call<'_>) -> u32 {
     payload::estimate_tokens(&payload::tgi_prompt(call.request).unwrap_or_default())
+}
+
+/// A failure to open a response stream, marked [`FailureFact::StreamingRefused`] when it says
+/// the endpoint does not serve the operation (a container or server without response
+/// streaming) rather than that the call failed: a 404 without an AWS error code, or an
+/// unknown operation.
+fn refusing_streaming(e: Error) -> Error {
+    match e {
+        Error::Service(s)
+            if s.http_status == Some(404) && s.code.is_empty()
+                || matches!(
+                    s.code.as_str(),
+                    "UnknownOperationException" | "UnknownOperation"
+                ) =>
+        {
+            Error::from((*s).with_fact(FailureFact::StreamingRefused))
+        }
+        other => other,
+    }
 }
