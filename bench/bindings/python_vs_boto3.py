@@ -28,10 +28,10 @@ from laneway.testing import ACCESS_KEY_ID, SECRET_ACCESS_KEY, Emulator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Converse against Converse: Laneway's generate sends a stream by default (routing.stream_generate).
-FAMILY = {
+DEFAULTS = {
     "families": {"nova": {"variants": ["amazon.nova-micro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-pro-v1:0"], "router": {"max_strong_share": 0.3}}},
-    "routing": {"stream_generate": False},
 }
+FAMILY = {**DEFAULTS, "routing": {"stream_generate": False}}
 # Both clients call the same model, pinned, as the method does (a family adds the
 # classifier's work to Laneway's side only).
 MODEL = "amazon.nova-lite-v1:0"
@@ -160,12 +160,16 @@ def main() -> None:
     with Emulator(scenario=os.path.join(HERE, "scenario.toml"), binary=binary) as emu:
         subprocess.run(["taskset", "-pc", "1", str(emu._proc.pid)], check=True, capture_output=True)
         router = laneway.Router(FAMILY, **emu.router_kwargs())
+        # Generate at the defaults, each answer fetched as a stream (for its idle limit and
+        # its hedge), measured beside the whole send on the generate rows.
+        streamed = laneway.Router(DEFAULTS, **emu.router_kwargs())
         client = boto_client(emu.url)
         # Warm-up: connections, imports, caches, the router's state; as many calls as the Node
         # bench makes (where V8 needs them), for both contenders.
         for i in range(WARMUP):
             boto_generate_call(client, i, 16)
             router.generate_sync(PROMPT.format(i=i), model=MODEL, max_tokens=16)
+            streamed.generate_sync(PROMPT.format(i=i), model=MODEL, max_tokens=16)
         for i in range(WARMUP // 4):
             boto_stream_call(client, i, 64)
             list(router.stream_sync(PROMPT.format(i=i), model=MODEL, max_tokens=64))
@@ -184,16 +188,19 @@ def main() -> None:
             for tokens in TOKENS:
                 for width in (1, 64):
                     n = calls_for(tokens)
-                    theirs, ours, floors = [], [], []
+                    theirs, ours, floors, defaults = [], [], [], []
                     for _ in range(ROUNDS):
                         theirs.append(boto_row(client, boto_stream_call if streaming else boto_generate_call, n, width, tokens))
                         ours.append(laneway_row(router, streaming, n, width, tokens))
+                        if not streaming:
+                            defaults.append(laneway_row(streamed, False, n, width, tokens))
                         floors.append(floor(streaming, tokens, n, width))
                     rows.append({
                         "mode": "stream" if streaming else "generate", "tokens": tokens, "in_flight": width, "calls": n,
                         "boto3_cpu_us": median([c for _, c in theirs]), "laneway_cpu_us": median([c for _, c in ours]),
                         "boto3_req_s": median([r for r, _ in theirs]), "laneway_req_s": median([r for r, _ in ours]),
                         "rust_sdk_cpu_us": median(floors) if floors and None not in floors else None,
+                        "laneway_streamed_cpu_us": median([c for _, c in defaults]) if defaults else None,
                     })
         streams_mb = asyncio.run(open_streams(router, 1000))
     print(f"Python {sys.version.split()[0]}, boto3 {boto3.__version__}, laneway {laneway.__version__}; client pinned to one core; client CPU per call, medians of {ROUNDS} rounds")
@@ -203,6 +210,15 @@ def main() -> None:
         floor_us = r["rust_sdk_cpu_us"]
         floor_cols = f"{floor_us:,.0f} us | {r['boto3_cpu_us'] / floor_us:.1f}x" if floor_us else "| "
         print(f"| {r['mode']} | {r['tokens']} | {r['in_flight']} | {r['boto3_cpu_us']:,.0f} us | {r['laneway_cpu_us']:,.0f} us | **{r['boto3_cpu_us'] / r['laneway_cpu_us']:.1f}x** | {floor_cols} |")
+    generate = [r for r in rows if r["laneway_streamed_cpu_us"]]
+    if generate:
+        print()
+        print("generate: sent whole (`routing.stream_generate = false`) against fetched as a stream (the defaults before 0.9)")
+        print("| output tokens | in flight | boto3 CPU/call | Laneway whole | boto3 / whole | Laneway streamed | boto3 / streamed |")
+        print("|---|---|---|---|---|---|---|")
+        for r in generate:
+            b, w, st = r["boto3_cpu_us"], r["laneway_cpu_us"], r["laneway_streamed_cpu_us"]
+            print(f"| {r['tokens']} | {r['in_flight']} | {b:,.0f} us | {w:,.0f} us | **{b / w:.1f}x** | {st:,.0f} us | **{b / st:.1f}x** |")
     print(f"1,000 open Laneway streams: +{streams_mb:.1f} MB RSS ({streams_mb * 1024 / 1000:.1f} KB per stream)")
     print(json.dumps({"rows": rows, "streams_1000_mb": streams_mb}))
 

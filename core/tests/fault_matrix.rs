@@ -1046,3 +1046,60 @@ async fn faults_cost_seconds_from_a_cold_routers_first_call() {
         );
     }
 }
+
+/// The measurement behind `routing.stream_generate`'s default (BENCHMARKS.md, "A whole
+/// answer: sent whole or fetched as a stream"): on a cold router, the same faults with each
+/// whole answer fetched as a stream (the default) and sent whole (`stream_generate = false`,
+/// hedged by elapsed time). Every call is answered either way; the table says how long the
+/// slowest waited. Run: `cargo test -p laneway --test fault_matrix whole_sends -- --ignored
+/// --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: prints the table the default was chosen from"]
+async fn whole_sends_against_streamed_answers_under_faults() {
+    const CALLS: usize = 40;
+    const IN: usize = 8;
+    let emu = emulator().await;
+    let mut trickle = Fault::new(FaultKind::Trickle).after(20);
+    trickle.delay_ms = Some(2_000);
+    let faults: Vec<(&str, Option<Fault>)> = vec![
+        ("none", None),
+        (
+            "stall (accepted, never answered)",
+            Some(Fault::new(FaultKind::Stall)),
+        ),
+        (
+            "silent mid-answer (20 tokens)",
+            Some(Fault::new(FaultKind::StallMidStream).after(20)),
+        ),
+        ("trickle: 1 byte / 2 s after 20 tokens", Some(trickle)),
+    ];
+    println!(
+        "\nA cold router's whole answers: {CALLS} standard calls, {IN} in flight, fault in us-east-1\n"
+    );
+    println!("| fault in us-east-1 | sent as | answered | p50 ms | p99 ms | slowest ms |");
+    println!("|---|---|---|---|---|---|");
+    let ms = |d: Duration| d.as_millis();
+    for (name, fault) in faults {
+        for (sent, extra) in [
+            ("stream (default)", ""),
+            ("whole", "[routing]\nstream_generate = false\n"),
+        ] {
+            let r = common::router_with(&emu, common::config(extra)).await;
+            let id = fault
+                .clone()
+                .map(|f| emu.add_fault(f.for_region("us-east-1")));
+            let row = defaults_row(&r, CALLS, IN).await;
+            if let Some(id) = id {
+                emu.remove_fault(id);
+            }
+            println!(
+                "| {name} | {sent} | {}/{CALLS} | {} | {} | {} |",
+                row.latencies.len(),
+                ms(row.quantile(0.5)),
+                ms(row.quantile(0.99)),
+                ms(row.slowest())
+            );
+            assert!(row.failed.is_empty(), "{name}, {sent}: {:?}", row.failed);
+        }
+    }
+}

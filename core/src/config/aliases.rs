@@ -2,7 +2,7 @@
 //! spells it (`gpt-4o`, `claude-3-5-sonnet`) reaches what the configuration routes; and which
 //! names a request may give at all ([`Config::routes`]).
 
-use super::*;
+use super::{Config, Deserialize, Error, Result, Serialize};
 
 /// What an alias names: a family (the plan picks its variant) or a model (a Bedrock model id,
 /// an inference-profile id that pins the profile, or a SageMaker model's name).

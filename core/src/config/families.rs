@@ -1,6 +1,6 @@
 //! `[families.NAME]`: a family's variants, cheapest first, and its variant router.
 
-use super::*;
+use super::{Deserialize, Serialize};
 
 /// An ordered list of variants of one model family, cheapest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

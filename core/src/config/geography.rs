@@ -2,7 +2,7 @@
 //! (which geography a region is in, which profile scope a prefix names, what keeps a call
 //! within a residency).
 
-use super::*;
+use super::{BTreeSet, Config, Deserialize, Geography, ProfileScope, Residency, Serialize};
 
 /// A region calls start in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! validated.
 
 use super::raw::RawConfig;
-use super::*;
+use super::{Config, Error, Path, Result};
 
 const DEFAULTS: &str = include_str!("../../defaults.toml");
 
@@ -342,6 +342,10 @@ fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{ModelConfig, RetryConfig};
+    use serde::Deserialize;
+    use crate::types::ServiceTier;
+    use std::time::Duration;
 
     fn config_error(text: &str) -> (String, String) {
         match Config::from_toml_str(text).unwrap_err() {

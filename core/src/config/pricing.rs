@@ -1,6 +1,8 @@
 //! `[pricing]`: the multipliers every model's price takes by tier and by the scope of the target that serves it.
 
-use super::*;
+use super::{
+    BTreeMap, Config, Deserialize, Price, ProfileScope, ScopeMultipliers, Serialize, ServiceTier,
+};
 
 /// Price multipliers by tier and for global profiles.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,11 @@
 //! place (`defaults.toml` merged under the file, each added table read over its template);
 //! [`Config`] is made from it only through validation.
 
-use super::*;
+use super::{
+    Alias, AwsConfig, BTreeMap, BatchConfig, CachePolicy, Config, Deserialize, Error, FamilyConfig,
+    Geography, GeographyConfig, LocalStateConfig, ModelConfig, PricingConfig, RegionConfig, Result,
+    RoutingConfig, SharedConfig, SloClass, SloTiers, TelemetryConfig,
+};
 
 /// A configuration table as serde reads it, before validation. Its fields are [`Config`]'s
 /// (the docs are there); what it reads becomes a [`Config`] only through

@@ -1,6 +1,9 @@
 //! `[routing]`: attempts, retries, time limits and hedging; and `[slo_tiers]`, the tier each SLO class asks for.
 
-use super::*;
+use super::{
+    BreakerConfig, BudgetConfig, Deserialize, Duration, OutlierConfig, Serialize, ServiceTier,
+    SloClass,
+};
 
 /// How calls are routed, retried, failed over and hedged.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! `[shared]`: state shared with other replicas through Redis.
 
-use super::*;
+use super::{Deserialize, Duration, Serialize};
 
 /// Where replicas share their state: a Redis server or cluster. Its `Debug` output hides the
 /// URL's password.

@@ -1,7 +1,10 @@
 //! Validation: every check of a loaded configuration, each error naming the field and the
 //! bad value.
 
-use super::*;
+use super::{
+    BTreeSet, BedrockModel, Config, Duration, Error, ModelConfig, Provider, Result, SagemakerModel,
+    ServiceTier, VariantRouterConfig, parse_prompt_router_arn, redact_url,
+};
 
 impl Config {
     /// Checks that every reference resolves and every value is in range.

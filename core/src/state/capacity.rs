@@ -2,7 +2,7 @@
 //! target's on-demand quota, in this process or the fleet's count in Redis, and settling both
 //! when it ends.
 
-use super::*;
+use super::{Duration, Instant, State, Ticket, quota, shared};
 
 /// A call admitted against a reservation, to correct or release when it ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

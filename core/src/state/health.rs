@@ -2,7 +2,10 @@
 //! calls to it teach them (successes, cuts, failures, refusals, probes), and the region-level
 //! outlier detection beside them.
 
-use super::*;
+use super::{
+    AttemptSpeed, Breaker, BreakerView, Duration, HashMap, Instant, LatencyTrack, Mutex, Observed,
+    ServiceTier, State, locked, outlier, shared,
+};
 
 /// What a target's time limits are learnt from: a quantile of its recent first-token times
 /// (less what their input took to read) and of its streams' longest gaps.

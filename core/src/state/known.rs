@@ -3,7 +3,7 @@
 //! through a file (`saved.rs`), so that a new replica or a fresh process starts from what is
 //! known instead of its model's prior.
 
-use super::*;
+use super::{Duration, HashMap, Instant, RwLock, Serialize, ServiceTier, State, locked, shared};
 use crate::config::LearnedLimits;
 
 /// Most targets one process passes on: the most observed first.

@@ -1,7 +1,10 @@
 //! Prefix memory: where prompt prefixes were cached (this replica's, and the fleet's index in
 //! Redis), the digests of prompts already seen, and what the cache saved per family.
 
-use super::*;
+use super::{
+    CacheTtl, Checkpoint, DigestMemo, Digested, Duration, Instant, Prefix, PrefixDigest, Serialize,
+    State, shared,
+};
 
 /// What the state keeps of a prompt prefix.
 #[derive(Debug, Clone)]

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use super::{
+    CitationsContent, GuardContent, Media, MediaSource, ReasoningBlock, SearchResult, ToolReference,
+};
 
 /// A conversation turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use super::{
+    CachePoint, ContentBlock, GuardContent, Guardrail, Message, ModelFields, OutputFormat,
+    Reasoning, Residency, Role, ServiceTier, Slo, SloClass, SystemBlock, Tool, ToolChoice,
+    ToolResultContent,
+};
 
 /// One model call: the conversation, the model or family, and the SLO it must meet.
 ///
@@ -388,6 +392,7 @@ impl GenerateRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::{CacheTtl, Geography};
 
     #[test]
     fn requests_round_trip_through_json() {

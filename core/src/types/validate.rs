@@ -1,6 +1,9 @@
 //! The checks of a request that need no model's capabilities ([`GenerateRequest::validate`]).
 
-use super::*;
+use super::{
+    ContentBlock, Document, Error, GenerateRequest, Media, Message, Residency, Result, Role,
+    SystemBlock, Tool, ToolChoice,
+};
 
 impl GenerateRequest {
     /// Checks what can be checked without a model's capabilities: a non-empty conversation that

@@ -213,7 +213,7 @@ fn invocation_metrics(r: &GenerateResponse) -> Value {
 }
 
 mod nova {
-    use super::*;
+    use super::{Error, GenerateResponse, Map, Result, Value, invocation_metrics, json};
 
     /// `messages-v1` as Converse: the same messages, system and tool config; inference
     /// settings spelled either way (`maxTokens` or `max_new_tokens`), `topK` as the model's

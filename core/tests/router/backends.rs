@@ -203,3 +203,48 @@ async fn failed_attempts_carry_what_the_service_said() {
     );
     emu.shutdown().await;
 }
+
+/// A whole answer (`stream_generate = false`, hedged by elapsed time) reaches the caller as
+/// the backend gave it: its citation pieces apart and its reasoning block's id kept, not read
+/// back through stream events.
+#[tokio::test]
+async fn a_whole_answer_reaches_the_caller_as_its_backend_gave_it() {
+    use laneway::{CitationsContent, OutputBlock, ReasoningBlock, ReasoningText};
+    let content = vec![
+        OutputBlock::Reasoning(ReasoningBlock::Text(ReasoningText {
+            text: "the ticket asks for a refund".into(),
+            signature: Some("sig".into()),
+            id: Some("rs_1".into()),
+        })),
+        OutputBlock::Citations(CitationsContent {
+            content: vec!["Refunds take ".into(), "five days.".into()],
+            citations: vec![laneway::Citation {
+                title: Some("policy".into()),
+                source: None,
+                source_content: vec!["five business days".into()],
+                location: None,
+            }],
+        }),
+    ];
+    let given = content.clone();
+    let backend = MemoryBackend::new(move |_| {
+        let mut done = Completion::text("");
+        done.content = given.clone();
+        Ok(done)
+    });
+    let config = Config::from_toml_str(&format!("{HOUSE}\n[routing]\nstream_generate = false\n"))
+        .unwrap();
+    let router = Router::builder()
+        .config(config)
+        .backend(Provider::named("house"), Arc::new(backend))
+        .build()
+        .await
+        .unwrap();
+    for fresh in [true, false] {
+        let answer = router
+            .generate(GenerateRequest::user("refund?"))
+            .await
+            .unwrap();
+        assert_eq!(answer.content, content, "fresh router: {fresh}");
+    }
+}

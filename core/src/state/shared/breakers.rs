@@ -1,7 +1,7 @@
 //! Breakers shared by the fleet: an open breaker published for the others, the fleet's breakers
 //! read back on a timer, and one probe lease per target when an open period ends.
 
-use super::*;
+use super::{AtomicU64, Duration, HashMap, Ordering, Shared, unix_ms};
 
 /// The published breakers whose open-until is a number; the others are counted and skipped.
 pub(super) fn parse_breakers(

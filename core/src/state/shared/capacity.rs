@@ -1,7 +1,7 @@
 //! Reservations and quotas in the fleet's count: calls admitted by a Lua script against the
 //! fleet's ledger, in leases that cut round trips, and settled when they end.
 
-use super::*;
+use super::{Duration, Instant, Ordering, Shared};
 
 /// Admits `input`/`output` tokens if the window has room: returns `{1, second}` (the bucket
 /// written, the ticket) or `{0, second}`. Redis's own clock, so replicas' clocks do not matter.

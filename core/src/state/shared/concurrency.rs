@@ -7,7 +7,7 @@
 //! throttle last lowered it, unix ms) and `r:<replica>` = `<slots>|<expiry unix ms>`, one lease
 //! per replica (a replica that stops renewing loses its lease when it expires).
 
-use super::*;
+use super::{Duration, Ordering, Shared};
 
 /// Leases `want` slots of a target for replica `ARGV[1]` (never fewer than its `in_use`, never
 /// more than the fleet's limit leaves), until `ttl` ms from now; the fleet's limit starts at

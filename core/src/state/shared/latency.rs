@@ -3,7 +3,7 @@
 //! region it ejects (at once), and reads the others', so that a new replica starts from the
 //! fleet's figures and no replica rediscovers a stall the fleet already knows.
 
-use super::*;
+use super::{Duration, HashMap, Ordering, Shared, unix_ms};
 use crate::state::LatencySummary;
 
 /// How long a published summary is read: a replica long gone says nothing of now.

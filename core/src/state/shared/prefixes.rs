@@ -1,6 +1,6 @@
 //! The fleet's prefix index: where each prompt prefix is cached, published and looked up.
 
-use super::*;
+use super::{CachedAt, Ordering, Shared, unix_ms};
 
 pub(super) fn hex(digest: &[u8; 32]) -> String {
     use std::fmt::Write;
