@@ -213,7 +213,7 @@ def main() -> None:
     generate = [r for r in rows if r["laneway_streamed_cpu_us"]]
     if generate:
         print()
-        print("generate: sent whole (`routing.stream_generate = false`) against fetched as a stream (the defaults before 0.9)")
+        print("generate: sent whole (`routing.stream_generate = false`) against fetched as a stream (the default)")
         print("| output tokens | in flight | boto3 CPU/call | Laneway whole | boto3 / whole | Laneway streamed | boto3 / streamed |")
         print("|---|---|---|---|---|---|---|")
         for r in generate:

@@ -67,9 +67,9 @@ fn warmed_state(config: &Config) -> State {
     let state = State::new(config);
     for req in requests().iter().map(|(_, r)| r) {
         let p = plan(req, config, &state.at(Instant::now())).unwrap();
-        state.remember_digests(p.cache.learned.clone());
+        state.prefixes().remember_digests(p.cache.learned.clone());
         for a in &p.attempts {
-            state.record_success(
+            state.health().record_success(
                 a.target.region(),
                 a.target.id(),
                 a.tier,

@@ -77,7 +77,7 @@ fn main() {
             for (state, h) in [(&local, &mut h_local), (&shared, &mut h_shared)] {
                 for _ in 0..2000 {
                     let t = Instant::now();
-                    let ticket = state.reserve_call(Instant::now(), SONNET, 500, 200).await;
+                    let ticket = state.capacity().reserve_call(Instant::now(), SONNET, 500, 200).await;
                     let ns = t.elapsed().as_nanos() as u64;
                     assert!(ticket.is_some());
                     if round > 0 {

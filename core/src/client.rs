@@ -52,7 +52,7 @@ impl Router {
     /// Input tokens so far per family (or model), split into new, cache-written and cache-read,
     /// with the savings: how many of your input tokens are really new.
     pub fn cache_totals(&self) -> std::collections::BTreeMap<String, crate::state::CacheTotals> {
-        self.exec.state.cache_totals()
+        self.exec.state.prefixes().cache_totals()
     }
 
     /// A stream that sends the request on its first [`LazyStream::next`](crate::LazyStream::next) and can be read

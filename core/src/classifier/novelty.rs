@@ -88,7 +88,7 @@ pub(crate) use fit::{calibrate, moments, seen_buckets};
 /// Fitting the novelty score to training data (the `training` feature).
 #[cfg(feature = "training")]
 mod fit {
-    use super::*;
+    use super::{DENSE, Novelty, Raw, distance};
     use crate::classifier::features::Features;
 
     /// The bitset of buckets that at least two of `rows` contain.

@@ -343,8 +343,8 @@ fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 mod tests {
     use super::*;
     use crate::config::{ModelConfig, RetryConfig};
-    use serde::Deserialize;
     use crate::types::ServiceTier;
+    use serde::Deserialize;
     use std::time::Duration;
 
     fn config_error(text: &str) -> (String, String) {

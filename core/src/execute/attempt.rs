@@ -81,7 +81,7 @@ impl<'a> InFlight<'a> {
     ) -> Option<Self> {
         let now = crate::time::now();
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
-        let verdict = state.admit(now, region, id, tier);
+        let verdict = state.health().admit(now, region, id, tier);
         if verdict == Some(false) && tier != Some(ServiceTier::Reserved) {
             // The common case, without a wait: a closed breaker, no reservation.
             return Some(Self::admitted(state, attempt, None, false));
@@ -141,6 +141,7 @@ impl<'a> InFlight<'a> {
         let t = &self.attempt.target;
         match self
             .state
+            .capacity()
             .admit_quota(
                 crate::time::now(),
                 t.region(),
@@ -172,9 +173,9 @@ impl<'a> InFlight<'a> {
         let admitted = match verdict {
             // A probe: with shared state, only the replica holding the fleet's lease sends it.
             Some(true) => {
-                let leased = state.take_probe_lease(region, id, tier).await;
+                let leased = state.health().take_probe_lease(region, id, tier).await;
                 if !leased {
-                    state.release_probe(region, id, tier);
+                    state.health().release_probe(region, id, tier);
                 }
                 leased
             }
@@ -187,6 +188,7 @@ impl<'a> InFlight<'a> {
         let mut ticket = None;
         if attempt.tier == Some(ServiceTier::Reserved) {
             ticket = state
+                .capacity()
                 .reserve_call(now, &attempt.model, estimate.0, estimate.1)
                 .await;
         }
@@ -215,10 +217,10 @@ impl<'a> InFlight<'a> {
         if let Some(slot) = &self.slot {
             slot.served(crate::time::now());
         }
-        self.state.record_answered(&a.target.provider);
+        self.state.health().record_answered(&a.target.provider);
         // A whole answer says nothing of first tokens, gaps or generation speed.
         let streamed = !self.answered_whole;
-        self.state.record_success(
+        self.state.health().record_success(
             a.target.region(),
             a.target.id(),
             a.tier,
@@ -235,7 +237,7 @@ impl<'a> InFlight<'a> {
             },
         );
         if let Some((claim, terms)) = self.quota.take() {
-            self.state.settle_quota(
+            self.state.capacity().settle_quota(
                 a.target.region(),
                 a.target.id(),
                 terms.limits,
@@ -248,10 +250,16 @@ impl<'a> InFlight<'a> {
             let output = u64::from(usage.output_tokens);
             let ticket = self.ticket.take();
             if served == Some(ServiceTier::Reserved) {
-                self.state
-                    .reservation_served(crate::time::now(), &a.model, ticket, input, output);
+                self.state.capacity().reservation_served(
+                    crate::time::now(),
+                    &a.model,
+                    ticket,
+                    input,
+                    output,
+                );
             } else {
                 self.state
+                    .capacity()
                     .reservation_overflowed(crate::time::now(), &a.model, ticket);
             }
         }
@@ -270,11 +278,16 @@ impl<'a> InFlight<'a> {
                 crate::types::TimeLimit::Idle => b.length,
                 _ => self.limits.map_or(b.length, |l| l.first_token_learnt),
             };
-            self.state
-                .record_cut(a.target.region(), a.target.id(), a.tier, b.limit, waited);
+            self.state.health().record_cut(
+                a.target.region(),
+                a.target.id(),
+                a.tier,
+                b.limit,
+                waited,
+            );
         }
         let ejection = if verdict.region == RegionSign::Unhealthy {
-            self.state.record_regional_failure(
+            self.state.health().record_regional_failure(
                 now,
                 a.target.region(),
                 crate::state::outlier::Evidence::Failed,
@@ -287,13 +300,14 @@ impl<'a> InFlight<'a> {
             && let Some(limit) = slot.throttled(now)
         {
             self.state
+                .capacity()
                 .teach_limit(a.target.region(), a.target.id(), limit);
         }
         if let Some((claim, terms)) = self.quota.take()
             && err.kind() == ErrorKind::Throttled
         {
             // Refused: the service counted nothing.
-            self.state.settle_quota(
+            self.state.capacity().settle_quota(
                 a.target.region(),
                 a.target.id(),
                 terms.limits,
@@ -303,6 +317,7 @@ impl<'a> InFlight<'a> {
         }
         if verdict.access_refused {
             self.state
+                .health()
                 .record_refusal(now, a.target.region(), a.target.id(), a.tier);
         } else if err.kind() == ErrorKind::Throttled
             && self.slot.as_ref().is_some_and(|s| s.others_in_flight() > 0)
@@ -311,21 +326,29 @@ impl<'a> InFlight<'a> {
             // the breaker stays as it was. (Refusing with nothing else in flight, it counts
             // against the breaker as any failure does.)
             self.state
+                .health()
                 .record_throttle(now, a.target.region(), a.target.id(), a.tier);
             if self.probe {
                 self.state
+                    .health()
                     .release_probe(a.target.region(), a.target.id(), a.tier);
             }
         } else if verdict.fails_over {
             let throttled = err.kind() == ErrorKind::Throttled;
-            self.state
-                .record_failure(now, a.target.region(), a.target.id(), a.tier, throttled);
+            self.state.health().record_failure(
+                now,
+                a.target.region(),
+                a.target.id(),
+                a.tier,
+                throttled,
+            );
         } else if self.probe {
             self.state
+                .health()
                 .release_probe(a.target.region(), a.target.id(), a.tier);
         }
         if let Some(t) = self.ticket.take() {
-            self.state.correct_call(&a.model, t, 0, 0);
+            self.state.capacity().correct_call(&a.model, t, 0, 0);
         }
         self.settled = true;
         ejection
@@ -340,10 +363,11 @@ impl Drop for InFlight<'_> {
         let a = &self.attempt;
         if self.probe {
             self.state
+                .health()
                 .release_probe(a.target.region(), a.target.id(), a.tier);
         }
         if let Some(t) = self.ticket.take() {
-            self.state.correct_call(&a.model, t, 0, 0);
+            self.state.capacity().correct_call(&a.model, t, 0, 0);
         }
     }
 }
@@ -386,7 +410,10 @@ mod tests {
             ..Timings::default()
         };
         inflight.succeed(&Usage::default(), &timings, tier, None);
-        let (recorded, _) = state.ttft_quantile(&region, &id, tier, 1.0).unwrap();
+        let (recorded, _) = state
+            .health()
+            .ttft_quantile(&region, &id, tier, 1.0)
+            .unwrap();
         assert_eq!(recorded, Duration::from_millis(100));
     }
 
@@ -408,7 +435,9 @@ mod tests {
                     probe_available: true,
                 }
         };
-        state.record_failure(crate::time::now(), &region, &id, tier, false);
+        state
+            .health()
+            .record_failure(crate::time::now(), &region, &id, tier, false);
         let probe = InFlight::admit(&state, attempt.clone(), (1, 1), false)
             .await
             .unwrap();

@@ -25,7 +25,7 @@ impl Executor {
     /// This router's targets in brief, now.
     fn summaries(&self) -> Vec<(String, LatencySummary)> {
         let routing = &self.config.routing;
-        self.state.latency_summaries(
+        self.state.health().latency_summaries(
             &routing.timeouts.learned,
             routing.hedge.standard_quantile,
             unix_ms(),
@@ -40,10 +40,14 @@ impl Executor {
         max_age: Duration,
         ejected: Vec<(String, u64)>,
     ) {
-        self.state.adopt_summaries(latency, max_age);
+        self.state.health().adopt_summaries(latency, max_age);
         let (now, now_ms) = (crate::time::now(), unix_ms());
         for (region, until) in ejected {
-            if self.state.adopt_ejection(now, now_ms, &region, until) {
+            if self
+                .state
+                .health()
+                .adopt_ejection(now, now_ms, &region, until)
+            {
                 tracing::debug!(region = %region, "laneway: region ejected elsewhere; ejected here too");
             }
         }
@@ -91,7 +95,7 @@ impl Executor {
         let now_ms = unix_ms();
         let mut targets = self.summaries();
         // What an earlier run knew of targets this one has not called stays known.
-        for (key, s) in self.state.known_summaries() {
+        for (key, s) in self.state.health().known_summaries() {
             if !targets.iter().any(|(k, _)| *k == key) {
                 targets.push((key, s));
             }
@@ -99,7 +103,9 @@ impl Executor {
         Saved::new(
             now_ms,
             targets,
-            self.state.ejections_unix(crate::time::now(), now_ms),
+            self.state
+                .health()
+                .ejections_unix(crate::time::now(), now_ms),
         )
     }
 

@@ -76,7 +76,7 @@ impl Executor {
     /// An executor with fresh state and these policies.
     pub fn with_planner(config: Config, planner: Planner, backends: Backends) -> Self {
         let state = State::new(&config);
-        state.know_regions(planner.catalog().regions());
+        state.health().know_regions(planner.catalog().regions());
         let telemetry = crate::telemetry::Telemetry::default();
         telemetry.set_task_idle(config.telemetry.task_idle);
         Self {
@@ -113,6 +113,7 @@ impl Executor {
             && !plan.cache.prefixes.is_empty()
             && self
                 .state
+                .prefixes()
                 .import_shared_prefixes(crate::time::now(), &plan.cache.prefixes)
                 .await
         {

@@ -63,7 +63,9 @@ pub(super) fn sent_whole(exec: &Executor, attempt: &Attempt) -> Option<WholeWhy>
     match configured {
         Some(false) => Some(WholeWhy::Configured),
         Some(true) => None,
-        None if exec.state.refuses_streaming(t.region(), t.id()) => Some(WholeWhy::Refused),
+        None if exec.state.health().refuses_streaming(t.region(), t.id()) => {
+            Some(WholeWhy::Refused)
+        }
         None => None,
     }
 }
@@ -88,7 +90,9 @@ pub(super) async fn open<'a>(
             match open_streamed(exec, request, &checkpoints, &mut inflight, bounds, &span).await {
                 Err(e) if e.fact() == Some(FailureFact::StreamingRefused) => {
                     let t = &inflight.attempt.target;
-                    exec.state.record_refuses_streaming(t.region(), t.id());
+                    exec.state
+                        .health()
+                        .record_refuses_streaming(t.region(), t.id());
                     inflight.sent_whole = Some(WholeWhy::Refused);
                 }
                 opened => {
@@ -275,7 +279,7 @@ pub(super) fn hedge_delay(
     let routing = &exec.config.routing;
     let hedge = routing.hedge;
     let observed = |q| {
-        exec.state.ttft_quantile(
+        exec.state.health().ttft_quantile(
             attempt.target.region(),
             attempt.target.id(),
             attempt.tier,

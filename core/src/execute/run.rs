@@ -176,7 +176,7 @@ impl<'a> Run<'a> {
         let learned = &self.exec.config.routing.timeouts.learned;
         let attempt = &inflight.attempt;
         let observed = if learned.enabled {
-            self.exec.state.learned_latency(
+            self.exec.state.health().learned_latency(
                 attempt.target.region(),
                 attempt.target.id(),
                 attempt.tier,
@@ -211,10 +211,11 @@ impl<'a> Run<'a> {
         let generation = self.generation(attempt, whole);
         let learned = &config.routing.timeouts.learned;
         let t = &attempt.target;
-        if let Some(known) = self
-            .exec
-            .state
-            .known_latency(t.region(), t.id(), attempt.tier)
+        if let Some(known) =
+            self.exec
+                .state
+                .health()
+                .known_latency(t.region(), t.id(), attempt.tier)
             && let Some(hedge_ms) = known.hedge_ms
         {
             let weight = known.samples.clamp(1, learned.min_samples.max(1));
@@ -271,6 +272,7 @@ impl<'a> Run<'a> {
         match self
             .exec
             .state
+            .health()
             .known_latency(t.region(), t.id(), attempt.tier)
         {
             Some(known) if known.samples > 0 => super::limits::Expected {
@@ -304,10 +306,11 @@ impl<'a> Run<'a> {
     }
 
     fn judge_region(&mut self, region: &str, evidence: Evidence) {
-        let verdict = self
-            .exec
-            .state
-            .record_regional_failure(crate::time::now(), region, evidence);
+        let verdict =
+            self.exec
+                .state
+                .health()
+                .record_regional_failure(crate::time::now(), region, evidence);
         self.note_region(region, verdict);
     }
 
@@ -447,6 +450,7 @@ impl<'a> Run<'a> {
         let t = &attempt.target;
         self.exec
             .state
+            .capacity()
             .headroom()
             .is_serving(crate::time::now(), t.region(), t.id())
     }
@@ -465,6 +469,7 @@ impl<'a> Run<'a> {
         !self
             .exec
             .state
+            .capacity()
             .headroom()
             .load(
                 crate::time::now(),
@@ -575,6 +580,7 @@ impl<'a> Run<'a> {
         let waited = self
             .exec
             .state
+            .capacity()
             .headroom()
             .wait_for_slot(
                 &asks,
@@ -654,6 +660,7 @@ impl<'a> Run<'a> {
             let t = &inflight.attempt.target;
             if self.throttled_last
                 && state
+                    .capacity()
                     .headroom()
                     .is_serving(crate::time::now(), t.region(), t.id())
             {
@@ -701,19 +708,27 @@ impl<'a> Run<'a> {
     ) -> Result<Option<crate::state::load::Slot<'a>>, crate::state::Load> {
         let state = &self.exec.state;
         let (ask, class) = (self.slot_ask(attempt), self.request.slo.class);
-        let refused = match state.headroom().try_occupy(crate::time::now(), ask, class) {
+        let refused = match state
+            .capacity()
+            .headroom()
+            .try_occupy(crate::time::now(), ask, class)
+        {
             Ok(slot) => return Ok(slot),
             Err(load) => load,
         };
         let Some(lease) = state
+            .capacity()
             .headroom()
             .lease_wanted(crate::time::now(), ask, class)
         else {
             return Err(refused);
         };
         // Boxed: a lease is a rare wait, and every call's future would carry its size.
-        Box::pin(state.lease_slots(ask.region, ask.id, lease)).await;
-        state.headroom().try_occupy(crate::time::now(), ask, class)
+        Box::pin(state.capacity().lease_slots(ask.region, ask.id, lease)).await;
+        state
+            .capacity()
+            .headroom()
+            .try_occupy(crate::time::now(), ask, class)
     }
 
     /// Says in the decision that a target was full at admission, unless it is said already.
@@ -802,7 +817,9 @@ impl<'a> Run<'a> {
         {
             for &tier in &tiers {
                 if c.target.id != refused.target.id || tier != refused.tier {
-                    state.record_refusal(now, c.target.region(), c.target.id(), tier);
+                    state
+                        .health()
+                        .record_refusal(now, c.target.region(), c.target.id(), tier);
                 }
             }
         }
@@ -1200,16 +1217,20 @@ impl<'a> Run<'a> {
         let state = &self.exec.state;
         if attempt.model == self.plan.model && !self.plan.cache.prefixes.is_empty() {
             let cache = &mut self.plan.cache;
-            state.record_prefixes(
+            state.prefixes().record_prefixes(
                 crate::time::now(),
                 &cache.prefixes,
                 &cache.checkpoints,
                 attempt.target.region(),
                 attempt.target.id(),
             );
-            state.remember_digests(std::mem::take(&mut cache.learned));
+            state
+                .prefixes()
+                .remember_digests(std::mem::take(&mut cache.learned));
         }
-        state.record_cache_use(family.unwrap_or(&attempt.model), usage, savings_usd);
+        state
+            .prefixes()
+            .record_cache_use(family.unwrap_or(&attempt.model), usage, savings_usd);
     }
 }
 

@@ -2,7 +2,29 @@
 //! target's on-demand quota, in this process or the fleet's count in Redis, and settling both
 //! when it ends.
 
-use super::{Duration, Instant, State, Ticket, quota, shared};
+use std::sync::{Arc, Mutex};
+
+use super::{Duration, HashMap, Instant, Ledger, ReservationConfig, Ticket, load, quota, shared};
+use crate::config::Config;
+
+/// Capacity: reservations' ledgers, on-demand quotas and each target's concurrency, in this
+/// process or (with shared state) counted by the fleet in Redis.
+pub struct Capacity {
+    pub(super) ledgers: Mutex<HashMap<String, Ledger>>,
+    /// Each replica's share of every reservation, used while Redis is unreachable.
+    fallback_ledgers: Mutex<HashMap<String, Ledger>>,
+    /// Reservations found full (by the service's served tier, or the fleet's ledger), and until
+    /// when to assume they still are.
+    pub(super) full_until: Mutex<HashMap<String, Instant>>,
+    /// What this router admitted against each target's on-demand quota.
+    pub(super) quotas: quota::QuotaBook,
+    /// Each target's attempts in flight against its concurrency, and calls waiting for a slot.
+    pub(super) headroom: Arc<load::Headroom>,
+    /// How long after a throttle a learnt limit is held before it grows again.
+    probe_after: Duration,
+    minute: Duration,
+    shared: Option<Arc<shared::Shared>>,
+}
 
 /// A call admitted against a reservation, to correct or release when it ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +72,84 @@ pub(super) fn shared_quota_terms(
     ((r, t), (rc, tc))
 }
 
-impl State {
+impl Capacity {
+    pub(super) fn new(config: &Config) -> Self {
+        let ledgers = config
+            .models
+            .iter()
+            .filter_map(|(id, m)| {
+                m.reserved()
+                    .map(|r| (id.clone(), Ledger::new(*r, config.routing.minute)))
+            })
+            .collect();
+        Self {
+            ledgers: Mutex::new(ledgers),
+            fallback_ledgers: Mutex::default(),
+            full_until: Mutex::default(),
+            quotas: quota::QuotaBook::new(config.routing.minute),
+            headroom: Arc::new(load::Headroom::new(config.routing.concurrency)),
+            probe_after: config.routing.concurrency.probe_after,
+            minute: config.routing.minute,
+            shared: None,
+        }
+    }
+
+    /// Counts with the fleet through `shared`; while it is unreachable each replica admits
+    /// `1 / replicas` of every reservation and its share of each target's concurrency.
+    pub(super) fn share(&mut self, shared: &Arc<shared::Shared>, config: &Config) {
+        let replicas = u64::from(shared.replicas.max(1));
+        let fallback = config
+            .models
+            .iter()
+            .filter_map(|(id, m)| {
+                let r = m.reserved()?;
+                let share = ReservationConfig {
+                    input_tokens_per_minute: r.input_tokens_per_minute / replicas,
+                    output_tokens_per_minute: r.output_tokens_per_minute / replicas,
+                };
+                Some((id.clone(), Ledger::new(share, self.minute)))
+            })
+            .collect();
+        self.fallback_ledgers = Mutex::new(fallback);
+        self.headroom.share_with_fleet(shared.replicas);
+        spawn_lease_renewal(&self.headroom, shared, self.probe_after);
+        self.shared = Some(Arc::clone(shared));
+    }
+
+    /// Each target's attempts in flight against its concurrency, and the calls waiting for a
+    /// slot.
+    pub fn headroom(&self) -> &load::Headroom {
+        &self.headroom
+    }
+
+    /// Leases slots of a target from the fleet (with shared state: one Redis round trip,
+    /// within `shared.timeout`; unanswered, this replica takes its share of its own limit).
+    pub async fn lease_slots(&self, region: &str, id: &str, ask: shared::LeaseAsk) {
+        let Some(sh) = &self.shared else {
+            return;
+        };
+        let answer = if sh.usable() {
+            sh.lease_slots(region, id, ask, self.probe_after, true)
+                .await
+        } else {
+            None
+        };
+        self.headroom.leased(
+            crate::time::now(),
+            (region, id),
+            ask,
+            answer,
+            sh.sync_interval,
+        );
+    }
+
+    /// A throttle taught a target's limit: with shared state, the fleet learns it too.
+    pub fn teach_limit(&self, region: &str, id: &str, lesson: shared::Lesson) {
+        if let Some(sh) = &self.shared {
+            sh.teach_limit(region, id, lesson);
+        }
+    }
+
     /// Admits a call booking `ask` (its two counts) against a target's per-minute quota `limits`:
     /// the fleet's count through Redis when shared state is configured and reachable, else
     /// this process's. `None` when it does not fit (unless `force`d: the last candidate goes
@@ -254,4 +353,39 @@ impl State {
             .get_mut(model)
             .map(|l| l.used(now))
     }
+}
+
+/// Renews (or gives back) this replica's leases of targets' slots every `sync_interval`, off
+/// the calls' path, while the router lives.
+fn spawn_lease_renewal(
+    headroom: &Arc<load::Headroom>,
+    shared: &Arc<shared::Shared>,
+    probe_after: Duration,
+) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (headroom, shared) = (Arc::downgrade(headroom), Arc::downgrade(shared));
+    let every = shared
+        .upgrade()
+        .map_or(Duration::from_secs(1), |s| s.sync_interval);
+    handle.spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let (Some(headroom), Some(shared)) = (headroom.upgrade(), shared.upgrade()) else {
+                return;
+            };
+            if !shared.usable() {
+                continue;
+            }
+            for (region, id, ask) in headroom.renewals(crate::time::now()) {
+                let answer = shared
+                    .lease_slots(&region, &id, ask, probe_after, false)
+                    .await;
+                headroom.leased(crate::time::now(), (&region, &id), ask, answer, every);
+            }
+        }
+    });
 }

@@ -2,10 +2,29 @@
 //! calls to it teach them (successes, cuts, failures, refusals, probes), and the region-level
 //! outlier detection beside them.
 
+use std::sync::{Arc, RwLock};
+
 use super::{
-    AttemptSpeed, Breaker, BreakerView, Duration, HashMap, Instant, LatencyTrack, Mutex, Observed,
-    ServiceTier, State, locked, outlier, shared,
+    AttemptSpeed, Breaker, BreakerConfig, BreakerView, Duration, HashMap, Instant, LatencyTrack,
+    Mutex, Observed, ServiceTier, known, locked, outlier, shared,
 };
+use crate::config::Config;
+use crate::types::Provider;
+
+/// Target health: each target's breaker and latency track (one lock per target), the
+/// region-level outlier detection beside them, what other processes knew of the targets, and
+/// the providers that have answered; with shared state, the fleet's breakers and ejections.
+pub struct Health {
+    pub(super) breaker: BreakerConfig,
+    pub(super) targets: RwLock<TargetMap>,
+    /// Regions ejected for stalling or failing (`routing.outlier`).
+    pub(super) outliers: outlier::Outliers,
+    /// Targets' latency as other processes knew it (the fleet, or this process's last run).
+    pub(super) known: known::Known,
+    /// The providers that have answered this router: its credentials are good there.
+    answered_by: RwLock<Vec<Provider>>,
+    pub(super) shared: Option<Arc<shared::Shared>>,
+}
 
 /// What a target's time limits are learnt from: a quantile of its recent first-token times
 /// (less what their input took to read) and of its streams' longest gaps.
@@ -58,7 +77,18 @@ pub(super) fn insert(map: &mut TargetMap, region: &str, id: &str, tier: Option<S
         .or_default();
 }
 
-impl State {
+impl Health {
+    pub(super) fn new(config: &Config) -> Self {
+        Self {
+            breaker: config.routing.breaker,
+            targets: RwLock::default(),
+            outliers: outlier::Outliers::new(config.routing.outlier),
+            known: known::Known::default(),
+            answered_by: RwLock::default(),
+            shared: None,
+        }
+    }
+
     pub(super) fn with_target<R>(
         &self,
         region: &str,
@@ -261,7 +291,7 @@ impl State {
     }
 
     /// A target of `provider` answered: the router's credentials are good with that provider.
-    pub fn record_answered(&self, provider: &crate::types::Provider) {
+    pub fn record_answered(&self, provider: &Provider) {
         if self.answered(provider) {
             return;
         }
@@ -274,7 +304,7 @@ impl State {
     /// Whether any target of `provider` has answered this router: a refusal of its
     /// credentials by one target is then that target's (a region not enabled for the
     /// account), not the credentials'.
-    pub fn answered(&self, provider: &crate::types::Provider) -> bool {
+    pub fn answered(&self, provider: &Provider) -> bool {
         let answered = self.answered_by.read().unwrap_or_else(|p| p.into_inner());
         answered.contains(provider)
     }

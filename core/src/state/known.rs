@@ -3,7 +3,7 @@
 //! through a file (`saved.rs`), so that a new replica or a fresh process starts from what is
 //! known instead of its model's prior.
 
-use super::{Duration, HashMap, Instant, RwLock, Serialize, ServiceTier, State, locked, shared};
+use super::{Duration, HashMap, Health, Instant, RwLock, Serialize, ServiceTier, locked, shared};
 use crate::config::LearnedLimits;
 
 /// Most targets one process passes on: the most observed first.
@@ -44,7 +44,7 @@ pub(super) struct Known {
     by_target: RwLock<HashMap<String, (LatencySummary, u64)>>,
 }
 
-impl State {
+impl Health {
     /// This process's targets in brief: each target with first tokens observed, at most
     /// [`MAX_SUMMARIES`] of them (the most observed), as of `now_ms`, each dated by its newest
     /// observation.
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn a_targets_summary_carries_its_quantiles_and_the_most_observed_come_first() {
         let config = crate::Config::default();
-        let state = State::new(&config);
+        let state = Health::new(&config);
         let learned = config.routing.timeouts.learned;
         for (id, n) in [("a", 3), ("b", 30)] {
             for _ in 0..n {
@@ -227,7 +227,7 @@ mod tests {
             }
         );
         // Taken in by another process: the newer summary of a target wins.
-        let other = State::new(&config);
+        let other = Health::new(&config);
         let mut older = all[0].1;
         older.at_ms = now_ms - 500;
         older.first_token_ms = 9_000;
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(other.known_latency("us-east-1", "b", None), Some(all[0].1));
         assert_eq!(other.known_latency("us-east-1", "c", None), None);
         // Past its age, it is no longer read.
-        let gone = State::new(&config);
+        let gone = Health::new(&config);
         let mut old = all[0].1;
         old.at_ms = now_ms - 7_200_000;
         gone.adopt_summaries([(all[0].0.clone(), old)], hour);

@@ -4,11 +4,11 @@
 //! The planner reads it through [`Observations`], at a time handed to it, so that planning stays
 //! a pure function of its inputs; execution updates it as outcomes arrive.
 //!
-//! One concern a file, each an `impl State` block with its Redis side in `shared.rs`:
-//! `health.rs` (breakers, latency, outliers), `capacity.rs` (reservations and quotas),
-//! `prefixes.rs` (prefix memory and cache totals), `known.rs` (what other processes learnt,
-//! and `saved.rs`, its file between runs); here, the state itself, the retry budget's
-//! two calls and the planner's [`Snapshot`].
+//! `State` is three owned parts, each a struct with its own fields and its Redis side under
+//! `shared/`: [`Health`] (`health.rs`: breakers, latency, outliers; `known.rs`: what other
+//! processes learnt, and `saved.rs`, its file between runs), [`Capacity`] (`capacity.rs`:
+//! reservations, quotas and concurrency) and [`Prefixes`] (`prefixes.rs`: prefix memory and
+//! cache totals); here, the parts together, the retry budget and the planner's [`Snapshot`].
 
 pub mod breaker;
 pub mod budget;
@@ -36,13 +36,12 @@ pub use crate::types::BreakerView;
 pub use breaker::Breaker;
 pub use budget::RetryBudget;
 use capacity::quota_key;
-pub use capacity::{QuotaClaim, ReservationTicket};
-pub use health::LearnedLatency;
-use health::{TargetMap, lookup};
+pub use capacity::{Capacity, QuotaClaim, ReservationTicket};
+use health::lookup;
+pub use health::{Health, LearnedLatency};
 pub use known::LatencySummary;
 pub use latency::{AttemptSpeed, LatencyTrack, Observed};
-pub use prefixes::CacheTotals;
-use prefixes::{PREFIX_LOOKUP_TTL, PrefixRecord};
+pub use prefixes::{CacheTotals, Prefixes};
 
 pub use ledger::{Ledger, Ticket};
 
@@ -57,88 +56,42 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The router's live state, in process.
+/// The router's live state, in process: its three parts, the retry budget, and the state
+/// shared with other replicas when configured.
 pub struct State {
-    cache_totals: Mutex<std::collections::BTreeMap<String, CacheTotals>>,
-    breaker: BreakerConfig,
-    prefixes: moka::sync::Cache<PrefixDigest, PrefixRecord>,
-    digests: moka::sync::Cache<u128, Digested>,
-    counter: std::sync::Arc<dyn TokenCounter>,
-    targets: RwLock<TargetMap>,
-    ledgers: Mutex<HashMap<String, Ledger>>,
+    health: Health,
+    capacity: Capacity,
+    prefixes: Prefixes,
     budget: Mutex<RetryBudget>,
-    minute: Duration,
     /// State shared with other replicas, when configured.
     shared: Option<Arc<shared::Shared>>,
-    /// Each replica's share of every reservation, used while Redis is unreachable.
-    fallback_ledgers: Mutex<HashMap<String, Ledger>>,
-    /// Reservations found full (by the service's served tier, or the fleet's ledger), and until
-    /// when to assume they still are.
-    full_until: Mutex<HashMap<String, Instant>>,
-    /// What this router admitted against each target's on-demand quota.
-    quotas: quota::QuotaBook,
-    /// Prefixes recently looked up in Redis (found or not): not asked again for a while.
-    prefix_lookups: moka::sync::Cache<PrefixDigest, ()>,
-    /// Regions ejected for stalling or failing (`routing.outlier`).
-    outliers: outlier::Outliers,
-    /// Targets' latency as other processes knew it (the fleet, or this process's last run).
-    known: known::Known,
-    /// The providers that have answered this router: its credentials are good there.
-    answered_by: RwLock<Vec<crate::types::Provider>>,
-    /// Each target's attempts in flight against its concurrency, and calls waiting for a slot.
-    headroom: Arc<load::Headroom>,
-    /// How long after a throttle a learnt limit is held before it grows again.
-    probe_after: Duration,
 }
 
 impl State {
     /// Fresh state for a configuration (its reservations, breaker and budget settings).
     pub fn new(config: &Config) -> Self {
-        let ledgers = config
-            .models
-            .iter()
-            .filter_map(|(id, m)| {
-                m.reserved()
-                    .map(|r| (id.clone(), Ledger::new(*r, config.routing.minute)))
-            })
-            .collect();
         Self {
-            breaker: config.routing.breaker,
-            // An hour idle is the longest cache TTL: older prefixes cannot be read any more.
-            prefixes: moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_idle(Duration::from_secs(3600))
-                .build(),
-            digests: moka::sync::Cache::builder()
-                .max_capacity(50_000)
-                .time_to_idle(Duration::from_secs(3600))
-                .build(),
-            counter: std::sync::Arc::new(CharEstimate),
-            cache_totals: Mutex::default(),
-            targets: RwLock::default(),
-            ledgers: Mutex::new(ledgers),
+            health: Health::new(config),
+            capacity: Capacity::new(config),
+            prefixes: Prefixes::default(),
             budget: Mutex::new(RetryBudget::new(config.routing.budget)),
-            minute: config.routing.minute,
             shared: None,
-            fallback_ledgers: Mutex::default(),
-            full_until: Mutex::default(),
-            quotas: quota::QuotaBook::new(config.routing.minute),
-            prefix_lookups: moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(PREFIX_LOOKUP_TTL)
-                .build(),
-            outliers: outlier::Outliers::new(config.routing.outlier),
-            known: known::Known::default(),
-            answered_by: RwLock::default(),
-            headroom: Arc::new(load::Headroom::new(config.routing.concurrency)),
-            probe_after: config.routing.concurrency.probe_after,
         }
     }
 
-    /// Each target's attempts in flight against its concurrency, and the calls waiting for a
-    /// slot.
-    pub fn headroom(&self) -> &load::Headroom {
-        &self.headroom
+    /// Targets' health: breakers, latency, outliers, what other processes knew.
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Capacity: reservations, quotas, each target's concurrency.
+    pub fn capacity(&self) -> &Capacity {
+        &self.capacity
+    }
+
+    /// Prefix memory and cache totals.
+    pub fn prefixes(&self) -> &Prefixes {
+        &self.prefixes
     }
 
     /// Whether state is shared with other replicas.
@@ -154,52 +107,11 @@ impl State {
     /// Shares reservations and breakers with other replicas through `shared`; while it is
     /// unreachable each replica admits `1 / replicas` of every reservation.
     pub fn set_shared(&mut self, shared: Arc<shared::Shared>, config: &Config) {
-        let replicas = u64::from(shared.replicas.max(1));
-        let fallback = config
-            .models
-            .iter()
-            .filter_map(|(id, m)| {
-                let r = m.reserved()?;
-                let share = ReservationConfig {
-                    input_tokens_per_minute: r.input_tokens_per_minute / replicas,
-                    output_tokens_per_minute: r.output_tokens_per_minute / replicas,
-                };
-                Some((id.clone(), Ledger::new(share, self.minute)))
-            })
-            .collect();
-        self.fallback_ledgers = Mutex::new(fallback);
-        shared::spawn_sync(&shared, self.breaker.open_for * 10);
-        self.headroom.share_with_fleet(shared.replicas);
-        spawn_lease_renewal(&self.headroom, &shared, self.probe_after);
+        shared::spawn_sync(&shared, self.health.breaker.open_for * 10);
+        self.capacity.share(&shared, config);
+        self.health.shared = Some(Arc::clone(&shared));
+        self.prefixes.shared = Some(Arc::clone(&shared));
         self.shared = Some(shared);
-    }
-
-    /// Leases slots of a target from the fleet (with shared state: one Redis round trip,
-    /// within `shared.timeout`; unanswered, this replica takes its share of its own limit).
-    pub async fn lease_slots(&self, region: &str, id: &str, ask: shared::LeaseAsk) {
-        let Some(sh) = &self.shared else {
-            return;
-        };
-        let answer = if sh.usable() {
-            sh.lease_slots(region, id, ask, self.probe_after, true)
-                .await
-        } else {
-            None
-        };
-        self.headroom.leased(
-            crate::time::now(),
-            (region, id),
-            ask,
-            answer,
-            sh.sync_interval,
-        );
-    }
-
-    /// A throttle taught a target's limit: with shared state, the fleet learns it too.
-    pub fn teach_limit(&self, region: &str, id: &str, lesson: shared::Lesson) {
-        if let Some(sh) = &self.shared {
-            sh.teach_limit(region, id, lesson);
-        }
     }
 
     /// The shared state's health, when configured.
@@ -208,8 +120,8 @@ impl State {
     }
 
     /// Counts tokens with `counter` for cache placement (the default is [`CharEstimate`]).
-    pub fn set_token_counter(&mut self, counter: std::sync::Arc<dyn TokenCounter>) {
-        self.counter = counter;
+    pub fn set_token_counter(&mut self, counter: Arc<dyn TokenCounter>) {
+        self.prefixes.set_token_counter(counter);
     }
 
     /// A view at `now` for the planner.
@@ -219,54 +131,13 @@ impl State {
 
     /// A call started (it adds to the retry budget).
     pub fn record_call(&self, now: Instant) {
-        self.budget
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .record_call(now);
+        locked(&self.budget).record_call(now);
     }
 
     /// Takes one retry, failover or hedge from the budget, if it has one.
     pub fn spend_extra_attempt(&self, now: Instant) -> bool {
-        self.budget
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .try_spend(now)
+        locked(&self.budget).try_spend(now)
     }
-}
-
-/// Renews (or gives back) this replica's leases of targets' slots every `sync_interval`, off
-/// the calls' path, while the router lives.
-fn spawn_lease_renewal(
-    headroom: &Arc<load::Headroom>,
-    shared: &Arc<shared::Shared>,
-    probe_after: Duration,
-) {
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let (headroom, shared) = (Arc::downgrade(headroom), Arc::downgrade(shared));
-    let every = shared
-        .upgrade()
-        .map_or(Duration::from_secs(1), |s| s.sync_interval);
-    handle.spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let (Some(headroom), Some(shared)) = (headroom.upgrade(), shared.upgrade()) else {
-                return;
-            };
-            if !shared.usable() {
-                continue;
-            }
-            for (region, id, ask) in headroom.renewals(crate::time::now()) {
-                let answer = shared
-                    .lease_slots(&region, &id, ask, probe_after, false)
-                    .await;
-                headroom.leased(crate::time::now(), (&region, &id), ask, answer, every);
-            }
-        }
-    });
 }
 
 /// The state at one instant, as the planner reads it.
@@ -293,12 +164,12 @@ impl Observations for Snapshot<'_> {
                     probe_available: true,
                 },
             });
-        let ejected = self
-            .state
+        let health = &self.state.health;
+        let ejected = health
             .outliers
             .is_ejected(self.now, region)
             .then_some(BreakerView::RegionEjected);
-        let targets = self.state.targets.read().unwrap_or_else(|p| p.into_inner());
+        let targets = health.targets.read().unwrap_or_else(|p| p.into_inner());
         let Some(cell) = lookup(&targets, region, id, tier) else {
             return TargetView {
                 breaker: ejected.or(remote).unwrap_or(BreakerView::Closed),
@@ -309,7 +180,7 @@ impl Observations for Snapshot<'_> {
         TargetView {
             breaker: ejected
                 .or(remote)
-                .unwrap_or_else(|| t.breaker.view(self.now, &self.state.breaker)),
+                .unwrap_or_else(|| t.breaker.view(self.now, &health.breaker)),
             ttft: t.latency.ttft(),
             tokens_per_second: t.latency.tokens_per_second(),
             throttle_score: t.latency.throttle_score(self.now),
@@ -319,8 +190,8 @@ impl Observations for Snapshot<'_> {
     fn reserved_room(&self, model: &str, input: u64, output: u64) -> Option<bool> {
         // A recent overflow reported by the service, or (shared) a recent "full" from the
         // fleet's ledger.
-        let full = self
-            .state
+        let capacity = &self.state.capacity;
+        let full = capacity
             .full_until
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -328,15 +199,14 @@ impl Observations for Snapshot<'_> {
             .is_some_and(|until| *until > self.now);
         if self.state.shared.is_some() {
             // The fleet's ledger decides at admission.
-            return self
-                .state
+            return capacity
                 .ledgers
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .contains_key(model)
                 .then_some(!full);
         }
-        let mut ledgers = self.state.ledgers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ledgers = capacity.ledgers.lock().unwrap_or_else(|p| p.into_inner());
         ledgers
             .get_mut(model)
             .map(|l| !full && l.has_room(self.now, input, output))
@@ -347,6 +217,7 @@ impl Observations for Snapshot<'_> {
             // The fleet's count decides at admission; a recent "full" spares the round trip.
             return self
                 .state
+                .capacity
                 .full_until
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -354,6 +225,7 @@ impl Observations for Snapshot<'_> {
                 .is_none_or(|until| *until <= self.now);
         }
         self.state
+            .capacity
             .quotas
             .has_room(self.now, region, target, limits, ask)
     }
@@ -365,11 +237,14 @@ impl Observations for Snapshot<'_> {
         tier: Option<ServiceTier>,
         class: crate::types::SloClass,
     ) -> Load {
-        self.state.headroom.load(self.now, region, id, tier, class)
+        self.state
+            .capacity
+            .headroom
+            .load(self.now, region, id, tier, class)
     }
 
     fn prefix(&self, digest: &PrefixDigest) -> Option<PrefixStats> {
-        let r = self.state.prefixes.get(digest)?;
+        let r = self.state.prefixes.records.get(digest)?;
         Some(PrefixStats {
             seen: r.seen,
             since_last: self.now.saturating_duration_since(r.last),
@@ -382,18 +257,18 @@ impl Observations for Snapshot<'_> {
     }
 
     fn token_counter(&self) -> &dyn TokenCounter {
-        self.state.counter.as_ref()
+        self.state.prefixes.counter.as_ref()
     }
 
     fn digest_memo(&self) -> &dyn DigestMemo {
-        self.state
+        &self.state.prefixes
     }
 }
 
 impl std::fmt::Debug for State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("State")
-            .field("breaker", &self.breaker)
+            .field("breaker", &self.health.breaker)
             .finish_non_exhaustive()
     }
 }
@@ -415,7 +290,7 @@ mod tests {
         let (region, id) = ("us-east-1", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
         // Sent reserved, served standard: the moving averages are standard's, the samples of
         // the learnt limits and hedge delay reserved's (what the next call sent reserved meets).
-        state.record_success(
+        state.health().record_success(
             region,
             id,
             Some(ServiceTier::Reserved),
@@ -430,11 +305,13 @@ mod tests {
         assert!(view(ServiceTier::Reserved).ttft.is_none());
         assert!(
             state
+                .health()
                 .ttft_quantile(region, id, Some(ServiceTier::Reserved), 1.0)
                 .is_some()
         );
         assert!(
             state
+                .health()
                 .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
                 .is_none()
         );
@@ -442,14 +319,19 @@ mod tests {
         // Bedrock overflowed a call: the reservation is taken as full for a twelfth of the
         // minute, then asked again.
         assert_eq!(state.at(now).reserved_room(SONNET, 10, 10), Some(true));
-        state.reservation_overflowed(now, SONNET, None);
+        state.capacity().reservation_overflowed(now, SONNET, None);
         assert_eq!(state.at(now).reserved_room(SONNET, 10, 10), Some(false));
         let later = now + Duration::from_secs(6);
         assert_eq!(state.at(later).reserved_room(SONNET, 10, 10), Some(true));
 
         // Bedrock served a call the ledger had no ticket for: it is booked.
-        state.reservation_served(later, SONNET, None, 900, 90);
-        assert_eq!(state.reservation_used(later, SONNET), Some((900, 90)));
+        state
+            .capacity()
+            .reservation_served(later, SONNET, None, 900, 90);
+        assert_eq!(
+            state.capacity().reservation_used(later, SONNET),
+            Some((900, 90))
+        );
         assert_eq!(state.at(later).reserved_room(SONNET, 200, 20), Some(false));
     }
 

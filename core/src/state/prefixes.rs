@@ -1,10 +1,48 @@
 //! Prefix memory: where prompt prefixes were cached (this replica's, and the fleet's index in
 //! Redis), the digests of prompts already seen, and what the cache saved per family.
 
+use std::sync::{Arc, Mutex};
+
 use super::{
-    CacheTtl, Checkpoint, DigestMemo, Digested, Duration, Instant, Prefix, PrefixDigest, Serialize,
-    State, shared,
+    CacheTtl, CharEstimate, Checkpoint, DigestMemo, Digested, Duration, Instant, Prefix,
+    PrefixDigest, Serialize, TokenCounter, shared,
 };
+
+/// Prefix memory: where prompt prefixes were cached (this replica's, and with shared state
+/// the fleet's index in Redis), the digests of prompts already seen, the token counter cache
+/// placement counts with, and what the cache saved per family.
+pub struct Prefixes {
+    pub(super) records: moka::sync::Cache<PrefixDigest, PrefixRecord>,
+    digests: moka::sync::Cache<u128, Digested>,
+    pub(super) counter: Arc<dyn TokenCounter>,
+    cache_totals: Mutex<std::collections::BTreeMap<String, CacheTotals>>,
+    /// Prefixes recently looked up in Redis (found or not): not asked again for a while.
+    lookups: moka::sync::Cache<PrefixDigest, ()>,
+    pub(super) shared: Option<Arc<shared::Shared>>,
+}
+
+impl Default for Prefixes {
+    fn default() -> Self {
+        Self {
+            // An hour idle is the longest cache TTL: older prefixes cannot be read any more.
+            records: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_idle(Duration::from_secs(3600))
+                .build(),
+            digests: moka::sync::Cache::builder()
+                .max_capacity(50_000)
+                .time_to_idle(Duration::from_secs(3600))
+                .build(),
+            counter: Arc::new(CharEstimate),
+            cache_totals: Mutex::default(),
+            lookups: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(PREFIX_LOOKUP_TTL)
+                .build(),
+            shared: None,
+        }
+    }
+}
 
 /// What the state keeps of a prompt prefix.
 #[derive(Debug, Clone)]
@@ -47,13 +85,18 @@ impl CacheTotals {
 /// How long a prefix looked up in the shared index is not looked up again.
 pub(super) const PREFIX_LOOKUP_TTL: Duration = Duration::from_secs(2);
 
-impl DigestMemo for State {
+impl DigestMemo for Prefixes {
     fn digested(&self, key: u128) -> Option<Digested> {
         self.digests.get(&key)
     }
 }
 
-impl State {
+impl Prefixes {
+    /// Counts tokens with `counter` for cache placement (the default is [`CharEstimate`]).
+    pub fn set_token_counter(&mut self, counter: Arc<dyn TokenCounter>) {
+        self.counter = counter;
+    }
+
     /// Learns from the fleet where these prefixes are cached, for those this replica has no
     /// live cache entry for and has not asked about lately. `true` if anything was learned
     /// (the plan should be made again).
@@ -69,18 +112,18 @@ impl State {
             .map(|p| p.digest)
             .filter(|d| {
                 let cached_here = self
-                    .prefixes
+                    .records
                     .get(d)
                     .and_then(|r| r.cached)
                     .is_some_and(|(_, _, exp)| exp > now);
-                !cached_here && !self.prefix_lookups.contains_key(d)
+                !cached_here && !self.lookups.contains_key(d)
             })
             .collect();
         if unknown.is_empty() {
             return false;
         }
         for d in &unknown {
-            self.prefix_lookups.insert(*d, ());
+            self.lookups.insert(*d, ());
         }
         let digests: Vec<[u8; 32]> = unknown.iter().map(|d| d.0).collect();
         // Boxed: a Redis round trip's future is large, and only calls with shared state
@@ -95,14 +138,14 @@ impl State {
                 continue;
             };
             let left = Duration::from_millis(expires.saturating_sub(now_ms));
-            let mut r = self.prefixes.get(digest).unwrap_or(PrefixRecord {
+            let mut r = self.records.get(digest).unwrap_or(PrefixRecord {
                 seen: 0,
                 last: now,
                 mean_gap_s: None,
                 cached: None,
             });
             r.cached = Some((region, target, now + left));
-            self.prefixes.insert(*digest, r);
+            self.records.insert(*digest, r);
             learned = true;
         }
         learned
@@ -120,7 +163,7 @@ impl State {
     ) {
         let mut published = Vec::new();
         for p in prefixes {
-            let mut r = self.prefixes.get(&p.digest).unwrap_or(PrefixRecord {
+            let mut r = self.records.get(&p.digest).unwrap_or(PrefixRecord {
                 seen: 0,
                 last: now,
                 mean_gap_s: None,
@@ -146,7 +189,7 @@ impl State {
                     ));
                 }
             }
-            self.prefixes.insert(p.digest, r);
+            self.records.insert(p.digest, r);
         }
         if let Some(sh) = &self.shared {
             sh.publish_prefixes(published);

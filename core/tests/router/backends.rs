@@ -232,8 +232,8 @@ async fn a_whole_answer_reaches_the_caller_as_its_backend_gave_it() {
         done.content = given.clone();
         Ok(done)
     });
-    let config = Config::from_toml_str(&format!("{HOUSE}\n[routing]\nstream_generate = false\n"))
-        .unwrap();
+    let config =
+        Config::from_toml_str(&format!("{HOUSE}\n[routing]\nstream_generate = false\n")).unwrap();
     let router = Router::builder()
         .config(config)
         .backend(Provider::named("house"), Arc::new(backend))

@@ -823,7 +823,12 @@ async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_cei
     // caller is told no first-token time.
     let tier = Some(laneway::ServiceTier::Standard);
     let lite = "amazon.nova-lite-v1:0";
-    assert_eq!(exec.state.ttft_quantile("us-west-2", lite, tier, 0.5), None);
+    assert_eq!(
+        exec.state
+            .health()
+            .ttft_quantile("us-west-2", lite, tier, 0.5),
+        None
+    );
     assert_eq!(done.timings.ttft, None);
 
     // Sent as Converse and not hedged: only the whole-answer limit can fire, the prior's first
