@@ -1,13 +1,19 @@
 //! What the fleet knows of its targets' latency and its ejected regions: each replica
-//! publishes its targets' latency in brief (at most a few hundred, each second they changed) and each
-//! region it ejects (at once), and reads the others', so that a new replica starts from the
-//! fleet's figures and no replica rediscovers a stall the fleet already knows.
+//! publishes its targets' latency in brief (at most a few hundred, each second they changed)
+//! under its own name and each region it ejects (at once), and reads the others', so that a
+//! new replica starts from the fleet's figures and no replica rediscovers a stall the fleet
+//! already knows. A target's figure is the best-informed replica's (the most observations):
+//! a replica that has seen a target twice does not overwrite what another learnt from
+//! hundreds of answers.
 
 use super::{Duration, HashMap, Ordering, Shared, unix_ms};
 use crate::state::LatencySummary;
 
 /// How long a published summary is read: a replica long gone says nothing of now.
 pub const SUMMARY_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// Between a target's key and the publishing replica's name in the latency hash's fields.
+const REPLICA_MARK: char = '#';
 
 /// What the fleet knew when read: targets' latency (fresh ones) and ejected regions with
 /// until when (unix milliseconds, not yet past).
@@ -32,7 +38,8 @@ impl Shared {
             let Ok(json) = serde_json::to_string(s) else {
                 continue;
             };
-            hset.arg(target).arg(json);
+            hset.arg(format!("{target}{REPLICA_MARK}{:x}", self.replica_id))
+                .arg(json);
         }
         hset.ignore();
         // Readers skip stale entries rather than delete them (a delete could race a fresh
@@ -64,6 +71,19 @@ impl Shared {
             )
             .ignore();
         self.publish("publish ejection", pipe);
+    }
+
+    /// Sends writes off the caller's path, uncounted.
+    fn write_behind(&self, pipe: redis::Pipeline) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut conn = self.conn.clone();
+        let timeout = self.timeout();
+        handle.spawn(async move {
+            // A lost delete is retried by the next read: nothing to report.
+            let _ = tokio::time::timeout(timeout, pipe.query_async::<()>(&mut conn)).await;
+        });
     }
 
     /// Sends writes off the caller's path, counting them once done.
@@ -110,12 +130,37 @@ impl Shared {
         let malformed = || {
             self.health.malformed_values.fetch_add(1, Ordering::Relaxed);
         };
-        for (target, value) in latency {
+        let me = format!("{:x}", self.replica_id);
+        let mut best: HashMap<String, LatencySummary> = HashMap::default();
+        let mut stale = Vec::new();
+        for (field, value) in latency {
+            let Some((target, replica)) = field.rsplit_once(REPLICA_MARK) else {
+                malformed();
+                continue;
+            };
             match serde_json::from_str::<LatencySummary>(&value) {
-                Ok(s) if s.is_fresh(now, SUMMARY_MAX_AGE) => known.latency.push((target, s)),
-                Ok(_) => {}
+                // What this replica published, it knows better itself.
+                Ok(_) if replica == me => {}
+                Ok(s) if s.is_fresh(now, SUMMARY_MAX_AGE) => {
+                    let better = best
+                        .get(target)
+                        .is_none_or(|b| (s.samples, s.at_ms) > (b.samples, b.at_ms));
+                    if better {
+                        best.insert(target.to_string(), s);
+                    }
+                }
+                Ok(_) => stale.push(field),
                 Err(_) => malformed(),
             }
+        }
+        known.latency.extend(best);
+        if !stale.is_empty() {
+            // A replica refreshes its figures at least every few minutes: one silent for
+            // longer is gone, and its fields go with it (the hash stays bounded as replicas
+            // come and go).
+            let mut pipe = redis::pipe();
+            pipe.cmd("HDEL").arg(&latency_key).arg(stale).ignore();
+            self.write_behind(pipe);
         }
         for (region, until) in ejected {
             match until.trim().parse::<u64>() {
