@@ -90,7 +90,7 @@ pub struct BatchRecordError {
     pub kind: BatchErrorKind,
     /// For a call or job that failed: the [`ErrorKind`](crate::ErrorKind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<crate::ErrorKind>,
+    pub error_kind: Option<crate::types::ErrorKind>,
     /// The service's own code: a record's `errorCode` (an HTTP status, as Bedrock writes it),
     /// or a failed call's AWS error code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,9 +101,9 @@ pub struct BatchRecordError {
 
 impl BatchRecordError {
     /// The error of a diverted call that failed.
-    pub(crate) fn of_call(e: &crate::Error) -> Self {
+    pub(crate) fn of_call(e: &crate::types::Error) -> Self {
         let code = match e {
-            crate::Error::Service(s) if !s.code.is_empty() => Some(s.code.clone()),
+            crate::types::Error::Service(s) if !s.code.is_empty() => Some(s.code.clone()),
             _ => None,
         };
         Self {
@@ -202,7 +202,7 @@ pub struct NotSubmitted {
     /// Their indices in the submission.
     pub indices: Vec<usize>,
     /// The error kind (`throttled`, `validation`, ...) and the message.
-    pub kind: crate::ErrorKind,
+    pub kind: crate::types::ErrorKind,
     /// The error's message.
     pub message: String,
 }
@@ -518,7 +518,7 @@ mod tests {
                 0,
                 Err(BatchRecordError {
                     kind: BatchErrorKind::CallFailed,
-                    error_kind: Some(crate::ErrorKind::Throttled),
+                    error_kind: Some(crate::types::ErrorKind::Throttled),
                     code: Some("ThrottlingException".into()),
                     message: "x".into(),
                 }),
@@ -527,7 +527,7 @@ mod tests {
             not_submitted: vec![NotSubmitted {
                 model: "m".into(),
                 indices: vec![2],
-                kind: crate::ErrorKind::Throttled,
+                kind: crate::types::ErrorKind::Throttled,
                 message: "throttled".into(),
             }],
         };

@@ -25,10 +25,8 @@
 
 pub mod backend;
 pub mod batch;
-mod batch_run;
 #[cfg(doctest)]
 mod book;
-pub use batch_run::BatchSession;
 pub mod classifier;
 mod client;
 pub mod config;
@@ -43,10 +41,12 @@ pub mod time;
 pub mod types;
 mod wire;
 
-pub use client::{Router, RouterBuilder};
+#[cfg(feature = "metrics-http")]
+pub use client::serve_prometheus;
+pub use client::{BatchSession, LazyStream, Router, RouterBuilder};
 pub use config::Config;
 pub use cost::Price;
-pub use execute::{LazyStream, ResponseStream};
+pub use execute::ResponseStream;
 pub use plan::prompt_cache::{CharEstimate, TokenCounter};
 pub use plan::{Plan, plan};
 pub mod state;

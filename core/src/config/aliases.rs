@@ -98,7 +98,7 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use crate::Config;
+    use crate::config::Config;
 
     #[test]
     fn an_alias_names_a_family_a_model_or_a_profile() {

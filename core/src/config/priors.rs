@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_models_figures_override_its_tiers_and_its_openai_surface_its_own() {
-        let priors = crate::Config::default().routing.priors;
+        let priors = crate::config::Config::default().routing.priors;
         let model: ModelLatency = toml::from_str(
             "[tiers]\nstandard = { ttft = 300 }\n[openai]\nstandard = { ttft_p99 = 900 }\n",
         )

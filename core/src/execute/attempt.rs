@@ -377,9 +377,11 @@ mod tests {
     use super::*;
 
     /// The first attempt of a plain request's plan, and its (region, target id, tier).
-    fn first_attempt(config: &crate::Config) -> (Attempt, (String, String, Option<ServiceTier>)) {
+    fn first_attempt(
+        config: &crate::config::Config,
+    ) -> (Attempt, (String, String, Option<ServiceTier>)) {
         let plan = crate::plan(
-            &crate::GenerateRequest::user("hi"),
+            &crate::types::GenerateRequest::user("hi"),
             config,
             &crate::state::Fresh(crate::time::now()),
         )
@@ -395,7 +397,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_target_is_credited_with_its_own_ttft_not_the_calls() {
-        let config = crate::Config::default();
+        let config = crate::config::Config::default();
         let state = State::new(&config);
         let (attempt, (region, id, tier)) = first_attempt(&config);
         let mut inflight = InFlight::admit(&state, attempt, (10, 10), false)
@@ -419,7 +421,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_a_probe_frees_a_probe_slot() {
-        let mut config = crate::Config::default();
+        let mut config = crate::config::Config::default();
         config.routing.breaker.failure_threshold = 1;
         config.routing.breaker.open_for = Duration::ZERO;
         config.routing.breaker.half_open_probes = 1;

@@ -76,7 +76,7 @@ pub struct AttemptLimits {
 
 /// Seconds as a duration, saturating at [`crate::MAX_DURATION`].
 fn saturating_secs(secs: f64) -> Duration {
-    crate::types::units::clamped_secs(secs).unwrap_or(crate::MAX_DURATION)
+    crate::types::units::clamped_secs(secs).unwrap_or(crate::types::MAX_DURATION)
 }
 
 impl Limits {
@@ -105,7 +105,7 @@ impl Limits {
             .slo
             .deadline
             .unwrap_or(class.deadline)
-            .min(crate::MAX_DURATION);
+            .min(crate::types::MAX_DURATION);
         Self {
             started,
             deadline: started + length,
@@ -113,7 +113,7 @@ impl Limits {
             idle: class.idle,
             answer: first_token
                 .saturating_add(generation)
-                .min(crate::MAX_DURATION),
+                .min(crate::types::MAX_DURATION),
             reasoning_allowance: Duration::ZERO,
         }
     }
@@ -218,16 +218,16 @@ impl Limits {
         self.first_token = self
             .first_token
             .saturating_add(allowance)
-            .min(crate::MAX_DURATION);
+            .min(crate::types::MAX_DURATION);
         self.reasoning_allowance = allowance;
         self.answer = self
             .answer
             .saturating_add(allowance)
-            .min(crate::MAX_DURATION);
+            .min(crate::types::MAX_DURATION);
         if request.slo.deadline.is_none() {
             let length = (self.deadline - self.started)
                 .saturating_add(allowance)
-                .min(crate::MAX_DURATION);
+                .min(crate::types::MAX_DURATION);
             self.deadline = self.started + length;
         }
         self
@@ -453,7 +453,7 @@ mod tests {
     use crate::types::{GenerateRequest, SloClass};
 
     fn routing() -> RoutingConfig {
-        crate::Config::default().routing
+        crate::config::Config::default().routing
     }
 
     #[test]
@@ -785,11 +785,11 @@ mod tests {
         r.timeouts.ttft_target_multiple = 1e300;
         r.timeouts.min_tokens_per_second = 1e-300;
         let req = GenerateRequest::user("hi")
-            .ttft_target(crate::MAX_DURATION)
-            .deadline(crate::MAX_DURATION)
+            .ttft_target(crate::types::MAX_DURATION)
+            .deadline(crate::types::MAX_DURATION)
             .max_tokens(i64::MAX);
         let l = Limits::for_call(&r, &req, Instant::now());
-        assert_eq!(l.first_token, crate::MAX_DURATION);
-        assert_eq!(l.answer, crate::MAX_DURATION);
+        assert_eq!(l.first_token, crate::types::MAX_DURATION);
+        assert_eq!(l.answer, crate::types::MAX_DURATION);
     }
 }

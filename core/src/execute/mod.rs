@@ -6,7 +6,6 @@ mod assembly;
 mod attempt;
 mod clock;
 mod exchange;
-mod lazy;
 pub mod limits;
 mod open;
 mod response_stream;
@@ -29,7 +28,6 @@ use walk::Delivery;
 
 pub use attempt::backoff;
 pub use clock::Clock;
-pub use lazy::LazyStream;
 pub use response_stream::ResponseStream;
 pub use run::Run;
 

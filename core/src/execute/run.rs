@@ -257,7 +257,7 @@ impl<'a> Run<'a> {
                     .tokens_per_second
             });
         crate::types::units::clamped_secs(self.estimate.1 as f64 / speed)
-            .unwrap_or(crate::MAX_DURATION)
+            .unwrap_or(crate::types::MAX_DURATION)
     }
 
     /// What `attempt`'s target is expected to take before it has shown enough of its own: what

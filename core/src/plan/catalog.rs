@@ -254,9 +254,9 @@ fn converse_ids(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Can
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::GenerateRequest;
     use crate::plan::Planner;
     use crate::plan::observe::Fresh;
+    use crate::types::GenerateRequest;
 
     fn ids(c: &[Candidate]) -> Vec<(&str, &str)> {
         c.iter()

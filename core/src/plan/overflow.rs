@@ -113,8 +113,10 @@ fn stronger_variant(inputs: Inputs<'_>, chosen: &ChosenModel) -> Vec<Attempt> {
 
 #[cfg(test)]
 mod tests {
+    use crate::config::Config;
+    use crate::plan::observe::Fresh;
+    use crate::types::GenerateRequest;
     use crate::types::SloClass;
-    use crate::{Config, GenerateRequest, state::Fresh};
 
     const MICRO: &str = "amazon.nova-micro-v1:0";
 

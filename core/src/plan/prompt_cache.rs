@@ -148,7 +148,7 @@ fn segments(request: &GenerateRequest) -> Vec<Segment<'_>> {
         }
     }
     for (i, m) in request.messages.iter().enumerate() {
-        let mut parts = vec![Part::Tag(if m.role == crate::Role::User {
+        let mut parts = vec![Part::Tag(if m.role == crate::types::Role::User {
             b"\x03user\x00"
         } else {
             b"\x03asst\x00"
@@ -327,7 +327,7 @@ pub fn prefixes(
 
 /// The checkpoints the request carries, at the boundary before each.
 fn pinned(request: &GenerateRequest) -> Vec<(Boundary, CacheTtl)> {
-    let ttl = |c: &crate::CachePoint| c.ttl.unwrap_or(CacheTtl::FiveMinutes);
+    let ttl = |c: &crate::types::CachePoint| c.ttl.unwrap_or(CacheTtl::FiveMinutes);
     let mut out = Vec::new();
     for t in &request.tools {
         if let Tool::CachePoint(c) = t {

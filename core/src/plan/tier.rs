@@ -92,7 +92,7 @@ pub(crate) fn escalate_for_deadline(
         .filter(|t| *t > 0.0)
         .unwrap_or(prior.tokens_per_second);
     let generation = crate::types::units::clamped_secs(output as f64 / tokens_per_second)
-        .unwrap_or(crate::MAX_DURATION);
+        .unwrap_or(crate::types::MAX_DURATION);
     let expected = view.ttft.unwrap_or(prior.ttft).saturating_add(generation);
     if expected <= deadline {
         return None;

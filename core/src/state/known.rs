@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_targets_summary_carries_its_quantiles_and_the_most_observed_come_first() {
-        let config = crate::Config::default();
+        let config = crate::config::Config::default();
         let state = Health::new(&config);
         let learned = config.routing.timeouts.learned;
         for (id, n) in [("a", 3), ("b", 30)] {

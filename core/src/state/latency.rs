@@ -243,7 +243,7 @@ pub fn prefill_time(tokens: u64, tokens_per_second: f64) -> Duration {
     if ms.is_finite() && ms < 1e15 {
         Duration::from_millis(ms.max(0.0) as u64)
     } else {
-        crate::MAX_DURATION
+        crate::types::MAX_DURATION
     }
 }
 

@@ -33,8 +33,8 @@ use super::converse_stream::ConverseEvents;
 use super::eventstream;
 use super::invoke::{self, InvokeEvents, Native};
 use super::openai::{Api, Call, Encoder, sdk_error};
+use crate::client::{LazyStream, Router};
 use crate::types::{Error, ErrorKind, StreamEvent};
-use crate::{LazyStream, Router};
 
 /// The header on an OpenAI-shaped answer to a call that timed out: the seam raises the HTTP
 /// client's timeout error on it, which the `openai` SDKs turn into their `APITimeoutError`.
@@ -138,7 +138,7 @@ pub fn answers(router: &Router, method: &str, path: &str) -> bool {
 /// Whether Laneway reads InvokeModel bodies for `model`: a Claude or Nova model, or a family
 /// or alias (whose body says which it is). Other models' bodies (Llama's prompt, ...) are not
 /// read: their calls go where they were going.
-fn reads_invoke_body(model: &str, config: &crate::Config) -> bool {
+fn reads_invoke_body(model: &str, config: &crate::config::Config) -> bool {
     Native::of_model(model).is_some()
         || config.families.contains_key(model)
         || config.aliases.contains_key(model)
@@ -240,11 +240,11 @@ pub async fn answer(
 
 enum Read {
     Converse {
-        request: Box<crate::GenerateRequest>,
+        request: Box<crate::types::GenerateRequest>,
         stream: bool,
     },
     Invoke {
-        request: Box<crate::GenerateRequest>,
+        request: Box<crate::types::GenerateRequest>,
         native: Native,
         model: String,
         stream: bool,
@@ -255,7 +255,7 @@ enum Read {
 impl Read {
     /// Model fields written for a path that names a family or an alias are written for the
     /// model the plan picks, as fields that name no model are.
-    fn for_config(mut self, config: &crate::Config) -> Read {
+    fn for_config(mut self, config: &crate::config::Config) -> Read {
         if let Read::Converse { request, .. } | Read::Invoke { request, .. } = &mut self
             && let Some(fields) = &mut request.model_fields
             && fields
@@ -269,7 +269,7 @@ impl Read {
     }
 }
 
-fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::Result<Read> {
+fn read(route: &Route, headers: &[(String, String)], body: &[u8]) -> crate::types::Result<Read> {
     let mut value: Value = if body.is_empty() {
         json!({})
     } else {
@@ -330,7 +330,7 @@ fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
 /// `-region`, `-tier`, `-attempts`, `-cost-usd`), for code above an SDK that parses the body
 /// into types without Laneway's fields. A stream's comes from
 /// [`BodyStream::decision_headers`] once it has ended.
-pub fn decision_headers(r: &crate::GenerateResponse) -> Vec<(String, String)> {
+pub fn decision_headers(r: &crate::types::GenerateResponse) -> Vec<(String, String)> {
     let d = &r.decision;
     let mut headers = vec![
         ("x-laneway-call-id".to_owned(), d.call_id.clone()),
@@ -353,7 +353,7 @@ pub fn decision_headers(r: &crate::GenerateResponse) -> Vec<(String, String)> {
     headers
 }
 
-fn with_decision(mut answer: Answer, r: &crate::GenerateResponse) -> Answer {
+fn with_decision(mut answer: Answer, r: &crate::types::GenerateResponse) -> Answer {
     answer.headers.extend(decision_headers(r));
     answer
 }
@@ -660,7 +660,7 @@ impl BodyStream {
     }
 
     /// Writes what a read brought; `None` when it made no bytes (read again).
-    fn take(&self, read: crate::Result<Vec<StreamEvent>>) -> Option<Option<Vec<u8>>> {
+    fn take(&self, read: crate::types::Result<Vec<StreamEvent>>) -> Option<Option<Vec<u8>>> {
         let mut s = self.state();
         if s.closed {
             // Closed while this read waited: its end is no completion.
@@ -781,7 +781,7 @@ mod tests {
         );
     }
 
-    fn fields_written_for(path: &str, config: &crate::Config) -> Option<String> {
+    fn fields_written_for(path: &str, config: &crate::config::Config) -> Option<String> {
         let body = json!({
             "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
             "inferenceConfig": { "topK": 5 },
@@ -798,7 +798,7 @@ mod tests {
 
     #[test]
     fn model_fields_for_an_alias_or_a_family_go_with_the_model_the_plan_picks() {
-        let config = crate::Config::from_toml_str(
+        let config = crate::config::Config::from_toml_str(
             "[aliases]\n\"fast\" = { model = \"amazon.nova-lite-v1:0\" }\n",
         )
         .unwrap();

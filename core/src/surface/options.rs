@@ -150,7 +150,7 @@ mod tests {
         let e = options(json!({ "config": "./no/such/laneway.toml" }))
             .config()
             .unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert_eq!(e.kind(), crate::types::ErrorKind::Config);
         assert!(e.to_string().contains("no/such/laneway.toml"), "{e}");
     }
 

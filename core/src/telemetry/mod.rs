@@ -10,18 +10,13 @@
 //! Calls and attempts also run in `tracing` spans (`laneway.call`, `laneway.attempt`); with a
 //! meter from [`RouterBuilder::opentelemetry_meter`](crate::RouterBuilder::opentelemetry_meter)
 //! every call is also recorded into OpenTelemetry instruments (see [`otel`]); with the
-//! `metrics-http` feature, [`serve_prometheus`] answers scrapes.
+//! `metrics-http` feature, [`serve_prometheus`](crate::serve_prometheus) answers scrapes.
 
 pub mod catalog;
-#[cfg(feature = "metrics-http")]
-mod http;
 pub mod otel;
 mod prometheus;
 pub mod shadow;
 pub mod span;
-
-#[cfg(feature = "metrics-http")]
-pub use http::serve_prometheus;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

@@ -54,7 +54,7 @@ impl GenerateResponse {
             timings: Timings::default(),
             decision: RouteDecision {
                 call_id: "lw1:x".into(),
-                provider: crate::Provider::Bedrock,
+                provider: crate::types::Provider::Bedrock,
                 model: "m".into(),
                 family: None,
                 target: "m".into(),

@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn empty_conversation_is_named() {
         let err = GenerateRequest::new(vec![]).validate().unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidRequest);
+        assert_eq!(err.kind(), crate::types::ErrorKind::InvalidRequest);
         assert!(err.to_string().contains("messages"), "{err}");
     }
 

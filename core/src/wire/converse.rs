@@ -887,7 +887,7 @@ mod tests {
         assert_eq!(r.inference.stop_sequences, ["END"]);
         assert!(matches!(r.tools[0], Tool::Spec(_)) && matches!(r.tools[1], Tool::CachePoint(_)));
         assert_eq!(r.tool_choice, Some(ToolChoice::Tool("weather".into())));
-        assert_eq!(r.tier, Some(crate::ServiceTier::Flex));
+        assert_eq!(r.tier, Some(crate::types::ServiceTier::Flex));
         assert_eq!(r.slo.class, SloClass::Background);
         assert_eq!(r.task_id.as_deref(), Some("trip-7"));
     }
@@ -906,7 +906,7 @@ mod tests {
             ContentBlock::Document(d) => {
                 assert_eq!(d.bytes(), Some(&b"%PDF"[..]));
                 assert_eq!(d.name, "Q3 report");
-                assert_eq!(d.format, crate::DocumentFormat::Pdf);
+                assert_eq!(d.format, crate::types::DocumentFormat::Pdf);
             }
             other => panic!("{other:?}"),
         }
@@ -972,7 +972,7 @@ mod tests {
                 "schema": "{\"type\": \"object\"}", "name": "answer" } } } },
         }))
         .unwrap();
-        assert_eq!(r.reasoning, Some(crate::Reasoning::budget(4096)));
+        assert_eq!(r.reasoning, Some(crate::types::Reasoning::budget(4096)));
         let fields = r.model_fields.as_ref().unwrap();
         assert_eq!(
             fields.request,
@@ -990,7 +990,7 @@ mod tests {
             &json!({"type": "object"})
         );
         match &r.messages[1].content[0] {
-            ContentBlock::Reasoning(crate::ReasoningBlock::Text(t)) => {
+            ContentBlock::Reasoning(crate::types::ReasoningBlock::Text(t)) => {
                 assert_eq!(t.signature.as_deref(), Some("sig"))
             }
             other => panic!("{other:?}"),
@@ -1004,7 +1004,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             nova.reasoning,
-            Some(crate::Reasoning::effort(crate::ReasoningEffort::High))
+            Some(crate::types::Reasoning::effort(
+                crate::types::ReasoningEffort::High
+            ))
         );
         assert!(nova.model_fields.is_none());
         let adaptive = request(json!({
@@ -1014,7 +1016,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             adaptive.reasoning,
-            Some(crate::Reasoning::effort(crate::ReasoningEffort::Max))
+            Some(crate::types::Reasoning::effort(
+                crate::types::ReasoningEffort::Max
+            ))
         );
         let off = request(json!({
             "messages": [{ "role": "user", "content": [{ "text": "x" }] }],
@@ -1034,11 +1038,11 @@ mod tests {
     fn reasoning_and_model_fields_come_back_in_conveses_shape() {
         let mut r = GenerateResponse::for_tests(
             Vec::new(),
-            crate::StopReason::EndTurn,
-            crate::Usage::default(),
+            crate::types::StopReason::EndTurn,
+            crate::types::Usage::default(),
         );
         r.content = vec![
-            OutputBlock::Reasoning(ReasoningBlock::Text(crate::ReasoningText {
+            OutputBlock::Reasoning(ReasoningBlock::Text(crate::types::ReasoningText {
                 text: "think".into(),
                 signature: Some("sig".into()),
                 id: None,
@@ -1132,7 +1136,7 @@ mod tests {
     fn what_laneway_cannot_honour_is_refused_by_name() {
         let refuse = |v: Value, field: &str| {
             let e = request(v).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidRequest);
+            assert_eq!(e.kind(), crate::types::ErrorKind::InvalidRequest);
             assert!(e.to_string().contains(field), "{field}: {e}");
         };
         let mut typo = agent_turn();

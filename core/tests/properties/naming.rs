@@ -89,7 +89,7 @@ fn service_tiers_are_listed_in_one_file() {
 
 #[test]
 fn built_in_providers_are_registered_in_one_place() {
-    // Each built-in backend is made in `builtin_backends` (client.rs); no other file of the
+    // Each built-in backend is made in `builtin_backends` (client/mod.rs); no other file of the
     // core constructs them.
     for backend in [
         "BedrockBackend::new(",
@@ -98,8 +98,8 @@ fn built_in_providers_are_registered_in_one_place() {
     ] {
         assert_eq!(
             files_naming_all(&[backend.to_string()]),
-            ["core/src/client.rs"],
-            "{backend} outside client.rs"
+            ["core/src/client/mod.rs"],
+            "{backend} outside client/mod.rs"
         );
     }
 }

@@ -28,10 +28,7 @@ async fn metrics_are_served_as_prometheus_text_and_json() {
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(laneway::telemetry::serve_prometheus(
-        router.clone(),
-        listener,
-    ));
+    let server = tokio::spawn(laneway::serve_prometheus(router.clone(), listener));
 
     let text = get(addr, "/metrics").await;
     let (head, body) = text.split_once("\r\n\r\n").unwrap();

@@ -175,7 +175,7 @@ impl Backend for SagemakerBackend {
 /// The stream ended inside a line.
 fn truncated(target: &Target, line: &str) -> Error {
     Error::from(crate::types::ServiceError::new(
-        crate::ErrorKind::Transport,
+        crate::types::ErrorKind::Transport,
         format!(
             "the stream ended inside a line ({} bytes without a line end)",
             line.len()

@@ -519,9 +519,9 @@ mod tests {
     #[test]
     fn tgi_prompt_renders_turns() {
         let req = GenerateRequest::new(vec![
-            crate::Message::user("hi"),
-            crate::Message::assistant("hello"),
-            crate::Message::user("bye"),
+            crate::types::Message::user("hi"),
+            crate::types::Message::assistant("hello"),
+            crate::types::Message::user("bye"),
         ])
         .system("Be brief.");
         assert_eq!(

@@ -217,9 +217,9 @@ mod tests {
 
     fn answered() -> GenerateResponse {
         GenerateResponse::for_tests(
-            vec![crate::OutputBlock::Text("Hi there".into())],
-            crate::StopReason::EndTurn,
-            crate::Usage::default(),
+            vec![crate::types::OutputBlock::Text("Hi there".into())],
+            crate::types::StopReason::EndTurn,
+            crate::types::Usage::default(),
         )
     }
 

@@ -624,9 +624,9 @@ mod tests {
         assert_eq!(r.inference.stop_sequences, ["END"]);
         assert_eq!(
             r.reasoning.unwrap().effort,
-            Some(crate::ReasoningEffort::Max)
+            Some(crate::types::ReasoningEffort::Max)
         );
-        assert_eq!(r.tier, Some(crate::ServiceTier::Flex));
+        assert_eq!(r.tier, Some(crate::types::ServiceTier::Flex));
         assert!(r.output_format.is_some());
         assert_eq!(r.task_id.as_deref(), Some("t1"));
         assert_eq!(

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::Encoder;
-use crate::execute::LazyStream;
+use crate::client::LazyStream;
 use crate::types::Result;
 
 /// A call's stream in its API's shape (chunks, or the Responses API's typed events), read in
@@ -26,7 +26,7 @@ impl ShapedStream {
         }
     }
 
-    fn encode(&self, events: &[crate::StreamEvent]) -> Vec<Value> {
+    fn encode(&self, events: &[crate::types::StreamEvent]) -> Vec<Value> {
         self.encoder
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use futures::{FutureExt, StreamExt};
 
-use crate::Router;
+use super::Router;
 use crate::backend::{BatchJobSpec, BedrockBatch};
 use crate::batch::{
     BatchCostComparison, BatchErrorKind, BatchHandle, BatchItem, BatchJob, BatchLane, BatchOutput,
@@ -399,7 +399,7 @@ impl Router {
             match self.retried(|| aws.stop_job(&j.arn)).await {
                 Ok(()) => stopped += 1,
                 // It ended between the status read and the stop: nothing to stop.
-                Err(e) if e.kind() == crate::ErrorKind::Validation => {
+                Err(e) if e.kind() == crate::types::ErrorKind::Validation => {
                     let now = self.batch_status(handle).await?;
                     if !now.jobs.iter().any(|s| s.arn == j.arn && s.finished()) {
                         return Err(e);
@@ -700,7 +700,7 @@ struct JobPlace {
 /// The region a Bedrock model's batch jobs run in (the first configured region it is deployed
 /// in), or why it has none: it is not Bedrock's, or has no in-region deployment.
 fn batch_region(
-    config: &crate::Config,
+    config: &crate::config::Config,
     model: &str,
     m: &crate::config::ModelConfig,
 ) -> std::result::Result<String, String> {

@@ -1,11 +1,11 @@
 //! A small HTTP endpoint for scrapes: `GET /metrics` answers the Prometheus text exposition and
-//! `GET /metrics.json` the [`MetricsSnapshot`](super::MetricsSnapshot) as JSON.
+//! `GET /metrics.json` the [`MetricsSnapshot`](crate::telemetry::MetricsSnapshot) as JSON.
 
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::Router;
+use super::Router;
 
 /// The content type of the Prometheus text format.
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -17,7 +17,7 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// ```no_run
 /// # async fn f(router: laneway::Router) -> std::io::Result<()> {
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:9464").await?;
-/// tokio::spawn(laneway::telemetry::serve_prometheus(router.clone(), listener));
+/// tokio::spawn(laneway::serve_prometheus(router.clone(), listener));
 /// # Ok(()) }
 /// ```
 pub async fn serve_prometheus(

@@ -1,5 +1,15 @@
 //! [`Router`] and [`RouterBuilder`]: the public entry point.
 
+mod batch_lane;
+mod lazy;
+#[cfg(feature = "metrics-http")]
+mod metrics_endpoint;
+
+pub use batch_lane::BatchSession;
+pub use lazy::LazyStream;
+#[cfg(feature = "metrics-http")]
+pub use metrics_endpoint::serve_prometheus;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -57,8 +67,8 @@ impl Router {
 
     /// A stream that sends the request on its first [`LazyStream::next`](crate::LazyStream::next) and can be read
     /// through a shared reference (for bindings whose iterators ask one event at a time).
-    pub fn lazy_stream(&self, request: GenerateRequest) -> crate::LazyStream {
-        crate::LazyStream::new(self.clone(), request)
+    pub fn lazy_stream(&self, request: GenerateRequest) -> crate::client::LazyStream {
+        crate::client::LazyStream::new(self.clone(), request)
     }
 
     /// Everything measured so far: per lane latency percentiles, tokens, cost, errors, failovers
@@ -231,7 +241,7 @@ pub struct RouterBuilder {
     backends: Backends,
     /// Policies to add (`None`) or to replace the one of that name.
     policies: Vec<(Option<String>, Arc<dyn crate::plan::Policy>)>,
-    token_counter: Option<std::sync::Arc<dyn crate::TokenCounter>>,
+    token_counter: Option<std::sync::Arc<dyn crate::plan::prompt_cache::TokenCounter>>,
     meter: Option<opentelemetry::metrics::Meter>,
 }
 
@@ -333,7 +343,10 @@ impl RouterBuilder {
 
     /// Counts tokens with this counter (an exact tokenizer, say) when placing prompt-cache
     /// checkpoints; the default is [`CharEstimate`](crate::CharEstimate).
-    pub fn token_counter(mut self, counter: std::sync::Arc<dyn crate::TokenCounter>) -> Self {
+    pub fn token_counter(
+        mut self,
+        counter: std::sync::Arc<dyn crate::plan::prompt_cache::TokenCounter>,
+    ) -> Self {
         self.token_counter = Some(counter);
         self
     }

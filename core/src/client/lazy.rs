@@ -12,7 +12,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use crate::Router;
+use super::Router;
 use crate::types::GenerateRequest;
 use crate::types::Result;
 use crate::types::StreamEvent;
