@@ -455,7 +455,6 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(openai::_openai_error, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
-    errors::register(m)?;
     let _ = PyDict::new(m.py());
     Ok(())
 }

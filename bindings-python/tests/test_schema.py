@@ -27,18 +27,23 @@ def test_typed_views_have_every_key_the_core_sends():
     assert names(Decision) == sorted(SCHEMA["decision"])
 
 
-def test_every_error_kind_has_its_own_exported_and_stubbed_class():
+def test_every_error_kind_has_its_own_exported_class_and_no_other_is_defined():
     classes = {}
     for kind in SCHEMA["error_kinds"]:
         cls = _laneway._error_class(kind)
         assert issubclass(cls, laneway.LanewayError), kind
+        assert cls.kind == kind, (cls, kind)
+        assert cls.__module__ == "laneway.errors", cls
         assert getattr(laneway, cls.__name__) is cls, f"{cls.__name__} is not exported by laneway"
         classes[cls] = kind
     # One class per kind: none falls through to another kind's (or the internal) class.
     assert len(classes) == len(SCHEMA["error_kinds"])
     assert classes[laneway.LanewayInternalError] == "laneway_internal"
-    stubbed = set(re.findall(r"^class (\w+Error)\(", STUB, re.M))
-    assert stubbed == {c.__name__ for c in classes} | {"LanewayError"}
+    # The classes are defined once, in laneway/errors.py: one per kind, and no other.
+    assert set(laneway.errors._BY_KIND) == set(SCHEMA["error_kinds"])
+    exported = {n for n in laneway.__all__ if n.endswith("Error")}
+    assert exported == {"LanewayError", *(c.__name__ for c in classes)}
+    assert not re.findall(r"^class (\w+Error)\(", STUB, re.M), "error classes are defined in errors.py only"
 
 
 def test_an_unknown_keyword_names_itself_and_the_known_ones():

@@ -14,11 +14,11 @@ failover) is made by the Rust core; this package converts Python values and call
     asyncio.run(main())
 """
 
-from ._laneway import (
+from ._laneway import BatchHandle, StreamEvent
+from .errors import (  # every error class, defined once in errors.py
     AccessDeniedError,
-    AuthenticationError,
     AllTargetsFailedError,
-    BatchHandle,
+    AuthenticationError,
     ConfigError,
     InvalidRequestError,
     LanewayError,
@@ -29,7 +29,6 @@ from ._laneway import (
     OverloadedError,
     QuotaExceededError,
     ServiceInternalError,
-    StreamEvent,
     StreamInterruptedError,
     TargetTimeoutError,
     ThrottledError,
@@ -56,7 +55,6 @@ __all__ = [
     "last_decision",
     "BatchHandle",
     "BatchSession",
-    "LanewayInternalError",
     "Router",
     "Request",
     "Message",
@@ -83,4 +81,5 @@ __all__ = [
     "OverloadedError",
     "ConfigError",
     "InvalidRequestError",
+    "LanewayInternalError",
 ]

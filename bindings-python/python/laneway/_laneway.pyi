@@ -4,60 +4,6 @@ from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Opt
 
 from ._types import Response
 
-class LanewayError(Exception):
-    """Every error Laneway raises. `kind` is the stable snake_case error kind (the core's
-    `ErrorDetails`); `code` the service's own code where one came; `details` all of them as a
-    dict. Attributes an error's kind lacks are None."""
-
-    kind: str
-    details: Dict[str, Any]
-    field: Optional[str]
-    code: Optional[str]
-    target: Optional[str]
-    region: Optional[str]
-    http_status: Optional[int]
-    request_id: Optional[str]
-    retry_after_ms: Optional[float]
-    attempts: Optional[List[Dict[str, Any]]]
-    budget_exhausted: Optional[bool]
-    wait_needed_ms: Optional[float]
-    wait_allowed_ms: Optional[float]
-    waited_ms: Optional[float]
-    delivered: Optional[Dict[str, int]]
-    cause: Optional[Dict[str, Any]]
-
-class _ServiceErrorAttributes:
-    """Set when the error came from one target."""
-
-class ThrottledError(LanewayError, _ServiceErrorAttributes): ...
-class UnavailableError(LanewayError, _ServiceErrorAttributes): ...
-class ModelNotReadyError(LanewayError, _ServiceErrorAttributes): ...
-class TargetTimeoutError(LanewayError, _ServiceErrorAttributes): ...
-class ServiceInternalError(LanewayError, _ServiceErrorAttributes): ...
-class TransportError(LanewayError, _ServiceErrorAttributes): ...
-class ModelError(LanewayError, _ServiceErrorAttributes): ...
-class ValidationError(LanewayError, _ServiceErrorAttributes): ...
-class AccessDeniedError(LanewayError, _ServiceErrorAttributes): ...
-class AuthenticationError(LanewayError, _ServiceErrorAttributes): ...
-class NotFoundError(LanewayError, _ServiceErrorAttributes): ...
-class QuotaExceededError(LanewayError, _ServiceErrorAttributes): ...
-
-class StreamInterruptedError(LanewayError):
-    """`delivered` says how much was delivered; `cause` is the error that ended it (details)."""
-
-class AllTargetsFailedError(LanewayError):
-    """`attempts` lists every failed attempt; `budget_exhausted` whether the retry budget ended it."""
-
-class OverloadedError(LanewayError):
-    """Every target the call may use was at its concurrency and no slot could come within its
-    deadline: `wait_needed_ms` is the wait it would have needed, `wait_allowed_ms` what its
-    deadline allowed, `waited_ms` how long it waited in line."""
-
-class ConfigError(LanewayError): ...
-class InvalidRequestError(LanewayError): ...
-class LanewayInternalError(LanewayError):
-    """A bug inside Laneway (a panic, or a value it could not convert); please report it."""
-
 def _arm_failpoint(name: Optional[str] = None) -> None: ...
 def _schema() -> Dict[str, Any]:
     """The core's surface names: request options per casing, error kinds, and the keys of
@@ -209,23 +155,4 @@ __all__ = [
     "_openai_error",
     "_is_bedrock_api_key",
     "Dispatcher",
-    "LanewayError",
-    "ThrottledError",
-    "UnavailableError",
-    "ModelNotReadyError",
-    "TargetTimeoutError",
-    "ServiceInternalError",
-    "TransportError",
-    "ModelError",
-    "ValidationError",
-    "AccessDeniedError",
-    "AuthenticationError",
-    "NotFoundError",
-    "QuotaExceededError",
-    "StreamInterruptedError",
-    "AllTargetsFailedError",
-    "OverloadedError",
-    "ConfigError",
-    "InvalidRequestError",
-    "LanewayInternalError",
 ]

@@ -33,7 +33,7 @@ from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, 
 
 from . import _laneway
 from ._router import Router, _dispatcher
-from ._laneway import LanewayError
+from .errors import LanewayError
 
 __all__ = ["OpenAI", "AsyncOpenAI", "OpenAIObject", "Stream", "AsyncStream", "client", "async_client"]
 
