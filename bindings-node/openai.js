@@ -103,7 +103,10 @@ class Stream {
 }
 
 // The SDK client's options that mean nothing to Laneway: said once, not used.
-const CLIENT_OPTIONS = ['organization', 'project', 'baseURL', 'maxRetries', 'defaultHeaders', 'defaultQuery', 'fetch', 'fetchOptions', 'httpAgent', 'dangerouslyAllowBrowser', 'webhookSecret', 'logLevel', 'logger']
+/** The SDK's options the facade takes and does not use, and the warning for given ones: the
+ * core's rules (`laneway::surface::openai::OpenAiSdk`). */
+const openaiOptions = given => JSON.parse(native.openaiOptions(given))
+const { client: CLIENT_OPTIONS, request: UNUSED_REQUEST_OPTIONS } = openaiOptions([])
 
 /** The options of a router: Laneway's own, or an existing `router`. */
 const ROUTER_OPTIONS = ['config', 'configPath', 'endpointUrl', 'accessKeyId', 'secretAccessKey', 'bedrockApiKey']
@@ -125,7 +128,7 @@ class OpenAI {
       else if (CLIENT_OPTIONS.includes(k)) ignored.push(k)
       else throw new TypeError(`laneway/openai: unknown option ${k}`)
     }
-    if (ignored.length) process.emitWarning(`laneway/openai: ${ignored.join(', ')} not used: Laneway chooses the endpoint, retries and connections itself`)
+    if (ignored.length) process.emitWarning(`laneway/openai: ${openaiOptions(ignored).warning}`)
     if (apiKey) {
       if (native.isBedrockApiKey(apiKey)) own.bedrockApiKey = apiKey
       else process.emitWarning('laneway/openai: apiKey is not a Bedrock API key and is not sent (AWS credentials sign the calls)')
@@ -146,13 +149,14 @@ class OpenAI {
   _body (body, opts) {
     const out = { ...body }
     const timeout = opts.timeout ?? this.timeout
-    if (timeout !== undefined) out.laneway = { deadline_ms: Math.round(timeout), ...(out.laneway || {}) }
+    // The core makes it the call's deadline, unless `laneway.deadline_ms` sets one.
+    if (timeout !== undefined) out.timeout_ms = timeout
     const headers = plainObject(opts.headers)
     if (Object.keys(headers).length) out.extra_headers = headers
     const query = plainObject(opts.query)
     if (Object.keys(query).length) out.extra_query = query
-    const unused = ['maxRetries', 'idempotencyKey', 'fetchOptions'].filter(k => opts[k] !== undefined)
-    if (unused.length) process.emitWarning(`laneway/openai: ${unused.join(', ')} not used: Laneway retries and fails over itself`)
+    const unused = UNUSED_REQUEST_OPTIONS.filter(k => opts[k] !== undefined)
+    if (unused.length) process.emitWarning(`laneway/openai: ${openaiOptions(unused).warning}`)
     return toJson(out)
   }
 

@@ -546,6 +546,21 @@ pub fn openai_error(kind: String, attempt_kinds: Vec<String>) -> String {
     serde_json::json!({ "class": e.class, "status": e.status }).to_string()
 }
 
+/// The `openai` JavaScript SDK's client options the facade takes and does not use, its
+/// per-request options it does not use, and the warning for `given` ones, as JSON
+/// `{ client, request, warning }`.
+#[napi]
+pub fn openai_options(given: Vec<String>) -> String {
+    let sdk = shaped::OpenAiSdk::JavaScript;
+    let given: Vec<&str> = given.iter().map(String::as_str).collect();
+    serde_json::json!({
+        "client": sdk.unused_client_options(),
+        "request": sdk.unused_request_options(),
+        "warning": shaped::not_used(&given),
+    })
+    .to_string()
+}
+
 /// Whether an `apiKey` is a Bedrock API key.
 #[napi]
 pub fn is_bedrock_api_key(key: String) -> bool {

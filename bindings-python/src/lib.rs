@@ -454,6 +454,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_error_class, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_openai_error, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
+    m.add_function(wrap_pyfunction!(openai::_openai_options, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
     let _ = PyDict::new(m.py());
     Ok(())

@@ -109,6 +109,21 @@ pub(crate) fn _openai_error(kind: &str, attempt_kinds: Vec<String>) -> (&'static
     (e.class, e.status)
 }
 
+/// The `openai` Python SDK's client options the facade takes and does not use, its per-request
+/// options it does not use, and the warning for `given` ones of them.
+#[pyfunction]
+pub(crate) fn _openai_options(
+    given: Vec<String>,
+) -> (Vec<&'static str>, Vec<&'static str>, String) {
+    let sdk = shaped::OpenAiSdk::Python;
+    let given: Vec<&str> = given.iter().map(String::as_str).collect();
+    (
+        sdk.unused_client_options().to_vec(),
+        sdk.unused_request_options().to_vec(),
+        shaped::not_used(&given),
+    )
+}
+
 /// Whether an `api_key` is a Bedrock API key.
 #[pyfunction]
 pub(crate) fn _is_bedrock_api_key(key: &str) -> bool {

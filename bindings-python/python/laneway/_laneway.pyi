@@ -12,6 +12,9 @@ def _openai_error(kind: str, attempt_kinds: List[str]) -> Tuple[str, Optional[in
     """The `openai` SDK's error class name and HTTP status for an error of `kind`."""
 
 def _is_bedrock_api_key(key: str) -> bool: ...
+def _openai_options(given: List[str]) -> Tuple[List[str], List[str], str]:
+    """The `openai` SDK's client options the facade does not use, its per-request options it
+    does not use, and the warning for `given` ones."""
 def _error_class(kind: str) -> type:
     """The exception class an error of `kind` raises."""
 
@@ -154,5 +157,6 @@ __all__ = [
     "_error_class",
     "_openai_error",
     "_is_bedrock_api_key",
+    "_openai_options",
     "Dispatcher",
 ]

@@ -173,10 +173,8 @@ def _body(kwargs: Dict[str, Any]) -> Dict[str, Any]:
             body[option] = dict(value)
     timeout = _seconds(kwargs.get("timeout"))
     if timeout is not None:
-        lw = body.get("laneway")
-        lw = dict(lw) if isinstance(lw, dict) else {}
-        lw.setdefault("deadline_ms", round(timeout * 1000))
-        body["laneway"] = lw
+        # The core makes it the call's deadline, unless `laneway.deadline_ms` sets one.
+        body["timeout_ms"] = timeout * 1000
     return body
 
 
@@ -368,7 +366,8 @@ class _Responses:
 
 
 # The SDK client's options that mean nothing to Laneway: said once, not sent.
-_CLIENT_OPTIONS = ("organization", "project", "base_url", "websocket_base_url", "max_retries", "default_headers", "default_query", "http_client", "webhook_secret")
+# The SDK's client options the facade takes and does not use (the core's list).
+_CLIENT_OPTIONS = _laneway._openai_options([])[0]
 
 
 class _Client(abc.ABC):
@@ -389,10 +388,7 @@ class _Client(abc.ABC):
             raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
         ignored = [k for k, v in client_options.items() if v is not None and not _is_omitted(v)]
         if ignored:
-            warnings.warn(
-                f"laneway.openai: {', '.join(ignored)} not used: Laneway chooses the endpoint, retries and connections itself",
-                stacklevel=3,
-            )
+            warnings.warn(f"laneway.openai: {_laneway._openai_options(ignored)[2]}", stacklevel=3)
         bedrock_key = None
         if api_key:
             # A Bedrock API key (long-term `ABSK...`, short-term `bedrock-api-key-...`) is sent

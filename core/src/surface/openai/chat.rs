@@ -583,6 +583,30 @@ mod tests {
     }
 
     #[test]
+    fn the_sdks_timeout_is_the_calls_deadline_unless_laneway_sets_one() {
+        let body = |extra: Value| {
+            let mut b =
+                json!({ "model": "nova", "messages": [{ "role": "user", "content": "hi" }] });
+            b.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            request(b)
+        };
+        let deadline = |extra| body(extra).unwrap().request.slo.deadline;
+        assert_eq!(
+            deadline(json!({ "timeout_ms": 400.4 })),
+            Some(std::time::Duration::from_millis(400))
+        );
+        assert_eq!(
+            deadline(json!({ "timeout_ms": 400, "laneway": { "deadline_ms": 3000 } })),
+            Some(std::time::Duration::from_millis(3000))
+        );
+        assert_eq!(deadline(json!({ "timeout_ms": null })), None);
+        let refused = body(json!({ "timeout_ms": -1 })).unwrap_err();
+        assert!(refused.to_string().contains("timeout"), "{refused}");
+    }
+
+    #[test]
     fn a_body_with_every_part_reads_into_the_core_request() {
         let png = base64::engine::general_purpose::STANDARD.encode([137u8, 80, 78, 71]);
         let call = request(json!({

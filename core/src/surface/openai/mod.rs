@@ -13,11 +13,13 @@
 
 mod call;
 pub mod chat;
+mod client_options;
 mod errors;
 pub mod responses;
 mod stream;
 
 pub use call::{Api, Call, Encoder, Reply};
+pub use client_options::{OpenAiSdk, TIMEOUT_KEY, not_used};
 pub use errors::{SdkError, is_bedrock_api_key, sdk_error};
 pub use stream::ShapedStream;
 
@@ -87,6 +89,7 @@ pub(crate) fn start(body: &mut Map<String, Value>, fields: &Fields) -> Result<St
             return Err(Error::invalid(*field, *why));
         }
     }
+    let timeout = body.remove(TIMEOUT_KEY);
     let mut unhonoured = Unhonoured::new();
     for (option, why) in CLIENT_OPTIONS {
         if body.remove(*option).is_some_and(|v| set(&v)) {
@@ -127,6 +130,22 @@ pub(crate) fn start(body: &mut Map<String, Value>, fields: &Fields) -> Result<St
         Some(Value::Object(m)) => m,
         Some(_) => return Err(Error::invalid("laneway", "an object of Laneway's options")),
     };
+    // The SDK's timeout is the call's deadline, unless Laneway's own options set one.
+    match timeout {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(ms)) if ms.as_f64().is_some_and(|ms| ms.is_finite() && ms >= 0.0) => {
+            let ms = ms.as_f64().unwrap_or_default().round() as u64;
+            options
+                .entry("deadline_ms")
+                .or_insert_with(|| Value::from(ms));
+        }
+        Some(_) => {
+            return Err(Error::invalid(
+                "timeout",
+                "a duration of at least zero (the call's deadline)",
+            ));
+        }
+    }
     for owned in [
         "messages",
         "prompt",
