@@ -54,7 +54,7 @@ pub struct InFlight<'a> {
     pub fired: Option<super::limits::Bound>,
     /// When its own first event arrived (a stream's): its TTFT, whatever came before it.
     pub first_event: Option<tokio::time::Instant>,
-    /// Its own time limits, once asked for ([`Run::attempt_limits`](super::Run)).
+    /// Its own time limits, once asked for (`Run::attempt_limits`).
     pub limits: Option<super::limits::AttemptLimits>,
     /// Sent whole rather than streamed (a SageMaker endpoint that does not stream), and why.
     pub sent_whole: Option<crate::types::WholeWhy>,

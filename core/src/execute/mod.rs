@@ -29,7 +29,12 @@ use walk::Delivery;
 pub use attempt::backoff;
 pub use clock::Clock;
 pub use response_stream::ResponseStream;
-pub use run::Run;
+/// One call's walk through its plan: internal to the executor.
+#[deprecated(
+    since = "0.9.0",
+    note = "internal to the executor; it leaves the public API in the next release"
+)]
+pub type Run<'a> = run::Run<'a>;
 
 /// The configuration, the backends and the live state: everything a call needs.
 pub struct Executor {

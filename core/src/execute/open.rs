@@ -6,9 +6,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::Either;
 
+use super::Executor;
 use super::attempt::InFlight;
 use super::limits::Bound;
-use super::{Executor, Run};
+use super::run::Run;
 use crate::backend::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::types::{Attempt, Checkpoint, Error, FailureFact, GenerateRequest, HedgeReport};
 use crate::types::{Result, TimeLimit, WholeWhy};
