@@ -23,6 +23,9 @@ pub struct Health {
     pub(super) known: known::Known,
     /// The providers that have answered this router: its credentials are good there.
     answered_by: RwLock<Vec<Provider>>,
+    /// Whether any target has refused to stream: until one has, asking costs no lock (every
+    /// attempt asks).
+    any_refuses_streaming: std::sync::atomic::AtomicBool,
     pub(super) shared: Option<Arc<shared::Shared>>,
 }
 
@@ -41,7 +44,7 @@ pub struct LearnedLatency {
 pub(super) struct TargetState {
     pub(super) breaker: Breaker,
     pub(super) latency: LatencyTrack,
-    /// A SageMaker endpoint that refused to stream: sent whole from then on.
+    /// A target that refused to stream: sent whole from then on.
     pub(super) refuses_streaming: bool,
 }
 
@@ -85,6 +88,7 @@ impl Health {
             outliers: outlier::Outliers::new(config.routing.outlier),
             known: known::Known::default(),
             answered_by: RwLock::default(),
+            any_refuses_streaming: std::sync::atomic::AtomicBool::new(false),
             shared: None,
         }
     }
@@ -331,13 +335,21 @@ impl Health {
         })
     }
 
-    /// A SageMaker endpoint refused to stream: its calls are sent whole from now on.
+    /// A target refused to stream (its backend said so): its calls are sent whole from now on.
     pub fn record_refuses_streaming(&self, region: &str, endpoint: &str) {
         self.with_target(region, endpoint, None, |t| t.refuses_streaming = true);
+        self.any_refuses_streaming
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whether a SageMaker endpoint has refused to stream.
+    /// Whether a target has refused to stream.
     pub fn refuses_streaming(&self, region: &str, endpoint: &str) -> bool {
+        if !self
+            .any_refuses_streaming
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return false;
+        }
         let targets = self.targets.read().unwrap_or_else(|p| p.into_inner());
         lookup(&targets, region, endpoint, None).is_some_and(|t| locked(t).refuses_streaming)
     }
