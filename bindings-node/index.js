@@ -55,27 +55,10 @@ class LanewayError extends Error {
   }
 }
 
-const KINDS = {
-  throttled: 'ThrottledError',
-  unavailable: 'UnavailableError',
-  model_not_ready: 'ModelNotReadyError',
-  timeout: 'TargetTimeoutError',
-  internal: 'ServiceInternalError',
-  transport: 'TransportError',
-  model_error: 'ModelError',
-  validation: 'ValidationError',
-  access_denied: 'AccessDeniedError',
-  authentication: 'AuthenticationError',
-  not_found: 'NotFoundError',
-  quota_exceeded: 'QuotaExceededError',
-  stream_interrupted: 'StreamInterruptedError',
-  all_targets_failed: 'AllTargetsFailedError',
-  overloaded: 'OverloadedError',
-  config: 'ConfigError',
-  invalid_request: 'InvalidRequestError',
-  laneway_internal: 'LanewayInternalError',
-  aborted: 'AbortError'
-}
+const views = require('./views')
+// The core's kinds (generated from its schema), and Node's own: a call cancelled through its
+// `AbortSignal`.
+const KINDS = { ...views.KINDS, aborted: 'AbortError' }
 const errors = { LanewayError }
 for (const name of new Set(Object.values(KINDS))) {
   errors[name] = { [name]: class extends LanewayError {} }[name]
@@ -113,18 +96,9 @@ class Response {
   /** The model's readable reasoning, concatenated ('' without it, or when redacted). */
   get reasoningText () { return this._d.content.filter(b => b.reasoning && b.reasoning.text).map(b => b.reasoning.text.text).join('') }
   get stopReason () { return this._d.stop_reason }
-  get usage () {
-    const u = this._d.usage
-    return { inputTokens: u.input_tokens, outputTokens: u.output_tokens, cacheReadTokens: u.cache_read_tokens, cacheWriteTokens: u.cache_write_tokens, cacheWrite1hTokens: u.cache_write_1h_tokens, reasoningTokens: u.reasoning_tokens ?? 0, inputEstimated: u.input_estimated }
-  }
-  get timings () {
-    const t = this._d.timings
-    return { ttftMs: t.ttft_ms ?? null, ttftReasoningMs: t.ttft_reasoning_ms ?? null, ttftAnswerMs: t.ttft_answer_ms ?? null, totalMs: t.total_ms, outputTokensPerSecond: t.output_tokens_per_second, interTokenMeanMs: t.inter_token ? t.inter_token.mean_ms : null, interTokenP50Ms: t.inter_token ? t.inter_token.p50_ms : null, interTokenP90Ms: t.inter_token ? t.inter_token.p90_ms : null, interTokenMaxMs: t.inter_token ? t.inter_token.max_ms : null }
-  }
-  get decision () {
-    const d = this._d.decision
-    return { callId: d.call_id, provider: d.provider, model: d.model, family: d.family, target: d.target, region: d.region, tier: d.tier, servedTier: d.served_tier, endpoint: d.endpoint, invokedModel: d.invoked_model, reasons: d.reasons, failedAttempts: d.failed_attempts, attemptsSent: d.attempts_sent, hedge: d.hedge }
-  }
+  get usage () { return views.usage(this._d.usage) }
+  get timings () { return views.timings(this._d.timings) }
+  get decision () { return views.decision(this._d.decision) }
   /** What the call cost, from the price book, in US dollars. */
   get costUsd () { return this._d.cost_usd }
   get cacheSavingsUsd () { return this._d.cache_savings_usd }

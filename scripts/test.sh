@@ -95,6 +95,9 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   "${lint[@]}" cargo test --workspace --locked
 fi
+# The bindings' data types (Python dataclasses, TypeScript declarations, Node's converters) are
+# written from the core's schema: stale ones fail here (`cargo run -p laneway-codegen` rewrites).
+"${lint[@]}" cargo run --quiet --locked -p laneway-codegen -- --check
 
 phase "Book: docs/ with mdBook"
 if [ -n "${mdbook_install:-}" ]; then

@@ -44,7 +44,7 @@ test('every error kind has its own exported class, and only aborted is the bindi
   assert.deepEqual(kinds.filter(k => !SCHEMA.error_kinds.includes(k)), ['aborted'])
   for (const kind of SCHEMA.error_kinds) {
     const name = laneway._KINDS[kind]
-    assert.ok(name, `${kind} has a class`)
+    assert.equal(name, SCHEMA.error_classes[kind], `${kind} has the core's class name`)
     assert.ok(laneway[name].prototype instanceof laneway.LanewayError, name)
     assert.match(DTS, new RegExp(`export class ${name} extends LanewayError`), `${name} is declared`)
   }

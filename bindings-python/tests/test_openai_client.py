@@ -49,7 +49,7 @@ def test_a_chat_completion_has_the_sdks_shape_and_laneways_decision(client):
     assert sdk.choices[0].message.content == c.choices[0].message.content and c.choices[0].message.content
     assert c.object == "chat.completion" and c.model == TERRA
     assert c.usage.total_tokens == c.usage.prompt_tokens + c.usage.completion_tokens
-    assert c.laneway.decision.provider == "bedrock-openai"
+    assert (c.laneway.decision.provider, c.laneway.decision.api) == ("bedrock", "openai-runtime")
     assert c.laneway.cost_usd > 0 and c.laneway.timings.total_ms >= 0
     assert c.made_up_field is None
     reasons = c.laneway.decision.reasons

@@ -30,7 +30,7 @@ def test_a_chat_completion_validates_as_the_sdks_type_and_says_what_it_went_with
     assert c.usage.total_tokens > 0
     reasons = d["laneway"]["decision"]["reasons"]
     assert any(r["reason"] == "field_not_honoured" and r["field"] == "seed" for r in reasons), reasons
-    assert d["laneway"]["decision"]["provider"] == "bedrock-openai"
+    assert (d["laneway"]["decision"]["provider"], d["laneway"]["decision"]["api"]) == ("bedrock", "openai-runtime")
 
 
 def test_a_response_validates_as_the_sdks_type_with_its_reasoning_item(router):

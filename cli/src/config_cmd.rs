@@ -162,7 +162,7 @@ pub(crate) fn plan(args: PlanArgs) -> anyhow::Result<()> {
         None => Config::default(),
     };
     let request = request_of(&args, &config)?;
-    let plan = laneway::plan(&request, &config, &laneway::state::Fresh(Instant::now()))?;
+    let plan = laneway::plan(&request, &config, &laneway::plan::Fresh(Instant::now()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(());

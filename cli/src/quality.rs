@@ -48,7 +48,7 @@ impl Outcomes {
                 Some(p) => {
                     let request = laneway::GenerateRequest::user(row.prompt.clone())
                         .family(candidate.model.clone());
-                    p.plan(&request, config, &laneway::state::Fresh(now))?
+                    p.plan(&request, config, &laneway::plan::Fresh(now))?
                         .model
                         .to_string()
                 }

@@ -15,7 +15,7 @@ use criterion::{Criterion, black_box};
 use hdrhistogram::Histogram;
 use laneway::classifier::Classifier;
 use laneway::classifier::data::{Dataset, LoadOptions, Split};
-use laneway::state::Fresh;
+use laneway::plan::Fresh;
 use laneway::{Config, GenerateRequest, plan};
 
 /// Held-out prompts joined until the text reaches `chars` characters (about 4 per token).

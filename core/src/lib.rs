@@ -49,9 +49,13 @@ pub use cost::Price;
 pub use execute::ResponseStream;
 pub use plan::prompt_cache::{CharEstimate, TokenCounter};
 pub use plan::{Plan, plan};
+// The router's live state is the crate's own, not public API (hidden from the docs; the
+// crate's benches and tests reach into it). What the planner reads of it is public in `plan`:
+// `Observations`, `TargetView`, `Fresh`.
+#[doc(hidden)]
 pub mod state;
 pub use types::{
-    Attempt, AttemptShape, BreakerView, CacheMode, CachePoint, CacheTtl, Cause, Citation,
+    Api, Attempt, AttemptShape, BreakerView, CacheMode, CachePoint, CacheTtl, Cause, Citation,
     CitationLocation, CitationsContent, ContentBlock, Delivered, Document, DocumentFormat, Error,
     ErrorKind, FailedAttempt, FailureFact, GenerateRequest, GenerateResponse, Geography,
     GuardContent, GuardQualifier, Guardrail, GuardrailStreamMode, GuardrailTrace, Image,

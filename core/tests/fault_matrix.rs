@@ -978,7 +978,7 @@ async fn faults_cost_seconds_from_a_cold_routers_first_call() {
         .latency_prior(
             "amazon.nova-lite-v1:0",
             Some(laneway::ServiceTier::Standard),
-            &laneway::Provider::Bedrock,
+            laneway::Api::Converse,
         )
         .ttft_p99;
     let ceiling = config.routing.timeouts.standard.first_token;

@@ -565,7 +565,7 @@ async fn a_redis_restart_does_not_close_a_local_breaker_without_a_probe() {
     let ready = || {
         let status = router.metrics().shared.unwrap();
         let open = router.plan(&req()).unwrap().reasons.iter().any(|r| {
-            matches!(r, laneway::Reason::TargetDemoted { target, region, health: laneway::state::BreakerView::Open, .. }
+            matches!(r, laneway::Reason::TargetDemoted { target, region, health: laneway::BreakerView::Open, .. }
                 if &**target == LITE && &**region == "us-east-1")
         });
         !status.degraded && status.breaker_syncs >= synced + 2 && !open
@@ -1069,7 +1069,7 @@ fn fresh_prior() -> Duration {
         .latency_prior(
             LITE,
             Some(laneway::ServiceTier::Standard),
-            &laneway::Provider::Bedrock,
+            laneway::Api::Converse,
         )
         .ttft_p99
 }

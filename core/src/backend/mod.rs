@@ -28,8 +28,8 @@ use futures::stream::BoxStream;
 use crate::config::ModelConfig;
 use crate::types::Attempt;
 use crate::types::Checkpoint;
-use crate::types::Provider;
 use crate::types::Result;
+use crate::types::{Api, Provider, Target};
 use crate::types::{GenerateRequest, ServiceTier};
 use crate::types::{OutputBlock, StopReason, Usage};
 
@@ -235,61 +235,100 @@ pub trait Backend: Send + Sync {
     fn stream<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<EventStream>>;
 }
 
-/// The backends a router sends to, one per provider.
+/// The backends a router sends to, one per API of each provider.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use laneway::backend::{Backends, MemoryBackend};
-/// use laneway::Provider;
+/// use laneway::{Api, Provider, Target};
 /// let mut backends = Backends::default();
 /// backends.insert(Provider::named("echo"), Arc::new(MemoryBackend::echo()));
 /// assert!(backends.get(&Provider::named("echo")).is_some());
 /// assert!(backends.get(&Provider::Bedrock).is_none());
+/// backends.insert_for_api(Provider::Bedrock, Api::OpenAiMantle, Arc::new(MemoryBackend::echo()));
+/// assert!(backends.for_target(&Target::mantle("us-east-1", "openai.gpt-5.4")).is_some());
+/// assert!(backends.for_target(&Target::bedrock("us-east-1", "amazon.nova-lite-v1:0", None)).is_none());
 /// ```
 #[derive(Clone, Default)]
 pub struct Backends {
-    // A handful of providers at most: a scan beats hashing.
-    by_provider: Vec<(Provider, Arc<dyn Backend>)>,
+    // A handful of providers and APIs at most: a scan beats hashing.
+    by_api: Vec<((Provider, Api), Arc<dyn Backend>)>,
 }
 
 impl Backends {
-    /// Registers `backend` for `provider`, returning the one it replaces.
+    /// Registers `backend` for `provider`'s models called by its usual API (Bedrock's
+    /// Converse, SageMaker's InvokeEndpoint, your own provider's), returning the one it
+    /// replaces.
     pub fn insert(
         &mut self,
         provider: Provider,
         backend: Arc<dyn Backend>,
     ) -> Option<Arc<dyn Backend>> {
-        match self.by_provider.iter_mut().find(|(p, _)| *p == provider) {
+        let (provider, api) = provider.registered_as();
+        self.insert_for_api(provider, api, backend)
+    }
+
+    /// Registers `backend` for `provider`'s models called by `api` (Bedrock's
+    /// OpenAI-compatible APIs have backends of their own), returning the one it replaces.
+    pub fn insert_for_api(
+        &mut self,
+        provider: Provider,
+        api: Api,
+        backend: Arc<dyn Backend>,
+    ) -> Option<Arc<dyn Backend>> {
+        let key = (provider, api);
+        match self.by_api.iter_mut().find(|(k, _)| *k == key) {
             Some((_, slot)) => Some(std::mem::replace(slot, backend)),
             None => {
-                self.by_provider.push((provider, backend));
+                self.by_api.push((key, backend));
                 None
             }
         }
     }
 
-    /// The backend of `provider`, if one is registered.
+    /// The backend of `provider`'s usual API, if one is registered.
     pub fn get(&self, provider: &Provider) -> Option<&dyn Backend> {
-        self.by_provider
-            .iter()
-            .find(|(p, _)| p == provider)
-            .map(|(_, b)| b.as_ref())
+        let (provider, api) = provider.registered_as();
+        self.find(&provider, api)
     }
 
-    /// Whether `provider` has a backend.
+    /// The backend that serves `target` (its provider's, for its API), if one is registered.
+    pub fn for_target(&self, target: &Target) -> Option<&dyn Backend> {
+        self.find(&target.provider, target.api)
+    }
+
+    /// Whether `provider`'s usual API has a backend.
     pub fn contains(&self, provider: &Provider) -> bool {
         self.get(provider).is_some()
     }
 
-    /// The providers registered, in registration order.
+    /// Whether `provider`'s `api` has a backend.
+    pub fn contains_api(&self, provider: &Provider, api: Api) -> bool {
+        self.find(provider, api).is_some()
+    }
+
+    /// The providers registered, in registration order, once each.
     pub fn providers(&self) -> impl Iterator<Item = &Provider> {
-        self.by_provider.iter().map(|(p, _)| p)
+        self.by_api
+            .iter()
+            .enumerate()
+            .filter(|(i, ((p, _), _))| !self.by_api[..*i].iter().any(|((q, _), _)| q == p))
+            .map(|(_, ((p, _), _))| p)
+    }
+
+    fn find(&self, provider: &Provider, api: Api) -> Option<&dyn Backend> {
+        self.by_api
+            .iter()
+            .find(|((p, a), _)| p == provider && *a == api)
+            .map(|(_, b)| b.as_ref())
     }
 }
 
 impl std::fmt::Debug for Backends {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.providers()).finish()
+        f.debug_list()
+            .entries(self.by_api.iter().map(|((p, a), _)| format!("{p} {a}")))
+            .finish()
     }
 }
 

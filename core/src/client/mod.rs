@@ -21,8 +21,8 @@ use crate::execute::{Executor, ResponseStream};
 use crate::plan::Plan;
 use crate::types::GenerateRequest;
 use crate::types::GenerateResponse;
-use crate::types::Provider;
 use crate::types::Result;
+use crate::types::{Api, Provider};
 
 /// Routes each call to the model variant, tier and target that meet its SLO at the lowest cost.
 ///
@@ -322,6 +322,14 @@ impl RouterBuilder {
         self
     }
 
+    /// Sends calls to `provider`'s models called by `api` through `backend`: a replacement
+    /// for one of Bedrock's built-in backends other than Converse's (its OpenAI-compatible
+    /// APIs').
+    pub fn api_backend(mut self, provider: Provider, api: Api, backend: Arc<dyn Backend>) -> Self {
+        self.backends.insert_for_api(provider, api, backend);
+        self
+    }
+
     /// Adds a routing policy after the built-in ones (variant, tier, checkpoints, targets):
     /// it sees every plan and may reorder, remove or add attempts, or change what earlier
     /// policies decided. `cargo run -p laneway --example custom_policy` shows one.
@@ -437,15 +445,15 @@ impl RouterBuilder {
         let regions: Vec<String> = config.regions.iter().map(|r| r.name.clone()).collect();
         let mut backends = self.backends;
         let builtin = builtin_backends(&config, &regions, self.bedrock_api_key);
-        for (provider, make) in builtin {
-            if backends.contains(&provider) {
+        for (provider, api, make) in builtin {
+            if backends.contains_api(&provider, api) {
                 continue;
             }
             let backend: Arc<dyn Backend> = match sdk.loaded() {
                 Some(ready) => make(ready),
                 None => Arc::new(crate::backend::aws::Deferred::new(Arc::clone(&sdk), make)),
             };
-            backends.insert(provider, backend);
+            backends.insert_for_api(provider, api, backend);
         }
         if let Some((id, m)) = config
             .models
@@ -504,12 +512,13 @@ fn builtin_backends(
     config: &Config,
     regions: &[String],
     api_key: Option<String>,
-) -> Vec<(Provider, MakeBackend)> {
+) -> Vec<(Provider, Api, MakeBackend)> {
     use crate::backend::openai::{Endpoint, OpenAiBackend, OpenAiSettings};
     let bedrock_regions = regions.to_vec();
     let sagemaker_regions = regions.to_vec();
-    let mut made: Vec<(Provider, MakeBackend)> = vec![(
+    let mut made: Vec<(Provider, Api, MakeBackend)> = vec![(
         Provider::Bedrock,
+        Api::Converse,
         Box::new(move |sdk: &SdkConfig| -> Arc<dyn Backend> {
             Arc::new(BedrockBackend::new(
                 sdk,
@@ -522,7 +531,8 @@ fn builtin_backends(
         let api_key = api_key.clone();
         let connect_timeout = config.routing.timeouts.connect;
         made.push((
-            endpoint.provider(),
+            Provider::Bedrock,
+            endpoint.api(),
             Box::new(move |sdk: &SdkConfig| -> Arc<dyn Backend> {
                 // The SDK configuration's endpoint URL (the builder's, the file's, or the
                 // caller's own SdkConfig's) serves bedrock-runtime; mantle is its `/mantle`.
@@ -544,6 +554,7 @@ fn builtin_backends(
     }
     made.push((
         Provider::Sagemaker,
+        Api::InvokeEndpoint,
         Box::new(move |sdk: &SdkConfig| -> Arc<dyn Backend> {
             Arc::new(SagemakerBackend::new(
                 sdk,

@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
-use crate::types::{CacheTtl, Geography, Residency, ServiceTier, SloClass};
+use crate::types::{Api, CacheTtl, Geography, Residency, ServiceTier, SloClass};
 use crate::types::{Error, Result};
 pub use crate::types::{ProfileScope, Provider};
 
@@ -135,20 +135,15 @@ impl Config {
         &BUILTIN
     }
 
-    /// What an attempt of `model` at `tier` (`None`: a target without tiers) through
-    /// `provider` is expected to take before its target has answered: the model's own
-    /// `latency` figures over its tier's `[routing.priors]`.
-    pub fn latency_prior(
-        &self,
-        model: &str,
-        tier: Option<ServiceTier>,
-        provider: &Provider,
-    ) -> LatencyPrior {
+    /// What an attempt of `model` at `tier` (`None`: a target without tiers) called by `api`
+    /// is expected to take before its target has answered: the model's own `latency` figures
+    /// over its tier's `[routing.priors]`.
+    pub fn latency_prior(&self, model: &str, tier: Option<ServiceTier>, api: Api) -> LatencyPrior {
         priors::resolve(
             &self.routing.priors,
             self.models.get(model).map(ModelConfig::latency),
             tier,
-            provider,
+            api,
         )
     }
 }

@@ -13,7 +13,7 @@ use super::{
     ApplicationProfile, ModelLatency, Price, PricingConfig, PromptCacheConfig, QuotaConfig,
     ReservationConfig,
 };
-use crate::types::{ProfileScope, Provider, ServiceTier};
+use crate::types::{Api, ProfileScope, Provider, ServiceTier};
 
 /// A Bedrock model as written in configuration (`provider = "bedrock"`): its keys and no other.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,7 +185,7 @@ pub struct BedrockModel {
     pub structured_output: bool,
     /// Whether Converse serves it.
     pub converse: bool,
-    /// Its OpenAI-compatible surfaces, if any. (Boxed: few models have them.)
+    /// Its OpenAI-compatible APIs, if any. (Boxed: few models have them.)
     pub openai: Option<Box<OpenAiConfig>>,
     /// What it costs, in US dollars per 1,000 tokens (on-demand, standard tier).
     pub price: Price,
@@ -248,6 +248,12 @@ impl<'de> Deserialize<'de> for ModelConfig {
                 })
             }
         };
+        if matches!(provider.as_str(), "bedrock-openai" | "bedrock-mantle") {
+            return Err(D::Error::custom(format!(
+                "{:?} is one of Bedrock's APIs, not a provider of its own: write `provider = \"bedrock\"` and the model's `openai` table",
+                provider.as_str()
+            )));
+        }
         match provider {
             Provider::Bedrock => serde_path_to_error::deserialize::<_, BedrockSpec>(value)
                 .map(|spec| ModelConfig::Bedrock(Box::new(spec.into())))
@@ -262,10 +268,6 @@ impl<'de> Deserialize<'de> for ModelConfig {
                     price: s.price,
                 }))
             }
-            Provider::BedrockOpenAi | Provider::BedrockMantle => Err(D::Error::custom(format!(
-                "provider {:?} is a surface of Bedrock models, not a provider of its own: write `provider = \"bedrock\"` and the model's `openai` table",
-                provider.as_str()
-            ))),
             _ => {
                 let o = serde_path_to_error::deserialize::<_, OtherSpec>(value)
                     .map_err(keys_of(OTHER_KEYS))?;
@@ -352,6 +354,17 @@ impl Serialize for ModelConfig {
 }
 
 impl ModelConfig {
+    /// The API its targets are called by unless its `openai` table says otherwise: Converse
+    /// for a Bedrock model, InvokeEndpoint for a SageMaker one, its backend's own for a model
+    /// of your own provider.
+    pub fn default_api(&self) -> Api {
+        match self {
+            ModelConfig::Bedrock(_) => Api::Converse,
+            ModelConfig::Sagemaker(_) => Api::InvokeEndpoint,
+            ModelConfig::Other(_) => Api::Own,
+        }
+    }
+
     /// Who serves it.
     pub fn provider(&self) -> Provider {
         match self {
@@ -501,7 +514,7 @@ impl ModelConfig {
             return None;
         };
         let max_output = b.max_output_tokens.map(u64::from);
-        if target.provider == Provider::BedrockMantle {
+        if target.api == Api::OpenAiMantle {
             return Some(QuotaTerms {
                 limits: b.openai.as_ref()?.mantle_quota()?,
                 pool: QuotaPool::Mantle,
@@ -535,7 +548,7 @@ impl ModelConfig {
         matches!(self, ModelConfig::Bedrock(b) if b.converse)
     }
 
-    /// Its OpenAI-compatible surfaces (Bedrock), if any.
+    /// Its OpenAI-compatible APIs (Bedrock), if any.
     pub fn openai(&self) -> Option<&OpenAiConfig> {
         match self {
             ModelConfig::Bedrock(b) => b.openai.as_deref(),
@@ -544,7 +557,7 @@ impl ModelConfig {
     }
 
     /// Whether a broken stream of it can be continued from the delivered text sent as the
-    /// assistant's prefill: not for models with OpenAI-compatible surfaces (those APIs take no
+    /// assistant's prefill: not for models with OpenAI-compatible APIs (those APIs take no
     /// prefill, and OpenAI's models do not continue an assistant turn on Converse either).
     pub fn continues_a_prefill(&self) -> bool {
         self.openai().is_none()

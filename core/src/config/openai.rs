@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::types::{Api, GenerateRequest};
+
 /// One of the OpenAI-compatible APIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,7 +61,7 @@ impl MantlePrefix {
     }
 }
 
-/// A Bedrock model's OpenAI-compatible surfaces (in configuration, its `openai` table).
+/// A Bedrock model's OpenAI-compatible APIs (in configuration, its `openai` table).
 ///
 /// ```
 /// use laneway::config::{MantlePrefix, OpenAiApi};
@@ -71,10 +73,10 @@ impl MantlePrefix {
 ///     price = { input_per_1k = 0.00275, output_per_1k = 0.0165 }
 ///     openai.mantle = { apis = ["responses"], prefix = "/openai/v1" }
 /// "#).unwrap();
-/// let surfaces = c.models["openai.gpt-5.4"].openai().unwrap();
-/// let mantle = surfaces.mantle.as_ref().unwrap();
+/// let openai = c.models["openai.gpt-5.4"].openai().unwrap();
+/// let mantle = openai.mantle.as_ref().unwrap();
 /// assert_eq!((mantle.apis[0], mantle.prefix), (OpenAiApi::Responses, MantlePrefix::OpenAiV1));
-/// assert!(surfaces.runtime.is_empty());
+/// assert!(openai.runtime.is_empty());
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,7 +118,7 @@ pub struct MantleConfig {
 }
 
 impl Default for OpenAiConfig {
-    /// `[templates.model_openai]` of `defaults.toml`: no surfaces yet, tried first.
+    /// `[templates.model_openai]` of `defaults.toml`: no APIs yet, tried first.
     fn default() -> Self {
         super::load::template("model_openai")
     }
@@ -160,4 +162,61 @@ impl OpenAiConfig {
             )
         })
     }
+}
+
+impl super::ModelConfig {
+    /// What of `request` this model called by `api` cannot carry, and why: Bedrock's
+    /// OpenAI-compatible APIs take no documents, audio, video, S3 images or media in tool
+    /// results, and no stop sequences where only Responses serves. `None` for every other
+    /// API. The plan leaves such targets out (`Exclusion::NotCarried`).
+    pub(crate) fn refuses(&self, request: &GenerateRequest, api: Api) -> Option<(String, String)> {
+        let apis = match (api, self.openai()) {
+            (Api::OpenAiRuntime, Some(o)) => o.runtime.as_slice(),
+            (Api::OpenAiMantle, Some(o)) => o.mantle.as_ref().map_or(&[][..], |m| &m.apis),
+            _ => return None,
+        };
+        uncarried_content(request).or_else(|| {
+        (!request.inference.stop_sequences.is_empty()
+            && !apis.contains(&OpenAiApi::ChatCompletions))
+        .then(|| {
+            (
+                "inference.stop_sequences".to_string(),
+                format!("{api} serves the model only by the Responses API, which has no stop sequences"),
+            )
+        })
+    })
+    }
+}
+
+/// The first part of the request Bedrock's OpenAI-compatible APIs cannot carry, and why.
+fn uncarried_content(request: &GenerateRequest) -> Option<(String, String)> {
+    use crate::types::{ContentBlock as B, MediaSource, ToolResultContent as R};
+    for (i, m) in request.messages.iter().enumerate() {
+        for (j, b) in m.content.iter().enumerate() {
+            let what = match b {
+                B::Document(_) => Some("a document"),
+                B::Audio(_) => Some("audio"),
+                B::Video(_) => Some("video"),
+                B::SearchResult(_) => Some("a search result"),
+                B::GuardContent(_) => Some("guard content"),
+                B::ToolAddition(_) | B::ToolRemoval(_) => Some("a tool addition or removal"),
+                B::Image(img) if matches!(img.source, MediaSource::S3 { .. }) => {
+                    Some("an image in S3")
+                }
+                B::ToolResult(r) => r
+                    .content
+                    .iter()
+                    .find(|c| !matches!(c, R::Text(_) | R::Json(_)))
+                    .map(|_| "media in a tool result"),
+                _ => None,
+            };
+            if let Some(what) = what {
+                return Some((
+                    format!("messages[{i}].content[{j}]"),
+                    format!("{what} cannot be sent to Bedrock's OpenAI-compatible APIs"),
+                ));
+            }
+        }
+    }
+    None
 }

@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{Provider, ServiceTier};
+use crate::types::{Api, ServiceTier};
 
 /// What an attempt on a target is expected to take, before the target has shown it.
 ///
 /// ```
-/// use laneway::types::{Provider, ServiceTier};
+/// use laneway::types::{Api, ServiceTier};
 /// let c = laneway::Config::default();
-/// let flex = c.latency_prior("amazon.nova-lite-v1:0", Some(ServiceTier::Flex), &Provider::Bedrock);
-/// let standard = c.latency_prior("amazon.nova-lite-v1:0", None, &Provider::Bedrock);
+/// let flex = c.latency_prior("amazon.nova-lite-v1:0", Some(ServiceTier::Flex), Api::Converse);
+/// let standard = c.latency_prior("amazon.nova-lite-v1:0", None, Api::Converse);
 /// assert!(flex.ttft_p99 > standard.ttft_p99);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -109,7 +109,7 @@ impl PartialPrior {
 }
 
 /// A model's own latency priors (its `latency` table), by tier, and for its OpenAI-compatible
-/// surfaces (bedrock-runtime's `/openai/v1` and bedrock-mantle) where they differ:
+/// APIs (bedrock-runtime's `/openai/v1` and bedrock-mantle) where they differ:
 ///
 /// ```toml
 /// [models."amazon.nova-micro-v1:0".latency.tiers]
@@ -123,7 +123,7 @@ pub struct ModelLatency {
     /// By the tier an attempt is sent at (`standard` for a target without tiers).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tiers: BTreeMap<ServiceTier, PartialPrior>,
-    /// On the OpenAI-compatible surfaces, by tier: over `tiers`.
+    /// By the OpenAI-compatible APIs, by tier: over `tiers`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub openai: BTreeMap<ServiceTier, PartialPrior>,
 }
@@ -235,24 +235,23 @@ impl<'de> Deserialize<'de> for PriorsConfig {
 }
 
 impl PriorsConfig {
-    /// The prior of `model` on `provider`'s surface at `tier`: its own figures over its
-    /// tier's.
+    /// The prior of `model` called by `api` at `tier`: its own figures over its tier's.
     pub fn of(
         &self,
         model: &super::ModelConfig,
         tier: Option<ServiceTier>,
-        provider: &Provider,
+        api: Api,
     ) -> LatencyPrior {
-        resolve(self, Some(model.latency()), tier, provider)
+        resolve(self, Some(model.latency()), tier, api)
     }
 }
 
-/// The prior of a model on one surface at one tier: its own figures over its tier's.
+/// The prior of a model called by one API at one tier: its own figures over its tier's.
 pub(super) fn resolve(
     priors: &PriorsConfig,
     model: Option<&ModelLatency>,
     tier: Option<ServiceTier>,
-    provider: &Provider,
+    api: Api,
 ) -> LatencyPrior {
     let base = priors.for_tier(tier);
     let Some(model) = model else {
@@ -269,9 +268,8 @@ pub(super) fn resolve(
                 standard.scaled(priors.for_tier(None), base).over(base)
             }),
     };
-    let openai = matches!(provider, Provider::BedrockOpenAi | Provider::BedrockMantle);
     match model.openai.get(&key) {
-        Some(p) if openai => p.over(own),
+        Some(p) if api.is_openai_compatible() => p.over(own),
         _ => own,
     }
 }
@@ -281,19 +279,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_models_figures_override_its_tiers_and_its_openai_surface_its_own() {
+    fn a_models_figures_override_its_tiers_and_its_openai_apis_their_own() {
         let priors = crate::config::Config::default().routing.priors;
         let model: ModelLatency = toml::from_str(
             "[tiers]\nstandard = { ttft = 300 }\n[openai]\nstandard = { ttft_p99 = 900 }\n",
         )
         .unwrap();
-        let converse = resolve(&priors, Some(&model), None, &Provider::Bedrock);
+        let converse = resolve(&priors, Some(&model), None, Api::Converse);
         assert_eq!(converse.ttft, Duration::from_millis(300));
         // A median without its tail: the tier's tail, scaled alike.
         let tier = priors.for_tier(None);
         let scaled = tier.ttft_p99.as_secs_f64() * 0.3 / tier.ttft.as_secs_f64();
         assert!((converse.ttft_p99.as_secs_f64() - scaled).abs() < 1e-6);
-        let openai = resolve(&priors, Some(&model), None, &Provider::BedrockMantle);
+        let openai = resolve(&priors, Some(&model), None, Api::OpenAiMantle);
         assert_eq!(openai.ttft, Duration::from_millis(300));
         assert_eq!(openai.ttft_p99, Duration::from_millis(900));
         // A tier the model says nothing of: its standard figures, scaled as the tiers' are.
@@ -301,7 +299,7 @@ mod tests {
             &priors,
             Some(&model),
             Some(ServiceTier::Flex),
-            &Provider::Bedrock,
+            Api::Converse,
         );
         let tier_flex = priors.for_tier(Some(ServiceTier::Flex));
         let expected = tier_flex.ttft.as_secs_f64() * 0.3 / tier.ttft.as_secs_f64();
@@ -310,7 +308,7 @@ mod tests {
         assert_eq!(flex.gap_p99, tier_flex.gap_p99);
         // A model without a table of its own: the tier's.
         assert_eq!(
-            resolve(&priors, None, Some(ServiceTier::Flex), &Provider::Bedrock),
+            resolve(&priors, None, Some(ServiceTier::Flex), Api::Converse),
             tier_flex
         );
     }

@@ -2,9 +2,10 @@
 //! bad value.
 
 use super::{
-    BTreeSet, BedrockModel, Config, Duration, Error, ModelConfig, Provider, Result, SagemakerModel,
+    BTreeSet, BedrockModel, Config, Duration, Error, ModelConfig, Result, SagemakerModel,
     ServiceTier, VariantRouterConfig, parse_prompt_router_arn, redact_url,
 };
+use crate::types::Api;
 
 impl Config {
     /// Checks that every reference resolves and every value is in range.
@@ -379,19 +380,16 @@ impl Config {
         }
         for (id, m) in &self.models {
             let latency = m.latency();
-            for (surface, tiers) in [("tiers", &latency.tiers), ("openai", &latency.openai)] {
+            for (table, tiers) in [("tiers", &latency.tiers), ("openai", &latency.openai)] {
                 for (tier, p) in tiers {
-                    let at = format!("models.\"{id}\".latency.{surface}.{}", tier.as_str());
+                    let at = format!("models.\"{id}\".latency.{table}.{}", tier.as_str());
                     check(&at, p)?;
                     // What it makes of its tier's, as calls will read it.
-                    let provider = match surface {
-                        "openai" => Provider::BedrockMantle,
-                        _ => m.provider(),
+                    let api = match table {
+                        "openai" => Api::OpenAiMantle,
+                        _ => m.default_api(),
                     };
-                    check(
-                        &at,
-                        &whole(self.routing.priors.of(m, Some(*tier), &provider)),
-                    )?;
+                    check(&at, &whole(self.routing.priors.of(m, Some(*tier), api)))?;
                 }
             }
         }

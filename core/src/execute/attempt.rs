@@ -217,7 +217,7 @@ impl<'a> InFlight<'a> {
         if let Some(slot) = &self.slot {
             slot.served(crate::time::now());
         }
-        self.state.health().record_answered(&a.target.provider);
+        self.state.health().record_answered(&a.target);
         // A whole answer says nothing of first tokens, gaps or generation speed.
         let streamed = !self.answered_whole;
         self.state.health().record_success(

@@ -122,11 +122,15 @@ fn backend_call<'a>(
     attempt: &'a Attempt,
     checkpoints: &'a [Checkpoint],
 ) -> Result<(&'a dyn Backend, Call<'a>)> {
-    let provider = &attempt.target.provider;
-    let backend = exec.backends.get(provider).ok_or_else(|| {
+    let target = &attempt.target;
+    let backend = exec.backends.for_target(target).ok_or_else(|| {
         Error::config(
             "backends",
-            format!("no backend is registered for provider {provider:?}"),
+            format!(
+                "no backend is registered for provider {:?} by {}",
+                target.provider.as_str(),
+                target.api
+            ),
         )
     })?;
     let model = exec.config.models.get(&*attempt.model).ok_or_else(|| {

@@ -206,7 +206,7 @@ impl<'a> Run<'a> {
         whole: bool,
     ) -> (std::time::Duration, u32) {
         let config = &self.exec.config;
-        let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
+        let prior = config.latency_prior(&attempt.model, attempt.tier, attempt.target.api);
         let input = self.estimate.0;
         let generation = self.generation(attempt, whole);
         let learned = &config.routing.timeouts.learned;
@@ -253,7 +253,7 @@ impl<'a> Run<'a> {
             .unwrap_or_else(|| {
                 let config = &self.exec.config;
                 config
-                    .latency_prior(&attempt.model, attempt.tier, &t.provider)
+                    .latency_prior(&attempt.model, attempt.tier, t.api)
                     .tokens_per_second
             });
         crate::types::units::clamped_secs(self.estimate.1 as f64 / speed)
@@ -263,10 +263,10 @@ impl<'a> Run<'a> {
     /// What `attempt`'s target is expected to take before it has shown enough of its own: what
     /// another process knew of it (the fleet's figures with `[shared]`, or this process's
     /// last run with `[local_state]`), counting as the observations they are of (at most
-    /// `min_samples`); else its model's prior at its tier and surface.
+    /// `min_samples`); else its model's prior at its tier and API.
     pub fn expected(&self, attempt: &Attempt) -> super::limits::Expected {
         let config = &self.exec.config;
-        let prior = config.latency_prior(&attempt.model, attempt.tier, &attempt.target.provider);
+        let prior = config.latency_prior(&attempt.model, attempt.tier, attempt.target.api);
         let t = &attempt.target;
         let min_samples = config.routing.timeouts.learned.min_samples.max(1);
         match self
@@ -571,9 +571,7 @@ impl<'a> Run<'a> {
         // How long an attempt is expected to hold a slot before any was measured.
         let prior_hold = full.first().map_or(std::time::Duration::ZERO, |(a, _)| {
             let config = &self.exec.config;
-            config
-                .latency_prior(&a.model, a.tier, &a.target.provider)
-                .ttft
+            config.latency_prior(&a.model, a.tier, a.target.api).ttft
         });
         let started = tokio::time::Instant::now();
         let in_line = self.exec.telemetry.queue_joined(self.request.slo.class);
@@ -1164,8 +1162,8 @@ impl<'a> Run<'a> {
             timings,
             decision: RouteDecision {
                 call_id,
-                // The surface that served (Converse or an OpenAI-compatible one, for Bedrock).
                 provider: attempt.target.provider.clone(),
+                api: attempt.target.api,
                 model: priced_id.to_string(),
                 family,
                 target: attempt.target.id().to_string(),

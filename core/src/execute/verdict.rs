@@ -41,7 +41,7 @@ pub(super) fn judge(state: &State, attempt: &Attempt, err: &Error) -> Verdict {
     let fact = err.fact();
     let region_refused = fact == Some(FailureFact::RegionRefusedCredentials);
     let fails_over =
-        kind.fails_over() || region_refused && state.health().answered(&attempt.target.provider);
+        kind.fails_over() || region_refused && state.health().answered(&attempt.target);
     let region = match kind {
         ErrorKind::Timeout
         | ErrorKind::Transport

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashSet};
 
 use crate::config::{Config, ModelConfig};
-use crate::types::{ProfileScope, Provider, Target};
+use crate::types::{Api, ProfileScope, Target};
 
 /// The models of one configuration: their names and candidate targets, shared. Looked up
 /// several times per call by a name the caller chose: foldhash (seeded per process) rather
@@ -97,32 +97,31 @@ pub(crate) fn candidates(name: &str, model: &ModelConfig, config: &Config) -> Ve
         target,
         scope: None,
     };
-    match model.provider() {
-        Provider::Bedrock => bedrock(name, model, config),
-        Provider::Sagemaker => model
+    match model {
+        ModelConfig::Bedrock(_) => bedrock(name, model, config),
+        ModelConfig::Sagemaker(_) => model
             .endpoints()
             .iter()
             .map(|e| unscoped(Target::sagemaker(e.region.as_str(), e.name.as_str())))
             .collect(),
-        other => {
+        ModelConfig::Other(own) => {
             let id: Arc<str> = Arc::from(model.model_id().unwrap_or(name));
             model
                 .regions()
                 .iter()
                 .map(|r| {
-                    unscoped(Target {
-                        provider: other.clone(),
-                        region: Arc::from(r.as_str()),
-                        id: Arc::clone(&id),
-                        profile: None,
-                    })
+                    unscoped(Target::own(
+                        own.provider.clone(),
+                        r.as_str(),
+                        Arc::clone(&id),
+                    ))
                 })
                 .collect()
         }
     }
 }
 
-/// A Bedrock model's candidates on each surface that serves it: Converse, bedrock-runtime's
+/// A Bedrock model's candidates by each API that serves it: Converse, bedrock-runtime's
 /// OpenAI-compatible APIs (the same ids), bedrock-mantle (its mantle id in each of its mantle
 /// regions, in the configuration's region order); the OpenAI-compatible ones first unless the
 /// model's `openai.first` says otherwise.
@@ -144,7 +143,7 @@ fn bedrock(model_id: &str, model: &ModelConfig, config: &Config) -> Vec<Candidat
             converse_ids(model_id, model, config)
         };
         compatible.extend(runtime.into_iter().map(|mut c| {
-            c.target.provider = Provider::BedrockOpenAi;
+            c.target.api = Api::OpenAiRuntime;
             c
         }));
     }

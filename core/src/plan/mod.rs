@@ -27,11 +27,11 @@ use serde::Serialize;
 
 pub use crate::types::{Attempt, CacheChange, Exclusion, OverflowCause, Reason, Target};
 pub use catalog::Catalog;
+pub use observe::{Fresh, Load, Observations, TargetView};
 pub use policy::{Draft, Planner, Policy};
 pub use variant::ChosenModel;
 
 use crate::config::{Config, ModelConfig};
-use crate::plan::observe::Observations;
 use crate::types::GenerateRequest;
 use crate::types::Provider;
 use crate::types::Result;
@@ -43,7 +43,7 @@ pub struct Plan {
     pub model: Arc<str>,
     /// The family the request named, if any.
     pub family: Option<Arc<str>>,
-    /// Who serves the chosen model (Bedrock, SageMaker, an OpenAI-compatible surface, ...).
+    /// Who serves the chosen model (Bedrock, SageMaker, a provider of your own).
     pub provider: Provider,
     /// Targets to try, best first; a failure that allows failover moves to the next.
     pub attempts: Vec<Attempt>,

@@ -613,12 +613,12 @@ impl Planner {
 /// Why a model has no target: the residency (or the configured regions) and where the model is
 /// served, in words a caller can act on.
 fn no_target(model: &str, request: &GenerateRequest, config: &Config) -> Error {
-    // Every surface that serves it refuses part of the request: name that part.
+    // Every API that serves it refuses part of the request: name that part.
     if let Some(m) = config.models.get(model) {
         let candidates = crate::plan::catalog::candidates(model, m, config);
         let refusals: Vec<_> = candidates
             .iter()
-            .map(|c| crate::plan::shape::surface_refuses(request, m, &c.target.provider))
+            .map(|c| m.refuses(request, c.target.api))
             .collect();
         if !refusals.is_empty()
             && refusals.iter().all(Option::is_some)

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, ModelConfig, ReasoningConfig};
 use crate::types::{
-    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Provider, Reason, Reasoning, Result,
-    Tool,
+    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Reason, Reasoning, Result, Tool,
 };
 
 /// Shapes every attempt of a plan whose model is `primary`. An error when the request asks
@@ -34,7 +33,7 @@ pub(crate) fn shape_attempts(
         keep_guarded(g, primary, attempts, reasons)?;
     }
     keep_carried(request, config, primary, attempts, reasons)?;
-    note_what_surfaces_lack(request, config, attempts, reasons);
+    note_what_apis_lack(request, config, attempts, reasons);
     if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none() {
         return Ok(());
     }
@@ -107,9 +106,9 @@ pub(crate) fn shape_attempts(
                 shape.model_fields =
                     model_fields_go(request, &attempt, attempt.model == *primary, reasons);
                 // Reasoning goes back only to the API that made it: a Responses reasoning
-                // item (it has an id) to Bedrock's OpenAI-compatible surfaces, Converse's
+                // item (it has an id) to Bedrock's OpenAI-compatible APIs, Converse's
                 // blocks to Converse.
-                if shape.reasoning_history && !history_fits_surface(request, &attempt) {
+                if shape.reasoning_history && !history_fits_api(request, &attempt) {
                     shape.reasoning_history = false;
                     let said = reasons.iter().any(|r| {
                         matches!(r, Reason::ReasoningHistoryDropped { model } if *model == attempt.model)
@@ -134,8 +133,8 @@ pub(crate) fn shape_attempts(
     Ok(())
 }
 
-/// Leaves out the attempts where the guardrail cannot be applied: other providers than
-/// Bedrock, and regions other than the one its ARN names (a guardrail is regional). An error
+/// Leaves out the attempts where the guardrail cannot be applied: APIs other than Converse,
+/// and regions other than the one its ARN names (a guardrail is regional). An error
 /// when none is left.
 fn keep_guarded(
     g: &crate::types::Guardrail,
@@ -145,8 +144,8 @@ fn keep_guarded(
 ) -> Result<()> {
     let before = attempts.len();
     attempts.retain(|a| {
-        let ok = a.target.provider == crate::types::Provider::Bedrock
-            && g.region().is_none_or(|r| r == a.target.region());
+        let ok =
+            a.target.api.applies_guardrails() && g.region().is_none_or(|r| r == a.target.region());
         if !ok {
             reasons.push(Reason::TargetExcluded {
                 target: a.target.id.clone(),
@@ -168,33 +167,7 @@ fn keep_guarded(
     Ok(())
 }
 
-/// What of `request` the surface `provider` of `model` cannot carry, and why: Bedrock's
-/// OpenAI-compatible APIs take no documents, audio, video, S3 images or media in tool
-/// results, and no stop sequences where only Responses serves. `None` for every other
-/// surface. The plan leaves such targets out (`Exclusion::NotCarried`).
-pub(crate) fn surface_refuses(
-    request: &GenerateRequest,
-    model: &ModelConfig,
-    provider: &Provider,
-) -> Option<(String, String)> {
-    let apis = match (provider, model.openai()) {
-        (Provider::BedrockOpenAi, Some(o)) => o.runtime.as_slice(),
-        (Provider::BedrockMantle, Some(o)) => o.mantle.as_ref().map_or(&[][..], |m| &m.apis),
-        _ => return None,
-    };
-    uncarried_content(request).or_else(|| {
-        (!request.inference.stop_sequences.is_empty()
-            && !apis.contains(&crate::config::OpenAiApi::ChatCompletions))
-        .then(|| {
-            (
-                "inference.stop_sequences".to_string(),
-                format!("{provider} serves the model only by the Responses API, which has no stop sequences"),
-            )
-        })
-    })
-}
-
-/// Leaves out the attempts (a policy's own included) on surfaces that cannot carry the
+/// Leaves out the attempts (a policy's own included) by APIs that cannot carry the
 /// request; an error naming the part when none is left.
 fn keep_carried(
     request: &GenerateRequest,
@@ -209,7 +182,7 @@ fn keep_carried(
         let why = config
             .models
             .get(&*a.model)
-            .and_then(|m| surface_refuses(request, m, &a.target.provider));
+            .and_then(|m| m.refuses(request, a.target.api));
         match why {
             Some(why) => {
                 reasons.push(Reason::TargetExcluded {
@@ -232,53 +205,19 @@ fn keep_carried(
     }
 }
 
-/// The first part of the request Bedrock's OpenAI-compatible APIs cannot carry, and why.
-fn uncarried_content(request: &GenerateRequest) -> Option<(String, String)> {
-    use crate::types::{ContentBlock as B, MediaSource, ToolResultContent as R};
-    for (i, m) in request.messages.iter().enumerate() {
-        for (j, b) in m.content.iter().enumerate() {
-            let what = match b {
-                B::Document(_) => Some("a document"),
-                B::Audio(_) => Some("audio"),
-                B::Video(_) => Some("video"),
-                B::SearchResult(_) => Some("a search result"),
-                B::GuardContent(_) => Some("guard content"),
-                B::ToolAddition(_) | B::ToolRemoval(_) => Some("a tool addition or removal"),
-                B::Image(img) if matches!(img.source, MediaSource::S3 { .. }) => {
-                    Some("an image in S3")
-                }
-                B::ToolResult(r) => r
-                    .content
-                    .iter()
-                    .find(|c| !matches!(c, R::Text(_) | R::Json(_)))
-                    .map(|_| "media in a tool result"),
-                _ => None,
-            };
-            if let Some(what) = what {
-                return Some((
-                    format!("messages[{i}].content[{j}]"),
-                    format!("{what} cannot be sent to Bedrock's OpenAI-compatible APIs"),
-                ));
-            }
-        }
-    }
-    None
-}
-
-/// Says which of the request's fields the attempts on Bedrock's OpenAI-compatible surfaces go
+/// Says which of the request's fields the attempts on Bedrock's OpenAI-compatible APIs go
 /// without, and which models' broken streams cannot be continued (nothing is dropped
 /// silently).
-fn note_what_surfaces_lack(
+fn note_what_apis_lack(
     request: &GenerateRequest,
     config: &Config,
     attempts: &[Attempt],
     reasons: &mut Vec<Reason>,
 ) {
-    // Only a plan with an attempt on such a surface looks for the request's checkpoints.
+    // Only a plan with an attempt by such an API looks for the request's checkpoints.
     let mut has_checkpoints = None;
     for a in attempts {
-        let surface = &a.target.provider;
-        if matches!(surface, Provider::BedrockOpenAi | Provider::BedrockMantle) {
+        if a.target.api.is_openai_compatible() {
             let has_checkpoints =
                 *has_checkpoints.get_or_insert_with(|| !request.pinned_cache_points().is_empty());
             let lacking = [
@@ -288,13 +227,13 @@ fn note_what_surfaces_lack(
             ];
             for (field, set) in lacking {
                 let said = reasons.iter().any(|r| {
-                    matches!(r, Reason::NotSentTo { model, surface: s, field: f }
-                        if *model == a.model && s == surface && *f == field)
+                    matches!(r, Reason::NotSentTo { model, api, field: f }
+                        if *model == a.model && *api == a.target.api && *f == field)
                 });
                 if set && !said {
                     reasons.push(Reason::NotSentTo {
                         model: Arc::clone(&a.model),
-                        surface: surface.clone(),
+                        api: a.target.api,
                         field,
                     });
                 }
@@ -364,8 +303,7 @@ fn model_fields_go(
     let Some(fields) = &request.model_fields else {
         return false;
     };
-    // Only Bedrock's Converse has native fields to carry them.
-    let goes = attempt.target.provider == crate::types::Provider::Bedrock
+    let goes = attempt.target.api.takes_model_fields()
         && match &fields.model {
             None => is_primary,
             Some(written_for) => names_model(written_for, &attempt.model, attempt.target.id()),
@@ -387,7 +325,7 @@ fn model_fields_go(
 
 /// Whether the conversation's reasoning was made by the API `attempt` goes by: Responses
 /// reasoning items carry their id, Converse's blocks none.
-fn history_fits_surface(request: &GenerateRequest, attempt: &Attempt) -> bool {
+fn history_fits_api(request: &GenerateRequest, attempt: &Attempt) -> bool {
     let from_responses = request.messages.iter().flat_map(|m| &m.content).any(|b| {
         matches!(
             b,
@@ -395,11 +333,7 @@ fn history_fits_surface(request: &GenerateRequest, attempt: &Attempt) -> bool {
                 if t.id.is_some()
         )
     });
-    let openai_surface = matches!(
-        attempt.target.provider,
-        Provider::BedrockOpenAi | Provider::BedrockMantle
-    );
-    from_responses == openai_surface
+    from_responses == attempt.target.api.is_openai_compatible()
 }
 
 /// Whether `id` (a configured name, a model id or an inference-profile id) names `model`.

@@ -53,7 +53,7 @@ pub(crate) fn enumerate(
                     c.scope.as_ref(),
                     pinned,
                     // Mantle serves bare ids only, and needs none.
-                    t.provider.serves_profiles() && model.requires_profile_in(t.region()),
+                    t.api.serves_profiles() && model.requires_profile_in(t.region()),
                 )
             })
             .or_else(|| {
@@ -63,10 +63,7 @@ pub(crate) fn enumerate(
                     .filter(|r| !config.keeps_within(t, r))
                     .map(|_| Exclusion::Residency)
             })
-            .or_else(|| {
-                crate::plan::shape::surface_refuses(request, model, &t.provider)
-                    .map(|_| Exclusion::NotCarried)
-            });
+            .or_else(|| model.refuses(request, t.api).map(|_| Exclusion::NotCarried));
         if let Some(why) = excluded {
             exclude(reasons, t, why);
             continue;
@@ -116,7 +113,7 @@ pub(crate) fn enumerate(
         let metric = match objective {
             Objective::Latency => view
                 .ttft
-                .unwrap_or_else(|| config.routing.priors.of(model, tier, &t.provider).ttft)
+                .unwrap_or_else(|| config.routing.priors.of(model, tier, t.api).ttft)
                 .as_secs_f64(),
             // The tier is the same for every target of the model: only the scope's share of the
             // price tells them apart.
@@ -260,11 +257,7 @@ pub(crate) fn prefer_cached(
         return;
     };
     let view = obs.target(region, id, tier);
-    let prior = config
-        .routing
-        .priors
-        .of(model, tier, &ordered[pos].provider)
-        .ttft;
+    let prior = config.routing.priors.of(model, tier, ordered[pos].api).ttft;
     let too_slow = Objective::of(request) == Objective::Latency
         && request
             .slo

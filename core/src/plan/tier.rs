@@ -85,7 +85,7 @@ pub(crate) fn escalate_for_deadline(
     let prior = config
         .routing
         .priors
-        .of(model, first.tier, &first.target.provider);
+        .of(model, first.tier, first.target.api);
     let (_, output) = estimated_tokens(request, config);
     let tokens_per_second = view
         .tokens_per_second

@@ -9,7 +9,7 @@ use super::{
     Mutex, Observed, ServiceTier, known, locked, outlier, shared,
 };
 use crate::config::Config;
-use crate::types::Provider;
+use crate::types::{Api, Provider, Target};
 
 /// Target health: each target's breaker and latency track (one lock per target), the
 /// region-level outlier detection beside them, what other processes knew of the targets, and
@@ -21,8 +21,8 @@ pub struct Health {
     pub(super) outliers: outlier::Outliers,
     /// Targets' latency as other processes knew it (the fleet, or this process's last run).
     pub(super) known: known::Known,
-    /// The providers that have answered this router: its credentials are good there.
-    answered_by: RwLock<Vec<Provider>>,
+    /// The providers' APIs that have answered this router: its credentials are good there.
+    answered_by: RwLock<Vec<(Provider, Api)>>,
     /// Whether any target has refused to stream: until one has, asking costs no lock (every
     /// attempt asks).
     any_refuses_streaming: std::sync::atomic::AtomicBool,
@@ -294,23 +294,30 @@ impl Health {
         }
     }
 
-    /// A target of `provider` answered: the router's credentials are good with that provider.
-    pub fn record_answered(&self, provider: &Provider) {
-        if self.answered(provider) {
+    /// `target` answered: the router's credentials are good with its provider's API (each
+    /// API authenticates its own way: SigV4 for Converse, a Bedrock API key may serve the
+    /// OpenAI-compatible ones).
+    pub fn record_answered(&self, target: &Target) {
+        if self.answered(target) {
             return;
         }
         let mut answered = self.answered_by.write().unwrap_or_else(|p| p.into_inner());
-        if !answered.contains(provider) {
-            answered.push(provider.clone());
+        if !answered
+            .iter()
+            .any(|(p, a)| *p == target.provider && *a == target.api)
+        {
+            answered.push((target.provider.clone(), target.api));
         }
     }
 
-    /// Whether any target of `provider` has answered this router: a refusal of its
-    /// credentials by one target is then that target's (a region not enabled for the
+    /// Whether any target of `target`'s provider and API has answered this router: a refusal
+    /// of its credentials by one target is then that target's (a region not enabled for the
     /// account), not the credentials'.
-    pub fn answered(&self, provider: &Provider) -> bool {
+    pub fn answered(&self, target: &Target) -> bool {
         let answered = self.answered_by.read().unwrap_or_else(|p| p.into_inner());
-        answered.contains(provider)
+        answered
+            .iter()
+            .any(|(p, a)| *p == target.provider && *a == target.api)
     }
 
     /// An attempt ended without a verdict on the target (cancelled): a probe slot is freed.

@@ -136,6 +136,59 @@ impl ErrorDetails {
             .collect()
     }
 
+    /// The bindings' class for errors of `kind`: the kind in CamelCase, ending in `Error`
+    /// (`throttled`: `ThrottledError`, `model_error`: `ModelError`), but for the two whose
+    /// bare names would say less: `timeout` is `TargetTimeoutError`, `internal`
+    /// `ServiceInternalError`.
+    ///
+    /// ```
+    /// use laneway::surface::ErrorDetails;
+    /// assert_eq!(ErrorDetails::class_name("all_targets_failed"), "AllTargetsFailedError");
+    /// assert_eq!(ErrorDetails::class_name("timeout"), "TargetTimeoutError");
+    /// ```
+    pub fn class_name(kind: &str) -> String {
+        match kind {
+            "timeout" => "TargetTimeoutError".into(),
+            "internal" => "ServiceInternalError".into(),
+            _ => {
+                let camel: String = kind
+                    .split('_')
+                    .map(|w| {
+                        let mut c = w.chars();
+                        c.next()
+                            .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                if camel.ends_with("Error") {
+                    camel
+                } else {
+                    camel + "Error"
+                }
+            }
+        }
+    }
+
+    /// What an error of `kind` means: the first sentence of its [`ErrorKind`]'s doc.
+    pub fn kind_doc(kind: &str) -> String {
+        if kind == LANEWAY_INTERNAL {
+            return "A bug inside Laneway (a panic, or a value it could not convert).".into();
+        }
+        let schema = schemars::schema_for!(ErrorKind).to_value();
+        let doc = schema["oneOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["const"] == kind || v["enum"][0] == kind)
+            .and_then(|v| v["description"].as_str())
+            .unwrap_or_default()
+            .replace('\n', " ");
+        match doc.find(". ") {
+            Some(end) => doc[..=end].to_string(),
+            None => doc,
+        }
+    }
+
     /// A bare error of `kind` (one of [`kinds`](Self::kinds); another name gives
     /// `laneway_internal`), for a binding's test of its error classes.
     pub fn of_kind(kind: &str) -> Self {

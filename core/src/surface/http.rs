@@ -748,6 +748,7 @@ mod tests {
             region: "us-east-1".into(),
             model: "m".into(),
             provider: crate::types::Provider::Bedrock,
+            api: crate::types::Api::Converse,
             tier: None,
             kind,
             code: code.into(),

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::ErrorDetails;
 use super::flat::Casing;
 use crate::types::{
-    HedgeReport, InterTokenSummary, Provider, RouteDecision, ServiceTier, Timings, Usage,
+    Api, HedgeReport, InterTokenSummary, Provider, RouteDecision, ServiceTier, Timings, Usage,
 };
 
 /// The surface's names: `request_options` (`snake`, `camel`), `error_kinds`, the keys of
@@ -31,6 +31,10 @@ pub fn names() -> Value {
     json!({
         "request_options": { "snake": options(Casing::Snake), "camel": options(Casing::Camel) },
         "error_kinds": ErrorDetails::kinds(),
+        "error_classes": ErrorDetails::kinds()
+            .into_iter()
+            .map(|kind| (kind.to_string(), Value::from(ErrorDetails::class_name(kind))))
+            .collect::<Map<_, _>>(),
         "usage": keys(&sample_usage()),
         "timings": keys(&sample_timings()),
         "decision": keys(&sample_decision()),
@@ -62,6 +66,133 @@ fn flatten(prefix: &str, map: &Map<String, Value>, out: &mut Vec<String>) {
             _ => out.push(name),
         }
     }
+}
+
+/// The bindings' data types as data, derived from the core's types' JSON schemas (their
+/// `///` docs included): for `usage`, `timings` and `decision`, the type's doc and its fields,
+/// a nested object's flattened as in [`names`] (`inter_token_p50_ms` at path
+/// `["inter_token", "p50_ms"]`), each with its JSON type (`integer`, `number`, `boolean`,
+/// `string`, `object`, `objects`, or an enum's name), whether it may be null, whether it is
+/// always present, and its doc; `enums`, each enum's values; `error_classes`, each error kind
+/// with its class name and doc. `laneway-codegen` writes the Python dataclasses and the
+/// TypeScript declarations from this, and checks them in the test command.
+///
+/// ```
+/// let v = laneway::surface::schema::views();
+/// let timings = v["timings"]["fields"].as_array().unwrap();
+/// let p50 = timings.iter().find(|f| f["name"] == "inter_token_p50_ms").unwrap();
+/// assert_eq!(p50["path"], serde_json::json!(["inter_token", "p50_ms"]));
+/// assert_eq!(p50["type"], "number");
+/// assert_eq!(p50["nullable"], true);
+/// assert!(v["enums"]["ServiceTier"].as_array().unwrap().contains(&"flex".into()));
+/// ```
+pub fn views() -> Value {
+    let mut enums = Map::new();
+    let mut view = |schema: schemars::Schema| {
+        let root = schema.to_value();
+        let mut fields = Vec::new();
+        view_fields(&root, &root, &[], false, &mut fields, &mut enums);
+        json!({ "doc": root.get("description").cloned().unwrap_or(Value::Null), "fields": fields })
+    };
+    let usage = view(schemars::schema_for!(Usage));
+    let timings = view(schemars::schema_for!(Timings));
+    let decision = view(schemars::schema_for!(RouteDecision));
+    json!({
+        "usage": usage,
+        "timings": timings,
+        "decision": decision,
+        "enums": enums,
+        "error_classes": ErrorDetails::kinds()
+            .into_iter()
+            .map(|kind| json!({ "kind": kind, "class": ErrorDetails::class_name(kind), "doc": ErrorDetails::kind_doc(kind) }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// The fields of the object schema `node` (under `root`'s `$defs`) at `path`, nested objects'
+/// flattened into their parent's.
+fn view_fields(
+    root: &Value,
+    node: &Value,
+    path: &[&str],
+    nullable: bool,
+    out: &mut Vec<Value>,
+    enums: &mut Map<String, Value>,
+) {
+    let required: Vec<&str> = node["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = node["properties"].as_object() else {
+        return;
+    };
+    for (key, prop) in properties {
+        let mut at = path.to_vec();
+        at.push(key);
+        let (target, defined_as, null) = unwrap_nullable(root, prop);
+        let nullable = nullable || null;
+        if target["type"] == "object" && target.get("properties").is_some() {
+            view_fields(root, &target, &at, nullable, out, enums);
+            continue;
+        }
+        let kind = match (&target["type"], defined_as) {
+            (_, Some(name)) if enum_values(&target).is_some() => {
+                enums.insert(
+                    name.clone(),
+                    enum_values(&target).unwrap_or_default().into(),
+                );
+                name
+            }
+            (Value::String(t), _) if t == "array" => "objects".to_string(),
+            (Value::String(t), _) => t.clone(),
+            _ => "object".to_string(),
+        };
+        out.push(json!({
+            "name": at.join("_"),
+            "path": at,
+            "type": kind,
+            "nullable": nullable,
+            "required": path.is_empty() && required.contains(&key.as_str()) && !nullable,
+            "doc": prop.get("description").or(target.get("description")).cloned().unwrap_or(Value::Null),
+        }));
+    }
+}
+
+/// The schema a property stands for (its `$ref` resolved, `null` taken out of its type), the
+/// name of the definition it refers to, and whether it may be null.
+fn unwrap_nullable(root: &Value, prop: &Value) -> (Value, Option<String>, bool) {
+    let resolve = |v: &Value| -> (Value, Option<String>) {
+        match v["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
+            Some(name) => (root["$defs"][name].clone(), Some(name.to_string())),
+            None => (v.clone(), None),
+        }
+    };
+    if let Some(options) = prop["anyOf"].as_array() {
+        let null = options.iter().any(|o| o["type"] == "null");
+        if let Some(one) = options.iter().find(|o| o["type"] != "null") {
+            let (schema, name) = resolve(one);
+            return (schema, name, null);
+        }
+    }
+    if let Some(types) = prop["type"].as_array() {
+        let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+        if let [only] = kept.as_slice() {
+            let mut one = prop.clone();
+            one["type"] = (*only).clone();
+            return (one, None, kept.len() < types.len());
+        }
+    }
+    let (schema, name) = resolve(prop);
+    (schema, name, false)
+}
+
+/// The values of a string enum's schema (`enum`, or `oneOf` of `const`s).
+fn enum_values(schema: &Value) -> Option<Vec<Value>> {
+    if let Some(values) = schema["enum"].as_array() {
+        return Some(values.clone());
+    }
+    let options = schema["oneOf"].as_array()?;
+    options.iter().map(|o| o.get("const").cloned()).collect()
 }
 
 // Every field set, written without `..Default::default()`: a field added to these types does
@@ -100,6 +231,7 @@ fn sample_decision() -> RouteDecision {
     RouteDecision {
         call_id: "c".into(),
         provider: Provider::Bedrock,
+        api: Api::Converse,
         model: "m".into(),
         family: Some("f".into()),
         target: "t".into(),

@@ -5,7 +5,17 @@ use std::fmt;
 
 /// What kind of failure an [`Error`] is. Stable: bindings map it to exception classes and codes.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
@@ -429,8 +439,10 @@ pub struct FailedAttempt {
     pub region: String,
     /// The configured model the attempt was for.
     pub model: String,
-    /// Who served the target: one of Bedrock's surfaces, SageMaker or a provider of your own.
+    /// Who serves the target: Bedrock, SageMaker or a provider of your own.
     pub provider: super::target::Provider,
+    /// Which of the provider's APIs it was called by.
+    pub api: super::target::Api,
     /// The service tier asked for (Bedrock), if any.
     pub tier: Option<super::ServiceTier>,
     /// What kind of failure it was.
@@ -618,6 +630,7 @@ impl Error {
             region: attempt.target.region().into(),
             model: attempt.model.to_string(),
             provider: attempt.target.provider.clone(),
+            api: attempt.target.api,
             tier: attempt.tier,
             kind: self.kind(),
             code,

@@ -405,14 +405,14 @@ pub enum Reason {
         /// The model the fields name (or "the request's model", when they name none).
         written_for: String,
     },
-    /// A field of the request has no spelling on this surface of the model (Bedrock's
+    /// A field of the request has no spelling in this API of the model (Bedrock's
     /// OpenAI-compatible APIs carry no request metadata, latency-optimized inference or
     /// cache checkpoints): its attempts there go without it.
     NotSentTo {
         /// The model, by its configured name.
         model: Arc<str>,
-        /// The surface that lacks it (`bedrock-openai` or `bedrock-mantle`).
-        surface: super::target::Provider,
+        /// The API that lacks it (`openai-runtime` or `openai-mantle`).
+        api: super::target::Api,
         /// What goes unsent: `metadata`, `latency_optimized` or `cache checkpoints`.
         field: &'static str,
     },
@@ -539,7 +539,7 @@ pub enum Exclusion {
     /// The request's guardrail cannot be applied there: not a Bedrock target, or a region
     /// other than the one its ARN names.
     NoGuardrail,
-    /// The request has what this surface of the model cannot carry (a document, audio or
+    /// The request has what this API of the model cannot carry (a document, audio or
     /// video on Bedrock's OpenAI-compatible APIs; stop sequences where only Responses serves).
     NotCarried,
 }
@@ -649,7 +649,7 @@ impl fmt::Display for Reason {
                     Exclusion::AttemptLimit => "beyond routing.max_attempts",
                     Exclusion::NoStructuredOutput => "the model takes no structured output",
                     Exclusion::NoGuardrail => "the request's guardrail cannot be applied there",
-                    Exclusion::NotCarried => "the surface cannot carry part of the request",
+                    Exclusion::NotCarried => "the API cannot carry part of the request",
                 };
                 write!(f, "{target} in {region} excluded: {why}")
             }
@@ -821,14 +821,10 @@ impl fmt::Display for Reason {
                     "model fields written for {written_for} not sent to {model}"
                 )
             }
-            Reason::NotSentTo {
-                model,
-                surface,
-                field,
-            } => {
+            Reason::NotSentTo { model, api, field } => {
                 write!(
                     f,
-                    "{field} not sent to {model} on {surface}: that surface has no such field"
+                    "{field} not sent to {model} by {api}: that API has no such field"
                 )
             }
             Reason::FieldNotHonoured { field, why } => write!(f, "{field} not honoured: {why}"),

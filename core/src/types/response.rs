@@ -8,7 +8,7 @@ use super::ServiceTier;
 use super::error::FailedAttempt;
 use super::reason::Reason;
 use super::reasoning::{ReasoningBlock, ReasoningDelta};
-use super::target::Provider;
+use super::target::{Api, Provider};
 
 /// The answer to [`Router::generate`](crate::Router::generate), and the last event of a stream.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,6 +55,7 @@ impl GenerateResponse {
             decision: RouteDecision {
                 call_id: "lw1:x".into(),
                 provider: crate::types::Provider::Bedrock,
+                api: crate::types::Api::Converse,
                 model: "m".into(),
                 family: None,
                 target: "m".into(),
@@ -280,7 +281,9 @@ impl StopReason {
 }
 
 /// Tokens of one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     /// Input tokens processed anew (neither read from nor written to the cache).
     pub input_tokens: u32,
@@ -312,42 +315,50 @@ impl Usage {
 
 /// How long the call took, as the caller saw it. Serialized in milliseconds (`ttft_ms`,
 /// `total_ms`, ...), as every duration of the bindings' schema.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Timings {
     /// Time to first token of any kind (reasoning or answer); measured on streams only (a
     /// whole answer arrives at once).
     #[serde(rename = "ttft_ms", with = "super::units::serde_opt_millis")]
+    #[schemars(with = "Option<f64>")]
     pub ttft: Option<Duration>,
     /// Time to the first reasoning token, for a call that reasoned (streams only).
     #[serde(rename = "ttft_reasoning_ms", with = "super::units::serde_opt_millis")]
+    #[schemars(with = "Option<f64>")]
     pub ttft_reasoning: Option<Duration>,
     /// Time to the first token of the answer itself (text or a tool call), after any
     /// reasoning (streams only).
     #[serde(rename = "ttft_answer_ms", with = "super::units::serde_opt_millis")]
+    #[schemars(with = "Option<f64>")]
     pub ttft_answer: Option<Duration>,
     /// Gaps between content deltas; measured on streams with two or more deltas.
     pub inter_token: Option<InterTokenSummary>,
     /// From the call to the last byte, failovers included.
     #[serde(rename = "total_ms", with = "super::units::serde_millis")]
+    #[schemars(with = "f64")]
     pub total: Duration,
     /// Output tokens per second from the first token to the last (streams only).
     pub output_tokens_per_second: Option<f64>,
 }
 
 /// Inter-token latency of one stream.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct InterTokenSummary {
     /// The mean gap between content deltas (`mean_ms`).
     #[serde(rename = "mean_ms", with = "super::units::serde_millis")]
+    #[schemars(with = "f64")]
     pub mean: Duration,
     /// The median gap (`p50_ms`).
     #[serde(rename = "p50_ms", with = "super::units::serde_millis")]
+    #[schemars(with = "f64")]
     pub p50: Duration,
     /// The 90th-percentile gap (`p90_ms`).
     #[serde(rename = "p90_ms", with = "super::units::serde_millis")]
+    #[schemars(with = "f64")]
     pub p90: Duration,
     /// The longest gap (`max_ms`).
     #[serde(rename = "max_ms", with = "super::units::serde_millis")]
+    #[schemars(with = "f64")]
     pub max: Duration,
 }
 
@@ -370,14 +381,18 @@ impl InterTokenSummary {
 }
 
 /// Which target served a call, at which tier, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RouteDecision {
     /// This call's id, unique; pass it to `Router::feedback` to say whether the answer was
     /// good. It carries the family, the model that served and the prompt's difficulty band,
     /// so feedback works from another process or after a restart.
     pub call_id: String,
-    /// Who served it: one of Bedrock's surfaces, SageMaker or a provider of your own.
+    /// Who served it: `bedrock`, `sagemaker` or your own provider's name.
+    #[schemars(with = "String")]
     pub provider: Provider,
+    /// Which of the provider's APIs served it: Converse or one of Bedrock's OpenAI-compatible
+    /// APIs, SageMaker's InvokeEndpoint, or your own provider's.
+    pub api: Api,
     /// The configured model (the variant, for a family).
     pub model: String,
     /// The family, when the request named one.
@@ -396,12 +411,15 @@ pub struct RouteDecision {
     /// (`trace.promptRouter.invokedModelId`).
     pub invoked_model: Option<String>,
     /// Each choice and the alternatives rejected, in the order the plan made them.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     pub reasons: Vec<Reason>,
     /// Attempts that failed before this one succeeded.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     pub failed_attempts: Vec<FailedAttempt>,
     /// Requests sent for this call: 1, plus retries, failovers and hedges.
     pub attempts_sent: u32,
     /// Whether a hedge was sent, and who won.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub hedge: Option<HedgeReport>,
 }
 

@@ -1,5 +1,5 @@
-//! Where an attempt goes ([`Target`]) and how ([`Attempt`]), and who serves it
-//! ([`Provider`], [`ProfileScope`]).
+//! Where an attempt goes ([`Target`]) and how ([`Attempt`]), who serves it ([`Provider`]),
+//! by which of its APIs ([`Api`]) and profiles ([`ProfileScope`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,32 +14,39 @@ use super::geography::ProfileScope;
 /// [`RouterBuilder::backend`](crate::RouterBuilder::backend).
 ///
 /// In configuration it is the provider's name: `provider = "bedrock"`, `"sagemaker"`, or any
-/// other name for your own. A Bedrock model is served on up to three surfaces, each a provider
-/// of its targets: Converse on bedrock-runtime ([`Bedrock`](Provider::Bedrock)), the
-/// OpenAI-compatible APIs on bedrock-runtime's `/openai/v1`
-/// ([`BedrockOpenAi`](Provider::BedrockOpenAi)) and on bedrock-mantle
-/// ([`BedrockMantle`](Provider::BedrockMantle)); its configuration says which (`openai`).
+/// other name for your own. A provider serves its models by one or more [`Api`]s: Bedrock by
+/// Converse and by the OpenAI-compatible APIs of bedrock-runtime and bedrock-mantle; a
+/// target names both ([`Target::provider`], [`Target::api`]).
 ///
 /// ```
 /// use laneway::Provider;
 /// assert_eq!(Provider::named("bedrock"), Provider::Bedrock);
 /// assert_eq!(Provider::named("echo").as_str(), "echo");
 /// assert_eq!(Provider::Sagemaker.system(), "aws.sagemaker");
-/// assert!(Provider::BedrockMantle.is_bedrock());
-/// assert_eq!(Provider::BedrockMantle.system(), "aws.bedrock");
+/// assert_eq!(Provider::Bedrock.system(), "aws.bedrock");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Provider {
-    /// Amazon Bedrock Runtime (Converse, ConverseStream).
+    /// Amazon Bedrock (bedrock-runtime and bedrock-mantle).
     Bedrock,
-    /// Bedrock Runtime's OpenAI-compatible APIs (`/openai/v1`: Responses, Chat Completions),
-    /// which share the runtime's quotas with Converse.
+    /// Bedrock Runtime's OpenAI-compatible APIs: now [`Provider::Bedrock`] with
+    /// [`Api::OpenAiRuntime`]. Laneway no longer makes this value; registering a backend for
+    /// it registers one for that API.
+    #[deprecated(
+        since = "0.9.0",
+        note = "a provider and its APIs are named apart: Provider::Bedrock with Api::OpenAiRuntime"
+    )]
     BedrockOpenAi,
-    /// The bedrock-mantle endpoint's OpenAI-compatible APIs (Responses, Chat Completions),
-    /// with a quota pool of its own (input and output tokens per minute apart).
+    /// The bedrock-mantle endpoint: now [`Provider::Bedrock`] with [`Api::OpenAiMantle`].
+    /// Laneway no longer makes this value; registering a backend for it registers one for that
+    /// API.
+    #[deprecated(
+        since = "0.9.0",
+        note = "a provider and its APIs are named apart: Provider::Bedrock with Api::OpenAiMantle"
+    )]
     BedrockMantle,
-    /// Amazon SageMaker real-time endpoints (InvokeEndpoint, InvokeEndpointWithResponseStream).
+    /// Amazon SageMaker real-time endpoints.
     Sagemaker,
     /// A provider of your own, by name.
     Other(Arc<str>),
@@ -50,8 +57,6 @@ impl Provider {
     pub fn named(name: &str) -> Self {
         match name {
             "bedrock" => Provider::Bedrock,
-            "bedrock-openai" => Provider::BedrockOpenAi,
-            "bedrock-mantle" => Provider::BedrockMantle,
             "sagemaker" => Provider::Sagemaker,
             other => Provider::Other(other.into()),
         }
@@ -59,6 +64,7 @@ impl Provider {
 
     /// Its name, as in configuration.
     pub fn as_str(&self) -> &str {
+        #[allow(deprecated)]
         match self {
             Provider::Bedrock => "bedrock",
             Provider::BedrockOpenAi => "bedrock-openai",
@@ -68,27 +74,53 @@ impl Provider {
         }
     }
 
-    /// Whether it is one of Bedrock's surfaces (Converse or an OpenAI-compatible one).
+    /// Whether it is Bedrock.
+    #[deprecated(since = "0.9.0", note = "compare with Provider::Bedrock")]
     pub fn is_bedrock(&self) -> bool {
-        matches!(
-            self,
-            Provider::Bedrock | Provider::BedrockOpenAi | Provider::BedrockMantle
-        )
+        self.system() == "aws.bedrock"
     }
 
-    /// Whether it is called through cross-region inference profiles where its model needs
-    /// one: Bedrock's Converse and OpenAI-compatible runtime are; Mantle serves bare ids only.
+    /// Whether it is called through cross-region inference profiles where its model needs one.
+    #[deprecated(
+        since = "0.9.0",
+        note = "a capability of the API: Api::serves_profiles"
+    )]
     pub fn serves_profiles(&self) -> bool {
-        !matches!(self, Provider::BedrockMantle)
+        self.default_api().serves_profiles()
     }
 
     /// Its name in telemetry (`gen_ai.provider.name` of the OpenTelemetry GenAI conventions):
     /// `aws.bedrock`, `aws.sagemaker`, else its own name.
     pub fn system(&self) -> &str {
+        #[allow(deprecated)]
         match self {
             Provider::Bedrock | Provider::BedrockOpenAi | Provider::BedrockMantle => "aws.bedrock",
             Provider::Sagemaker => "aws.sagemaker",
             Provider::Other(name) => name,
+        }
+    }
+
+    /// The provider and API a backend registered for this provider serves: Bedrock's is
+    /// Converse, SageMaker's InvokeEndpoint, your own provider's its own; the deprecated
+    /// names stand for Bedrock's OpenAI-compatible APIs.
+    pub(crate) fn registered_as(&self) -> (Provider, Api) {
+        #[allow(deprecated)]
+        match self {
+            Provider::BedrockOpenAi => (Provider::Bedrock, Api::OpenAiRuntime),
+            Provider::BedrockMantle => (Provider::Bedrock, Api::OpenAiMantle),
+            other => (other.clone(), other.default_api()),
+        }
+    }
+
+    /// The API its models are called by unless their configuration says another.
+    fn default_api(&self) -> Api {
+        #[allow(deprecated)]
+        match self {
+            Provider::Bedrock => Api::Converse,
+            Provider::BedrockOpenAi => Api::OpenAiRuntime,
+            Provider::BedrockMantle => Api::OpenAiMantle,
+            Provider::Sagemaker => Api::InvokeEndpoint,
+            Provider::Other(_) => Api::Own,
         }
     }
 }
@@ -114,6 +146,81 @@ impl<'de> Deserialize<'de> for Provider {
             ));
         }
         Ok(Provider::named(&name))
+    }
+}
+
+/// The API a target is called by: one of its [`Provider`]'s. A backend serves one API of one
+/// provider; what an API can carry (profiles, guardrails, stop sequences) is asked of it, or of
+/// the model's configuration, never of a provider's name.
+///
+/// ```
+/// use laneway::Api;
+/// assert_eq!(Api::OpenAiMantle.as_str(), "openai-mantle");
+/// assert!(!Api::OpenAiMantle.serves_profiles());
+/// assert!(Api::OpenAiRuntime.is_openai_compatible());
+/// assert_eq!(serde_json::to_value(Api::OpenAiRuntime).unwrap(), "openai-runtime");
+/// ```
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Api {
+    /// Bedrock Runtime's Converse and ConverseStream.
+    Converse,
+    /// Bedrock Runtime's OpenAI-compatible APIs (`/openai/v1`: Responses, Chat Completions),
+    /// which share the runtime's quotas with Converse.
+    #[serde(rename = "openai-runtime")]
+    OpenAiRuntime,
+    /// The bedrock-mantle endpoint's OpenAI-compatible APIs (Responses, Chat Completions),
+    /// with a quota pool of its own (input and output tokens per minute apart).
+    #[serde(rename = "openai-mantle")]
+    OpenAiMantle,
+    /// SageMaker's InvokeEndpoint and InvokeEndpointWithResponseStream.
+    InvokeEndpoint,
+    /// A provider of your own: the one API its backend speaks.
+    Own,
+}
+
+impl Api {
+    /// Its name in a decision and in telemetry: `converse`, `openai-runtime`,
+    /// `openai-mantle`, `invoke-endpoint`, `own`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Converse => "converse",
+            Api::OpenAiRuntime => "openai-runtime",
+            Api::OpenAiMantle => "openai-mantle",
+            Api::InvokeEndpoint => "invoke-endpoint",
+            Api::Own => "own",
+        }
+    }
+
+    /// Whether it is one of the OpenAI-compatible APIs (Responses, Chat Completions).
+    pub fn is_openai_compatible(self) -> bool {
+        matches!(self, Api::OpenAiRuntime | Api::OpenAiMantle)
+    }
+
+    /// Whether it is called through cross-region inference profiles where its model needs
+    /// one: Converse and the OpenAI-compatible runtime are; mantle serves bare ids only.
+    pub fn serves_profiles(self) -> bool {
+        matches!(self, Api::Converse | Api::OpenAiRuntime)
+    }
+
+    /// Whether it applies a Bedrock guardrail given with the request (Converse does).
+    pub fn applies_guardrails(self) -> bool {
+        self == Api::Converse
+    }
+
+    /// Whether it carries fields written for one model (Converse's
+    /// `additionalModelRequestFields`).
+    pub fn takes_model_fields(self) -> bool {
+        self == Api::Converse
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -165,8 +272,10 @@ impl AttemptShape {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {
-    /// The service that serves it.
+    /// Who serves it.
     pub provider: Provider,
+    /// Which of its provider's APIs it is called by.
+    pub api: Api,
     /// The region the request is signed for (for your own providers, any name you give).
     pub region: Arc<str>,
     /// The id sent: a Bedrock model or inference-profile id, a SageMaker endpoint name, or your
@@ -186,6 +295,7 @@ impl Target {
     ) -> Self {
         Self {
             provider: Provider::Bedrock,
+            api: Api::Converse,
             region: region.into(),
             id: model_id.into(),
             profile,
@@ -199,7 +309,7 @@ impl Target {
         profile: Option<ProfileScope>,
     ) -> Self {
         Self {
-            provider: Provider::BedrockOpenAi,
+            api: Api::OpenAiRuntime,
             ..Self::bedrock(region, model_id, profile)
         }
     }
@@ -207,7 +317,7 @@ impl Target {
     /// A model on the bedrock-mantle endpoint, by its id there (mantle serves no profiles).
     pub fn mantle(region: impl Into<Arc<str>>, model_id: impl Into<Arc<str>>) -> Self {
         Self {
-            provider: Provider::BedrockMantle,
+            api: Api::OpenAiMantle,
             ..Self::bedrock(region, model_id, None)
         }
     }
@@ -216,8 +326,25 @@ impl Target {
     pub fn sagemaker(region: impl Into<Arc<str>>, endpoint: impl Into<Arc<str>>) -> Self {
         Self {
             provider: Provider::Sagemaker,
+            api: Api::InvokeEndpoint,
             region: region.into(),
             id: endpoint.into(),
+            profile: None,
+        }
+    }
+
+    /// A model of a provider of your own, by the id its backend takes, in one of its regions.
+    pub fn own(
+        provider: Provider,
+        region: impl Into<Arc<str>>,
+        model_id: impl Into<Arc<str>>,
+    ) -> Self {
+        let (provider, api) = provider.registered_as();
+        Self {
+            provider,
+            api,
+            region: region.into(),
+            id: model_id.into(),
             profile: None,
         }
     }
@@ -227,9 +354,14 @@ impl Target {
         &self.id
     }
 
-    /// The service that serves this target.
+    /// Who serves this target.
     pub fn provider(&self) -> &Provider {
         &self.provider
+    }
+
+    /// Which of its provider's APIs this target is called by.
+    pub fn api(&self) -> Api {
+        self.api
     }
 
     /// The region the request is signed for.

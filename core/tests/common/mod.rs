@@ -168,7 +168,7 @@ pub(crate) fn breaker_open(
     target: Option<&str>,
 ) -> bool {
     router.plan(request).unwrap().reasons.iter().any(|r| {
-        matches!(r, laneway::Reason::TargetDemoted { region: reg, target: t, health: laneway::state::BreakerView::Open, .. }
+        matches!(r, laneway::Reason::TargetDemoted { region: reg, target: t, health: laneway::BreakerView::Open, .. }
             if **reg == *region && target.is_none_or(|want| *want == **t))
     })
 }

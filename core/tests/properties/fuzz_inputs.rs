@@ -226,7 +226,7 @@ fn parse_and_plan(config: &Config, value: &Value) {
     let Ok(req) = serde_json::from_value::<GenerateRequest>(value.clone()) else {
         return; // a typed serde refusal: the bindings report it as invalid_request
     };
-    match laneway::plan(&req, config, &laneway::state::Fresh(laneway::time::now())) {
+    match laneway::plan(&req, config, &laneway::plan::Fresh(laneway::time::now())) {
         Ok(plan) => assert!(!plan.attempts.is_empty(), "a plan with no attempt: {value}"),
         Err(Error::InvalidRequest { field, .. } | Error::Config { field, .. }) => {
             assert!(!field.is_empty(), "a refusal names its field: {value}")
@@ -306,7 +306,7 @@ proptest! {
                 let _ = laneway::plan(
                     &GenerateRequest::user("hi").family("nova"),
                     &config,
-                    &laneway::state::Fresh(laneway::time::now()),
+                    &laneway::plan::Fresh(laneway::time::now()),
                 );
             }
             Err(Error::Config { field, .. }) => prop_assert!(!field.is_empty()),

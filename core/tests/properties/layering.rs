@@ -220,20 +220,10 @@ const PROVIDER_HOMES: &[&str] = &["backend/", "config/", "types/", "wire/", "sur
 
 /// Files outside those homes that still name a provider, each with why. The list is exact: a
 /// file that no longer needs its exception fails the test until it is taken off.
-const PROVIDER_EXCEPTIONS: &[(&str, &str)] = &[
-    (
-        "client/mod.rs",
-        "the router's builder registers each built-in provider's backend",
-    ),
-    (
-        "plan/catalog.rs",
-        "the catalog builds each provider's targets from its configuration",
-    ),
-    (
-        "plan/shape.rs",
-        "Bedrock's APIs (Converse, OpenAI-compatible runtime, Mantle) are still providers",
-    ),
-];
+const PROVIDER_EXCEPTIONS: &[(&str, &str)] = &[(
+    "client/mod.rs",
+    "the router's builder registers each built-in provider's backend",
+)];
 
 /// The provider names and AWS error codes in a file's code: comments, doc comments and its
 /// `#[cfg(test)]` module left out.

@@ -137,3 +137,122 @@ fn built_in_policies_live_in_one_file() {
         "the built-in policies are put in order in Planner::new alone"
     );
 }
+
+/// The bindings' sources outside their tests (Python's package, Node's modules and
+/// declarations), relative to the workspace, with their text.
+fn binding_sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    for (dir, extensions) in [
+        ("bindings-python/python/laneway", &["py", "pyi"][..]),
+        ("bindings-node", &["js", "ts"][..]),
+    ] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension()
+                .is_some_and(|x| extensions.iter().any(|e| x == *e))
+            {
+                let name = format!("{dir}/{}", p.file_name().unwrap().to_string_lossy());
+                out.push((name, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn error_kinds_are_written_in_the_files_of_their_claim() {
+    // A new error kind: its `ErrorKind` variant (types/error.rs), its Python class and export
+    // (errors.py, __init__.py); Node's `KINDS` and declarations are generated from the core's
+    // schema (views.js, index.d.ts: `cargo run -p laneway-codegen`).
+    let variants: Vec<String> = laneway::ErrorKind::ALL
+        .iter()
+        .map(|k| format!("ErrorKind::{k:?}"))
+        .collect();
+    assert_eq!(
+        files_naming_all(&variants),
+        ["core/src/types/error.rs"],
+        "every error kind listed outside types/error.rs"
+    );
+    let classes: Vec<String> = laneway::surface::ErrorDetails::kinds()
+        .into_iter()
+        .map(laneway::surface::ErrorDetails::class_name)
+        .collect();
+    let naming_every_class: Vec<String> = binding_sources()
+        .into_iter()
+        .filter(|(_, text)| classes.iter().all(|c| text.contains(c.as_str())))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(
+        naming_every_class,
+        [
+            "bindings-node/index.d.ts",
+            "bindings-node/views.js",
+            "bindings-python/python/laneway/__init__.py",
+            "bindings-python/python/laneway/errors.py",
+        ],
+        "the error classes listed outside their files (index.d.ts and views.js are generated)"
+    );
+}
+
+/// The section of ARCHITECTURE.md that says where to add things.
+fn where_to_add_things() -> String {
+    let text = include_str!("../../../ARCHITECTURE.md");
+    let start = text
+        .find("## Where to add things")
+        .expect("ARCHITECTURE.md has its section");
+    let rest = &text[start + 3..];
+    rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+}
+
+#[test]
+fn where_to_add_things_names_files_and_tests_that_exist() {
+    // Every file the section names exists (by its path from the workspace, the core, or its
+    // src/), and every test it names by its file's path is a function of that file.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let section = where_to_add_things();
+    let quoted: Vec<&str> = section.split('`').skip(1).step_by(2).collect();
+    let mut missing = Vec::new();
+    for q in &quoted {
+        let q = q.trim_end_matches(')');
+        let (file, test) = match q.split_once("::") {
+            Some((f, t)) if f.contains('.') => (f, Some(t)),
+            _ => (q, None),
+        };
+        let is_path = file.contains('/')
+            && [".rs", ".py", ".pyi", ".js", ".ts", ".toml"]
+                .iter()
+                .any(|x| file.ends_with(x));
+        if !is_path {
+            continue;
+        }
+        let found = ["", "core/", "core/src/"]
+            .iter()
+            .map(|base| root.join(base).join(file))
+            .find(|p| p.exists());
+        match (found, test) {
+            (None, _) => missing.push(format!("file {file}")),
+            (Some(p), Some(test)) => {
+                let text = std::fs::read_to_string(p).unwrap();
+                if !text.contains(&format!("def {test}(")) && !text.contains(&format!("fn {test}("))
+                {
+                    missing.push(format!("test {test} in {file}"));
+                }
+            }
+            (Some(_), None) => {}
+        }
+    }
+    // Tests named by their module path in the core's property tests.
+    for q in &quoted {
+        if let Some(name) = q.strip_prefix("properties::naming::")
+            && !include_str!("naming.rs").contains(&format!("fn {name}("))
+        {
+            missing.push(format!("test properties::naming::{name}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's \"Where to add things\" names what does not exist: {missing:#?}"
+    );
+}

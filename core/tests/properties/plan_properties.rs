@@ -4,11 +4,12 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use laneway::BreakerView;
 use laneway::config::ModelConfig;
-use laneway::state::{BreakerView, Fresh, Observations, TargetView};
+use laneway::plan::{Fresh, Observations, TargetView};
 use laneway::{
-    CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef, Provider,
-    Residency, ServiceTier, SloClass, SystemBlock, Tool, plan,
+    Api, CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef,
+    Provider, Residency, ServiceTier, SloClass, SystemBlock, Tool, plan,
 };
 use proptest::prelude::*;
 
@@ -170,7 +171,7 @@ proptest! {
                 prop_assert!(a.tier.is_none());
             }
             // bedrock-mantle serves bare ids only; bedrock-runtime needs the profile.
-            if model.requires_profile() && a.target.provider != Provider::BedrockMantle {
+            if model.requires_profile() && a.target.api != Api::OpenAiMantle {
                 prop_assert!(a.target.profile().is_some());
             }
         }
@@ -192,8 +193,8 @@ proptest! {
             prop_assert!(checkpoints.iter().all(|c| c.tokens_before >= floor), "automatic checkpoint below the minimum with its margin");
         }
         prop_assert!(checkpoints.windows(2).all(|w| w[0].at < w[1].at), "checkpoints out of prompt order");
-        // Converse and bedrock-runtime's `/openai/v1` are two surfaces of one id and region.
-        let distinct: BTreeSet<_> = p.attempts.iter().map(|a| (a.target.provider.to_string(), a.target.id().to_string(), a.target.region().to_string())).collect();
+        // Converse and bedrock-runtime's `/openai/v1` are two APIs of one id and region.
+        let distinct: BTreeSet<_> = p.attempts.iter().map(|a| (a.target.api, a.target.id().to_string(), a.target.region().to_string())).collect();
         prop_assert_eq!(distinct.len(), p.attempts.len(), "no target is planned twice");
     }
 

@@ -633,7 +633,7 @@ fn lite_prior(exec: &Executor) -> laneway::config::LatencyPrior {
     exec.config.latency_prior(
         "amazon.nova-lite-v1:0",
         Some(laneway::ServiceTier::Standard),
-        &Provider::Bedrock,
+        laneway::Api::Converse,
     )
 }
 

@@ -1,13 +1,13 @@
 //! Bedrock's OpenAI-compatible endpoints: the Responses and Chat Completions APIs on
-//! bedrock-runtime (`/openai/v1`, [`Provider::BedrockOpenAi`]) and on bedrock-mantle
-//! ([`Provider::BedrockMantle`]), whole and streamed (server-sent events).
+//! bedrock-runtime (`/openai/v1`, [`Api::OpenAiRuntime`]) and on bedrock-mantle
+//! ([`Api::OpenAiMantle`]), whole and streamed (server-sent events).
 //!
 //! No AWS SDK covers these APIs: requests are built here, signed with the official `aws-sigv4`
 //! crate (credentials from the SDK configuration's chain) or a Bedrock API key, and sent over
 //! the SDK's own HTTP stack (`aws-smithy-http-client`: hyper and rustls).
 //!
-//! [`Provider::BedrockOpenAi`]: crate::Provider::BedrockOpenAi
-//! [`Provider::BedrockMantle`]: crate::Provider::BedrockMantle
+//! [`Api::OpenAiRuntime`]: crate::types::Api::OpenAiRuntime
+//! [`Api::OpenAiMantle`]: crate::types::Api::OpenAiMantle
 
 mod auth;
 pub(in crate::backend) mod chat;
@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::config::{OpenAiApi, OpenAiConfig};
-use crate::types::{Error, ErrorKind, Provider, Result, ServiceError, Target};
+use crate::types::{Api, Error, ErrorKind, Result, ServiceError, Target};
 use auth::Auth;
 pub use auth::short_term_api_key;
 
@@ -43,11 +43,11 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// The provider whose targets it serves.
-    pub fn provider(self) -> Provider {
+    /// The Bedrock API whose targets it serves.
+    pub fn api(self) -> Api {
         match self {
-            Endpoint::Runtime => Provider::BedrockOpenAi,
-            Endpoint::Mantle => Provider::BedrockMantle,
+            Endpoint::Runtime => Api::OpenAiRuntime,
+            Endpoint::Mantle => Api::OpenAiMantle,
         }
     }
 
@@ -126,8 +126,8 @@ impl OpenAiBackend {
         }
     }
 
-    /// The URL of `api` for `target` of a model served as `surfaces` say.
-    fn url(&self, target: &Target, surfaces: &OpenAiConfig, api: OpenAiApi) -> String {
+    /// The URL of `api` for `target` of a model served as `openai` says.
+    fn url(&self, target: &Target, openai: &OpenAiConfig, api: OpenAiApi) -> String {
         let region = target.region();
         match self.endpoint {
             Endpoint::Runtime => {
@@ -142,20 +142,17 @@ impl OpenAiBackend {
                     .base_url
                     .clone()
                     .unwrap_or_else(|| format!("https://bedrock-mantle.{region}.api.aws"));
-                let prefix = surfaces
-                    .mantle
-                    .as_ref()
-                    .map_or("/v1", |m| m.prefix.as_str());
+                let prefix = openai.mantle.as_ref().map_or("/v1", |m| m.prefix.as_str());
                 format!("{base}{prefix}{}", api.path())
             }
         }
     }
 
     /// The model's APIs on this endpoint, preferred first.
-    fn apis<'c>(&self, surfaces: &'c OpenAiConfig) -> &'c [OpenAiApi] {
+    fn apis<'c>(&self, openai: &'c OpenAiConfig) -> &'c [OpenAiApi] {
         match self.endpoint {
-            Endpoint::Runtime => &surfaces.runtime,
-            Endpoint::Mantle => surfaces.mantle.as_ref().map_or(&[], |m| &m.apis),
+            Endpoint::Runtime => &openai.runtime,
+            Endpoint::Mantle => openai.mantle.as_ref().map_or(&[], |m| &m.apis),
         }
     }
 
@@ -163,29 +160,29 @@ impl OpenAiBackend {
     /// what only Chat Completions has (stop sequences).
     fn api(&self, call: Call<'_>) -> Result<(OpenAiApi, &'static str)> {
         let target = &call.attempt.target;
-        if target.provider != self.endpoint.provider() {
+        if target.api != self.endpoint.api() {
             return Err(Error::config(
                 "models",
                 format!(
                     "a {} target was sent to the {} backend",
-                    target.provider,
-                    self.endpoint.provider()
+                    target.api,
+                    self.endpoint.api()
                 ),
             ));
         }
-        let surfaces = call.model.openai().ok_or_else(|| {
+        let openai = call.model.openai().ok_or_else(|| {
             Error::config(
                 format!("models.\"{}\".openai", call.attempt.model),
-                "the model has no OpenAI-compatible surface configured",
+                "the model has no OpenAI-compatible API configured",
             )
         })?;
-        let apis = self.apis(surfaces);
+        let apis = self.apis(openai);
         let wants_stop = !call.request.inference.stop_sequences.is_empty();
         let api = match apis.first() {
             None => {
                 return Err(Error::config(
                     format!("models.\"{}\".openai", call.attempt.model),
-                    format!("no API is configured for {}", self.endpoint.provider()),
+                    format!("no API is configured for {}", self.endpoint.api()),
                 ));
             }
             Some(OpenAiApi::Responses) if wants_stop => {
@@ -214,7 +211,7 @@ impl OpenAiBackend {
     ) -> Result<(OpenAiApi, aws_smithy_runtime_api::http::Response<SdkBody>)> {
         let (api, _) = self.api(call)?;
         let target = &call.attempt.target;
-        let surfaces = call.model.openai().expect("checked by api()");
+        let openai = call.model.openai().expect("checked by api()");
         let body = match api {
             OpenAiApi::Responses => responses::body(call, target.id(), stream)?,
             OpenAiApi::ChatCompletions => {
@@ -225,7 +222,7 @@ impl OpenAiBackend {
         };
         let mut request = http::Request::builder()
             .method("POST")
-            .uri(self.url(target, surfaces, api))
+            .uri(self.url(target, openai, api))
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(
                 http::header::ACCEPT,

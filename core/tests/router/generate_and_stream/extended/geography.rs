@@ -55,8 +55,8 @@ async fn openai_call(
             ),
         )
         .build();
-    let (endpoint, url) = match target.provider {
-        laneway::Provider::BedrockMantle => (Endpoint::Mantle, format!("{}/mantle", emu.url())),
+    let (endpoint, url) = match target.api {
+        laneway::Api::OpenAiMantle => (Endpoint::Mantle, format!("{}/mantle", emu.url())),
         _ => (Endpoint::Runtime, emu.url()),
     };
     let backend = OpenAiBackend::new(
@@ -100,10 +100,10 @@ async fn every_catalog_target_in_every_region_is_what_the_emulator_serves() {
         }
         for c in catalog.candidates(name).unwrap() {
             let t = &c.target;
-            if t.provider != laneway::Provider::Bedrock {
-                // An OpenAI-compatible surface: Laneway's own backend, as the router sends.
+            if t.api.is_openai_compatible() {
+                // An OpenAI-compatible API: Laneway's own backend, as the router sends.
                 let bare_refused = c.scope.is_none()
-                    && t.provider == laneway::Provider::BedrockOpenAi
+                    && t.api == laneway::Api::OpenAiRuntime
                     && model.requires_profile_in(t.region());
                 match (openai_call(&emu, name, model, t).await, bare_refused) {
                     (Ok(_), false) => {}
@@ -228,7 +228,7 @@ async fn a_profile_of_a_narrower_geography_keeps_a_request_in_the_wider_one() {
             .model("anthropic.claude-sonnet-4-6")
             .residency(apac),
         &config,
-        &laneway::state::Fresh(laneway::time::now()),
+        &laneway::plan::Fresh(laneway::time::now()),
     )
     .unwrap();
     // Sonnet 4.6 has no `apac.` profile: from Tokyo and Sydney it goes through `jp.` and `au.`,
@@ -247,7 +247,7 @@ async fn a_profile_of_a_narrower_geography_keeps_a_request_in_the_wider_one() {
             .model("amazon.nova-pro-v1:0")
             .residency(jp),
         &config,
-        &laneway::state::Fresh(laneway::time::now()),
+        &laneway::plan::Fresh(laneway::time::now()),
     );
     match p {
         Ok(p) => assert!(

@@ -395,7 +395,7 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
     let req = GenerateRequest::user("hi")
         .model("laneway-demo-llm")
         .slo_class(laneway::SloClass::Background);
-    let plan = laneway::plan(&req, &config, &laneway::state::Fresh(now)).unwrap();
+    let plan = laneway::plan(&req, &config, &laneway::plan::Fresh(now)).unwrap();
     let sagemaker = plan
         .attempts
         .iter()
@@ -432,7 +432,7 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
         Message::user("and?"),
     ]);
     convo.model = laneway::ModelRef::Model("amazon.nova-lite-v1:0".into());
-    let plan = laneway::plan(&convo, &config, &laneway::state::Fresh(now)).unwrap();
+    let plan = laneway::plan(&convo, &config, &laneway::plan::Fresh(now)).unwrap();
     assert!(!plan.attempts[0].shape.reasoning_history);
     assert!(
         plan.reasons
@@ -456,7 +456,7 @@ async fn a_failover_to_a_model_that_cannot_reason_drops_it_and_earlier_reasoning
         request: serde_json::Map::new(),
         response_paths: vec!["/x".into()],
     });
-    let plan = laneway::plan(&moved, &config, &laneway::state::Fresh(now)).unwrap();
+    let plan = laneway::plan(&moved, &config, &laneway::plan::Fresh(now)).unwrap();
     assert!(
         plan.attempts
             .iter()
@@ -560,7 +560,7 @@ fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
             .model("amazon.nova-lite-v1:0")
             .guardrail(Guardrail::new(arn, "1")),
         &config,
-        &laneway::state::Fresh(now),
+        &laneway::plan::Fresh(now),
     )
     .unwrap();
     assert!(
@@ -583,7 +583,7 @@ fn a_guardrail_keeps_the_call_on_bedrock_and_in_its_arns_region() {
             .model("laneway-demo-llm")
             .guardrail(Guardrail::new("lanewaydemo1", "1")),
         &config,
-        &laneway::state::Fresh(now),
+        &laneway::plan::Fresh(now),
     );
     match e {
         Err(e) => assert!(e.to_string().contains("guardrail"), "{e}"),

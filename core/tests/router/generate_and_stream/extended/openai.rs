@@ -7,9 +7,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use laneway::config::ModelConfig;
 use laneway::{
-    ContentBlock, ErrorKind, GenerateRequest, Message, OutputBlock, OutputFormat, Provider, Reason,
-    Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, Role, StopReason, StreamEvent,
-    Tool, ToolChoice,
+    Api, ContentBlock, ErrorKind, GenerateRequest, Message, OutputBlock, OutputFormat, Provider,
+    Reason, Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, Role, StopReason,
+    StreamEvent, Tool, ToolChoice,
 };
 use laneway_emulator::{Fault, FaultKind, TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY};
 use serde_json::{Value, json};
@@ -46,7 +46,7 @@ async fn gpt_answers_by_the_responses_api_on_bedrock_runtime_through_a_profile()
         .generate(GenerateRequest::user("Name three rivers.").model(TERRA))
         .await
         .unwrap();
-    assert_eq!(r.decision.provider, Provider::BedrockOpenAi);
+    assert_eq!(r.decision.api, Api::OpenAiRuntime);
     assert!(
         r.decision.target.starts_with("us.") || r.decision.target.starts_with("global."),
         "runtime serves GPT-5.6 through profiles only: {}",
@@ -185,7 +185,7 @@ async fn an_outage_of_the_runtime_surface_fails_over_to_bedrock_mantle() {
         .generate(GenerateRequest::user("Hello").model(TERRA))
         .await
         .unwrap();
-    assert_eq!(r.decision.provider, Provider::BedrockMantle);
+    assert_eq!(r.decision.api, Api::OpenAiMantle);
     assert_eq!(r.decision.target, TERRA, "mantle takes the bare id");
     assert!(!r.decision.failed_attempts.is_empty());
     assert!(
@@ -205,12 +205,12 @@ async fn a_model_served_only_by_mantle_never_goes_to_converse() {
     assert!(
         plan.attempts
             .iter()
-            .all(|a| a.target.provider == Provider::BedrockMantle)
+            .all(|a| a.target.api == Api::OpenAiMantle)
     );
     let r = router.generate(req).await.unwrap();
     assert_eq!(
-        (r.decision.provider, r.decision.region.as_str()),
-        (Provider::BedrockMantle, "us-east-1")
+        (r.decision.api, r.decision.region.as_str()),
+        (Api::OpenAiMantle, "us-east-1")
     );
     // Its only API is Responses, which has no stop sequences: refused by name, not dropped.
     let err = router
@@ -237,7 +237,7 @@ async fn stop_sequences_go_by_chat_completions_where_the_model_has_both_apis() {
         )
         .await
         .unwrap();
-    assert_eq!(r.decision.provider, Provider::BedrockOpenAi);
+    assert_eq!(r.decision.api, Api::OpenAiRuntime);
     assert_eq!(calls(&emu, "ChatCompletions"), 1);
     assert_eq!(calls(&emu, "Responses"), 0);
 }
@@ -257,7 +257,7 @@ async fn gpt_oss_fails_over_from_converse_to_bedrock_mantle() {
         .generate(GenerateRequest::user("Hello").model(GPT_OSS))
         .await
         .unwrap();
-    assert_eq!(r.decision.provider, Provider::BedrockMantle);
+    assert_eq!(r.decision.api, Api::OpenAiMantle);
     assert_eq!(
         r.decision.target, "openai.gpt-oss-120b",
         "mantle's id for it"
@@ -285,8 +285,8 @@ async fn gpt_oss_takes_chat_completions_on_bedrock_runtime_when_its_surfaces_com
         .await
         .unwrap();
     assert_eq!(
-        (r.decision.provider, r.decision.target.as_str()),
-        (Provider::BedrockOpenAi, GPT_OSS)
+        (r.decision.api, r.decision.target.as_str()),
+        (Api::OpenAiRuntime, GPT_OSS)
     );
     assert_eq!(calls(&emu, "ChatCompletions"), 1);
     assert!(
@@ -426,7 +426,7 @@ async fn fields_an_openai_surface_lacks_are_said_in_the_decision() {
         x,
         Reason::NotSentTo {
             field: "metadata",
-            surface: Provider::BedrockOpenAi,
+            api: Api::OpenAiRuntime,
             ..
         }
     )));
@@ -529,7 +529,8 @@ async fn an_openai_shaped_chat_call_answers_in_the_sdks_shapes_with_the_decision
     let c = chat::completion(&r, TERRA);
     assert_eq!(c["object"], "chat.completion");
     assert_eq!(c["choices"][0]["message"]["content"], r.text());
-    assert_eq!(c["laneway"]["decision"]["provider"], "bedrock-openai");
+    assert_eq!(c["laneway"]["decision"]["provider"], "bedrock");
+    assert_eq!(c["laneway"]["decision"]["api"], "openai-runtime");
 }
 
 #[tokio::test]
@@ -563,7 +564,7 @@ async fn the_gpt_family_routes_by_the_builtin_router_and_answers() {
         );
         let r = router.generate(req).await.unwrap();
         assert_eq!(r.decision.family.as_deref(), Some("gpt"));
-        assert!(r.decision.provider.is_bedrock());
+        assert!(r.decision.provider == Provider::Bedrock);
     }
 }
 
