@@ -114,6 +114,7 @@ pub(crate) fn check(args: CheckArgs) -> anyhow::Result<()> {
             "max_output_tokens",
             "reserved",
             "prompt_cache",
+            "end_of_life",
         ] {
             if !m[key].is_null() {
                 println!("  {key:<18} {}", m[key]);
@@ -150,6 +151,7 @@ fn describe(name: &str, model: &ModelConfig, targets: Vec<serde_json::Value>) ->
         v["max_output_tokens"] = serde_json::json!(b.max_output_tokens);
         v["reserved"] = serde_json::json!(b.reserved);
         v["prompt_cache"] = serde_json::json!(b.prompt_cache);
+        v["end_of_life"] = serde_json::json!(b.end_of_life);
     }
     v
 }

@@ -1,6 +1,7 @@
 //! `laneway`: the command line of the Laneway SDK.
 
 mod bench;
+mod catalog_cmd;
 mod config_cmd;
 mod demo;
 mod quality;
@@ -35,6 +36,10 @@ enum Command {
     Check(config_cmd::CheckArgs),
     /// Prints the plan for a request (attempts in order and every reason) without sending it.
     Plan(config_cmd::PlanArgs),
+    /// The built-in catalog against AWS: `catalog prices --from OFFER.json` writes the models'
+    /// prices from AWS's price list.
+    #[command(subcommand)]
+    Catalog(catalog_cmd::CatalogCommand),
 }
 
 #[tokio::main]
@@ -51,6 +56,7 @@ async fn main() -> std::process::ExitCode {
         Command::Recommend(args) => recommend::run(args).await,
         Command::Check(args) => config_cmd::check(args).map(|()| std::process::ExitCode::SUCCESS),
         Command::Plan(args) => config_cmd::plan(args).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Catalog(cmd) => catalog_cmd::run(cmd).map(|()| std::process::ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -106,3 +106,36 @@ fn plan_shows_the_attempts_and_every_reason_without_sending() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--tier \"platinum\""));
 }
+
+#[test]
+fn check_shows_a_models_end_of_life() {
+    let path = write(
+        "ended",
+        "[models.\"amazon.nova-lite-v1:0\"]\nend_of_life = \"2026-09-14\"\n",
+    );
+    let out = laneway(&["check", "--config", &path, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lite = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "amazon.nova-lite-v1:0")
+        .unwrap();
+    assert_eq!(lite["end_of_life"], "2026-09-14");
+    let bad = write(
+        "bad-day",
+        "[models.\"amazon.nova-lite-v1:0\"]\nend_of_life = \"14 Sep 2026\"\n",
+    );
+    let out = laneway(&["check", "--config", &bad]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("end_of_life") && stderr.contains("YYYY-MM-DD"),
+        "{stderr}"
+    );
+}

@@ -55,3 +55,29 @@ async fn calls_and_attempts_are_traced_without_prompt_text() {
     assert!(!text.contains(secret), "{text}");
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_router_warns_of_a_model_past_its_end_of_life() {
+    let emu = common::emulator().await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let config = common::config(
+        "[models.\"amazon.nova-lite-v1:0\"]\nend_of_life = \"2026-09-14\"\n\
+         [models.\"amazon.nova-pro-v1:0\"]\nend_of_life = \"9999-12-31\"\n",
+    );
+    let _router = common::router_with(&emu, config).await;
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        text.contains("WARN")
+            && text.contains("amazon.nova-lite-v1:0")
+            && text.contains("2026-09-14"),
+        "{text}"
+    );
+    assert!(!text.contains("amazon.nova-pro-v1:0"), "{text}");
+    emu.shutdown().await;
+}

@@ -442,6 +442,7 @@ impl RouterBuilder {
     /// The router over `config`, its built-in backends made from `sdk` now if it is loaded,
     /// else at their first call.
     fn assemble(self, config: Config, sdk: Arc<crate::backend::aws::SdkSource>) -> Result<Router> {
+        warn_of_ended_models(&config);
         let regions: Vec<String> = config.regions.iter().map(|r| r.name.clone()).collect();
         let mut backends = self.backends;
         let builtin = builtin_backends(&config, &regions, self.bedrock_api_key);
@@ -500,6 +501,22 @@ impl RouterBuilder {
         let exec = Arc::new(exec);
         exec.spawn_exchange();
         Ok(Router { exec })
+    }
+}
+
+/// Warns of every configured model past its end of life on Bedrock: its calls will fail.
+fn warn_of_ended_models(config: &Config) {
+    // Today, as the calendar day AWS's end-of-life dates name (UTC).
+    let now = aws_smithy_types::DateTime::from(std::time::SystemTime::now());
+    let Ok(stamp) = now.fmt(aws_smithy_types::date_time::Format::DateTime) else {
+        return;
+    };
+    for (model, day) in config.ended_models(&stamp[..stamp.len().min(10)]) {
+        tracing::warn!(
+            model,
+            end_of_life = day,
+            "{model} reached its end of life on Bedrock on {day}: calls to it will fail; configure a model still sold"
+        );
     }
 }
 

@@ -127,7 +127,9 @@ fn whole(mut merged: toml::Table, mut user: toml::Table) -> Result<toml::Table> 
     }
     rename_old_keys(&mut user);
     replace_family_routing(&mut merged, &mut user);
+    narrow_to_user_regions(&mut merged, &user);
     merge(&mut merged, user);
+    mantle_prefix_by_model_line(&mut merged);
     apply_templates(&mut merged)?;
     Ok(merged)
 }
@@ -315,6 +317,74 @@ fn replace_family_routing(defaults: &mut toml::Table, user: &mut toml::Table) {
         if family.get("router") == Some(&toml::Value::Boolean(false)) {
             family.remove("router");
         }
+    }
+}
+
+/// A user who narrows a built-in model's `regions` narrows with them the built-in lists that
+/// are subsets of them (`in_region`, `openai.mantle.regions`), unless the user writes those
+/// too: otherwise a file that only said `regions = ["us-east-1"]` would be refused for an
+/// `in_region` it never wrote.
+fn narrow_to_user_regions(defaults: &mut toml::Table, user: &toml::Table) {
+    let Some(toml::Value::Table(user_models)) = user.get("models") else {
+        return;
+    };
+    for (id, model) in user_models {
+        let Some(toml::Value::Array(regions)) = model.get("regions") else {
+            continue;
+        };
+        let Some(toml::Value::Table(builtin)) = defaults
+            .get_mut("models")
+            .and_then(|m| m.get_mut(id.as_str()))
+        else {
+            continue;
+        };
+        let keep = |list: &mut toml::Value| {
+            if let toml::Value::Array(list) = list {
+                list.retain(|r| regions.contains(r));
+            }
+        };
+        if model.get("in_region").is_none()
+            && let Some(list) = builtin.get_mut("in_region")
+        {
+            keep(list);
+        }
+        let user_mantle = model
+            .get("openai")
+            .and_then(|o| o.get("mantle"))
+            .and_then(|m| m.get("regions"));
+        if user_mantle.is_none()
+            && let Some(list) = builtin
+                .get_mut("openai")
+                .and_then(|o| o.get_mut("mantle"))
+                .and_then(|m| m.get_mut("regions"))
+        {
+            keep(list);
+        }
+    }
+}
+
+/// A model served by bedrock-mantle whose `openai.mantle` names no `prefix` gets its model
+/// line's (`MantlePrefix::of_model` of its mantle id, else its key), before the template's.
+fn mantle_prefix_by_model_line(merged: &mut toml::Table) {
+    let Some(toml::Value::Table(models)) = merged.get_mut("models") else {
+        return;
+    };
+    for (key, model) in models.iter_mut() {
+        let Some(toml::Value::Table(mantle)) =
+            model.get_mut("openai").and_then(|o| o.get_mut("mantle"))
+        else {
+            continue;
+        };
+        if mantle.contains_key("prefix") {
+            continue;
+        }
+        let id = mantle
+            .get("id")
+            .and_then(toml::Value::as_str)
+            .unwrap_or(key)
+            .to_string();
+        let prefix = super::MantlePrefix::of_model(&id).as_str();
+        mantle.insert("prefix".into(), toml::Value::String(prefix.into()));
     }
 }
 
@@ -568,6 +638,59 @@ mod tests {
         assert_eq!(interactive.deadline, Duration::from_secs(5));
         assert_eq!(interactive.first_token, Duration::from_secs(10));
         assert_eq!(c.routing.retry, RetryConfig::default());
+    }
+
+    #[test]
+    fn narrowing_a_built_in_models_regions_narrows_its_in_region_list() {
+        let c = Config::from_toml_str(
+            "[models.\"amazon.nova-lite-v1:0\"]\nregions = [\"us-east-1\", \"eu-central-1\"]\n",
+        )
+        .unwrap();
+        let m = &c.models["amazon.nova-lite-v1:0"];
+        assert_eq!(m.regions(), ["us-east-1", "eu-central-1"]);
+        assert!(!m.requires_profile_in("us-east-1"));
+        assert!(m.requires_profile_in("eu-central-1"));
+        // An in_region the user writes is theirs, and checked against their regions.
+        let e = Config::from_toml_str(
+            "[models.\"amazon.nova-lite-v1:0\"]\nregions = [\"us-east-1\"]\nin_region = [\"us-east-2\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("in_region"), "{e}");
+    }
+
+    #[test]
+    fn a_mantle_model_without_a_prefix_gets_its_model_lines() {
+        let c = Config::from_toml_str(
+            r#"
+            [models."openai.gpt-6-sol"]
+            provider = "bedrock"
+            converse = false
+            regions = ["us-east-1"]
+            price = { input_per_1k = 0.005, output_per_1k = 0.04 }
+            openai.mantle = { apis = ["responses"] }
+            [models."house.oss"]
+            provider = "bedrock"
+            converse = false
+            regions = ["us-east-1"]
+            price = { input_per_1k = 0.0001, output_per_1k = 0.0004 }
+            openai.mantle = { apis = ["chat_completions"], id = "openai.gpt-oss-120b" }
+            "#,
+        )
+        .unwrap();
+        let prefix = |id: &str| {
+            c.models[id]
+                .openai()
+                .unwrap()
+                .mantle
+                .as_ref()
+                .unwrap()
+                .prefix
+        };
+        assert_eq!(
+            prefix("openai.gpt-6-sol"),
+            super::super::MantlePrefix::OpenAiV1
+        );
+        assert_eq!(prefix("house.oss"), super::super::MantlePrefix::V1);
     }
 
     #[test]

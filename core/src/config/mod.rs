@@ -19,6 +19,7 @@ mod geography;
 mod load;
 mod model;
 mod openai;
+mod price_rows;
 mod pricing;
 mod priors;
 mod raw;
@@ -33,6 +34,7 @@ pub use geography::{GeographyConfig, RegionConfig};
 pub use model::{BedrockModel, ModelConfig, OtherModel, QuotaTerms, SagemakerModel};
 pub use model::{EndpointConfig, PayloadFormat};
 pub use openai::{MantleConfig, MantlePrefix, OpenAiApi, OpenAiConfig};
+pub use price_rows::{LongContextBand, PriceRow, PriceScope};
 pub use pricing::PricingConfig;
 pub use priors::{LatencyPrior, ModelLatency, PartialPrior, PriorsConfig};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
@@ -133,6 +135,30 @@ impl Config {
             Config::from_toml_str("").expect("the built-in configuration is valid")
         });
         &BUILTIN
+    }
+
+    /// The models whose end of life (`end_of_life`) is on or before `today` (`YYYY-MM-DD`),
+    /// with that day: a router built with them warns, and calls to them will fail.
+    ///
+    /// ```
+    /// let c = laneway::Config::from_toml_str(
+    ///     "[models.\"amazon.nova-lite-v1:0\"]\nend_of_life = \"2026-09-14\"\n",
+    /// ).unwrap();
+    /// assert_eq!(c.ended_models("2026-12-05"), [("amazon.nova-lite-v1:0", "2026-09-14")]);
+    /// assert!(c.ended_models("2026-09-13").is_empty());
+    /// ```
+    pub fn ended_models(&self, today: &str) -> Vec<(&str, &str)> {
+        self.models
+            .iter()
+            .filter_map(|(id, m)| match m {
+                ModelConfig::Bedrock(b) => b
+                    .end_of_life
+                    .as_deref()
+                    .filter(|day| *day <= today)
+                    .map(|day| (id.as_str(), day)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// What an attempt of `model` at `tier` (`None`: a target without tiers) called by `api`

@@ -73,6 +73,9 @@ struct BedrockSpec {
     #[serde(default, skip_serializing_if = "ModelLatency::is_empty")]
     latency: ModelLatency,
     price: Price,
+    /// The day Bedrock stops serving it (`YYYY-MM-DD`), when AWS has said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    end_of_life: Option<String>,
 }
 
 /// A SageMaker model as written in configuration (`provider = "sagemaker"`).
@@ -191,6 +194,9 @@ pub struct BedrockModel {
     pub price: Price,
     /// Expected latency before a target of it has answered, over `[routing.priors]`.
     pub latency: ModelLatency,
+    /// The day Bedrock stops serving it (`YYYY-MM-DD`), when AWS has said: a router built
+    /// after it warns that the model has ended.
+    pub end_of_life: Option<String>,
 }
 
 /// A model on SageMaker real-time endpoints.
@@ -304,6 +310,7 @@ impl From<BedrockSpec> for BedrockModel {
             openai: s.openai.map(Box::new),
             latency: s.latency,
             price: s.price,
+            end_of_life: s.end_of_life,
         }
     }
 }
@@ -330,7 +337,8 @@ impl Serialize for ModelConfig {
                 converse: b.converse,
                 openai: b.openai.as_deref().cloned(),
                 latency: b.latency.clone(),
-                price: b.price,
+                price: b.price.clone(),
+                end_of_life: b.end_of_life.clone(),
             }
             .serialize(ser),
             ModelConfig::Sagemaker(m) => SagemakerSpec {
@@ -338,7 +346,7 @@ impl Serialize for ModelConfig {
                 endpoints: m.endpoints.clone(),
                 fallback_family: m.fallback_family.clone(),
                 latency: m.latency.clone(),
-                price: m.price,
+                price: m.price.clone(),
             }
             .serialize(ser),
             ModelConfig::Other(o) => OtherSpec {
@@ -346,7 +354,7 @@ impl Serialize for ModelConfig {
                 model_id: o.model_id.clone(),
                 regions: o.regions.clone(),
                 latency: o.latency.clone(),
-                price: o.price,
+                price: o.price.clone(),
             }
             .serialize(ser),
         }

@@ -37,9 +37,10 @@ impl OpenAiApi {
     }
 }
 
-/// The path prefix bedrock-mantle serves a model under: most open-weight models under `/v1`,
-/// OpenAI's GPT-5.x under `/openai/v1`; the wrong one is refused ("isn't supported on this
-/// route").
+/// The path prefix bedrock-mantle serves a model under, by its model line rather than its
+/// vendor: OpenAI's GPT-5.x and GPT-6 under `/openai/v1`, gpt-oss and the other open-weight
+/// models under `/v1`; the wrong one is refused ("isn't supported on this route"). A model
+/// whose `openai.mantle` table names no `prefix` gets its line's ([`MantlePrefix::of_model`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MantlePrefix {
     /// `/v1`: most open-weight models (the default).
@@ -52,6 +53,28 @@ pub enum MantlePrefix {
 }
 
 impl MantlePrefix {
+    /// The prefix of a model's line, from its id on mantle (or its key): `openai.gpt-` and a
+    /// version number (`openai.gpt-5.4`, `openai.gpt-6-sol`) under `/openai/v1`; every other
+    /// (`openai.gpt-oss-120b`, `qwen.qwen3-32b`) under `/v1`.
+    ///
+    /// ```
+    /// use laneway::config::MantlePrefix;
+    /// assert_eq!(MantlePrefix::of_model("openai.gpt-6-astra"), MantlePrefix::OpenAiV1);
+    /// assert_eq!(MantlePrefix::of_model("openai.gpt-5.6-terra"), MantlePrefix::OpenAiV1);
+    /// assert_eq!(MantlePrefix::of_model("openai.gpt-oss-120b"), MantlePrefix::V1);
+    /// ```
+    pub fn of_model(id: &str) -> Self {
+        let bare = id.split_once('.').map_or(id, |(_, rest)| rest);
+        let numbered_gpt = bare
+            .strip_prefix("gpt-")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+        if numbered_gpt {
+            MantlePrefix::OpenAiV1
+        } else {
+            MantlePrefix::V1
+        }
+    }
+
     /// The prefix as a path.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -103,7 +126,8 @@ pub struct MantleConfig {
     /// `openai.gpt-oss-120b-1:0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    /// The path prefix mantle serves it under (default `/v1`).
+    /// The path prefix mantle serves it under (default: its model line's,
+    /// [`MantlePrefix::of_model`]).
     pub prefix: MantlePrefix,
     /// The regions whose mantle endpoint serves it; absent, the model's `regions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

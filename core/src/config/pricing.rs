@@ -20,6 +20,9 @@ pub struct PricingConfig {
     pub instance_hourly: BTreeMap<String, f64>,
     /// Batch inference costs this fraction of the on-demand (standard) price.
     pub batch: f64,
+    /// Your discount on every model's price (private pricing, a committed-use discount), a
+    /// fraction: `0.1` pays 90% of the listed price. A model's `price.discount` replaces it.
+    pub discount: f64,
 }
 
 impl Default for PricingConfig {

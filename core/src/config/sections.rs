@@ -186,8 +186,9 @@ pub struct BatchConfig {
     pub turnaround: Duration,
 }
 
-/// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// Per-model prices in US dollars per 1,000 tokens, at the standard tier in-region, and the
+/// explicit prices AWS lists for it where they are known (`rows`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Input tokens neither read from nor written to the cache.
@@ -212,6 +213,22 @@ pub struct Price {
     /// This model's multipliers by service tier, each over `[pricing.tiers]`'s.
     #[serde(default, skip_serializing_if = "TierMultipliers::is_empty")]
     pub tiers: TierMultipliers,
+    /// The base price's long-context band, when the model has one (scaled by the tier and
+    /// scope multipliers, as the base price is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_context: Option<super::price_rows::LongContextBand>,
+    /// Explicit prices by region, scope and tier (`[[models."id".price.rows]]`), over the
+    /// base price and its multipliers where one matches a call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<super::price_rows::PriceRow>,
+    /// Your discount on this model (private pricing), a fraction of every price: over
+    /// `[pricing] discount`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discount: Option<f64>,
+    /// The model's name in AWS's price list ("Nova 2.0 Lite"), where its id without vendor,
+    /// date and version does not say it (`laneway catalog prices` matches names exactly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_name: Option<String>,
 }
 
 /// Price multipliers by the scope of the target that serves a call: the model's in-Region id,

@@ -97,6 +97,12 @@ impl Config {
     /// A price multiplier for every tier; every price a finite number >= 0.
     fn validate_pricing(&self) -> Result<()> {
         let p = &self.pricing;
+        if !(0.0..1.0).contains(&p.discount) {
+            return Err(Error::config(
+                "pricing.discount",
+                format!("must be a fraction in [0, 1), got {}", p.discount),
+            ));
+        }
         if let Some(t) = ServiceTier::ALL.iter().find(|t| !p.tiers.contains_key(t)) {
             return Err(Error::config(
                 format!("pricing.tiers.{t}"),
@@ -497,6 +503,32 @@ impl Config {
                 ));
             }
         }
+        for (i, row) in price.rows.iter().enumerate() {
+            for (k, v) in row.prices() {
+                if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                    return Err(Error::config(
+                        field(&format!("price.rows[{i}].{k}")),
+                        format!("must be a finite number >= 0, got {v}"),
+                    ));
+                }
+            }
+            if let Some(r) = row
+                .regions
+                .iter()
+                .find(|r| !m.regions().is_empty() && !m.regions().contains(r))
+            {
+                return Err(Error::config(
+                    field(&format!("price.rows[{i}].regions")),
+                    format!("region {r:?} is not among the model's regions"),
+                ));
+            }
+        }
+        if let Some(d) = price.discount.filter(|d| !(0.0..1.0).contains(d)) {
+            return Err(Error::config(
+                field("price.discount"),
+                format!("must be a fraction in [0, 1), got {d}"),
+            ));
+        }
         let own = price.scopes.map(|s| s.entries()).into_iter().flatten();
         let own = own.map(|(k, v)| (format!("scopes.{k}"), Some(v))).chain(
             ServiceTier::ALL
@@ -530,6 +562,14 @@ impl Config {
     }
 
     fn validate_bedrock(&self, m: &BedrockModel, field: &dyn Fn(&str) -> String) -> Result<()> {
+        if let Some(day) = &m.end_of_life
+            && !is_iso_day(day)
+        {
+            return Err(Error::config(
+                field("end_of_life"),
+                format!("must be a day as YYYY-MM-DD, got {day:?}"),
+            ));
+        }
         if m.output_burndown == 0 {
             return Err(Error::config(
                 field("output_burndown"),
@@ -777,4 +817,15 @@ fn validate_router(r: &VariantRouterConfig, variants: usize, field: &str) -> Res
         ));
     }
     Ok(())
+}
+
+/// Whether `day` is a calendar day written `YYYY-MM-DD`.
+fn is_iso_day(day: &str) -> bool {
+    let parts: Vec<&str> = day.split('-').collect();
+    let number = |p: &str, len: usize, max: u32| {
+        p.len() == len
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|n| (1..=max).contains(&n))
+    };
+    matches!(parts.as_slice(), [y, m, d] if number(y, 4, 9999) && number(m, 2, 12) && number(d, 2, 31))
 }

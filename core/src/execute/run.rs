@@ -1075,26 +1075,21 @@ impl<'a> Run<'a> {
                 cause: OverflowCause::Served,
             });
         }
-        let cost_usd = crate::cost::call_cost(
-            model.price(),
-            &config.pricing,
-            &done.usage,
-            served,
-            priced_profile,
-        );
+        let where_served = crate::cost::Served {
+            region: Some(attempt.target.region()),
+            tier: served,
+            profile: priced_profile,
+        };
+        let cost_usd =
+            crate::cost::cost_of_call(model.price(), &config.pricing, &done.usage, where_served);
         let uncached = crate::types::Usage {
             input_tokens: done.usage.total_input_tokens(),
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             ..done.usage
         };
-        let uncached_cost = crate::cost::call_cost(
-            model.price(),
-            &config.pricing,
-            &uncached,
-            served,
-            priced_profile,
-        );
+        let uncached_cost =
+            crate::cost::cost_of_call(model.price(), &config.pricing, &uncached, where_served);
         let family = self.family_of(attempt);
         self.remember_cache_use(
             attempt,
@@ -1126,13 +1121,7 @@ impl<'a> Run<'a> {
         {
             // The served call's own tokens at the would-be variant's prices.
             let would_usd = config.models.get(would_choose).map_or(cost_usd, |m| {
-                crate::cost::call_cost(
-                    m.price(),
-                    &config.pricing,
-                    &done.usage,
-                    served,
-                    priced_profile,
-                )
+                crate::cost::cost_of_call(m.price(), &config.pricing, &done.usage, where_served)
             });
             self.exec
                 .telemetry

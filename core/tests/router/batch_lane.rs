@@ -53,7 +53,7 @@ async fn a_thousand_requests_come_back_in_order_with_usage_and_cost() {
 
     let items = router.batch_results(&handle).await.unwrap();
     assert_eq!(items.len(), 1000);
-    let price = *common::config("").models[LITE].price();
+    let price = common::config("").models[LITE].price().clone();
     for (i, item) in items.iter().enumerate() {
         let out = item.as_ref().unwrap();
         assert_eq!(out.lane, BatchLane::Batch);

@@ -372,3 +372,59 @@ fn a_router_built_without_waiting_plans_at_once_and_loads_its_aws_settings_at_th
         }
     });
 }
+
+#[tokio::test]
+async fn a_call_is_priced_at_its_regions_listed_price_and_its_long_context_band() {
+    // Rows as `laneway catalog prices` writes them: Nova Lite costs more in us-east-1 than
+    // its base price (as it does in the EU), with a long-context band; and a discount.
+    let config = common::config(
+        r#"
+        [pricing]
+        discount = 0.25
+        [[models."amazon.nova-lite-v1:0".price.rows]]
+        regions = ["us-east-1"]
+        scopes = ["in_region", "geographic"]
+        input_per_1k = 0.0006
+        output_per_1k = 0.0024
+        long_context = { above_input_tokens = 40, input_per_1k = 0.0012, output_per_1k = 0.0048 }
+        "#,
+    );
+    let emu = emulator().await;
+    let router = common::router_with(&emu, config).await;
+    let short = router
+        .generate(
+            GenerateRequest::user("Say hi")
+                .model("amazon.nova-lite-v1:0")
+                .max_tokens(16),
+        )
+        .await
+        .unwrap();
+    assert_eq!(short.decision.region, "us-east-1");
+    let at = |input: f64, output: f64, r: &laneway::GenerateResponse| {
+        (f64::from(r.usage.input_tokens) * input + f64::from(r.usage.output_tokens) * output)
+            / 1000.0
+            * 0.75
+    };
+    let expected = at(0.0006, 0.0024, &short);
+    assert!(
+        (short.cost_usd - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        short.cost_usd
+    );
+    // Above the band's input, every token of the call is at the band's prices.
+    let long = router
+        .generate(
+            GenerateRequest::user("word ".repeat(200))
+                .model("amazon.nova-lite-v1:0")
+                .max_tokens(16),
+        )
+        .await
+        .unwrap();
+    assert!(long.usage.total_input_tokens() > 40);
+    let expected = at(0.0012, 0.0048, &long);
+    assert!(
+        (long.cost_usd - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        long.cost_usd
+    );
+}
