@@ -280,6 +280,13 @@ pub(crate) fn check(
         style,
         Some(ReasoningStyle::Anthropic | ReasoningStyle::AnthropicAdaptive)
     );
+    // A model that takes only its own sampling (Claude Opus 4.7) refuses the parameters
+    // outright. (The wording is the emulator's: AWS's is not published.)
+    if model.refuses_sampling && (x.temperature.is_some() || x.top_p.is_some()) {
+        return Err(model_error(
+            "temperature and top_p are not supported for this model: remove them",
+        ));
+    }
     // Claude takes its effort in its native `output_config`, not Converse's typed field.
     if x.effort.is_some() {
         return Err(

@@ -298,12 +298,11 @@ fn check_model_request(
     };
     // Batch records are not a request tier: every model in the scenario takes them.
     if ask.tier != "batch" && !m.tiers.contains(&ask.tier) {
+        // Bedrock's words, as projects calling it have recorded them (Nova Lite at flex,
+        // Sonnet 5 at flex, Claude 4.5 at priority: docs/research/catalog.md, 7b).
         return Err(ApiError::validation(
             ask.service,
-            format!(
-                "The provided service tier {} is not supported for model {}.",
-                ask.tier, m.id
-            ),
+            "The provided service tier is not supported for this model.",
         ));
     }
     if !ask.cache_points.is_empty() {

@@ -232,6 +232,9 @@ pub struct ModelSpec {
     /// bedrock-mantle.
     #[serde(default = "yes")]
     pub converse: bool,
+    /// Whether it refuses `temperature` and `top_p` (it samples as it chooses: Claude Opus 4.7).
+    #[serde(default)]
+    pub refuses_sampling: bool,
 }
 
 /// How a model reasons, and how its request asks for it.

@@ -237,8 +237,8 @@ fn parts(call: Call<'_>) -> Result<Parts> {
         }
     }
     let mut inference = wire::InferenceConfiguration::builder()
-        .set_temperature(req.inference.temperature)
-        .set_top_p(req.inference.top_p)
+        .set_temperature(shape.temperature(req))
+        .set_top_p(shape.top_p(req))
         .set_stop_sequences(Some(req.inference.stop_sequences.clone()).filter(|s| !s.is_empty()));
     let reasoning_max = shape
         .reasoning

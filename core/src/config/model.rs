@@ -13,7 +13,7 @@ use super::{
     ApplicationProfile, ModelLatency, Price, PricingConfig, PromptCacheConfig, QuotaConfig,
     ReservationConfig,
 };
-use crate::types::{Api, ProfileScope, Provider, ServiceTier};
+use crate::types::{Api, ProfileScope, Provider, SamplingParameter, ServiceTier};
 
 /// A Bedrock model as written in configuration (`provider = "bedrock"`): its keys and no other.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +76,9 @@ struct BedrockSpec {
     /// The day Bedrock stops serving it (`YYYY-MM-DD`), when AWS has said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     end_of_life: Option<String>,
+    /// The sampling parameters it refuses (`temperature`, `top_p`): sent without them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    refuses: BTreeSet<SamplingParameter>,
 }
 
 /// A SageMaker model as written in configuration (`provider = "sagemaker"`).
@@ -197,6 +200,9 @@ pub struct BedrockModel {
     /// The day Bedrock stops serving it (`YYYY-MM-DD`), when AWS has said: a router built
     /// after it warns that the model has ended.
     pub end_of_life: Option<String>,
+    /// The sampling parameters it refuses (`refuses = ["temperature", "top_p"]`): a request
+    /// that sets one is sent to it without, and the decision says so.
+    pub refuses: BTreeSet<SamplingParameter>,
 }
 
 /// A model on SageMaker real-time endpoints.
@@ -311,6 +317,7 @@ impl From<BedrockSpec> for BedrockModel {
             latency: s.latency,
             price: s.price,
             end_of_life: s.end_of_life,
+            refuses: s.refuses,
         }
     }
 }
@@ -339,6 +346,7 @@ impl Serialize for ModelConfig {
                 latency: b.latency.clone(),
                 price: b.price.clone(),
                 end_of_life: b.end_of_life.clone(),
+                refuses: b.refuses.clone(),
             }
             .serialize(ser),
             ModelConfig::Sagemaker(m) => SagemakerSpec {
@@ -370,6 +378,15 @@ impl ModelConfig {
             ModelConfig::Bedrock(_) => Api::Converse,
             ModelConfig::Sagemaker(_) => Api::InvokeEndpoint,
             ModelConfig::Other(_) => Api::Own,
+        }
+    }
+
+    /// The sampling parameters it refuses (none but for a Bedrock model that says so).
+    pub fn refused_sampling(&self) -> &BTreeSet<SamplingParameter> {
+        static NONE: BTreeSet<SamplingParameter> = BTreeSet::new();
+        match self {
+            ModelConfig::Bedrock(b) => &b.refuses,
+            _ => &NONE,
         }
     }
 

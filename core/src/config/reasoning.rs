@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::types::{GenerateRequest, Reasoning, ReasoningEffort, ReasoningWire, ToolChoice};
+use crate::types::{
+    GenerateRequest, Reasoning, ReasoningEffort, ReasoningWire, SamplingParameter, ToolChoice,
+};
 
 /// How a model's request asks for reasoning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,11 +154,23 @@ impl ReasoningConfig {
         asked: &Reasoning,
         default_output: u32,
     ) -> Result<ReasoningWire, Refusal> {
+        self.wire_without(request, asked, default_output, &BTreeSet::new())
+    }
+
+    /// [`wire`](Self::wire) for a model that is sent the request without the sampling
+    /// parameters in `unsent` (those it refuses): they constrain nothing.
+    pub fn wire_without(
+        &self,
+        request: &GenerateRequest,
+        asked: &Reasoning,
+        default_output: u32,
+        unsent: &BTreeSet<SamplingParameter>,
+    ) -> Result<ReasoningWire, Refusal> {
         let mut fields = Map::new();
         let mut max_tokens = None;
         match self.format {
             ReasoningFormat::Anthropic => {
-                anthropic_constraints(request)?;
+                anthropic_constraints(request, unsent)?;
                 let budget = match (asked.budget_tokens, asked.effort) {
                     (Some(b), _) if !self.adaptive_only => Some(b),
                     (None, Some(_)) if self.adaptive => None,
@@ -260,14 +274,20 @@ impl ReasoningConfig {
 /// What Claude refuses with thinking on, in Bedrock's words. Source: the extended-thinking
 /// guide ("Thinking isn't compatible with temperature, top_p, or top_k modifications or forced
 /// tool use") and the errors Bedrock returns for each.
-fn anthropic_constraints(request: &GenerateRequest) -> Result<(), Refusal> {
-    if request.inference.temperature.is_some_and(|t| t != 1.0) {
+fn anthropic_constraints(
+    request: &GenerateRequest,
+    unsent: &BTreeSet<SamplingParameter>,
+) -> Result<(), Refusal> {
+    let sent = |p: SamplingParameter| !unsent.contains(&p);
+    if sent(SamplingParameter::Temperature)
+        && request.inference.temperature.is_some_and(|t| t != 1.0)
+    {
         return Err((
             "inference.temperature",
             "temperature may only be set to 1 when thinking is enabled".into(),
         ));
     }
-    if request.inference.top_p.is_some_and(|p| p < 0.95) {
+    if sent(SamplingParameter::TopP) && request.inference.top_p.is_some_and(|p| p < 0.95) {
         return Err((
             "inference.top_p",
             "top_p must be at least 0.95 (or unset) when thinking is enabled".into(),

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::config::{Config, ModelConfig, ReasoningConfig};
 use crate::types::{
-    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Reason, Reasoning, Result, Tool,
+    Attempt, AttemptShape, Error, Exclusion, GenerateRequest, Reason, Reasoning, Result,
+    SamplingParameter, Tool,
 };
 
 /// Shapes every attempt of a plan whose model is `primary`. An error when the request asks
@@ -28,12 +29,37 @@ pub(crate) fn shape_attempts(
             .tools
             .iter()
             .any(|t| matches!(t, Tool::Spec(s) if s.strict));
-    let carries_reasoning = request.carries_reasoning();
     if let Some(g) = &request.guardrail {
         keep_guarded(g, primary, attempts, reasons)?;
     }
     keep_carried(request, config, primary, attempts, reasons)?;
     note_what_apis_lack(request, config, attempts, reasons);
+    shape_by_model(
+        request,
+        config,
+        primary,
+        asked,
+        wants_structure,
+        attempts,
+        reasons,
+    )?;
+    leave_out_refused_sampling(request, config, attempts, reasons);
+    Ok(())
+}
+
+/// The attempts' reasoning, model fields and earlier reasoning, each as its model takes them;
+/// attempts on models that cannot give the structured output asked for left out.
+fn shape_by_model(
+    request: &GenerateRequest,
+    config: &Config,
+    primary: &Arc<str>,
+    asked: Option<Reasoning>,
+    wants_structure: bool,
+    attempts: &mut Vec<Attempt>,
+    reasons: &mut Vec<Reason>,
+) -> Result<()> {
+    let explicit = request.reasoning;
+    let carries_reasoning = request.carries_reasoning();
     if asked.is_none() && !wants_structure && !carries_reasoning && request.model_fields.is_none() {
         return Ok(());
     }
@@ -94,6 +120,7 @@ pub(crate) fn shape_attempts(
                         reasoning,
                         model_fields: false,
                         reasoning_history: history,
+                        unsent_sampling: Vec::new(),
                     })
                 };
                 seen.push((Arc::clone(&attempt.model), shape.clone()));
@@ -131,6 +158,51 @@ pub(crate) fn shape_attempts(
     }
     *attempts = kept;
     Ok(())
+}
+
+/// Sends each attempt without the sampling parameters its model refuses, saying so once per
+/// model and parameter.
+fn leave_out_refused_sampling(
+    request: &GenerateRequest,
+    config: &Config,
+    attempts: &mut [Attempt],
+    reasons: &mut Vec<Reason>,
+) {
+    let set = [
+        (
+            SamplingParameter::Temperature,
+            request.inference.temperature.is_some(),
+        ),
+        (SamplingParameter::TopP, request.inference.top_p.is_some()),
+    ];
+    if set.iter().all(|(_, set)| !set) {
+        return;
+    }
+    for attempt in attempts {
+        let Some(model) = config.models.get(&*attempt.model) else {
+            continue;
+        };
+        for (parameter, is_set) in set {
+            if !is_set || !model.refused_sampling().contains(&parameter) {
+                continue;
+            }
+            attempt.shape.unsent_sampling.push(parameter);
+            let why = format!(
+                "{} takes no {}: sent without it",
+                attempt.model,
+                parameter.field()
+            );
+            let said = reasons.iter().any(|r| {
+                matches!(r, Reason::FieldNotHonoured { field, why: w } if field == parameter.field() && *w == why)
+            });
+            if !said {
+                reasons.push(Reason::FieldNotHonoured {
+                    field: parameter.field().to_string(),
+                    why,
+                });
+            }
+        }
+    }
 }
 
 /// Leaves out the attempts where the guardrail cannot be applied: APIs other than Converse,
@@ -270,7 +342,12 @@ fn reasoning_for(
     };
     let refused = match model.reasoning() {
         None => ("reasoning", format!("{name} does not reason")),
-        Some(r) => match r.wire(request, &asked, config.routing.default_output_tokens) {
+        Some(r) => match r.wire_without(
+            request,
+            &asked,
+            config.routing.default_output_tokens,
+            model.refused_sampling(),
+        ) {
             Ok(mut wire) => {
                 wire.history = true;
                 reasons.push(Reason::ReasoningMapped {

@@ -479,6 +479,44 @@ mod tests {
     }
 
     #[test]
+    fn the_sovereign_cloud_is_a_geography_of_its_own() {
+        // A model served in eu-central-1 and in the European Sovereign Cloud: `eusc` keeps a
+        // call in the sovereign region, `eu` out of it.
+        let c = Config::from_toml_str(
+            r#"
+            regions = [{ name = "eu-central-1" }, { name = "eusc-de-east-1" }]
+            [models."amazon.nova-lite-v1:0"]
+            regions = ["eu-central-1", "eusc-de-east-1"]
+            in_region = ["eu-central-1", "eusc-de-east-1"]
+            profiles = []
+            "#,
+        )
+        .unwrap();
+        let in_geography = |name: &str| {
+            ids(
+                GenerateRequest::user("x")
+                    .model("amazon.nova-lite-v1:0")
+                    .residency(Residency::Geography(Geography::new(name).unwrap())),
+                &c,
+            )
+        };
+        assert_eq!(
+            in_geography("eusc"),
+            [(
+                "amazon.nova-lite-v1:0".to_string(),
+                "eusc-de-east-1".to_string()
+            )]
+        );
+        assert_eq!(
+            in_geography("eu"),
+            [(
+                "amazon.nova-lite-v1:0".to_string(),
+                "eu-central-1".to_string()
+            )]
+        );
+    }
+
+    #[test]
     fn region_list_residency_forbids_profiles() {
         let c = Config::default();
         let e = plan(

@@ -11,6 +11,7 @@ mod error;
 mod fields;
 mod geography;
 mod message;
+mod partition;
 mod reason;
 mod reasoning;
 mod request;
@@ -34,6 +35,7 @@ pub use fields::{
 };
 pub use geography::{Geography, GeographyNameError, ProfileScope};
 pub use message::*;
+pub use partition::Partition;
 pub use reason::*;
 pub use reasoning::{
     Reasoning, ReasoningBlock, ReasoningDelta, ReasoningEffort, ReasoningText, ReasoningWire,

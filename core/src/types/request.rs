@@ -229,6 +229,11 @@ impl GenerateRequest {
         self.inference.temperature = Some(t);
         self
     }
+    /// Sets nucleus sampling's `top_p`.
+    pub fn top_p(mut self, p: f32) -> Self {
+        self.inference.top_p = Some(p);
+        self
+    }
     /// Sets the SLO class.
     pub fn slo_class(mut self, class: SloClass) -> Self {
         self.slo.class = class;

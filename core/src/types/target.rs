@@ -252,6 +252,50 @@ pub struct AttemptShape {
     pub model_fields: bool,
     /// Whether the conversation's reasoning blocks go (else they are left out of the turns).
     pub reasoning_history: bool,
+    /// The request's sampling parameters this model refuses: the attempt goes without them
+    /// (said in the decision).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unsent_sampling: Vec<SamplingParameter>,
+}
+
+/// A sampling parameter of the request a model may refuse (some reasoning models take only
+/// their own: Claude Opus 4.7, some of OpenAI's GPT models on Bedrock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplingParameter {
+    /// `inference.temperature`.
+    Temperature,
+    /// `inference.top_p`.
+    TopP,
+}
+
+impl SamplingParameter {
+    /// Its path in the request (`inference.temperature`).
+    pub fn field(self) -> &'static str {
+        match self {
+            SamplingParameter::Temperature => "inference.temperature",
+            SamplingParameter::TopP => "inference.top_p",
+        }
+    }
+}
+
+impl AttemptShape {
+    /// The request's temperature, unless this attempt's model refuses it.
+    pub fn temperature(&self, request: &super::GenerateRequest) -> Option<f32> {
+        request.inference.temperature.filter(|_| {
+            !self
+                .unsent_sampling
+                .contains(&SamplingParameter::Temperature)
+        })
+    }
+
+    /// The request's `top_p`, unless this attempt's model refuses it.
+    pub fn top_p(&self, request: &super::GenerateRequest) -> Option<f32> {
+        request
+            .inference
+            .top_p
+            .filter(|_| !self.unsent_sampling.contains(&SamplingParameter::TopP))
+    }
 }
 
 impl AttemptShape {

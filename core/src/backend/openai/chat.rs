@@ -37,10 +37,11 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Value> {
     if let Some(n) = input::max_tokens(call) {
         body.insert("max_completion_tokens".into(), json!(n));
     }
-    if let Some(t) = request.inference.temperature {
+    let shape = &call.attempt.shape;
+    if let Some(t) = shape.temperature(request) {
         body.insert("temperature".into(), json!(t));
     }
-    if let Some(p) = request.inference.top_p {
+    if let Some(p) = shape.top_p(request) {
         body.insert("top_p".into(), json!(p));
     }
     if !request.inference.stop_sequences.is_empty() {

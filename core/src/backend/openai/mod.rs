@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::{Backend, BackendEvent, Call, Completion, EventStream};
 use crate::config::{OpenAiApi, OpenAiConfig};
-use crate::types::{Api, Error, ErrorKind, Result, ServiceError, Target};
+use crate::types::{Api, Error, ErrorKind, Partition, Result, ServiceError, Target};
 use auth::Auth;
 pub use auth::short_term_api_key;
 
@@ -131,17 +131,18 @@ impl OpenAiBackend {
         let region = target.region();
         match self.endpoint {
             Endpoint::Runtime => {
-                let base = self
-                    .base_url
-                    .clone()
-                    .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"));
+                let base = self.base_url.clone().unwrap_or_else(|| {
+                    let suffix = Partition::of(region).dns_suffix;
+                    format!("https://bedrock-runtime.{region}.{suffix}")
+                });
                 format!("{base}/openai/v1{}", api.path())
             }
             Endpoint::Mantle => {
-                let base = self
-                    .base_url
-                    .clone()
-                    .unwrap_or_else(|| format!("https://bedrock-mantle.{region}.api.aws"));
+                let base = self.base_url.clone().unwrap_or_else(|| {
+                    // Mantle's host is on the partition's dual-stack domain (`api.aws`).
+                    let suffix = Partition::of(region).dual_stack_suffix;
+                    format!("https://bedrock-mantle.{region}.{suffix}")
+                });
                 let prefix = openai.mantle.as_ref().map_or("/v1", |m| m.prefix.as_str());
                 format!("{base}{prefix}{}", api.path())
             }
@@ -419,5 +420,45 @@ impl Backend for OpenAiBackend {
             };
             Ok(events.boxed())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_endpoints_host_is_its_regions_partitions() {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let openai: OpenAiConfig = toml::from_str(
+            "runtime = [\"responses\"]\nfirst = true\nmantle = { apis = [\"responses\"], prefix = \"/openai/v1\" }\n",
+        )
+        .unwrap();
+        let url = |endpoint, region: &str| {
+            let backend = OpenAiBackend::new(endpoint, &sdk, OpenAiSettings::default());
+            let target = match endpoint {
+                Endpoint::Runtime => Target::bedrock_openai(region, "us.openai.gpt-6-sol", None),
+                Endpoint::Mantle => Target::mantle(region, "openai.gpt-6-sol"),
+            };
+            backend.url(&target, &openai, OpenAiApi::Responses)
+        };
+        assert_eq!(
+            url(Endpoint::Runtime, "us-east-1"),
+            "https://bedrock-runtime.us-east-1.amazonaws.com/openai/v1/responses"
+        );
+        assert_eq!(
+            url(Endpoint::Mantle, "us-east-1"),
+            "https://bedrock-mantle.us-east-1.api.aws/openai/v1/responses"
+        );
+        assert_eq!(
+            url(Endpoint::Runtime, "eusc-de-east-1"),
+            "https://bedrock-runtime.eusc-de-east-1.amazonaws.eu/openai/v1/responses"
+        );
+        assert_eq!(
+            url(Endpoint::Runtime, "cn-north-1"),
+            "https://bedrock-runtime.cn-north-1.amazonaws.com.cn/openai/v1/responses"
+        );
     }
 }

@@ -88,8 +88,8 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>>
         input: items,
         instructions: (!system.is_empty()).then_some(system),
         max_output_tokens: input::max_tokens(call),
-        temperature: request.inference.temperature,
-        top_p: request.inference.top_p,
+        temperature: call.attempt.shape.temperature(request),
+        top_p: call.attempt.shape.top_p(request),
         tools: responses::tools(&request.tools),
         tool_choice: request.tool_choice.as_ref().map(responses::tool_choice),
         text: request.output_format.as_ref().map(|f| TextParam {

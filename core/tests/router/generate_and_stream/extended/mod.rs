@@ -865,3 +865,69 @@ async fn a_tool_result_carries_images_documents_and_search_results() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn sampling_a_model_refuses_is_left_out_and_said() {
+    // Claude Opus 4.7 samples as it chooses: Bedrock refuses temperature and top_p for it.
+    const OPUS_47: &str = "anthropic.claude-opus-4-7";
+    let emu = common::emulator().await;
+    let direct = common::bedrock_sdk(&emu, "us-east-1")
+        .converse()
+        .model_id(format!("us.{OPUS_47}"))
+        .messages(
+            aws_sdk_bedrockruntime::types::Message::builder()
+                .role(aws_sdk_bedrockruntime::types::ConversationRole::User)
+                .content(aws_sdk_bedrockruntime::types::ContentBlock::Text(
+                    "Hi".into(),
+                ))
+                .build()
+                .unwrap(),
+        )
+        .inference_config(
+            aws_sdk_bedrockruntime::types::InferenceConfiguration::builder()
+                .temperature(0.2)
+                .build(),
+        )
+        .send()
+        .await;
+    assert!(direct.is_err(), "the emulator refuses it as Bedrock does");
+    let router = common::router(&emu).await;
+    let r = router
+        .generate(
+            GenerateRequest::user("Say hi")
+                .model(OPUS_47)
+                .temperature(0.2)
+                .top_p(0.5)
+                .max_tokens(32),
+        )
+        .await
+        .unwrap();
+    assert!(!r.text().is_empty());
+    for field in ["inference.temperature", "inference.top_p"] {
+        assert!(
+            r.decision.reasons.iter().any(|x| matches!(
+                x,
+                Reason::FieldNotHonoured { field: f, .. } if f == field
+            )),
+            "{field}: {:?}",
+            r.decision.reasons
+        );
+    }
+    // A model that takes them is sent them, and nothing is said.
+    let nova = router
+        .generate(
+            GenerateRequest::user("Say hi")
+                .model("amazon.nova-lite-v1:0")
+                .temperature(0.2)
+                .max_tokens(8),
+        )
+        .await
+        .unwrap();
+    assert!(
+        !nova
+            .decision
+            .reasons
+            .iter()
+            .any(|x| matches!(x, Reason::FieldNotHonoured { .. }))
+    );
+}
