@@ -248,6 +248,9 @@ pub trait Backend: Send + Sync {
 /// backends.insert_for_api(Provider::Bedrock, Api::OpenAiMantle, Arc::new(MemoryBackend::echo()));
 /// assert!(backends.for_target(&Target::mantle("us-east-1", "openai.gpt-5.4")).is_some());
 /// assert!(backends.for_target(&Target::bedrock("us-east-1", "amazon.nova-lite-v1:0", None)).is_none());
+/// // The deprecated name of bedrock-runtime's OpenAI-compatible API registers for it.
+/// backends.insert(Provider::named("bedrock-openai"), Arc::new(MemoryBackend::echo()));
+/// assert!(backends.for_target(&Target::bedrock_openai("us-east-1", "us.openai.gpt-6-sol", None)).is_some());
 /// ```
 #[derive(Clone, Default)]
 pub struct Backends {

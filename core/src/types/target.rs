@@ -53,10 +53,16 @@ pub enum Provider {
 }
 
 impl Provider {
-    /// The provider of this name (`"bedrock"` and `"sagemaker"` are the built-in ones).
+    /// The provider of this name (`"bedrock"` and `"sagemaker"` are the built-in ones; the
+    /// deprecated `"bedrock-openai"` and `"bedrock-mantle"` still name the values that stand
+    /// for Bedrock's OpenAI-compatible APIs, so that a backend registered under them replaces
+    /// those APIs' backends for one more release).
     pub fn named(name: &str) -> Self {
+        #[allow(deprecated)]
         match name {
             "bedrock" => Provider::Bedrock,
+            "bedrock-openai" => Provider::BedrockOpenAi,
+            "bedrock-mantle" => Provider::BedrockMantle,
             "sagemaker" => Provider::Sagemaker,
             other => Provider::Other(other.into()),
         }
