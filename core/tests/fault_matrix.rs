@@ -145,7 +145,9 @@ fn request(lane: Lane, i: usize) -> GenerateRequest {
 struct Row {
     /// From the first call's start to the last call's end, on the router's clock.
     elapsed: Duration,
-    /// The most attempts of one successful call cut by a time limit.
+    /// The most attempts of one successful call cut by a time limit in one region: what the
+    /// faulted region cost it. (A healthy region's answer late enough to meet a limit too is
+    /// the machine's load, and is bounded by `paid`'s latency bound, not by this.)
     most_limits_paid: usize,
     /// Each successful call's latency and the attempts of it a time limit cut.
     paid: Vec<(Duration, usize)>,
@@ -210,22 +212,32 @@ impl Row {
     }
 }
 
-/// What a call that succeeded sent: attempts, and of them those cut by a time limit.
+/// What a call that succeeded sent: attempts, of them those cut by a time limit, and the most
+/// of those in any one region.
 #[derive(Debug, Clone, Copy)]
 struct Sent {
     attempts: u32,
     timed_out: usize,
+    timed_out_in_one_region: usize,
 }
 
 impl Sent {
     fn of(decision: &laneway::RouteDecision) -> Self {
+        let cut: Vec<&str> = decision
+            .failed_attempts
+            .iter()
+            .filter(|a| a.kind == laneway::ErrorKind::Timeout)
+            .map(|a| a.region.as_str())
+            .collect();
+        let in_one_region = cut
+            .iter()
+            .map(|r| cut.iter().filter(|x| *x == r).count())
+            .max()
+            .unwrap_or(0);
         Sent {
             attempts: decision.attempts_sent,
-            timed_out: decision
-                .failed_attempts
-                .iter()
-                .filter(|a| a.kind == laneway::ErrorKind::Timeout)
-                .count(),
+            timed_out: cut.len(),
+            timed_out_in_one_region: in_one_region,
         }
     }
 }
@@ -308,7 +320,7 @@ async fn run_requests(
             Ok(sent) => {
                 row.succeeded += 1;
                 row.attempts += u64::from(sent.attempts);
-                row.most_limits_paid = row.most_limits_paid.max(sent.timed_out);
+                row.most_limits_paid = row.most_limits_paid.max(sent.timed_out_in_one_region);
                 row.paid.push((latency, sent.timed_out));
                 if sent.timed_out == 0 {
                     row.unpaid_slowest = row.unpaid_slowest.max(latency);
@@ -529,9 +541,9 @@ mod every_fault_on_one_of_three_regions_loses_no_call {
                     row.name, row.failed, row.duplicated_chars
                 ));
             }
-            // The latency bound of each row: a call pays at most one time limit (the fault is
-            // in one region of three), and ends within the limits it paid plus twice the row's
-            // slowest call that paid none.
+            // The latency bound of each row: a call pays at most one time limit in a region
+            // (the fault is in one region of three), and ends within the limits it paid plus
+            // twice the row's slowest call that paid none.
             let over = over_their_bound(row);
             if row.most_limits_paid > 1 || !over.is_empty() {
                 failures.push(format!(
@@ -584,8 +596,8 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
         calls,
     )
     .await;
-    // A stall costs a call one first-token limit and a failover, and only the first wave pays
-    // it: the calls in flight when it began, and those started before the region's failures
+    // A stall costs a call one first-token limit in the stalled region and a failover, and
+    // only the first wave pays it: the calls in flight when it began, and those started before the region's failures
     // eject it. Each call ends within the limits it paid plus twice the slowest call no limit
     // cut in the same run (same machine, same load): a paid call's failover runs in a burst of
     // as many failovers as calls were in flight.
@@ -600,7 +612,7 @@ async fn a_region_stalling_for_a_whole_run_loses_nothing() {
     let over = over_their_bound(&row);
     println!(
         "\nstall run: {} calls paid a first-token limit ({FIRST_TOKEN_MS} ms; bound {IN_FLIGHT} in flight + {ejects_after}), \
-         at most {} in a call (bound 1), the slowest in {:?}; each call within its limits + 2 x the slowest call no limit cut \
+         at most {} in a call in one region (bound 1), the slowest in {:?}; each call within its limits + 2 x the slowest call no limit cut \
          ({:?}): {} over; p99 {:?} (fault-free p99 {:?})",
         paid.len(),
         row.most_limits_paid,
