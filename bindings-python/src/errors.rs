@@ -23,7 +23,7 @@ fn class_of<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyType>> {
     let class = match by_kind.get_item(kind)? {
         Some(class) => class,
         None => by_kind
-            .get_item(ErrorDetails::of_kind("").kind)?
+            .get_item(laneway::surface::LANEWAY_INTERNAL)?
             .ok_or_else(|| {
                 pyo3::exceptions::PyRuntimeError::new_err("laneway.errors has no internal error")
             })?,

@@ -1122,5 +1122,29 @@ async fn the_fleets_figure_for_a_target_is_its_best_informed_replicas() {
     assert_eq!(read.latency, [(target.clone(), warm)]);
     // The warm one has nothing to learn but the new one's.
     let read = replicas[0].read_fleet(within).await.unwrap();
-    assert_eq!(read.latency, [(target, newer)]);
+    assert_eq!(read.latency, [(target.clone(), newer)]);
+    // A field of a replica from before figures were published per replica (a rolling
+    // upgrade) is not a malformed value: its writer cannot be told apart, so it is removed.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let key = "{best-informed}:latency";
+    let _: () = redis::cmd("HSET")
+        .arg(key)
+        .arg(&target)
+        .arg(serde_json::to_string(&summary(10, None, 900)).unwrap())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let read = replicas[2].read_fleet(within).await.unwrap();
+    assert_eq!(read.latency, [(target.clone(), warm)]);
+    assert_eq!(replicas[2].status().malformed_values, 0);
+    common::poll_until("the old writer's field is removed", || {
+        let mut sync = client.get_connection().unwrap();
+        !redis::cmd("HEXISTS")
+            .arg(key)
+            .arg(&target)
+            .query::<bool>(&mut sync)
+            .unwrap()
+    })
+    .await;
 }

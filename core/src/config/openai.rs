@@ -193,7 +193,11 @@ impl super::ModelConfig {
     /// OpenAI-compatible APIs take no documents, audio, video, S3 images or media in tool
     /// results, and no stop sequences where only Responses serves. `None` for every other
     /// API. The plan leaves such targets out (`Exclusion::NotCarried`).
-    pub(crate) fn refuses(&self, request: &GenerateRequest, api: Api) -> Option<(String, String)> {
+    pub(crate) fn cannot_carry(
+        &self,
+        request: &GenerateRequest,
+        api: Api,
+    ) -> Option<(String, String)> {
         let apis = match (api, self.openai()) {
             (Api::OpenAiRuntime, Some(o)) => o.runtime.as_slice(),
             (Api::OpenAiMantle, Some(o)) => o.mantle.as_ref().map_or(&[][..], |m| &m.apis),

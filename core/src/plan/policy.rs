@@ -618,7 +618,7 @@ fn no_target(model: &str, request: &GenerateRequest, config: &Config) -> Error {
         let candidates = crate::plan::catalog::candidates(model, m, config);
         let refusals: Vec<_> = candidates
             .iter()
-            .map(|c| m.refuses(request, c.target.api))
+            .map(|c| m.cannot_carry(request, c.target.api))
             .collect();
         if !refusals.is_empty()
             && refusals.iter().all(Option::is_some)

@@ -254,7 +254,7 @@ fn keep_carried(
         let why = config
             .models
             .get(&*a.model)
-            .and_then(|m| m.refuses(request, a.target.api));
+            .and_then(|m| m.cannot_carry(request, a.target.api));
         match why {
             Some(why) => {
                 reasons.push(Reason::TargetExcluded {

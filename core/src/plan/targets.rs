@@ -63,7 +63,11 @@ pub(crate) fn enumerate(
                     .filter(|r| !config.keeps_within(t, r))
                     .map(|_| Exclusion::Residency)
             })
-            .or_else(|| model.refuses(request, t.api).map(|_| Exclusion::NotCarried));
+            .or_else(|| {
+                model
+                    .cannot_carry(request, t.api)
+                    .map(|_| Exclusion::NotCarried)
+            });
         if let Some(why) = excluded {
             exclude(reasons, t, why);
             continue;

@@ -76,7 +76,7 @@ pub struct ErrorDetails {
 
 /// The kind of a defect caught at a binding's edge (a panic, a result that did not convert):
 /// never produced by the router itself.
-pub(super) const LANEWAY_INTERNAL: &str = "laneway_internal";
+pub const LANEWAY_INTERNAL: &str = "laneway_internal";
 
 impl ErrorDetails {
     /// The details of `error`.

@@ -28,6 +28,6 @@ mod value;
 
 // The AWS wire shapes the bindings and seams read and write live in `wire`.
 pub use crate::wire::{converse, converse_stream, eventstream, invoke};
-pub use details::ErrorDetails;
+pub use details::{ErrorDetails, LANEWAY_INTERNAL};
 pub use options::{ConfigInput, RouterOptions};
 pub use value::AnyValue;

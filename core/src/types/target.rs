@@ -83,7 +83,7 @@ impl Provider {
     /// Whether it is Bedrock.
     #[deprecated(since = "0.9.0", note = "compare with Provider::Bedrock")]
     pub fn is_bedrock(&self) -> bool {
-        self.system() == "aws.bedrock"
+        self.registered_as().0 == Provider::Bedrock
     }
 
     /// Whether it is called through cross-region inference profiles where its model needs one.
@@ -302,9 +302,7 @@ impl AttemptShape {
             .top_p
             .filter(|_| !self.unsent_sampling.contains(&SamplingParameter::TopP))
     }
-}
 
-impl AttemptShape {
     /// Nothing beyond the plain request.
     pub fn is_plain(&self) -> bool {
         *self == Self::default()

@@ -142,6 +142,44 @@ async fn the_bedrock_backend_can_be_replaced() {
     );
 }
 
+#[tokio::test]
+async fn one_api_of_bedrock_can_be_replaced_on_its_own() {
+    // GPT-5.4 is served only by bedrock-mantle's OpenAI-compatible APIs: a backend registered
+    // for that API answers it, and Converse's stays the built-in one.
+    let memory = Arc::new(MemoryBackend::echo());
+    let router = Router::builder()
+        .api_backend(
+            Provider::Bedrock,
+            laneway::Api::OpenAiMantle,
+            memory.clone(),
+        )
+        .build()
+        .await
+        .unwrap();
+    let answer = router
+        .generate(GenerateRequest::user("hello mantle").model("openai.gpt-5.4"))
+        .await
+        .unwrap();
+    assert_eq!(memory.calls(), 1);
+    assert_eq!(answer.text(), "hello mantle");
+    assert_eq!(
+        (answer.decision.provider.clone(), answer.decision.api),
+        (Provider::Bedrock, laneway::Api::OpenAiMantle)
+    );
+    // The deprecated name of that API registers for it, for one more release.
+    let old = Arc::new(MemoryBackend::echo());
+    let router = Router::builder()
+        .backend(Provider::named("bedrock-mantle"), old.clone())
+        .build()
+        .await
+        .unwrap();
+    router
+        .generate(GenerateRequest::user("hi").model("openai.gpt-5.4"))
+        .await
+        .unwrap();
+    assert_eq!(old.calls(), 1);
+}
+
 /// Per failed attempt: the service's request id, HTTP status, model and tier; the error of a
 /// call keeps the SDK's error as its source.
 #[tokio::test]

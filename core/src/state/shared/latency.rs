@@ -42,8 +42,10 @@ impl Shared {
                 .arg(json);
         }
         hset.ignore();
-        // Readers skip stale entries rather than delete them (a delete could race a fresh
-        // write); the hash goes once no replica has written it for twice their age.
+        // Readers delete the fields of replicas silent past the summaries' age (a replica that
+        // republishes between that read and the delete loses that one write, and writes again
+        // at its next publish); the hash goes once no replica has written it for twice their
+        // age.
         pipe.cmd("PEXPIRE")
             .arg(&key)
             .arg(2 * SUMMARY_MAX_AGE.as_millis() as u64)
@@ -135,7 +137,9 @@ impl Shared {
         let mut stale = Vec::new();
         for (field, value) in latency {
             let Some((target, replica)) = field.rsplit_once(REPLICA_MARK) else {
-                malformed();
+                // A field of a replica from before figures were published per replica (a
+                // rolling upgrade): its writer's figures are not told apart, so it goes.
+                stale.push(field);
                 continue;
             };
             match serde_json::from_str::<LatencySummary>(&value) {

@@ -604,6 +604,9 @@ mod tests {
         assert_eq!(deadline(json!({ "timeout_ms": null })), None);
         let refused = body(json!({ "timeout_ms": -1 })).unwrap_err();
         assert!(refused.to_string().contains("timeout"), "{refused}");
+        // Beyond a year is refused as the timeout it is, not later as a deadline.
+        let refused = body(json!({ "timeout_ms": 1e20 })).unwrap_err();
+        assert!(refused.to_string().contains("timeout"), "{refused}");
     }
 
     #[test]

@@ -11,15 +11,6 @@ pub enum OpenAiSdk {
 }
 
 impl OpenAiSdk {
-    /// The SDK by its language's name: `python`, or `javascript` (`node`, `js`).
-    pub fn named(name: &str) -> Option<Self> {
-        match name {
-            "python" => Some(Self::Python),
-            "javascript" | "node" | "js" => Some(Self::JavaScript),
-            _ => None,
-        }
-    }
-
     /// The client's constructor options that a facade accepts and does not use: Laneway
     /// chooses the endpoint, retries and connections itself. A facade warns of each one given
     /// ([`not_used`]) and refuses any option neither Laneway's nor in this list.

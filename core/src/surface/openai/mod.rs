@@ -133,11 +133,15 @@ pub(crate) fn start(body: &mut Map<String, Value>, fields: &Fields) -> Result<St
     // The SDK's timeout is the call's deadline, unless Laneway's own options set one.
     match timeout {
         None | Some(Value::Null) => {}
-        Some(Value::Number(ms)) if ms.as_f64().is_some_and(|ms| ms.is_finite() && ms >= 0.0) => {
-            let ms = ms.as_f64().unwrap_or_default().round() as u64;
+        Some(Value::Number(ms)) => {
+            let ms = ms
+                .as_f64()
+                .ok_or_else(|| "not a number of milliseconds".to_string())
+                .and_then(crate::types::units::duration_from_millis)
+                .map_err(|why| Error::invalid("timeout", format!("the call's deadline: {why}")))?;
             options
                 .entry("deadline_ms")
-                .or_insert_with(|| Value::from(ms));
+                .or_insert_with(|| Value::from((ms.as_secs_f64() * 1000.0).round() as u64));
         }
         Some(_) => {
             return Err(Error::invalid(
