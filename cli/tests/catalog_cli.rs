@@ -60,7 +60,7 @@ fn an_offer_file_prices_each_region_scope_tier_ttl_and_band_as_listed() {
     let us = config.profile_scope("us");
     let in_us = |profile| Served {
         region: Some("us-east-1"),
-        tier: Some(ServiceTier::Standard),
+        tier: Some(ServiceTier::STANDARD),
         profile,
     };
     // 100K tokens of a kind (below the long-context band), priced at a tenth of the per-1M price.
@@ -133,12 +133,12 @@ fn an_offer_file_prices_each_region_scope_tier_ttl_and_band_as_listed() {
     let nova = "amazon.nova-lite-v1:0";
     let eu = Served {
         region: Some("eu-west-1"),
-        tier: Some(ServiceTier::Standard),
+        tier: Some(ServiceTier::STANDARD),
         profile: None,
     };
     assert!(near(cost(&config, nova, &million("input"), eu), 0.078));
     let eu_flex = Served {
-        tier: Some(ServiceTier::Flex),
+        tier: Some(ServiceTier::FLEX),
         ..eu
     };
     assert!(near(cost(&config, nova, &million("input"), eu_flex), 0.039));

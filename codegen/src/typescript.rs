@@ -78,7 +78,16 @@ pub(crate) fn declarations(views: &Value) -> String {
             .filter_map(Value::as_str)
             .map(|v| format!("'{v}'"))
             .collect();
-        out.push_str(&format!("export type {name} = {}\n", values.join(" | ")));
+        // An open enum (a service tier a configuration declares) takes any other string too,
+        // the known ones still offered by the editor.
+        let open = views["open_enums"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|n| n == name.as_str()));
+        let or_any = if open { " | (string & {})" } else { "" };
+        out.push_str(&format!(
+            "export type {name} = {}{or_any}\n",
+            values.join(" | ")
+        ));
     }
     for (name, key) in VIEWS {
         let view = &views[key];

@@ -131,7 +131,7 @@ fn main() {
                     let t = Instant::now();
                     let out = r.generate(req).await.unwrap();
                     let ns = t.elapsed().as_nanos() as u64;
-                    assert_eq!(out.decision.tier, Some(laneway::ServiceTier::Reserved));
+                    assert_eq!(out.decision.tier, Some(laneway::ServiceTier::RESERVED));
                     if round > 0 {
                         h.saturating_record(ns.max(1));
                     }

@@ -421,7 +421,7 @@ pub(crate) fn divert_reason(request: &GenerateRequest, config: &BatchConfig) -> 
 }
 
 /// The tier diverted requests take.
-pub(crate) const DIVERTED_TIER: ServiceTier = ServiceTier::Flex;
+pub(crate) const DIVERTED_TIER: ServiceTier = ServiceTier::FLEX;
 
 #[cfg(test)]
 mod tests {

@@ -752,7 +752,7 @@ async fn redis_hung_mid_run_loses_nothing() {
     let make = |i: usize| {
         let req = GenerateRequest::user(format!("Request {i}: summarise the incident report."))
             .model("anthropic.claude-sonnet-4-5-20250929-v1:0")
-            .tier(laneway::ServiceTier::Reserved)
+            .tier(laneway::ServiceTier::RESERVED)
             .max_tokens(200)
             .continue_on_interrupt(true);
         (req, i % 2 == 1)
@@ -989,7 +989,7 @@ async fn faults_cost_seconds_from_a_cold_routers_first_call() {
     let hedge_delay = config
         .latency_prior(
             "amazon.nova-lite-v1:0",
-            Some(laneway::ServiceTier::Standard),
+            Some(laneway::ServiceTier::STANDARD),
             laneway::Api::Converse,
         )
         .ttft_p99;

@@ -177,7 +177,7 @@ async fn replica_process() {
                                     }
                                 )
                             });
-                            if !expected_overflow && served == Some(laneway::ServiceTier::Standard)
+                            if !expected_overflow && served == Some(laneway::ServiceTier::STANDARD)
                             {
                                 surprises += 1;
                             }
@@ -1068,7 +1068,7 @@ fn fresh_prior() -> Duration {
     laneway::Config::default()
         .latency_prior(
             LITE,
-            Some(laneway::ServiceTier::Standard),
+            Some(laneway::ServiceTier::STANDARD),
             laneway::Api::Converse,
         )
         .ttft_p99

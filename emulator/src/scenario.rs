@@ -170,7 +170,9 @@ pub struct ModelSpec {
     /// `profile_only`).
     #[serde(default)]
     pub in_region: Option<Vec<String>>,
-    /// Service tiers accepted: `default`, `priority`, `flex`, `reserved`.
+    /// Service tiers accepted, as the wire spells them: `default`, `priority`, `flex`,
+    /// `reserved`, `ultrafast` or any other; a request for a tier not listed is refused as
+    /// Bedrock refuses it.
     #[serde(default = "default_tiers")]
     pub tiers: BTreeSet<String>,
     /// Whether `cachePoint` blocks are accepted.
@@ -495,9 +497,13 @@ impl Scenario {
                     m.id
                 ));
             }
+            // A tier is any name the service spells (`default`, `priority`, `flex`,
+            // `reserved`, `ultrafast`, or a later one), as the wire carries it.
             for t in &m.tiers {
-                if !["default", "priority", "flex", "reserved"].contains(&t.as_str()) {
-                    return invalid(format!("models.{}: unknown tier {t:?}", m.id));
+                let well_formed = t.starts_with(|c: char| c.is_ascii_lowercase())
+                    && t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                if !well_formed || t == "batch" {
+                    return invalid(format!("models.{}: tier {t:?} is not a tier's name", m.id));
                 }
             }
             if m.answer_tokens[0] == 0 || m.answer_tokens[0] > m.answer_tokens[1] {

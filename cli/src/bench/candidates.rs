@@ -95,50 +95,52 @@ impl Preset {
             regions: None,
             concurrency,
         };
-        use ServiceTier::*;
+        const STANDARD: ServiceTier = ServiceTier::STANDARD;
+        const PRIORITY: ServiceTier = ServiceTier::PRIORITY;
+        const FLEX: ServiceTier = ServiceTier::FLEX;
         match self {
             Preset::Chat => vec![
                 c("claude family, SLO tiers", "claude", None, 16),
-                c("claude family, standard", "claude", Some(Standard), 16),
+                c("claude family, standard", "claude", Some(STANDARD), 16),
                 c(
                     "haiku, priority",
                     "anthropic.claude-haiku-4-5-20251001-v1:0",
-                    Some(Priority),
+                    Some(PRIORITY),
                     16,
                 ),
                 c(
                     "haiku, standard",
                     "anthropic.claude-haiku-4-5-20251001-v1:0",
-                    Some(Standard),
+                    Some(STANDARD),
                     16,
                 ),
                 c(
                     "sonnet, priority",
                     "anthropic.claude-sonnet-4-5-20250929-v1:0",
-                    Some(Priority),
+                    Some(PRIORITY),
                     16,
                 ),
                 c("nova family, SLO tiers", "nova", None, 16),
             ],
             Preset::EnterpriseApi => vec![
-                c("nova family, standard, 32", "nova", Some(Standard), 32),
-                c("nova family, flex, 32", "nova", Some(Flex), 32),
+                c("nova family, standard, 32", "nova", Some(STANDARD), 32),
+                c("nova family, flex, 32", "nova", Some(FLEX), 32),
                 c(
                     "nova lite, standard, 64",
                     "amazon.nova-lite-v1:0",
-                    Some(Standard),
+                    Some(STANDARD),
                     64,
                 ),
                 c(
                     "nova lite, flex, 64",
                     "amazon.nova-lite-v1:0",
-                    Some(Flex),
+                    Some(FLEX),
                     64,
                 ),
                 c(
                     "nova pro, standard, 32",
                     "amazon.nova-pro-v1:0",
-                    Some(Standard),
+                    Some(STANDARD),
                     32,
                 ),
             ],
@@ -156,8 +158,8 @@ impl Preset {
                     None,
                     8,
                 ),
-                c("bedrock nova family, 8", "nova", Some(Standard), 8),
-                c("bedrock nova family, 32", "nova", Some(Standard), 32),
+                c("bedrock nova family, 8", "nova", Some(STANDARD), 8),
+                c("bedrock nova family, 32", "nova", Some(STANDARD), 32),
             ],
         }
     }

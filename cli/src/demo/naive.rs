@@ -87,7 +87,7 @@ impl NaiveClient {
                     &self.config.pricing,
                     &usage,
                     // Bedrock's standard tier; SageMaker has no tiers.
-                    (m.provider() == Provider::Bedrock).then_some(ServiceTier::Standard),
+                    (m.provider() == Provider::Bedrock).then_some(ServiceTier::STANDARD),
                     profile.as_ref(),
                 );
                 call.usage = usage;

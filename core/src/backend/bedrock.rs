@@ -275,8 +275,8 @@ fn parts(call: Call<'_>) -> Result<Parts> {
         service_tier: call
             .attempt
             .tier
-            .filter(|t| *t != ServiceTier::Standard)
-            .map(service_tier),
+            .filter(|t| *t != ServiceTier::STANDARD)
+            .and_then(service_tier),
         performance: call.attempt.latency_optimized.then(|| {
             wire::PerformanceConfiguration::builder()
                 .latency(wire::PerformanceConfigLatency::Optimized)
@@ -502,11 +502,14 @@ fn cache_point(c: &CachePoint) -> wire::CachePointBlock {
         .expect("type is set")
 }
 
-fn service_tier(t: ServiceTier) -> wire::ServiceTier {
+/// Converse's `serviceTier` for a tier; none for a tier declared without a Converse spelling,
+/// which is sent as the service's default.
+fn service_tier(t: ServiceTier) -> Option<wire::ServiceTier> {
+    let name = t.converse_name()?;
     wire::ServiceTier::builder()
-        .r#type(wire::ServiceTierType::from(t.wire_name()))
+        .r#type(wire::ServiceTierType::from(name))
         .build()
-        .expect("type is set")
+        .ok()
 }
 
 fn tier_of(t: &wire::ServiceTier) -> Option<ServiceTier> {

@@ -607,8 +607,8 @@ impl Router {
             };
             let on_demand = crate::cost::call_cost(m.price(), pricing, &out.usage, None, None);
             c.batch_usd += out.cost_usd;
-            c.standard_usd += on_demand * pricing.tier_multiplier(ServiceTier::Standard);
-            c.flex_usd += on_demand * pricing.tier_multiplier(ServiceTier::Flex);
+            c.standard_usd += on_demand * pricing.tier_multiplier(ServiceTier::STANDARD);
+            c.flex_usd += on_demand * pricing.tier_multiplier(ServiceTier::FLEX);
         }
         c
     }

@@ -56,9 +56,10 @@ impl Config {
         Self::from_table(whole(defaults, user)?)
     }
 
-    /// The configuration a whole table (every default in place) describes: read as
-    /// [`RawConfig`], then validated into a `Config`.
+    /// The configuration a whole table (every default in place) describes: its tiers declared,
+    /// read as [`RawConfig`], then validated into a `Config`.
     fn from_table(table: toml::Table) -> Result<Self> {
+        super::tiers::declare(&table)?;
         let raw: RawConfig =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
@@ -83,6 +84,17 @@ impl Config {
         })?;
         config.base_dir = path.parent().map(Path::to_path_buf);
         Ok(config)
+    }
+}
+
+impl TryFrom<toml::Table> for Config {
+    type Error = Error;
+
+    /// What a whole table (every section present, as a `Config` serializes) describes: how
+    /// serde reads a `Config` from any format, so that its `[tiers]` are declared before the
+    /// sections that name them are read.
+    fn try_from(table: toml::Table) -> Result<Self> {
+        Self::from_table(table)
     }
 }
 
@@ -428,7 +440,7 @@ mod tests {
     fn defaults_load_and_validate() {
         let c = Config::default();
         assert_eq!(c.families["nova"].variants.len(), 3);
-        assert_eq!(c.slo_tiers.interactive, ServiceTier::Priority);
+        assert_eq!(c.slo_tiers.interactive, ServiceTier::PRIORITY.into());
         assert!(c.models["anthropic.claude-sonnet-4-5-20250929-v1:0"].requires_profile());
     }
 
@@ -584,7 +596,7 @@ mod tests {
         let ModelConfig::Bedrock(mine) = &c.models["mine"] else {
             panic!()
         };
-        assert_eq!(mine.tiers, [ServiceTier::Standard].into());
+        assert_eq!(mine.tiers, [ServiceTier::STANDARD].into());
         assert!(mine.openai.as_ref().unwrap().first);
         let mantle = mine.openai.as_ref().unwrap().mantle.as_ref().unwrap();
         assert_eq!(mantle.prefix, super::super::MantlePrefix::V1);

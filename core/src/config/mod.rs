@@ -3,7 +3,8 @@
 //! and validated on load, with errors that name the field and the bad value.
 //!
 //! One job a file: [`Config`] and its small sections here; the sections of their own in
-//! `routing.rs` (retries, time limits, hedging, the SLO-class tiers), `families.rs` (families
+//! `routing.rs` (retries, time limits, hedging, the SLO-class tiers), `tiers.rs` (the declared
+//! service tiers), `families.rs` (families
 //! and their variant routers), `pricing.rs`, `geography.rs` (regions, geographies and the
 //! questions asked of them), `shared.rs` (Redis), `model.rs` (models by provider),
 //! `sections.rs` (breaker, budget, outlier, prices, reservations, batch); loading and merging
@@ -27,6 +28,7 @@ mod reasoning;
 mod routing;
 mod sections;
 mod shared;
+mod tiers;
 mod validate;
 pub use aliases::Alias;
 pub use families::{FamilyConfig, VariantRouterConfig};
@@ -40,13 +42,14 @@ pub use priors::{LatencyPrior, ModelLatency, PartialPrior, PriorsConfig};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
 pub use routing::{
     ClassTimeouts, ConcurrencyConfig, HedgeConfig, LearnedLimits, OverflowConfig, Reach,
-    RetryConfig, RoutingConfig, SloTiers, TimeoutsConfig,
+    RetryConfig, RoutingConfig, SloTiers, TierPreference, TimeoutsConfig,
 };
 pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, OutlierConfig,
     Price, QuotaConfig, ReservationConfig, ScopeMultipliers, TierMultipliers,
 };
 pub use shared::{LocalStateConfig, SharedConfig, redact_url};
+pub use tiers::{TierConfig, builtin_tiers};
 
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +71,7 @@ pub use crate::types::{ProfileScope, Provider};
 /// assert!(config.models.contains_key("amazon.nova-lite-v1:0")); // built-in models stay
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "raw::RawConfig")]
+#[serde(try_from = "toml::Table")]
 pub struct Config {
     /// The directory of the file the configuration was read from: relative paths in it (a
     /// family router's model file) are resolved from here when the router is built.
@@ -83,7 +86,10 @@ pub struct Config {
     /// Geographies by name (`us`, `eu`, `apac`, `jp`, `au`, `ca`, `us-gov`, or your own): the
     /// regions each one's geographic inference profiles keep requests in.
     pub geographies: BTreeMap<Geography, GeographyConfig>,
-    /// The service tier each SLO class asks for (`[slo_tiers]`).
+    /// The service tiers this configuration declares, with their spellings per API
+    /// (`[tiers.<name>]`): the built-in priority, standard, flex and reserved, and any other.
+    pub tiers: BTreeMap<ServiceTier, TierConfig>,
+    /// The service tiers each SLO class asks for, by preference (`[slo_tiers]`).
     pub slo_tiers: SloTiers,
     /// Reasoning each SLO class asks of a model that reasons, when the request sets none
     /// (`[slo_reasoning] background = { effort = "medium" }`).
@@ -180,7 +186,7 @@ macro_rules! default_from_builtin {
         impl Default for $section {
             #[doc = concat!("`", stringify!($($field).+), "` of `defaults.toml`.")]
             fn default() -> Self {
-                Config::builtin().$($field).+
+                Config::builtin().$($field).+.clone()
             }
         }
     )*};

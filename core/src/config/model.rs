@@ -121,7 +121,7 @@ const SAGEMAKER_KEYS: &str = "a SageMaker model is placed by its endpoints, whic
 const OTHER_KEYS: &str = "a model of your own provider has regions, a model_id and a price; the rest are Bedrock and SageMaker settings";
 
 fn standard_only() -> BTreeSet<ServiceTier> {
-    [ServiceTier::Standard].into()
+    [ServiceTier::STANDARD].into()
 }
 
 static STANDARD_ONLY: LazyLock<BTreeSet<ServiceTier>> = LazyLock::new(standard_only);

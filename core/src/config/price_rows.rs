@@ -119,7 +119,7 @@ impl PriceRow {
         let tier_ok = match (self.tier, tier) {
             (None, _) => true,
             (Some(own), Some(asked)) => own == asked,
-            (Some(own), None) => own == ServiceTier::Standard,
+            (Some(own), None) => own == ServiceTier::STANDARD,
         };
         (region_ok && scope_ok && tier_ok).then(|| {
             u8::from(!self.regions.is_empty())
@@ -178,7 +178,7 @@ mod tests {
         let eu_global_flex = row(
             &["eu-west-1"],
             &[PriceScope::Global],
-            Some(ServiceTier::Flex),
+            Some(ServiceTier::FLEX),
         );
         let at = |r: &PriceRow, region, scope, tier| r.matches(Some(region), scope, tier);
         assert_eq!(at(&any, "us-east-1", PriceScope::InRegion, None), Some(0));
@@ -189,7 +189,7 @@ mod tests {
                 &eu_global_flex,
                 "eu-west-1",
                 PriceScope::Global,
-                Some(ServiceTier::Flex)
+                Some(ServiceTier::FLEX)
             ),
             Some(3)
         );
@@ -199,7 +199,7 @@ mod tests {
                 &eu_global_flex,
                 "eu-west-1",
                 PriceScope::Global,
-                Some(ServiceTier::Standard)
+                Some(ServiceTier::STANDARD)
             ),
             None
         );

@@ -46,8 +46,8 @@ impl PricingConfig {
     /// use laneway::{Config, ProfileScope, ServiceTier};
     /// let config = Config::default();
     /// let opus = config.models["anthropic.claude-opus-4-6-v1"].price();
-    /// let global = config.pricing.factor(opus, Some(ServiceTier::Standard), Some(&ProfileScope::Global));
-    /// let geo = config.pricing.factor(opus, Some(ServiceTier::Standard), config.profile_scope("us").as_ref());
+    /// let global = config.pricing.factor(opus, Some(ServiceTier::STANDARD), Some(&ProfileScope::Global));
+    /// let geo = config.pricing.factor(opus, Some(ServiceTier::STANDARD), config.profile_scope("us").as_ref());
     /// assert!((geo / global - 1.1).abs() < 1e-3); // in-Region and geographic: 10% above global
     /// ```
     pub fn factor(

@@ -15,7 +15,7 @@ use crate::types::{Api, ServiceTier};
 /// ```
 /// use laneway::types::{Api, ServiceTier};
 /// let c = laneway::Config::default();
-/// let flex = c.latency_prior("amazon.nova-lite-v1:0", Some(ServiceTier::Flex), Api::Converse);
+/// let flex = c.latency_prior("amazon.nova-lite-v1:0", Some(ServiceTier::FLEX), Api::Converse);
 /// let standard = c.latency_prior("amazon.nova-lite-v1:0", None, Api::Converse);
 /// assert!(flex.ttft_p99 > standard.ttft_p99);
 /// ```
@@ -37,6 +37,18 @@ pub struct LatencyPrior {
     pub gap_p99: Duration,
     /// The median output speed, tokens per second: when a whole (not streamed) answer is due.
     pub tokens_per_second: f64,
+}
+
+impl LatencyPrior {
+    /// What is assumed of a tier no prior describes: `defaults.toml`'s standard figures.
+    /// Validation gives every declared tier a prior, so only a configuration built by hand
+    /// without one meets it.
+    pub const UNKNOWN: LatencyPrior = LatencyPrior {
+        ttft: Duration::from_millis(800),
+        ttft_p99: Duration::from_millis(2500),
+        gap_p99: Duration::from_millis(1200),
+        tokens_per_second: 50.0,
+    };
 }
 
 /// A model's own priors for one tier: each value it leaves out is its tier's.
@@ -156,28 +168,43 @@ impl ModelLatency {
 /// assert_eq!(c.routing.priors.weight, 4);
 /// use laneway::types::ServiceTier;
 /// let p = c.routing.priors;
-/// assert!(p.for_tier(Some(ServiceTier::Flex)).ttft_p99 > p.for_tier(Some(ServiceTier::Priority)).ttft_p99);
+/// assert!(p.for_tier(Some(ServiceTier::FLEX)).ttft_p99 > p.for_tier(Some(ServiceTier::PRIORITY)).ttft_p99);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PriorsConfig {
     /// How many observations a prior counts as (0: none; the class's limits until
     /// `min_samples`, as without priors). Figures another process knew of a target (the
     /// fleet's, or the local state file's) are not priors: they count as the observations
     /// they are of, up to `min_samples`.
     pub weight: u32,
-    /// Each tier's prior (`[routing.priors.<tier>]`), in [`ServiceTier::ALL`]'s order.
-    tiers: [LatencyPrior; ServiceTier::ALL.len()],
+    /// Each tier's prior (`[routing.priors.<tier>]`); validation requires one for every tier
+    /// the configuration declares.
+    tiers: BTreeMap<ServiceTier, LatencyPrior>,
 }
 
 impl PriorsConfig {
-    /// The prior of a tier (`None`: a target without tiers, as standard).
+    /// The prior of a tier (`None`: a target without tiers, as standard; a tier without a
+    /// prior of its own, which validation refuses, as standard too).
     pub fn for_tier(&self, tier: Option<ServiceTier>) -> LatencyPrior {
-        self.tiers[tier.unwrap_or(ServiceTier::Standard).index()]
+        tier.and_then(|t| self.tiers.get(&t))
+            .or_else(|| self.tiers.get(&ServiceTier::STANDARD))
+            .copied()
+            .unwrap_or(LatencyPrior::UNKNOWN)
     }
 
     /// Sets a tier's prior.
     pub fn set(&mut self, tier: ServiceTier, prior: LatencyPrior) {
-        self.tiers[tier.index()] = prior;
+        self.tiers.insert(tier, prior);
+    }
+
+    /// Whether `tier` has a prior of its own.
+    pub fn has(&self, tier: ServiceTier) -> bool {
+        self.tiers.contains_key(&tier)
+    }
+
+    /// The tiers with a prior, and their priors.
+    pub fn tiers(&self) -> impl Iterator<Item = (ServiceTier, &LatencyPrior)> {
+        self.tiers.iter().map(|(t, p)| (*t, p))
     }
 }
 
@@ -186,15 +213,16 @@ impl Serialize for PriorsConfig {
         use serde::ser::SerializeMap as _;
         let mut map = ser.serialize_map(Some(1 + self.tiers.len()))?;
         map.serialize_entry("weight", &self.weight)?;
-        for tier in ServiceTier::ALL {
-            map.serialize_entry(tier.as_str(), &self.tiers[tier.index()])?;
+        for (tier, prior) in &self.tiers {
+            map.serialize_entry(tier.as_str(), prior)?;
         }
         map.end()
     }
 }
 
 impl<'de> Deserialize<'de> for PriorsConfig {
-    /// `weight`, and a table per tier, each tier's required (`defaults.toml` has them all).
+    /// `weight`, and a table per declared tier (validation checks that each declared tier has
+    /// one: `defaults.toml` has the built-in ones').
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error as _;
         let mut table = toml::Table::deserialize(d)?;
@@ -202,35 +230,16 @@ impl<'de> Deserialize<'de> for PriorsConfig {
             Some(v) => u32::deserialize(v).map_err(D::Error::custom)?,
             None => return Err(D::Error::missing_field("weight")),
         };
-        let mut tiers = [None; ServiceTier::ALL.len()];
+        let mut tiers = BTreeMap::new();
         for (key, value) in table {
-            let tier = ServiceTier::ALL
-                .into_iter()
-                .find(|t| t.as_str() == key)
-                .ok_or_else(|| {
-                    let names: Vec<_> = ServiceTier::ALL.iter().map(|t| t.as_str()).collect();
-                    D::Error::custom(format!(
-                        "unknown field `{key}`, expected `weight` or a service tier ({})",
-                        names.join(", ")
-                    ))
-                })?;
+            let tier: ServiceTier = key.parse().map_err(|e| {
+                D::Error::custom(format!("`{key}` is neither `weight` nor a service tier: {e}"))
+            })?;
             let prior = LatencyPrior::deserialize(value)
                 .map_err(|e| D::Error::custom(format!("{key}: {}", e.message())))?;
-            tiers[tier.index()] = Some(prior);
+            tiers.insert(tier, prior);
         }
-        if let Some(tier) = ServiceTier::ALL
-            .into_iter()
-            .find(|t| tiers[t.index()].is_none())
-        {
-            return Err(D::Error::custom(format!(
-                "no prior for the {} tier",
-                tier.as_str()
-            )));
-        }
-        Ok(Self {
-            weight,
-            tiers: tiers.map(|p| p.expect("every tier checked above")),
-        })
+        Ok(Self { weight, tiers })
     }
 }
 
@@ -257,13 +266,13 @@ pub(super) fn resolve(
     let Some(model) = model else {
         return base;
     };
-    let key = tier.unwrap_or(ServiceTier::Standard);
+    let key = tier.unwrap_or(ServiceTier::STANDARD);
     let own = match model.tiers.get(&key) {
         Some(p) => p.over(base),
         // A tier the model says nothing of: its standard figures, scaled as the tiers' are.
         None => model
             .tiers
-            .get(&ServiceTier::Standard)
+            .get(&ServiceTier::STANDARD)
             .map_or(base, |standard| {
                 standard.scaled(priors.for_tier(None), base).over(base)
             }),
@@ -298,17 +307,17 @@ mod tests {
         let flex = resolve(
             &priors,
             Some(&model),
-            Some(ServiceTier::Flex),
+            Some(ServiceTier::FLEX),
             Api::Converse,
         );
-        let tier_flex = priors.for_tier(Some(ServiceTier::Flex));
+        let tier_flex = priors.for_tier(Some(ServiceTier::FLEX));
         let expected = tier_flex.ttft.as_secs_f64() * 0.3 / tier.ttft.as_secs_f64();
         assert!((flex.ttft.as_secs_f64() - expected).abs() < 1e-6);
         assert!(flex.ttft_p99 < tier_flex.ttft_p99);
         assert_eq!(flex.gap_p99, tier_flex.gap_p99);
         // A model without a table of its own: the tier's.
         assert_eq!(
-            resolve(&priors, None, Some(ServiceTier::Flex), Api::Converse),
+            resolve(&priors, None, Some(ServiceTier::FLEX), Api::Converse),
             tier_flex
         );
     }

@@ -20,6 +20,8 @@ pub(super) struct RawConfig {
     regions: Vec<RegionConfig>,
     #[serde(default)]
     geographies: BTreeMap<Geography, GeographyConfig>,
+    #[serde(default)]
+    tiers: BTreeMap<crate::types::ServiceTier, super::TierConfig>,
     slo_tiers: SloTiers,
     #[serde(default)]
     slo_reasoning: BTreeMap<SloClass, crate::types::Reasoning>,
@@ -54,6 +56,7 @@ impl TryFrom<RawConfig> for Config {
             default_model: raw.default_model,
             regions: raw.regions,
             geographies: raw.geographies,
+            tiers: raw.tiers,
             slo_tiers: raw.slo_tiers,
             slo_reasoning: raw.slo_reasoning,
             pricing: raw.pricing,

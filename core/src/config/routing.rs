@@ -6,7 +6,7 @@ use super::{
 };
 
 /// How calls are routed, retried, failed over and hedged.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoutingConfig {
     /// Most targets one call plans (1 disables failover).
@@ -297,28 +297,109 @@ pub struct HedgeConfig {
     pub standard_quantile: f64,
 }
 
-/// The tier each SLO class asks for (a model without that tier gets standard).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The tiers each SLO class asks for, by preference (`[slo_tiers]`): a call is sent at the
+/// first tier of its class's list that its model takes, and at standard (or the model's first
+/// tier) when it takes none of them. A class names one tier (`background = "flex"`) or a list
+/// (`interactive = ["ultrafast", "priority"]`).
+///
+/// ```
+/// use laneway::{Config, ServiceTier, SloClass};
+/// let c = Config::from_toml_str("[slo_tiers]\ninteractive = [\"priority\", \"standard\"]").unwrap();
+/// assert_eq!(c.slo_tiers.for_class(SloClass::Interactive), [ServiceTier::PRIORITY, ServiceTier::STANDARD]);
+/// assert_eq!(c.slo_tiers.for_class(SloClass::Background), [ServiceTier::FLEX]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SloTiers {
-    /// The tier `interactive` calls ask for (default `priority`).
-    pub interactive: ServiceTier,
-    /// The tier `standard` calls ask for (default `standard`).
-    pub standard: ServiceTier,
-    /// The tier `background` calls ask for (default `flex`).
-    pub background: ServiceTier,
-    /// The tier `batch` calls sent on line ask for (default `flex`).
-    pub batch: ServiceTier,
+    /// The tiers `interactive` calls ask for (default `priority`).
+    pub interactive: TierPreference,
+    /// The tiers `standard` calls ask for (default `standard`).
+    pub standard: TierPreference,
+    /// The tiers `background` calls ask for (default `flex`).
+    pub background: TierPreference,
+    /// The tiers `batch` calls sent on line ask for (default `flex`).
+    pub batch: TierPreference,
 }
 
 impl SloTiers {
-    /// The tier for a class.
-    pub fn for_class(&self, class: SloClass) -> ServiceTier {
+    /// The tiers a class asks for, most preferred first.
+    pub fn for_class(&self, class: SloClass) -> &[ServiceTier] {
         match class {
-            SloClass::Interactive => self.interactive,
-            SloClass::Standard => self.standard,
-            SloClass::Background => self.background,
-            SloClass::Batch => self.batch,
+            SloClass::Interactive => &self.interactive.0,
+            SloClass::Standard => &self.standard.0,
+            SloClass::Background => &self.background.0,
+            SloClass::Batch => &self.batch.0,
         }
+    }
+
+    /// Each class with its tiers.
+    pub fn classes(&self) -> impl Iterator<Item = (SloClass, &[ServiceTier])> {
+        SloClass::ALL.into_iter().map(|c| (c, self.for_class(c)))
+    }
+}
+
+/// One SLO class's tiers, most preferred first: a tier's name or a non-empty list of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierPreference(Vec<ServiceTier>);
+
+impl TierPreference {
+    /// A preference for these tiers, in order.
+    pub fn new(tiers: impl IntoIterator<Item = ServiceTier>) -> Self {
+        TierPreference(tiers.into_iter().collect())
+    }
+
+    /// The tiers, most preferred first.
+    pub fn tiers(&self) -> &[ServiceTier] {
+        &self.0
+    }
+}
+
+impl From<ServiceTier> for TierPreference {
+    fn from(tier: ServiceTier) -> Self {
+        TierPreference(vec![tier])
+    }
+}
+
+impl Serialize for TierPreference {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TierPreference {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OneOrMany;
+        impl<'de> serde::de::Visitor<'de> for OneOrMany {
+            type Value = Vec<ServiceTier>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a service tier's name or a list of them")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                name.parse().map(|t| vec![t]).map_err(E::custom)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut tiers = Vec::new();
+                while let Some(tier) = seq.next_element()? {
+                    tiers.push(tier);
+                }
+                Ok(tiers)
+            }
+        }
+        let tiers = d.deserialize_any(OneOrMany)?;
+        if tiers.is_empty() {
+            return Err(serde::de::Error::custom(
+                "a class's tiers: a tier's name or a non-empty list of them",
+            ));
+        }
+        Ok(TierPreference(tiers))
     }
 }

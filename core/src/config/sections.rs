@@ -2,6 +2,7 @@
 //! on: breakers, the retry budget, reservations, prompt-cache placement and the batch lane.
 //! Data only: the modules that act on them import them from here.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -288,49 +289,33 @@ impl ScopeMultipliers {
 /// ```
 /// use laneway::{config::TierMultipliers, ServiceTier};
 /// let own: TierMultipliers = toml::from_str("flex = 0.6").unwrap();
-/// assert_eq!(own.get(ServiceTier::Flex), Some(0.6));
-/// assert_eq!(own.get(ServiceTier::Priority), None);
-/// assert_eq!(TierMultipliers::default().with(ServiceTier::Flex, 0.6), own);
+/// assert_eq!(own.get(ServiceTier::FLEX), Some(0.6));
+/// assert_eq!(own.get(ServiceTier::PRIORITY), None);
+/// assert_eq!(TierMultipliers::default().with(ServiceTier::FLEX, 0.6), own);
 /// assert!(toml::from_str::<TierMultipliers>("turbo = 2.0").is_err());
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TierMultipliers([Option<f64>; ServiceTier::ALL.len()]);
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TierMultipliers(BTreeMap<ServiceTier, f64>);
 
 impl TierMultipliers {
     /// The multiplier this model sets for `tier`, if any.
     pub fn get(&self, tier: ServiceTier) -> Option<f64> {
-        self.0[tier.index()]
+        self.0.get(&tier).copied()
     }
 
     /// These multipliers with `tier`'s set to `multiplier`.
     pub fn with(mut self, tier: ServiceTier, multiplier: f64) -> Self {
-        self.0[tier.index()] = Some(multiplier);
+        self.0.insert(tier, multiplier);
         self
     }
 
     /// The tiers this model sets, with their multipliers.
     pub fn iter(&self) -> impl Iterator<Item = (ServiceTier, f64)> + '_ {
-        ServiceTier::ALL
-            .into_iter()
-            .filter_map(|t| self.get(t).map(|m| (t, m)))
+        self.0.iter().map(|(t, m)| (*t, *m))
     }
 
     fn is_empty(&self) -> bool {
-        self.0.iter().all(Option::is_none)
-    }
-}
-
-impl Serialize for TierMultipliers {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.iter())
-    }
-}
-
-impl<'de> Deserialize<'de> for TierMultipliers {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let by_tier = std::collections::BTreeMap::<ServiceTier, f64>::deserialize(d)?;
-        Ok(by_tier
-            .into_iter()
-            .fold(Self::default(), |own, (tier, m)| own.with(tier, m)))
+        self.0.is_empty()
     }
 }

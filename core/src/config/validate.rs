@@ -10,6 +10,7 @@ use crate::types::Api;
 impl Config {
     /// Checks that every reference resolves and every value is in range.
     pub fn validate(&self) -> Result<()> {
+        self.validate_tiers()?;
         self.validate_regions()?;
         self.validate_routing()?;
         self.validate_batch_and_shared()?;
@@ -94,6 +95,33 @@ impl Config {
         Ok(())
     }
 
+    /// Every tier named anywhere is one this configuration declares under `[tiers]`: a name
+    /// declared only by another configuration of the process is not this one's.
+    fn validate_tiers(&self) -> Result<()> {
+        for (class, tiers) in self.slo_tiers.classes() {
+            if let Some(t) = tiers.iter().find(|t| !self.tiers.contains_key(t)) {
+                return Err(undeclared(&format!("slo_tiers.{class}"), *t));
+            }
+        }
+        let named = self.pricing.tiers.keys().map(|t| ("pricing.tiers".to_string(), *t));
+        let priors = self.routing.priors.tiers().map(|(t, _)| ("routing.priors".to_string(), t));
+        let models = self.models.iter().flat_map(|(id, m)| {
+            let at = move |what: &str| format!("models.\"{id}\".{what}");
+            let listed = m.tiers().iter().map(move |t| (at("tiers"), *t));
+            let priced = m.price().tiers.iter().map(move |(t, _)| (at("price.tiers"), t));
+            let rows = m.price().rows.iter().filter_map(move |r| r.tier.map(|t| (at("price.rows"), t)));
+            let latency = m.latency().tiers.keys().chain(m.latency().openai.keys());
+            let latency = latency.map(move |t| (at("latency"), *t));
+            listed.chain(priced).chain(rows).chain(latency)
+        });
+        for (at, t) in named.chain(priors).chain(models) {
+            if !self.tiers.contains_key(&t) {
+                return Err(undeclared(&at, t));
+            }
+        }
+        Ok(())
+    }
+
     /// A price multiplier for every tier; every price a finite number >= 0.
     fn validate_pricing(&self) -> Result<()> {
         let p = &self.pricing;
@@ -103,10 +131,10 @@ impl Config {
                 format!("must be a fraction in [0, 1), got {}", p.discount),
             ));
         }
-        if let Some(t) = ServiceTier::ALL.iter().find(|t| !p.tiers.contains_key(t)) {
+        if let Some(t) = self.tiers.keys().find(|t| !p.tiers.contains_key(t)) {
             return Err(Error::config(
                 format!("pricing.tiers.{t}"),
-                "every service tier needs a price multiplier",
+                "every declared service tier needs a price multiplier",
             ));
         }
         let tiers = p.tiers.iter().map(|(t, v)| (format!("tiers.{t}"), *v));
@@ -380,9 +408,14 @@ impl Config {
             gap_p99: Some(p.gap_p99),
             tokens_per_second: Some(p.tokens_per_second),
         };
-        for tier in ServiceTier::ALL {
-            let p = self.routing.priors.for_tier(Some(tier));
-            check(&format!("routing.priors.{}", tier.as_str()), &whole(p))?;
+        if let Some(t) = self.tiers.keys().find(|t| !self.routing.priors.has(**t)) {
+            return Err(Error::config(
+                format!("routing.priors.{t}"),
+                "every declared service tier needs a prior (ttft, ttft_p99, gap_p99, tokens_per_second)",
+            ));
+        }
+        for (tier, p) in self.routing.priors.tiers() {
+            check(&format!("routing.priors.{}", tier.as_str()), &whole(*p))?;
         }
         for (id, m) in &self.models {
             let latency = m.latency();
@@ -531,9 +564,10 @@ impl Config {
         }
         let own = price.scopes.map(|s| s.entries()).into_iter().flatten();
         let own = own.map(|(k, v)| (format!("scopes.{k}"), Some(v))).chain(
-            ServiceTier::ALL
+            price
+                .tiers
                 .iter()
-                .map(|&t| (format!("tiers.{t}"), price.tiers.get(t))),
+                .map(|(t, v)| (format!("tiers.{t}"), Some(v))),
         );
         for (k, v) in own {
             if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
@@ -644,7 +678,7 @@ impl Config {
                 "is true but the model lists no profiles",
             ));
         }
-        if m.reserved.is_some() && !m.tiers.contains(&ServiceTier::Reserved) {
+        if m.reserved.is_some() && !m.tiers.contains(&ServiceTier::RESERVED) {
             return Err(Error::config(
                 field("reserved"),
                 "the model has a reservation but `reserved` is not among its tiers",
@@ -828,4 +862,12 @@ fn is_iso_day(day: &str) -> bool {
             && p.parse::<u32>().is_ok_and(|n| (1..=max).contains(&n))
     };
     matches!(parts.as_slice(), [y, m, d] if number(y, 4, 9999) && number(m, 2, 12) && number(d, 2, 31))
+}
+
+/// The error for a tier named at `at` that the configuration does not declare.
+fn undeclared(at: &str, tier: ServiceTier) -> Error {
+    Error::config(
+        at,
+        format!("tier {tier} is not declared under [tiers] (declare it with [tiers.{tier}])"),
+    )
 }

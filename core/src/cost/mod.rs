@@ -134,7 +134,7 @@ impl Price {
     ///     long_context = { above_input_tokens = 200000, input_per_1k = 0.0072, output_per_1k = 0.027 }
     /// "#).unwrap();
     /// let price = c.models["anthropic.claude-sonnet-4-6"].price();
-    /// let eu = Served { region: Some("eu-west-1"), tier: Some(ServiceTier::Standard), profile: None };
+    /// let eu = Served { region: Some("eu-west-1"), tier: Some(ServiceTier::STANDARD), profile: None };
     /// let short = Usage { input_tokens: 1_000, output_tokens: 100, ..Usage::default() };
     /// assert_eq!(price.rates(&c.pricing, &short, eu).input, 0.0036);
     /// let long = Usage { input_tokens: 250_000, ..short };
@@ -250,15 +250,15 @@ mod tests {
             input_estimated: false,
         };
         let pricing = PricingConfig::default();
-        let base = call_cost(&price, &pricing, &usage, Some(ServiceTier::Standard), None);
+        let base = call_cost(&price, &pricing, &usage, Some(ServiceTier::STANDARD), None);
         assert!((base - 4.35).abs() < 1e-9);
-        let flex = call_cost(&price, &pricing, &usage, Some(ServiceTier::Flex), None);
-        assert!((flex - 4.35 * pricing.tier_multiplier(ServiceTier::Flex)).abs() < 1e-9);
+        let flex = call_cost(&price, &pricing, &usage, Some(ServiceTier::FLEX), None);
+        assert!((flex - 4.35 * pricing.tier_multiplier(ServiceTier::FLEX)).abs() < 1e-9);
         let global = call_cost(
             &price,
             &pricing,
             &usage,
-            Some(ServiceTier::Standard),
+            Some(ServiceTier::STANDARD),
             Some(&ProfileScope::Global),
         );
         assert!((global - 4.35 * pricing.scopes.global).abs() < 1e-9);
@@ -268,19 +268,19 @@ mod tests {
                 geographic: 1.1,
                 global: 1.0,
             }),
-            tiers: crate::config::TierMultipliers::default().with(ServiceTier::Flex, 0.6),
+            tiers: crate::config::TierMultipliers::default().with(ServiceTier::FLEX, 0.6),
             ..price
         };
-        let own_flex = call_cost(&own, &pricing, &usage, Some(ServiceTier::Flex), None);
+        let own_flex = call_cost(&own, &pricing, &usage, Some(ServiceTier::FLEX), None);
         assert!((own_flex - 4.35 * 0.6 * 1.1).abs() < 1e-9);
         let own_global = call_cost(
             &own,
             &pricing,
             &usage,
-            Some(ServiceTier::Priority),
+            Some(ServiceTier::PRIORITY),
             Some(&ProfileScope::Global),
         );
-        assert!((own_global - 4.35 * pricing.tier_multiplier(ServiceTier::Priority)).abs() < 1e-9);
+        assert!((own_global - 4.35 * pricing.tier_multiplier(ServiceTier::PRIORITY)).abs() < 1e-9);
     }
 
     #[test]
@@ -311,17 +311,17 @@ mod tests {
             tier: Some(tier),
             profile: None,
         };
-        let flex = config.pricing.tier_multiplier(ServiceTier::Flex);
+        let flex = config.pricing.tier_multiplier(ServiceTier::FLEX);
         let cost = |tier| cost_of_call(price, &config.pricing, &usage, at(tier));
-        assert!((cost(ServiceTier::Flex) - 1.0 * flex * 0.9).abs() < 1e-12);
+        assert!((cost(ServiceTier::FLEX) - 1.0 * flex * 0.9).abs() < 1e-12);
         // A row of the tier is its price as it is.
-        assert!((cost(ServiceTier::Priority) - 3.0 * 0.9).abs() < 1e-12);
+        assert!((cost(ServiceTier::PRIORITY) - 3.0 * 0.9).abs() < 1e-12);
         // A model's own discount replaces the configuration's.
         let own = Price {
             discount: Some(0.5),
             ..price.clone()
         };
-        let half = cost_of_call(&own, &config.pricing, &usage, at(ServiceTier::Standard));
+        let half = cost_of_call(&own, &config.pricing, &usage, at(ServiceTier::STANDARD));
         assert!((half - 0.5).abs() < 1e-12);
     }
 

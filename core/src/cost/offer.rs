@@ -214,13 +214,13 @@ fn classify<'a>(
         return Err("not a token price");
     };
     let global = has("global") || text("service_tier").contains("global");
-    let tier = if has("flex") {
-        ServiceTier::Flex
-    } else if has("priority") {
-        ServiceTier::Priority
-    } else {
-        ServiceTier::Standard
-    };
+    // A tier is named by its word (`-flex`, `-priority`, `-ultrafast`): any tier declared in
+    // this process, so a tier added in configuration is read from the price list too.
+    let tier = ServiceTier::known()
+        .into_iter()
+        .filter(|t| *t != ServiceTier::STANDARD)
+        .find(|t| has(t.as_str()))
+        .unwrap_or(ServiceTier::STANDARD);
     let long_context = has("lctx") || (has("long") && (has("ctx") || has("context")));
     Ok((kind, global, tier, long_context))
 }
@@ -408,7 +408,7 @@ pub fn price_rows(offer: &Offer, config: &Config, long_context_above: u32) -> Pr
             out.incomplete.push(format!(
                 "{id} in {region}{}{}: no input or output price",
                 if global { " (global)" } else { "" },
-                if tier == ServiceTier::Standard {
+                if tier == ServiceTier::STANDARD {
                     String::new()
                 } else {
                     format!(" at {tier}")
@@ -442,7 +442,7 @@ pub fn price_rows(offer: &Offer, config: &Config, long_context_above: u32) -> Pr
             } else {
                 vec![PriceScope::InRegion, PriceScope::Geographic]
             },
-            tier: (tier != ServiceTier::Standard).then_some(tier),
+            tier: (tier != ServiceTier::STANDARD).then_some(tier),
             input_per_1k: input,
             output_per_1k: output,
             cache_read_per_1k: price(TokenKind::CacheRead, false),
@@ -531,7 +531,7 @@ mod tests {
             classify(|k: &str| attrs.get(k).and_then(Value::as_str).unwrap_or(""))
         };
         use TokenKind::*;
-        let s = ServiceTier::Standard;
+        let s = ServiceTier::STANDARD;
         assert_eq!(
             read("USE1-MP:USE1_InputTokenCount-Units"),
             Ok((Input, false, s, false))
@@ -570,7 +570,17 @@ mod tests {
         );
         assert_eq!(
             read("USE1-Nova2.0Lite-input-tokens-flex"),
-            Ok((Input, false, ServiceTier::Flex, false))
+            Ok((Input, false, ServiceTier::FLEX, false))
+        );
+        // A tier the configuration declares (the built-in one declares ultrafast) is read by
+        // its word too.
+        let ultrafast = crate::config::builtin_tiers()
+            .into_iter()
+            .find(|t| t.as_str() == "ultrafast")
+            .unwrap();
+        assert_eq!(
+            read("USE1-MP:USE1_output_tokens_global_ultrafast-Units"),
+            Ok((Output, true, ultrafast, false))
         );
         assert_eq!(
             read("USE1-Claude4Sonnet-input-tokens-long-context-cross-region-global"),

@@ -20,7 +20,7 @@ pub(super) fn span(attempt: &Attempt) -> tracing::Span {
         model = %attempt.model,
         target = attempt.target.id(),
         region = attempt.target.region(),
-        tier = attempt.tier.map(|t| t.wire_name()).unwrap_or(""),
+        tier = attempt.tier.map(|t| t.as_str()).unwrap_or(""),
     )
 }
 
@@ -82,7 +82,7 @@ impl<'a> InFlight<'a> {
         let now = crate::time::now();
         let (region, id, tier) = (attempt.target.region(), attempt.target.id(), attempt.tier);
         let verdict = state.health().admit(now, region, id, tier);
-        if verdict == Some(false) && tier != Some(ServiceTier::Reserved) {
+        if verdict == Some(false) && tier != Some(ServiceTier::RESERVED) {
             // The common case, without a wait: a closed breaker, no reservation.
             return Some(Self::admitted(state, attempt, None, false));
         }
@@ -131,7 +131,7 @@ impl<'a> InFlight<'a> {
     /// A reserved attempt the reservation's ledger had no room for: Bedrock is expected to
     /// serve it at standard.
     pub fn expects_overflow(&self) -> bool {
-        self.attempt.tier == Some(ServiceTier::Reserved) && self.ticket.is_none()
+        self.attempt.tier == Some(ServiceTier::RESERVED) && self.ticket.is_none()
     }
 
     /// Books the attempt against its target's on-demand quota: `ask` as the service counts it
@@ -186,7 +186,7 @@ impl<'a> InFlight<'a> {
             return None;
         }
         let mut ticket = None;
-        if attempt.tier == Some(ServiceTier::Reserved) {
+        if attempt.tier == Some(ServiceTier::RESERVED) {
             ticket = state
                 .capacity()
                 .reserve_call(now, &attempt.model, estimate.0, estimate.1)
@@ -245,11 +245,11 @@ impl<'a> InFlight<'a> {
                 terms.used(usage),
             );
         }
-        if a.tier == Some(ServiceTier::Reserved) {
+        if a.tier == Some(ServiceTier::RESERVED) {
             let input = u64::from(usage.total_input_tokens());
             let output = u64::from(usage.output_tokens);
             let ticket = self.ticket.take();
-            if served == Some(ServiceTier::Reserved) {
+            if served == Some(ServiceTier::RESERVED) {
                 self.state.capacity().reservation_served(
                     crate::time::now(),
                     &a.model,

@@ -773,7 +773,7 @@ impl<'a> Run<'a> {
     /// not count against the on-demand quota.
     async fn claim_quota(&self, inflight: &mut InFlight<'a>, force: bool) -> bool {
         let a = &inflight.attempt;
-        if a.tier == Some(ServiceTier::Reserved) && !inflight.expects_overflow() {
+        if a.tier == Some(ServiceTier::RESERVED) && !inflight.expects_overflow() {
             return true;
         }
         let Some((terms, ask)) = self.quota_ask(a) else {
@@ -1069,7 +1069,7 @@ impl<'a> Run<'a> {
         };
         let model = &config.models[priced_id];
         let served = done.served_tier.or(attempt.tier);
-        if attempt.tier == Some(ServiceTier::Reserved) && served != attempt.tier {
+        if attempt.tier == Some(ServiceTier::RESERVED) && served != attempt.tier {
             self.reasons.push(Reason::ReservedOverflow {
                 model: attempt.model.clone(),
                 cause: OverflowCause::Served,

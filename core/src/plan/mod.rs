@@ -66,7 +66,7 @@ pub struct Plan {
 /// let now = laneway::time::now();
 /// let p = plan(&GenerateRequest::user("hi").family("claude").slo_class(SloClass::Interactive), &config, &Fresh(now)).unwrap();
 /// assert!(config.families["claude"].variants.iter().any(|v| **v == *p.model)); // the classifier's pick
-/// assert_eq!(p.attempts[0].tier, Some(ServiceTier::Priority));
+/// assert_eq!(p.attempts[0].tier, Some(ServiceTier::PRIORITY));
 /// assert_eq!(p.attempts[0].target.region(), "us-east-1");
 /// ```
 pub fn plan(request: &GenerateRequest, config: &Config, obs: &impl Observations) -> Result<Plan> {

@@ -173,7 +173,7 @@ fn quota_input(
         return None;
     }
     let (input, output) = crate::plan::tier::estimated_tokens(request, config);
-    if tier == Some(ServiceTier::Reserved)
+    if tier == Some(ServiceTier::RESERVED)
         && obs.reserved_room(&chosen.model, input, output) == Some(true)
     {
         return None;

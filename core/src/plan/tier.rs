@@ -37,7 +37,7 @@ fn reserve_if_room(
     reasons: &mut Vec<Reason>,
 ) -> ServiceTier {
     if request.tier.is_some()
-        || !matches!(tier, ServiceTier::Standard | ServiceTier::Reserved)
+        || !matches!(tier, ServiceTier::STANDARD | ServiceTier::RESERVED)
         || model.reserved().is_none()
     {
         return tier;
@@ -52,7 +52,7 @@ fn reserve_if_room(
             model: model_id.into(),
         }),
     }
-    ServiceTier::Reserved
+    ServiceTier::RESERVED
 }
 
 /// The (input, output) tokens a call is expected to use, for reservations and deadlines.
@@ -78,7 +78,7 @@ pub(crate) fn escalate_for_deadline(
     reasons: &mut Vec<Reason>,
 ) -> Option<ServiceTier> {
     let deadline = request.slo.deadline?;
-    if first.tier != Some(ServiceTier::Flex) || !model.tiers().contains(&ServiceTier::Standard) {
+    if first.tier != Some(ServiceTier::FLEX) || !model.tiers().contains(&ServiceTier::STANDARD) {
         return None;
     }
     let view = obs.target(first.target.region(), first.target.id(), first.tier);
@@ -98,12 +98,12 @@ pub(crate) fn escalate_for_deadline(
         return None;
     }
     reasons.push(Reason::DeadlineEscalation {
-        from: ServiceTier::Flex,
-        to: ServiceTier::Standard,
+        from: ServiceTier::FLEX,
+        to: ServiceTier::STANDARD,
         expected_ms: expected.as_millis() as u64,
         deadline_ms: deadline.as_millis() as u64,
     });
-    Some(ServiceTier::Standard)
+    Some(ServiceTier::STANDARD)
 }
 
 fn choose_capable(
@@ -138,15 +138,17 @@ fn choose_capable(
         reasons.push(Reason::TierRequested { tier: t });
         return Ok(Some(t));
     }
-    let wanted = config.slo_tiers.for_class(request.slo.class);
+    let preferred = config.slo_tiers.for_class(request.slo.class);
+    let wanted = *preferred.first().unwrap_or(&ServiceTier::STANDARD);
     reasons.push(Reason::TierFromSlo {
         class: request.slo.class,
         tier: wanted,
     });
-    if offers(model, wanted) {
-        return Ok(Some(wanted));
-    }
-    let chosen = std::iter::once(ServiceTier::Standard)
+    // The class's tiers by preference, then standard, then whichever the model takes.
+    let chosen = preferred
+        .iter()
+        .copied()
+        .chain(std::iter::once(ServiceTier::STANDARD))
         .chain(model.tiers().iter().copied())
         .find(|t| offers(model, *t))
         .ok_or_else(|| {
@@ -155,11 +157,13 @@ fn choose_capable(
                 "no usable tier: `reserved` needs a reservation",
             )
         })?;
-    reasons.push(Reason::TierUnsupported {
-        wanted,
-        chosen,
-        model: model_id.into(),
-    });
+    if chosen != wanted {
+        reasons.push(Reason::TierUnsupported {
+            wanted,
+            chosen,
+            model: model_id.into(),
+        });
+    }
     Ok(Some(chosen))
 }
 
@@ -178,7 +182,7 @@ pub(crate) fn latency_optimized(
 
 /// Whether the model takes this tier: listed, and for `reserved` backed by a reservation.
 fn offers(model: &ModelConfig, tier: ServiceTier) -> bool {
-    model.tiers().contains(&tier) && (tier != ServiceTier::Reserved || model.reserved().is_some())
+    model.tiers().contains(&tier) && (tier != ServiceTier::RESERVED || model.reserved().is_some())
 }
 
 fn list(model: &ModelConfig) -> String {
@@ -210,9 +214,9 @@ mod tests {
     fn slo_classes_map_to_tiers() {
         let lite = "amazon.nova-lite-v1:0";
         let t = |class| tier_of(GenerateRequest::user("x").slo_class(class), lite).unwrap();
-        assert_eq!(t(SloClass::Interactive), Some(ServiceTier::Priority));
-        assert_eq!(t(SloClass::Standard), Some(ServiceTier::Standard));
-        assert_eq!(t(SloClass::Background), Some(ServiceTier::Flex));
+        assert_eq!(t(SloClass::Interactive), Some(ServiceTier::PRIORITY));
+        assert_eq!(t(SloClass::Standard), Some(ServiceTier::STANDARD));
+        assert_eq!(t(SloClass::Background), Some(ServiceTier::FLEX));
     }
 
     #[test]
@@ -230,11 +234,11 @@ mod tests {
             &mut reasons,
         )
         .unwrap();
-        assert_eq!(t, Some(ServiceTier::Standard));
+        assert_eq!(t, Some(ServiceTier::STANDARD));
         assert!(matches!(
             reasons.last(),
             Some(Reason::TierUnsupported {
-                wanted: ServiceTier::Priority,
+                wanted: ServiceTier::PRIORITY,
                 ..
             })
         ));
@@ -243,7 +247,7 @@ mod tests {
     #[test]
     fn forced_unsupported_tier_is_an_error() {
         let e = tier_of(
-            GenerateRequest::user("x").tier(ServiceTier::Priority),
+            GenerateRequest::user("x").tier(ServiceTier::PRIORITY),
             "amazon.nova-micro-v1:0",
         )
         .unwrap_err();

@@ -30,8 +30,8 @@ impl Lane {
     /// ledger bounds instead.
     pub fn of(tier: Option<ServiceTier>) -> Option<Lane> {
         match tier {
-            Some(ServiceTier::Reserved) => None,
-            Some(ServiceTier::Flex) => Some(Lane::Flex),
+            Some(ServiceTier::RESERVED) => None,
+            Some(ServiceTier::FLEX) => Some(Lane::Flex),
             _ => Some(Lane::Main),
         }
     }
@@ -985,7 +985,7 @@ mod tests {
         SlotAsk {
             region: "us-east-1",
             id,
-            tier: Some(ServiceTier::Standard),
+            tier: Some(ServiceTier::STANDARD),
             configured: None,
         }
     }
@@ -995,7 +995,7 @@ mod tests {
             at,
             "us-east-1",
             "m",
-            Some(ServiceTier::Standard),
+            Some(ServiceTier::STANDARD),
             SloClass::Standard,
         )
         .limit
@@ -1128,7 +1128,7 @@ mod tests {
                 now,
                 "us-east-1",
                 "m",
-                Some(ServiceTier::Standard),
+                Some(ServiceTier::STANDARD),
                 SloClass::Standard,
             )
             .refusing

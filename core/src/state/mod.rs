@@ -293,26 +293,26 @@ mod tests {
         state.health().record_success(
             region,
             id,
-            Some(ServiceTier::Reserved),
-            Some(ServiceTier::Standard),
+            Some(ServiceTier::RESERVED),
+            Some(ServiceTier::STANDARD),
             &AttemptSpeed {
                 ttft: Some(Duration::from_millis(300)),
                 ..AttemptSpeed::default()
             },
         );
         let view = |tier| state.at(now).target(region, id, Some(tier));
-        assert!(view(ServiceTier::Standard).ttft.is_some());
-        assert!(view(ServiceTier::Reserved).ttft.is_none());
+        assert!(view(ServiceTier::STANDARD).ttft.is_some());
+        assert!(view(ServiceTier::RESERVED).ttft.is_none());
         assert!(
             state
                 .health()
-                .ttft_quantile(region, id, Some(ServiceTier::Reserved), 1.0)
+                .ttft_quantile(region, id, Some(ServiceTier::RESERVED), 1.0)
                 .is_some()
         );
         assert!(
             state
                 .health()
-                .ttft_quantile(region, id, Some(ServiceTier::Standard), 1.0)
+                .ttft_quantile(region, id, Some(ServiceTier::STANDARD), 1.0)
                 .is_none()
         );
 

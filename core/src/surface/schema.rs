@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::config::builtin_tiers;
 use super::ErrorDetails;
 use super::flat::Casing;
 use crate::types::{
@@ -38,9 +39,32 @@ pub fn names() -> Value {
         "usage": keys(&sample_usage()),
         "timings": keys(&sample_timings()),
         "decision": keys(&sample_decision()),
-        "service_tiers": ServiceTier::ALL.map(ServiceTier::as_str),
-        "service_tier_wire_names": ServiceTier::ALL.map(ServiceTier::wire_name),
+        "service_tiers": builtin_tiers().into_iter().map(ServiceTier::as_str).collect::<Vec<_>>(),
+        "service_tier_wire_names": builtin_tiers().into_iter().filter_map(ServiceTier::converse_name).collect::<Vec<_>>(),
     })
+}
+
+// A tier is a name the configuration declares, so its schema is an open string: the
+// declaring lives in `config`, below which `types` sits.
+impl schemars::JsonSchema for ServiceTier {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ServiceTier".into()
+    }
+
+    /// A string: the built-in tiers and those `defaults.toml` declares are its examples, and a
+    /// configuration may declare more (`x-open`).
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let examples: Vec<&str> = builtin_tiers()
+            .into_iter()
+            .map(ServiceTier::as_str)
+            .collect();
+        schemars::json_schema!({
+            "description": "A service tier's name: a built-in one or one the configuration declares under `[tiers]`.",
+            "type": "string",
+            "examples": examples,
+            "x-open": true,
+        })
+    }
 }
 
 /// The keys of a value's serde form, nested objects' joined with `_`.
@@ -73,7 +97,9 @@ fn flatten(prefix: &str, map: &Map<String, Value>, out: &mut Vec<String>) {
 /// a nested object's flattened as in [`names`] (`inter_token_p50_ms` at path
 /// `["inter_token", "p50_ms"]`), each with its JSON type (`integer`, `number`, `boolean`,
 /// `string`, `object`, `objects`, or an enum's name), whether it may be null, whether it is
-/// always present, and its doc; `enums`, each enum's values; `error_classes`, each error kind
+/// always present, and its doc; `enums`, each enum's values, and `open_enums`, those a
+/// configuration may add to (a service tier: the values are the built-in configuration's);
+/// `error_classes`, each error kind
 /// with its class name and doc. `laneway-codegen` writes the Python dataclasses and the
 /// TypeScript declarations from this, and checks them in the test command.
 ///
@@ -85,13 +111,15 @@ fn flatten(prefix: &str, map: &Map<String, Value>, out: &mut Vec<String>) {
 /// assert_eq!(p50["type"], "number");
 /// assert_eq!(p50["nullable"], true);
 /// assert!(v["enums"]["ServiceTier"].as_array().unwrap().contains(&"flex".into()));
+/// assert!(v["open_enums"].as_array().unwrap().contains(&"ServiceTier".into()));
 /// ```
 pub fn views() -> Value {
     let mut enums = Map::new();
+    let mut open = std::collections::BTreeSet::new();
     let mut view = |schema: schemars::Schema| {
         let root = schema.to_value();
         let mut fields = Vec::new();
-        view_fields(&root, &root, &[], false, &mut fields, &mut enums);
+        view_fields(&root, &root, &[], false, &mut fields, (&mut enums, &mut open));
         json!({ "doc": root.get("description").cloned().unwrap_or(Value::Null), "fields": fields })
     };
     let usage = view(schemars::schema_for!(Usage));
@@ -102,6 +130,7 @@ pub fn views() -> Value {
         "timings": timings,
         "decision": decision,
         "enums": enums,
+        "open_enums": open,
         "error_classes": ErrorDetails::kinds()
             .into_iter()
             .map(|kind| json!({ "kind": kind, "class": ErrorDetails::class_name(kind), "doc": ErrorDetails::kind_doc(kind) }))
@@ -117,7 +146,7 @@ fn view_fields(
     path: &[&str],
     nullable: bool,
     out: &mut Vec<Value>,
-    enums: &mut Map<String, Value>,
+    (enums, open): (&mut Map<String, Value>, &mut std::collections::BTreeSet<String>),
 ) {
     let required: Vec<&str> = node["required"]
         .as_array()
@@ -132,11 +161,14 @@ fn view_fields(
         let (target, defined_as, null) = unwrap_nullable(root, prop);
         let nullable = nullable || null;
         if target["type"] == "object" && target.get("properties").is_some() {
-            view_fields(root, &target, &at, nullable, out, enums);
+            view_fields(root, &target, &at, nullable, out, (&mut *enums, &mut *open));
             continue;
         }
         let kind = match (&target["type"], defined_as) {
             (_, Some(name)) if enum_values(&target).is_some() => {
+                if target["x-open"] == true {
+                    open.insert(name.clone());
+                }
                 enums.insert(
                     name.clone(),
                     enum_values(&target).unwrap_or_default().into(),
@@ -188,6 +220,9 @@ fn unwrap_nullable(root: &Value, prop: &Value) -> (Value, Option<String>, bool) 
 
 /// The values of a string enum's schema (`enum`, or `oneOf` of `const`s).
 fn enum_values(schema: &Value) -> Option<Vec<Value>> {
+    if schema["x-open"] == true {
+        return schema["examples"].as_array().cloned();
+    }
     if let Some(values) = schema["enum"].as_array() {
         return Some(values.clone());
     }
@@ -237,8 +272,8 @@ fn sample_decision() -> RouteDecision {
         target: "t".into(),
         region: "r".into(),
         endpoint: Some("e".into()),
-        tier: Some(ServiceTier::Standard),
-        served_tier: Some(ServiceTier::Standard),
+        tier: Some(ServiceTier::STANDARD),
+        served_tier: Some(ServiceTier::STANDARD),
         invoked_model: Some("i".into()),
         reasons: Vec::new(),
         failed_attempts: Vec::new(),

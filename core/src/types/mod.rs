@@ -18,6 +18,7 @@ mod request;
 mod response;
 mod slo;
 mod target;
+mod tier;
 pub mod units;
 mod validate;
 
@@ -44,4 +45,5 @@ pub use request::*;
 pub use response::*;
 pub use slo::*;
 pub use target::*;
+pub use tier::{MAX_DECLARED_TIERS, ServiceTier, TierError};
 pub use units::MAX_DURATION;

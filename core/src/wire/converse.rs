@@ -815,7 +815,7 @@ pub fn response(r: &GenerateResponse) -> ConverseOutput {
         service_tier: r
             .decision
             .served_tier
-            .map(|t| json!({ "type": t.wire_name() })),
+            .map(|t| json!({ "type": t.converse_name().unwrap_or(t.as_str()) })),
         additional_model_response_fields: r.model_response_fields.clone(),
         trace: converse_trace(r),
         laneway: json!({
@@ -887,7 +887,7 @@ mod tests {
         assert_eq!(r.inference.stop_sequences, ["END"]);
         assert!(matches!(r.tools[0], Tool::Spec(_)) && matches!(r.tools[1], Tool::CachePoint(_)));
         assert_eq!(r.tool_choice, Some(ToolChoice::Tool("weather".into())));
-        assert_eq!(r.tier, Some(crate::types::ServiceTier::Flex));
+        assert_eq!(r.tier, Some(crate::types::ServiceTier::FLEX));
         assert_eq!(r.slo.class, SloClass::Background);
         assert_eq!(r.task_id.as_deref(), Some("trip-7"));
     }

@@ -980,7 +980,7 @@ mod tests {
         ));
         assert_eq!(r.tool_choice, Some(ToolChoice::Tool("weather".into())));
         assert_eq!(r.slo.class, crate::types::SloClass::Interactive);
-        assert_eq!(r.tier.map(|t| t.wire_name()), Some("flex"));
+        assert_eq!(r.tier.map(|t| t.as_str()), Some("flex"));
     }
 
     #[test]

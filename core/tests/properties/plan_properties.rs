@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use laneway::BreakerView;
-use laneway::config::ModelConfig;
+use laneway::config::{ModelConfig, TierPreference};
 use laneway::plan::{Fresh, Observations, TargetView};
 use laneway::{
     Api, CachePoint, CacheTtl, Config, ContentBlock, GenerateRequest, Geography, ModelRef,
@@ -48,10 +48,10 @@ fn model_names() -> Vec<String> {
 
 fn tier() -> impl Strategy<Value = ServiceTier> {
     prop_oneof![
-        Just(ServiceTier::Priority),
-        Just(ServiceTier::Standard),
-        Just(ServiceTier::Flex),
-        Just(ServiceTier::Reserved)
+        Just(ServiceTier::PRIORITY),
+        Just(ServiceTier::STANDARD),
+        Just(ServiceTier::FLEX),
+        Just(ServiceTier::RESERVED)
     ]
 }
 
@@ -76,12 +76,13 @@ fn slo_class() -> impl Strategy<Value = SloClass> {
     prop::sample::select(SloClass::ALL.to_vec())
 }
 
-/// A configuration whose Bedrock models offer random non-empty tier sets and random SLO maps.
+/// A configuration whose Bedrock models offer random non-empty tier sets and random SLO maps
+/// (each class a preference of one to three tiers).
 fn config() -> impl Strategy<Value = Config> {
     let n = base().models.len();
     (
         prop::collection::vec(prop::collection::btree_set(tier(), 1..=4), n),
-        [tier(), tier(), tier(), tier()],
+        [0; 4].map(|_| prop::collection::vec(tier(), 1..=3)),
         1u32..8,
     )
         .prop_map(|(tier_sets, slo, max_attempts)| {
@@ -91,10 +92,10 @@ fn config() -> impl Strategy<Value = Config> {
                     b.tiers = tiers;
                 }
             }
-            c.slo_tiers.interactive = slo[0];
-            c.slo_tiers.standard = slo[1];
-            c.slo_tiers.background = slo[2];
-            c.slo_tiers.batch = slo[3];
+            c.slo_tiers.interactive = TierPreference::new(slo[0].clone());
+            c.slo_tiers.standard = TierPreference::new(slo[1].clone());
+            c.slo_tiers.background = TierPreference::new(slo[2].clone());
+            c.slo_tiers.batch = TierPreference::new(slo[3].clone());
             c.routing.max_attempts = max_attempts;
             c.validate().unwrap();
             c

@@ -132,7 +132,7 @@ async fn when_every_target_fails_each_attempt_is_listed() {
     let Error::AllTargetsFailed { attempts, .. } = &err else {
         panic!("{err:?}")
     };
-    let routing = router.config().routing;
+    let routing = &router.config().routing;
     assert!(
         attempts.len() > routing.max_attempts as usize,
         "every target, then more rounds until the deadline: {} attempts",
@@ -172,7 +172,7 @@ async fn validation_from_the_service_is_never_retried() {
         .generate(
             GenerateRequest::user("hi")
                 .model("amazon.nova-micro-v1:0")
-                .tier(laneway::ServiceTier::Priority),
+                .tier(laneway::ServiceTier::PRIORITY),
         )
         .await
         .unwrap_err();
@@ -345,7 +345,7 @@ async fn malformed_and_contradictory_config_files_are_named() {
     assert!(err.to_string().contains("missing.toml"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
     // A tier without a price is refused by name: a new tier needs its row in [pricing.tiers].
-    for tier in laneway::ServiceTier::ALL {
+    for tier in laneway::config::builtin_tiers() {
         let mut config = laneway::Config::default();
         config.pricing.tiers.remove(&tier);
         let err = config.validate().unwrap_err();

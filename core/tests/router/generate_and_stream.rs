@@ -41,7 +41,7 @@ async fn generate_on_bedrock_fills_usage_timings_decision_and_cost() {
     assert_eq!((call.family, call.model), (Some("nova"), d.model.as_str()));
     assert_eq!(
         (d.tier, d.served_tier),
-        (Some(ServiceTier::Standard), Some(ServiceTier::Standard))
+        (Some(ServiceTier::STANDARD), Some(ServiceTier::STANDARD))
     );
     assert!(
         d.reasons
@@ -83,7 +83,7 @@ async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
     assert!(done.timings.ttft.is_some());
     assert!(done.timings.inter_token.is_some());
     assert!(done.timings.output_tokens_per_second.unwrap() > 0.0);
-    assert_eq!(done.decision.tier, Some(ServiceTier::Priority));
+    assert_eq!(done.decision.tier, Some(ServiceTier::PRIORITY));
     assert!(done.decision.model.starts_with("anthropic.claude-"));
     assert_eq!(done.decision.target, format!("us.{}", done.decision.model));
     let expected_price = &router.config().models[&done.decision.model].price();
@@ -96,7 +96,7 @@ async fn stream_on_bedrock_measures_ttft_and_inter_token_latency() {
                 * router
                     .config()
                     .pricing
-                    .tier_multiplier(laneway::ServiceTier::Priority))
+                    .tier_multiplier(laneway::ServiceTier::PRIORITY))
         .abs()
             < 1e-12
     );

@@ -147,7 +147,7 @@ async fn bedrock_overflows_the_reservation_and_the_served_tier_is_the_truth() {
     }
     let (reserved, overflowed): (Vec<_>, Vec<_>) = served
         .iter()
-        .partition(|r| r.decision.served_tier == Some(ServiceTier::Reserved));
+        .partition(|r| r.decision.served_tier == Some(ServiceTier::RESERVED));
     let reserved_tokens: u32 = reserved.iter().map(|r| r.usage.output_tokens).sum();
     assert_eq!(
         reserved_tokens, 1_000,
@@ -156,10 +156,10 @@ async fn bedrock_overflows_the_reservation_and_the_served_tier_is_the_truth() {
     for r in &overflowed {
         assert_eq!(
             r.decision.tier,
-            Some(ServiceTier::Reserved),
+            Some(ServiceTier::RESERVED),
             "sent as reserved"
         );
-        assert_eq!(r.decision.served_tier, Some(ServiceTier::Standard));
+        assert_eq!(r.decision.served_tier, Some(ServiceTier::STANDARD));
         assert!(r.decision.reasons.iter().any(|x| matches!(
             x,
             Reason::ReservedOverflow {
@@ -185,9 +185,9 @@ async fn bedrock_overflows_the_reservation_and_the_served_tier_is_the_truth() {
             .map(|(_, l)| l.output_tokens)
             .sum::<u64>()
     };
-    assert_eq!(lane_tokens(ServiceTier::Reserved), 1_000);
+    assert_eq!(lane_tokens(ServiceTier::RESERVED), 1_000);
     assert_eq!(
-        lane_tokens(ServiceTier::Standard),
+        lane_tokens(ServiceTier::STANDARD),
         overflowed
             .iter()
             .map(|r| u64::from(r.usage.output_tokens))
@@ -229,7 +229,7 @@ async fn concurrent_reserved_calls_split_at_the_reservation_as_bedrock_splits_th
     let mut reserved = 0u32;
     for r in results {
         let r = r.unwrap();
-        if r.decision.served_tier == Some(ServiceTier::Reserved) {
+        if r.decision.served_tier == Some(ServiceTier::RESERVED) {
             reserved += r.usage.output_tokens;
         }
     }
@@ -371,18 +371,18 @@ async fn a_flex_call_near_its_deadline_escalates_to_standard() {
                 .unwrap()
                 .decision
                 .tier,
-            Some(ServiceTier::Flex)
+            Some(ServiceTier::FLEX)
         );
     }
     let roomy = router
         .generate(background(Some(Duration::from_secs(30))))
         .await
         .unwrap();
-    assert_eq!(roomy.decision.tier, Some(ServiceTier::Flex));
+    assert_eq!(roomy.decision.tier, Some(ServiceTier::FLEX));
     let tight = router
         .plan(&background(Some(Duration::from_micros(100))))
         .unwrap();
-    assert_eq!(tight.attempts[0].tier, Some(ServiceTier::Standard));
+    assert_eq!(tight.attempts[0].tier, Some(ServiceTier::STANDARD));
     assert!(
         tight
             .reasons
@@ -682,4 +682,91 @@ async fn application_inference_profiles_are_targets_priced_and_recorded_as_their
         bad.to_string().contains("application_profiles[0].arn"),
         "{bad}"
     );
+}
+
+/// A tier is data: declared in the configuration with its wire spelling, price and prior,
+/// named by an SLO class's preference, it is sent to the models that take it, read back as
+/// served and priced at its multiplier; models that do not take it get the class's next tier.
+#[tokio::test]
+async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
+    const LITE: &str = "amazon.nova-lite-v1:0";
+    const PRO: &str = "amazon.nova-pro-v1:0";
+    let mut scenario = laneway_emulator::Scenario::builtin("fast").unwrap();
+    let lite = scenario.models.iter_mut().find(|m| m.id == LITE).unwrap();
+    lite.tiers.insert("turbo_wire".into());
+    let emu = laneway_emulator::Emulator::start(scenario).await.unwrap();
+    let router = router_with(
+        &emu,
+        config(&format!(
+            "[tiers.turbo]\nconverse = \"turbo_wire\"\n\
+             [pricing.tiers]\nturbo = 3.0\n\
+             [routing.priors.turbo]\nttft = 200\nttft_p99 = 900\ngap_p99 = 400\ntokens_per_second = 150.0\n\
+             [slo_tiers]\ninteractive = [\"turbo\", \"priority\"]\n\
+             [models.\"{LITE}\"]\ntiers = [\"priority\", \"standard\", \"flex\", \"turbo\"]\n"
+        )),
+    )
+    .await;
+    let turbo = ServiceTier::named("turbo").unwrap();
+    let ask = |model: &str, class| {
+        GenerateRequest::user("what is a tier?")
+            .model(model)
+            .max_tokens(20)
+            .slo_class(class)
+    };
+
+    let fast = router.generate(ask(LITE, SloClass::Interactive)).await.unwrap();
+    assert_eq!(fast.decision.tier, Some(turbo));
+    assert_eq!(fast.decision.served_tier, Some(turbo), "read back from serviceTier");
+    assert!(fast.decision.reasons.iter().any(|r| matches!(
+        r,
+        Reason::TierFromSlo { class: SloClass::Interactive, tier } if *tier == turbo
+    )));
+    let sent: Vec<_> = emu
+        .counters()
+        .into_iter()
+        .filter(|c| c.target == LITE && c.counter.ok > 0)
+        .map(|c| c.tier)
+        .collect();
+    assert_eq!(sent, ["turbo_wire"], "the wire spelling is the declared one");
+    // Priced at its multiplier: three times what the same tokens cost at standard.
+    let config = router.config();
+    let price = config.models[LITE].price();
+    let at = |tier| {
+        laneway::cost::cost_of_call(
+            price,
+            &config.pricing,
+            &fast.usage,
+            laneway::cost::Served {
+                region: Some(&fast.decision.region),
+                tier: Some(tier),
+                profile: None,
+            },
+        )
+    };
+    assert!((fast.cost_usd - at(turbo)).abs() < 1e-12, "{} vs {}", fast.cost_usd, at(turbo));
+    assert!((at(turbo) / at(ServiceTier::STANDARD) - 3.0).abs() < 1e-9);
+
+    // A model that does not take it is never sent it: the class's next tier, said so.
+    let pro = router.generate(ask(PRO, SloClass::Interactive)).await.unwrap();
+    assert_eq!(pro.decision.tier, Some(ServiceTier::PRIORITY));
+    assert!(pro.decision.reasons.iter().any(|r| matches!(
+        r,
+        Reason::TierUnsupported { wanted, chosen, .. }
+            if *wanted == turbo && *chosen == ServiceTier::PRIORITY
+    )));
+    let forced = router
+        .generate(ask(PRO, SloClass::Standard).tier(turbo))
+        .await
+        .unwrap_err();
+    assert!(forced.to_string().contains("does not offer tier turbo"), "{forced}");
+    assert!(emu.counters().iter().all(|c| c.target != PRO || c.tier != "turbo_wire"));
+
+    // A configuration that names a tier it does not declare is refused by name.
+    let err = laneway::Config::from_toml_str("[slo_tiers]\nbackground = \"warp9\"\n").unwrap_err();
+    assert!(err.to_string().contains("warp9"), "{err}");
+    let err = laneway::Config::from_toml_str(
+        "[tiers.undeclared_elsewhere]\nconverse = \"x\"\n[pricing.tiers]\nundeclared_elsewhere = 1.0\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("routing.priors.undeclared_elsewhere"), "{err}");
 }

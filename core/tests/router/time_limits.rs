@@ -632,7 +632,7 @@ async fn a_fresh_process_starts_from_what_its_last_run_kept_in_its_local_state_f
 fn lite_prior(exec: &Executor) -> laneway::config::LatencyPrior {
     exec.config.latency_prior(
         "amazon.nova-lite-v1:0",
-        Some(laneway::ServiceTier::Standard),
+        Some(laneway::ServiceTier::STANDARD),
         laneway::Api::Converse,
     )
 }
@@ -821,7 +821,7 @@ async fn a_stalled_region_costs_a_cold_router_its_models_prior_not_the_class_cei
     assert_eq!(started.elapsed(), whole + Duration::from_millis(290));
     // A whole answer's time is not a first token's: nothing is learnt from it, and the
     // caller is told no first-token time.
-    let tier = Some(laneway::ServiceTier::Standard);
+    let tier = Some(laneway::ServiceTier::STANDARD);
     let lite = "amazon.nova-lite-v1:0";
     assert_eq!(
         exec.state

@@ -485,7 +485,7 @@ mod tests {
         assert_eq!(args, r#"{"city":"Oslo"}"#);
         assert!(got.contains(&BackendEvent::Stop(StopReason::ToolUse)));
         assert!(got.iter().any(|e| matches!(e,
-            BackendEvent::Metadata { usage, served_tier: Some(crate::types::ServiceTier::Standard), .. }
+            BackendEvent::Metadata { usage, served_tier: Some(crate::types::ServiceTier::STANDARD), .. }
                 if usage.input_tokens == 6 && usage.cache_read_tokens == 4)));
         assert!(!e.unstarted_call() && e.finished());
     }

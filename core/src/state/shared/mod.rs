@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn target_keys_name_region_id_and_tier() {
         assert_eq!(
-            target_key("us-east-1", "m", Some(crate::types::ServiceTier::Flex)),
+            target_key("us-east-1", "m", Some(crate::types::ServiceTier::FLEX)),
             "us-east-1|m|flex"
         );
         assert_eq!(target_key("us-east-1", "m", None), "us-east-1|m|");

@@ -216,9 +216,9 @@ pub(super) fn tier_option(v: Option<&Value>, options: &mut Map<String, Value>) -
                 "service_tier",
                 format!(
                     "{other:?}: one of auto, default, {}",
-                    ServiceTier::ALL
-                        .iter()
-                        .filter_map(|t| t.openai_name())
+                    ServiceTier::known()
+                        .into_iter()
+                        .filter_map(ServiceTier::openai_name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -653,7 +653,7 @@ mod tests {
             r.reasoning.unwrap().effort,
             Some(crate::types::ReasoningEffort::Max)
         );
-        assert_eq!(r.tier, Some(crate::types::ServiceTier::Flex));
+        assert_eq!(r.tier, Some(crate::types::ServiceTier::FLEX));
         assert!(r.output_format.is_some());
         assert_eq!(r.task_id.as_deref(), Some("t1"));
         assert_eq!(

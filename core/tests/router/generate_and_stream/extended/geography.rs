@@ -71,7 +71,7 @@ async fn openai_call(
     let attempt = laneway::Attempt {
         model: name.into(),
         target: target.clone(),
-        tier: Some(laneway::ServiceTier::Standard),
+        tier: Some(laneway::ServiceTier::STANDARD),
         latency_optimized: false,
         shape: Default::default(),
     };
