@@ -1,9 +1,10 @@
-//! Service tiers as data: a [`ServiceTier`] is a name the configuration declares
-//! (`[tiers.<name>]`), with its spelling on each API. Four are built in (priority, standard,
-//! flex, reserved); any other, such as `ultrafast`, is declared by a configuration and
-//! registered for the whole process when that configuration loads.
+//! Service tiers as data: a [`ServiceTier`] is a name a configuration declares
+//! (`[tiers.<name>]`), with its spelling on each API. The built-in configuration's tiers
+//! (`defaults.toml`: priority, standard, flex, reserved, ultrafast) are known from the first
+//! use of any tier, four of them with constants; any other is declared for the whole process
+//! when the configuration that declares it loads.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -11,9 +12,9 @@ use serde::{Deserialize, Serialize};
 /// spelling on Converse (`serviceTier.type`) and on the OpenAI-compatible APIs
 /// (`service_tier`).
 ///
-/// Priority, standard, flex and reserved are built in; a configuration declares any other
-/// (`[tiers.ultrafast] converse = "ultrafast"`), and from then on it parses, routes, prices and
-/// reports like the built-in ones. A tier is a small copyable handle: its names live in a
+/// The built-in configuration declares priority, standard, flex, reserved and ultrafast; a
+/// configuration declares any other (`[tiers.turbo] converse = "turbo"`), and from then on it
+/// parses, routes, prices and reports like the built-in ones. A tier is a small copyable handle: its names live in a
 /// process-wide table that only grows, and a name always means the same tier.
 ///
 /// ```
@@ -35,39 +36,57 @@ struct Names {
     openai: Option<&'static str>,
 }
 
-/// The built-in tiers, fastest first; `defaults.toml` declares them with the same names.
-const BUILT_IN: [Names; 4] = [
-    Names {
-        name: "priority",
-        converse: Some("priority"),
-        openai: Some("priority"),
-    },
-    Names {
-        name: "standard",
-        converse: Some("default"),
-        openai: None,
-    },
-    Names {
-        name: "flex",
-        converse: Some("flex"),
-        openai: Some("flex"),
-    },
-    Names {
-        name: "reserved",
-        converse: Some("reserved"),
-        openai: None,
-    },
-];
+/// How many tiers a process may know, the built-in configuration's included: each declared
+/// name lives as long as the process, so the table is bounded.
+pub const MAX_DECLARED_TIERS: usize = 64;
 
-/// How many tiers a process may declare beyond the built-in ones: each declared name lives as
-/// long as the process, so the table is bounded.
-pub const MAX_DECLARED_TIERS: usize = 60;
-
-/// Declared tiers, in the order they were declared; a slot is written once, under
-/// [`DECLARING`], and read without a lock.
+/// Known tiers, in the order they were declared; a slot is written once, under
+/// [`DECLARING`] (which counts the written ones), and read without a lock.
 static DECLARED: [OnceLock<Names>; MAX_DECLARED_TIERS] =
     [const { OnceLock::new() }; MAX_DECLARED_TIERS];
 static DECLARING: Mutex<usize> = Mutex::new(0);
+
+/// The built-in configuration's tiers (`defaults.toml`'s `[tiers]`, the one place their
+/// spellings are written), declared at the first use of any tier: the four with constants
+/// first, in their constants' order, then the others by name.
+static BUILT_IN: LazyLock<()> = LazyLock::new(|| {
+    let defaults: toml::Table =
+        toml::from_str(include_str!("../../defaults.toml")).expect("defaults.toml parses");
+    let tiers = defaults
+        .get("tiers")
+        .and_then(toml::Value::as_table)
+        .expect("defaults.toml declares [tiers]");
+    let spelling = |name: &str, api: &str| {
+        tiers[name]
+            .get(api)
+            .and_then(toml::Value::as_str)
+            .map(leak)
+    };
+    let with_constants = ["priority", "standard", "flex", "reserved"];
+    let others = tiers.keys().filter(|n| !with_constants.contains(&n.as_str()));
+    let mut count = DECLARING.lock().unwrap_or_else(|e| e.into_inner());
+    for name in with_constants.into_iter().chain(others.map(String::as_str)) {
+        let names = Names {
+            name: leak(name),
+            converse: spelling(name, "converse"),
+            openai: spelling(name, "openai"),
+        };
+        DECLARED[*count]
+            .set(names)
+            .expect("the built-in tiers are declared first");
+        *count += 1;
+    }
+});
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+/// The slots of every known tier, the built-in configuration's declared first.
+fn slots() -> impl Iterator<Item = &'static Names> {
+    LazyLock::force(&BUILT_IN);
+    DECLARED.iter().map_while(OnceLock::get)
+}
 
 impl ServiceTier {
     /// Served first, at a premium.
@@ -80,20 +99,17 @@ impl ServiceTier {
     pub const RESERVED: ServiceTier = ServiceTier(3);
 
     fn names(self) -> Names {
-        let i = usize::from(self.0);
-        match BUILT_IN.get(i) {
-            Some(names) => *names,
-            // A handle is only made for a slot already written.
-            None => *DECLARED[i - BUILT_IN.len()]
-                .get()
-                .expect("a tier handle names a declared slot"),
-        }
+        LazyLock::force(&BUILT_IN);
+        // A handle is only made for a slot already written.
+        *DECLARED[usize::from(self.0)]
+            .get()
+            .expect("a tier handle names a written slot")
     }
 
-    /// Every tier known to this process: the built-in ones, then those declared, in order.
+    /// Every tier known to this process: the built-in configuration's, then those other
+    /// configurations declared, in order.
     pub fn known() -> Vec<ServiceTier> {
-        let declared = DECLARED.iter().take_while(|slot| slot.get().is_some()).count();
-        (0..BUILT_IN.len() + declared)
+        (0..slots().count())
             .map(|i| ServiceTier(i as u16))
             .collect()
     }
@@ -126,7 +142,8 @@ impl ServiceTier {
                 )));
             }
         }
-        let mut declared = DECLARING.lock().unwrap_or_else(|e| e.into_inner());
+        LazyLock::force(&BUILT_IN);
+        let mut count = DECLARING.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tier) = ServiceTier::named(name) {
             let had = tier.names();
             if had.converse == converse && had.openai == openai {
@@ -138,21 +155,19 @@ impl ServiceTier {
                 had.converse, had.openai
             )));
         }
-        let Some(slot) = DECLARED.get(*declared) else {
+        let Some(slot) = DECLARED.get(*count) else {
             return Err(TierError::new(format!(
-                "tier {name:?}: a process may declare at most {MAX_DECLARED_TIERS} tiers beyond the built-in ones"
+                "tier {name:?}: a process may know at most {MAX_DECLARED_TIERS} tiers"
             )));
         };
-        let leak = |s: &str| &*Box::leak(s.to_owned().into_boxed_str());
-        let names = Names {
+        slot.set(Names {
             name: leak(name),
             converse: converse.map(leak),
             openai: openai.map(leak),
-        };
-        slot.set(names)
-            .expect("slots are written only under DECLARING, in order");
-        let tier = ServiceTier((BUILT_IN.len() + *declared) as u16);
-        *declared += 1;
+        })
+        .expect("slots are written only under DECLARING, in order");
+        let tier = ServiceTier(*count as u16);
+        *count += 1;
         Ok(tier)
     }
 

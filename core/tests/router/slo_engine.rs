@@ -770,3 +770,62 @@ async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
     .unwrap_err();
     assert!(err.to_string().contains("routing.priors.undeclared_elsewhere"), "{err}");
 }
+
+/// GPT-6 Astra's Ultrafast, declared in the built-in configuration: an interactive class that
+/// prefers it is sent it on Converse and on the OpenAI-compatible API alike, reads it back as
+/// served and pays its multiplier; a model without it gets the class's next tier.
+#[tokio::test]
+async fn ultrafast_reaches_gpt_6_astra_by_converse_and_by_the_openai_api() {
+    const ASTRA: &str = "openai.gpt-6-astra";
+    let emu = emulator().await;
+    let ultrafast = ServiceTier::named("ultrafast").expect("declared by defaults.toml");
+    for (extra, api) in [
+        ("openai = { first = false }", laneway::Api::Converse),
+        ("", laneway::Api::OpenAiRuntime),
+    ] {
+        let router = router_with(
+            &emu,
+            config(&format!(
+                "[slo_tiers]\ninteractive = [\"ultrafast\", \"priority\"]\n\
+                 [models.\"{ASTRA}\"]\n{extra}\n"
+            )),
+        )
+        .await;
+        let ask = |model: &str| {
+            GenerateRequest::user("Summarise the tier in one line.")
+                .model(model)
+                .max_tokens(40)
+                .slo_class(SloClass::Interactive)
+        };
+        let r = router.generate(ask(ASTRA)).await.unwrap();
+        assert_eq!(r.decision.tier, Some(ultrafast), "{extra:?}: {:?}", r.decision);
+        assert_eq!(r.decision.served_tier, Some(ultrafast), "{extra:?}");
+        assert_eq!(r.decision.api, api);
+        let standard = laneway::cost::cost_of_call(
+            router.config().models[ASTRA].price(),
+            &router.config().pricing,
+            &r.usage,
+            laneway::cost::Served {
+                region: Some(&r.decision.region),
+                tier: Some(ServiceTier::STANDARD),
+                profile: r
+                    .decision
+                    .target
+                    .strip_suffix(ASTRA)
+                    .and_then(|p| router.config().profile_scope(p.trim_end_matches('.')))
+                    .as_ref(),
+            },
+        );
+        assert!((r.cost_usd / standard - 6.0).abs() < 1e-9, "{} / {standard}", r.cost_usd);
+        // Nova Lite has no Ultrafast: priority, the class's next tier.
+        let lite = router.generate(ask("amazon.nova-lite-v1:0")).await.unwrap();
+        assert_eq!(lite.decision.tier, Some(ServiceTier::PRIORITY));
+    }
+    let sent: std::collections::BTreeSet<_> = emu
+        .counters()
+        .into_iter()
+        .filter(|c| c.target.contains("gpt-6-astra") && c.counter.ok > 0)
+        .map(|c| c.tier)
+        .collect();
+    assert_eq!(sent, ["ultrafast".to_string()].into());
+}
