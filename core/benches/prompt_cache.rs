@@ -1,10 +1,13 @@
 //! Prompt caching on an agent workload: `cargo bench -p laneway --bench prompt_cache`.
 //!
-//! Five agent tasks of twelve steps share one long system prompt and tool schema (Claude Sonnet
-//! through the `claude` family, streamed, against the emulator's prompt cache at a tenth of real
-//! time). Three strategies, each against a fresh emulator and router: no caching, Laneway's
-//! placement, and a checkpoint after every segment (the caller pins one after the tools, the
-//! system prompt and every message; Laneway keeps the four longest). Reported: input cost (new,
+//! Five agent tasks of twelve steps share one long system prompt and tool schema, streamed,
+//! against the emulator's prompt cache at a tenth of real time, on two models: Claude Sonnet
+//! through the `claude` family (Converse `cachePoint`s) and GPT-6 Astra on bedrock-mantle's
+//! Responses API (breakpoints in explicit mode). Strategies, each against a fresh emulator and
+//! router: no caching; for GPT, the service's own implicit caching (Laneway sends nothing: a
+//! breakpoint at the newest message, written every turn); Laneway's placement; and a
+//! checkpoint after every segment (the caller pins one after the tools, the system prompt and
+//! every message; Laneway keeps the four longest the model takes). Reported: input cost (new,
 //! cache-write and cache-read tokens at the price book's rates) and mean TTFT. A second workload
 //! of one-off prompts (no reuse) checks that placement never costs more than no caching.
 
@@ -23,6 +26,7 @@ const STEPS: usize = 12;
 #[derive(Clone, Copy, PartialEq)]
 enum Strategy {
     NoCaching,
+    ServiceImplicit,
     Laneway,
     EverySegment,
 }
@@ -31,8 +35,61 @@ impl Strategy {
     fn name(self) -> &'static str {
         match self {
             Strategy::NoCaching => "no caching",
+            Strategy::ServiceImplicit => "the service's implicit caching",
             Strategy::Laneway => "Laneway placement",
             Strategy::EverySegment => "checkpoint after every segment",
+        }
+    }
+}
+
+const ASTRA: &str = "openai.gpt-6-astra";
+
+/// The model a run calls.
+#[derive(Clone, Copy, PartialEq)]
+enum Subject {
+    /// Claude Sonnet through the `claude` family, by Converse.
+    Claude,
+    /// GPT-6 Astra on bedrock-mantle's Responses API, where it caches.
+    Gpt,
+}
+
+impl Subject {
+    fn name(self) -> &'static str {
+        match self {
+            Subject::Claude => "Claude Sonnet (Converse)",
+            Subject::Gpt => "GPT-6 Astra (mantle Responses)",
+        }
+    }
+
+    fn strategies(self) -> &'static [Strategy] {
+        match self {
+            Subject::Claude => &[Strategy::NoCaching, Strategy::Laneway, Strategy::EverySegment],
+            Subject::Gpt => &[
+                Strategy::NoCaching,
+                Strategy::ServiceImplicit,
+                Strategy::Laneway,
+                Strategy::EverySegment,
+            ],
+        }
+    }
+
+    fn config(self, strategy: Strategy) -> Config {
+        let text = match (self, strategy) {
+            (Subject::Claude, _) => String::new(),
+            (Subject::Gpt, s) => format!(
+                "[models.\"{ASTRA}\"]\nconverse = false\nopenai = {{ runtime = [] }}\n{}",
+                // Without caching rules for the model Laneway sends nothing of caching, and
+                // the service caches implicitly.
+                if s == Strategy::ServiceImplicit { "prompt_cache = { apis = [] }\n" } else { "" }
+            ),
+        };
+        Config::from_toml_str(&text).unwrap()
+    }
+
+    fn aim(self, req: GenerateRequest) -> GenerateRequest {
+        match self {
+            Subject::Claude => req.family("claude"),
+            Subject::Gpt => req.model(ASTRA),
         }
     }
 }
@@ -42,12 +99,12 @@ struct Totals {
     ttft: Vec<Duration>,
 }
 
-async fn fresh() -> (Emulator, Router) {
+async fn fresh(subject: Subject, strategy: Strategy) -> (Emulator, Router) {
     let mut scenario = Scenario::builtin("startup").unwrap();
     scenario.time_scale = 0.1;
     let emulator = Emulator::start(scenario).await.unwrap();
     let router = Router::builder()
-        .config(Config::default())
+        .config(subject.config(strategy))
         .endpoint_url(emulator.url())
         .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
         .build()
@@ -76,21 +133,22 @@ fn input_cost(router: &Router, r: &GenerateResponse) -> f64 {
 }
 
 fn step_request(
+    subject: Subject,
     strategy: Strategy,
     task: usize,
     history: &[Message],
     system: &str,
     tool: &Tool,
 ) -> GenerateRequest {
-    let mut req = GenerateRequest::new(history.to_vec())
-        .family("claude")
+    let mut req = subject
+        .aim(GenerateRequest::new(history.to_vec()))
         .system(system)
         .tool(tool.clone())
         .max_tokens(40)
         .task(format!("task-{task}"));
     match strategy {
         Strategy::NoCaching => req.cache = CacheMode::Off,
-        Strategy::Laneway => {}
+        Strategy::Laneway | Strategy::ServiceImplicit => {}
         Strategy::EverySegment => {
             req.cache = CacheMode::Off;
             req.tools.push(Tool::CachePoint(CachePoint::default()));
@@ -105,8 +163,8 @@ fn step_request(
     req
 }
 
-async fn agent_workload(strategy: Strategy) -> Totals {
-    let (emulator, router) = fresh().await;
+async fn agent_workload(subject: Subject, strategy: Strategy) -> Totals {
+    let (emulator, router) = fresh(subject, strategy).await;
     let system = "You are the on-call assistant. Follow the runbook: check dashboards, then logs, then recent deploys. ".repeat(60);
     let tool = Tool::new(
         "query_metrics",
@@ -124,7 +182,7 @@ async fn agent_workload(strategy: Strategy) -> Totals {
         for step in 0..STEPS {
             let r = streamed(
                 &router,
-                step_request(strategy, task, &history, &system, &tool),
+                step_request(subject, strategy, task, &history, &system, &tool),
             )
             .await;
             totals.input_cost += input_cost(&router, &r);
@@ -139,12 +197,12 @@ async fn agent_workload(strategy: Strategy) -> Totals {
     totals
 }
 
-async fn one_off_workload(strategy: Strategy) -> f64 {
-    let (emulator, router) = fresh().await;
+async fn one_off_workload(subject: Subject, strategy: Strategy) -> f64 {
+    let (emulator, router) = fresh(subject, strategy).await;
     let mut cost = 0.0;
     for i in 0..30 {
-        let mut req = GenerateRequest::user("Summarise the document in one line.")
-            .family("claude")
+        let mut req = subject
+            .aim(GenerateRequest::user("Summarise the document in one line."))
             .system(
                 format!("Document {i}. ")
                     + &"Unique reference text for this one request. ".repeat(150),
@@ -152,7 +210,7 @@ async fn one_off_workload(strategy: Strategy) -> f64 {
             .max_tokens(20);
         match strategy {
             Strategy::NoCaching => req.cache = CacheMode::Off,
-            Strategy::Laneway => {}
+            Strategy::Laneway | Strategy::ServiceImplicit => {}
             Strategy::EverySegment => {
                 req.cache = CacheMode::Off;
                 req.system
@@ -176,28 +234,39 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        println!("agent workload: {TASKS} tasks x {STEPS} steps, Claude Sonnet, emulator at 0.1x real time");
-        let base = agent_workload(Strategy::NoCaching).await;
-        let base_ttft = mean(&base.ttft);
-        for strategy in [Strategy::NoCaching, Strategy::Laneway, Strategy::EverySegment] {
-            let t = if strategy == Strategy::NoCaching { Totals { input_cost: base.input_cost, ttft: base.ttft.clone() } } else { agent_workload(strategy).await };
-            let ttft = mean(&t.ttft);
+        for subject in [Subject::Claude, Subject::Gpt] {
             println!(
-                "  {:<32} input ${:>8.4} ({:>+6.1}% vs none)   mean TTFT {:>6.1} ms ({:>+6.1}% vs none)",
-                strategy.name(),
-                t.input_cost,
-                (t.input_cost / base.input_cost - 1.0) * 100.0,
-                ttft.as_secs_f64() * 1000.0,
-                (ttft.as_secs_f64() / base_ttft.as_secs_f64() - 1.0) * 100.0,
+                "agent workload: {TASKS} tasks x {STEPS} steps, {}, emulator at 0.1x real time",
+                subject.name()
             );
+            let base = agent_workload(subject, Strategy::NoCaching).await;
+            let base_ttft = mean(&base.ttft);
+            for &strategy in subject.strategies() {
+                let t = if strategy == Strategy::NoCaching {
+                    Totals {
+                        input_cost: base.input_cost,
+                        ttft: base.ttft.clone(),
+                    }
+                } else {
+                    agent_workload(subject, strategy).await
+                };
+                let ttft = mean(&t.ttft);
+                println!(
+                    "  {:<32} input ${:>8.4} ({:>+6.1}% vs none)   mean TTFT {:>6.1} ms ({:>+6.1}% vs none)",
+                    strategy.name(),
+                    t.input_cost,
+                    (t.input_cost / base.input_cost - 1.0) * 100.0,
+                    ttft.as_secs_f64() * 1000.0,
+                    (ttft.as_secs_f64() / base_ttft.as_secs_f64() - 1.0) * 100.0,
+                );
+            }
+            let none = one_off_workload(subject, Strategy::NoCaching).await;
+            print!("  one-off prompts (no reuse), 30 calls: no caching ${none:.4}");
+            for &strategy in &subject.strategies()[1..] {
+                let cost = one_off_workload(subject, strategy).await;
+                print!(", {} ${cost:.4} ({:+.2}%)", strategy.name(), (cost / none - 1.0) * 100.0);
+            }
+            println!();
         }
-        let none = one_off_workload(Strategy::NoCaching).await;
-        let laneway = one_off_workload(Strategy::Laneway).await;
-        let every = one_off_workload(Strategy::EverySegment).await;
-        println!(
-            "one-off prompts (no reuse), 30 calls: no caching ${none:.4}, Laneway ${laneway:.4} ({:+.2}%), checkpoint after every segment ${every:.4} ({:+.2}%)",
-            (laneway / none - 1.0) * 100.0,
-            (every / none - 1.0) * 100.0
-        );
     });
 }

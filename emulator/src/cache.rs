@@ -17,7 +17,7 @@ pub(crate) struct CachePointAt {
     pub digest: [u8; 32],
     /// Estimated tokens before the checkpoint.
     pub tokens_before: u32,
-    /// `5m` or `1h`.
+    /// `5m` or `1h` (Converse), `30m` (the Responses API).
     pub ttl: &'static str,
     /// Where it sits in the body, as a JSON pointer without its `#` (`toolConfig/tools/2`).
     pub path: String,
@@ -79,10 +79,10 @@ pub(crate) fn check_placement(
 }
 
 fn ttl_duration(ttl: &str) -> Duration {
-    if ttl == "1h" {
-        Duration::from_secs(3600)
-    } else {
-        Duration::from_secs(300)
+    match ttl {
+        "1h" => Duration::from_secs(3600),
+        "30m" => Duration::from_secs(1800),
+        _ => Duration::from_secs(300),
     }
 }
 

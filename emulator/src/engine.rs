@@ -90,6 +90,9 @@ pub(crate) struct Ask {
     pub prompt_digest: u64,
     /// The request's `cachePoint` checkpoints, in prompt order.
     pub cache_points: Vec<crate::cache::CachePointAt>,
+    /// The checkpoints are the Responses API's breakpoints, already checked by its rules
+    /// (not Converse's); the model caches them though it takes no `cachePoint`.
+    pub cache_checked: bool,
     /// The text of a final assistant message (a prefill), when the request ends with one:
     /// `prompt_digest` is then the digest of the prompt without it, and the answer goes on
     /// from the prefill if the prefill is the start of that prompt's answer.
@@ -305,7 +308,7 @@ fn check_model_request(
             "The provided service tier is not supported for this model.",
         ));
     }
-    if !ask.cache_points.is_empty() {
+    if !ask.cache_points.is_empty() && !ask.cache_checked {
         if !m.prompt_cache {
             return Err(ApiError::validation(
                 ask.service,
@@ -630,13 +633,17 @@ impl Engine {
             _ => ask.tier.clone(),
         };
         let cache = match served {
-            Served::Model(m) if m.prompt_cache && !ask.cache_points.is_empty() => self.cache.apply(
-                &ask.region,
-                &m.id,
-                &ask.cache_points,
-                m.cache_min_tokens,
-                self.scenario.time_scale,
-            ),
+            Served::Model(m)
+                if (m.prompt_cache || ask.cache_checked) && !ask.cache_points.is_empty() =>
+            {
+                self.cache.apply(
+                    &ask.region,
+                    &m.id,
+                    &ask.cache_points,
+                    m.cache_min_tokens,
+                    self.scenario.time_scale,
+                )
+            }
             _ => crate::cache::CacheUse::default(),
         };
         let new_input = ask.input_tokens.saturating_sub(cache.read + cache.write);
@@ -1001,6 +1008,7 @@ mod tests {
             max_tokens: Some(20),
             prompt_digest: 42,
             cache_points: Vec::new(),
+            cache_checked: false,
             prefill: None,
             extras: None,
             guard: None,
@@ -1145,6 +1153,7 @@ mod cache_tests {
             max_tokens: Some(5),
             prompt_digest: 1,
             cache_points: crate::cache::cache_points(&body),
+            cache_checked: false,
             prefill: None,
             extras: None,
             guard: None,

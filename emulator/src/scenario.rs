@@ -110,6 +110,11 @@ pub struct OpenAiSpec {
     /// `tokens_per_minute` for each.
     #[serde(default)]
     pub mantle_quota: Option<ReservationSpec>,
+    /// The endpoints (`runtime`, `mantle`) whose Responses API caches the model's prompts:
+    /// implicitly by default, at the caller's breakpoints in explicit mode (GPT-5.6 and
+    /// later). Elsewhere a body that asks for caching is refused.
+    #[serde(default)]
+    pub prompt_cache: Vec<String>,
 }
 
 impl OpenAiSpec {
@@ -501,7 +506,8 @@ impl Scenario {
             // `reserved`, `ultrafast`, or a later one), as the wire carries it.
             for t in &m.tiers {
                 let well_formed = t.starts_with(|c: char| c.is_ascii_lowercase())
-                    && t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                    && t.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
                 if !well_formed || t == "batch" {
                     return invalid(format!("models.{}: tier {t:?} is not a tier's name", m.id));
                 }

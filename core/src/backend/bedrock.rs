@@ -497,6 +497,9 @@ fn cache_point(c: &CachePoint) -> wire::CachePointBlock {
         .set_ttl(c.ttl.map(|t| match t {
             CacheTtl::FiveMinutes => wire::CacheTtl::FiveMinutes,
             CacheTtl::OneHour => wire::CacheTtl::OneHour,
+            // Converse has no such lifetime: the model's rules keep it off Converse, and the
+            // service names it if one is sent anyway.
+            other => wire::CacheTtl::from(other.as_str()),
         }))
         .build()
         .expect("type is set")

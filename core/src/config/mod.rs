@@ -251,6 +251,16 @@ pub struct PromptCacheConfig {
     /// Most tokens it caches, if limited.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Whether a checkpoint may follow a block of the model's own turn (an assistant
+    /// message). The Responses API takes breakpoints only on the caller's input (`input_text`,
+    /// `input_image`, `input_file`): no.
+    pub after_model_turn: bool,
+    /// The APIs that carry its checkpoints (default: Converse's `cachePoint`). GPT-5.6 and
+    /// later take explicit breakpoints on the Responses API of the endpoints listed here
+    /// (`openai-runtime`, `openai-mantle`): Laneway sends them in explicit mode, so that the
+    /// service writes no implicit breakpoint at the newest message every turn. An attempt by
+    /// another API is sent none.
+    pub apis: BTreeSet<Api>,
 }
 
 /// The region and router name of a prompt-router ARN

@@ -233,7 +233,9 @@ impl<'de> Deserialize<'de> for PriorsConfig {
         let mut tiers = BTreeMap::new();
         for (key, value) in table {
             let tier: ServiceTier = key.parse().map_err(|e| {
-                D::Error::custom(format!("`{key}` is neither `weight` nor a service tier: {e}"))
+                D::Error::custom(format!(
+                    "`{key}` is neither `weight` nor a service tier: {e}"
+                ))
             })?;
             let prior = LatencyPrior::deserialize(value)
                 .map_err(|e| D::Error::custom(format!("{key}: {}", e.message())))?;

@@ -103,13 +103,29 @@ impl Config {
                 return Err(undeclared(&format!("slo_tiers.{class}"), *t));
             }
         }
-        let named = self.pricing.tiers.keys().map(|t| ("pricing.tiers".to_string(), *t));
-        let priors = self.routing.priors.tiers().map(|(t, _)| ("routing.priors".to_string(), t));
+        let named = self
+            .pricing
+            .tiers
+            .keys()
+            .map(|t| ("pricing.tiers".to_string(), *t));
+        let priors = self
+            .routing
+            .priors
+            .tiers()
+            .map(|(t, _)| ("routing.priors".to_string(), t));
         let models = self.models.iter().flat_map(|(id, m)| {
             let at = move |what: &str| format!("models.\"{id}\".{what}");
             let listed = m.tiers().iter().map(move |t| (at("tiers"), *t));
-            let priced = m.price().tiers.iter().map(move |(t, _)| (at("price.tiers"), t));
-            let rows = m.price().rows.iter().filter_map(move |r| r.tier.map(|t| (at("price.rows"), t)));
+            let priced = m
+                .price()
+                .tiers
+                .iter()
+                .map(move |(t, _)| (at("price.tiers"), t));
+            let rows = m
+                .price()
+                .rows
+                .iter()
+                .filter_map(move |r| r.tier.map(|t| (at("price.rows"), t)));
             let latency = m.latency().tiers.keys().chain(m.latency().openai.keys());
             let latency = latency.map(move |t| (at("latency"), *t));
             listed.chain(priced).chain(rows).chain(latency)

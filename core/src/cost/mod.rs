@@ -36,10 +36,14 @@ impl Price {
         self.cache_read_per_1k.unwrap_or(self.input_per_1k)
     }
 
-    /// The price per 1K tokens of a cache write with this TTL.
+    /// The price per 1K tokens of a cache write with this TTL: `cache_write_per_1k` is the
+    /// model's shorter lifetime's (5 minutes on Converse, 30 minutes on the Responses API,
+    /// which has only that one), `cache_write_1h_per_1k` the hour's.
     pub fn write_price(&self, ttl: CacheTtl) -> f64 {
         match ttl {
-            CacheTtl::FiveMinutes => self.cache_write_per_1k.unwrap_or(self.input_per_1k),
+            CacheTtl::FiveMinutes | CacheTtl::ThirtyMinutes => {
+                self.cache_write_per_1k.unwrap_or(self.input_per_1k)
+            }
             CacheTtl::OneHour => self
                 .cache_write_1h_per_1k
                 .unwrap_or(2.0 * self.input_per_1k),

@@ -325,12 +325,19 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The plan's cache checkpoints, for attempts on the plan's model (a fallback model's rules
-    /// may differ: it gets none).
+    /// The plan's cache checkpoints, for attempts on the plan's model by an API that carries
+    /// them (a fallback model's rules may differ, and another API spells none: they get none).
     pub fn checkpoints_for(&self, attempt: &Attempt) -> Vec<crate::types::Checkpoint> {
         // A prompt router's choice may not cache: it gets none.
         let routed = crate::plan::prompt_router::parse_arn(attempt.target.id()).is_some();
-        if attempt.model == self.plan.model && !routed {
+        let carried = self
+            .exec
+            .config
+            .models
+            .get(&*attempt.model)
+            .and_then(|m| m.prompt_cache())
+            .is_some_and(|rules| rules.apis.contains(&attempt.target.api));
+        if attempt.model == self.plan.model && !routed && carried {
             self.plan.cache.checkpoints.clone()
         } else {
             Vec::new()

@@ -325,9 +325,10 @@ pub fn prefixes(
     (out, learned)
 }
 
-/// The checkpoints the request carries, at the boundary before each.
-fn pinned(request: &GenerateRequest) -> Vec<(Boundary, CacheTtl)> {
-    let ttl = |c: &crate::types::CachePoint| c.ttl.unwrap_or(CacheTtl::FiveMinutes);
+/// The checkpoints the request carries, at the boundary before each, with the TTL each asks
+/// for (unset: the model's shortest).
+fn pinned(request: &GenerateRequest) -> Vec<(Boundary, Option<CacheTtl>)> {
+    let ttl = |c: &crate::types::CachePoint| c.ttl;
     let mut out = Vec::new();
     for t in &request.tools {
         if let Tool::CachePoint(c) = t {
@@ -361,6 +362,17 @@ fn pinned(request: &GenerateRequest) -> Vec<(Boundary, CacheTtl)> {
     out
 }
 
+/// Whether a checkpoint at `at` would follow a block of the model's own turn.
+fn in_model_turn(request: &GenerateRequest, at: Boundary) -> bool {
+    match at {
+        Boundary::Message { index, .. } => request
+            .messages
+            .get(index)
+            .is_some_and(|m| m.role == crate::types::Role::Assistant),
+        _ => false,
+    }
+}
+
 /// Whether a checkpoint at `at` would sit in a message that carries a tool result.
 fn with_tool_result(request: &GenerateRequest, at: Boundary) -> bool {
     match at {
@@ -370,13 +382,6 @@ fn with_tool_result(request: &GenerateRequest, at: Boundary) -> bool {
                 .any(|b| matches!(b, ContentBlock::ToolResult(_)))
         }),
         _ => false,
-    }
-}
-
-fn ttl_duration(ttl: CacheTtl) -> std::time::Duration {
-    match ttl {
-        CacheTtl::FiveMinutes => std::time::Duration::from_secs(300),
-        CacheTtl::OneHour => std::time::Duration::from_secs(3600),
     }
 }
 
@@ -391,7 +396,7 @@ pub(crate) fn expected_reads(
         Some(s) => {
             let gap = s.mean_gap.unwrap_or(s.since_last).as_secs_f64().max(1e-3);
             // Arrivals within the TTL keep the entry alive: a geometric run of hits.
-            let p = 1.0 - (-ttl_duration(ttl).as_secs_f64() / gap).exp();
+            let p = 1.0 - (-ttl.duration().as_secs_f64() / gap).exp();
             (p / (1.0 - p).max(1e-6)).min(50.0)
         }
         None if request.task_id.is_some() => policy.task_reuse_prior,
@@ -517,15 +522,19 @@ pub fn place(
     };
     let mut chosen: Vec<Checkpoint> = if !pins.is_empty() {
         let mut kept = Vec::new();
+        // Validation keeps `ttls` non-empty.
+        let shortest = rules.ttls.first().copied().unwrap_or(CacheTtl::FiveMinutes);
         for (at, ttl) in pins {
-            let ttl = if rules.ttls.contains(&ttl) {
-                ttl
-            } else {
-                reasons.push(Reason::CachePointsChanged {
-                    removed: 0,
-                    why: CacheChange::TtlUnsupported { ttl },
-                });
-                CacheTtl::FiveMinutes
+            let ttl = match ttl {
+                None => shortest,
+                Some(ttl) if rules.ttls.contains(&ttl) => ttl,
+                Some(ttl) => {
+                    reasons.push(Reason::CachePointsChanged {
+                        removed: 0,
+                        why: CacheChange::TtlUnsupported { ttl },
+                    });
+                    shortest
+                }
             };
             if at == Boundary::Tools && !rules.tools {
                 reasons.push(Reason::CachePointsChanged {
@@ -538,6 +547,13 @@ pub fn place(
                 reasons.push(Reason::CachePointsChanged {
                     removed: 1,
                     why: CacheChange::AfterToolResult,
+                });
+                continue;
+            }
+            if !rules.after_model_turn && in_model_turn(request, at) {
+                reasons.push(Reason::CachePointsChanged {
+                    removed: 1,
+                    why: CacheChange::AfterModelTurn,
                 });
                 continue;
             }
@@ -625,6 +641,7 @@ fn auto_place(
             || rules.max_tokens.is_some_and(|max| p.tokens > max)
             || (p.at == Boundary::Tools && !rules.tools)
             || (!rules.after_tool_result && with_tool_result(request, p.at))
+            || (!rules.after_model_turn && in_model_turn(request, p.at))
         {
             continue;
         }

@@ -289,13 +289,25 @@ fn note_what_apis_lack(
     // Only a plan with an attempt by such an API looks for the request's checkpoints.
     let mut has_checkpoints = None;
     for a in attempts {
-        if a.target.api.is_openai_compatible() {
+        let caches_by_api = |m: &ModelConfig| {
+            m.prompt_cache()
+                .is_some_and(|rules| rules.apis.contains(&a.target.api))
+        };
+        let model = config.models.get(&*a.model);
+        if a.target.api.is_openai_compatible() || !model.is_some_and(caches_by_api) {
             let has_checkpoints =
                 *has_checkpoints.get_or_insert_with(|| !request.pinned_cache_points().is_empty());
+            let uncached = model.is_some_and(|m| m.prompt_cache().is_some() && !caches_by_api(m));
             let lacking = [
-                ("metadata", !request.metadata.is_empty()),
-                ("latency_optimized", a.latency_optimized),
-                ("cache checkpoints", has_checkpoints),
+                (
+                    "metadata",
+                    a.target.api.is_openai_compatible() && !request.metadata.is_empty(),
+                ),
+                (
+                    "latency_optimized",
+                    a.target.api.is_openai_compatible() && a.latency_optimized,
+                ),
+                ("cache checkpoints", has_checkpoints && uncached),
             ];
             for (field, set) in lacking {
                 let said = reasons.iter().any(|r| {

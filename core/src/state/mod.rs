@@ -50,7 +50,7 @@ use crate::plan::prompt_cache::{
     CharEstimate, DigestMemo, Digested, Prefix, PrefixDigest, PrefixStats, TokenCounter,
 };
 use crate::types::Checkpoint;
-use crate::types::{CacheTtl, ServiceTier};
+use crate::types::ServiceTier;
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::{
-    CacheTtl, CharEstimate, Checkpoint, DigestMemo, Digested, Duration, Instant, Prefix,
-    PrefixDigest, Serialize, TokenCounter, shared,
+    CharEstimate, Checkpoint, DigestMemo, Digested, Duration, Instant, Prefix, PrefixDigest,
+    Serialize, TokenCounter, shared,
 };
 
 /// Prefix memory: where prompt prefixes were cached (this replica's, and with shared state
@@ -176,10 +176,7 @@ impl Prefixes {
             r.seen += 1;
             r.last = now;
             if let Some(c) = checkpoints.iter().find(|c| c.at == p.at) {
-                let ttl = match c.ttl {
-                    CacheTtl::FiveMinutes => Duration::from_secs(300),
-                    CacheTtl::OneHour => Duration::from_secs(3600),
-                };
+                let ttl = c.ttl.duration();
                 r.cached = Some((region.to_string(), target.to_string(), now + ttl));
                 if self.shared.is_some() {
                     let expires = shared::unix_ms() + ttl.as_millis() as u64;

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::config::builtin_tiers;
 use super::ErrorDetails;
 use super::flat::Casing;
+use crate::config::builtin_tiers;
 use crate::types::{
     Api, HedgeReport, InterTokenSummary, Provider, RouteDecision, ServiceTier, Timings, Usage,
 };
@@ -119,7 +119,14 @@ pub fn views() -> Value {
     let mut view = |schema: schemars::Schema| {
         let root = schema.to_value();
         let mut fields = Vec::new();
-        view_fields(&root, &root, &[], false, &mut fields, (&mut enums, &mut open));
+        view_fields(
+            &root,
+            &root,
+            &[],
+            false,
+            &mut fields,
+            (&mut enums, &mut open),
+        );
         json!({ "doc": root.get("description").cloned().unwrap_or(Value::Null), "fields": fields })
     };
     let usage = view(schemars::schema_for!(Usage));
@@ -146,7 +153,10 @@ fn view_fields(
     path: &[&str],
     nullable: bool,
     out: &mut Vec<Value>,
-    (enums, open): (&mut Map<String, Value>, &mut std::collections::BTreeSet<String>),
+    (enums, open): (
+        &mut Map<String, Value>,
+        &mut std::collections::BTreeSet<String>,
+    ),
 ) {
     let required: Vec<&str> = node["required"]
         .as_array()

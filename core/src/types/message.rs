@@ -395,15 +395,39 @@ pub struct CachePoint {
     pub ttl: Option<CacheTtl>,
 }
 
-/// Cache lifetimes Bedrock offers.
+/// Cache lifetimes Bedrock offers, shortest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CacheTtl {
-    /// Five minutes (`5m`), the service's default.
+    /// Five minutes (`5m`), Converse's default.
     #[serde(rename = "5m")]
     FiveMinutes,
+    /// Thirty minutes (`30m`): the one lifetime of the OpenAI-compatible Responses API's
+    /// breakpoints (GPT-5.6 and later, `prompt_cache_options.ttl`).
+    #[serde(rename = "30m")]
+    ThirtyMinutes,
     /// One hour (`1h`), on models whose `prompt_cache.ttls` list it.
     #[serde(rename = "1h")]
     OneHour,
+}
+
+impl CacheTtl {
+    /// How long an entry written with it lives without a hit.
+    pub fn duration(self) -> std::time::Duration {
+        std::time::Duration::from_secs(match self {
+            CacheTtl::FiveMinutes => 300,
+            CacheTtl::ThirtyMinutes => 1800,
+            CacheTtl::OneHour => 3600,
+        })
+    }
+
+    /// Its spelling on the wire (`5m`, `30m`, `1h`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheTtl::FiveMinutes => "5m",
+            CacheTtl::ThirtyMinutes => "30m",
+            CacheTtl::OneHour => "1h",
+        }
+    }
 }
 
 /// The schema's form of an image's or document's source: `bytes` or `s3`, exactly one.

@@ -438,7 +438,7 @@ pub enum Reason {
 pub enum CacheChange {
     /// The model has no prompt cache: every checkpoint was removed.
     NoCache,
-    /// The model has no such TTL: the checkpoint got the 5-minute TTL instead.
+    /// The model has no such TTL: the checkpoint got the model's shortest instead.
     TtlUnsupported {
         /// The TTL the request asked for.
         ttl: super::CacheTtl,
@@ -447,6 +447,9 @@ pub enum CacheChange {
     NoToolCache,
     /// The model rejects a checkpoint in a message that carries a tool result (Nova).
     AfterToolResult,
+    /// The model takes checkpoints only in the caller's input, not after a block of its own
+    /// turn (GPT on the Responses API).
+    AfterModelTurn,
     /// The prefix before the checkpoint is longer than the model caches.
     PrefixTooLong {
         /// Estimated tokens before the checkpoint.
@@ -468,12 +471,19 @@ impl fmt::Display for CacheChange {
         match self {
             CacheChange::NoCache => f.write_str("the model does not support prompt caching"),
             CacheChange::TtlUnsupported { ttl } => {
-                write!(f, "the model has no {ttl:?} TTL: 5 minutes instead")
+                write!(
+                    f,
+                    "the model has no {} TTL: its shortest instead",
+                    ttl.as_str()
+                )
             }
             CacheChange::NoToolCache => f.write_str("the model does not cache tool definitions"),
             CacheChange::AfterToolResult => {
                 f.write_str("the model rejects a checkpoint in a message with a tool result")
             }
+            CacheChange::AfterModelTurn => f.write_str(
+                "the model takes checkpoints only in the caller's input, not in its own turn",
+            ),
             CacheChange::PrefixTooLong { tokens, max_tokens } => {
                 write!(
                     f,

@@ -167,7 +167,17 @@ impl<'de> Deserialize<'de> for Provider {
 /// assert_eq!(serde_json::to_value(Api::OpenAiRuntime).unwrap(), "openai-runtime");
 /// ```
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]

@@ -56,14 +56,12 @@ static BUILT_IN: LazyLock<()> = LazyLock::new(|| {
         .get("tiers")
         .and_then(toml::Value::as_table)
         .expect("defaults.toml declares [tiers]");
-    let spelling = |name: &str, api: &str| {
-        tiers[name]
-            .get(api)
-            .and_then(toml::Value::as_str)
-            .map(leak)
-    };
+    let spelling =
+        |name: &str, api: &str| tiers[name].get(api).and_then(toml::Value::as_str).map(leak);
     let with_constants = ["priority", "standard", "flex", "reserved"];
-    let others = tiers.keys().filter(|n| !with_constants.contains(&n.as_str()));
+    let others = tiers
+        .keys()
+        .filter(|n| !with_constants.contains(&n.as_str()));
     let mut count = DECLARING.lock().unwrap_or_else(|e| e.into_inner());
     for name in with_constants.into_iter().chain(others.map(String::as_str)) {
         let names = Names {
@@ -264,7 +262,10 @@ impl TierError {
 
     /// The error for a name no configuration declared, listing the known ones.
     fn unknown(name: &str) -> Self {
-        let known: Vec<_> = ServiceTier::known().into_iter().map(ServiceTier::as_str).collect();
+        let known: Vec<_> = ServiceTier::known()
+            .into_iter()
+            .map(ServiceTier::as_str)
+            .collect();
         TierError::new(format!(
             "unknown service tier {name:?}: known are {}; a new tier is declared under [tiers.{name}]",
             known.join(", ")
@@ -319,7 +320,10 @@ mod tests {
             ServiceTier::RESERVED,
         ] {
             assert_eq!(ServiceTier::named(tier.as_str()), Some(tier));
-            assert_eq!(ServiceTier::from_wire(tier.converse_name().unwrap()), Some(tier));
+            assert_eq!(
+                ServiceTier::from_wire(tier.converse_name().unwrap()),
+                Some(tier)
+            );
             let json = serde_json::to_string(&tier).unwrap();
             assert_eq!(serde_json::from_str::<ServiceTier>(&json).unwrap(), tier);
         }
@@ -332,8 +336,14 @@ mod tests {
     #[test]
     fn an_undeclared_name_is_refused_with_the_known_ones() {
         let e = serde_json::from_str::<ServiceTier>("\"warp\"").unwrap_err();
-        assert!(e.to_string().contains("unknown service tier \"warp\""), "{e}");
-        assert!(e.to_string().contains("priority, standard, flex, reserved"), "{e}");
+        assert!(
+            e.to_string().contains("unknown service tier \"warp\""),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("priority, standard, flex, reserved"),
+            "{e}"
+        );
         assert!(e.to_string().contains("[tiers.warp]"), "{e}");
     }
 

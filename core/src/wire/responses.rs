@@ -111,6 +111,9 @@ pub(crate) enum Part<'a> {
     InputText {
         #[serde(default, borrow)]
         text: Cow<'a, str>,
+        /// The prompt up to the end of this part is cached (GPT-5.6 and later).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_cache_breakpoint: Option<Breakpoint>,
     },
     /// The model's text (with the SDKs' `annotations` and `logprobs` lists, written empty).
     OutputText {
@@ -135,6 +138,9 @@ pub(crate) enum Part<'a> {
     InputImage {
         #[serde(default, borrow)]
         image_url: Option<Cow<'a, str>>,
+        /// The prompt up to the end of this part is cached (GPT-5.6 and later).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_cache_breakpoint: Option<Breakpoint>,
     },
     /// A paragraph of a reasoning summary.
     SummaryText {
@@ -226,6 +232,27 @@ impl<'a> From<FlatItem<'a>> for Item<'a> {
     }
 }
 
+/// An explicit prompt-cache breakpoint on an input part (`{"mode": "explicit"}`, the only
+/// mode): the prefix up to the part's end is written with the request's
+/// `prompt_cache_options.ttl` (30 minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Breakpoint {
+    mode: BreakpointMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum BreakpointMode {
+    Explicit,
+}
+
+impl Breakpoint {
+    /// The one kind of breakpoint there is.
+    pub(crate) const EXPLICIT: Breakpoint = Breakpoint {
+        mode: BreakpointMode::Explicit,
+    };
+}
+
 /// Any part, as read (see [`FlatItem`]).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct FlatPart<'a> {
@@ -237,13 +264,18 @@ pub(crate) struct FlatPart<'a> {
     refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     image_url: Option<Cow<'a, str>>,
+    #[serde(default)]
+    prompt_cache_breakpoint: Option<Breakpoint>,
 }
 
 impl<'a> From<FlatPart<'a>> for Part<'a> {
     fn from(f: FlatPart<'a>) -> Self {
         let text = f.text.unwrap_or_default();
         match f.kind.as_deref() {
-            Some("input_text") => Part::InputText { text },
+            Some("input_text") => Part::InputText {
+                text,
+                prompt_cache_breakpoint: f.prompt_cache_breakpoint,
+            },
             Some("output_text") => Part::OutputText {
                 text,
                 annotations: None,
@@ -255,6 +287,7 @@ impl<'a> From<FlatPart<'a>> for Part<'a> {
             },
             Some("input_image") => Part::InputImage {
                 image_url: f.image_url,
+                prompt_cache_breakpoint: f.prompt_cache_breakpoint,
             },
             Some("summary_text") => Part::SummaryText { text },
             Some("reasoning_text") => Part::ReasoningText { text },
@@ -426,11 +459,15 @@ pub(crate) fn input<'a>(
     conversation: &'a [Message],
     senders: &Senders<'_>,
     reasoning_history: bool,
+    breakpoints: &[(usize, usize)],
 ) -> Result<Vec<Item<'a>>> {
     let mut items = Vec::with_capacity(conversation.len());
     for (i, m) in conversation.iter().enumerate() {
         let (role, text): (&str, fn(Cow<'a, str>) -> Part<'a>) = match m.role {
-            Role::User => ("user", |text| Part::InputText { text }),
+            Role::User => ("user", |text| Part::InputText {
+                text,
+                prompt_cache_breakpoint: None,
+            }),
             Role::Assistant => ("assistant", |text| Part::OutputText {
                 text,
                 annotations: None,
@@ -450,12 +487,14 @@ pub(crate) fn input<'a>(
         };
         for (j, b) in m.content.iter().enumerate() {
             let at = || format!("messages[{i}].content[{j}]");
+            let marked = breakpoints.contains(&(i, j));
             match b {
                 ContentBlock::Text(t) => parts.push(text(Cow::Borrowed(t))),
                 ContentBlock::Citations(c) => parts.push(text(Cow::Owned(c.content.concat()))),
                 ContentBlock::Image(image) if m.role == Role::User => {
                     parts.push(Part::InputImage {
                         image_url: Some(Cow::Owned((senders.image)(image, &at())?)),
+                        prompt_cache_breakpoint: None,
                     })
                 }
                 ContentBlock::ToolUse(t) => {
@@ -491,10 +530,31 @@ pub(crate) fn input<'a>(
                 ContentBlock::Reasoning(_) | ContentBlock::CachePoint(_) => {}
                 other => return Err((senders.unsupported)(other, &at())),
             }
+            if marked {
+                mark_last(&mut parts);
+            }
         }
         flush(&mut items, &mut parts);
     }
     Ok(items)
+}
+
+/// Sets a breakpoint on the last part, when it is one that takes it (the caller's text or
+/// image; the plan places checkpoints nowhere else on this API).
+pub(crate) fn mark_last(parts: &mut [Part<'_>]) {
+    if let Some(
+        Part::InputText {
+            prompt_cache_breakpoint,
+            ..
+        }
+        | Part::InputImage {
+            prompt_cache_breakpoint,
+            ..
+        },
+    ) = parts.last_mut()
+    {
+        *prompt_cache_breakpoint = Some(Breakpoint::EXPLICIT);
+    }
 }
 
 /// `input` read back: a string (one user turn), or items; system and developer messages
@@ -530,13 +590,16 @@ pub(crate) fn read_input(v: Option<&Value>) -> Result<(Vec<SystemBlock>, Vec<Mes
                 match &*m.role {
                     "system" | "developer" => {
                         for b in blocks {
-                            let ContentBlock::Text(t) = b else {
-                                return Err(Error::invalid(
-                                    format!("{at}.content"),
-                                    "a system message takes text only",
-                                ));
-                            };
-                            system.push(SystemBlock::Text(t));
+                            system.push(match b {
+                                ContentBlock::Text(t) => SystemBlock::Text(t),
+                                ContentBlock::CachePoint(c) => SystemBlock::CachePoint(c),
+                                _ => {
+                                    return Err(Error::invalid(
+                                        format!("{at}.content"),
+                                        "a system message takes text only",
+                                    ));
+                                }
+                            });
                         }
                     }
                     "user" | "assistant" => {
@@ -635,38 +698,58 @@ fn read_parts(
             ));
         }
     };
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(j, p)| {
-            let at = format!("{at}.content[{j}]");
-            match p {
-                Part::InputText { text } | Part::OutputText { text, .. } | Part::Text { text } => {
-                    Ok(ContentBlock::Text(text.into_owned()))
-                }
-                Part::Refusal { refusal } => Ok(ContentBlock::Text(refusal.into_owned())),
-                Part::InputImage { image_url } => chat::read_image_url(
-                    image_url.as_deref().unwrap_or_default(),
-                    &format!("{at}.image_url"),
-                ),
-                Part::SummaryText { .. } | Part::ReasoningText { .. } | Part::Other => {
-                    let kind = raw
-                        .and_then(|c| c.get(j))
-                        .and_then(|p| p.get("type"))
-                        .and_then(Value::as_str);
-                    Err(Error::invalid(
-                        at,
-                        match kind {
-                            Some(kind) => format!(
-                                "a {kind:?} part is not routed by Laneway (text and images are)"
-                            ),
-                            None => "a content part needs a type".to_string(),
-                        },
-                    ))
-                }
+    let mut blocks = Vec::with_capacity(parts.len());
+    for (j, p) in parts.into_iter().enumerate() {
+        let at = format!("{at}.content[{j}]");
+        // A breakpoint is a checkpoint after its part, with the API's one lifetime.
+        let breakpoint = match &p {
+            Part::InputText {
+                prompt_cache_breakpoint,
+                ..
             }
-        })
-        .collect()
+            | Part::InputImage {
+                prompt_cache_breakpoint,
+                ..
+            } => prompt_cache_breakpoint.is_some(),
+            _ => false,
+        };
+        blocks.push(read_part(p, j, raw, at)?);
+        if breakpoint {
+            blocks.push(ContentBlock::CachePoint(crate::types::CachePoint {
+                ttl: Some(crate::types::CacheTtl::ThirtyMinutes),
+            }));
+        }
+    }
+    Ok(blocks)
+}
+
+/// One part as a block; a part Laneway does not route refused by its path and type.
+fn read_part(p: Part<'_>, j: usize, raw: Option<&Value>, at: String) -> Result<ContentBlock> {
+    match p {
+        Part::InputText { text, .. } | Part::OutputText { text, .. } | Part::Text { text } => {
+            Ok(ContentBlock::Text(text.into_owned()))
+        }
+        Part::Refusal { refusal } => Ok(ContentBlock::Text(refusal.into_owned())),
+        Part::InputImage { image_url, .. } => chat::read_image_url(
+            image_url.as_deref().unwrap_or_default(),
+            &format!("{at}.image_url"),
+        ),
+        Part::SummaryText { .. } | Part::ReasoningText { .. } | Part::Other => {
+            let kind = raw
+                .and_then(|c| c.get(j))
+                .and_then(|p| p.get("type"))
+                .and_then(Value::as_str);
+            Err(Error::invalid(
+                at,
+                match kind {
+                    Some(kind) => {
+                        format!("a {kind:?} part is not routed by Laneway (text and images are)")
+                    }
+                    None => "a content part needs a type".to_string(),
+                },
+            ))
+        }
+    }
 }
 
 /// An answer's blocks as output items, in order: reasoning and function calls as their own
@@ -1527,7 +1610,7 @@ mod tests {
         /// reasoning by its id with its encrypted content, calls and their outputs.
         #[test]
         fn a_conversation_written_as_input_reads_back_as_it_was(turns in conversation()) {
-            let written = serde_json::to_value(input(&turns, &senders(), true).unwrap()).unwrap();
+            let written = serde_json::to_value(input(&turns, &senders(), true, &[]).unwrap()).unwrap();
             let (system, read) = read_input(Some(&written)).unwrap();
             prop_assert!(system.is_empty());
             prop_assert_eq!(read, turns);
@@ -1561,7 +1644,7 @@ mod tests {
                 ],
             },
         ];
-        let items = input(&turns, &senders(), false).unwrap();
+        let items = input(&turns, &senders(), false, &[]).unwrap();
         assert!(!items.iter().any(|i| matches!(i, Item::Reasoning(_))));
         let audio = vec![Message {
             role: Role::User,
@@ -1572,7 +1655,7 @@ mod tests {
                 },
             )],
         }];
-        let e = input(&audio, &senders(), true).unwrap_err();
+        let e = input(&audio, &senders(), true, &[]).unwrap_err();
         assert!(e.to_string().contains("messages[0].content[0]"), "{e}");
     }
 
@@ -1681,5 +1764,36 @@ mod tests {
             let back: ResponsesUsage = serde_json::from_value(wire).unwrap();
             prop_assert_eq!(back.into_usage(), u);
         }
+    }
+
+    /// A caller's breakpoint is not dropped: it is a 30-minute checkpoint after its part, in
+    /// the system prompt or the conversation alike.
+    #[test]
+    fn a_breakpoint_read_is_a_checkpoint_after_its_part() {
+        use crate::types::{CachePoint, CacheTtl};
+        let mark = json!({ "mode": "explicit" });
+        let items = json!([
+            { "role": "developer", "content": [{ "type": "input_text", "text": "rules", "prompt_cache_breakpoint": mark }] },
+            { "role": "user", "content": [{ "type": "input_text", "text": "q", "prompt_cache_breakpoint": mark }, { "type": "input_text", "text": "tail" }] },
+        ]);
+        let (system, messages) = read_input(Some(&items)).unwrap();
+        let point = CachePoint {
+            ttl: Some(CacheTtl::ThirtyMinutes),
+        };
+        assert_eq!(
+            system,
+            [
+                SystemBlock::Text("rules".into()),
+                SystemBlock::CachePoint(point)
+            ]
+        );
+        assert_eq!(
+            messages[0].content,
+            [
+                ContentBlock::Text("q".into()),
+                ContentBlock::CachePoint(point),
+                ContentBlock::Text("tail".into())
+            ]
+        );
     }
 }

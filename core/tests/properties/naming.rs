@@ -85,7 +85,10 @@ fn service_tiers_are_data_named_in_one_file() {
     // (validation refuses one it does not), and declares more than the built-in ones.
     let declared = laneway::config::builtin_tiers();
     assert!(builtin.iter().all(|t| declared.contains(t)));
-    assert!(declared.iter().any(|t| !builtin.contains(t)), "{declared:?}");
+    assert!(
+        declared.iter().any(|t| !builtin.contains(t)),
+        "{declared:?}"
+    );
 }
 
 #[test]

@@ -332,3 +332,89 @@ async fn the_planner_keeps_novas_checkpoint_rules_and_the_emulator_enforces_them
         "{err}"
     );
 }
+
+/// GPT on the Responses API: Laneway drives the prompt cache in explicit mode. An agent task
+/// writes its system prompt once at a breakpoint and reads it after; a one-off prompt, which
+/// would pay the implicit breakpoint's write at 1.25x, is sent with no breakpoint and writes
+/// nothing. Left to the service (no caching rules for the model), every turn writes its tail.
+#[tokio::test]
+async fn gpt_on_the_responses_api_caches_at_laneways_breakpoints_in_explicit_mode() {
+    const ASTRA: &str = "openai.gpt-6-astra";
+    // Mantle's Responses API is where Astra caches.
+    let mantle_only =
+        format!("[models.\"{ASTRA}\"]\nconverse = false\nopenai = {{ runtime = [] }}\n");
+    let emu = emulator().await;
+    let system = "You are a careful operations agent. Follow the runbook exactly. ".repeat(100);
+    let step = |history: &[Message], task: Option<&str>| {
+        let mut req = GenerateRequest::new(history.to_vec())
+            .model(ASTRA)
+            .system(system.clone())
+            .max_tokens(20);
+        req.task_id = task.map(Into::into);
+        req
+    };
+    let agent = |router: laneway::Router| {
+        let step = &step;
+        async move {
+            let mut history = vec![Message::user("Start: the checkout service is slow.")];
+            let mut usages = Vec::new();
+            for n in 0..4 {
+                let r = router
+                    .generate(step(&history, Some("incident-7")))
+                    .await
+                    .unwrap();
+                assert_eq!(r.decision.api, laneway::Api::OpenAiMantle);
+                usages.push(r.usage);
+                history.push(Message::assistant(r.text()));
+                history.push(Message::user(format!("Step {n}: p99 is 2.{n} s.")));
+            }
+            usages
+        }
+    };
+
+    let laneway = router_with(&emu, config(&mantle_only)).await;
+    let explicit = agent(laneway.clone()).await;
+    assert!(explicit[0].cache_write_tokens >= 1024, "{:?}", explicit[0]);
+    assert_eq!(explicit[0].cache_read_tokens, 0);
+    for u in &explicit[1..] {
+        assert!(
+            u.cache_read_tokens >= explicit[0].cache_write_tokens,
+            "{u:?}"
+        );
+    }
+    // A one-off prompt (no task, never seen): no breakpoint pays, and explicit mode writes none.
+    let one_off = || {
+        GenerateRequest::user("A question asked once.")
+            .model(ASTRA)
+            .system("A different, one-off preamble. ".repeat(300))
+            .max_tokens(20)
+    };
+    let once = laneway.generate(one_off()).await.unwrap();
+    assert_eq!(
+        (once.usage.cache_write_tokens, once.usage.cache_read_tokens),
+        (0, 0)
+    );
+
+    // The service's own default: an implicit breakpoint at the newest message, written every turn.
+    let emu = emulator().await;
+    let service = router_with(
+        &emu,
+        config(&format!("{mantle_only}prompt_cache = {{ apis = [] }}\n")),
+    )
+    .await;
+    let implicit = agent(service.clone()).await;
+    assert!(
+        implicit.iter().all(|u| u.cache_write_tokens > 0),
+        "{implicit:?}"
+    );
+    let once = service.generate(one_off()).await.unwrap();
+    assert!(
+        once.usage.cache_write_tokens > 0,
+        "the implicit breakpoint writes a one-off prompt"
+    );
+    let written = |us: &[laneway::Usage]| us.iter().map(|u| u.cache_write_tokens).sum::<u32>();
+    assert!(
+        written(&implicit) > written(&explicit),
+        "{implicit:?} vs {explicit:?}"
+    );
+}

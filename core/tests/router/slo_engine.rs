@@ -714,9 +714,16 @@ async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
             .slo_class(class)
     };
 
-    let fast = router.generate(ask(LITE, SloClass::Interactive)).await.unwrap();
+    let fast = router
+        .generate(ask(LITE, SloClass::Interactive))
+        .await
+        .unwrap();
     assert_eq!(fast.decision.tier, Some(turbo));
-    assert_eq!(fast.decision.served_tier, Some(turbo), "read back from serviceTier");
+    assert_eq!(
+        fast.decision.served_tier,
+        Some(turbo),
+        "read back from serviceTier"
+    );
     assert!(fast.decision.reasons.iter().any(|r| matches!(
         r,
         Reason::TierFromSlo { class: SloClass::Interactive, tier } if *tier == turbo
@@ -727,7 +734,11 @@ async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
         .filter(|c| c.target == LITE && c.counter.ok > 0)
         .map(|c| c.tier)
         .collect();
-    assert_eq!(sent, ["turbo_wire"], "the wire spelling is the declared one");
+    assert_eq!(
+        sent,
+        ["turbo_wire"],
+        "the wire spelling is the declared one"
+    );
     // Priced at its multiplier: three times what the same tokens cost at standard.
     let config = router.config();
     let price = config.models[LITE].price();
@@ -743,11 +754,19 @@ async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
             },
         )
     };
-    assert!((fast.cost_usd - at(turbo)).abs() < 1e-12, "{} vs {}", fast.cost_usd, at(turbo));
+    assert!(
+        (fast.cost_usd - at(turbo)).abs() < 1e-12,
+        "{} vs {}",
+        fast.cost_usd,
+        at(turbo)
+    );
     assert!((at(turbo) / at(ServiceTier::STANDARD) - 3.0).abs() < 1e-9);
 
     // A model that does not take it is never sent it: the class's next tier, said so.
-    let pro = router.generate(ask(PRO, SloClass::Interactive)).await.unwrap();
+    let pro = router
+        .generate(ask(PRO, SloClass::Interactive))
+        .await
+        .unwrap();
     assert_eq!(pro.decision.tier, Some(ServiceTier::PRIORITY));
     assert!(pro.decision.reasons.iter().any(|r| matches!(
         r,
@@ -758,8 +777,15 @@ async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
         .generate(ask(PRO, SloClass::Standard).tier(turbo))
         .await
         .unwrap_err();
-    assert!(forced.to_string().contains("does not offer tier turbo"), "{forced}");
-    assert!(emu.counters().iter().all(|c| c.target != PRO || c.tier != "turbo_wire"));
+    assert!(
+        forced.to_string().contains("does not offer tier turbo"),
+        "{forced}"
+    );
+    assert!(
+        emu.counters()
+            .iter()
+            .all(|c| c.target != PRO || c.tier != "turbo_wire")
+    );
 
     // A configuration that names a tier it does not declare is refused by name.
     let err = laneway::Config::from_toml_str("[slo_tiers]\nbackground = \"warp9\"\n").unwrap_err();
@@ -768,7 +794,11 @@ async fn a_tier_declared_in_configuration_is_routed_to_served_and_priced() {
         "[tiers.undeclared_elsewhere]\nconverse = \"x\"\n[pricing.tiers]\nundeclared_elsewhere = 1.0\n",
     )
     .unwrap_err();
-    assert!(err.to_string().contains("routing.priors.undeclared_elsewhere"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("routing.priors.undeclared_elsewhere"),
+        "{err}"
+    );
 }
 
 /// GPT-6 Astra's Ultrafast, declared in the built-in configuration: an interactive class that
@@ -798,7 +828,12 @@ async fn ultrafast_reaches_gpt_6_astra_by_converse_and_by_the_openai_api() {
                 .slo_class(SloClass::Interactive)
         };
         let r = router.generate(ask(ASTRA)).await.unwrap();
-        assert_eq!(r.decision.tier, Some(ultrafast), "{extra:?}: {:?}", r.decision);
+        assert_eq!(
+            r.decision.tier,
+            Some(ultrafast),
+            "{extra:?}: {:?}",
+            r.decision
+        );
         assert_eq!(r.decision.served_tier, Some(ultrafast), "{extra:?}");
         assert_eq!(r.decision.api, api);
         let standard = laneway::cost::cost_of_call(
@@ -816,7 +851,11 @@ async fn ultrafast_reaches_gpt_6_astra_by_converse_and_by_the_openai_api() {
                     .as_ref(),
             },
         );
-        assert!((r.cost_usd / standard - 6.0).abs() < 1e-9, "{} / {standard}", r.cost_usd);
+        assert!(
+            (r.cost_usd / standard - 6.0).abs() < 1e-9,
+            "{} / {standard}",
+            r.cost_usd
+        );
         // Nova Lite has no Ultrafast: priority, the class's next tier.
         let lite = router.generate(ask("amazon.nova-lite-v1:0")).await.unwrap();
         assert_eq!(lite.decision.tier, Some(ServiceTier::PRIORITY));

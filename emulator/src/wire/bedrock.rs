@@ -364,6 +364,7 @@ pub(super) fn converse_request(
             max_tokens,
             prompt_digest: digest,
             cache_points,
+            cache_checked: false,
             prefill,
             extras: Some(Arc::new(
                 crate::converse_ext::read(v).map_err(|m| invalid(&m))?,
@@ -723,6 +724,7 @@ pub(crate) fn native_ask(
             max_tokens,
             prompt_digest: text::digest64(&[prompt.to_string().as_bytes()]),
             cache_points: Vec::new(),
+            cache_checked: false,
             prefill: None,
             extras: None,
             guard: None,

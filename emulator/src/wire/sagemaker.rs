@@ -358,6 +358,7 @@ fn read(
             max_tokens,
             prompt_digest: text::digest64(&[digest_source.as_bytes()]),
             cache_points: Vec::new(),
+            cache_checked: false,
             prefill,
             extras: None,
             guard: None,

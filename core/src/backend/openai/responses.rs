@@ -8,10 +8,15 @@ use serde_json::{Value, json};
 use super::Malformed;
 use super::input;
 use crate::backend::{BackendEvent, Call, Completion};
-use crate::types::{Error, ReasoningDelta, Result, ServiceError, Usage};
+use std::borrow::Cow;
+
+use crate::types::{
+    Boundary, CacheTtl, Error, ReasoningDelta, Result, ServiceError, SystemBlock, Usage,
+};
 use crate::wire::chat::Senders;
 use crate::wire::responses::{
-    self, Event, FunctionTool, Incomplete, Item, Response, ResponsesUsage,
+    self, Content, Event, FunctionTool, Incomplete, Item, MessageItem, Part, Response,
+    ResponsesUsage,
 };
 
 /// A Responses request body, serialized straight from the core request (no JSON tree is
@@ -40,9 +45,21 @@ struct Body<'a> {
     include: Option<[&'static str; 1]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     service_tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_options: Option<CacheOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<String>,
     store: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+}
+
+/// `prompt_cache_options`: explicit mode (no implicit breakpoint at the newest message, whose
+/// write an agent loop would pay every turn) with the API's one lifetime.
+#[derive(Serialize)]
+struct CacheOptions {
+    mode: &'static str,
+    ttl: &'static str,
 }
 
 #[derive(Serialize)]
@@ -75,13 +92,43 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>>
         tool_result: &input::tool_result_text,
         unsupported: &input::unsupported,
     };
+    // Where the model caches on this API, the plan's checkpoints are breakpoints and the
+    // service writes nothing else; elsewhere the service's own default holds.
+    let explicit = call
+        .model
+        .prompt_cache()
+        .is_some_and(|rules| rules.apis.contains(&call.attempt.target.api));
+    let checkpoints = if explicit { call.checkpoints } else { &[] };
+    let in_messages: Vec<(usize, usize)> = checkpoints
+        .iter()
+        .filter_map(|c| match c.at {
+            Boundary::Message { index, block } => Some((index, block)),
+            _ => None,
+        })
+        .collect();
+    let on_system: Vec<usize> = checkpoints
+        .iter()
+        .filter_map(|c| match c.at {
+            Boundary::System(i) => Some(i),
+            _ => None,
+        })
+        .collect();
     // Only the reasoning items this API made go back (the plan leaves other models' out).
-    let items = responses::input(
+    let mut items = responses::input(
         &request.messages,
         &senders,
         call.attempt.shape.reasoning_history,
+        &in_messages,
     )?;
-    let system = input::system_text(call);
+    // `instructions` takes no breakpoint: where the plan's breakpoints go, the system prompt
+    // goes as a developer message, a part per block, at the head of the input, on every turn
+    // alike (a prefix is matched as it was written).
+    let system = if explicit && !request.system.is_empty() {
+        items.insert(0, developer_message(call, &on_system));
+        String::new()
+    } else {
+        input::system_text(call)
+    };
     let effort = input::effort(call);
     let body = Body {
         model,
@@ -107,11 +154,62 @@ pub(super) fn body(call: Call<'_>, model: &str, stream: bool) -> Result<Vec<u8>>
         // Nothing is stored on the service: the next turn needs the reasoning itself.
         include: effort.map(|_| ["reasoning.encrypted_content"]),
         service_tier: input::service_tier(call),
+        prompt_cache_options: explicit.then_some(CacheOptions {
+            mode: "explicit",
+            ttl: CacheTtl::ThirtyMinutes.as_str(),
+        }),
+        prompt_cache_key: (!checkpoints.is_empty()).then(|| cache_key(call)),
         store: false,
         stream,
     };
     serde_json::to_vec(&body)
         .map_err(|e| Error::invalid("request", format!("the body does not serialize: {e}")))
+}
+
+/// The system prompt as a developer message, a text part per block, with a breakpoint after
+/// each block `marked` names.
+fn developer_message<'a>(call: Call<'a>, marked: &[usize]) -> Item<'a> {
+    let mut parts = Vec::new();
+    for (i, b) in call.request.system.iter().enumerate() {
+        if let SystemBlock::Text(text) = b {
+            parts.push(Part::InputText {
+                text: Cow::Borrowed(text),
+                prompt_cache_breakpoint: None,
+            });
+        }
+        if marked.contains(&i) {
+            responses::mark_last(&mut parts);
+        }
+    }
+    Item::Message(MessageItem {
+        id: None,
+        status: None,
+        role: Cow::Borrowed("developer"),
+        content: Some(Content::Parts(parts)),
+    })
+}
+
+/// A `prompt_cache_key` that is the same for every call sharing the model, system prompt and
+/// tools (the prefix the service should keep on one cache machine), and says nothing of
+/// their text: the first 16 bytes of their SHA-256, in hex.
+fn cache_key(call: Call<'_>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(call.attempt.target.id().as_bytes());
+    for b in &call.request.system {
+        if let SystemBlock::Text(t) = b {
+            hash.update([0]);
+            hash.update(t.as_bytes());
+        }
+    }
+    for t in responses::tools(&call.request.tools) {
+        hash.update([1]);
+        hash.update(serde_json::to_vec(&t).unwrap_or_default());
+    }
+    hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A whole `response` body as a completion.
@@ -563,6 +661,82 @@ mod tests {
             completion(failed.to_string().as_bytes(), &bad())
                 .unwrap_err()
                 .fails_over()
+        );
+    }
+
+    /// Where the model caches on the call's API: explicit mode, the system prompt as a
+    /// developer message with the plan's breakpoints, and a key that names the stable prefix
+    /// (the same for another question, another for another system prompt). Elsewhere: none of
+    /// it, `instructions` as usual.
+    #[test]
+    fn explicit_caching_writes_breakpoints_options_and_a_stable_key() {
+        use crate::types::{Attempt, Boundary, CacheTtl, Checkpoint, GenerateRequest, Target};
+        let config = crate::config::Config::default();
+        let astra = "openai.gpt-6-astra";
+        let attempt = |api_target: Target| Attempt {
+            model: astra.into(),
+            target: api_target,
+            tier: None,
+            latency_optimized: false,
+            shape: Default::default(),
+        };
+        let checkpoints = [
+            Checkpoint {
+                at: Boundary::System(0),
+                ttl: CacheTtl::ThirtyMinutes,
+                tokens_before: 2000,
+            },
+            Checkpoint {
+                at: Boundary::Message { index: 0, block: 0 },
+                ttl: CacheTtl::ThirtyMinutes,
+                tokens_before: 2010,
+            },
+        ];
+        let body_of = |question: &str, system: &str, target: Target| -> Value {
+            let request = GenerateRequest::user(question).system(system);
+            let attempt = attempt(target);
+            let call = Call {
+                request: &request,
+                attempt: &attempt,
+                model: &config.models[astra],
+                checkpoints: &checkpoints,
+            };
+            serde_json::from_slice(&body(call, astra, false).unwrap()).unwrap()
+        };
+        let mantle = || Target::mantle("us-east-1", std::sync::Arc::from(astra));
+        let v = body_of("first question", "the runbook", mantle());
+        assert_eq!(
+            v["prompt_cache_options"],
+            json!({ "mode": "explicit", "ttl": "30m" })
+        );
+        assert!(v.get("instructions").is_none(), "{v}");
+        assert_eq!(v["input"][0]["role"], "developer");
+        let marked = json!({ "mode": "explicit" });
+        assert_eq!(
+            v["input"][0]["content"][0]["prompt_cache_breakpoint"],
+            marked
+        );
+        assert_eq!(
+            v["input"][1]["content"][0]["prompt_cache_breakpoint"],
+            marked
+        );
+        let key = v["prompt_cache_key"].as_str().unwrap();
+        assert_eq!(key.len(), 32);
+        assert!(!key.contains("runbook"));
+        let again = body_of("second question", "the runbook", mantle());
+        assert_eq!(again["prompt_cache_key"], key);
+        let other = body_of("first question", "another runbook", mantle());
+        assert_ne!(other["prompt_cache_key"], key);
+        // bedrock-runtime's Responses API does not cache Astra: the service's default holds.
+        let mut runtime = mantle();
+        runtime.api = crate::types::Api::OpenAiRuntime;
+        let v = body_of("first question", "the runbook", runtime);
+        assert!(v.get("prompt_cache_options").is_none() && v.get("prompt_cache_key").is_none());
+        assert_eq!(v["instructions"], "the runbook");
+        assert!(
+            v["input"][0]["content"][0]
+                .get("prompt_cache_breakpoint")
+                .is_none()
         );
     }
 }

@@ -8,6 +8,7 @@
 //! server-sent events. This module: the routes, which endpoint serves which model, auth and
 //! errors; `chat` and `responses`: each API's reading and answers.
 
+mod caching;
 mod chat;
 mod responses;
 
@@ -421,6 +422,25 @@ fn admit(
                     [q.input_tokens_per_minute, q.output_tokens_per_minute]
                 }),
         );
+    }
+    if let Api::Responses = api {
+        let endpoint = match surface {
+            Surface::Runtime => "runtime",
+            Surface::Mantle { .. } => "mantle",
+        };
+        let caches = spec
+            .and_then(|m| m.openai.as_ref())
+            .is_some_and(|o| o.prompt_cache.iter().any(|e| e == endpoint));
+        if caches {
+            req.ask.cache_points = caching::breakpoints(v)?;
+            req.ask.cache_checked = true;
+        } else if caching::asks(v) {
+            return Err(ApiError::new(
+                400,
+                "invalid_request_error",
+                format!("Prompt caching is not supported for model {model} on this endpoint."),
+            ));
+        }
     }
     let answer = engine.admit(&req.ask)?;
     Ok(Admitted {
