@@ -2,7 +2,7 @@
 //!
 //! Five agent tasks of twelve steps share one long system prompt and tool schema, streamed,
 //! against the emulator's prompt cache at a tenth of real time, on two models: Claude Sonnet
-//! through the `claude` family (Converse `cachePoint`s) and GPT-6 Astra on bedrock-mantle's
+//! 4.5 by Converse (`cachePoint`s) and GPT-6 Astra on bedrock-mantle's
 //! Responses API (breakpoints in explicit mode). Strategies, each against a fresh emulator and
 //! router: no caching; for GPT, the service's own implicit caching (Laneway sends nothing: a
 //! breakpoint at the newest message, written every turn); Laneway's placement; and a
@@ -43,11 +43,12 @@ impl Strategy {
 }
 
 const ASTRA: &str = "openai.gpt-6-astra";
+const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
 
 /// The model a run calls.
 #[derive(Clone, Copy, PartialEq)]
 enum Subject {
-    /// Claude Sonnet through the `claude` family, by Converse.
+    /// Claude Sonnet 4.5, by Converse.
     Claude,
     /// GPT-6 Astra on bedrock-mantle's Responses API, where it caches.
     Gpt,
@@ -56,7 +57,7 @@ enum Subject {
 impl Subject {
     fn name(self) -> &'static str {
         match self {
-            Subject::Claude => "Claude Sonnet (Converse)",
+            Subject::Claude => "Claude Sonnet 4.5 (Converse)",
             Subject::Gpt => "GPT-6 Astra (mantle Responses)",
         }
     }
@@ -88,7 +89,7 @@ impl Subject {
 
     fn aim(self, req: GenerateRequest) -> GenerateRequest {
         match self {
-            Subject::Claude => req.family("claude"),
+            Subject::Claude => req.model(SONNET),
             Subject::Gpt => req.model(ASTRA),
         }
     }

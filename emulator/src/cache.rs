@@ -25,6 +25,9 @@ pub(crate) struct CachePointAt {
     pub in_tools: bool,
     /// In a message that carries a `toolResult` block.
     pub with_tool_result: bool,
+    /// Matched when an earlier request wrote it, never written by this one (an earlier
+    /// turn's implicit breakpoint on the Responses API).
+    pub read_only: bool,
 }
 
 /// A model's rules for checkpoints (Bedrock's, per model).
@@ -127,6 +130,7 @@ pub(crate) fn cache_points(body: &Value) -> Vec<CachePointAt> {
                     path: path.clone(),
                     in_tools: *in_tools,
                     with_tool_result: *with_tool_result,
+                    read_only: false,
                 });
             }
             None => {
@@ -184,7 +188,11 @@ impl PromptCache {
             covered = p.tokens_before;
             entries.insert(key(p), now + ttl_duration(p.ttl).mul_f64(scale));
         }
-        for p in valid.iter().skip(hit.map_or(0, |i| i + 1)) {
+        for p in valid
+            .iter()
+            .skip(hit.map_or(0, |i| i + 1))
+            .filter(|p| !p.read_only)
+        {
             let added = p.tokens_before.saturating_sub(covered);
             if added > 0 {
                 used.write += added;
@@ -317,5 +325,20 @@ mod tests {
             0,
             "a zero TTL expired at once"
         );
+    }
+
+    #[test]
+    fn a_read_only_point_is_matched_but_never_written() {
+        let cache = PromptCache::default();
+        let long = cache_points(&body(&"z".repeat(8000), "a"));
+        let read_only = |p: &CachePointAt| CachePointAt {
+            read_only: true,
+            ..p.clone()
+        };
+        let only = vec![read_only(&long[0])];
+        assert_eq!(cache.apply("r", "m", &only, 1024, 1.0), CacheUse::default());
+        cache.apply("r", "m", &long, 1024, 1.0);
+        let used = cache.apply("r", "m", &only, 1024, 1.0);
+        assert_eq!((used.read, used.write), (2000, 0));
     }
 }

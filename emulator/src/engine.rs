@@ -232,6 +232,20 @@ pub struct Counter {
     /// Output tokens of admitted answers, reasoning included (none when a guardrail blocked the
     /// input).
     pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+    /// What the admitted calls were billed at their model's card prices (`price` in the
+    /// scenario), in picodollars; zero for a model without prices.
+    pub billed_picodollars: u64,
+}
+
+impl Counter {
+    /// What the admitted calls were billed, in US dollars.
+    pub fn billed_usd(&self) -> f64 {
+        self.billed_picodollars as f64 / 1e12
+    }
 }
 
 /// One row of the counters.
@@ -497,6 +511,18 @@ impl Engine {
                 }
                 c.input_tokens += u64::from(a.input_tokens);
                 c.output_tokens += u64::from(a.output_tokens());
+                c.cache_read_tokens += u64::from(a.cache.read);
+                c.cache_write_tokens += u64::from(a.cache.write);
+                let price = self.scenario.models.iter().find(|m| m.id == a.model);
+                if let Some(price) = price.and_then(|m| m.price.as_ref()) {
+                    c.billed_picodollars += crate::bill::picodollars(price.bill(
+                        &ask.target,
+                        &a.served_tier,
+                        a.input_tokens,
+                        a.output_tokens(),
+                        &a.cache,
+                    ));
+                }
             }
             Err(e) => *c.errors.entry(e.code.clone()).or_default() += 1,
         }

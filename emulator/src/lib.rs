@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bill;
 mod cache;
 mod control;
 mod converse_ext;
@@ -28,6 +29,7 @@ mod sigv4;
 mod text;
 mod wire;
 
+pub use bill::{LongContextSpec, PriceSpec};
 pub use engine::{Counter, CounterRow, Service};
 pub use faults::{Fault, FaultKind};
 pub use guardrail::{GuardrailSpec, PiiAction, PiiKind, PiiRule};

@@ -162,6 +162,10 @@ impl RegionSpec {
 pub struct ModelSpec {
     /// The bare model id, e.g. `amazon.nova-lite-v1:0`.
     pub id: String,
+    /// Its prices as its model card lists them: each admitted call is billed at them
+    /// ([`Counter::billed_usd`](crate::Counter::billed_usd)); unset, its calls are not billed.
+    #[serde(default)]
+    pub price: Option<crate::PriceSpec>,
     /// Regions where the model is served (bare id and profiles alike).
     pub regions: Vec<String>,
     /// Inference profile prefixes that exist for it: `global` or a region's geography (`us`,
@@ -519,6 +523,9 @@ impl Scenario {
                 ));
             }
             m.performance.validate(&m.id)?;
+            if let Some(Err(m)) = m.price.as_ref().map(|p| p.validate(&format!("models.{}", m.id))) {
+                return invalid(m);
+            }
             if m.output_burndown == 0 || m.max_output_tokens == 0 {
                 return invalid(format!(
                     "models.{}: output_burndown and max_output_tokens must be >= 1",

@@ -96,6 +96,12 @@ impl Emulator {
         self.engine.counters()
     }
 
+    /// What every admitted call so far was billed at its model's card prices, in US dollars
+    /// (the sum of the counters' [`Counter::billed_usd`](crate::Counter::billed_usd)).
+    pub fn bill(&self) -> f64 {
+        self.counters().iter().map(|r| r.counter.billed_usd()).sum()
+    }
+
     /// The scenario it serves.
     pub fn scenario(&self) -> &Scenario {
         &self.engine.scenario

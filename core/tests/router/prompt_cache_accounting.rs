@@ -418,3 +418,69 @@ async fn gpt_on_the_responses_api_caches_at_laneways_breakpoints_in_explicit_mod
         "{implicit:?} vs {explicit:?}"
     );
 }
+
+/// What the router says each call cost adds up to what the emulator bills at the model cards'
+/// prices: tiers (priority, flex, Ultrafast), profile scopes, 5-minute, 30-minute and 1-hour
+/// cache writes and reads. Hedging is off: a lost hedge is billed by the service and counted
+/// apart by the router (`laneway_hedges_total`), not in the winner's cost.
+#[tokio::test]
+async fn the_costs_the_router_reports_add_up_to_the_emulators_bill() {
+    use laneway::{CacheTtl, ServiceTier, SloClass};
+    const LITE: &str = "amazon.nova-lite-v1:0";
+    const SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+    const ASTRA: &str = "openai.gpt-6-astra";
+    let emu = emulator().await;
+    let router = router_with(
+        &emu,
+        config(&format!(
+            "[routing.hedge]\nenabled = false\n\
+             [models.\"{ASTRA}\"]\nconverse = false\nopenai = {{ runtime = [] }}\n"
+        )),
+    )
+    .await;
+    let mut reported = 0.0;
+    let mut calls = 0;
+    let mut run = async |req: GenerateRequest| {
+        let r = router.generate(req).await.unwrap();
+        reported += r.cost_usd;
+        calls += 1;
+        r
+    };
+    for tier in [ServiceTier::PRIORITY, ServiceTier::STANDARD, ServiceTier::FLEX] {
+        run(GenerateRequest::user("Price me.").model(LITE).tier(tier).max_tokens(30)).await;
+    }
+    let system = "Runbook: check the dashboards, the logs, then the deploys. ".repeat(120);
+    for (step, ttl) in [CacheTtl::FiveMinutes, CacheTtl::OneHour, CacheTtl::OneHour].into_iter().enumerate() {
+        let mut req = GenerateRequest::user(format!("Step {step}.")).model(SONNET).max_tokens(30);
+        req.system = vec![
+            SystemBlock::Text(system.clone()),
+            SystemBlock::CachePoint(CachePoint { ttl: Some(ttl) }),
+        ];
+        run(req).await;
+    }
+    let ultrafast = ServiceTier::named("ultrafast").unwrap();
+    let mut history = vec![Message::user("Start.")];
+    for step in 0..3 {
+        let mut req = GenerateRequest::new(history.clone())
+            .model(ASTRA)
+            .system(system.clone())
+            .max_tokens(30)
+            .slo_class(SloClass::Interactive)
+            .task("bill-check");
+        if step == 1 {
+            req = req.tier(ultrafast);
+        }
+        let r = run(req).await;
+        history.push(Message::assistant(r.text()));
+        history.push(Message::user(format!("Next {step}.")));
+    }
+    let rows = emu.counters();
+    assert!(rows.iter().any(|r| r.tier == "ultrafast" && r.counter.cache_read_tokens > 0));
+    assert!(rows.iter().any(|r| r.target.contains("sonnet") && r.counter.cache_write_tokens > 0));
+    let billed = emu.bill();
+    assert!(billed > 0.0);
+    assert!(
+        (reported - billed).abs() <= 1e-9 * calls as f64 + 1e-6 * billed,
+        "the router reports ${reported:.9}, the emulator bills ${billed:.9}"
+    );
+}

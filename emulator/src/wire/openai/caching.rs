@@ -2,9 +2,10 @@
 //! `prompt_cache_options` (`mode`: `implicit`, the default, or `explicit`; `ttl`: `30m`, the
 //! only value) and `prompt_cache_breakpoint: {"mode": "explicit"}` on `input_text`,
 //! `input_image` and `input_file` parts. In implicit mode the service adds one breakpoint at
-//! the end of the newest message, so an agent loop writes its whole new tail every turn; in
-//! explicit mode only the caller's breakpoints are written. A prefix is matched exactly at a
-//! breakpoint. `prompt_cache_key` is a routing hint, accepted and not modelled.
+//! the end of the newest message, so an agent loop writes its whole new tail every turn (and
+//! reads what the turn before wrote at its own newest message); in explicit mode only the
+//! caller's breakpoints are written and matched. A prefix is matched exactly at a breakpoint.
+//! `prompt_cache_key` is a routing hint, accepted and not modelled.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -79,6 +80,7 @@ pub(super) fn breakpoints(v: &Value) -> Result<Vec<CachePointAt>, ApiError> {
         path,
         in_tools: false,
         with_tool_result: false,
+        read_only: false,
     };
     if let Some(tools) = v.get("tools") {
         absorb(tools, &mut hasher);
@@ -87,6 +89,8 @@ pub(super) fn breakpoints(v: &Value) -> Result<Vec<CachePointAt>, ApiError> {
         absorb(i, &mut hasher);
     }
     let mut points = Vec::new();
+    // Where earlier turns' implicit breakpoints were: the end of each message before the newest.
+    let mut message_ends = Vec::new();
     let mut newest_message_end = None;
     for (n, item) in items(v).enumerate() {
         let content = item.get("content");
@@ -115,12 +119,14 @@ pub(super) fn breakpoints(v: &Value) -> Result<Vec<CachePointAt>, ApiError> {
                     }
                 }
                 if item.get("type").is_none_or(|t| t == "message") {
+                    message_ends.extend(newest_message_end.take());
                     newest_message_end = Some((hasher.clone(), tokens, n));
                 }
             }
             _ => {
                 let tokens = absorb(item, &mut hasher);
                 if item.get("type").is_none_or(|t| t == "message") {
+                    message_ends.extend(newest_message_end.take());
                     newest_message_end = Some((hasher.clone(), tokens, n));
                 }
             }
@@ -138,6 +144,17 @@ pub(super) fn breakpoints(v: &Value) -> Result<Vec<CachePointAt>, ApiError> {
         if explicit > 3 {
             points.drain(..explicit - 3);
         }
+        // An earlier turn wrote its implicit breakpoint at what is now an earlier message's end.
+        for (at, tokens, n) in message_ends {
+            let earlier = CachePointAt {
+                read_only: true,
+                ..point(&at, tokens, format!("input/{n}"))
+            };
+            if !points.iter().any(|p| p.digest == earlier.digest) {
+                points.push(earlier);
+            }
+        }
+        points.sort_by_key(|p| p.tokens_before);
     }
     Ok(points)
 }
@@ -179,11 +196,14 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        // The same prefix digests the same with or without its mark.
-        assert_eq!(
-            breakpoints(&body(None, false)).unwrap()[0].digest,
-            implicit[1].digest
-        );
+        // The same prefix digests the same with or without its mark; the earlier message's end,
+        // where the turn before wrote its implicit breakpoint, is matched and not written.
+        let unmarked = breakpoints(&body(None, false)).unwrap();
+        assert_eq!(unmarked.len(), 2);
+        assert_eq!(unmarked[1].digest, implicit[1].digest);
+        assert!(!unmarked[1].read_only);
+        assert_eq!(unmarked[0].digest, implicit[0].digest);
+        assert!(unmarked[0].read_only);
     }
 
     #[test]
