@@ -64,7 +64,11 @@ impl Subject {
 
     fn strategies(self) -> &'static [Strategy] {
         match self {
-            Subject::Claude => &[Strategy::NoCaching, Strategy::Laneway, Strategy::EverySegment],
+            Subject::Claude => &[
+                Strategy::NoCaching,
+                Strategy::Laneway,
+                Strategy::EverySegment,
+            ],
             Subject::Gpt => &[
                 Strategy::NoCaching,
                 Strategy::ServiceImplicit,
@@ -81,7 +85,11 @@ impl Subject {
                 "[models.\"{ASTRA}\"]\nconverse = false\nopenai = {{ runtime = [] }}\n{}",
                 // Without caching rules for the model Laneway sends nothing of caching, and
                 // the service caches implicitly.
-                if s == Strategy::ServiceImplicit { "prompt_cache = { apis = [] }\n" } else { "" }
+                if s == Strategy::ServiceImplicit {
+                    "prompt_cache = { apis = [] }\n"
+                } else {
+                    ""
+                }
             ),
         };
         Config::from_toml_str(&text).unwrap()

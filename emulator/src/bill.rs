@@ -172,18 +172,33 @@ mod tests {
             details: vec![("5m", 1000), ("1h", 2000)],
         };
         let listed = 0.0033 + 0.0165 + 0.00033 + 0.004125 + 2.0 * 0.0066;
-        let bill = p.bill("us.anthropic.claude-sonnet-4-5", "default", 1000, 1000, &cache);
+        let bill = p.bill(
+            "us.anthropic.claude-sonnet-4-5",
+            "default",
+            1000,
+            1000,
+            &cache,
+        );
         assert!((bill - listed).abs() < 1e-12, "{bill}");
-        let global = p.bill("global.anthropic.claude-sonnet-4-5", "priority", 1000, 1000, &cache);
+        let global = p.bill(
+            "global.anthropic.claude-sonnet-4-5",
+            "priority",
+            1000,
+            1000,
+            &cache,
+        );
         assert!((global - listed * 0.90909 * 1.75).abs() < 1e-12);
         let band = p.bill("x", "default", 250_000, 1000, &CacheUse::default());
         assert!((band - (250.0 * 0.0066 + 0.02475)).abs() < 1e-9);
         assert!(p.validate("m").is_ok());
         assert!(
-            PriceSpec { input_per_1k: -1.0, ..p }
-                .validate("m")
-                .unwrap_err()
-                .contains("m: price")
+            PriceSpec {
+                input_per_1k: -1.0,
+                ..p
+            }
+            .validate("m")
+            .unwrap_err()
+            .contains("m: price")
         );
         assert_eq!(picodollars(0.5), 500_000_000_000);
     }

@@ -523,7 +523,11 @@ impl Scenario {
                 ));
             }
             m.performance.validate(&m.id)?;
-            if let Some(Err(m)) = m.price.as_ref().map(|p| p.validate(&format!("models.{}", m.id))) {
+            if let Some(Err(m)) = m
+                .price
+                .as_ref()
+                .map(|p| p.validate(&format!("models.{}", m.id)))
+            {
                 return invalid(m);
             }
             if m.output_burndown == 0 || m.max_output_tokens == 0 {

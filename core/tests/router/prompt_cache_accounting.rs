@@ -446,12 +446,25 @@ async fn the_costs_the_router_reports_add_up_to_the_emulators_bill() {
         calls += 1;
         r
     };
-    for tier in [ServiceTier::PRIORITY, ServiceTier::STANDARD, ServiceTier::FLEX] {
-        run(GenerateRequest::user("Price me.").model(LITE).tier(tier).max_tokens(30)).await;
+    for tier in [
+        ServiceTier::PRIORITY,
+        ServiceTier::STANDARD,
+        ServiceTier::FLEX,
+    ] {
+        run(GenerateRequest::user("Price me.")
+            .model(LITE)
+            .tier(tier)
+            .max_tokens(30))
+        .await;
     }
     let system = "Runbook: check the dashboards, the logs, then the deploys. ".repeat(120);
-    for (step, ttl) in [CacheTtl::FiveMinutes, CacheTtl::OneHour, CacheTtl::OneHour].into_iter().enumerate() {
-        let mut req = GenerateRequest::user(format!("Step {step}.")).model(SONNET).max_tokens(30);
+    for (step, ttl) in [CacheTtl::FiveMinutes, CacheTtl::OneHour, CacheTtl::OneHour]
+        .into_iter()
+        .enumerate()
+    {
+        let mut req = GenerateRequest::user(format!("Step {step}."))
+            .model(SONNET)
+            .max_tokens(30);
         req.system = vec![
             SystemBlock::Text(system.clone()),
             SystemBlock::CachePoint(CachePoint { ttl: Some(ttl) }),
@@ -475,8 +488,14 @@ async fn the_costs_the_router_reports_add_up_to_the_emulators_bill() {
         history.push(Message::user(format!("Next {step}.")));
     }
     let rows = emu.counters();
-    assert!(rows.iter().any(|r| r.tier == "ultrafast" && r.counter.cache_read_tokens > 0));
-    assert!(rows.iter().any(|r| r.target.contains("sonnet") && r.counter.cache_write_tokens > 0));
+    assert!(
+        rows.iter()
+            .any(|r| r.tier == "ultrafast" && r.counter.cache_read_tokens > 0)
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.target.contains("sonnet") && r.counter.cache_write_tokens > 0)
+    );
     let billed = emu.bill();
     assert!(billed > 0.0);
     assert!(
