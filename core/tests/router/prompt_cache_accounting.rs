@@ -414,7 +414,10 @@ async fn gpt_on_the_responses_api_caches_at_laneways_breakpoints_in_explicit_mod
         "the implicit breakpoint writes a one-off prompt"
     );
     // Each later turn reads what the turn before wrote at its newest message.
-    assert!(implicit[1..].iter().all(|u| u.cache_read_tokens > 0), "{implicit:?}");
+    assert!(
+        implicit[1..].iter().all(|u| u.cache_read_tokens > 0),
+        "{implicit:?}"
+    );
 }
 
 /// What the router says each call cost adds up to what the emulator bills at the model cards'
