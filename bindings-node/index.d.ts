@@ -136,7 +136,34 @@ export interface RouterOptions {
   secretAccessKey?: string
   /** A Bedrock API key, sent as the bearer token to Bedrock's OpenAI-compatible endpoints. */
   bedrockApiKey?: string
+  /** Where Laneway's logs go (the core's warnings: shared state degraded and why, a local state
+   * file unread, ...): an object with `error`, `warn`, `info` and `debug` functions, each
+   * called with the message and `{ logger, fields, repeated }`. Omitted: the console, for
+   * warnings and errors; `null`: nowhere. Logs are process-wide: each router's logger gets them. */
+  logger?: Logger | null
+  /** The most verbose level `logger` gets (default `'warn'`). */
+  logLevel?: 'error' | 'warn' | 'info' | 'debug' | 'trace'
 }
+
+/** A logger for Laneway's records (`console`, pino, winston and bunyan loggers fit). */
+export interface Logger {
+  error?: (message: string, meta: LogMeta) => void
+  warn?: (message: string, meta: LogMeta) => void
+  info?: (message: string, meta: LogMeta) => void
+  debug?: (message: string, meta: LogMeta) => void
+}
+
+/** What comes with a log record: the core module's logger (`laneway.state.shared`), the
+ * record's structured fields, and how many times the same warning was counted, not said, in
+ * the minute before. */
+export interface LogMeta {
+  logger: string
+  fields: Record<string, string>
+  repeated: number
+}
+
+/** Records the core dropped because no logger took them in time. */
+export function logDropped (): number
 
 export class Router {
   constructor (options?: RouterOptions)

@@ -155,6 +155,64 @@ async function * streamEvents (native, id, signal, wrap = event) {
 }
 
 /** The router options' names in the core's schema. */
+// Laneway's logs: the core's records (process-wide) go to the logger of every live router, each
+// at its own level; the core keeps only what the most verbose of them wants. A router without a
+// `logger` option logs warnings and errors to the console; `logger: null` logs nothing.
+const LOG_LEVELS = ['error', 'warn', 'info', 'debug', 'trace']
+const LOG_METHODS = { error: 'error', warn: 'warn', info: 'info', debug: 'debug', trace: 'debug' }
+const logSinks = new Map() // token -> { logger, level }
+const consoleLogger = { error: (...a) => console.error(...a), warn: (...a) => console.warn(...a), info: (...a) => console.info(...a), debug: (...a) => console.debug(...a) }
+const forgetSink = new FinalizationRegistry(token => { logSinks.delete(token); applyLogLevel() })
+let logsStarted = false
+
+function applyLogLevel () {
+  let most = -1
+  for (const { level } of logSinks.values()) most = Math.max(most, LOG_LEVELS.indexOf(level))
+  native.setLogLevel(most < 0 ? 'off' : LOG_LEVELS[most])
+}
+
+function dispatchLogs (json) {
+  if (typeof json !== 'string') return
+  let records
+  try { records = JSON.parse(json) } catch { return }
+  const seen = new Set()
+  for (const { logger, level } of logSinks.values()) {
+    if (seen.has(logger)) continue
+    seen.add(logger)
+    const most = LOG_LEVELS.indexOf(level)
+    for (const r of records) {
+      if (LOG_LEVELS.indexOf(r.level) > most) continue
+      const method = logger[LOG_METHODS[r.level]]
+      if (typeof method !== 'function') continue
+      const fields = Object.fromEntries(r.fields)
+      const message = r.repeated ? `${r.message} (and ${r.repeated} times more in the last minute)` : r.message
+      try {
+        method.call(logger, `[${r.logger}] ${message}`, { logger: r.logger, fields, repeated: r.repeated })
+      } catch { /* a logger that throws loses its record, as a failing log handler does */ }
+    }
+  }
+}
+
+/** Registers `owner`'s logger (`undefined`: the console at `warn`; `null`: none). */
+function registerLogger (owner, logger, level) {
+  if (logger === null) return
+  const sink = { logger: logger === undefined ? consoleLogger : logger, level: level || 'warn' }
+  if (!LOG_LEVELS.includes(sink.level)) {
+    throw new errors.InvalidRequestError({ kind: 'invalid_request', field: 'logLevel', message: `logLevel: ${JSON.stringify(sink.level)} is not one of ${LOG_LEVELS.join(', ')}` })
+  }
+  if (typeof sink.logger !== 'object' || LOG_LEVELS.every(l => typeof sink.logger[LOG_METHODS[l]] !== 'function')) {
+    throw new errors.InvalidRequestError({ kind: 'invalid_request', field: 'logger', message: 'logger: an object with error, warn, info and debug functions, or null' })
+  }
+  const token = {}
+  logSinks.set(token, sink)
+  forgetSink.register(owner, token)
+  if (!logsStarted) {
+    native.startLogs(dispatchLogs)
+    logsStarted = true
+  }
+  applyLogLevel()
+}
+
 const OPTION_KEYS = { config: 'config', configPath: 'config_path', endpointUrl: 'endpoint_url', accessKeyId: 'access_key_id', secretAccessKey: 'secret_access_key', bedrockApiKey: 'bedrock_api_key' }
 
 /** Routes calls per their SLO. */
@@ -165,9 +223,11 @@ class Router {
    *   `secretAccessKey`; `bedrockApiKey` (a Bedrock API key for the OpenAI-compatible endpoints). A path that does not exist is a `ConfigError`.
    */
   constructor (options = {}) {
+    const { logger, logLevel, ...rest } = options
+    registerLogger(this, logger, logLevel)
     const o = {}
     // An unknown key goes as it is, so that the core's error names it.
-    for (const [key, value] of Object.entries(options)) if (value !== undefined) o[OPTION_KEYS[key] || key] = value
+    for (const [key, value] of Object.entries(rest)) if (value !== undefined) o[OPTION_KEYS[key] || key] = value
     try {
       this._n = new native.NativeRouter(JSON.stringify(o))
     } catch (e) { throw convertError(e) }
@@ -378,5 +438,5 @@ function fetch (router, options) { return seams.fetchFor(router, options) }
  * sent by `options.fallback` (the SDK's own Node handler). */
 function requestHandler (router, options) { return seams.requestHandlerFor(router, options) }
 
-module.exports = { Router, Response, BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, lastDecision, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
+module.exports = { Router, Response, logDropped: () => Number(native.logDropped()), BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, lastDecision, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
 Object.defineProperty(module.exports, '_internals', { value: internals })

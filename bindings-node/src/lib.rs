@@ -5,6 +5,7 @@
 
 mod batch;
 mod http;
+mod logs;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

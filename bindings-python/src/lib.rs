@@ -7,6 +7,7 @@ mod bridge;
 mod errors;
 mod events;
 mod http;
+mod logs;
 mod openai;
 mod runtime;
 
@@ -456,6 +457,9 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_openai_options, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
+    m.add_function(wrap_pyfunction!(logs::_drain_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::_set_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::_log_dropped, m)?)?;
     let _ = PyDict::new(m.py());
     Ok(())
 }

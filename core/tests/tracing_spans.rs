@@ -81,3 +81,38 @@ async fn a_router_warns_of_a_model_past_its_end_of_life() {
     assert!(!text.contains("amazon.nova-pro-v1:0"), "{text}");
     emu.shutdown().await;
 }
+
+/// A regional outage is told to the host's log, through the host log's layer (what the Python
+/// and Node bindings drain): each target's breaker opening once, and the region's ejection,
+/// with the region and target as fields, never a prompt.
+#[tokio::test]
+async fn an_outage_is_logged_as_breakers_opening_and_the_region_ejected() {
+    use laneway::telemetry::host_log::{HostLog, LogLevel};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let emu = common::emulator().await;
+    let router = common::router(&emu).await;
+    let (layer, log) = HostLog::layer(LogLevel::Warn);
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+    emu.add_fault(laneway_emulator::Fault::new(laneway_emulator::FaultKind::Outage).for_region("us-east-1"));
+    for i in 0..30 {
+        router
+            .generate(GenerateRequest::user(format!("secret words {i}")).family("nova").max_tokens(8))
+            .await
+            .unwrap();
+    }
+    let records = log.drain(1000, std::time::Duration::ZERO);
+    let opened: Vec<_> = records
+        .iter()
+        .filter(|r| r.message.starts_with("breaker opened"))
+        .collect();
+    assert!(!opened.is_empty(), "{records:?}");
+    assert!(opened.iter().all(|r| r.logger == "laneway.state.health"
+        && r.fields.contains(&("region".to_string(), "us-east-1".to_string()))));
+    assert!(
+        records.iter().any(|r| r.message.starts_with("region ejected")
+            && r.fields.contains(&("region".to_string(), "us-east-1".to_string()))),
+        "{records:?}"
+    );
+    assert!(records.iter().all(|r| !format!("{r:?}").contains("secret words")));
+    emu.shutdown().await;
+}

@@ -17,6 +17,13 @@ def _openai_options(given: List[str]) -> Tuple[List[str], List[str], str]:
     does not use, and the warning for `given` ones."""
 def _error_class(kind: str) -> type:
     """The exception class an error of `kind` raises."""
+def _drain_logs(max: int, wait: float) -> List[Dict[str, Any]]:
+    """Up to `max` of the core's log records (`levelno`, `logger`, `message`, `fields`,
+    `repeated`), waiting at most `wait` seconds for the first (the GIL released)."""
+def _set_log_level(levelno: int) -> None:
+    """Keeps the core's records at `levelno` and above (above `CRITICAL`: none)."""
+def _log_dropped() -> int:
+    """The core's records dropped because they were not drained in time."""
 
 @final
 class NativeRouter:

@@ -7,7 +7,7 @@ import os
 import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
-from . import _laneway
+from . import _laneway, _logs
 from ._laneway import BatchHandle, StreamEvent
 from ._types import Request, Response
 
@@ -73,6 +73,7 @@ class Router:
         for key, value in (("endpoint_url", endpoint_url), ("access_key_id", access_key_id), ("secret_access_key", secret_access_key), ("bedrock_api_key", bedrock_api_key)):
             if value is not None:
                 options[key] = value
+        _logs.start()
         self._native = _laneway.NativeRouter(options)
 
     async def converse(self, **kwargs: Any) -> Dict[str, Any]:

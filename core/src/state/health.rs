@@ -239,6 +239,14 @@ impl Health {
         evidence: outlier::Evidence,
     ) -> Option<outlier::Ejection> {
         let verdict = self.outliers.record_failure(now, region, evidence);
+        if let Some(outlier::Ejection::Ejected { length, failures }) = verdict {
+            tracing::warn!(
+                region,
+                failures,
+                for_ms = u64::try_from(length.as_millis()).unwrap_or(u64::MAX),
+                "region ejected: calls go to the other regions until it is due back"
+            );
+        }
         if let (Some(outlier::Ejection::Ejected { length, .. }), Some(sh)) = (verdict, &self.shared)
         {
             // The fleet ejects it too, for the same period.
@@ -267,6 +275,15 @@ impl Health {
             }
             before != BreakerView::Open && t.breaker.view(now, &config) == BreakerView::Open
         });
+        if opened {
+            tracing::warn!(
+                region,
+                target = id,
+                tier = tier.map_or("", |t| t.as_str()),
+                open_ms = u64::try_from(config.open_for.as_millis()).unwrap_or(u64::MAX),
+                "breaker opened: the target is skipped until a probe succeeds"
+            );
+        }
         if let Some(sh) = &self.shared {
             let key = shared::target_key(region, id, tier);
             // A failed probe of the fleet's breaker opens it again for everyone.

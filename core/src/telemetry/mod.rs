@@ -13,6 +13,7 @@
 //! `metrics-http` feature, [`serve_prometheus`](crate::serve_prometheus) answers scrapes.
 
 pub mod catalog;
+pub mod host_log;
 pub mod otel;
 mod prometheus;
 pub mod shadow;

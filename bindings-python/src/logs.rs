@@ -1,0 +1,47 @@
+//! Laneway's logs into Python's `logging`: the core's host log drained by a Python thread
+//! (`laneway/_logs.py`) with the GIL released while it waits. Conversion only.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+use laneway::telemetry::host_log::{HostLog, LogLevel};
+
+/// Up to `max` records (dicts: `levelno`, `logger`, `message`, `fields`, `repeated`), waiting
+/// at most `wait` seconds for the first; an empty list when Laneway's logs go to another
+/// `tracing` subscriber of the process.
+#[pyfunction]
+pub(crate) fn _drain_logs(py: Python<'_>, max: usize, wait: f64) -> PyResult<Py<PyAny>> {
+    let Some(log) = HostLog::install() else {
+        return crate::to_py(py, &Vec::<()>::new());
+    };
+    let wait = Duration::try_from_secs_f64(wait.clamp(0.0, 60.0)).unwrap_or_default();
+    let records = py.detach(|| log.drain(max, wait));
+    let rows: Vec<_> = records
+        .into_iter()
+        .map(|r| {
+            serde_json::json!({
+                "levelno": r.level.python_levelno(),
+                "logger": r.logger,
+                "message": r.message,
+                "fields": r.fields.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect::<serde_json::Map<_, _>>(),
+                "repeated": r.repeated,
+            })
+        })
+        .collect();
+    crate::to_py(py, &rows)
+}
+
+/// Keeps records at Python's `levelno` and above from now on (above `CRITICAL`: none).
+#[pyfunction]
+pub(crate) fn _set_log_level(levelno: i64) {
+    if let Some(log) = HostLog::install() {
+        log.set_level(LogLevel::of_python(levelno));
+    }
+}
+
+/// Records dropped because they were not drained in time.
+#[pyfunction]
+pub(crate) fn _log_dropped() -> u64 {
+    HostLog::install().map_or(0, |log| log.dropped())
+}
