@@ -93,10 +93,16 @@ async fn an_outage_is_logged_as_breakers_opening_and_the_region_ejected() {
     let router = common::router(&emu).await;
     let (layer, log) = HostLog::layer(LogLevel::Warn);
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
-    emu.add_fault(laneway_emulator::Fault::new(laneway_emulator::FaultKind::Outage).for_region("us-east-1"));
+    emu.add_fault(
+        laneway_emulator::Fault::new(laneway_emulator::FaultKind::Outage).for_region("us-east-1"),
+    );
     for i in 0..30 {
         router
-            .generate(GenerateRequest::user(format!("secret words {i}")).family("nova").max_tokens(8))
+            .generate(
+                GenerateRequest::user(format!("secret words {i}"))
+                    .family("nova")
+                    .max_tokens(8),
+            )
             .await
             .unwrap();
     }
@@ -106,13 +112,23 @@ async fn an_outage_is_logged_as_breakers_opening_and_the_region_ejected() {
         .filter(|r| r.message.starts_with("breaker opened"))
         .collect();
     assert!(!opened.is_empty(), "{records:?}");
-    assert!(opened.iter().all(|r| r.logger == "laneway.state.health"
-        && r.fields.contains(&("region".to_string(), "us-east-1".to_string()))));
+    assert!(opened.iter().all(|r| {
+        r.logger == "laneway.state.health"
+            && r.fields
+                .contains(&("region".to_string(), "us-east-1".to_string()))
+    }));
     assert!(
-        records.iter().any(|r| r.message.starts_with("region ejected")
-            && r.fields.contains(&("region".to_string(), "us-east-1".to_string()))),
+        records
+            .iter()
+            .any(|r| r.message.starts_with("region ejected")
+                && r.fields
+                    .contains(&("region".to_string(), "us-east-1".to_string()))),
         "{records:?}"
     );
-    assert!(records.iter().all(|r| !format!("{r:?}").contains("secret words")));
+    assert!(
+        records
+            .iter()
+            .all(|r| !format!("{r:?}").contains("secret words"))
+    );
     emu.shutdown().await;
 }

@@ -355,7 +355,10 @@ mod tests {
         assert_eq!(records[0].level, LogLevel::Warn);
         assert_eq!(records[0].message, "shared state unusable");
         assert_eq!(records[0].logger, module_path!().replace("::", "."));
-        assert_eq!(records[0].fields, [("error".to_string(), "refused".to_string())]);
+        assert_eq!(
+            records[0].fields,
+            [("error".to_string(), "refused".to_string())]
+        );
         assert_eq!(records[1].fields[0].1, "us-east-1");
     }
 
