@@ -50,7 +50,9 @@ tools_log=target/tools/packages.log
   # Bedrock client, Laneway's seams); moto[server]: a
   # third-party implementation of sagemaker-runtime (InvokeEndpoint only) that SageMaker calls
   # are checked on.
+  # opentelemetry-sdk: an app's tracer provider, which the span tests install.
   target/py/bin/pip install --quiet --no-compile "maturin>=1.5,<2" "pytest>=8" "pytest-asyncio>=0.23" boto3 \
+    "opentelemetry-api>=1.30,<2" "opentelemetry-sdk>=1.30,<2" \
     "mypy>=1.10" "openai>=2" "anthropic>=2" "moto[server]>=5.1,<6"
   # The agent frameworks of the framework matrix, pinned, in their own environment (their
   # `openai` and `boto3` pins are theirs, not the package tests').

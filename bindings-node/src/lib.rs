@@ -6,6 +6,7 @@
 mod batch;
 mod http;
 mod logs;
+pub use logs::{LogSink, log_dropped, set_log_level, start_logs};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

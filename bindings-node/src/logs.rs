@@ -13,14 +13,14 @@ use laneway::telemetry::host_log::{HostLog, LogLevel};
 
 /// What receives each batch of records: a JSON array of `{level, logger, message, fields,
 /// repeated}`. Weak: it does not keep the event loop alive.
-pub(crate) type LogSink = ThreadsafeFunction<String, (), String, napi::Status, false, true>;
+pub type LogSink = ThreadsafeFunction<String, (), String, napi::Status, false, true>;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Starts the thread that hands the core's records to `sink`, once per process; false when
 /// Laneway's logs go to another `tracing` subscriber of the process (or it already started).
 #[napi]
-pub(crate) fn start_logs(sink: LogSink) -> bool {
+pub fn start_logs(sink: LogSink) -> bool {
     let Some(log) = HostLog::install() else {
         return false;
     };
@@ -46,7 +46,7 @@ pub(crate) fn start_logs(sink: LogSink) -> bool {
 /// Keeps the core's records at `level` (`error`, `warn`, `info`, `debug`, `trace`) and above;
 /// `off` (or an unknown word) keeps none.
 #[napi]
-pub(crate) fn set_log_level(level: String) {
+pub fn set_log_level(level: String) {
     if let Some(log) = HostLog::install() {
         log.set_level(LogLevel::named(&level));
     }
@@ -54,6 +54,6 @@ pub(crate) fn set_log_level(level: String) {
 
 /// Records the core dropped because they were not drained in time.
 #[napi]
-pub(crate) fn log_dropped() -> i64 {
+pub fn log_dropped() -> i64 {
     HostLog::install().map_or(0, |log| i64::try_from(log.dropped()).unwrap_or(i64::MAX))
 }

@@ -6,8 +6,8 @@ mod batch;
 mod bridge;
 mod errors;
 mod events;
+mod host;
 mod http;
-mod logs;
 mod openai;
 mod runtime;
 
@@ -457,9 +457,13 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(openai::_is_bedrock_api_key, m)?)?;
     m.add_function(wrap_pyfunction!(openai::_openai_options, m)?)?;
     m.add_class::<bridge::Dispatcher>()?;
-    m.add_function(wrap_pyfunction!(logs::_drain_logs, m)?)?;
-    m.add_function(wrap_pyfunction!(logs::_set_log_level, m)?)?;
-    m.add_function(wrap_pyfunction!(logs::_log_dropped, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_drain_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_set_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_log_dropped, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_otel_start, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_otel_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_otel_failed, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_otel_schema_url, m)?)?;
     let _ = PyDict::new(m.py());
     Ok(())
 }

@@ -7,7 +7,7 @@ import os
 import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
-from . import _laneway, _logs
+from . import _laneway, _logs, _otel
 from ._laneway import BatchHandle, StreamEvent
 from ._types import Request, Response
 
@@ -92,16 +92,40 @@ class Router:
         return self._native.converse_blocking(kwargs)
 
     async def generate(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
-        """Sends a request and returns the whole answer. Cancelling the task cancels the call."""
-        return Response(await self._native.generate(_request(request, kwargs), _dispatcher()))
+        """Sends a request and returns the whole answer. Cancelling the task cancels the call.
+        With an OpenTelemetry tracer provider installed, the call is a span of the caller's
+        trace (`laneway._otel`)."""
+        req = _request(request, kwargs)
+        span = _otel.start(req, stream=False)
+        try:
+            answer = await self._native.generate(req, _dispatcher())
+        except BaseException as e:
+            if span is not None:
+                span.fail(e)
+            raise
+        if span is not None:
+            span.finish(answer)
+        return Response(answer)
 
     def generate_sync(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Response:
         """`generate`, blocking."""
-        return Response(self._native.generate_blocking(_request(request, kwargs)))
+        req = _request(request, kwargs)
+        span = _otel.start(req, stream=False)
+        try:
+            answer = self._native.generate_blocking(req)
+        except BaseException as e:
+            if span is not None:
+                span.fail(e)
+            raise
+        if span is not None:
+            span.finish(answer)
+        return Response(answer)
 
     async def stream(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         """Streams the answer: text deltas, then a `completed` event with the whole `Response`."""
-        native = self._native.stream(_request(request, kwargs))
+        req = _request(request, kwargs)
+        span = _otel.start(req, stream=True)
+        native = self._native.stream(req)
         try:
             while True:
                 # Every event already available comes in one batch: one hand-over per burst.
@@ -109,9 +133,19 @@ class Router:
                 if not batch:
                     return
                 for event in batch:
+                    if span is not None and event.type == "completed":
+                        span.finish(event.response._d)
                     yield event
+        except BaseException as e:
+            # A caller that stops reading (or is cancelled) is not a failed call.
+            if span is not None and not isinstance(e, (GeneratorExit, asyncio.CancelledError)):
+                span.fail(e)
+            raise
         finally:
             native.close()
+            if span is not None:
+                # A stream dropped before its end: the span ends, said cancelled.
+                span.cancelled()
 
     def stream_sync(self, request: Optional[RequestLike] = None, /, **kwargs: Any) -> Iterator[StreamEvent]:
         """`stream`, blocking: an iterator of events (read ahead in bursts, without the GIL).

@@ -23,6 +23,7 @@ pub mod flat;
 pub mod http;
 pub mod openai;
 mod options;
+pub mod otel;
 pub mod schema;
 mod value;
 

@@ -229,7 +229,7 @@ impl HostLog {
                 .map(|(k, v)| format!("{k}={v};"))
                 .collect();
             let key = (record.logger.clone(), format!("{}|{about}", record.message));
-            let now = Instant::now();
+            let now = crate::time::now();
             match repeats.get_mut(&key) {
                 Some(r) if now.duration_since(r.said_at) < REPEAT_WINDOW => {
                     r.counted += 1;

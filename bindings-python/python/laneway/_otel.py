@@ -1,0 +1,117 @@
+"""Each call as a span in the caller's OpenTelemetry trace, when the app has installed an
+OpenTelemetry SDK (`opentelemetry-api` and a tracer provider): a CLIENT span named
+`chat {model}`, child of the caller's current span, with the GenAI semantic conventions'
+attributes and Laneway's own (`laneway.*`: SLO class, tier sent and served, region, target,
+reasons, attempts, cost), an event per failover and hedge, and the error kind on failure. The
+attribute mapping is the core's (`laneway::surface::otel`); the span is the app's tracer
+provider's, exported however the app exports. Without the API, or with no provider installed,
+nothing is done.
+
+Where the app's own instrumentation already opened a GenAI span around the very call (the
+botocore or `openai` instrumentations, over Laneway's seams), Laneway adds its attributes and
+events to that span instead of writing a second one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from . import _laneway
+
+try:
+    from opentelemetry import trace as _trace
+    from opentelemetry.trace import SpanKind, StatusCode
+except ImportError:  # the app does not use OpenTelemetry
+    _trace = None  # type: ignore[assignment]
+
+_tracer: Any = None
+
+
+def _provider_installed() -> bool:
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider))
+
+
+def _get_tracer() -> Any:
+    global _tracer
+    if _tracer is None:
+        from . import __version__
+
+        _tracer = _trace.get_tracer("laneway", __version__, schema_url=_laneway._otel_schema_url())
+    return _tracer
+
+
+class CallSpan:
+    """The span of one call; `finish` or `fail` ends it (once)."""
+
+    __slots__ = ("_span", "_own", "_done")
+
+    def __init__(self, span: Any, own: bool):
+        self._span = span
+        self._own = own
+        self._done = False
+
+    def _end(self, end: Dict[str, Any]) -> None:
+        span = self._span
+        attributes = {k: v for k, v in end["attributes"].items() if v is not None}
+        if not self._own:
+            # The instrumentation's span already says provider, model and usage its way.
+            attributes = {k: v for k, v in attributes.items() if k.startswith("laneway.")}
+        span.set_attributes(attributes)
+        for event in end["events"]:
+            span.add_event(event["name"], {k: v for k, v in event["attributes"].items() if v is not None})
+
+    def finish(self, response: Dict[str, Any]) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._end(_laneway._otel_finish(response))
+        finally:
+            if self._own:
+                self._span.end()
+
+    def cancelled(self) -> None:
+        """The caller stopped reading before the end: not an error of the call."""
+        if self._done:
+            return
+        self._done = True
+        self._span.set_attribute("laneway.cancelled", True)
+        if self._own:
+            self._span.end()
+
+    def fail(self, error: BaseException) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            details = getattr(error, "details", None)
+            if isinstance(details, dict):
+                self._end(_laneway._otel_failed(details))
+            else:
+                self._span.set_attribute("error.type", type(error).__qualname__)
+            if self._own:
+                self._span.record_exception(error)
+                self._span.set_status(StatusCode.ERROR, str(getattr(error, "kind", type(error).__name__)))
+        finally:
+            if self._own:
+                self._span.end()
+
+
+def start(request: Dict[str, Any], stream: bool) -> Optional[CallSpan]:
+    """The span of a call about to be sent, in the caller's current context; `None` when no
+    tracer provider is installed."""
+    if not _provider_installed():
+        return None
+    current = _trace.get_current_span()
+    attributes = getattr(current, "attributes", None)
+    if current.is_recording() and attributes and attributes.get("gen_ai.operation.name"):
+        return CallSpan(current, own=False)
+    start = _laneway._otel_start(request, stream)
+    span = _get_tracer().start_span(start["name"], kind=SpanKind.CLIENT, attributes=start["attributes"])
+    if not span.is_recording():
+        span.end()
+        return None
+    return CallSpan(span, own=True)

@@ -1,0 +1,82 @@
+//! Laneway's logs into Python's `logging` and its calls into OpenTelemetry spans: the core's host log
+//! drained by a Python thread (`laneway/_logs.py`) with the GIL released while it waits, and the
+//! core's span mapping (`laneway/_otel.py`). Conversion only.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+use laneway::telemetry::host_log::{HostLog, LogLevel};
+
+/// Up to `max` records (dicts: `levelno`, `logger`, `message`, `fields`, `repeated`), waiting
+/// at most `wait` seconds for the first; an empty list when Laneway's logs go to another
+/// `tracing` subscriber of the process.
+#[pyfunction]
+pub(crate) fn _drain_logs(py: Python<'_>, max: usize, wait: f64) -> PyResult<Py<PyAny>> {
+    let Some(log) = HostLog::install() else {
+        return crate::to_py(py, &Vec::<()>::new());
+    };
+    let wait = Duration::try_from_secs_f64(wait.clamp(0.0, 60.0)).unwrap_or_default();
+    let records = py.detach(|| log.drain(max, wait));
+    let rows: Vec<_> = records
+        .into_iter()
+        .map(|r| {
+            serde_json::json!({
+                "levelno": r.level.python_levelno(),
+                "logger": r.logger,
+                "message": r.message,
+                "fields": r.fields.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect::<serde_json::Map<_, _>>(),
+                "repeated": r.repeated,
+            })
+        })
+        .collect();
+    crate::to_py(py, &rows)
+}
+
+/// Keeps records at Python's `levelno` and above from now on (above `CRITICAL`: none).
+#[pyfunction]
+pub(crate) fn _set_log_level(levelno: i64) {
+    if let Some(log) = HostLog::install() {
+        log.set_level(LogLevel::of_python(levelno));
+    }
+}
+
+/// Records dropped because they were not drained in time.
+#[pyfunction]
+pub(crate) fn _log_dropped() -> u64 {
+    HostLog::install().map_or(0, |log| log.dropped())
+}
+
+/// A call's span as it starts (`name`, `attributes`), from its request; conversion only
+/// (`laneway::surface::otel`).
+#[pyfunction]
+pub(crate) fn _otel_start(
+    py: Python<'_>,
+    request: &Bound<'_, PyAny>,
+    stream: bool,
+) -> PyResult<Py<PyAny>> {
+    let request = crate::request_of(request)?;
+    crate::to_py(py, &laneway::surface::otel::start(&request, stream))
+}
+
+/// What a call's span gets at its end (`attributes`, `events`), from its response dict.
+#[pyfunction]
+pub(crate) fn _otel_finish(py: Python<'_>, response: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let laneway::surface::AnyValue(value) = pythonize::depythonize(response)
+        .map_err(|e| crate::errors::invalid_request(e.to_string()))?;
+    crate::to_py(py, &laneway::surface::otel::finish(&value))
+}
+
+/// What a failed call's span gets at its end, from the error's `details` dict.
+#[pyfunction]
+pub(crate) fn _otel_failed(py: Python<'_>, details: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let laneway::surface::AnyValue(value) = pythonize::depythonize(details)
+        .map_err(|e| crate::errors::invalid_request(e.to_string()))?;
+    crate::to_py(py, &laneway::surface::otel::failed(&value))
+}
+
+/// The schema URL the span attributes follow.
+#[pyfunction]
+pub(crate) fn _otel_schema_url() -> &'static str {
+    laneway::surface::otel::SCHEMA_URL
+}
