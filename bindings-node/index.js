@@ -115,6 +115,90 @@ function event (d) {
 
 let nextCallId = 1
 
+// Each call as a span in the app's OpenTelemetry trace, when the app has registered an
+// OpenTelemetry SDK (`@opentelemetry/api` resolvable and a tracer provider set): the core maps
+// requests, responses and errors to the span's name, attributes and events
+// (`laneway::surface::otel`); the span is the app's provider's. Inside a GenAI span the app's
+// own instrumentation opened around the call, Laneway adds to it instead of writing a second.
+let otelApi
+function otel () {
+  if (otelApi === undefined) {
+    try { otelApi = require('@opentelemetry/api') } catch { otelApi = null }
+  }
+  return otelApi
+}
+
+function startSpan (requestJson, stream) {
+  const api = otel()
+  if (!api) return null
+  const provider = api.trace.getTracerProvider()
+  // The global provider is a proxy with no delegate until an SDK registers: nothing to do.
+  if (typeof provider.getDelegateTracer === 'function' && !provider.getDelegateTracer('laneway')) return null
+  const parent = api.context.active()
+  const current = api.trace.getSpan(parent)
+  if (current && current.isRecording() && current.attributes && current.attributes['gen_ai.operation.name']) {
+    return { api, span: current, own: false, done: false }
+  }
+  let start
+  try { start = JSON.parse(native.otelStart(requestJson, stream)) } catch { return null }
+  const tracer = provider.getTracer('laneway', native.version(), { schemaUrl: native.otelSchemaUrl() })
+  const span = tracer.startSpan(start.name, { kind: api.SpanKind.CLIENT, attributes: start.attributes }, parent)
+  if (!span.isRecording()) { span.end(); return null }
+  return { api, span, own: true, done: false }
+}
+
+const present = attributes => Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== null && v !== undefined))
+
+function endSpan (s, end) {
+  let attributes = present(end.attributes)
+  // The instrumentation's own span already says provider, model and usage its way.
+  if (!s.own) attributes = Object.fromEntries(Object.entries(attributes).filter(([k]) => k.startsWith('laneway.')))
+  s.span.setAttributes(attributes)
+  for (const e of end.events) s.span.addEvent(e.name, present(e.attributes))
+}
+
+function finishSpan (s, responseJson) {
+  if (!s || s.done) return
+  s.done = true
+  try { endSpan(s, JSON.parse(native.otelFinish(responseJson))) } finally { if (s.own) s.span.end() }
+}
+
+function failSpan (s, error) {
+  if (!s || s.done) return
+  s.done = true
+  try {
+    if (error && error.details) endSpan(s, JSON.parse(native.otelFailed(JSON.stringify(error.details))))
+    else s.span.setAttribute('error.type', (error && error.name) || 'Error')
+    if (s.own) {
+      s.span.recordException(error)
+      s.span.setStatus({ code: s.api.SpanStatusCode.ERROR, message: String((error && error.kind) || (error && error.name) || 'error') })
+    }
+  } finally { if (s.own) s.span.end() }
+}
+
+function cancelSpan (s) {
+  if (!s || s.done) return
+  s.done = true
+  s.span.setAttribute('laneway.cancelled', true)
+  if (s.own) s.span.end()
+}
+
+/** A stream's events with its span: ended at the completed event, on an error, or as cancelled
+ * when its caller stops reading. */
+async function * spanned (events, span) {
+  try {
+    for await (const ev of events) {
+      if (ev.type === 'completed') finishSpan(span, JSON.stringify(ev.data))
+      yield ev
+    }
+  } catch (e) {
+    failSpan(span, e)
+    throw e
+  } finally {
+    cancelSpan(span)
+  }
+}
+
 function abortError (signal) {
   return new errors.AbortError({ kind: 'aborted', message: 'the call was aborted' }, { cause: signal && signal.reason })
 }
@@ -154,7 +238,6 @@ async function * streamEvents (native, id, signal, wrap = event) {
   }
 }
 
-/** The router options' names in the core's schema. */
 // Laneway's logs: the core's records (process-wide) go to the logger of every live router, each
 // at its own level; the core keeps only what the most verbose of them wants. A router without a
 // `logger` option logs warnings and errors to the console; `logger: null` logs nothing.
@@ -213,6 +296,7 @@ function registerLogger (owner, logger, level) {
   applyLogLevel()
 }
 
+/** The router options' names in the core's schema. */
 const OPTION_KEYS = { config: 'config', configPath: 'config_path', endpointUrl: 'endpoint_url', accessKeyId: 'access_key_id', secretAccessKey: 'secret_access_key', bedrockApiKey: 'bedrock_api_key' }
 
 /** Routes calls per their SLO. */
@@ -237,7 +321,16 @@ class Router {
   async generate (request, options = {}) {
     const { signal, ...rest } = options
     const json = toJson(toRequest(request, rest))
-    return new Response(JSON.parse(await this._abortable(id => this._n.generate(json, id), signal)))
+    const span = startSpan(json, false)
+    let answer
+    try {
+      answer = await this._abortable(id => this._n.generate(json, id), signal)
+    } catch (e) {
+      failSpan(span, e)
+      throw e
+    }
+    finishSpan(span, answer)
+    return new Response(JSON.parse(answer))
   }
 
   /**
@@ -277,14 +370,18 @@ class Router {
   stream (request, options = {}) {
     const { signal, ...rest } = options
     let id
+    const json = JSON.stringify(toRequest(request, rest))
+    const span = startSpan(json, true)
     try {
-      id = this._n.openStream(JSON.stringify(toRequest(request, rest)))
+      id = this._n.openStream(json)
     } catch (e) {
-      return (async function * () { throw convertError(e) })()
+      const error = convertError(e)
+      failSpan(span, error)
+      return (async function * () { throw error })()
     }
     const events = streamEvents(this._n, id, signal)
     abandoned.register(events, { native: this._n, id }, events)
-    return events
+    return span ? spanned(events, span) : events
   }
 
   /** The plan for a request, without sending it. */

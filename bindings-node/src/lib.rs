@@ -4,9 +4,12 @@
 //! decision stays in the `laneway` crate.
 
 mod batch;
+mod host;
 mod http;
-mod logs;
-pub use logs::{LogSink, log_dropped, set_log_level, start_logs};
+pub use host::{
+    LogSink, log_dropped, otel_failed, otel_finish, otel_schema_url, otel_start, set_log_level,
+    start_logs,
+};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

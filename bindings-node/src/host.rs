@@ -1,7 +1,8 @@
-//! Laneway's logs into a Node logger: a thread drains the core's host log and hands each batch
-//! (JSON) to an unreferenced thread-safe function, so that logging never keeps the process
-//! alive and the runtime's threads never wait on JavaScript. Conversion only; `index.js` picks
-//! the logger.
+//! Laneway's logs into a Node logger, and its calls into OpenTelemetry spans: a thread drains
+//! the core's host log and hands each batch (JSON) to an unreferenced thread-safe function, so
+//! that logging never keeps the process alive and the runtime's threads never wait on
+//! JavaScript; the span mapping is the core's (`laneway::surface::otel`). Conversion only;
+//! `index.js` picks the logger and opens the spans.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -56,4 +57,33 @@ pub fn set_log_level(level: String) {
 #[napi]
 pub fn log_dropped() -> i64 {
     HostLog::install().map_or(0, |log| i64::try_from(log.dropped()).unwrap_or(i64::MAX))
+}
+
+/// A call's span as it starts (JSON `{name, attributes}`), from its request JSON.
+#[napi]
+pub fn otel_start(request_json: String, stream: bool) -> napi::Result<String> {
+    let request = crate::request_of(&request_json)?;
+    crate::to_json(&laneway::surface::otel::start(&request, stream))
+}
+
+/// What a call's span gets at its end (JSON `{attributes, events}`), from its response JSON.
+#[napi]
+pub fn otel_finish(response_json: String) -> napi::Result<String> {
+    let response: serde_json::Value =
+        serde_json::from_str(&response_json).map_err(crate::invalid_request)?;
+    crate::to_json(&laneway::surface::otel::finish(&response))
+}
+
+/// What a failed call's span gets at its end, from the error's details JSON.
+#[napi]
+pub fn otel_failed(details_json: String) -> napi::Result<String> {
+    let details: serde_json::Value =
+        serde_json::from_str(&details_json).map_err(crate::invalid_request)?;
+    crate::to_json(&laneway::surface::otel::failed(&details))
+}
+
+/// The schema URL the span attributes follow.
+#[napi]
+pub fn otel_schema_url() -> String {
+    laneway::surface::otel::SCHEMA_URL.to_string()
 }
