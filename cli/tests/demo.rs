@@ -83,3 +83,54 @@ fn bad_arguments_are_reported_not_panicked() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-scenario"));
 }
+
+/// `--metrics-addr` serves the router's metrics while the demo runs, and `--metrics-linger`
+/// keeps them there after it ends, for a scraper to read the last figures.
+#[test]
+fn the_demo_serves_its_metrics_for_a_scraper() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_laneway"))
+        .args([
+            "demo",
+            "--time-scale",
+            "0.05",
+            "--requests",
+            "4",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--metrics-linger",
+            "30",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the laneway binary runs");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut addr = None;
+    let mut finished = false;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(url) = line.strip_prefix("metrics: http://") {
+            addr = url.strip_suffix("/metrics").map(str::to_string);
+        }
+        // The demo's last table is out: its calls are all counted.
+        if line.contains("The router's own metrics") {
+            finished = true;
+            break;
+        }
+    }
+    let addr = addr.expect("the demo printed where its metrics are");
+    assert!(finished);
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    child.kill().ok();
+    child.wait().ok();
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(
+        body.contains("gen_ai_client_operation_duration_seconds_count"),
+        "{body}"
+    );
+    assert!(body.contains("laneway_cost_usd_total"), "{body}");
+}

@@ -44,6 +44,15 @@ pub(crate) struct DemoArgs {
     /// to compare without variant routing, say.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
+    /// Serve the router's metrics at `http://ADDR/metrics` (Prometheus text) and
+    /// `/metrics.json` while the demo runs, for a Prometheus and Grafana to watch the lanes
+    /// move (`127.0.0.1:9464`, say).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
+    /// With `--metrics-addr`: keep serving this many seconds after the demo ends, so that a
+    /// scraper reads its last figures.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    metrics_linger: f64,
 }
 
 /// One lane of the workload.
@@ -159,6 +168,27 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode
         emulator.url(),
         args.scenario
     );
+    anyhow::ensure!(
+        args.metrics_linger >= 0.0 && args.metrics_linger.is_finite(),
+        "--metrics-linger must be >= 0 seconds, got {}",
+        args.metrics_linger
+    );
+    let metrics = match args.metrics_addr {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("--metrics-addr {addr}: {e}"))?;
+            println!(
+                "metrics: http://{}/metrics",
+                listener.local_addr().unwrap_or(addr)
+            );
+            Some(tokio::spawn(laneway::serve_prometheus(
+                router.clone(),
+                listener,
+            )))
+        }
+        None => None,
+    };
     println!(
         "{} lanes x {} requests, {} in flight per lane, streamed\ninjected: 4 throttled Claude calls in us-east-1; all of us-east-1 down from {:.1} s to {:.1} s\n",
         LANES.len(),
@@ -197,6 +227,10 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode
         ));
     }
     drop(stats);
+    if let Some(server) = metrics {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(args.metrics_linger)).await;
+        server.abort();
+    }
     emulator.shutdown().await;
 
     // The same workload and the same faults, on a fresh emulator, through the client a team
