@@ -24,6 +24,14 @@ def _set_log_level(levelno: int) -> None:
     """Keeps the core's records at `levelno` and above (above `CRITICAL`: none)."""
 def _log_dropped() -> int:
     """The core's records dropped because they were not drained in time."""
+def _otel_start(request: Dict[str, Any], stream: bool) -> Dict[str, Any]:
+    """A call's span as it starts (`name`, `attributes`), from its request."""
+def _otel_finish(response: Dict[str, Any]) -> Dict[str, Any]:
+    """What a call's span gets at its end (`attributes`, `events`), from its response."""
+def _otel_failed(details: Dict[str, Any]) -> Dict[str, Any]:
+    """What a failed call's span gets at its end, from the error's details."""
+def _otel_schema_url() -> str:
+    """The schema URL the span attributes follow."""
 
 @final
 class NativeRouter:
@@ -166,4 +174,11 @@ __all__ = [
     "_is_bedrock_api_key",
     "_openai_options",
     "Dispatcher",
+    "_drain_logs",
+    "_set_log_level",
+    "_log_dropped",
+    "_otel_start",
+    "_otel_finish",
+    "_otel_failed",
+    "_otel_schema_url",
 ]

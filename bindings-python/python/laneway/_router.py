@@ -133,7 +133,7 @@ class Router:
                 if not batch:
                     return
                 for event in batch:
-                    if span is not None and event.type == "completed":
+                    if span is not None and event.type == "completed" and event.response is not None:
                         span.finish(event.response._d)
                     yield event
         except BaseException as e:
