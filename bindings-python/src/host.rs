@@ -33,6 +33,17 @@ pub(crate) fn _drain_logs(py: Python<'_>, max: usize, wait: f64) -> PyResult<Py<
     crate::to_py(py, &rows)
 }
 
+/// Waits at most `wait` seconds for a record, taking none (the GIL released); whether one is
+/// there.
+#[pyfunction]
+pub(crate) fn _wait_logs(py: Python<'_>, wait: f64) -> bool {
+    let Some(log) = HostLog::install() else {
+        return false;
+    };
+    let wait = Duration::try_from_secs_f64(wait.clamp(0.0, 60.0)).unwrap_or_default();
+    py.detach(|| log.wait(wait))
+}
+
 /// Keeps records at Python's `levelno` and above from now on (above `CRITICAL`: none).
 #[pyfunction]
 pub(crate) fn _set_log_level(levelno: i64) {

@@ -459,6 +459,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bridge::Dispatcher>()?;
     m.add_function(wrap_pyfunction!(host::_drain_logs, m)?)?;
     m.add_function(wrap_pyfunction!(host::_set_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_wait_logs, m)?)?;
     m.add_function(wrap_pyfunction!(host::_log_dropped, m)?)?;
     m.add_function(wrap_pyfunction!(host::_otel_start, m)?)?;
     m.add_function(wrap_pyfunction!(host::_otel_finish, m)?)?;

@@ -20,6 +20,8 @@ def _error_class(kind: str) -> type:
 def _drain_logs(max: int, wait: float) -> List[Dict[str, Any]]:
     """Up to `max` of the core's log records (`levelno`, `logger`, `message`, `fields`,
     `repeated`), waiting at most `wait` seconds for the first (the GIL released)."""
+def _wait_logs(wait: float) -> bool:
+    """Waits at most `wait` seconds for a record of the core, taking none (the GIL released)."""
 def _set_log_level(levelno: int) -> None:
     """Keeps the core's records at `levelno` and above (above `CRITICAL`: none)."""
 def _log_dropped() -> int:
@@ -176,6 +178,7 @@ __all__ = [
     "Dispatcher",
     "_drain_logs",
     "_set_log_level",
+    "_wait_logs",
     "_log_dropped",
     "_otel_start",
     "_otel_finish",

@@ -25,6 +25,9 @@ _lock = threading.Lock()
 _thread: Optional[threading.Thread] = None
 _pid: Optional[int] = None
 _stop = threading.Event()
+_emitting = threading.Lock()
+# The level the core was last told (a `logging` number).
+_level: Optional[int] = None
 
 
 def dropped() -> int:
@@ -56,29 +59,51 @@ def _emit(row: dict) -> None:
     logger.handle(record)
 
 
+def _refresh_level() -> None:
+    global _level
+    now = _effective_levelno()
+    if now != _level:
+        _laneway._set_log_level(now)
+        _level = now
+
+
+def _emit_buffered() -> None:
+    # Under `_emitting`, so that once `flush` holds it every record the core kept before is out.
+    with _emitting:
+        while True:
+            rows = _laneway._drain_logs(256, 0.0)
+            for row in rows:
+                try:
+                    _emit(row)
+                except Exception:
+                    # A filter or handler that raises must not stop the thread: the record is
+                    # lost, as `logging` loses a record whose handler fails.
+                    continue
+            if len(rows) < 256:
+                return
+
+
 def _drain() -> None:
-    level = None
     while not _stop.is_set():
-        now = _effective_levelno()
-        if now != level:
-            _laneway._set_log_level(now)
-            level = now
-        for row in _laneway._drain_logs(256, _LEVEL_EVERY):
-            try:
-                _emit(row)
-            except Exception:
-                # A filter or handler that raises must not stop the thread: the record is lost,
-                # as `logging` loses a record whose handler fails.
-                continue
+        _refresh_level()
+        if _laneway._wait_logs(_LEVEL_EVERY):
+            _emit_buffered()
+
+
+def flush() -> None:
+    """Hands every record the core kept so far to `logging`, on the calling thread."""
+    _refresh_level()
+    _emit_buffered()
 
 
 def start() -> None:
-    """Starts the drain thread once per process (again in a child after `fork`)."""
+    """Starts the drain thread once per process (again in a child after `fork`), and takes the
+    `laneway` logger's level now."""
     global _thread, _pid
     with _lock:
+        _refresh_level()
         if _thread is not None and _pid == os.getpid() and _thread.is_alive():
             return
-        _laneway._set_log_level(_effective_levelno())
         _stop.clear()
         _thread = threading.Thread(target=_drain, name="laneway-logs", daemon=True)
         _pid = os.getpid()

@@ -202,6 +202,16 @@ impl HostLog {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// Waits at most `wait` for a record to be kept, taking none; whether one is there.
+    pub fn wait(&self, wait: Duration) -> bool {
+        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let (records, _) = self
+            .ready
+            .wait_timeout_while(records, wait, |r| r.is_empty())
+            .unwrap_or_else(|e| e.into_inner());
+        !records.is_empty()
+    }
+
     /// Up to `max` records, oldest first, waiting at most `wait` for the first. The host calls
     /// this on a thread of its own (Python: with the GIL released).
     pub fn drain(&self, max: usize, wait: Duration) -> Vec<LogRecord> {
