@@ -7,6 +7,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 
 use laneway::telemetry::host_log::{HostLog, LogLevel};
+use laneway::telemetry::host_meter::Measurement;
 
 /// Up to `max` records (dicts: `levelno`, `logger`, `message`, `fields`, `repeated`), waiting
 /// at most `wait` seconds for the first; an empty list when Laneway's logs go to another
@@ -90,4 +91,24 @@ pub(crate) fn _otel_failed(py: Python<'_>, details: &Bound<'_, PyAny>) -> PyResu
 #[pyfunction]
 pub(crate) fn _otel_schema_url() -> &'static str {
     laneway::surface::otel::SCHEMA_URL
+}
+
+/// Every instrument the host's meter makes (dicts: `name`, `kind`, `unit`, `description`,
+/// `buckets`), from the core's catalog (`laneway::telemetry::host_meter::instruments`).
+#[pyfunction]
+pub(crate) fn _metric_instruments(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    crate::to_py(py, &laneway::telemetry::host_meter::instruments())
+}
+
+/// Measurements as a list of `(name, value, {attribute: text})` tuples.
+pub(crate) fn measurements_to_py(py: Python<'_>, batch: Vec<Measurement>) -> PyResult<Py<PyAny>> {
+    let list = pyo3::types::PyList::empty(py);
+    for m in &batch {
+        let attributes = pyo3::types::PyDict::new(py);
+        for (k, v) in m.attribute_pairs() {
+            attributes.set_item(k, v)?;
+        }
+        list.append((m.metric, m.value, attributes))?;
+    }
+    Ok(list.into_any().unbind())
 }

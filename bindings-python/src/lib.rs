@@ -310,6 +310,39 @@ impl NativeRouter {
         errors::guard(|| Ok(self.router(py)?.metrics().prometheus()))
     }
 
+    /// Up to `max` measurements for the host's meter (`(name, value, attributes)`); kept from
+    /// the first call on.
+    fn _drain_measurements(&self, py: Python<'_>, max: usize) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let batch = self
+                .router(py)?
+                .host_meter()
+                .drain(max, std::time::Duration::ZERO);
+            host::measurements_to_py(py, batch)
+        })
+    }
+
+    /// Waits at most `wait` seconds for a measurement with the GIL released, taking none;
+    /// whether one is there.
+    fn _wait_measurements(&self, py: Python<'_>, wait: f64) -> PyResult<bool> {
+        errors::guard(|| {
+            let meter = self.router(py)?.host_meter();
+            let wait =
+                std::time::Duration::try_from_secs_f64(wait.clamp(0.0, 60.0)).unwrap_or_default();
+            Ok(py.detach(|| meter.wait(wait)))
+        })
+    }
+
+    /// The observed metrics' values now, as `(name, value, attributes)`.
+    fn _observe(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        errors::guard(|| host::measurements_to_py(py, self.router(py)?.observe()))
+    }
+
+    /// Measurements dropped because the host's meter did not drain them in time.
+    fn _measurements_dropped(&self, py: Python<'_>) -> PyResult<u64> {
+        errors::guard(|| Ok(self.router(py)?.host_meter().dropped()))
+    }
+
     /// Says whether a call's answer was good; its family's router learns from it.
     fn feedback(&self, py: Python<'_>, call_id: &str, good: bool) -> PyResult<()> {
         errors::guard(|| {
@@ -465,6 +498,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::_otel_finish, m)?)?;
     m.add_function(wrap_pyfunction!(host::_otel_failed, m)?)?;
     m.add_function(wrap_pyfunction!(host::_otel_schema_url, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_metric_instruments, m)?)?;
     let _ = PyDict::new(m.py());
     Ok(())
 }

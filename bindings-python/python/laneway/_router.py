@@ -7,7 +7,7 @@ import os
 import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
-from . import _laneway, _logs, _otel
+from . import _laneway, _logs, _metrics, _otel
 from ._laneway import BatchHandle, StreamEvent
 from ._types import Request, Response
 
@@ -75,6 +75,22 @@ class Router:
                 options[key] = value
         _logs.start()
         self._native = _laneway.NativeRouter(options)
+        self._instruments: Optional[_metrics._Instruments] = None
+        if _metrics.global_provider_set():
+            self.instrument()
+
+    def instrument(self, meter_provider: Any = None) -> None:
+        """Records Laneway's metrics on `meter_provider`'s meter `laneway` (the global meter
+        provider when omitted): the same instruments, units and attributes as the Rust side
+        (`gen_ai.client.operation.duration`, `gen_ai.client.token.usage`,
+        `gen_ai.client.operation.time_to_first_chunk`, `laneway.cost`, `laneway.errors`,
+        `laneway.attempt.errors`, `laneway.breaker.state`, ...). A router made after the
+        application set its global meter provider is instrumented already; calling this again
+        moves the metrics to the new provider. Needs `opentelemetry-api`."""
+        old = self._instruments
+        self._instruments = _metrics.instrument(self, meter_provider)
+        if old is not None:
+            old.close()
 
     async def converse(self, **kwargs: Any) -> Dict[str, Any]:
         """boto3's `converse(**kwargs)`, routed: the same keyword arguments (`modelId`,

@@ -82,8 +82,31 @@ impl Router {
     /// cache, shared state and shadow mode (see [`crate::telemetry::MetricsSnapshot`]).
     pub fn metrics(&self) -> crate::telemetry::MetricsSnapshot {
         let mut snapshot = self.exec.telemetry.snapshot();
-        snapshot.shared = self.exec.state.shared_status();
+        self.add_state_figures(&mut snapshot);
         snapshot
+    }
+
+    fn add_state_figures(&self, snapshot: &mut crate::telemetry::MetricsSnapshot) {
+        snapshot.shared = self.exec.state.shared_status();
+        snapshot.health = self.exec.state.health_figures(crate::time::now());
+        self.exec
+            .telemetry
+            .add_attempt_errors(&mut snapshot.health.targets);
+    }
+
+    /// The values of the metrics a meter observes when it collects, now: calls in flight, the
+    /// queue's depth per class, targets' breakers, regions' ejections and shared state's
+    /// health ([`Metric::is_observed`](crate::telemetry::catalog::Metric::is_observed)).
+    pub fn observe(&self) -> Vec<crate::telemetry::host_meter::Measurement> {
+        let mut levels = self.exec.telemetry.levels();
+        self.add_state_figures(&mut levels);
+        crate::telemetry::observations(&levels)
+    }
+
+    /// The measurements of this router's calls for a Python or Node meter, kept from the first
+    /// time this is asked (see [`crate::telemetry::host_meter`]).
+    pub fn host_meter(&self) -> Arc<crate::telemetry::host_meter::HostMeter> {
+        self.exec.telemetry.host_meter()
     }
 
     /// Closes a task (the calls that carried its `task_id`): its cost joins the per-task and
@@ -500,7 +523,14 @@ impl RouterBuilder {
         exec.restore_local_state();
         let exec = Arc::new(exec);
         exec.spawn_exchange();
-        Ok(Router { exec })
+        let router = Router { exec };
+        if let Some(meter) = &self.meter {
+            let weak = Arc::downgrade(&router.exec);
+            crate::telemetry::otel::observe(meter, move || {
+                weak.upgrade().map(|exec| Router { exec }.observe())
+            });
+        }
+        Ok(router)
     }
 }
 

@@ -124,6 +124,52 @@ impl State {
         self.prefixes.set_token_counter(counter);
     }
 
+    /// Each target's breaker at `now` (as plans see it: the fleet's, else this process's) and
+    /// each region's ejection, for the metrics; failed attempts are the telemetry's to add.
+    pub fn health_figures(&self, now: Instant) -> crate::telemetry::health::HealthFigures {
+        use crate::telemetry::health::{BreakerState, HealthFigures, RegionFigures, TargetFigures};
+        let health = &self.health;
+        let mut cells = Vec::new();
+        {
+            let targets = health.targets.read().unwrap_or_else(|p| p.into_inner());
+            for (region, ids) in targets.iter() {
+                for (id, tiers) in ids {
+                    for tier in tiers.keys() {
+                        cells.push((region.clone(), id.clone(), *tier));
+                    }
+                }
+            }
+        }
+        let view = self.at(now);
+        let targets = cells
+            .into_iter()
+            .map(|(region, target, tier)| {
+                let breaker = match view.target(&region, &target, tier).breaker {
+                    BreakerView::Closed | BreakerView::RegionEjected => BreakerState::Closed,
+                    BreakerView::HalfOpen { .. } => BreakerState::HalfOpen,
+                    BreakerView::Open => BreakerState::Open,
+                };
+                TargetFigures {
+                    region,
+                    target,
+                    tier,
+                    breaker,
+                    attempt_errors: Default::default(),
+                }
+            })
+            .collect();
+        let regions = health
+            .outliers
+            .known()
+            .into_iter()
+            .map(|region| {
+                let ejected = health.outliers.is_ejected(now, &region);
+                (region, RegionFigures { ejected })
+            })
+            .collect();
+        HealthFigures { targets, regions }
+    }
+
     /// A view at `now` for the planner.
     pub fn at(&self, now: Instant) -> Snapshot<'_> {
         Snapshot { state: self, now }

@@ -195,6 +195,16 @@ impl Outliers {
         true
     }
 
+    /// Every region known, ejected or not.
+    pub fn known(&self) -> Vec<String> {
+        self.regions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// The regions ejected at `now`, each with until when.
     pub fn ejected(&self, now: Instant) -> Vec<(String, Instant)> {
         self.regions

@@ -23,11 +23,11 @@ use super::{LaneKey, LaneRef};
 pub enum MetricId {
     /// `gen_ai.client.operation.duration`: end-to-end duration of successful calls, in seconds.
     Duration,
-    /// `gen_ai.server.time_to_first_token`: time to the first output token of streams, in seconds.
-    TimeToFirstToken,
-    /// `gen_ai.server.time_per_output_token`: mean gap between content deltas, per stream,
-    /// in seconds.
-    TimePerOutputToken,
+    /// `gen_ai.client.operation.time_to_first_chunk`: time to the first output chunk of
+    /// streams, in seconds.
+    TimeToFirstChunk,
+    /// `laneway.inter_token.mean`: mean gap between content chunks, per stream, in seconds.
+    InterTokenMean,
     /// `laneway.output_tokens_per_second`: output tokens per second after the first token.
     OutputRate,
     /// `laneway.requests`: calls that succeeded.
@@ -60,6 +60,13 @@ pub enum MetricId {
     /// `laneway.queue.wait`: how long calls waited in the client-side queue, per SLO class, in
     /// seconds (those refused a slot included).
     QueueWait,
+    /// `laneway.attempt.errors`: failed attempts per target, by error kind (throttles
+    /// among them), failovers included.
+    AttemptErrors,
+    /// `laneway.breaker.state`: each target's breaker: 0 closed, 1 half open, 2 open.
+    BreakerState,
+    /// `laneway.region.ejected`: 1 while a region is ejected for stalling or failing.
+    RegionEjected,
     /// `laneway.shared_state.degraded`: 1 while Redis is unreachable and local state decides.
     SharedDegraded,
     /// `laneway.shared_state.degraded_episodes`: times Redis became unreachable.
@@ -110,7 +117,10 @@ pub enum Kind {
     Distribution,
     /// A monotonic count or sum.
     Counter,
-    /// A value now.
+    /// A value now that adds up across processes (calls in flight): an OpenTelemetry
+    /// up-down counter.
+    UpDown,
+    /// A value now that does not add up (a breaker's state): an OpenTelemetry gauge.
     Gauge,
 }
 
@@ -123,6 +133,10 @@ pub enum Scope {
     SloClass,
     /// One series.
     Router,
+    /// One per target (`cloud.region`, `laneway.target`, `laneway.tier`) plus the metric's own.
+    Target,
+    /// One per region the configuration routes to (`cloud.region`).
+    Region,
     /// One series, with shared state only; read from the snapshot
     /// ([`Router::metrics`](crate::Router::metrics)), so Prometheus text only.
     Shared,
@@ -159,16 +173,54 @@ impl Metric {
         n
     }
 
+    /// Whether its values are read from the router's state when a meter collects (gauges,
+    /// and the shared state's counts), rather than recorded as calls happen.
+    pub fn is_observed(&self) -> bool {
+        matches!(self.kind, Kind::UpDown | Kind::Gauge) || self.scope == Scope::Shared
+    }
+
+    /// A distribution's bucket boundaries for an OpenTelemetry histogram: the GenAI
+    /// conventions' advice where they give it; empty for counters and gauges.
+    pub fn buckets(&self) -> &'static [f64] {
+        match (self.kind, self.id, self.unit) {
+            (Kind::Distribution, MetricId::InterTokenMean, _) => PER_TOKEN_BUCKETS,
+            (Kind::Distribution, _, Unit::Seconds) => DURATION_BUCKETS,
+            (Kind::Distribution, _, Unit::TokensPerSecond) => RATE_BUCKETS,
+            (Kind::Distribution, _, _) => TOKEN_BUCKETS,
+            _ => &[],
+        }
+    }
+
     /// Every label key the metric's series have (some only when set, as a lane's family).
     pub fn label_keys(&self) -> impl Iterator<Item = &'static str> + '_ {
         let scope: &[&str] = match self.scope {
             Scope::Lane => LANE_LABELS,
             Scope::SloClass => &[SLO_CLASS],
+            Scope::Target => TARGET_LABELS,
+            Scope::Region => &["cloud.region"],
             Scope::Router | Scope::Shared => &[],
         };
         scope.iter().chain(self.labels).copied()
     }
 }
+
+/// Bucket boundaries of the GenAI conventions for durations, in seconds.
+const DURATION_BUCKETS: &[f64] = &[
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+/// Bucket boundaries of the GenAI conventions for time per output token, in seconds.
+const PER_TOKEN_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+];
+/// Bucket boundaries of the GenAI conventions for token counts.
+const TOKEN_BUCKETS: &[f64] = &[
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
+];
+/// Output tokens per second.
+const RATE_BUCKETS: &[f64] = &[
+    1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0,
+];
 
 /// A label key as Prometheus spells it.
 pub fn prometheus_label(key: &str) -> Cow<'_, str> {
@@ -193,6 +245,9 @@ pub const SLO_TARGET: &str = "laneway.slo.target";
 pub const SLO_MET: &str = "laneway.slo.met";
 /// Label key of a closed task's outcome: `successful`, `failed` or `abandoned`.
 pub const TASK_OUTCOME: &str = "laneway.task.outcome";
+
+/// The labels of a target; `laneway.tier` only when its breaker is kept per tier.
+pub const TARGET_LABELS: &[&str] = &["cloud.region", "laneway.target", "laneway.tier"];
 
 /// The labels of a lane; `laneway.family` and `laneway.tier` only when the lane has one.
 pub const LANE_LABELS: &[&str] = &[
@@ -251,19 +306,19 @@ const fn m(
     }
 }
 
-use Kind::{Counter, Distribution, Gauge};
+use Kind::{Counter, Distribution, Gauge, UpDown};
 use MetricId as M;
-use Scope::{Lane, Router, Shared, SloClass};
+use Scope::{Lane, Region, Router, Shared, SloClass, Target};
 
 /// Every metric, in exposition order.
 #[rustfmt::skip]
 pub const CATALOG: &[Metric] = &[
     m(M::Duration, "gen_ai.client.operation.duration", Unit::Seconds, Distribution, Lane, &[],
         "End-to-end duration of successful calls, failovers included."),
-    m(M::TimeToFirstToken, "gen_ai.server.time_to_first_token", Unit::Seconds, Distribution, Lane, &[],
+    m(M::TimeToFirstChunk, "gen_ai.client.operation.time_to_first_chunk", Unit::Seconds, Distribution, Lane, &[],
         "Time to the first output token of streamed calls."),
-    m(M::TimePerOutputToken, "gen_ai.server.time_per_output_token", Unit::Seconds, Distribution, Lane, &[],
-        "Mean gap between content deltas, per stream."),
+    m(M::InterTokenMean, "laneway.inter_token.mean", Unit::Seconds, Distribution, Lane, &[],
+        "Mean gap between content chunks of each streamed call."),
     m(M::OutputRate, "laneway.output_tokens_per_second", Unit::TokensPerSecond, Distribution, Lane, &[],
         "Output tokens per second after the first token."),
     m(M::Requests, "laneway.requests", Unit::Count("{request}"), Counter, Lane, &[],
@@ -288,12 +343,18 @@ pub const CATALOG: &[Metric] = &[
         "Tasks closed: successful or failed by finish_task, abandoned after telemetry.task_idle."),
     m(M::TaskCost, "laneway.task.cost", Unit::Usd, Counter, SloClass, &[],
         "Cost of closed tasks."),
-    m(M::InFlight, "laneway.requests.in_flight", Unit::Count("{request}"), Gauge, Router, &[],
+    m(M::InFlight, "laneway.requests.in_flight", Unit::Count("{request}"), UpDown, Router, &[],
         "Calls running now (the client-side queue)."),
-    m(M::QueueDepth, "laneway.queue.depth", Unit::Count("{request}"), Gauge, SloClass, &[],
+    m(M::QueueDepth, "laneway.queue.depth", Unit::Count("{request}"), UpDown, SloClass, &[],
         "Calls waiting in the client-side queue for a slot on a target at its concurrency."),
     m(M::QueueWait, "laneway.queue.wait", Unit::Seconds, Distribution, SloClass, &[],
         "How long calls waited in the client-side queue (those refused a slot included)."),
+    m(M::AttemptErrors, "laneway.attempt.errors", Unit::Count("{attempt}"), Counter, Target, &[ERROR_TYPE],
+        "Failed attempts per target, by error kind (throttled among them), failovers included."),
+    m(M::BreakerState, "laneway.breaker.state", Unit::Count("1"), Gauge, Target, &[],
+        "Each target's breaker: 0 closed, 1 half open (probing), 2 open (skipped)."),
+    m(M::RegionEjected, "laneway.region.ejected", Unit::Count("1"), Gauge, Region, &[],
+        "1 while a region is ejected for stalling or failing: calls go to other regions."),
     m(M::SharedDegraded, "laneway.shared_state.degraded", Unit::Count("1"), Gauge, Shared, &[],
         "1 while Redis is unreachable and local state decides."),
     m(M::SharedDegradedEpisodes, "laneway.shared_state.degraded_episodes", Unit::Count("{episode}"), Counter, Shared, &[],
@@ -327,8 +388,8 @@ mod tests {
     #[test]
     fn prometheus_names_follow_the_compatibility_rules() {
         assert_eq!(
-            metric(M::TimeToFirstToken).prometheus_name(),
-            "gen_ai_server_time_to_first_token_seconds"
+            metric(M::TimeToFirstChunk).prometheus_name(),
+            "gen_ai_client_operation_time_to_first_chunk_seconds"
         );
         assert_eq!(
             metric(M::TokenUsage).prometheus_name(),

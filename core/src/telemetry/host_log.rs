@@ -6,15 +6,17 @@
 //! same message with the same fields) within a minute is counted, not said again; the next
 //! time it is said carries the count.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
+
+use super::host_queue::HostQueue;
 
 /// How long a repeated warning is counted instead of said.
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(60);
@@ -127,11 +129,9 @@ pub struct LogRecord {
 /// The process's buffer of records for the host, and the level it lets through.
 #[derive(Debug)]
 pub struct HostLog {
-    records: Mutex<VecDeque<LogRecord>>,
-    ready: Condvar,
+    records: HostQueue<LogRecord>,
     /// The most verbose level kept, as `LogLevel as u8`; 0 keeps none.
     max_level: AtomicU8,
-    dropped: AtomicU64,
     repeats: Mutex<HashMap<(String, String), Repeat>>,
 }
 
@@ -162,10 +162,8 @@ impl HostLog {
 
     fn new(level: LogLevel) -> Self {
         HostLog {
-            records: Mutex::new(VecDeque::new()),
-            ready: Condvar::new(),
+            records: HostQueue::new(CAPACITY),
             max_level: AtomicU8::new(level as u8),
-            dropped: AtomicU64::new(0),
             repeats: Mutex::new(HashMap::new()),
         }
     }
@@ -199,29 +197,18 @@ impl HostLog {
 
     /// Records dropped because the host did not drain them in time.
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.records.dropped()
     }
 
     /// Waits at most `wait` for a record to be kept, taking none; whether one is there.
     pub fn wait(&self, wait: Duration) -> bool {
-        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        let (records, _) = self
-            .ready
-            .wait_timeout_while(records, wait, |r| r.is_empty())
-            .unwrap_or_else(|e| e.into_inner());
-        !records.is_empty()
+        self.records.wait(wait)
     }
 
     /// Up to `max` records, oldest first, waiting at most `wait` for the first. The host calls
     /// this on a thread of its own (Python: with the GIL released).
     pub fn drain(&self, max: usize, wait: Duration) -> Vec<LogRecord> {
-        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut records, _) = self
-            .ready
-            .wait_timeout_while(records, wait, |r| r.is_empty())
-            .unwrap_or_else(|e| e.into_inner());
-        let n = records.len().min(max);
-        records.drain(..n).collect()
+        self.records.drain(max, wait)
     }
 
     fn enabled(&self, level: &Level) -> bool {
@@ -263,14 +250,7 @@ impl HostLog {
                 }
             }
         }
-        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        if records.len() >= CAPACITY {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        records.push_back(record);
-        drop(records);
-        self.ready.notify_one();
+        self.records.push(record);
     }
 }
 

@@ -13,15 +13,20 @@
 //! `metrics-http` feature, [`serve_prometheus`](crate::serve_prometheus) answers scrapes.
 
 pub mod catalog;
+pub mod health;
 pub mod host_log;
+pub mod host_meter;
+mod host_queue;
+mod measure;
 pub mod otel;
 mod prometheus;
+pub use prometheus::observations;
 pub mod shadow;
 pub mod span;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -239,6 +244,8 @@ pub struct MetricsSnapshot {
     pub queue: BTreeMap<SloClass, QueueFigures>,
     /// The state shared through Redis, when configured: whether it is degraded to local state.
     pub shared: Option<SharedStatus>,
+    /// Targets' breakers and failed attempts, and regions' ejections.
+    pub health: health::HealthFigures,
     /// What the families in shadow mode would have done routed ([`shadow`]).
     #[serde(skip_serializing_if = "shadow::ShadowReport::is_empty")]
     pub shadow: shadow::ShadowReport,
@@ -368,7 +375,10 @@ pub struct Telemetry {
     in_flight: AtomicI64,
     /// Per class: calls waiting now, and their waits in microseconds.
     queue: Mutex<BTreeMap<SloClass, (i64, Histogram<u64>)>>,
+    attempt_errors: Mutex<health::AttemptErrors>,
     otel: Option<otel::OtelInstruments>,
+    /// The measurements a Python or Node meter is fed from, once the host asks for them.
+    host: OnceLock<Arc<host_meter::HostMeter>>,
     /// Families in shadow mode: what routing would have done.
     pub(crate) shadow: shadow::ShadowLedger,
 }
@@ -396,13 +406,68 @@ impl Telemetry {
         self.otel = Some(otel::OtelInstruments::new(meter));
     }
 
+    /// The measurements for a Python or Node meter: kept from the first time this is asked,
+    /// for the host to drain.
+    pub fn host_meter(&self) -> Arc<host_meter::HostMeter> {
+        Arc::clone(self.host.get_or_init(Default::default))
+    }
+
+    /// Where each measurement goes: the Rust meter's instruments, the host's queue.
+    fn sinks(&self) -> impl Iterator<Item = &dyn measure::Sink> {
+        let otel = self.otel.iter().map(|o| o as &dyn measure::Sink);
+        let host = self.host.get().map(|h| &**h as &dyn measure::Sink);
+        otel.chain(host)
+    }
+
     /// A call started; the guard counts it in flight until dropped.
     pub fn start(&self) -> InFlightGuard<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        if let Some(o) = &self.otel {
-            o.call_started();
-        }
         InFlightGuard(self)
+    }
+
+    /// An attempt at a target failed with `kind` (whatever the call did next).
+    pub fn record_attempt_error(
+        &self,
+        region: &str,
+        target: &str,
+        tier: Option<ServiceTier>,
+        kind: ErrorKind,
+    ) {
+        lock(&self.attempt_errors).add(region, target, tier, kind);
+        let figures = health::TargetFigures {
+            region: region.to_string(),
+            target: target.to_string(),
+            tier,
+            ..Default::default()
+        };
+        for o in self.sinks() {
+            o.attempt_failed(&figures, kind);
+        }
+    }
+
+    /// Adds the failed attempts counted here to the targets' figures taken from the state.
+    pub fn add_attempt_errors(&self, targets: &mut Vec<health::TargetFigures>) {
+        lock(&self.attempt_errors).merge_into(targets);
+    }
+
+    /// The figures a meter observes when it collects (calls in flight, the queue's depth), and
+    /// nothing of the lanes: cheap enough for every collection.
+    pub fn levels(&self) -> MetricsSnapshot {
+        let queue = lock(&self.queue)
+            .iter()
+            .map(|(class, (depth, _))| {
+                let figures = QueueFigures {
+                    depth: *depth,
+                    wait_s: Percentiles::default(),
+                };
+                (*class, figures)
+            })
+            .collect();
+        MetricsSnapshot {
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            queue,
+            ..MetricsSnapshot::default()
+        }
     }
 
     /// A call of `class` joins the client-side queue; it leaves when the guard drops (given a
@@ -412,9 +477,6 @@ impl Telemetry {
             .entry(class)
             .or_insert_with(|| (0, wait_histogram()))
             .0 += 1;
-        if let Some(o) = &self.otel {
-            o.queue_joined(class);
-        }
         QueueGuard {
             telemetry: self,
             class,
@@ -438,7 +500,7 @@ impl Telemetry {
             .reasons
             .iter()
             .any(|x| matches!(x, crate::types::Reason::DeadlineEscalation { .. }));
-        if let Some(o) = &self.otel {
+        for o in self.sinks() {
             o.success(key, r, escalated);
         }
         {
@@ -529,7 +591,7 @@ impl Telemetry {
         let mut finished = lock(&self.finished);
         let (all, by_class) = &mut *finished;
         for (class, cost_usd) in abandoned {
-            if let Some(o) = &self.otel {
+            for o in self.sinks() {
                 o.task(class, "abandoned", cost_usd);
             }
             for t in [&mut *all, by_class.entry(class).or_default()] {
@@ -553,7 +615,7 @@ impl Telemetry {
 
     /// A call failed after trying `lane` first (its plan's first target).
     pub fn record_failure(&self, slo: CallSlo<'_>, lane: LaneRef<'_>, kind: ErrorKind) {
-        if let Some(o) = &self.otel {
+        for o in self.sinks() {
             o.failure(lane, kind);
         }
         *lock(&self.lanes)
@@ -572,7 +634,7 @@ impl Telemetry {
     }
 
     fn record_slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
-        if let Some(o) = &self.otel {
+        for o in self.sinks() {
             o.slo(slo, ttft_met, deadline_met);
         }
         let mut all = lock(&self.slo);
@@ -592,7 +654,7 @@ impl Telemetry {
     /// calls, or `None` if no call named it.
     pub fn finish_task(&self, task_id: &str, success: bool) -> Option<Vec<String>> {
         let task = lock(&self.open_tasks).tasks.remove(task_id)?;
-        if let Some(o) = &self.otel {
+        for o in self.sinks() {
             let outcome = if success { "successful" } else { "failed" };
             o.task(task.class, outcome, task.cost_usd);
         }
@@ -640,6 +702,7 @@ impl Telemetry {
             tasks_by_class: finished.1,
             in_flight: self.in_flight.load(Ordering::Relaxed),
             shared: None,
+            health: health::HealthFigures::default(),
             shadow: self.shadow.report(),
         }
     }
@@ -663,7 +726,7 @@ impl Drop for QueueGuard<'_> {
             *depth -= 1;
             let _ = waits.record(us(waited));
         }
-        if let Some(o) = &self.telemetry.otel {
+        for o in self.telemetry.sinks() {
             o.queue_left(self.class, waited);
         }
     }
@@ -675,9 +738,6 @@ pub struct InFlightGuard<'a>(&'a Telemetry);
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-        if let Some(o) = &self.0.otel {
-            o.call_ended();
-        }
     }
 }
 

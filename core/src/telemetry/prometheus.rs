@@ -1,9 +1,13 @@
-//! The Prometheus text exposition of a [`MetricsSnapshot`], metric by metric from the
-//! [`catalog`](super::catalog).
+//! A [`MetricsSnapshot`]'s series, metric by metric from the [`catalog`](super::catalog): its
+//! Prometheus text exposition, and the values of the observed metrics for a meter's
+//! collection ([`observations`]).
 
 use std::fmt::Write;
 
+use opentelemetry::KeyValue;
+
 use super::catalog::{self, CATALOG, Kind, Metric, MetricId, Scope, prometheus_label};
+use super::host_meter::Measurement;
 use super::{LaneKey, LaneSnapshot, MetricsSnapshot, Percentiles};
 
 fn escape(v: &str) -> String {
@@ -12,19 +16,28 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// A series' labels, keyed as the catalog keys them.
+fn label_text<'v>(pairs: impl IntoIterator<Item = (&'static str, &'v str)>) -> Vec<KeyValue> {
+    pairs
+        .into_iter()
+        .map(|(k, v)| KeyValue::new(k, v.to_string()))
+        .collect()
+}
+
 /// Label pairs as Prometheus writes them, keys converted from the catalog's.
-fn label_text<'k, 'v>(pairs: impl IntoIterator<Item = (&'k str, &'v str)>) -> String {
+fn prometheus_labels(labels: &[KeyValue]) -> String {
     let mut out = String::new();
-    for (k, v) in pairs {
+    for kv in labels {
         if !out.is_empty() {
             out.push(',');
         }
-        let _ = write!(out, "{}=\"{}\"", prometheus_label(k), escape(v));
+        let key = prometheus_label(kv.key.as_str());
+        let _ = write!(out, "{key}=\"{}\"", escape(&kv.value.as_str()));
     }
     out
 }
 
-fn lane_labels(k: &LaneKey, extra: Option<(&'static str, &str)>) -> String {
+fn lane_labels(k: &LaneKey, extra: Option<(&'static str, &str)>) -> Vec<KeyValue> {
     label_text(k.labels().chain(extra))
 }
 
@@ -40,8 +53,8 @@ enum Value {
 }
 
 /// A metric's series in the snapshot, as (labels, value).
-fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(String, Value)> {
-    let lanes = |f: &dyn Fn(&LaneSnapshot) -> Value| -> Vec<(String, Value)> {
+fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(Vec<KeyValue>, Value)> {
+    let lanes = |f: &dyn Fn(&LaneSnapshot) -> Value| -> Vec<(Vec<KeyValue>, Value)> {
         s.lanes
             .iter()
             .map(|(k, l)| (lane_labels(k, None), f(l)))
@@ -59,8 +72,8 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(String, Value)> {
     let number = |n: u64| Value::Number(n as f64);
     match id {
         MetricId::Duration => lanes(&|l| Value::Summary(l.latency_s)),
-        MetricId::TimeToFirstToken => lanes(&|l| Value::Summary(l.ttft_s)),
-        MetricId::TimePerOutputToken => lanes(&|l| Value::Summary(l.inter_token_s)),
+        MetricId::TimeToFirstChunk => lanes(&|l| Value::Summary(l.ttft_s)),
+        MetricId::InterTokenMean => lanes(&|l| Value::Summary(l.inter_token_s)),
         MetricId::OutputRate => lanes(&|l| Value::Summary(l.output_tokens_per_second)),
         MetricId::Requests => lanes(&|l| number(l.requests)),
         MetricId::TokenUsage => {
@@ -147,7 +160,7 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(String, Value)> {
                 )
             })
             .collect(),
-        MetricId::InFlight => vec![(String::new(), Value::Number(s.in_flight as f64))],
+        MetricId::InFlight => vec![(Vec::new(), Value::Number(s.in_flight as f64))],
         MetricId::QueueDepth => s
             .queue
             .iter()
@@ -168,30 +181,56 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(String, Value)> {
                 )
             })
             .collect(),
+        MetricId::AttemptErrors => {
+            let mut out = Vec::new();
+            for t in &s.health.targets {
+                for (kind, n) in &t.attempt_errors {
+                    let labels =
+                        label_text(t.labels().chain([(catalog::ERROR_TYPE, kind.as_str())]));
+                    out.push((labels, number(*n)));
+                }
+            }
+            out
+        }
+        MetricId::BreakerState => s
+            .health
+            .targets
+            .iter()
+            .map(|t| (label_text(t.labels()), number(t.breaker as u64)))
+            .collect(),
+        MetricId::RegionEjected => s
+            .health
+            .regions
+            .iter()
+            .map(|(region, r)| {
+                let labels = label_text([("cloud.region", region.as_str())]);
+                (labels, number(u64::from(r.ejected)))
+            })
+            .collect(),
         MetricId::SharedDegraded => s
             .shared
             .iter()
-            .map(|sh| (String::new(), number(u64::from(sh.degraded))))
+            .map(|sh| (Vec::new(), number(u64::from(sh.degraded))))
             .collect(),
         MetricId::SharedDegradedEpisodes => s
             .shared
             .iter()
-            .map(|sh| (String::new(), number(sh.degraded_episodes)))
+            .map(|sh| (Vec::new(), number(sh.degraded_episodes)))
             .collect(),
         MetricId::SharedFallbackAdmissions => s
             .shared
             .iter()
-            .map(|sh| (String::new(), number(sh.fallback_admissions)))
+            .map(|sh| (Vec::new(), number(sh.fallback_admissions)))
             .collect(),
     }
 }
 
-fn write_metric(out: &mut String, m: &Metric, rows: &[(String, Value)]) {
+fn write_metric(out: &mut String, m: &Metric, rows: &[(Vec<KeyValue>, Value)]) {
     let name = m.prometheus_name();
     let ty = match m.kind {
         Kind::Distribution => "summary",
         Kind::Counter => "counter",
-        Kind::Gauge => "gauge",
+        Kind::UpDown | Kind::Gauge => "gauge",
     };
     let _ = writeln!(out, "# HELP {name} {}", m.help);
     let _ = writeln!(out, "# TYPE {name} {ty}");
@@ -202,7 +241,8 @@ fn write_metric(out: &mut String, m: &Metric, rows: &[(String, Value)]) {
             format!("{{{l}}}")
         }
     };
-    for (l, v) in rows {
+    for (labels, v) in rows {
+        let l = &prometheus_labels(labels);
         match v {
             Value::Summary(p) if p.count == 0 => {}
             Value::Summary(p) => {
@@ -238,4 +278,22 @@ impl MetricsSnapshot {
         }
         out
     }
+}
+
+/// The observed metrics' values in `s` (the catalog's
+/// [`is_observed`](super::catalog::Metric::is_observed) ones), as measurements.
+pub fn observations(s: &MetricsSnapshot) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    for m in CATALOG.iter().filter(|m| m.is_observed()) {
+        for (attributes, value) in series(m.id, s) {
+            if let Value::Number(value) = value {
+                out.push(Measurement {
+                    metric: m.name,
+                    value,
+                    attributes,
+                });
+            }
+        }
+    }
+    out
 }

@@ -91,7 +91,9 @@ async fn lanes_slo_attainment_tasks_and_prometheus_text() {
     let text = m.prometheus();
     for name in [
         "gen_ai_client_operation_duration_seconds",
-        "gen_ai_server_time_to_first_token_seconds",
+        "gen_ai_client_operation_time_to_first_chunk_seconds",
+        "laneway_region_ejected{cloud_region=",
+        "laneway_breaker_state{cloud_region=",
         "gen_ai_client_token_usage_sum",
         "laneway_cost_usd_total",
         "laneway_errors_total",
@@ -284,7 +286,7 @@ async fn opentelemetry_export_is_received_by_an_in_memory_exporter() {
     assert!(by_type.get("input").copied().unwrap_or(0) > 0);
 
     let AggregatedMetrics::F64(MetricData::Histogram(ttft)) =
-        find("gen_ai.server.time_to_first_token")
+        find("gen_ai.client.operation.time_to_first_chunk")
     else {
         panic!("ttft is not an f64 histogram")
     };
@@ -300,11 +302,32 @@ async fn opentelemetry_export_is_received_by_an_in_memory_exporter() {
         "{exported_cost} vs {want}"
     );
 
-    let AggregatedMetrics::I64(MetricData::Sum(in_flight)) = find("laneway.requests.in_flight")
+    let AggregatedMetrics::F64(MetricData::Sum(in_flight)) = find("laneway.requests.in_flight")
     else {
-        panic!("in flight is not an i64 sum")
+        panic!("in flight is not an f64 sum")
     };
-    assert_eq!(in_flight.data_points().map(|p| p.value()).sum::<i64>(), 0);
+    assert_eq!(in_flight.data_points().map(|p| p.value()).sum::<f64>(), 0.0);
+    assert!(!in_flight.is_monotonic(), "calls in flight go up and down");
+
+    // The outage's failed attempts, by target and kind, as the snapshot counts them.
+    let AggregatedMetrics::F64(MetricData::Sum(attempts)) = find("laneway.attempt.errors") else {
+        panic!("attempt errors is not an f64 sum")
+    };
+    let exported: f64 = attempts.data_points().map(|p| p.value()).sum();
+    let counted: u64 = m
+        .health
+        .targets
+        .iter()
+        .flat_map(|t| t.attempt_errors.values())
+        .sum();
+    assert!(
+        counted > 0 && exported == counted as f64,
+        "{exported} vs {counted}"
+    );
+    let AggregatedMetrics::F64(MetricData::Gauge(breakers)) = find("laneway.breaker.state") else {
+        panic!("breaker state is not an f64 gauge")
+    };
+    assert_eq!(breakers.data_points().count(), m.health.targets.len());
 
     let AggregatedMetrics::F64(MetricData::Sum(slo)) = find("laneway.slo.calls") else {
         panic!("slo calls is not an f64 sum")
@@ -338,7 +361,8 @@ fn otel_series(exported: &[opentelemetry_sdk::metrics::data::ResourceMetrics]) -
             k
         };
         let mut add = |attrs: Vec<&opentelemetry::KeyValue>, nonzero: bool| {
-            if nonzero {
+            // A gauge is there whatever its value; so is an observed count.
+            if nonzero || entry.is_observed() {
                 out.insert((entry.prometheus_name(), keys(attrs)));
             }
         };
@@ -353,9 +377,8 @@ fn otel_series(exported: &[opentelemetry_sdk::metrics::data::ResourceMetrics]) -
                     add(p.attributes().collect(), p.value() != 0.0);
                 }
             }
-            AggregatedMetrics::I64(MetricData::Sum(s)) => {
-                for p in s.data_points() {
-                    // A gauge: present whatever its value.
+            AggregatedMetrics::F64(MetricData::Gauge(g)) => {
+                for p in g.data_points() {
                     add(p.attributes().collect(), true);
                 }
             }

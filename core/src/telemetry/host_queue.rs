@@ -1,0 +1,86 @@
+//! A bounded queue from the core's threads to a host's own (Python, Node): pushing never
+//! waits (a full queue drops the item and counts it), and the host drains it in batches on a
+//! thread of its own, waiting on a condition variable without holding its runtime's lock.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// A bounded queue for a host to drain.
+#[derive(Debug)]
+pub(super) struct HostQueue<T> {
+    items: Mutex<VecDeque<T>>,
+    ready: Condvar,
+    capacity: usize,
+    dropped: AtomicU64,
+}
+
+impl<T> HostQueue<T> {
+    /// An empty queue holding at most `capacity` items.
+    pub(super) fn new(capacity: usize) -> Self {
+        HostQueue {
+            items: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            capacity,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds `item`, or drops and counts it when the queue is full; never waits on the host.
+    pub(super) fn push(&self, item: T) {
+        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        if items.len() >= self.capacity {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        items.push_back(item);
+        drop(items);
+        self.ready.notify_one();
+    }
+
+    /// Items dropped because the host did not drain them in time.
+    pub(super) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits at most `wait` for an item, taking none; whether one is there.
+    pub(super) fn wait(&self, wait: Duration) -> bool {
+        let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let (items, _) = self
+            .ready
+            .wait_timeout_while(items, wait, |r| r.is_empty())
+            .unwrap_or_else(|e| e.into_inner());
+        !items.is_empty()
+    }
+
+    /// Up to `max` items, oldest first, waiting at most `wait` for the first.
+    pub(super) fn drain(&self, max: usize, wait: Duration) -> Vec<T> {
+        let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut items, _) = self
+            .ready
+            .wait_timeout_while(items, wait, |r| r.is_empty())
+            .unwrap_or_else(|e| e.into_inner());
+        let n = items.len().min(max);
+        items.drain(..n).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_drops_and_counts_and_drains_oldest_first() {
+        let q = HostQueue::new(3);
+        for i in 1..=5 {
+            q.push(i);
+        }
+        assert_eq!(q.dropped(), 2);
+        assert!(q.wait(Duration::ZERO));
+        assert_eq!(q.drain(2, Duration::ZERO), [1, 2]);
+        assert_eq!(q.drain(10, Duration::ZERO), [3]);
+        assert!(!q.wait(Duration::ZERO));
+        assert!(q.drain(10, Duration::ZERO).is_empty());
+    }
+}
