@@ -177,6 +177,12 @@ export class Router {
   /** Per-lane latency percentiles, tokens, cost, errors; SLO attainment; in flight; task costs. */
   metrics (): { lanes: Array<[Record<string, any>, Record<string, any>]>; slo: Record<string, any>; tasks: { tasks: number; successful: number; cost_usd: number }; in_flight: number }
   prometheus (): string
+  /**
+   * Records Laneway's metrics on `meterProvider`'s meter `laneway` (the global one when
+   * omitted): the instruments of the core's catalog, with `prometheus()`'s names and labels.
+   * A router made after the app registered its meter provider is instrumented already.
+   */
+  instrument (meterProvider?: unknown): void
   finishTask (taskId: string, success: boolean): boolean
   /** Says whether a call's answer was good; its family's router learns from it. */
   feedback (callId: string, good: boolean): void

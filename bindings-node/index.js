@@ -199,6 +199,98 @@ async function * spanned (events, span) {
   }
 }
 
+// Laneway's metrics on the app's OpenTelemetry meter: one instrument per metric of the core's
+// catalog (the names, units, buckets and attributes of the Prometheus text and of a Rust app's
+// meter) on the meter `laneway`. The core queues each call's measurements; an unreferenced timer
+// drains them into the histograms and counters twice a second, and each collection drains them
+// first, then observes the gauges (calls in flight, queue depth, breakers, ejected regions,
+// shared state) from the router.
+const METER_DRAIN_MS = 500
+const METER_BATCH = 512
+const OBSERVABLE = { observable_counter: 'createObservableCounter', observable_up_down_counter: 'createObservableUpDownCounter', observable_gauge: 'createObservableGauge' }
+
+/** Whether the app has registered a global meter provider (the API's no-op meter otherwise). */
+function meterProviderSet (api) {
+  return typeof api.createNoopMeter === 'function' && api.metrics.getMeter('laneway') !== api.createNoopMeter()
+}
+
+class Instruments {
+  constructor (router, api, provider) {
+    const meter = (provider || api.metrics.getMeterProvider()).getMeter('laneway', native.version(), { schemaUrl: native.otelSchemaUrl() })
+    this._router = new WeakRef(router)
+    this._closed = false
+    this._recorders = new Map()
+    this._observables = new Map()
+    for (const spec of JSON.parse(native.metricInstruments())) {
+      const options = { unit: spec.unit, description: spec.description }
+      if (spec.kind === 'histogram') {
+        const h = meter.createHistogram(spec.name, { ...options, advice: { explicitBucketBoundaries: spec.buckets } })
+        this._recorders.set(spec.name, (v, a) => h.record(v, a))
+      } else if (spec.kind === 'counter') {
+        const c = meter.createCounter(spec.name, options)
+        this._recorders.set(spec.name, (v, a) => c.add(v, a))
+      } else {
+        this._observables.set(spec.name, meter[OBSERVABLE[spec.kind]](spec.name, options))
+      }
+    }
+    this._meter = meter
+    // The core keeps measurements from the first drain on: from now.
+    this.drain()
+    this._callback = result => this._observe(result)
+    meter.addBatchObservableCallback(this._callback, [...this._observables.values()])
+    this._timer = setInterval(() => this.drain(), METER_DRAIN_MS)
+    this._timer.unref()
+  }
+
+  _native () {
+    const router = this._closed ? undefined : this._router.deref()
+    return router && router._n
+  }
+
+  /** Records every measurement the core has queued. */
+  drain () {
+    const n = this._native()
+    if (!n) { this._stop(); return }
+    for (;;) {
+      const batch = JSON.parse(n.drainMeasurements(METER_BATCH))
+      for (const [name, value, attributes] of batch) {
+        const record = this._recorders.get(name)
+        if (record) record(value, attributes)
+      }
+      if (batch.length < METER_BATCH) return
+    }
+  }
+
+  _observe (result) {
+    const n = this._native()
+    if (!n) return
+    // Collection time: the histograms and counters get what finished calls left first.
+    this.drain()
+    for (const [name, value, attributes] of JSON.parse(n.observe())) {
+      const observable = this._observables.get(name)
+      if (observable) result.observe(observable, value, attributes)
+    }
+  }
+
+  _stop () {
+    if (this._closed) return
+    this._closed = true
+    clearInterval(this._timer)
+    this._meter.removeBatchObservableCallback(this._callback, [...this._observables.values()])
+  }
+
+  /** Stops feeding these instruments, after handing them what the core has queued. */
+  close () {
+    if (!this._closed) this.drain()
+    this._stop()
+  }
+
+  dropped () {
+    const n = this._native()
+    return n ? n.measurementsDropped() : 0
+  }
+}
+
 function abortError (signal) {
   return new errors.AbortError({ kind: 'aborted', message: 'the call was aborted' }, { cause: signal && signal.reason })
 }
@@ -315,6 +407,24 @@ class Router {
     try {
       this._n = new native.NativeRouter(JSON.stringify(o))
     } catch (e) { throw convertError(e) }
+    this._instruments = null
+    const api = otel()
+    if (api && meterProviderSet(api)) this.instrument()
+  }
+
+  /**
+   * Records Laneway's metrics on `meterProvider`'s meter `laneway` (the global meter provider
+   * when omitted): the instruments of a Rust app's meter and the names of `prometheus()`. A
+   * router made after the app registered its meter provider is instrumented already; calling
+   * this again moves the metrics to the new provider. Needs `@opentelemetry/api`.
+   */
+  instrument (meterProvider) {
+    const api = otel()
+    if (!api) throw new errors.InvalidRequestError({ kind: 'invalid_request', field: 'meterProvider', message: 'instrument needs @opentelemetry/api (npm install @opentelemetry/api, and an SDK for an exporter)' })
+    // The old instruments get what was measured before this call, the new ones what follows.
+    if (this._instruments) this._instruments.close()
+    this._instruments = null
+    this._instruments = new Instruments(this, api, meterProvider)
   }
 
   /** Sends a request; `{ signal }` cancels it. Resolves to a `Response`. */
@@ -535,5 +645,5 @@ function fetch (router, options) { return seams.fetchFor(router, options) }
  * sent by `options.fallback` (the SDK's own Node handler). */
 function requestHandler (router, options) { return seams.requestHandlerFor(router, options) }
 
-module.exports = { Router, Response, logDropped: () => Number(native.logDropped()), BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, lastDecision, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _KINDS: KINDS, ...errors }
+module.exports = { Router, Response, logDropped: () => Number(native.logDropped()), BatchHandle, BatchSession, toRequest, fetch, requestHandler, withOptions, lastDecision, version: native.version, _armFailpoint: native.armFailpoint, _schema: () => JSON.parse(native.schema()), _metricInstruments: () => JSON.parse(native.metricInstruments()), _KINDS: KINDS, ...errors }
 Object.defineProperty(module.exports, '_internals', { value: internals })

@@ -87,3 +87,27 @@ pub fn otel_failed(details_json: String) -> napi::Result<String> {
 pub fn otel_schema_url() -> String {
     laneway::surface::otel::SCHEMA_URL.to_string()
 }
+
+/// Every instrument the app's meter makes (JSON `[{name, prometheus_name, kind, unit,
+/// description, buckets}]`), from the core's catalog.
+#[napi]
+pub fn metric_instruments() -> napi::Result<String> {
+    crate::to_json(&laneway::telemetry::host_meter::instruments())
+}
+
+/// Measurements as JSON `[[name, value, {attribute: text}]]`.
+pub(crate) fn measurements_json(
+    batch: &[laneway::telemetry::host_meter::Measurement],
+) -> napi::Result<String> {
+    let rows: Vec<_> = batch
+        .iter()
+        .map(|m| {
+            let attributes: serde_json::Map<_, _> = m
+                .attribute_pairs()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
+                .collect();
+            serde_json::json!([m.metric, m.value, attributes])
+        })
+        .collect();
+    crate::to_json(&rows)
+}

@@ -7,8 +7,8 @@ mod batch;
 mod host;
 mod http;
 pub use host::{
-    LogSink, log_dropped, otel_failed, otel_finish, otel_schema_url, otel_start, set_log_level,
-    start_logs,
+    LogSink, log_dropped, metric_instruments, otel_failed, otel_finish, otel_schema_url,
+    otel_start, set_log_level, start_logs,
 };
 
 use std::collections::HashMap;
@@ -392,6 +392,31 @@ impl NativeRouter {
     #[napi]
     pub fn prometheus(&self) -> napi::Result<String> {
         guard(|| Ok(self.router.metrics().prometheus()))
+    }
+
+    /// Up to `max` measurements for the app's meter, as JSON `[[name, value, {attributes}]]`;
+    /// kept from the first call on.
+    #[napi]
+    pub fn drain_measurements(&self, max: u32) -> napi::Result<String> {
+        guard(|| {
+            let batch = self
+                .router
+                .host_meter()
+                .drain(max as usize, std::time::Duration::ZERO);
+            host::measurements_json(&batch)
+        })
+    }
+
+    /// The observed metrics' values now, as JSON `[[name, value, {attributes}]]`.
+    #[napi]
+    pub fn observe(&self) -> napi::Result<String> {
+        guard(|| host::measurements_json(&self.router.observe()))
+    }
+
+    /// Measurements dropped because the app's meter did not drain them in time.
+    #[napi]
+    pub fn measurements_dropped(&self) -> i64 {
+        i64::try_from(self.router.host_meter().dropped()).unwrap_or(i64::MAX)
     }
 
     /// Says whether a call's answer was good; its family's router learns from it.

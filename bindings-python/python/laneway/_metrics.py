@@ -56,6 +56,9 @@ class _Instruments:
         self._recorders: Dict[str, Callable[[float, Dict[str, str]], None]] = {}
         for spec in _laneway._metric_instruments():
             self._make(metrics, meter, spec)
+        # The core keeps measurements from the first drain on: from now, not from when the
+        # thread first runs.
+        self.drain_now()
         self._thread = threading.Thread(target=self._drain_loop, name="laneway-metrics", daemon=True)
         _threads.add(self._thread)
         self._thread.start()

@@ -87,10 +87,11 @@ class Router:
         `laneway.attempt.errors`, `laneway.breaker.state`, ...). A router made after the
         application set its global meter provider is instrumented already; calling this again
         moves the metrics to the new provider. Needs `opentelemetry-api`."""
-        old = self._instruments
+        # The old instruments get what was measured before this call, the new ones what follows.
+        if self._instruments is not None:
+            self._instruments.close()
+            self._instruments = None
         self._instruments = _metrics.instrument(self, meter_provider)
-        if old is not None:
-            old.close()
 
     async def converse(self, **kwargs: Any) -> Dict[str, Any]:
         """boto3's `converse(**kwargs)`, routed: the same keyword arguments (`modelId`,
