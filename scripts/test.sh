@@ -26,6 +26,24 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 redis-server --version
 
+phase "Prometheus: Debian's package, unpacked into target/tools (not installed: its install script would start a daemon on :9090)"
+# The dashboard and alert-rule tests (cli/tests/observability.rs) run its prometheus and promtool
+# on loopback.
+prom_dir=target/tools/prometheus
+if [ ! -x "$prom_dir/usr/bin/promtool" ]; then
+  mkdir -p target/tools/deb
+  if ! (cd target/tools/deb && apt-get download prometheus >/dev/null 2>&1); then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -q
+    (cd target/tools/deb && apt-get download prometheus)
+  fi
+  dpkg -x target/tools/deb/prometheus_*.deb "$prom_dir"
+  rm -rf target/tools/deb
+fi
+"$prom_dir/usr/bin/promtool" --version | head -1
+export LANEWAY_REQUIRE_PROMETHEUS=1
+
 # mdBook builds the book in docs/ (its Rust snippets run as doctests in `cargo test`). Built
 # from crates.io into target/tools, in the background while the Rust suites run; unoptimised,
 # since it builds this book in a fraction of a second either way and compiles in half the CPU.

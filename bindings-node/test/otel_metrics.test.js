@@ -43,6 +43,8 @@ function asPrometheus (got) {
   for (const { name, attributes, point } of got.values()) {
     const spec = SPECS.get(name)
     if (spec.kind === 'histogram' && point.value.count === 0) continue
+    // As the Prometheus side: a counter still at zero is left out of both.
+    if (spec.kind === 'counter' && point.value === 0) continue
     const labels = attributes.map(([k, v]) => [k.replaceAll('.', '_'), v]).sort()
     out.add(`${spec.prometheus_name}|${JSON.stringify(labels)}`)
   }

@@ -91,7 +91,7 @@ impl Router {
         snapshot.health = self.exec.state.health_figures(crate::time::now());
         self.exec
             .telemetry
-            .add_attempt_errors(&mut snapshot.health.targets);
+            .add_attempts(&mut snapshot.health.targets);
     }
 
     /// The values of the metrics a meter observes when it collects, now: calls in flight, the

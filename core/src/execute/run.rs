@@ -859,11 +859,11 @@ impl<'a> Run<'a> {
         }
         let ejection = inflight.fail(&err, verdict);
         self.note_region(a.target.region(), ejection);
-        self.exec.telemetry.record_attempt_error(
+        self.exec.telemetry.record_attempt(
             a.target.region(),
             a.target.id(),
             a.tier,
-            err.kind(),
+            Err(err.kind()),
         );
         self.failed.push((err.as_failed_attempt(&a), err));
     }

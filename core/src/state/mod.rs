@@ -154,7 +154,7 @@ impl State {
                     target,
                     tier,
                     breaker,
-                    attempt_errors: Default::default(),
+                    ..TargetFigures::default()
                 }
             })
             .collect();

@@ -60,6 +60,9 @@ pub enum MetricId {
     /// `laneway.queue.wait`: how long calls waited in the client-side queue, per SLO class, in
     /// seconds (those refused a slot included).
     QueueWait,
+    /// `laneway.attempts`: attempts per target, by outcome (`ok` or `failed`; both start at
+    /// zero with the target's first attempt).
+    Attempts,
     /// `laneway.attempt.errors`: failed attempts per target, by error kind (throttles
     /// among them), failovers included.
     AttemptErrors,
@@ -239,6 +242,8 @@ pub const TOKEN_TYPE: &str = "gen_ai.token.type";
 pub const CACHE_OPERATION: &str = "laneway.cache.operation";
 /// Label key of a failed call's error kind.
 pub const ERROR_TYPE: &str = "error.type";
+/// Label key of an attempt's outcome: `ok` or `failed`.
+pub const ATTEMPT_OUTCOME: &str = "laneway.attempt.outcome";
 /// Label key of the SLO target a call was held to: `ttft` or `deadline`.
 pub const SLO_TARGET: &str = "laneway.slo.target";
 /// Label key of whether a call met its SLO target: `true` or `false`.
@@ -349,6 +354,8 @@ pub const CATALOG: &[Metric] = &[
         "Calls waiting in the client-side queue for a slot on a target at its concurrency."),
     m(M::QueueWait, "laneway.queue.wait", Unit::Seconds, Distribution, SloClass, &[],
         "How long calls waited in the client-side queue (those refused a slot included)."),
+    m(M::Attempts, "laneway.attempts", Unit::Count("{attempt}"), Counter, Target, &[ATTEMPT_OUTCOME],
+        "Attempts per target, by outcome: ok or failed (both from the target's first attempt on)."),
     m(M::AttemptErrors, "laneway.attempt.errors", Unit::Count("{attempt}"), Counter, Target, &[ERROR_TYPE],
         "Failed attempts per target, by error kind (throttled among them), failovers included."),
     m(M::BreakerState, "laneway.breaker.state", Unit::Count("1"), Gauge, Target, &[],

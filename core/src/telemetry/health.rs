@@ -33,6 +33,8 @@ pub struct TargetFigures {
     pub tier: Option<ServiceTier>,
     /// The breaker now.
     pub breaker: BreakerState,
+    /// Attempts that answered.
+    pub attempts_ok: u64,
     /// Failed attempts by error kind (`throttled` among them), failovers included.
     pub attempt_errors: BTreeMap<ErrorKind, u64>,
 }
@@ -69,38 +71,57 @@ pub struct HealthFigures {
 
 type TargetKey = (String, String, Option<ServiceTier>);
 
-/// Failed attempts per target, counted as they happen.
+/// One target's attempts: answered, and failed by kind.
 #[derive(Debug, Default)]
-pub(super) struct AttemptErrors(BTreeMap<TargetKey, BTreeMap<ErrorKind, u64>>);
+struct Counts {
+    ok: u64,
+    errors: BTreeMap<ErrorKind, u64>,
+}
 
-impl AttemptErrors {
+/// Attempts per target, counted as they happen.
+#[derive(Debug, Default)]
+pub(super) struct Attempts(BTreeMap<TargetKey, Counts>);
+
+impl Attempts {
+    /// Counts an attempt at a target (`Err(kind)` when it failed); whether it is the target's
+    /// first.
     pub(super) fn add(
         &mut self,
         region: &str,
         target: &str,
         tier: Option<ServiceTier>,
-        kind: ErrorKind,
-    ) {
+        outcome: Result<(), ErrorKind>,
+    ) -> bool {
         let key = (region.to_string(), target.to_string(), tier);
-        *self.0.entry(key).or_default().entry(kind).or_default() += 1;
+        let first = !self.0.contains_key(&key);
+        let counts = self.0.entry(key).or_default();
+        match outcome {
+            Ok(()) => counts.ok += 1,
+            Err(kind) => *counts.errors.entry(kind).or_default() += 1,
+        }
+        first
     }
 
     /// Adds the counts to `targets` (breakers from the state), each target once.
     pub(super) fn merge_into(&self, targets: &mut Vec<TargetFigures>) {
-        for ((region, target, tier), errors) in &self.0 {
+        for ((region, target, tier), counts) in &self.0 {
             let found = targets
                 .iter_mut()
                 .find(|t| t.region == *region && t.target == *target && t.tier == *tier);
-            match found {
-                Some(t) => t.attempt_errors = errors.clone(),
-                None => targets.push(TargetFigures {
-                    region: region.clone(),
-                    target: target.clone(),
-                    tier: *tier,
-                    breaker: BreakerState::Closed,
-                    attempt_errors: errors.clone(),
-                }),
-            }
+            let t = match found {
+                Some(t) => t,
+                None => {
+                    targets.push(TargetFigures {
+                        region: region.clone(),
+                        target: target.clone(),
+                        tier: *tier,
+                        ..TargetFigures::default()
+                    });
+                    targets.last_mut().expect("pushed")
+                }
+            };
+            t.attempts_ok = counts.ok;
+            t.attempt_errors = counts.errors.clone();
         }
         targets.sort_by(|a, b| (&a.region, &a.target, a.tier).cmp(&(&b.region, &b.target, b.tier)));
     }

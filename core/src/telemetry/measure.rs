@@ -40,13 +40,35 @@ impl dyn Sink + '_ {
         self.record(MetricId::QueueWait, waited.as_secs_f64(), &class);
     }
 
-    pub(crate) fn attempt_failed(&self, target: &super::health::TargetFigures, kind: ErrorKind) {
-        let mut attrs: Vec<KeyValue> = target
+    /// An attempt at `target`; at its first, both outcomes' series start at zero, so that
+    /// a rate sees the first failure.
+    pub(crate) fn attempt(
+        &self,
+        target: &super::health::TargetFigures,
+        outcome: Result<(), ErrorKind>,
+        first: bool,
+    ) {
+        let attrs: Vec<KeyValue> = target
             .labels()
             .map(|(k, v)| KeyValue::new(k, v.to_string()))
             .collect();
-        attrs.push(KeyValue::new(catalog::ERROR_TYPE, kind.as_str()));
-        self.record(MetricId::AttemptErrors, 1.0, &attrs);
+        for (name, this) in [("ok", outcome.is_ok()), ("failed", outcome.is_err())] {
+            if this || first {
+                let value = if this { 1.0 } else { 0.0 };
+                self.record(
+                    MetricId::Attempts,
+                    value,
+                    &with(&attrs, catalog::ATTEMPT_OUTCOME, name),
+                );
+            }
+        }
+        if let Err(kind) = outcome {
+            self.record(
+                MetricId::AttemptErrors,
+                1.0,
+                &with(&attrs, catalog::ERROR_TYPE, kind.as_str()),
+            );
+        }
     }
 
     pub(crate) fn success(&self, lane: LaneRef<'_>, r: &GenerateResponse, escalated: bool) {

@@ -239,8 +239,7 @@ pub struct MetricsSnapshot {
     pub tasks_by_class: BTreeMap<SloClass, TaskCosts>,
     /// Calls running now.
     pub in_flight: i64,
-    /// The client-side queue, per SLO class that has waited: calls waiting now and how long
-    /// calls waited.
+    /// The client-side queue, per SLO class: calls waiting now and how long calls waited.
     pub queue: BTreeMap<SloClass, QueueFigures>,
     /// The state shared through Redis, when configured: whether it is degraded to local state.
     pub shared: Option<SharedStatus>,
@@ -375,7 +374,7 @@ pub struct Telemetry {
     in_flight: AtomicI64,
     /// Per class: calls waiting now, and their waits in microseconds.
     queue: Mutex<BTreeMap<SloClass, (i64, Histogram<u64>)>>,
-    attempt_errors: Mutex<health::AttemptErrors>,
+    attempts: Mutex<health::Attempts>,
     otel: Option<otel::OtelInstruments>,
     /// The measurements a Python or Node meter is fed from, once the host asks for them.
     host: OnceLock<Arc<host_meter::HostMeter>>,
@@ -425,15 +424,16 @@ impl Telemetry {
         InFlightGuard(self)
     }
 
-    /// An attempt at a target failed with `kind` (whatever the call did next).
-    pub fn record_attempt_error(
+    /// An attempt at a target answered (`Ok`) or failed with a kind (`Err`), whatever the call
+    /// did next.
+    pub fn record_attempt(
         &self,
         region: &str,
         target: &str,
         tier: Option<ServiceTier>,
-        kind: ErrorKind,
+        outcome: std::result::Result<(), ErrorKind>,
     ) {
-        lock(&self.attempt_errors).add(region, target, tier, kind);
+        let first = lock(&self.attempts).add(region, target, tier, outcome);
         let figures = health::TargetFigures {
             region: region.to_string(),
             target: target.to_string(),
@@ -441,28 +441,31 @@ impl Telemetry {
             ..Default::default()
         };
         for o in self.sinks() {
-            o.attempt_failed(&figures, kind);
+            o.attempt(&figures, outcome, first);
         }
     }
 
-    /// Adds the failed attempts counted here to the targets' figures taken from the state.
-    pub fn add_attempt_errors(&self, targets: &mut Vec<health::TargetFigures>) {
-        lock(&self.attempt_errors).merge_into(targets);
+    /// Adds the attempts counted here to the targets' figures taken from the state.
+    pub fn add_attempts(&self, targets: &mut Vec<health::TargetFigures>) {
+        lock(&self.attempts).merge_into(targets);
     }
 
     /// The figures a meter observes when it collects (calls in flight, the queue's depth), and
     /// nothing of the lanes: cheap enough for every collection.
     pub fn levels(&self) -> MetricsSnapshot {
-        let queue = lock(&self.queue)
-            .iter()
-            .map(|(class, (depth, _))| {
+        let waiting = lock(&self.queue);
+        // Every class, so that a queue's depth is a series (at 0) before anything waits.
+        let queue = SloClass::ALL
+            .into_iter()
+            .map(|class| {
                 let figures = QueueFigures {
-                    depth: *depth,
+                    depth: waiting.get(&class).map_or(0, |(depth, _)| *depth),
                     wait_s: Percentiles::default(),
                 };
-                (*class, figures)
+                (class, figures)
             })
             .collect();
+        drop(waiting);
         MetricsSnapshot {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             queue,
@@ -496,6 +499,7 @@ impl Telemetry {
             tier: d.served_tier.or(d.tier),
             slo_class: slo.class,
         };
+        self.record_attempt(&d.region, &d.target, d.tier, Ok(()));
         let escalated = d
             .reasons
             .iter()
@@ -684,16 +688,22 @@ impl Telemetry {
             .collect();
         lanes.sort_by(|a, b| a.0.cmp(&b.0));
         let finished = lock(&self.finished).clone();
-        let queue = lock(&self.queue)
-            .iter()
-            .map(|(class, (depth, waits))| {
-                let figures = QueueFigures {
-                    depth: *depth,
-                    wait_s: percentiles(waits, 1e-6),
-                };
-                (*class, figures)
+        let waiting = lock(&self.queue);
+        // Every class, so that a queue's depth is a series (at 0) before anything waits.
+        let queue = SloClass::ALL
+            .into_iter()
+            .map(|class| {
+                let figures =
+                    waiting
+                        .get(&class)
+                        .map_or_else(QueueFigures::default, |(depth, waits)| QueueFigures {
+                            depth: *depth,
+                            wait_s: percentiles(waits, 1e-6),
+                        });
+                (class, figures)
             })
             .collect();
+        drop(waiting);
         MetricsSnapshot {
             queue,
             lanes,

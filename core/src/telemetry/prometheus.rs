@@ -181,6 +181,18 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(Vec<KeyValue>, Value)> {
                 )
             })
             .collect(),
+        MetricId::Attempts => {
+            let mut out = Vec::new();
+            for t in &s.health.targets {
+                let failed: u64 = t.attempt_errors.values().sum();
+                for (outcome, n) in [("ok", t.attempts_ok), ("failed", failed)] {
+                    let labels =
+                        label_text(t.labels().chain([(catalog::ATTEMPT_OUTCOME, outcome)]));
+                    out.push((labels, number(n)));
+                }
+            }
+            out
+        }
         MetricId::AttemptErrors => {
             let mut out = Vec::new();
             for t in &s.health.targets {
