@@ -4,6 +4,7 @@ mod bench;
 mod catalog_cmd;
 mod config_cmd;
 mod demo;
+mod metrics_serve;
 mod quality;
 mod recommend;
 mod report;

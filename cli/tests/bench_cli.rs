@@ -304,3 +304,75 @@ fn bad_bench_arguments_are_named() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+/// `--metrics-addr` serves each candidate's router while it runs, its series labelled with the
+/// candidate's name.
+#[test]
+fn the_bench_serves_each_candidates_metrics_while_it_runs() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_laneway"))
+        .args([
+            "bench",
+            "--model",
+            "nova",
+            "--model",
+            "amazon.nova-pro-v1:0",
+        ])
+        .args(["--requests", "6", "--time-scale", "0.05"])
+        .args(["--metrics-addr", "127.0.0.1:0", "--metrics-linger", "60"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the laneway binary runs");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("metrics: http://")
+                .and_then(|u| u.strip_suffix("/metrics"))
+                .map(str::to_string)
+        })
+        .expect("the bench printed where its metrics are");
+    let scrape = || {
+        let mut s = std::net::TcpStream::connect(&addr).ok()?;
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+        let mut body = String::new();
+        s.read_to_string(&mut body).ok()?;
+        Some(body)
+    };
+    // The last candidate's calls counted (it lingers after them): the scrapes follow the
+    // candidates in turn until then.
+    let last = "laneway_bench_candidate=\"amazon.nova-pro-v1:0";
+    let started = std::time::Instant::now();
+    let body = loop {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the bench never finished its last candidate"
+        );
+        let body = scrape().expect("the endpoint answers while the bench runs");
+        if body.contains("laneway_requests_total{") && body.contains(last) {
+            let done = body
+                .lines()
+                .filter(|l| l.starts_with("laneway_requests_total{") && l.contains(last))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>();
+            if done >= 6.0 {
+                break body;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().ok();
+    child.wait().ok();
+    assert!(
+        body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200"),
+        "{body}"
+    );
+    assert!(
+        body.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty() && l.contains('{'))
+            .all(|l| l.contains("laneway_bench_candidate=")),
+        "every series names its candidate:\n{body}"
+    );
+}

@@ -41,9 +41,9 @@ pub mod time;
 pub mod types;
 mod wire;
 
-#[cfg(feature = "metrics-http")]
-pub use client::serve_prometheus;
 pub use client::{BatchSession, LazyStream, Router, RouterBuilder};
+#[cfg(feature = "metrics-http")]
+pub use client::{Scrape, serve_prometheus, serve_scrapes};
 pub use config::Config;
 pub use cost::Price;
 pub use execute::ResponseStream;

@@ -75,6 +75,8 @@ pub(crate) struct BenchArgs {
     /// Writes bench.json, report.md and frontier.svg into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub metrics: crate::metrics_serve::MetricsServeArgs,
 }
 
 /// What was run, and every candidate's results.
@@ -159,6 +161,8 @@ pub(crate) async fn measure(args: &BenchArgs) -> anyhow::Result<BenchReport> {
         .expect("valid template")
         .progress_chars("=> "),
     );
+    // Each candidate's router in turn, its series labelled with the candidate's name.
+    let metrics = args.metrics.start().await?;
     let mut results = Vec::with_capacity(candidates.len());
     for c in &candidates {
         progress.set_message(c.name.clone());
@@ -181,12 +185,18 @@ pub(crate) async fn measure(args: &BenchArgs) -> anyhow::Result<BenchReport> {
                 .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY);
         }
         let router = builder.build().await?;
+        if let Some(m) = &metrics {
+            m.serve(&router, vec![("laneway.bench.candidate", c.name.clone())]);
+        }
         results.push(measure::run(&router, &config, c, &items, time_scale, &progress).await);
         if let Some(e) = emulator {
             e.shutdown().await;
         }
     }
     progress.finish_and_clear();
+    if let Some(m) = metrics {
+        m.finish().await;
+    }
     Ok(BenchReport {
         workload: kind.to_string(),
         requests: items.len(),

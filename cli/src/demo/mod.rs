@@ -44,15 +44,8 @@ pub(crate) struct DemoArgs {
     /// to compare without variant routing, say.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
-    /// Serve the router's metrics at `http://ADDR/metrics` (Prometheus text) and
-    /// `/metrics.json` while the demo runs, for a Prometheus and Grafana to watch the lanes
-    /// move (`127.0.0.1:9464`, say).
-    #[arg(long, value_name = "ADDR")]
-    metrics_addr: Option<std::net::SocketAddr>,
-    /// With `--metrics-addr`: keep serving this many seconds after the demo ends, so that a
-    /// scraper reads its last figures.
-    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
-    metrics_linger: f64,
+    #[command(flatten)]
+    metrics: crate::metrics_serve::MetricsServeArgs,
 }
 
 /// One lane of the workload.
@@ -168,27 +161,10 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode
         emulator.url(),
         args.scenario
     );
-    anyhow::ensure!(
-        args.metrics_linger >= 0.0 && args.metrics_linger.is_finite(),
-        "--metrics-linger must be >= 0 seconds, got {}",
-        args.metrics_linger
-    );
-    let metrics = match args.metrics_addr {
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| anyhow::anyhow!("--metrics-addr {addr}: {e}"))?;
-            println!(
-                "metrics: http://{}/metrics",
-                listener.local_addr().unwrap_or(addr)
-            );
-            Some(tokio::spawn(laneway::serve_prometheus(
-                router.clone(),
-                listener,
-            )))
-        }
-        None => None,
-    };
+    let metrics = args.metrics.start().await?;
+    if let Some(m) = &metrics {
+        m.serve(&router, Vec::new());
+    }
     println!(
         "{} lanes x {} requests, {} in flight per lane, streamed\ninjected: 4 throttled Claude calls in us-east-1; all of us-east-1 down from {:.1} s to {:.1} s\n",
         LANES.len(),
@@ -228,8 +204,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<std::process::ExitCode
     }
     drop(stats);
     if let Some(server) = metrics {
-        tokio::time::sleep(std::time::Duration::from_secs_f64(args.metrics_linger)).await;
-        server.abort();
+        server.finish().await;
     }
     emulator.shutdown().await;
 

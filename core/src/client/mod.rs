@@ -8,7 +8,7 @@ mod metrics_endpoint;
 pub use batch_lane::BatchSession;
 pub use lazy::LazyStream;
 #[cfg(feature = "metrics-http")]
-pub use metrics_endpoint::serve_prometheus;
+pub use metrics_endpoint::{Scrape, serve_prometheus, serve_scrapes};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -237,7 +237,7 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(Vec<KeyValue>, Value)> {
     }
 }
 
-fn write_metric(out: &mut String, m: &Metric, rows: &[(Vec<KeyValue>, Value)]) {
+fn write_metric(out: &mut String, m: &Metric, rows: &[(Vec<KeyValue>, Value)], extra: &[KeyValue]) {
     let name = m.prometheus_name();
     let ty = match m.kind {
         Kind::Distribution => "summary",
@@ -254,7 +254,8 @@ fn write_metric(out: &mut String, m: &Metric, rows: &[(Vec<KeyValue>, Value)]) {
         }
     };
     for (labels, v) in rows {
-        let l = &prometheus_labels(labels);
+        let labels: Vec<KeyValue> = labels.iter().chain(extra).cloned().collect();
+        let l = &prometheus_labels(&labels);
         match v {
             Value::Summary(p) if p.count == 0 => {}
             Value::Summary(p) => {
@@ -281,12 +282,20 @@ impl MetricsSnapshot {
     /// The snapshot in the Prometheus text format (version 0.0.4): every metric of the
     /// [`super::catalog`] (shared-state ones with `[shared]` only).
     pub fn prometheus(&self) -> String {
+        self.prometheus_labelled(&[])
+    }
+
+    /// [`prometheus`](Self::prometheus) with `labels` added to every series (keys as the
+    /// catalog writes them: `laneway.bench.candidate` is `laneway_bench_candidate`), to tell
+    /// apart the routers one endpoint serves in turn.
+    pub fn prometheus_labelled(&self, labels: &[(&'static str, &str)]) -> String {
+        let extra = label_text(labels.iter().copied());
         let mut out = String::new();
         for m in CATALOG {
             if m.scope == Scope::Shared && self.shared.is_none() {
                 continue;
             }
-            write_metric(&mut out, m, &series(m.id, self));
+            write_metric(&mut out, m, &series(m.id, self), &extra);
         }
         out
     }
