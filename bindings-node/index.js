@@ -128,7 +128,9 @@ function otel () {
   return otelApi
 }
 
-function startSpan (requestJson, stream) {
+/** The call's span: the GenAI span the app's instrumentation opened around it, else a new
+ * CLIENT span from `start()` (JSON `{name, attributes}`, or null for no call). */
+function openSpan (start) {
   const api = otel()
   if (!api) return null
   const provider = api.trace.getTracerProvider()
@@ -139,12 +141,38 @@ function startSpan (requestJson, stream) {
   if (current && current.isRecording() && current.attributes && current.attributes['gen_ai.operation.name']) {
     return { api, span: current, own: false, done: false }
   }
-  let start
-  try { start = JSON.parse(native.otelStart(requestJson, stream)) } catch { return null }
+  let opened
+  try { opened = start() } catch { return null }
+  if (!opened) return null
+  opened = JSON.parse(opened)
   const tracer = provider.getTracer('laneway', native.version(), { schemaUrl: native.otelSchemaUrl() })
-  const span = tracer.startSpan(start.name, { kind: api.SpanKind.CLIENT, attributes: start.attributes }, parent)
+  const span = tracer.startSpan(opened.name, { kind: api.SpanKind.CLIENT, attributes: opened.attributes }, parent)
   if (!span.isRecording()) { span.end(); return null }
   return { api, span, own: true, done: false }
+}
+
+function startSpan (requestJson, stream) {
+  return openSpan(() => native.otelStart(requestJson, stream))
+}
+
+/** The span of a call a seam answers (`fetch`, the AWS SDK's request handler), from its HTTP
+ * request. */
+function startHttpSpan (method, path, headers, body) {
+  return openSpan(() => native.otelStartHttp(method, path, headers, body))
+}
+
+/** Ends a seam call's span with what the core made of its end (JSON, or null when it never
+ * completed: cancelled); an `error.type` among its attributes is a failure. */
+function concludeSpan (s, endJson) {
+  if (!s || s.done) return
+  if (!endJson) { cancelSpan(s); return }
+  s.done = true
+  try {
+    const end = JSON.parse(endJson)
+    endSpan(s, end)
+    const kind = end.attributes['error.type']
+    if (kind != null && s.own) s.span.setStatus({ code: s.api.SpanStatusCode.ERROR, message: String(kind) })
+  } finally { if (s.own) s.span.end() }
 }
 
 const present = attributes => Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== null && v !== undefined))
@@ -630,7 +658,7 @@ function camelKeys (value) {
 }
 
 /** For `laneway/openai` and the seams: the pieces they convert with. */
-const internals = { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR, KINDS, nextCallId: () => nextCallId++ }
+const internals = { native, convertError, toJson, streamEvents, abandoned, abortError, STANDS_FOR, KINDS, nextCallId: () => nextCallId++, startHttpSpan, concludeSpan, failSpan }
 
 const { makeSeams, withOptions, lastDecision } = require('./seams')
 const seams = makeSeams(internals)

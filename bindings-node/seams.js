@@ -100,22 +100,28 @@ function onAbort (signal, listener) {
 }
 
 function makeSeams (internals) {
-  const { native, convertError, abortError } = internals
+  const { native, convertError, abortError, startHttpSpan, concludeSpan, failSpan } = internals
   // A streamed body dropped unread (its Response or stream collected) is closed: its call is
   // cancelled and what it holds released.
   const dropped = new FinalizationRegistry(({ router, bodyId }) => { router._n.closeBody(bodyId).catch(() => {}) })
 
-  /** Sends to the core; the answer (`{ status, headers, body | bodyId }`), a cancelled call
-   * as the standard AbortError. */
+  /** Sends to the core; the answer (`{ status, headers, body | bodyId, span }`), a cancelled
+   * call as the standard AbortError. The call is a span of the caller's trace: ended here for
+   * a whole answer, by `chunks` for a stream. */
   async function answer (router, method, path, headers, body, signal) {
     if (signal && signal.aborted) throw abortError(signal)
     const n = router._n
     const id = internals.nextCallId()
     const stop = onAbort(signal, () => n.cancel(id))
+    const span = startHttpSpan(method, path, headers, body)
     try {
-      return await n.http(method, path, headers, body, id)
+      const a = await n.http(method, path, headers, body, id, span !== null)
+      if (a.body) concludeSpan(span, a.spanEnd)
+      else a.span = span
+      return a
     } catch (e) {
       const err = convertError(e)
+      failSpan(span, err)
       if (err.kind === 'aborted') throw abortError(signal)
       throw err
     } finally {
@@ -123,12 +129,20 @@ function makeSeams (internals) {
     }
   }
 
-  /** A streamed body's chunks; closing or aborting it cancels the call. */
-  function chunks (router, bodyId, signal) {
+  /** A streamed body's chunks; closing or aborting it cancels the call, and ends its span
+   * (with the call's end if it had completed: a reader may stop at the protocol's own end). */
+  function chunks (router, bodyId, signal, span) {
     const n = router._n
     let closed = false
     let stop = () => {}
-    const close = () => { if (!closed) { closed = true; stop(); n.closeBody(bodyId).catch(() => {}) } }
+    const close = () => {
+      if (!closed) {
+        closed = true
+        stop()
+        concludeSpan(span, n.bodySpanEnd(bodyId))
+        n.closeBody(bodyId).catch(() => {})
+      }
+    }
     stop = onAbort(signal, close)
     return {
       close,
@@ -171,7 +185,7 @@ function makeSeams (internals) {
         throw Object.assign(new Error(`request timed out: ${text}`), { name: 'TimeoutError' })
       }
       if (a.body) return new Response(a.body.length ? a.body : null, { status: a.status, headers: a.headers })
-      const source = chunks(router, a.bodyId, signal)
+      const source = chunks(router, a.bodyId, signal, a.span)
       const stream = new ReadableStream({
         async pull (controller) {
           try {
@@ -213,7 +227,7 @@ function makeSeams (internals) {
         if (a.body) {
           responseBody = Readable.from(a.body.length ? [a.body] : [])
         } else {
-          const source = chunks(router, a.bodyId, signal)
+          const source = chunks(router, a.bodyId, signal, a.span)
           responseBody = new Readable({
             read () {
               source.next().then(chunk => this.push(chunk), e => this.destroy(e))

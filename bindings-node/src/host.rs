@@ -111,3 +111,17 @@ pub(crate) fn measurements_json(
         .collect();
     crate::to_json(&rows)
 }
+
+/// A seam call's span as it starts (JSON `{name, attributes}`), from the HTTP request it
+/// answers; `null` when the request is no call Laneway would make.
+#[napi]
+pub fn otel_start_http(
+    method: String,
+    path: String,
+    headers: Vec<Vec<String>>,
+    body: napi::bindgen_prelude::Buffer,
+) -> Option<String> {
+    let route = laneway::surface::http::Route::of(&method, &path)?;
+    let headers = crate::http::pairs(headers);
+    laneway::surface::http::span_start(&route, &headers, &body).map(|start| start.to_string())
+}

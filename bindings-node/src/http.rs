@@ -23,6 +23,20 @@ pub struct HttpAnswer {
     pub body: Option<Buffer>,
     /// The streamed body's id, for `nextChunk` and `closeBody`.
     pub body_id: Option<u32>,
+    /// What a whole answer's span ends with (JSON), when asked for (`traced`); a stream's is
+    /// `bodySpanEnd`'s once it has ended.
+    pub span_end: Option<String>,
+}
+
+/// `[name, value]` arrays as pairs (an array short of two is left out).
+pub(crate) fn pairs(headers: Vec<Vec<String>>) -> Vec<(String, String)> {
+    headers
+        .into_iter()
+        .filter_map(|pair| {
+            let mut pair = pair.into_iter();
+            Some((pair.next()?, pair.next()?))
+        })
+        .collect()
 }
 
 /// The streamed bodies open on a router, by id.
@@ -58,6 +72,7 @@ impl crate::NativeRouter {
         headers: Vec<Vec<String>>,
         body: Buffer,
         call_id: u32,
+        traced: bool,
     ) -> napi::Result<HttpAnswer> {
         guard_async(async move {
             let route = Route::of(&method, &path).ok_or_else(|| {
@@ -66,19 +81,18 @@ impl crate::NativeRouter {
                     reason: format!("Laneway does not answer {method} {path}"),
                 })
             })?;
-            let headers: Vec<(String, String)> = headers
-                .into_iter()
-                .filter_map(|pair| {
-                    let mut pair = pair.into_iter();
-                    Some((pair.next()?, pair.next()?))
-                })
-                .collect();
+            let headers = pairs(headers);
             let router = self.router.clone();
             let answer = self
                 .abortable_with(call_id, async move {
                     http::answer(&router, &route, &headers, &body).await
                 })
                 .await?;
+            let span_end = if traced {
+                answer.span_end().map(|end| end.to_string())
+            } else {
+                None
+            };
             let headers = answer
                 .headers
                 .into_iter()
@@ -90,12 +104,14 @@ impl crate::NativeRouter {
                     headers,
                     body: Some(bytes.into()),
                     body_id: None,
+                    span_end,
                 },
                 Body::Stream(stream) => HttpAnswer {
                     status: u32::from(answer.status),
                     headers,
                     body: None,
                     body_id: Some(self.bodies.register(stream)),
+                    span_end: None,
                 },
             })
         })
@@ -123,6 +139,12 @@ impl crate::NativeRouter {
             .into_iter()
             .map(|(k, v)| vec![k, v])
             .collect()
+    }
+
+    /// What a streamed body's span ends with (JSON), once it has ended.
+    pub(crate) fn stream_span_end(&self, body_id: u32) -> Option<String> {
+        let end = self.bodies.get(body_id)?.span_end()?;
+        Some(end.to_string())
     }
 
     pub(crate) async fn close_http_body(&self, body_id: u32) -> napi::Result<()> {

@@ -8,7 +8,7 @@ mod host;
 mod http;
 pub use host::{
     LogSink, log_dropped, metric_instruments, otel_failed, otel_finish, otel_schema_url,
-    otel_start, set_log_level, start_logs,
+    otel_start, otel_start_http, set_log_level, start_logs,
 };
 
 use std::collections::HashMap;
@@ -356,8 +356,17 @@ impl NativeRouter {
         headers: Vec<Vec<String>>,
         body: napi::bindgen_prelude::Buffer,
         call_id: u32,
+        traced: Option<bool>,
     ) -> napi::Result<http::HttpAnswer> {
-        self.answer_http(method, path, headers, body, call_id).await
+        self.answer_http(
+            method,
+            path,
+            headers,
+            body,
+            call_id,
+            traced.unwrap_or(false),
+        )
+        .await
     }
 
     /// The next chunk of a streamed answer's body; `null` after the last.
@@ -374,6 +383,13 @@ impl NativeRouter {
     #[napi]
     pub fn body_decision(&self, body_id: u32) -> Vec<Vec<String>> {
         self.stream_decision(body_id)
+    }
+
+    /// What a streamed answer's span ends with (JSON), once its body has ended; `null` before,
+    /// and when it was closed early.
+    #[napi]
+    pub fn body_span_end(&self, body_id: u32) -> Option<String> {
+        self.stream_span_end(body_id)
     }
 
     /// Ends a streamed answer's body now, cancelling its call.

@@ -57,3 +57,59 @@ test('a stream is a span ended at its completion, and a failure an error', async
   assert.equal(span.status.code, api.SpanStatusCode.ERROR)
   assert.equal(span.attributes['error.type'], 'invalid_request')
 })
+
+// Calls that reach Laneway through the official clients' seams are spans too.
+const LITE = 'amazon.nova-lite-v1:0'
+
+test("a call through the AWS SDK's request handler is a span under the caller's", async () => {
+  exporter.reset()
+  const { BedrockRuntimeClient, ConverseCommand } = require('@aws-sdk/client-bedrock-runtime')
+  const client = new BedrockRuntimeClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' }, requestHandler: laneway.requestHandler(router), maxAttempts: 1 })
+  let parent
+  await app.startActiveSpan('agent turn', async span => {
+    parent = span
+    await client.send(new ConverseCommand({ modelId: LITE, messages: [{ role: 'user', content: [{ text: 'the secret prompt text' }] }], inferenceConfig: { maxTokens: 32 } }))
+    span.end()
+  })
+  const [span, ...more] = lanewaySpans()
+  assert.equal(more.length, 0)
+  assert.equal(span.name, `chat ${LITE}`)
+  assert.equal(span.parentSpanContext.spanId, parent.spanContext().spanId)
+  assert.equal(span.attributes['gen_ai.response.model'], LITE)
+  assert.ok(span.attributes['gen_ai.usage.output_tokens'] > 0 && span.attributes['laneway.cost_usd'] > 0)
+  assert.ok(!JSON.stringify(span.attributes).includes('secret prompt'))
+})
+
+test('a stream through fetch is a span ended with the stream, and a refused call an error span', async () => {
+  exporter.reset()
+  const fetch = laneway.fetch(router)
+  const res = await fetch('http://laneway.invalid/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: LITE, messages: [{ role: 'user', content: 'Tell me a story.' }], stream: true }) })
+  assert.equal(lanewaySpans().length, 0, 'open while the stream is read')
+  const text = await res.text()
+  assert.ok(text.includes('[DONE]'))
+  const [span] = lanewaySpans()
+  assert.equal(span.attributes['gen_ai.request.stream'], true)
+  assert.ok(span.attributes['gen_ai.usage.output_tokens'] > 0)
+  assert.notEqual(span.status.code, api.SpanStatusCode.ERROR)
+
+  exporter.reset()
+  const bad = await fetch('http://laneway.invalid/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: LITE, messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: -1 }) })
+  assert.equal(bad.status, 400)
+  const [failed] = lanewaySpans()
+  assert.equal(failed.status.code, api.SpanStatusCode.ERROR)
+  assert.ok(failed.attributes['error.type'])
+})
+
+test("inside an instrumentation's GenAI span Laneway adds to it", async () => {
+  exporter.reset()
+  const { BedrockRuntimeClient, ConverseCommand } = require('@aws-sdk/client-bedrock-runtime')
+  const client = new BedrockRuntimeClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' }, requestHandler: laneway.requestHandler(router), maxAttempts: 1 })
+  await app.startActiveSpan(`chat ${LITE}`, { kind: api.SpanKind.CLIENT, attributes: { 'gen_ai.operation.name': 'chat' } }, async span => {
+    await client.send(new ConverseCommand({ modelId: LITE, messages: [{ role: 'user', content: [{ text: 'hi' }] }], inferenceConfig: { maxTokens: 16 } }))
+    span.end()
+  })
+  assert.equal(lanewaySpans().length, 0)
+  const [span] = exporter.getFinishedSpans().filter(s => s.name === `chat ${LITE}`)
+  assert.ok(span.attributes['laneway.region'] && span.attributes['laneway.cost_usd'] > 0)
+  assert.equal(span.attributes['gen_ai.usage.output_tokens'], undefined)
+})

@@ -112,3 +112,22 @@ pub(crate) fn measurements_to_py(py: Python<'_>, batch: Vec<Measurement>) -> PyR
     }
     Ok(list.into_any().unbind())
 }
+
+/// A seam call's span as it starts (`name`, `attributes`), from the HTTP request it answers;
+/// `None` when the request is no call Laneway would make.
+#[pyfunction]
+pub(crate) fn _otel_start_http(
+    py: Python<'_>,
+    method: &str,
+    path: &str,
+    headers: Vec<(String, String)>,
+    body: &[u8],
+) -> PyResult<Py<PyAny>> {
+    let Some(route) = laneway::surface::http::Route::of(method, path) else {
+        return Ok(py.None());
+    };
+    match laneway::surface::http::span_start(&route, &headers, body) {
+        Some(start) => crate::to_py(py, &start),
+        None => Ok(py.None()),
+    }
+}

@@ -22,8 +22,13 @@ pub(crate) fn route_of(method: &str, path: &str) -> PyResult<Route> {
     })
 }
 
-/// `(status, headers, body)`: the body as `bytes`, or a `NativeBody` when streamed.
-pub(crate) fn answer_to_py(py: Python<'_>, answer: Answer) -> PyResult<Py<PyAny>> {
+/// `(status, headers, body, span_end)`: the body as `bytes`, or a `NativeBody` when streamed;
+/// `span_end` a whole answer's span end when `traced`, else `None`.
+pub(crate) fn answer_to_py(py: Python<'_>, answer: Answer, traced: bool) -> PyResult<Py<PyAny>> {
+    let span_end = match answer.span_end().filter(|_| traced) {
+        Some(end) => crate::to_py(py, &end)?,
+        None => py.None(),
+    };
     let body: Py<PyAny> = match answer.body {
         Body::Whole(bytes) => PyBytes::new(py, &bytes).into_any().unbind(),
         Body::Stream(stream) => Py::new(
@@ -40,6 +45,7 @@ pub(crate) fn answer_to_py(py: Python<'_>, answer: Answer) -> PyResult<Py<PyAny>
             answer.status.into_pyobject(py)?.into_any().unbind(),
             answer.headers.into_pyobject(py)?.into_any().unbind(),
             body,
+            span_end,
         ],
     )?
     .into_any()
@@ -92,6 +98,15 @@ impl NativeBody {
     /// before, and for a call that failed).
     fn decision_headers(&self) -> Vec<(String, String)> {
         self.body.decision_headers()
+    }
+
+    /// What the call's span ends with, once the body has ended (`None` before, and when it was
+    /// closed early).
+    fn span_end(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.body.span_end() {
+            Some(end) => crate::to_py(py, &end),
+            None => Ok(py.None()),
+        }
     }
 
     /// Ends the body now, cancelling its call (a read waiting on it ends too).

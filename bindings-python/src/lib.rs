@@ -221,8 +221,11 @@ impl NativeRouter {
     }
 
     /// Answers an HTTP request in process (`laneway.boto3`, `laneway.httpx`): a future (of
-    /// `dispatcher`'s event loop) of `(status, headers, body)`, the body `bytes` or a
-    /// `NativeBody` when streamed.
+    /// `dispatcher`'s event loop) of `(status, headers, body, span_end)`, the body `bytes` or a
+    /// `NativeBody` when streamed; `span_end` what a whole answer's span ends with when
+    /// `traced` (else `None`; a stream's body says it at its end).
+    #[pyo3(signature = (method, path, headers, body, dispatcher, traced = false))]
+    #[allow(clippy::too_many_arguments)]
     fn http<'py>(
         &self,
         py: Python<'py>,
@@ -231,6 +234,7 @@ impl NativeRouter {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
         dispatcher: &Bound<'py, bridge::Dispatcher>,
+        traced: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         errors::guard(|| {
             let route = http::route_of(method, path)?;
@@ -238,12 +242,13 @@ impl NativeRouter {
             bridge::Dispatcher::submit(
                 dispatcher,
                 http::answer(router, route, headers, body),
-                http::answer_to_py,
+                move |py, answer| http::answer_to_py(py, answer, traced),
             )
         })
     }
 
     /// `http`, blocking without the GIL.
+    #[pyo3(signature = (method, path, headers, body, traced = false))]
     fn http_blocking(
         &self,
         py: Python<'_>,
@@ -251,6 +256,7 @@ impl NativeRouter {
         path: &str,
         headers: Vec<(String, String)>,
         body: Vec<u8>,
+        traced: bool,
     ) -> PyResult<Py<PyAny>> {
         errors::guard(|| {
             let route = http::route_of(method, path)?;
@@ -258,7 +264,7 @@ impl NativeRouter {
             let answer = py
                 .detach(|| bridge::block_on(http::answer(router, route, headers, body)))?
                 .map_err(to_py_err)?;
-            http::answer_to_py(py, answer)
+            http::answer_to_py(py, answer, traced)
         })
     }
 
@@ -499,6 +505,7 @@ fn _laneway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::_otel_failed, m)?)?;
     m.add_function(wrap_pyfunction!(host::_otel_schema_url, m)?)?;
     m.add_function(wrap_pyfunction!(host::_metric_instruments, m)?)?;
+    m.add_function(wrap_pyfunction!(host::_otel_start_http, m)?)?;
     let _ = PyDict::new(m.py());
     Ok(())
 }

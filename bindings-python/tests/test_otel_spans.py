@@ -80,3 +80,62 @@ def test_a_failover_is_an_event_and_a_failure_an_error(emulator, router):
     (span,) = laneway_spans()
     assert span.status.status_code == StatusCode.ERROR
     assert span.attributes["error.type"] == "invalid_request"
+
+
+# Calls that reach Laneway through the official clients' seams are spans too.
+LITE = "amazon.nova-lite-v1:0"
+
+
+def test_a_call_through_botocore_is_a_span_under_the_callers(router):
+    import laneway.boto3
+
+    client = laneway.boto3.client(router)
+    with APP.start_as_current_span("agent turn") as parent:
+        client.converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "the secret prompt text"}]}], inferenceConfig={"maxTokens": 32})
+    (span,) = laneway_spans()
+    assert span.name == f"chat {LITE}" and span.kind == SpanKind.CLIENT
+    assert span.parent.span_id == parent.get_span_context().span_id
+    a = span.attributes
+    assert a["gen_ai.response.model"] == LITE and a["gen_ai.usage.output_tokens"] > 0
+    assert a["laneway.region"] and a["laneway.cost_usd"] > 0
+    assert "secret prompt" not in str(dict(a))
+
+
+def test_a_stream_through_the_openai_client_is_a_span_ended_with_the_stream(router):
+    import laneway.openai
+
+    client = laneway.openai.client(router)
+    with APP.start_as_current_span("agent turn"):
+        stream = client.chat.completions.create(model=LITE, messages=[{"role": "user", "content": "Tell me a story."}], stream=True)
+        assert laneway_spans() == [], "open while the stream is read"
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    (span,) = laneway_spans()
+    assert len(text) > 20
+    assert span.attributes["gen_ai.request.stream"] is True
+    assert span.attributes["gen_ai.usage.output_tokens"] > 0
+    assert span.status.status_code != StatusCode.ERROR
+
+
+def test_a_failed_call_through_a_seam_is_an_error_span(router):
+    import laneway.openai
+    import openai
+
+    client = laneway.openai.client(router)
+    with pytest.raises(openai.APIStatusError):
+        client.chat.completions.create(model=LITE, messages=[{"role": "user", "content": "hi"}], max_completion_tokens=-1)
+    (span,) = laneway_spans()
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.attributes["error.type"]
+
+
+def test_inside_an_instrumentations_genai_span_laneway_adds_to_it(router):
+    import laneway.boto3
+
+    # What the botocore instrumentation opens around `converse`: Laneway writes no second span.
+    client = laneway.boto3.client(router)
+    with APP.start_as_current_span("chat " + LITE, kind=SpanKind.CLIENT, attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "aws.bedrock"}):
+        client.converse(modelId=LITE, messages=[{"role": "user", "content": [{"text": "hi"}]}], inferenceConfig={"maxTokens": 16})
+    assert laneway_spans() == []
+    (span,) = [s for s in EXPORTER.get_finished_spans() if s.name == "chat " + LITE]
+    assert span.attributes["laneway.region"] and span.attributes["laneway.cost_usd"] > 0
+    assert "gen_ai.usage.output_tokens" not in span.attributes, "the instrumentation's usage is its own"

@@ -34,6 +34,8 @@ def _otel_failed(details: Dict[str, Any]) -> Dict[str, Any]:
     """What a failed call's span gets at its end, from the error's details."""
 def _otel_schema_url() -> str:
     """The schema URL the span attributes follow."""
+def _otel_start_http(method: str, path: str, headers: List[Tuple[str, str]], body: bytes) -> Optional[Dict[str, Any]]:
+    """A seam call's span as it starts, from its HTTP request (`None`: no call)."""
 def _metric_instruments() -> List[Dict[str, Any]]:
     """Every instrument of the core's metric catalog (`name`, `kind`, `unit`, `description`,
     `buckets`)."""
@@ -49,11 +51,11 @@ class NativeRouter:
     def http_answers(self, method: str, path: str) -> bool:
         """Whether this router answers a request of `method` to `path` in process."""
     def http(
-        self, method: str, path: str, headers: List[Tuple[str, str]], body: bytes, dispatcher: "Dispatcher"
-    ) -> Awaitable[Tuple[int, List[Tuple[str, str]], Union[bytes, "NativeBody"]]]: ...
+        self, method: str, path: str, headers: List[Tuple[str, str]], body: bytes, dispatcher: "Dispatcher", traced: bool = False
+    ) -> Awaitable[Tuple[int, List[Tuple[str, str]], Union[bytes, "NativeBody"], Optional[Dict[str, Any]]]]: ...
     def http_blocking(
-        self, method: str, path: str, headers: List[Tuple[str, str]], body: bytes
-    ) -> Tuple[int, List[Tuple[str, str]], Union[bytes, "NativeBody"]]: ...
+        self, method: str, path: str, headers: List[Tuple[str, str]], body: bytes, traced: bool = False
+    ) -> Tuple[int, List[Tuple[str, str]], Union[bytes, "NativeBody"], Optional[Dict[str, Any]]]: ...
     def plan(self, request: Dict[str, Any]) -> Dict[str, Any]: ...
     def generate(self, request: Dict[str, Any], dispatcher: "Dispatcher") -> Awaitable[Dict[str, Any]]: ...
     def generate_blocking(self, request: Dict[str, Any]) -> Dict[str, Any]: ...
@@ -135,6 +137,8 @@ class NativeBody:
     def __next__(self) -> bytes: ...
     def decision_headers(self) -> List[Tuple[str, str]]:
         """Laneway's decision as `x-laneway-*` header pairs, once the stream has ended."""
+    def span_end(self) -> Optional[Dict[str, Any]]:
+        """What the call's span ends with, once the stream has ended."""
     def close(self) -> None: ...
 
 @final
@@ -192,4 +196,5 @@ __all__ = [
     "_otel_failed",
     "_otel_schema_url",
     "_metric_instruments",
+    "_otel_start_http",
 ]

@@ -14,7 +14,7 @@ events to that span instead of writing a second one.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from . import _laneway
 
@@ -63,6 +63,21 @@ class CallSpan:
         for event in end["events"]:
             span.add_event(event["name"], {k: v for k, v in event["attributes"].items() if v is not None})
 
+    def conclude(self, end: Dict[str, Any]) -> None:
+        """Ends the span with what the core made of the call's end (a seam's answer): an
+        `error.type` among its attributes is a failure."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._end(end)
+            kind = end["attributes"].get("error.type")
+            if kind is not None and self._own:
+                self._span.set_status(StatusCode.ERROR, str(kind))
+        finally:
+            if self._own:
+                self._span.end()
+
     def finish(self, response: Dict[str, Any]) -> None:
         if self._done:
             return
@@ -100,18 +115,127 @@ class CallSpan:
                 self._span.end()
 
 
+def _open(start: Callable[[], Optional[Dict[str, Any]]]) -> Optional[CallSpan]:
+    """The call's span: the GenAI span the app's instrumentation opened around it, else a new
+    CLIENT span from `start()` (`{name, attributes}`, or `None` for no call)."""
+    current = _trace.get_current_span()
+    attributes = getattr(current, "attributes", None)
+    if current.is_recording() and attributes and attributes.get("gen_ai.operation.name"):
+        return CallSpan(current, own=False)
+    opened = start()
+    if opened is None:
+        return None
+    span = _get_tracer().start_span(opened["name"], kind=SpanKind.CLIENT, attributes=opened["attributes"])
+    if not span.is_recording():
+        span.end()
+        return None
+    return CallSpan(span, own=True)
+
+
+def start_http(method: str, path: str, headers: Any, body: bytes) -> Optional[CallSpan]:
+    """The span of a call a seam answers (botocore's before-send, an httpx transport), from
+    the HTTP request; `None` when no tracer provider is installed."""
+    if not _provider_installed():
+        return None
+    return _open(lambda: _laneway._otel_start_http(method, path, list(headers), body))
+
+
+def conclude_http(span: Optional[CallSpan], answer: Any) -> Any:
+    """Ends a seam call's span with its answer (`(status, headers, body, span_end)`): now for a
+    whole answer, at the end of its body for a stream. Returns the answer as the seam reads
+    it, `(status, headers, body)`."""
+    status, headers, body, end = answer
+    if span is None:
+        return status, headers, body
+    if isinstance(body, (bytes, bytearray)):
+        if end is not None:
+            span.conclude(end)
+        else:
+            span.cancelled()
+        return status, headers, body
+    return status, headers, SpannedBody(body, span)
+
+
+def answer_http(span: Optional[CallSpan], answer: Callable[[], Any]) -> Any:
+    """A seam's blocking answer with its span: `answer()`'s `(status, headers, body)`, the
+    span failed if it raises."""
+    try:
+        got = answer()
+    except BaseException as e:
+        if span is not None:
+            span.fail(e)
+        raise
+    return conclude_http(span, got)
+
+
+async def aanswer_http(span: Optional[CallSpan], answer: Any) -> Any:
+    """`answer_http` for an awaited answer."""
+    try:
+        got = await answer
+    except BaseException as e:
+        if span is not None:
+            span.fail(e)
+        raise
+    return conclude_http(span, got)
+
+
+class SpannedBody:
+    """A streamed answer's `NativeBody` whose span ends with it: with the call's end when read
+    to the last chunk, as cancelled when closed before."""
+
+    __slots__ = ("_body", "_span")
+
+    def __init__(self, body: Any, span: CallSpan):
+        self._body = body
+        self._span = span
+
+    def _ended(self) -> None:
+        end = self._body.span_end()
+        if end is not None:
+            self._span.conclude(end)
+        else:
+            self._span.cancelled()
+
+    async def _watched(self, chunk: Any) -> Any:
+        got = await chunk
+        if got is None:
+            self._ended()
+        return got
+
+    def next_chunk(self, dispatcher: Any) -> Any:
+        return self._watched(self._body.next_chunk(dispatcher))
+
+    def __iter__(self) -> "SpannedBody":
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self._body)
+        except StopIteration:
+            self._ended()
+            raise
+
+    def decision_headers(self) -> Any:
+        return self._body.decision_headers()
+
+    def span_end(self) -> Any:
+        return self._body.span_end()
+
+    def close(self) -> None:
+        # A reader that stops at the protocol's own end (`[DONE]`) closes a completed call.
+        end = self._body.span_end()
+        try:
+            self._body.close()
+        finally:
+            if end is not None:
+                self._span.conclude(end)
+            else:
+                self._span.cancelled()
+
+
 def start(request: Dict[str, Any], stream: bool) -> Optional[CallSpan]:
     """The span of a call about to be sent, in the caller's current context; `None` when no
     tracer provider is installed."""
     if not _provider_installed():
         return None
-    current = _trace.get_current_span()
-    attributes = getattr(current, "attributes", None)
-    if current.is_recording() and attributes and attributes.get("gen_ai.operation.name"):
-        return CallSpan(current, own=False)
-    start = _laneway._otel_start(request, stream)
-    span = _get_tracer().start_span(start["name"], kind=SpanKind.CLIENT, attributes=start["attributes"])
-    if not span.is_recording():
-        span.end()
-        return None
-    return CallSpan(span, own=True)
+    return _open(lambda: _laneway._otel_start(request, stream))

@@ -35,6 +35,7 @@ import botocore  # type: ignore[import-untyped]
 import botocore.session  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
+from . import _otel
 from ._bodies import achunks, chunks
 from ._context import header_value, remember
 from ._router import _dispatcher
@@ -135,7 +136,10 @@ class _Handlers:
             _sent_on(path)
             return None
         headers, body = _request_parts(request)
-        status, answer_headers, payload = self._native.http_blocking(request.method, path, headers, body)
+        span = _otel.start_http(request.method, path, headers, body)
+        status, answer_headers, payload = _otel.answer_http(
+            span, lambda: self._native.http_blocking(request.method, path, headers, body, traced=span is not None)
+        )
         remember(answer_headers)
         answer_headers.append((_ANSWERED, "1"))
         return AWSResponse(request.url, status, dict(answer_headers), _Raw(payload))
@@ -211,7 +215,10 @@ class _AioHandlers(_Handlers):
             _sent_on(path)
             return None
         headers, body = _request_parts(request)
-        status, answer_headers, payload = await self._native.http(request.method, path, headers, body, _dispatcher())
+        span = _otel.start_http(request.method, path, headers, body)
+        status, answer_headers, payload = await _otel.aanswer_http(
+            span, self._native.http(request.method, path, headers, body, _dispatcher(), traced=span is not None)
+        )
         remember(answer_headers)
         answer_headers.append((_ANSWERED, "1"))
         return AioAWSResponse(request.url, status, dict(answer_headers), _AioRaw(payload))

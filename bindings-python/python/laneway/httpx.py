@@ -31,6 +31,7 @@ import sys
 from types import ModuleType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
+from . import _otel
 from ._bodies import achunks, chunks
 from ._context import header_value, remember
 from ._router import _dispatcher
@@ -128,7 +129,9 @@ class Transport:
             if self._fallback is None:
                 self._fallback = _module_of(request, self._module).HTTPTransport()
             return self._fallback.handle_request(request)
-        answer = self._native.http_blocking(method, path, _headers(request), request.read())
+        headers, body = _headers(request), request.read()
+        span = _otel.start_http(method, path, headers, body)
+        answer = _otel.answer_http(span, lambda: self._native.http_blocking(method, path, headers, body, traced=span is not None))
         return _response(_module_of(request, self._module), answer, request, asynchronous=False)
 
     def close(self) -> None:
@@ -157,7 +160,9 @@ class AsyncTransport:
                 self._fallback = _module_of(request, self._module).AsyncHTTPTransport()
             return await self._fallback.handle_async_request(request)
         body = await request.aread()
-        answer = await self._native.http(method, path, _headers(request), body, _dispatcher())
+        headers = _headers(request)
+        span = _otel.start_http(method, path, headers, body)
+        answer = await _otel.aanswer_http(span, self._native.http(method, path, headers, body, _dispatcher(), traced=span is not None))
         return _response(_module_of(request, self._module), answer, request, asynchronous=True)
 
     async def aclose(self) -> None:

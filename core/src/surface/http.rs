@@ -153,6 +153,46 @@ pub struct Answer {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Body,
+    /// How the call ended, for its span (a whole answer's; a stream's is its body's).
+    ended: Option<Ended>,
+}
+
+/// How a call ended: what its span's end is made from.
+#[derive(Debug, Clone)]
+enum Ended {
+    Answered(Box<crate::types::GenerateResponse>),
+    Failed(Box<super::ErrorDetails>),
+}
+
+impl Ended {
+    fn span_end(&self) -> Value {
+        match self {
+            Ended::Answered(r) => super::otel::finish(&serde_json::to_value(r).unwrap_or_default()),
+            Ended::Failed(d) => super::otel::failed(&serde_json::to_value(d).unwrap_or_default()),
+        }
+    }
+}
+
+impl Answer {
+    /// What the call's span gets at its end ([`otel::finish`](super::otel::finish) or
+    /// [`otel::failed`](super::otel::failed)), for a whole answer; `None` for a stream (its
+    /// body says it once read to the end: [`BodyStream::span_end`]) and for a request that
+    /// never became a call.
+    pub fn span_end(&self) -> Option<Value> {
+        self.ended.as_ref().map(Ended::span_end)
+    }
+}
+
+/// What a call's span starts with ([`otel::start`](super::otel::start)), from the request as
+/// the seam received it; `None` when it is no call Laneway would make (the answer says why).
+pub fn span_start(route: &Route, headers: &[(String, String)], body: &[u8]) -> Option<Value> {
+    Some(match read(route, headers, body).ok()? {
+        Read::Converse { request, stream }
+        | Read::Invoke {
+            request, stream, ..
+        } => super::otel::start(&request, stream),
+        Read::OpenAi(call) => super::otel::start(&call.request, call.reply.stream()),
+    })
 }
 
 /// An answer's body.
@@ -179,7 +219,7 @@ pub async fn answer(
             stream: false,
         }) => match router.generate(*request).await {
             Ok(r) => with_decision(json_answer(200, &converse::response(&r)), &r),
-            Err(e) => error_answer(route, &e),
+            Err(e) => failed(route, &e),
         },
         Ok(Read::Converse {
             request,
@@ -203,7 +243,7 @@ pub async fn answer(
                 a.headers.extend(invoke::headers(&r));
                 with_decision(a, &r)
             }
-            Err(e) => error_answer(route, &e),
+            Err(e) => failed(route, &e),
         },
         Ok(Read::Invoke {
             request,
@@ -228,11 +268,13 @@ pub async fn answer(
         Ok(Read::OpenAi(call)) => match router.generate(call.request).await {
             Ok(r) => {
                 let headers = decision_headers(&r);
+                let ended = Ended::Answered(Box::new(r.clone()));
                 let mut a = json_answer(200, &call.reply.whole(r));
                 a.headers.extend(headers);
+                a.ended = Some(ended);
                 a
             }
-            Err(e) => error_answer(route, &e),
+            Err(e) => failed(route, &e),
         },
         Err(e) => error_answer(route, &e),
     }
@@ -354,6 +396,7 @@ pub fn decision_headers(r: &crate::types::GenerateResponse) -> Vec<(String, Stri
 }
 
 fn with_decision(mut answer: Answer, r: &crate::types::GenerateResponse) -> Answer {
+    answer.ended = Some(Ended::Answered(Box::new(r.clone())));
     answer.headers.extend(decision_headers(r));
     answer
 }
@@ -363,7 +406,15 @@ fn json_answer(status: u16, value: &impl serde::Serialize) -> Answer {
         status,
         headers: vec![("content-type".into(), "application/json".into())],
         body: Body::Whole(serde_json::to_vec(value).unwrap_or_default()),
+        ended: None,
     }
+}
+
+/// A call that failed: the service's error answer, and the failure for the call's span.
+fn failed(route: &Route, e: &Error) -> Answer {
+    let mut a = error_answer(route, e);
+    a.ended = Some(Ended::Failed(Box::new(super::ErrorDetails::of(e))));
+    a
 }
 
 /// AWS's error code and HTTP status for an error, as bedrock-runtime answers them.
@@ -585,11 +636,12 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
     // first events are awaited before the status is written.
     let first = match stream.next_batch(BURST).await {
         Ok(events) => events,
-        Err(e) => return error_answer(route, &e),
+        Err(e) => return failed(route, &e),
     };
     let mut ahead = VecDeque::new();
     let done = first.is_empty();
     let decision = completed_decision(&first);
+    let ended = completed(&first);
     let bytes = writer.write(&first);
     if !bytes.is_empty() {
         ahead.push_back(bytes);
@@ -609,8 +661,10 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
                 done,
                 closed: false,
                 decision,
+                ended,
             }),
         })),
+        ended: None,
     }
 }
 
@@ -634,6 +688,16 @@ struct StreamState {
     closed: bool,
     /// The completed call's decision headers, once its last event has been read.
     decision: Option<Vec<(String, String)>>,
+    /// How the call ended, once it has (its last event read, or its failure).
+    ended: Option<Ended>,
+}
+
+/// The call a batch of events completes, if it does.
+fn completed(events: &[StreamEvent]) -> Option<Ended> {
+    events.iter().find_map(|e| match e {
+        StreamEvent::Completed(r) => Some(Ended::Answered(r.clone())),
+        _ => None,
+    })
 }
 
 /// The decision headers of the call a batch of events completes, if it does.
@@ -675,11 +739,15 @@ impl BodyStream {
                 if let Some(decision) = completed_decision(&events) {
                     s.decision = Some(decision);
                 }
+                if let Some(ended) = completed(&events) {
+                    s.ended = Some(ended);
+                }
                 let bytes = s.writer.write(&events);
                 (!bytes.is_empty()).then_some(Some(bytes))
             }
             Err(e) => {
                 s.done = true;
+                s.ended = Some(Ended::Failed(Box::new(super::ErrorDetails::of(&e))));
                 Some(Some(s.writer.failure(&e)))
             }
         }
@@ -708,6 +776,12 @@ impl BodyStream {
                 return chunk;
             }
         }
+    }
+
+    /// What the call's span gets at its end, once the stream has ended (its last event read,
+    /// or its failure); `None` before, and for a stream closed early (cancelled).
+    pub fn span_end(&self) -> Option<Value> {
+        self.state().ended.as_ref().map(Ended::span_end)
     }
 
     /// Laneway's decision on the call, as the `x-laneway-*` headers a whole answer carries
