@@ -62,6 +62,20 @@ fn main() {
     with_otel.set_meter(&opentelemetry::metrics::MeterProvider::meter(
         &provider, "laneway",
     ));
+    // The same, also queueing measurements for a Python or Node meter, drained on a thread of
+    // the "host" as the bindings drain them (the host's own recording is its cost, not the
+    // core's).
+    let with_host = Telemetry::default();
+    let host = with_host.host_meter();
+    let draining = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let drainer = {
+        let draining = std::sync::Arc::clone(&draining);
+        std::thread::spawn(move || {
+            while draining.load(std::sync::atomic::Ordering::Relaxed) {
+                black_box(host.drain(512, Duration::from_millis(50)));
+            }
+        })
+    };
     let classes = [
         SloClass::Interactive,
         SloClass::Standard,
@@ -70,7 +84,7 @@ fn main() {
     for (i, class) in classes.iter().cycle().take(24).enumerate() {
         let mut other = response.clone();
         other.decision.region = format!("region-{}", i % 8);
-        for t in [&telemetry, &with_otel] {
+        for t in [&telemetry, &with_otel, &with_host] {
             t.record_success(
                 CallSlo {
                     class: *class,
@@ -91,8 +105,13 @@ fn main() {
     // Alternating rounds, so both see the same machine.
     let mut plain = Histogram::<u64>::new_with_bounds(1, 1_000_000_000, 3).unwrap();
     let mut otel = plain.clone();
+    let mut hosted = plain.clone();
     for round in 0..11 {
-        for (t, hist) in [(&telemetry, &mut plain), (&with_otel, &mut otel)] {
+        for (t, hist) in [
+            (&telemetry, &mut plain),
+            (&with_otel, &mut otel),
+            (&with_host, &mut hosted),
+        ] {
             for _ in 0..20_000 {
                 let start = Instant::now();
                 t.record_success(black_box(slo), black_box(&response));
@@ -103,7 +122,11 @@ fn main() {
             }
         }
     }
-    for (name, hist) in [("", &plain), (" with an OpenTelemetry meter", &otel)] {
+    for (name, hist) in [
+        ("", &plain),
+        (" with an OpenTelemetry meter", &otel),
+        (" with a host meter (Python, Node)", &hosted),
+    ] {
         println!(
             "record_success{name}, individually timed (200,000 calls): p50 {:.3} us, p99 {:.3} us",
             hist.value_at_quantile(0.5) as f64 / 1000.0,
@@ -117,8 +140,13 @@ fn main() {
     c.bench_function("telemetry/record_success_with_otel", |b| {
         b.iter(|| with_otel.record_success(black_box(slo), black_box(&response)))
     });
+    c.bench_function("telemetry/record_success_with_host_meter", |b| {
+        b.iter(|| with_host.record_success(black_box(slo), black_box(&response)))
+    });
     c.bench_function("telemetry/snapshot_24_lanes", |b| {
         b.iter(|| black_box(telemetry.snapshot()))
     });
     c.final_summary();
+    draining.store(false, std::sync::atomic::Ordering::Relaxed);
+    drainer.join().unwrap();
 }

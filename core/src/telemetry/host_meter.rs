@@ -7,7 +7,7 @@
 
 use opentelemetry::KeyValue;
 
-use super::catalog::{CATALOG, Kind, MetricId, metric};
+use super::catalog::{CATALOG, Kind, metric};
 use super::host_queue::HostQueue;
 use super::measure::Sink;
 
@@ -67,16 +67,16 @@ impl HostMeter {
 }
 
 impl Sink for HostMeter {
-    fn record(&self, id: MetricId, value: f64, attrs: &[KeyValue]) {
-        let m = metric(id);
-        if m.is_observed() {
-            return;
-        }
-        self.queue.push(Measurement {
-            metric: m.name,
-            value,
-            attributes: attrs.to_vec(),
+    fn record_all(&self, batch: super::measure::Batch) {
+        let measurements = batch.into_iter().filter_map(|(id, value, attributes)| {
+            let m = metric(id);
+            (!m.is_observed()).then_some(Measurement {
+                metric: m.name,
+                value,
+                attributes,
+            })
         });
+        self.queue.push_all(measurements);
     }
 }
 

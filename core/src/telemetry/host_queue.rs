@@ -34,9 +34,36 @@ impl<T> HostQueue<T> {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        let was_empty = items.is_empty();
         items.push_back(item);
         drop(items);
-        self.ready.notify_one();
+        // The host waits only on an empty queue: waking it once per batch is enough.
+        if was_empty {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Adds every item of `batch` there is room for (one lock, one wake-up), dropping and
+    /// counting the rest.
+    pub(super) fn push_all(&self, batch: impl IntoIterator<Item = T>) {
+        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let was_empty = items.is_empty();
+        let mut dropped = 0;
+        for item in batch {
+            if items.len() >= self.capacity {
+                dropped += 1;
+            } else {
+                items.push_back(item);
+            }
+        }
+        let woke = was_empty && !items.is_empty();
+        drop(items);
+        if dropped > 0 {
+            self.dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
+        if woke {
+            self.ready.notify_one();
+        }
     }
 
     /// Items dropped because the host did not drain them in time.
@@ -73,9 +100,8 @@ mod tests {
     #[test]
     fn a_full_queue_drops_and_counts_and_drains_oldest_first() {
         let q = HostQueue::new(3);
-        for i in 1..=5 {
-            q.push(i);
-        }
+        q.push(1);
+        q.push_all([2, 3, 4, 5]);
         assert_eq!(q.dropped(), 2);
         assert!(q.wait(Duration::ZERO));
         assert_eq!(q.drain(2, Duration::ZERO), [1, 2]);

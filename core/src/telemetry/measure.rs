@@ -11,16 +11,24 @@ use crate::types::ErrorKind;
 use crate::types::GenerateResponse;
 use crate::types::SloClass;
 
-/// Where measurements go: one value of a catalog metric with its attributes.
+/// Where measurements go: values of catalog metrics with their attributes.
 pub(crate) trait Sink: Send + Sync {
-    /// Records `value` into metric `id` (a histogram's sample, a counter's or gauge's delta).
-    fn record(&self, id: MetricId, value: f64, attrs: &[KeyValue]);
+    /// Records each `(id, value, attributes)` of one event of a call (a histogram's sample,
+    /// a counter's delta), at once where the sink can: a host's queue takes its lock once.
+    fn record_all(&self, batch: Batch);
+}
+
+/// The measurements of one event of a call.
+pub(crate) type Batch = Vec<(MetricId, f64, Vec<KeyValue>)>;
+
+/// Label values shared by reference, so that the dozen measurements of one call copy
+/// pointers, not strings.
+fn shared(k: &'static str, v: &str) -> KeyValue {
+    KeyValue::new(k, opentelemetry::StringValue::from(std::sync::Arc::<str>::from(v)))
 }
 
 fn lane_attributes(lane: LaneRef<'_>) -> Vec<KeyValue> {
-    lane.labels()
-        .map(|(k, v)| KeyValue::new(k, v.to_string()))
-        .collect()
+    lane.labels().map(|(k, v)| shared(k, v)).collect()
 }
 
 fn with(
@@ -36,8 +44,8 @@ fn with(
 
 impl dyn Sink + '_ {
     pub(crate) fn queue_left(&self, class: SloClass, waited: std::time::Duration) {
-        let class = [KeyValue::new(catalog::SLO_CLASS, class.as_str())];
-        self.record(MetricId::QueueWait, waited.as_secs_f64(), &class);
+        let class = vec![KeyValue::new(catalog::SLO_CLASS, class.as_str())];
+        self.record_all(vec![(MetricId::QueueWait, waited.as_secs_f64(), class)]);
     }
 
     /// An attempt at `target`; at its first, both outcomes' series start at zero, so that
@@ -48,111 +56,101 @@ impl dyn Sink + '_ {
         outcome: Result<(), ErrorKind>,
         first: bool,
     ) {
-        let attrs: Vec<KeyValue> = target
-            .labels()
-            .map(|(k, v)| KeyValue::new(k, v.to_string()))
-            .collect();
+        let attrs: Vec<KeyValue> = target.labels().map(|(k, v)| shared(k, v)).collect();
+        let mut batch = Batch::with_capacity(3);
         for (name, this) in [("ok", outcome.is_ok()), ("failed", outcome.is_err())] {
             if this || first {
                 let value = if this { 1.0 } else { 0.0 };
-                self.record(
-                    MetricId::Attempts,
-                    value,
-                    &with(&attrs, catalog::ATTEMPT_OUTCOME, name),
-                );
+                let outcome = with(&attrs, catalog::ATTEMPT_OUTCOME, name);
+                batch.push((MetricId::Attempts, value, outcome));
             }
         }
         if let Err(kind) = outcome {
-            self.record(
-                MetricId::AttemptErrors,
-                1.0,
-                &with(&attrs, catalog::ERROR_TYPE, kind.as_str()),
-            );
+            let kind = with(&attrs, catalog::ERROR_TYPE, kind.as_str());
+            batch.push((MetricId::AttemptErrors, 1.0, kind));
         }
+        self.record_all(batch);
     }
 
     pub(crate) fn success(&self, lane: LaneRef<'_>, r: &GenerateResponse, escalated: bool) {
         let attrs = lane_attributes(lane);
         let t = &r.timings;
-        self.record(MetricId::Duration, t.total.as_secs_f64(), &attrs);
+        let mut batch = Batch::with_capacity(12);
+        let mut put = |id: MetricId, value: f64| batch.push((id, value, attrs.clone()));
+        put(MetricId::Duration, t.total.as_secs_f64());
         if let Some(ttft) = t.ttft {
-            self.record(MetricId::TimeToFirstChunk, ttft.as_secs_f64(), &attrs);
+            put(MetricId::TimeToFirstChunk, ttft.as_secs_f64());
         }
         if let Some(itl) = t.inter_token {
-            self.record(MetricId::InterTokenMean, itl.mean.as_secs_f64(), &attrs);
+            put(MetricId::InterTokenMean, itl.mean.as_secs_f64());
         }
         if let Some(rate) = t
             .output_tokens_per_second
             .filter(|v| super::rate_is_recorded(*v))
         {
-            self.record(MetricId::OutputRate, rate, &attrs);
+            put(MetricId::OutputRate, rate);
         }
-        self.record(MetricId::Requests, 1.0, &attrs);
+        put(MetricId::Requests, 1.0);
+        put(MetricId::Cost, r.cost_usd);
+        let failed = r.decision.failed_attempts.len();
+        if failed > 0 {
+            put(MetricId::Failovers, failed as f64);
+        }
+        if r.decision.hedge.is_some() {
+            put(MetricId::Hedges, 1.0);
+        }
+        if escalated {
+            put(MetricId::Escalations, 1.0);
+        }
         let u = &r.usage;
         for (ty, n) in [
             ("input", u.total_input_tokens()),
             ("output", u.output_tokens),
         ] {
-            self.record(
-                MetricId::TokenUsage,
-                f64::from(n),
-                &with(&attrs, catalog::TOKEN_TYPE, ty),
-            );
+            let ty = with(&attrs, catalog::TOKEN_TYPE, ty);
+            batch.push((MetricId::TokenUsage, f64::from(n), ty));
         }
         for (op, n) in [
             ("read", u.cache_read_tokens),
             ("write", u.cache_write_tokens),
         ] {
             if n > 0 {
-                self.record(
-                    MetricId::CacheTokens,
-                    f64::from(n),
-                    &with(&attrs, catalog::CACHE_OPERATION, op),
-                );
+                let op = with(&attrs, catalog::CACHE_OPERATION, op);
+                batch.push((MetricId::CacheTokens, f64::from(n), op));
             }
         }
-        self.record(MetricId::Cost, r.cost_usd, &attrs);
-        let failed = r.decision.failed_attempts.len();
-        if failed > 0 {
-            self.record(MetricId::Failovers, failed as f64, &attrs);
-        }
-        if r.decision.hedge.is_some() {
-            self.record(MetricId::Hedges, 1.0, &attrs);
-        }
-        if escalated {
-            self.record(MetricId::Escalations, 1.0, &attrs);
-        }
+        self.record_all(batch);
     }
 
     pub(crate) fn failure(&self, lane: LaneRef<'_>, kind: ErrorKind) {
         let attrs = with(&lane_attributes(lane), catalog::ERROR_TYPE, kind.as_str());
-        self.record(MetricId::Errors, 1.0, &attrs);
+        self.record_all(vec![(MetricId::Errors, 1.0, attrs)]);
     }
 
     pub(crate) fn slo(&self, slo: CallSlo<'_>, ttft_met: Option<bool>, deadline_met: Option<bool>) {
+        let mut batch = Batch::new();
         for (target, met) in [("ttft", ttft_met), ("deadline", deadline_met)] {
             if let Some(met) = met {
-                self.record(
-                    MetricId::SloCalls,
-                    1.0,
-                    &[
-                        KeyValue::new(catalog::SLO_CLASS, slo.class.as_str()),
-                        KeyValue::new(catalog::SLO_TARGET, target),
-                        KeyValue::new(catalog::SLO_MET, if met { "true" } else { "false" }),
-                    ],
-                );
+                let attrs = vec![
+                    KeyValue::new(catalog::SLO_CLASS, slo.class.as_str()),
+                    KeyValue::new(catalog::SLO_TARGET, target),
+                    KeyValue::new(catalog::SLO_MET, if met { "true" } else { "false" }),
+                ];
+                batch.push((MetricId::SloCalls, 1.0, attrs));
             }
+        }
+        if !batch.is_empty() {
+            self.record_all(batch);
         }
     }
 
     /// A task closed: `outcome` is `successful`, `failed` or `abandoned`.
     pub(crate) fn task(&self, class: SloClass, outcome: &'static str, cost_usd: f64) {
         let class = KeyValue::new(catalog::SLO_CLASS, class.as_str());
-        self.record(
-            MetricId::Tasks,
-            1.0,
-            &[class.clone(), KeyValue::new(catalog::TASK_OUTCOME, outcome)],
-        );
-        self.record(MetricId::TaskCost, cost_usd, &[class]);
+        let outcome = vec![class.clone(), KeyValue::new(catalog::TASK_OUTCOME, outcome)];
+        self.record_all(vec![
+            (MetricId::Tasks, 1.0, outcome),
+            (MetricId::TaskCost, cost_usd, vec![class]),
+        ]);
     }
 }

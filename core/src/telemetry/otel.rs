@@ -9,7 +9,6 @@
 //! exporter (OTLP, Prometheus, stdout) and hands Laneway a [`Meter`] with
 //! [`RouterBuilder::opentelemetry_meter`](crate::RouterBuilder::opentelemetry_meter).
 
-use opentelemetry::KeyValue;
 use opentelemetry::metrics::{AsyncInstrument, Counter, Histogram, Meter};
 
 use std::sync::Arc;
@@ -61,11 +60,13 @@ impl OtelInstruments {
 }
 
 impl Sink for OtelInstruments {
-    fn record(&self, id: MetricId, value: f64, attrs: &[KeyValue]) {
-        match self.by_id.iter().find(|(i, _)| *i == id).map(|(_, x)| x) {
-            Some(Instrument::Histogram(h)) => h.record(value, attrs),
-            Some(Instrument::Counter(c)) => c.add(value, attrs),
-            None => {}
+    fn record_all(&self, batch: super::measure::Batch) {
+        for (id, value, attrs) in batch {
+            match self.by_id.iter().find(|(i, _)| *i == id).map(|(_, x)| x) {
+                Some(Instrument::Histogram(h)) => h.record(value, &attrs),
+                Some(Instrument::Counter(c)) => c.add(value, &attrs),
+                None => {}
+            }
         }
     }
 }
