@@ -242,14 +242,48 @@ function meterProviderSet (api) {
   return typeof api.createNoopMeter === 'function' && api.metrics.getMeter('laneway') !== api.createNoopMeter()
 }
 
+// Each meter's observable instruments, made once: every collection observes each router
+// instrumented on the meter (a meter keeps the instrument it has, so a second router's own would
+// never be read). A state (a breaker, an ejection) is the highest any router sees; counts add up.
+const observersByMeter = new WeakMap()
+
+function observersOf (meter, specs) {
+  let found = observersByMeter.get(meter)
+  if (found) return found
+  const members = new Set()
+  const observables = new Map()
+  const gauges = new Set()
+  for (const spec of specs) {
+    if (!OBSERVABLE[spec.kind]) continue
+    observables.set(spec.name, meter[OBSERVABLE[spec.kind]](spec.name, { unit: spec.unit, description: spec.description }))
+    if (spec.kind === 'observable_gauge') gauges.add(spec.name)
+  }
+  meter.addBatchObservableCallback(result => {
+    const totals = new Map()
+    for (const member of members) {
+      for (const [name, value, attributes] of member.observations()) {
+        if (!observables.has(name)) continue
+        const key = name + '|' + JSON.stringify(Object.entries(attributes).sort())
+        const seen = totals.get(key)
+        const combined = seen === undefined ? value : gauges.has(name) ? Math.max(seen.value, value) : seen.value + value
+        totals.set(key, { name, value: combined, attributes })
+      }
+    }
+    for (const { name, value, attributes } of totals.values()) result.observe(observables.get(name), value, attributes)
+  }, [...observables.values()])
+  found = { members }
+  observersByMeter.set(meter, found)
+  return found
+}
+
 class Instruments {
   constructor (router, api, provider) {
     const meter = (provider || api.metrics.getMeterProvider()).getMeter('laneway', native.version(), { schemaUrl: native.otelSchemaUrl() })
     this._router = new WeakRef(router)
     this._closed = false
     this._recorders = new Map()
-    this._observables = new Map()
-    for (const spec of JSON.parse(native.metricInstruments())) {
+    const specs = JSON.parse(native.metricInstruments())
+    for (const spec of specs) {
       const options = { unit: spec.unit, description: spec.description }
       if (spec.kind === 'histogram') {
         const h = meter.createHistogram(spec.name, { ...options, advice: { explicitBucketBoundaries: spec.buckets } })
@@ -257,15 +291,14 @@ class Instruments {
       } else if (spec.kind === 'counter') {
         const c = meter.createCounter(spec.name, options)
         this._recorders.set(spec.name, (v, a) => c.add(v, a))
-      } else {
-        this._observables.set(spec.name, meter[OBSERVABLE[spec.kind]](spec.name, options))
       }
     }
-    this._meter = meter
-    // The core keeps measurements from the first drain on: from now.
+    // The core keeps measurements from the first drain on: from now; and a target already
+    // attempted starts its attempts from zero here.
     this.drain()
-    this._callback = result => this._observe(result)
-    meter.addBatchObservableCallback(this._callback, [...this._observables.values()])
+    router._n.restartHostSeries()
+    this._observers = observersOf(meter, specs)
+    this._observers.members.add(this)
     this._timer = setInterval(() => this.drain(), METER_DRAIN_MS)
     this._timer.unref()
   }
@@ -289,22 +322,20 @@ class Instruments {
     }
   }
 
-  _observe (result) {
+  /** The router's gauges now, after taking in what its queue holds (collection time: the
+   * histograms and counters get what finished calls left first). */
+  observations () {
     const n = this._native()
-    if (!n) return
-    // Collection time: the histograms and counters get what finished calls left first.
+    if (!n) { this._stop(); return [] }
     this.drain()
-    for (const [name, value, attributes] of JSON.parse(n.observe())) {
-      const observable = this._observables.get(name)
-      if (observable) result.observe(observable, value, attributes)
-    }
+    return JSON.parse(n.observe())
   }
 
   _stop () {
     if (this._closed) return
     this._closed = true
     clearInterval(this._timer)
-    this._meter.removeBatchObservableCallback(this._callback, [...this._observables.values()])
+    this._observers.members.delete(this)
   }
 
   /** Stops feeding these instruments, after handing them what the core has queued. */
@@ -437,7 +468,14 @@ class Router {
     } catch (e) { throw convertError(e) }
     this._instruments = null
     const api = otel()
-    if (api && meterProviderSet(api)) this.instrument()
+    if (api && meterProviderSet(api)) {
+      try {
+        this.instrument()
+      } catch (e) {
+        // The app's metrics must not stop its router.
+        process.emitWarning(`laneway: metrics not recorded on the global meter provider: ${e && e.message}`)
+      }
+    }
   }
 
   /**

@@ -103,7 +103,11 @@ function makeSeams (internals) {
   const { native, convertError, abortError, startHttpSpan, concludeSpan, failSpan } = internals
   // A streamed body dropped unread (its Response or stream collected) is closed: its call is
   // cancelled and what it holds released.
-  const dropped = new FinalizationRegistry(({ router, bodyId }) => { router._n.closeBody(bodyId).catch(() => {}) })
+  const dropped = new FinalizationRegistry(({ router, bodyId, span }) => {
+    // Its span ends too: with the call's end if it had completed, else as cancelled.
+    try { concludeSpan(span, router._n.bodySpanEnd(bodyId)) } catch {}
+    router._n.closeBody(bodyId).catch(() => {})
+  })
 
   /** Sends to the core; the answer (`{ status, headers, body | bodyId, span }`), a cancelled
    * call as the standard AbortError. The call is a span of the caller's trace: ended here for
@@ -152,7 +156,14 @@ function makeSeams (internals) {
           if (signal && signal.aborted) throw abortError(signal)
           return null
         }
-        const chunk = await n.nextChunk(bodyId)
+        let chunk
+        try {
+          chunk = await n.nextChunk(bodyId)
+        } catch (e) {
+          const err = convertError(e)
+          failSpan(span, err)
+          throw err
+        }
         if (signal && signal.aborted) throw abortError(signal)
         if (chunk === null) {
           remember(n.bodyDecision(bodyId))
@@ -196,7 +207,7 @@ function makeSeams (internals) {
         },
         cancel () { source.close() }
       })
-      dropped.register(stream, { router, bodyId: a.bodyId }, source)
+      dropped.register(stream, { router, bodyId: a.bodyId, span: a.span }, source)
       return new Response(stream, { status: a.status, headers: a.headers })
     }
   }
@@ -236,7 +247,7 @@ function makeSeams (internals) {
             // the model's next chunk.
             destroy (err, callback) { source.close(); callback(err) }
           })
-          dropped.register(responseBody, { router, bodyId: a.bodyId }, source)
+          dropped.register(responseBody, { router, bodyId: a.bodyId, span: a.span }, source)
         }
         return { response: { statusCode: a.status, reason: undefined, headers: responseHeaders, body: responseBody } }
       },

@@ -85,14 +85,10 @@ impl crate::NativeRouter {
             let router = self.router.clone();
             let answer = self
                 .abortable_with(call_id, async move {
-                    http::answer(&router, &route, &headers, &body).await
+                    http::answer_traced(&router, &route, &headers, &body, traced).await
                 })
                 .await?;
-            let span_end = if traced {
-                answer.span_end().map(|end| end.to_string())
-            } else {
-                None
-            };
+            let span_end = answer.span_end().map(|end| end.to_string());
             let headers = answer
                 .headers
                 .into_iter()

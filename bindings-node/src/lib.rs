@@ -429,6 +429,12 @@ impl NativeRouter {
         guard(|| host::measurements_json(&self.router.observe()))
     }
 
+    /// Queues again the zeros each target's attempts start from, for instruments made now.
+    #[napi]
+    pub fn restart_host_series(&self) {
+        self.router.restart_host_series();
+    }
+
     /// Measurements dropped because the app's meter did not drain them in time.
     #[napi]
     pub fn measurements_dropped(&self) -> i64 {

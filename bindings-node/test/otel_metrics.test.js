@@ -137,3 +137,21 @@ test('instrumenting again moves the metrics to the new provider', async () => {
   assert.deepEqual([await count(first), await count(second)], [1, 1])
 })
 
+
+test('routers sharing a provider are each observed, and instrumenting again keeps the gauges', async () => {
+  const reader = new TestReader()
+  const provider = new MeterProvider({ readers: [reader] })
+  const a = new laneway.Router(emu.routerOptions())
+  const b = new laneway.Router(emu.routerOptions())
+  a.instrument(provider)
+  b.instrument(provider)
+  await a.generate('hi', { family: 'nova', maxTokens: 8 })
+  await b.generate('hi', { family: 'nova', maxTokens: 8 })
+  let got = await points(reader)
+  assert.equal(sum(got, 'gen_ai.client.operation.duration', p => p.value.count), 2)
+  assert.ok([...got.values()].some(x => x.name === 'laneway.breaker.state'))
+  a.instrument(provider)
+  got = await points(reader)
+  assert.ok([...got.values()].some(x => x.name === 'laneway.requests.in_flight'))
+  assert.ok([...got.values()].some(x => x.name === 'laneway.region.ejected'))
+})

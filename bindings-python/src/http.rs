@@ -121,6 +121,7 @@ pub(crate) async fn answer(
     route: Route,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    traced: bool,
 ) -> laneway::Result<Answer> {
-    Ok(http::answer(&router, &route, &headers, &body).await)
+    Ok(http::answer_traced(&router, &route, &headers, &body, traced).await)
 }

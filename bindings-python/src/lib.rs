@@ -241,7 +241,7 @@ impl NativeRouter {
             let router = self.router(py)?;
             bridge::Dispatcher::submit(
                 dispatcher,
-                http::answer(router, route, headers, body),
+                http::answer(router, route, headers, body, traced),
                 move |py, answer| http::answer_to_py(py, answer, traced),
             )
         })
@@ -262,7 +262,7 @@ impl NativeRouter {
             let route = http::route_of(method, path)?;
             let router = self.router(py)?;
             let answer = py
-                .detach(|| bridge::block_on(http::answer(router, route, headers, body)))?
+                .detach(|| bridge::block_on(http::answer(router, route, headers, body, traced)))?
                 .map_err(to_py_err)?;
             http::answer_to_py(py, answer, traced)
         })
@@ -342,6 +342,14 @@ impl NativeRouter {
     /// The observed metrics' values now, as `(name, value, attributes)`.
     fn _observe(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         errors::guard(|| host::measurements_to_py(py, self.router(py)?.observe()))
+    }
+
+    /// Queues again the zeros each target's attempts start from, for instruments made now.
+    fn _restart_host_series(&self, py: Python<'_>) -> PyResult<()> {
+        errors::guard(|| {
+            self.router(py)?.restart_host_series();
+            Ok(())
+        })
     }
 
     /// Measurements dropped because the host's meter did not drain them in time.

@@ -155,3 +155,23 @@ def test_instrumenting_again_moves_the_metrics_to_the_new_provider(emulator):
     router.generate_sync("hi", family="nova", max_tokens=8)
     count = lambda reader: sum(p.count for (name, _), p in points(reader).items() if name == "gen_ai.client.operation.duration")
     assert (count(first), count(second)) == (1, 1)
+
+
+def test_routers_sharing_a_provider_are_each_observed_and_instrumenting_again_keeps_the_gauges(emulator):
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    a = laneway.Router(**emulator.router_kwargs())
+    b = laneway.Router(**emulator.router_kwargs(), config={"routing": {"outlier": {"enabled": False}}})
+    a.instrument(provider)
+    b.instrument(provider)
+    a.generate_sync("hi", family="nova", max_tokens=8)
+    b.generate_sync("hi", family="nova", max_tokens=8)
+    got = points(reader)
+    # Both routers' calls reach the shared histograms, and their gauges are one series each.
+    assert sum(p.count for (name, _), p in got.items() if name == "gen_ai.client.operation.duration") == 2
+    breakers = [k for k in got if k[0] == "laneway.breaker.state"]
+    assert breakers and len(breakers) == len(set(breakers))
+    a.instrument(provider)  # again, on the same provider: the gauges stay
+    got = points(reader)
+    assert any(name == "laneway.requests.in_flight" for name, _ in got)
+    assert any(name == "laneway.region.ejected" for name, _ in got)

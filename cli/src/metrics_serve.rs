@@ -73,9 +73,20 @@ impl MetricsServer {
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some((router.clone(), labels));
     }
 
+    /// Serves no router (between two): an empty page, not a router that has been shut down.
+    pub(crate) fn clear(&self) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// Keeps serving for the linger, then stops.
     pub(crate) async fn finish(self) {
         tokio::time::sleep(self.linger).await;
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        // Also when the run failed before `finish`: the listener and the router are let go.
         self.task.abort();
     }
 }

@@ -661,7 +661,8 @@ fn record(scrapes: &[String]) {
             // the region is back.
             {"eval_time": m(ejected + 1), "alertname": "LanewayRegionEjected", "exp_alerts": []},
             {"eval_time": m(ejected + 2), "alertname": "LanewayRegionEjected", "exp_alerts": firing("LanewayRegionEjected", &east_only)},
-            {"eval_time": m(ejected + run(ejected) + 1), "alertname": "LanewayRegionEjected", "exp_alerts": []},
+            // Resolved once no sample of the last five minutes has it ejected.
+            {"eval_time": m(ejected + run(ejected) + 5), "alertname": "LanewayRegionEjected", "exp_alerts": []},
             // The failures that ejected it: us-east-1's attempts fail, no other region's, and
             // not before the outage.
             {"eval_time": m(failing.saturating_sub(2)), "alertname": "LanewayRegionAttemptsFailing", "exp_alerts": []},

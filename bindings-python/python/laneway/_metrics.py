@@ -6,15 +6,17 @@ its global meter provider) makes one instrument per metric of the core's catalog
 meter and the Prometheus text, so one OTLP pipeline carries them all. The core keeps each
 call's measurements in a bounded queue; a daemon thread per instrumented router drains it (the
 GIL released while it waits) into the histograms and counters. Gauges (calls in flight, queue
-depth, breakers, ejected regions, shared state) are observed from the router when the meter
-collects, and each collection first takes in whatever the queue holds, so an export is never
-behind the calls that finished before it.
+depth, breakers, ejected regions, shared state) are observed from the routers when the meter
+collects, once per meter for all the routers on it (summed, or the highest for a state), and
+each collection first takes in whatever the queues hold, so an export is never behind the
+calls that finished before it.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -23,8 +25,12 @@ from . import _laneway
 # How long the drain thread waits for a measurement before looking whether its router is gone.
 _WAIT = 0.5
 _BATCH = 512
+# How long one reading of a router's gauges serves a collection's callbacks.
+_COLLECTION = 0.1
 _threads: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
 _stop = threading.Event()
+
+Measurement = Tuple[str, float, Dict[str, str]]
 
 
 def global_provider_set() -> bool:
@@ -34,6 +40,68 @@ def global_provider_set() -> bool:
     except ImportError:
         return False
     return getattr(_internal, "_METER_PROVIDER", None) is not None
+
+
+class _Observers:
+    """The observable instruments of one meter, made once: each collection observes every
+    router instrumented on it (a meter hands back an instrument it already has, and drops the
+    new one's callbacks, so a second router's would never run)."""
+
+    def __init__(self, metrics: Any, meter: Any, specs: List[Dict[str, Any]]):
+        self._members: "weakref.WeakSet[_Instruments]" = weakref.WeakSet()
+        self._lock = threading.Lock()
+        for spec in specs:
+            kind = spec["kind"]
+            if not kind.startswith("observable_"):
+                continue
+            make = {
+                "observable_counter": meter.create_observable_counter,
+                "observable_up_down_counter": meter.create_observable_up_down_counter,
+                "observable_gauge": meter.create_observable_gauge,
+            }[kind]
+            # A state (a breaker, an ejection) is the highest any router sees; counts add up.
+            combine = max if kind == "observable_gauge" else (lambda a, b: a + b)
+            make(spec["name"], callbacks=[self._callback(metrics, spec["name"], combine)], unit=spec["unit"], description=spec["description"])
+
+    def join(self, member: "_Instruments") -> None:
+        with self._lock:
+            self._members.add(member)
+
+    def leave(self, member: "_Instruments") -> None:
+        with self._lock:
+            self._members.discard(member)
+
+    def _callback(self, metrics: Any, name: str, combine: Callable[[float, float], float]) -> Callable[[Any], List[Any]]:
+        def observe(_options: Any) -> List[Any]:
+            with self._lock:
+                members = list(self._members)
+            totals: Dict[Tuple[Tuple[str, str], ...], float] = {}
+            for member in members:
+                for metric, value, attributes in member.observations():
+                    if metric != name:
+                        continue
+                    key = tuple(sorted(attributes.items()))
+                    totals[key] = combine(totals[key], value) if key in totals else value
+            return [metrics.Observation(value, dict(key)) for key, value in totals.items()]
+
+        return observe
+
+
+# Each meter's observers, for as long as the meter lives.
+_observers: "weakref.WeakKeyDictionary[Any, _Observers]" = weakref.WeakKeyDictionary()
+_observers_lock = threading.Lock()
+
+
+def _observers_of(metrics: Any, meter: Any, specs: List[Dict[str, Any]]) -> _Observers:
+    with _observers_lock:
+        try:
+            found = _observers.get(meter)
+        except TypeError:  # a meter that cannot be weakly referenced: its own observers
+            return _Observers(metrics, meter, specs)
+        if found is None:
+            found = _Observers(metrics, meter, specs)
+            _observers[meter] = found
+        return found
 
 
 class _Instruments:
@@ -54,16 +122,21 @@ class _Instruments:
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._recorders: Dict[str, Callable[[float, Dict[str, str]], None]] = {}
-        for spec in _laneway._metric_instruments():
-            self._make(metrics, meter, spec)
+        self._seen: Optional[Tuple[float, List[Measurement]]] = None
+        specs = _laneway._metric_instruments()
+        for spec in specs:
+            self._make(meter, spec)
         # The core keeps measurements from the first drain on: from now, not from when the
-        # thread first runs.
+        # thread first runs; and a target already attempted starts its attempts from zero here.
         self.drain_now()
+        router._native._restart_host_series()
+        self._observers = _observers_of(metrics, meter, specs)
+        self._observers.join(self)
         self._thread = threading.Thread(target=self._drain_loop, name="laneway-metrics", daemon=True)
         _threads.add(self._thread)
         self._thread.start()
 
-    def _make(self, metrics: Any, meter: Any, spec: Dict[str, Any]) -> None:
+    def _make(self, meter: Any, spec: Dict[str, Any]) -> None:
         name, kind = spec["name"], spec["kind"]
         common = {"unit": spec["unit"], "description": spec["description"]}
         if kind == "histogram":
@@ -72,13 +145,6 @@ class _Instruments:
         elif kind == "counter":
             c = meter.create_counter(name, **common)
             self._recorders[name] = c.add
-        else:
-            make = {
-                "observable_counter": meter.create_observable_counter,
-                "observable_up_down_counter": meter.create_observable_up_down_counter,
-                "observable_gauge": meter.create_observable_gauge,
-            }[kind]
-            make(name, callbacks=[self._observer(metrics, name)], **common)
 
     def _native(self) -> Any:
         router = None if self._closed.is_set() else self._router()
@@ -89,19 +155,24 @@ class _Instruments:
         handing them what the core has queued."""
         self.drain_now()
         self._closed.set()
+        self._observers.leave(self)
 
-    def _observer(self, metrics: Any, name: str) -> Callable[[Any], List[Any]]:
-        def observe(_options: Any) -> List[Any]:
-            native = self._native()
-            if native is None:
-                return []
-            # Collection time: the histograms and counters get what finished calls left first.
-            self.drain_now()
-            return [metrics.Observation(value, attributes) for (metric, value, attributes) in native._observe() if metric == name]
+    def observations(self) -> List[Measurement]:
+        """The router's gauges now (read once per collection), after taking in what its queue
+        holds: the histograms and counters get what finished calls left first."""
+        native = self._native()
+        if native is None:
+            return []
+        now = time.monotonic()
+        seen = self._seen
+        if seen is not None and now - seen[0] < _COLLECTION:
+            return seen[1]
+        self.drain_now()
+        values = native._observe()
+        self._seen = (now, values)
+        return values
 
-        return observe
-
-    def _record(self, batch: List[Tuple[str, float, Dict[str, str]]]) -> None:
+    def _record(self, batch: List[Measurement]) -> None:
         for name, value, attributes in batch:
             recorder = self._recorders.get(name)
             if recorder is not None:

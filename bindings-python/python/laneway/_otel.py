@@ -14,6 +14,7 @@ events to that span instead of writing a second one.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Dict, Optional
 
 from . import _laneway
@@ -181,13 +182,15 @@ async def aanswer_http(span: Optional[CallSpan], answer: Any) -> Any:
 
 class SpannedBody:
     """A streamed answer's `NativeBody` whose span ends with it: with the call's end when read
-    to the last chunk, as cancelled when closed before."""
+    to the last chunk or closed after it, as cancelled when closed, dropped or failed before."""
 
-    __slots__ = ("_body", "_span")
+    __slots__ = ("_body", "_span", "__weakref__")
 
     def __init__(self, body: Any, span: CallSpan):
         self._body = body
         self._span = span
+        # A body let go unread still ends its span (ending twice is a no-op).
+        weakref.finalize(self, span.cancelled)
 
     def _ended(self) -> None:
         end = self._body.span_end()
@@ -197,7 +200,11 @@ class SpannedBody:
             self._span.cancelled()
 
     async def _watched(self, chunk: Any) -> Any:
-        got = await chunk
+        try:
+            got = await chunk
+        except BaseException as e:
+            self._span.fail(e)
+            raise
         if got is None:
             self._ended()
         return got
@@ -213,6 +220,9 @@ class SpannedBody:
             return next(self._body)
         except StopIteration:
             self._ended()
+            raise
+        except BaseException as e:
+            self._span.fail(e)
             raise
 
     def decision_headers(self) -> Any:

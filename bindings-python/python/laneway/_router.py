@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import weakref
 from typing import Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union
@@ -77,7 +78,10 @@ class Router:
         self._native = _laneway.NativeRouter(options)
         self._instruments: Optional[_metrics._Instruments] = None
         if _metrics.global_provider_set():
-            self.instrument()
+            try:
+                self.instrument()
+            except Exception as e:  # the app's metrics must not stop its router
+                logging.getLogger("laneway").warning("laneway: metrics not recorded on the global meter provider: %s", e)
 
     def instrument(self, meter_provider: Any = None) -> None:
         """Records Laneway's metrics on `meter_provider`'s meter `laneway` (the global meter

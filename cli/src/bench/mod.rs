@@ -189,6 +189,13 @@ pub(crate) async fn measure(args: &BenchArgs) -> anyhow::Result<BenchReport> {
             m.serve(&router, vec![("laneway.bench.candidate", c.name.clone())]);
         }
         results.push(measure::run(&router, &config, c, &items, time_scale, &progress).await);
+        let last = std::ptr::eq(c, candidates.last().expect("at least this one"));
+        if let Some(m) = &metrics
+            && !last
+        {
+            // Done, its emulator about to go: nothing is served until the next one starts.
+            m.clear();
+        }
         if let Some(e) = emulator {
             e.shutdown().await;
         }

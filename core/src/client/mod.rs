@@ -109,6 +109,13 @@ impl Router {
         self.exec.telemetry.host_meter()
     }
 
+    /// Queues again, for the host meter, the zeros each target's attempts start from: for the
+    /// instruments of a meter the host moved to after traffic began
+    /// ([`Telemetry::restart_host_series`](crate::telemetry::Telemetry::restart_host_series)).
+    pub fn restart_host_series(&self) {
+        self.exec.telemetry.restart_host_series();
+    }
+
     /// Closes a task (the calls that carried its `task_id`): its cost joins the per-task and
     /// per-successful-task figures, and its outcome is feedback ([`Router::feedback`]) on each
     /// of its answered calls that a family's router chose. Returns false if no finished call

@@ -213,12 +213,26 @@ pub async fn answer(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Answer {
+    answer_traced(router, route, headers, body, false).await
+}
+
+/// [`answer`], keeping how the call ended for its span when `traced`
+/// ([`Answer::span_end`], [`BodyStream::span_end`]).
+pub async fn answer_traced(
+    router: &Router,
+    route: &Route,
+    headers: &[(String, String)],
+    body: &[u8],
+    traced: bool,
+) -> Answer {
+    let answered =
+        |r: &crate::types::GenerateResponse| traced.then(|| Ended::Answered(Box::new(r.clone())));
     match read(route, headers, body).map(|r| r.for_config(router.config())) {
         Ok(Read::Converse {
             request,
             stream: false,
         }) => match router.generate(*request).await {
-            Ok(r) => with_decision(json_answer(200, &converse::response(&r)), &r),
+            Ok(r) => with_decision(json_answer(200, &converse::response(&r)), &r, answered(&r)),
             Err(e) => failed(route, &e),
         },
         Ok(Read::Converse {
@@ -229,6 +243,7 @@ pub async fn answer(
                 route,
                 router.lazy_stream(*request),
                 Writer::Converse(ConverseEvents::new()),
+                traced,
             )
             .await
         }
@@ -241,7 +256,7 @@ pub async fn answer(
             Ok(r) => {
                 let mut a = json_answer(200, &invoke::response(native, &r));
                 a.headers.extend(invoke::headers(&r));
-                with_decision(a, &r)
+                with_decision(a, &r, answered(&r))
             }
             Err(e) => failed(route, &e),
         },
@@ -255,6 +270,7 @@ pub async fn answer(
                 route,
                 router.lazy_stream(*request),
                 Writer::Invoke(InvokeEvents::new(native, &model)),
+                traced,
             )
             .await
         }
@@ -263,15 +279,15 @@ pub async fn answer(
                 api: call.reply.api(),
                 encoder: call.reply.encoder(),
             };
-            streamed(route, router.lazy_stream(call.request), writer).await
+            streamed(route, router.lazy_stream(call.request), writer, traced).await
         }
         Ok(Read::OpenAi(call)) => match router.generate(call.request).await {
             Ok(r) => {
                 let headers = decision_headers(&r);
-                let ended = Ended::Answered(Box::new(r.clone()));
+                let ended = answered(&r);
                 let mut a = json_answer(200, &call.reply.whole(r));
                 a.headers.extend(headers);
-                a.ended = Some(ended);
+                a.ended = ended;
                 a
             }
             Err(e) => failed(route, &e),
@@ -395,8 +411,12 @@ pub fn decision_headers(r: &crate::types::GenerateResponse) -> Vec<(String, Stri
     headers
 }
 
-fn with_decision(mut answer: Answer, r: &crate::types::GenerateResponse) -> Answer {
-    answer.ended = Some(Ended::Answered(Box::new(r.clone())));
+fn with_decision(
+    mut answer: Answer,
+    r: &crate::types::GenerateResponse,
+    ended: Option<Ended>,
+) -> Answer {
+    answer.ended = ended;
     answer.headers.extend(decision_headers(r));
     answer
 }
@@ -631,7 +651,7 @@ fn sse(out: &mut Vec<u8>, api: Api, event: &Value) {
 /// How many of the core's events one read takes.
 const BURST: usize = 64;
 
-async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answer {
+async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer, traced: bool) -> Answer {
     // The service answers an error status when a call fails before its stream starts: the
     // first events are awaited before the status is written.
     let first = match stream.next_batch(BURST).await {
@@ -641,7 +661,7 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
     let mut ahead = VecDeque::new();
     let done = first.is_empty();
     let decision = completed_decision(&first);
-    let ended = completed(&first);
+    let ended = completed(&first).filter(|_| traced);
     let bytes = writer.write(&first);
     if !bytes.is_empty() {
         ahead.push_back(bytes);
@@ -662,6 +682,7 @@ async fn streamed(route: &Route, stream: LazyStream, mut writer: Writer) -> Answ
                 closed: false,
                 decision,
                 ended,
+                traced,
             }),
         })),
         ended: None,
@@ -688,8 +709,9 @@ struct StreamState {
     closed: bool,
     /// The completed call's decision headers, once its last event has been read.
     decision: Option<Vec<(String, String)>>,
-    /// How the call ended, once it has (its last event read, or its failure).
+    /// How the call ended, once it has (its last event read, or its failure), when traced.
     ended: Option<Ended>,
+    traced: bool,
 }
 
 /// The call a batch of events completes, if it does.
@@ -739,7 +761,9 @@ impl BodyStream {
                 if let Some(decision) = completed_decision(&events) {
                     s.decision = Some(decision);
                 }
-                if let Some(ended) = completed(&events) {
+                if s.traced
+                    && let Some(ended) = completed(&events)
+                {
                     s.ended = Some(ended);
                 }
                 let bytes = s.writer.write(&events);
@@ -747,7 +771,9 @@ impl BodyStream {
             }
             Err(e) => {
                 s.done = true;
-                s.ended = Some(Ended::Failed(Box::new(super::ErrorDetails::of(&e))));
+                if s.traced {
+                    s.ended = Some(Ended::Failed(Box::new(super::ErrorDetails::of(&e))));
+                }
                 Some(Some(s.writer.failure(&e)))
             }
         }

@@ -102,6 +102,11 @@ impl Attempts {
         first
     }
 
+    /// Every target counted, by region, id and tier.
+    pub(super) fn targets(&self) -> Vec<TargetKey> {
+        self.0.keys().cloned().collect()
+    }
+
     /// Adds the counts to `targets` (breakers from the state), each target once.
     pub(super) fn merge_into(&self, targets: &mut Vec<TargetFigures>) {
         for ((region, target, tier), counts) in &self.0 {

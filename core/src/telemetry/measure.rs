@@ -24,7 +24,10 @@ pub(crate) type Batch = Vec<(MetricId, f64, Vec<KeyValue>)>;
 /// Label values shared by reference, so that the dozen measurements of one call copy
 /// pointers, not strings.
 fn shared(k: &'static str, v: &str) -> KeyValue {
-    KeyValue::new(k, opentelemetry::StringValue::from(std::sync::Arc::<str>::from(v)))
+    KeyValue::new(
+        k,
+        opentelemetry::StringValue::from(std::sync::Arc::<str>::from(v)),
+    )
 }
 
 fn lane_attributes(lane: LaneRef<'_>) -> Vec<KeyValue> {
@@ -70,6 +73,23 @@ impl dyn Sink + '_ {
             batch.push((MetricId::AttemptErrors, 1.0, kind));
         }
         self.record_all(batch);
+    }
+
+    /// A target's attempts, both outcomes, from zero (for instruments made after its first).
+    pub(crate) fn attempts_start(&self, target: &super::health::TargetFigures) {
+        let attrs: Vec<KeyValue> = target.labels().map(|(k, v)| shared(k, v)).collect();
+        self.record_all(
+            ["ok", "failed"]
+                .into_iter()
+                .map(|o| {
+                    (
+                        MetricId::Attempts,
+                        0.0,
+                        with(&attrs, catalog::ATTEMPT_OUTCOME, o),
+                    )
+                })
+                .collect(),
+        );
     }
 
     pub(crate) fn success(&self, lane: LaneRef<'_>, r: &GenerateResponse, escalated: bool) {

@@ -408,7 +408,34 @@ impl Telemetry {
     /// The measurements for a Python or Node meter: kept from the first time this is asked,
     /// for the host to drain.
     pub fn host_meter(&self) -> Arc<host_meter::HostMeter> {
-        Arc::clone(self.host.get_or_init(Default::default))
+        let mut created = false;
+        let meter = Arc::clone(self.host.get_or_init(|| {
+            created = true;
+            Default::default()
+        }));
+        if created {
+            self.restart_host_series();
+        }
+        meter
+    }
+
+    /// Sends the host meter, if any, the zeros each target's attempts start from (as at its
+    /// first attempt), for instruments the host made after traffic began: a rate of them then
+    /// sees the first failure.
+    pub fn restart_host_series(&self) {
+        let Some(host) = self.host.get() else {
+            return;
+        };
+        let targets = lock(&self.attempts).targets();
+        for (region, target, tier) in targets {
+            let figures = health::TargetFigures {
+                region,
+                target,
+                tier,
+                ..Default::default()
+            };
+            (&**host as &dyn measure::Sink).attempts_start(&figures);
+        }
     }
 
     /// Where each measurement goes: the Rust meter's instruments, the host's queue.

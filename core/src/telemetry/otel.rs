@@ -71,19 +71,38 @@ impl Sink for OtelInstruments {
     }
 }
 
+/// How long one reading of the router's state serves a collection's callbacks.
+const COLLECTION: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Makes `meter`'s observable instruments of the catalog's observed metrics (gauges, the
 /// shared state's counts), each reading `source` when the meter collects; `source` answers
-/// `None` once the router is gone, and nothing is observed then.
+/// `None` once the router is gone, and nothing is observed then. Routers that share one meter
+/// (the same provider and scope) would observe the same series: give each its own.
 pub(crate) fn observe(
     meter: &Meter,
     source: impl Fn() -> Option<Vec<Measurement>> + Send + Sync + 'static,
 ) {
-    let source = Arc::new(source);
+    // One collection calls every instrument's callback in turn: the router's state is read
+    // once for all of them, so that they agree.
+    let last: std::sync::Mutex<Option<(std::time::Instant, Arc<Vec<Measurement>>)>> =
+        std::sync::Mutex::new(None);
+    let source = Arc::new(move || -> Arc<Vec<Measurement>> {
+        let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+        let now = crate::time::now();
+        match &*last {
+            Some((at, values)) if now.duration_since(*at) < COLLECTION => Arc::clone(values),
+            _ => {
+                let values = Arc::new(source().unwrap_or_default());
+                *last = Some((now, Arc::clone(&values)));
+                values
+            }
+        }
+    });
     for m in CATALOG.iter().filter(|m| m.is_observed()) {
         let source = Arc::clone(&source);
         let name = m.name;
         let callback = move |into: &dyn AsyncInstrument<f64>| {
-            for x in source().unwrap_or_default() {
+            for x in source().iter() {
                 if x.metric == name {
                     into.observe(x.value, &x.attributes);
                 }
