@@ -517,8 +517,11 @@ impl Series {
     }
 }
 
-/// One Prometheus text sample line: its name, labels and value.
-fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>, f64)> {
+/// A Prometheus text sample: its name, labels and value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// One Prometheus text sample line.
+fn parse_sample(line: &str) -> Option<Sample> {
     let (head, value) = line.rsplit_once(' ')?;
     let value: f64 = value.parse().ok()?;
     let Some((name, labels)) = head.split_once('{') else {
