@@ -95,6 +95,11 @@ fn cpu_seconds(prefix: &str) -> f64 {
 /// The client runtime's thread names (the emulator's are `emulator`).
 const CLIENT_THREADS: &str = "client";
 
+/// The client's CPU: its runtime's threads and, with `[record]`, the trace's writer.
+fn client_cpu() -> f64 {
+    cpu_seconds(CLIENT_THREADS) + cpu_seconds("laneway-record")
+}
+
 struct Sample {
     per_second: f64,
     /// Allocations per call, the emulator's included (the same for both contenders).
@@ -119,7 +124,7 @@ where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let cpu = cpu_seconds(CLIENT_THREADS);
+    let cpu = client_cpu();
     let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
     let start = Instant::now();
     let starts = tokio::time::Instant::now();
@@ -150,7 +155,7 @@ where
         allocations_per_call: (ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations)
             as f64
             / per_round as f64,
-        cpu_us_per_call: (cpu_seconds(CLIENT_THREADS) - cpu) * 1e6 / per_round as f64,
+        cpu_us_per_call: (client_cpu() - cpu) * 1e6 / per_round as f64,
     }
 }
 
@@ -270,6 +275,56 @@ fn main() {
         // (saturated, or paced when `LANEWAY_BENCH_RATE` is set).
         if std::env::var("LANEWAY_BENCH_ONLY").as_deref() == Ok("surfaces") {
             surfaces(&url, per_round, rounds, rate).await;
+            return;
+        }
+        // What recording costs (`[record]`, every call, or `LANEWAY_BENCH_RECORD_SAMPLE` of
+        // them): the same router with and without it, paced, the trace's writer thread counted
+        // as the client's.
+        if std::env::var("LANEWAY_BENCH_ONLY").as_deref() == Ok("record") {
+            let dir = std::env::temp_dir().join(format!("laneway-bench-record-{}", std::process::id()));
+            let mut config = laneway::Config::default();
+            config.routing.stream_generate = false;
+            let mut with_record = config.clone();
+            let sample: f64 = std::env::var("LANEWAY_BENCH_RECORD_SAMPLE").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
+            let table = format!("[record]\npath = \"{}\"\nmax_bytes = 50000000\nsample = {sample}\n", dir.join("trace.jsonl").display());
+            with_record.record = laneway::Config::from_toml_str(&table).unwrap().record;
+            let recorded = Router::builder()
+                .config(with_record)
+                .endpoint_url(url.clone())
+                .static_credentials(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+                .build()
+                .await
+                .unwrap();
+            let recorded_generate = |i: usize| {
+                let (router, req) = (recorded.clone(), request(i));
+                async move {
+                    router.generate(req).await.unwrap();
+                }
+            };
+            measure(per_round, None, laneway_generate).await;
+            measure(per_round, None, recorded_generate).await;
+            let (mut plain, mut rec) = (vec![], vec![]);
+            for round in 0..rounds {
+                let (p, r) = if round % 2 == 0 {
+                    let p = measure(per_round, Some(rate), laneway_generate).await;
+                    (p, measure(per_round, Some(rate), recorded_generate).await)
+                } else {
+                    let r = measure(per_round, Some(rate), recorded_generate).await;
+                    (measure(per_round, Some(rate), laneway_generate).await, r)
+                };
+                plain.push(p.cpu_us_per_call);
+                rec.push(r.cpu_us_per_call);
+            }
+            let ratio = median(rec.iter().zip(&plain).map(|(r, p)| r / p).collect());
+            let figures = recorded.metrics().record.unwrap();
+            println!(
+                "[record] sample {sample}, paced at {rate:.0}/s: {:.1} us CPU/call without, {:.1} with | with/without: CPU/call {ratio:.3} (median of {rounds} pair ratios); {} lines written, {} dropped",
+                median(plain),
+                median(rec),
+                figures.written,
+                figures.dropped,
+            );
+            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
         if let Ok(only) = std::env::var("LANEWAY_BENCH_ONLY") {

@@ -88,6 +88,14 @@ impl Router {
 
     fn add_state_figures(&self, snapshot: &mut crate::telemetry::MetricsSnapshot) {
         snapshot.shared = self.exec.state.shared_status();
+        snapshot.record = self
+            .exec
+            .recorder
+            .get()
+            .map(|r| crate::telemetry::RecordFigures {
+                written: r.written(),
+                dropped: r.dropped(),
+            });
         snapshot.health = self.exec.state.health_figures(crate::time::now());
         self.exec
             .telemetry
@@ -125,6 +133,9 @@ impl Router {
             return false;
         };
         for id in calls {
+            if let Some(recorder) = self.exec.recorder.get() {
+                recorder.outcome(&id, success, "task");
+            }
             // Calls of models asked for by name teach no router: not an error for a task.
             if let Ok(call) = crate::types::CallRef::parse(&id)
                 && call.cell.is_some()
@@ -156,6 +167,9 @@ impl Router {
     pub fn feedback(&self, call_id: &str, good: bool) -> Result<()> {
         crate::failpoint::check("feedback");
         let call = crate::types::CallRef::parse(call_id)?;
+        if let Some(recorder) = self.exec.recorder.get() {
+            recorder.outcome(call_id, good, "feedback");
+        }
         self.exec.planner.feedback(&call, good)?;
         self.shadow_feedback(&call, good);
         Ok(())
@@ -529,6 +543,19 @@ impl RouterBuilder {
         // replica from the fleet's figures, read before its first call: `plan_shared`).
         exec.restore_local_state();
         let exec = Arc::new(exec);
+        if let Some(record) = &exec.config.record {
+            let weak = Arc::downgrade(&exec);
+            let loads = Box::new(move || weak.upgrade().map(|e| e.telemetry.target_loads()));
+            let recorder =
+                crate::telemetry::record::Recorder::start(record, exec.config.digest(), loads)
+                    .map_err(|e| {
+                        crate::types::Error::config(
+                            "record.path",
+                            format!("{}: {e}", record.path.display()),
+                        )
+                    })?;
+            let _ = exec.recorder.set(recorder);
+        }
         exec.spawn_exchange();
         let router = Router { exec };
         if let Some(meter) = &self.meter {

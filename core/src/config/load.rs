@@ -172,6 +172,11 @@ const TEMPLATES: &[Template] = &[
         provider: None,
     },
     Template {
+        name: "record",
+        path: "record",
+        provider: None,
+    },
+    Template {
         name: "family_router",
         path: "families.*.router",
         provider: None,
@@ -454,6 +459,8 @@ mod tests {
         role_arn = "arn:aws:iam::123456789012:role/batch"
         [local_state]
         path = "state.json"
+        [record]
+        path = "trace.jsonl"
         [families.my-family]
         variants = ["amazon.nova-micro-v1:0", "amazon.nova-pro-v1:0"]
         router = { shadow = true }

@@ -25,6 +25,7 @@ mod pricing;
 mod priors;
 mod raw;
 mod reasoning;
+mod record;
 mod routing;
 mod sections;
 mod shared;
@@ -40,6 +41,7 @@ pub use price_rows::{LongContextBand, PriceRow, PriceScope};
 pub use pricing::PricingConfig;
 pub use priors::{LatencyPrior, ModelLatency, PartialPrior, PriorsConfig};
 pub use reasoning::{ReasoningConfig, ReasoningFormat, Refusal};
+pub use record::RecordConfig;
 pub use routing::{
     ClassTimeouts, ConcurrencyConfig, HedgeConfig, LearnedLimits, OverflowConfig, Reach,
     RetryConfig, RoutingConfig, SloTiers, TierPreference, TimeoutsConfig,
@@ -119,6 +121,9 @@ pub struct Config {
     /// Where a process without `[shared]` keeps what it learnt of its targets between runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_state: Option<LocalStateConfig>,
+    /// Calls recorded for a re-benchmark on your own traffic (`[record]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordConfig>,
     /// Measurements.
     pub telemetry: TelemetryConfig,
 }
@@ -132,6 +137,17 @@ impl Default for Config {
 }
 
 impl Config {
+    /// A digest of the configuration (SHA-256 of its JSON form, hex): the same for the same
+    /// settings, whatever file they came from.
+    pub fn digest(&self) -> String {
+        use sha2::Digest as _;
+        let text = serde_json::to_vec(self).unwrap_or_default();
+        sha2::Sha256::digest(&text)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     /// The built-in configuration, read from `defaults.toml` once. The sections' `Default`
     /// impls are its sections: `defaults.toml` is the one place a default is written, so the
     /// deserialising of a configuration never calls them (that would ask for this while it is

@@ -42,6 +42,8 @@ pub(super) struct RawConfig {
     batch: Option<BatchConfig>,
     #[serde(default)]
     local_state: Option<LocalStateConfig>,
+    #[serde(default)]
+    record: Option<super::RecordConfig>,
     telemetry: TelemetryConfig,
 }
 
@@ -69,6 +71,7 @@ impl TryFrom<RawConfig> for Config {
             shared: raw.shared,
             batch: raw.batch,
             local_state: raw.local_state,
+            record: raw.record,
             telemetry: raw.telemetry,
         };
         config.validate()?;

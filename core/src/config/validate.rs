@@ -15,6 +15,7 @@ impl Config {
         self.validate_routing()?;
         self.validate_batch_and_shared()?;
         self.validate_local_state()?;
+        self.validate_record()?;
         self.validate_pricing()?;
         for (id, m) in &self.models {
             self.validate_model(id, m)?;
@@ -382,6 +383,38 @@ impl Config {
                     "must be longer than 0 ms",
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// `[record]`: a file, a share from 0 to 1, room for a line, periods above zero.
+    fn validate_record(&self) -> Result<()> {
+        let Some(r) = &self.record else {
+            return Ok(());
+        };
+        if r.path.as_os_str().is_empty() {
+            return Err(Error::config("record.path", "must name a file"));
+        }
+        if !(0.0..=1.0).contains(&r.sample) {
+            return Err(Error::config(
+                "record.sample",
+                format!("must be from 0 to 1 (a share of calls), got {}", r.sample),
+            ));
+        }
+        if r.max_bytes < 4096 {
+            return Err(Error::config(
+                "record.max_bytes",
+                "must be at least 4096 bytes",
+            ));
+        }
+        if r.queue == 0 {
+            return Err(Error::config("record.queue", "must hold at least one line"));
+        }
+        if r.load_every.is_zero() {
+            return Err(Error::config(
+                "record.load_every",
+                "must be longer than 0 ms",
+            ));
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ mod clock;
 mod exchange;
 pub mod limits;
 mod open;
+mod record;
 mod response_stream;
 mod run;
 mod verdict;
@@ -58,6 +59,8 @@ pub struct Executor {
     /// Set once the local state file was read (or found missing): only then may dropping
     /// the executor write it, so that a router whose build failed does not wipe it.
     local_state_read: std::sync::atomic::AtomicBool,
+    /// The calls' recorder, with `[record]` (set once the router is built).
+    pub(crate) recorder: std::sync::OnceLock<crate::telemetry::record::Recorder>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -91,6 +94,7 @@ impl Executor {
             batch: None,
             diverted: Default::default(),
             fleet_read: tokio::sync::OnceCell::new(),
+            recorder: std::sync::OnceLock::new(),
             local_state_read: std::sync::atomic::AtomicBool::new(false),
         }
     }

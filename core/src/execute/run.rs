@@ -124,8 +124,26 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Counts the call's final error in the telemetry; returns it.
+    /// Counts the call's final error in the telemetry (and the trace); returns it.
     pub fn failed_with(&self, e: Error) -> Error {
+        if let Some(recorder) = self.exec.recorder.get() {
+            let attempts = match &e {
+                Error::AllTargetsFailed { attempts, .. } | Error::Overloaded { attempts, .. } => {
+                    attempts.clone()
+                }
+                _ => self.failed.iter().map(|(f, _)| f.clone()).collect(),
+            };
+            let ended = super::record::Ended {
+                request: self.request,
+                plan: &self.plan,
+                elapsed: self.clock.elapsed(),
+                scope: None,
+                outcome: Err((&e, attempts)),
+            };
+            if let Some(line) = super::record::call(recorder, ended) {
+                recorder.push_call(line);
+            }
+        }
         if let Some(a) = self.attempts.first() {
             let lane = crate::telemetry::LaneRef {
                 provider: &a.target.provider,
@@ -1188,6 +1206,18 @@ impl<'a> Run<'a> {
         self.exec
             .telemetry
             .record_success(self.call_slo(), &response);
+        if let Some(recorder) = self.exec.recorder.get() {
+            let ended = super::record::Ended {
+                request: self.request,
+                plan: &self.plan,
+                elapsed: self.clock.elapsed(),
+                scope: Some(attempt.target.profile().map_or("in_region", |p| p.prefix())),
+                outcome: Ok(&response),
+            };
+            if let Some(line) = super::record::call(recorder, ended) {
+                recorder.push_call(line);
+            }
+        }
         response
     }
 

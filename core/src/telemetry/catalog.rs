@@ -70,6 +70,10 @@ pub enum MetricId {
     BreakerState,
     /// `laneway.region.ejected`: 1 while a region is ejected for stalling or failing.
     RegionEjected,
+    /// `laneway.record.lines`: lines written to the trace (`[record]`).
+    RecordLines,
+    /// `laneway.record.dropped`: lines dropped because the trace's writer was behind.
+    RecordDropped,
     /// `laneway.shared_state.degraded`: 1 while Redis is unreachable and local state decides.
     SharedDegraded,
     /// `laneway.shared_state.degraded_episodes`: times Redis became unreachable.
@@ -140,6 +144,8 @@ pub enum Scope {
     Target,
     /// One per region the configuration routes to (`cloud.region`).
     Region,
+    /// One series, with `[record]` only; read from the snapshot.
+    Record,
     /// One series, with shared state only; read from the snapshot
     /// ([`Router::metrics`](crate::Router::metrics)), so Prometheus text only.
     Shared,
@@ -179,7 +185,8 @@ impl Metric {
     /// Whether its values are read from the router's state when a meter collects (gauges,
     /// and the shared state's counts), rather than recorded as calls happen.
     pub fn is_observed(&self) -> bool {
-        matches!(self.kind, Kind::UpDown | Kind::Gauge) || self.scope == Scope::Shared
+        matches!(self.kind, Kind::UpDown | Kind::Gauge)
+            || matches!(self.scope, Scope::Shared | Scope::Record)
     }
 
     /// A distribution's bucket boundaries for an OpenTelemetry histogram: the GenAI
@@ -201,7 +208,7 @@ impl Metric {
             Scope::SloClass => &[SLO_CLASS],
             Scope::Target => TARGET_LABELS,
             Scope::Region => &["cloud.region"],
-            Scope::Router | Scope::Shared => &[],
+            Scope::Router | Scope::Shared | Scope::Record => &[],
         };
         scope.iter().chain(self.labels).copied()
     }
@@ -313,7 +320,7 @@ const fn m(
 
 use Kind::{Counter, Distribution, Gauge, UpDown};
 use MetricId as M;
-use Scope::{Lane, Region, Router, Shared, SloClass, Target};
+use Scope::{Lane, Record, Region, Router, Shared, SloClass, Target};
 
 /// Every metric, in exposition order.
 #[rustfmt::skip]
@@ -362,6 +369,10 @@ pub const CATALOG: &[Metric] = &[
         "Each target's breaker: 0 closed, 1 half open (probing), 2 open (skipped)."),
     m(M::RegionEjected, "laneway.region.ejected", Unit::Count("{region}"), Gauge, Region, &[],
         "1 while a region is ejected for stalling or failing: calls go to other regions."),
+    m(M::RecordLines, "laneway.record.lines", Unit::Count("{line}"), Counter, Record, &[],
+        "Lines written to the trace of calls ([record])."),
+    m(M::RecordDropped, "laneway.record.dropped", Unit::Count("{line}"), Counter, Record, &[],
+        "Lines dropped because the trace's writer was behind (never waited for)."),
     m(M::SharedDegraded, "laneway.shared_state.degraded", Unit::Count("{state}"), Gauge, Shared, &[],
         "1 while Redis is unreachable and local state decides."),
     m(M::SharedDegradedEpisodes, "laneway.shared_state.degraded_episodes", Unit::Count("{episode}"), Counter, Shared, &[],

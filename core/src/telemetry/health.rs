@@ -102,6 +102,24 @@ impl Attempts {
         first
     }
 
+    /// Every target's attempts, for the trace's load lines.
+    pub(super) fn loads(&self) -> Vec<super::record::TargetLoad> {
+        self.0
+            .iter()
+            .map(|((region, target, tier), c)| super::record::TargetLoad {
+                region: region.clone(),
+                target: target.clone(),
+                tier: tier.map(|t| t.as_str().to_string()),
+                ok: c.ok,
+                failed: c
+                    .errors
+                    .iter()
+                    .map(|(k, n)| (k.as_str().to_string(), *n))
+                    .collect(),
+            })
+            .collect()
+    }
+
     /// Every target counted, by region, id and tier.
     pub(super) fn targets(&self) -> Vec<TargetKey> {
         self.0.keys().cloned().collect()

@@ -14,6 +14,8 @@ pub(super) struct HostQueue<T> {
     ready: Condvar,
     capacity: usize,
     dropped: AtomicU64,
+    /// Set when the producer is gone: a waiting drain returns at once.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl<T> HostQueue<T> {
@@ -24,6 +26,7 @@ impl<T> HostQueue<T> {
             ready: Condvar::new(),
             capacity,
             dropped: AtomicU64::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -66,6 +69,18 @@ impl<T> HostQueue<T> {
         }
     }
 
+    /// Says the producer is gone: a drain waiting now, or later, returns without waiting.
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let _guard = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        self.ready.notify_all();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
     /// Items dropped because the host did not drain them in time.
     pub(super) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
@@ -86,7 +101,7 @@ impl<T> HostQueue<T> {
         let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
         let (mut items, _) = self
             .ready
-            .wait_timeout_while(items, wait, |r| r.is_empty())
+            .wait_timeout_while(items, wait, |r| r.is_empty() && !self.is_closed())
             .unwrap_or_else(|e| e.into_inner());
         let n = items.len().min(max);
         items.drain(..n).collect()

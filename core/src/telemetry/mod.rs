@@ -20,6 +20,7 @@ mod host_queue;
 mod measure;
 pub mod otel;
 mod prometheus;
+pub mod record;
 pub use prometheus::observations;
 pub mod shadow;
 pub mod span;
@@ -245,9 +246,21 @@ pub struct MetricsSnapshot {
     pub shared: Option<SharedStatus>,
     /// Targets' breakers and failed attempts, and regions' ejections.
     pub health: health::HealthFigures,
+    /// The trace of calls, with `[record]`: lines written and dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordFigures>,
     /// What the families in shadow mode would have done routed ([`shadow`]).
     #[serde(skip_serializing_if = "shadow::ShadowReport::is_empty")]
     pub shadow: shadow::ShadowReport,
+}
+
+/// The trace's lines so far (`[record]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RecordFigures {
+    /// Lines written.
+    pub written: u64,
+    /// Lines dropped because the writer was behind.
+    pub dropped: u64,
 }
 
 /// The client-side queue of one SLO class: calls that found every target they may use at its
@@ -470,6 +483,11 @@ impl Telemetry {
         for o in self.sinks() {
             o.attempt(&figures, outcome, first);
         }
+    }
+
+    /// Every target's attempts so far (all calls), for the trace's load lines.
+    pub fn target_loads(&self) -> Vec<record::TargetLoad> {
+        lock(&self.attempts).loads()
     }
 
     /// Adds the attempts counted here to the targets' figures taken from the state.
@@ -740,6 +758,7 @@ impl Telemetry {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             shared: None,
             health: health::HealthFigures::default(),
+            record: None,
             shadow: self.shadow.report(),
         }
     }

@@ -219,6 +219,16 @@ fn series(id: MetricId, s: &MetricsSnapshot) -> Vec<(Vec<KeyValue>, Value)> {
                 (labels, number(u64::from(r.ejected)))
             })
             .collect(),
+        MetricId::RecordLines => s
+            .record
+            .iter()
+            .map(|r| (Vec::new(), number(r.written)))
+            .collect(),
+        MetricId::RecordDropped => s
+            .record
+            .iter()
+            .map(|r| (Vec::new(), number(r.dropped)))
+            .collect(),
         MetricId::SharedDegraded => s
             .shared
             .iter()
@@ -292,7 +302,9 @@ impl MetricsSnapshot {
         let extra = label_text(labels.iter().copied());
         let mut out = String::new();
         for m in CATALOG {
-            if m.scope == Scope::Shared && self.shared.is_none() {
+            if m.scope == Scope::Shared && self.shared.is_none()
+                || m.scope == Scope::Record && self.record.is_none()
+            {
                 continue;
             }
             write_metric(&mut out, m, &series(m.id, self), &extra);

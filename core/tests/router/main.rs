@@ -16,6 +16,7 @@ mod learning_from_feedback;
 mod metrics_http;
 mod policies;
 mod prompt_cache_accounting;
+mod recording;
 mod slo_engine;
 mod surface;
 mod surge;

@@ -1,0 +1,145 @@
+//! A call's line for the trace (`[record]`): built when a sampled call ends, from what its run
+//! knew (the request, the plan, the response or the error), and handed to the recorder.
+
+use std::time::Duration;
+
+use crate::plan::Plan;
+use crate::plan::prompt_cache::Prefix;
+use crate::telemetry::record::{AttemptRecord, CallRecord, PrefixDigest, Recorder, unix_ms};
+use crate::types::{
+    Boundary, Error, FailedAttempt, GenerateRequest, GenerateResponse, ModelRef, Reason,
+};
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// What a run hands over when its call ends.
+pub(super) struct Ended<'a> {
+    pub request: &'a GenerateRequest,
+    pub plan: &'a Plan,
+    /// How long the call took, from its arrival.
+    pub elapsed: Duration,
+    /// The scope of the target that served: a profile's prefix (`us`, `global`), else
+    /// `in_region`.
+    pub scope: Option<&'a str>,
+    /// The answer, or the error with the attempts that failed before it.
+    pub outcome: Result<&'a GenerateResponse, (&'a Error, Vec<FailedAttempt>)>,
+}
+
+/// The call's line, when the recorder samples it.
+pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> {
+    if !recorder.sampled() {
+        return None;
+    }
+    let Ended {
+        request,
+        plan,
+        elapsed,
+        scope,
+        outcome,
+    } = ended;
+    let mut r = CallRecord {
+        at_ms: unix_ms().saturating_sub(u64::try_from(elapsed.as_millis()).unwrap_or(0)),
+        class: request.slo.class.as_str().to_string(),
+        ttft_target_ms: request.slo.ttft_target.map(|d| d.as_millis() as u64),
+        deadline_ms: request.slo.deadline.map(|d| d.as_millis() as u64),
+        requested: match &request.model {
+            ModelRef::Default => None,
+            ModelRef::Model(m) | ModelRef::Family(m) => Some(m.clone()),
+        },
+        family: plan.family.as_deref().map(String::from),
+        total_ms: ms(elapsed),
+        task: request
+            .task_id
+            .as_deref()
+            .map(|t| recorder.digest(t.as_bytes())),
+        prefixes: prefixes(recorder, plan),
+        ..CallRecord::default()
+    };
+    let reasons = match &outcome {
+        Ok(resp) => &resp.decision.reasons,
+        Err(_) => &plan.reasons,
+    };
+    for reason in reasons {
+        if let Reason::VariantScored {
+            scores,
+            band,
+            kind,
+            novelty,
+            ..
+        } = reason
+        {
+            r.band = Some(*band);
+            r.kind = Some((*kind).to_string());
+            r.scores = scores.clone();
+            r.novelty = *novelty;
+        }
+    }
+    let failed = match outcome {
+        Ok(resp) => {
+            let d = &resp.decision;
+            r.call_id = Some(d.call_id.clone());
+            r.model = Some(d.model.clone());
+            r.target = Some(d.target.clone());
+            r.region = Some(d.region.clone());
+            r.scope = scope.map(str::to_string);
+            r.tier = d.tier.map(|t| t.as_str().to_string());
+            r.served_tier = d.served_tier.map(|t| t.as_str().to_string());
+            let u = &resp.usage;
+            r.input_tokens = u.input_tokens;
+            r.output_tokens = u.output_tokens;
+            r.cache_read_tokens = u.cache_read_tokens;
+            r.cache_write_tokens = u.cache_write_tokens;
+            r.reasoning_tokens = u.reasoning_tokens;
+            let t = &resp.timings;
+            r.ttft_ms = t.ttft.map(ms);
+            r.inter_token_ms = t.inter_token.map(|i| [ms(i.mean), ms(i.p90), ms(i.max)]);
+            r.total_ms = ms(t.total);
+            r.hedged = d.hedge.is_some();
+            r.cost_usd = resp.cost_usd;
+            if recorder.include_text() {
+                r.answer = Some(resp.text());
+            }
+            d.failed_attempts.clone()
+        }
+        Err((e, attempts)) => {
+            r.error = Some(e.kind().as_str().to_string());
+            r.model = Some(plan.model.to_string());
+            attempts
+        }
+    };
+    r.attempts = failed
+        .iter()
+        .map(|f| AttemptRecord {
+            target: f.target.clone(),
+            region: f.region.clone(),
+            tier: f.tier.map(|t| t.as_str().to_string()),
+            kind: f.kind.as_str().to_string(),
+        })
+        .collect();
+    if recorder.include_text() {
+        r.prompt = serde_json::to_string(&serde_json::json!({
+            "system": request.system,
+            "messages": request.messages,
+        }))
+        .ok();
+    }
+    Some(r)
+}
+
+/// The prompt's prefixes at its tools, its system blocks and its checkpoints, keyed.
+fn prefixes(recorder: &Recorder, plan: &Plan) -> Vec<PrefixDigest> {
+    let cache = &plan.cache;
+    let checkpoint = |p: &Prefix| cache.checkpoints.iter().any(|c| c.at == p.at);
+    cache
+        .prefixes
+        .iter()
+        .filter(|p| matches!(p.at, Boundary::Tools | Boundary::System(_)) || checkpoint(p))
+        .map(|p| PrefixDigest {
+            digest: recorder.digest(&p.digest.0),
+            tokens: p.tokens,
+            checkpoint: checkpoint(p),
+        })
+        .collect()
+}

@@ -1,0 +1,608 @@
+//! Calls recorded for a re-benchmark on your own traffic (`[record]`): a sampled share of the
+//! router's calls, one JSON line each, written by a thread of its own to a file rotated by
+//! size. A call never waits on it: lines go through a bounded queue, and one that finds it
+//! full is dropped and counted. Each file starts with a header line (schema version, the
+//! digest of the configuration in force); lines are written whole, a batch of them with one
+//! write, so a crash leaves at most a last line cut short, which a reader skips. Besides the sampled calls,
+//! the targets' load counters (every call's attempts, answered and failed by kind) are written
+//! every `load_every`, so that throttling can be fitted from a sample; and the outcome that
+//! `finish_task` or `feedback` reports later is a line of its own, keyed by the call's id.
+//!
+//! No prompt or answer text is written unless `include_text`; shared prompt prefixes are keyed
+//! digests (HMAC-SHA-256 with the deployment's key, over the prefix's digest), so that a trace
+//! cannot be dictionary-attacked for the prompts it saw; task ids are digested the same way.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::host_queue::HostQueue;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::RecordConfig;
+
+/// The version of the lines' shape; a reader refuses a file of another.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "line", rename_all = "snake_case")]
+pub enum Line {
+    /// The first line of each file.
+    Header(Header),
+    /// One recorded call.
+    Call(Box<CallRecord>),
+    /// What `finish_task` or `feedback` said of a recorded call, later.
+    Outcome(Outcome),
+    /// Every target's attempts so far, answered and failed by kind (all calls, unsampled).
+    Load(Load),
+}
+
+/// The first line of a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`SCHEMA_VERSION`].
+    pub schema: u32,
+    /// A digest of the configuration in force (SHA-256 of its serialised form, hex).
+    pub config_digest: String,
+    /// The share of calls recorded.
+    pub sample: f64,
+    /// When the file was started (Unix milliseconds).
+    pub started_ms: u64,
+}
+
+/// One recorded call: what was asked, what the router decided, what it met.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// When the call arrived (Unix milliseconds).
+    pub at_ms: u64,
+    /// The call's id (`decision.call_id`; none for a call that failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Its SLO class.
+    pub class: String,
+    /// Its time-to-first-token target, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_target_ms: Option<u64>,
+    /// Its deadline, milliseconds from arrival.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// The model or family it asked for (`None`: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<String>,
+    /// The family routed in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The model (variant) that served, or the first planned one of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The target (model id, profile or endpoint) that served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Its region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Its scope: `in_region`, `global`, or a geography (`us`, `eu`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The tier sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// The tier the service said it served at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_tier: Option<String>,
+    /// The classifier's difficulty band of the prompt (a routed family's call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<u8>,
+    /// The kind of work the prompt asks for, by its cue words (a routed family's call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The classifier's expected loss per variant, cheapest first, with its threshold: what
+    /// replaying another threshold needs, since the text is not kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<(String, f32, f32)>,
+    /// The prompt's novelty (calibrated probability of a kind not trained on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<f32>,
+    /// Input tokens not read from or written to the cache.
+    pub input_tokens: u32,
+    /// Output tokens.
+    pub output_tokens: u32,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u32,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u32,
+    /// Output tokens spent reasoning.
+    pub reasoning_tokens: u32,
+    /// The prompt's prefixes at its cache boundaries (tools, system, checkpoints), as keyed
+    /// digests with their estimated tokens: calls that share a prefix share its digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<PrefixDigest>,
+    /// Time to the first token, milliseconds (streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// The gaps between content chunks: mean, p90 and longest, milliseconds (streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inter_token_ms: Option<[f64; 3]>,
+    /// The whole call, milliseconds.
+    pub total_ms: f64,
+    /// Every failed attempt, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptRecord>,
+    /// Whether a hedge was sent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hedged: bool,
+    /// The call's cost at the configured prices, USD.
+    pub cost_usd: f64,
+    /// The task's id, digested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The error kind of a call that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The prompt's text (`include_text` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The answer's text (`include_text` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+}
+
+/// A prompt prefix, as a keyed digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrefixDigest {
+    /// HMAC-SHA-256 of the prefix's digest under the deployment's key, its first 16 bytes
+    /// in hex.
+    pub digest: String,
+    /// The prefix's estimated tokens.
+    pub tokens: u32,
+    /// Whether a cache checkpoint was placed there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoint: bool,
+}
+
+/// A failed attempt of a recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// Where it went.
+    pub target: String,
+    /// The region.
+    pub region: String,
+    /// The tier sent, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// Its error kind.
+    pub kind: String,
+}
+
+/// What was said of a recorded call after it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// When it was said (Unix milliseconds).
+    pub at_ms: u64,
+    /// The call it is about.
+    pub call_id: String,
+    /// Whether the task succeeded (`finish_task`) or the answer was good (`feedback`).
+    pub success: bool,
+    /// `task` or `feedback`.
+    pub source: String,
+}
+
+/// Every target's attempts so far (cumulative, all calls).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// When they were counted (Unix milliseconds).
+    pub at_ms: u64,
+    /// Per target.
+    pub targets: Vec<TargetLoad>,
+}
+
+/// One target's attempts so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetLoad {
+    /// The region.
+    pub region: String,
+    /// The target.
+    pub target: String,
+    /// The tier, if its breaker is kept per tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// Attempts that answered.
+    pub ok: u64,
+    /// Failed attempts by error kind (`throttled` among them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<String, u64>,
+}
+
+/// Where the load lines come from: `None` once the router is gone.
+pub type LoadSource = Box<dyn Fn() -> Option<Vec<TargetLoad>> + Send>;
+
+/// The recorder of one router: decides which calls are recorded, digests what must not be
+/// kept in clear, and hands lines to its writer thread.
+pub struct Recorder {
+    lines: Arc<HostQueue<Line>>,
+    sample: f64,
+    include_text: bool,
+    key: Vec<u8>,
+    seen: AtomicU64,
+    written: Arc<AtomicU64>,
+    /// The ids of the calls recorded lately: an outcome is written for them only.
+    recorded: std::sync::Mutex<RecentIds>,
+}
+
+/// The ids of the calls recorded lately, the oldest forgotten past a bound.
+#[derive(Debug, Default)]
+struct RecentIds {
+    order: std::collections::VecDeque<String>,
+    ids: std::collections::HashSet<String>,
+}
+
+/// How many recorded calls' ids are kept for their outcomes.
+const RECENT_IDS: usize = 100_000;
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("sample", &self.sample)
+            .field("dropped", &self.dropped())
+            .field("written", &self.written())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Now, in Unix milliseconds.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Recorder {
+    /// Opens (or continues) the file and starts the writer; `config_digest` goes in each
+    /// file's header, and `load` gives the load lines.
+    pub fn start(
+        config: &RecordConfig,
+        config_digest: String,
+        load: LoadSource,
+    ) -> std::io::Result<Recorder> {
+        if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let key = match std::env::var(&config.key_env) {
+            Ok(k) if !k.is_empty() => k.into_bytes(),
+            _ => rand::random::<[u8; 32]>().to_vec(),
+        };
+        let header = Header {
+            schema: SCHEMA_VERSION,
+            config_digest,
+            sample: config.sample,
+            started_ms: 0,
+        };
+        let file = TraceFile::open(&config.path, config.max_bytes, config.keep, header)?;
+        let lines = Arc::new(HostQueue::new(config.queue));
+        let written = Arc::new(AtomicU64::new(0));
+        let (queue, count) = (Arc::clone(&lines), Arc::clone(&written));
+        let every = config.load_every;
+        std::thread::Builder::new()
+            .name("laneway-record".into())
+            .spawn(move || write_loop(&queue, file, load, every, &count))?;
+        Ok(Recorder {
+            lines,
+            sample: config.sample,
+            include_text: config.include_text,
+            key,
+            seen: AtomicU64::new(0),
+            written,
+            recorded: std::sync::Mutex::default(),
+        })
+    }
+
+    /// Whether the next call is recorded: exactly `sample` of the calls, evenly spread.
+    pub fn sampled(&self) -> bool {
+        let n = self.seen.fetch_add(1, Ordering::Relaxed) as f64;
+        ((n + 1.0) * self.sample).floor() > (n * self.sample).floor()
+    }
+
+    /// Whether prompts and answers are recorded in clear.
+    pub fn include_text(&self) -> bool {
+        self.include_text
+    }
+
+    /// The keyed digest of `bytes`: HMAC-SHA-256 under the deployment's key, its first 16
+    /// bytes in hex.
+    pub fn digest(&self, bytes: &[u8]) -> String {
+        use hmac::{KeyInit as _, Mac as _};
+        let mut mac = hmac::Hmac::<sha2_hmac::Sha256>::new_from_slice(&self.key)
+            .expect("HMAC takes a key of any length");
+        mac.update(bytes);
+        let out = mac.finalize().into_bytes();
+        out[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Hands `line` to the writer, or drops and counts it when the queue is full.
+    pub fn push(&self, line: Line) {
+        self.lines.push(line);
+    }
+
+    /// Hands a recorded call's line to the writer, keeping its id for its outcome.
+    pub fn push_call(&self, call: CallRecord) {
+        if let Some(id) = &call.call_id {
+            let mut recent = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+            if recent.ids.insert(id.clone()) {
+                recent.order.push_back(id.clone());
+                if recent.order.len() > RECENT_IDS
+                    && let Some(old) = recent.order.pop_front()
+                {
+                    recent.ids.remove(&old);
+                }
+            }
+        }
+        self.push(Line::Call(Box::new(call)));
+    }
+
+    /// Writes what was said of call `call_id` later (`source`: `task` or `feedback`), if it
+    /// was recorded.
+    pub fn outcome(&self, call_id: &str, success: bool, source: &str) {
+        let recorded = self
+            .recorded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ids
+            .contains(call_id);
+        if recorded {
+            self.push(Line::Outcome(Outcome {
+                at_ms: unix_ms(),
+                call_id: call_id.to_string(),
+                success,
+                source: source.to_string(),
+            }));
+        }
+    }
+
+    /// Lines dropped because the writer was behind.
+    pub fn dropped(&self) -> u64 {
+        self.lines.dropped()
+    }
+
+    /// Lines written so far (headers excepted).
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // The writer writes what is queued, then ends.
+        self.lines.close();
+    }
+}
+
+/// Lines taken from the queue at most per write.
+const BATCH: usize = 1024;
+
+fn write_loop(
+    queue: &HostQueue<Line>,
+    mut file: TraceFile,
+    load: LoadSource,
+    every: Duration,
+    written: &AtomicU64,
+) {
+    let mut next_load = crate::time::now() + every;
+    loop {
+        let wait = next_load.saturating_duration_since(crate::time::now());
+        let batch = queue.drain(BATCH, wait);
+        if batch.is_empty() && queue.is_closed() {
+            return;
+        }
+        if let Ok(n) = file.write_all_lines(&batch) {
+            written.fetch_add(n, Ordering::Relaxed);
+        }
+        if crate::time::now() >= next_load {
+            next_load += every;
+            let Some(targets) = load() else {
+                return;
+            };
+            let line = Line::Load(Load {
+                at_ms: unix_ms(),
+                targets,
+            });
+            if file.write(&line).is_ok() {
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The file being written, rotated by size.
+struct TraceFile {
+    path: PathBuf,
+    max_bytes: u64,
+    keep: u32,
+    header: Header,
+    file: std::fs::File,
+    size: u64,
+}
+
+impl TraceFile {
+    fn open(path: &Path, max_bytes: u64, keep: u32, header: Header) -> std::io::Result<Self> {
+        let mut f = TraceFile {
+            path: path.to_path_buf(),
+            max_bytes,
+            keep,
+            header,
+            file: Self::append(path)?,
+            size: 0,
+        };
+        f.size = f.file.metadata()?.len();
+        if f.size == 0 {
+            f.write_header()?;
+        }
+        Ok(f)
+    }
+
+    fn append(path: &Path) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    }
+
+    fn write_header(&mut self) -> std::io::Result<()> {
+        self.header.started_ms = unix_ms();
+        let header = Line::Header(self.header.clone());
+        self.put(&header)
+    }
+
+    /// Writes `line` whole, first rotating the file when it would pass its size.
+    fn write(&mut self, line: &Line) -> std::io::Result<()> {
+        let text = to_text(line);
+        if self.size > 0 && self.size + text.len() as u64 > self.max_bytes {
+            self.rotate()?;
+        }
+        self.file.write_all(text.as_bytes())?;
+        self.size += text.len() as u64;
+        Ok(())
+    }
+
+    /// Writes `lines` whole, as few writes as the file's size allows; how many were written.
+    fn write_all_lines(&mut self, lines: &[Line]) -> std::io::Result<u64> {
+        let mut text = String::new();
+        let mut n = 0;
+        for line in lines {
+            let one = to_text(line);
+            if self.size + (text.len() + one.len()) as u64 > self.max_bytes
+                && self.size + text.len() as u64 > 0
+            {
+                self.file.write_all(text.as_bytes())?;
+                self.size += text.len() as u64;
+                text.clear();
+                self.rotate()?;
+            }
+            text.push_str(&one);
+            n += 1;
+        }
+        self.file.write_all(text.as_bytes())?;
+        self.size += text.len() as u64;
+        Ok(n)
+    }
+
+    fn put(&mut self, line: &Line) -> std::io::Result<()> {
+        let text = to_text(line);
+        self.file.write_all(text.as_bytes())?;
+        self.size += text.len() as u64;
+        Ok(())
+    }
+
+    /// `path` becomes `path.1`, `path.1` becomes `path.2`, ..., the oldest past `keep` goes.
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let numbered = |n: u32| {
+            let mut p = self.path.clone().into_os_string();
+            p.push(format!(".{n}"));
+            PathBuf::from(p)
+        };
+        if self.keep == 0 {
+            std::fs::remove_file(&self.path)?;
+        } else {
+            let _ = std::fs::remove_file(numbered(self.keep));
+            for n in (1..self.keep).rev() {
+                let _ = std::fs::rename(numbered(n), numbered(n + 1));
+            }
+            std::fs::rename(&self.path, numbered(1))?;
+        }
+        self.file = Self::append(&self.path)?;
+        self.size = 0;
+        self.write_header()
+    }
+}
+
+/// One line's text, with its newline: written with one write, so that it is whole or cut
+/// short only at the end of the file.
+fn to_text(line: &Line) -> String {
+    let mut text = serde_json::to_string(line).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, max_bytes: u64) -> RecordConfig {
+        RecordConfig {
+            path: dir.join("trace.jsonl"),
+            sample: 0.25,
+            max_bytes,
+            keep: 2,
+            key_env: "LANEWAY_RECORD_KEY_OF_NO_TEST".into(),
+            include_text: false,
+            queue: 64,
+            load_every: Duration::from_secs(3600),
+        }
+    }
+
+    fn lines_of(path: &Path) -> Vec<Line> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_share_of_calls_is_sampled_evenly_and_digests_are_keyed() {
+        let dir = std::env::temp_dir().join(format!("laneway-record-s-{}", std::process::id()));
+        let r = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None)).unwrap();
+        let kept = (0..1000).filter(|_| r.sampled()).count();
+        assert_eq!(kept, 250);
+        let other = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None)).unwrap();
+        assert_eq!(r.digest(b"prefix"), r.digest(b"prefix"));
+        assert_ne!(
+            r.digest(b"prefix"),
+            other.digest(b"prefix"),
+            "a random key each"
+        );
+        assert_eq!(r.digest(b"prefix").len(), 32);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn files_rotate_by_size_each_starting_with_its_header_and_lines_are_whole() {
+        let dir = std::env::temp_dir().join(format!("laneway-record-r-{}", std::process::id()));
+        let header = Header {
+            schema: SCHEMA_VERSION,
+            config_digest: "d".into(),
+            sample: 1.0,
+            started_ms: 0,
+        };
+        let path = dir.join("trace.jsonl");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut f = TraceFile::open(&path, 4096, 2, header).unwrap();
+        let call = Line::Call(Box::new(CallRecord {
+            class: "standard".into(),
+            total_ms: 12.5,
+            ..CallRecord::default()
+        }));
+        for _ in 0..200 {
+            f.write(&call).unwrap();
+        }
+        for p in [
+            path.clone(),
+            dir.join("trace.jsonl.1"),
+            dir.join("trace.jsonl.2"),
+        ] {
+            let lines = lines_of(&p);
+            assert!(matches!(lines[0], Line::Header(_)), "{}", p.display());
+            assert!(lines[1..].iter().all(|l| *l == call));
+            assert!(std::fs::metadata(&p).unwrap().len() <= 4096);
+        }
+        assert!(
+            !dir.join("trace.jsonl.3").exists(),
+            "only `keep` rotated files"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
