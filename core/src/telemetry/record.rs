@@ -527,6 +527,122 @@ fn to_text(line: &Line) -> String {
     text
 }
 
+/// The longest line a reader takes; a longer one is counted bad and skipped.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// A line of a trace that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    /// Its number in the file, from 1.
+    pub number: u64,
+    /// Why it was not read.
+    pub reason: String,
+}
+
+/// A trace read as a stream, line by line, whatever its size: the lines that read, with the
+/// bad ones (malformed, cut short, too long, not UTF-8, of another schema) counted and the
+/// first of them named by number, never a panic.
+pub struct TraceReader<R> {
+    input: R,
+    number: u64,
+    /// How many lines were bad.
+    pub bad_count: u64,
+    /// The first bad lines (at most 100), by number.
+    pub bad: Vec<BadLine>,
+}
+
+impl TraceReader<std::io::BufReader<std::fs::File>> {
+    /// Reads the trace at `path`.
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        Ok(Self::new(std::io::BufReader::new(std::fs::File::open(
+            path,
+        )?)))
+    }
+}
+
+impl<R: std::io::BufRead> TraceReader<R> {
+    /// Reads a trace from `input`.
+    pub fn new(input: R) -> Self {
+        TraceReader {
+            input,
+            number: 0,
+            bad_count: 0,
+            bad: Vec::new(),
+        }
+    }
+
+    fn reject(&mut self, reason: String) {
+        self.bad_count += 1;
+        if self.bad.len() < 100 {
+            self.bad.push(BadLine {
+                number: self.number,
+                reason,
+            });
+        }
+    }
+
+    /// The next line's bytes, at most [`MAX_LINE`] (`Err` with the reason when longer: the
+    /// rest of it is skipped); `None` at the end.
+    fn next_bytes(&mut self) -> Option<Result<Vec<u8>, String>> {
+        use std::io::BufRead as _;
+        let mut buf = Vec::new();
+        let input: &mut R = &mut self.input;
+        let read = std::io::Read::take(input, MAX_LINE as u64 + 1).read_until(b'\n', &mut buf);
+        match read {
+            Err(e) => Some(Err(format!("unreadable: {e}"))),
+            Ok(0) => None,
+            Ok(_) if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') => {
+                // Skip to the end of the line, in bounded pieces.
+                loop {
+                    let mut rest = Vec::new();
+                    let input: &mut R = &mut self.input;
+                    match std::io::Read::take(input, MAX_LINE as u64).read_until(b'\n', &mut rest) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) if rest.last() == Some(&b'\n') => break,
+                        Ok(_) => {}
+                    }
+                }
+                Some(Err(format!("longer than {MAX_LINE} bytes")))
+            }
+            Ok(_) => Some(Ok(buf)),
+        }
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for TraceReader<R> {
+    type Item = Line;
+
+    fn next(&mut self) -> Option<Line> {
+        loop {
+            let bytes = self.next_bytes()?;
+            self.number += 1;
+            let text = match bytes.map(String::from_utf8) {
+                Ok(Ok(text)) => text,
+                Ok(Err(_)) => {
+                    self.reject("not UTF-8".into());
+                    continue;
+                }
+                Err(reason) => {
+                    self.reject(reason);
+                    continue;
+                }
+            };
+            let text = text.trim_end_matches(['\n', '\r']);
+            if text.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Line>(text) {
+                Ok(Line::Header(h)) if h.schema != SCHEMA_VERSION => self.reject(format!(
+                    "a header of schema {}, where this reader reads {SCHEMA_VERSION}",
+                    h.schema
+                )),
+                Ok(line) => return Some(line),
+                Err(e) => self.reject(format!("not a trace line: {e}")),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,6 +666,39 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_reader_counts_and_names_bad_lines_and_never_panics() {
+        let call = to_text(&Line::Call(Box::new(CallRecord {
+            class: "standard".into(),
+            ..CallRecord::default()
+        })));
+        let long = "x".repeat(MAX_LINE + 10);
+        let mut input = String::new();
+        input.push_str(&to_text(&Line::Header(Header {
+            schema: SCHEMA_VERSION,
+            config_digest: "d".into(),
+            sample: 1.0,
+            started_ms: 1,
+        })));
+        input.push_str(&call);
+        input.push_str("{\"line\": \"call\", \"class\": 3}\n");
+        input.push_str(&long);
+        input.push('\n');
+        input.push_str("{\"line\":\"header\",\"schema\":99,\"config_digest\":\"d\",\"sample\":1,\"started_ms\":1}\n");
+        input.push_str(&call);
+        input.push_str(&call[..call.len() / 2]); // cut short by a crash
+        let mut bytes = input.into_bytes();
+        bytes.extend_from_slice(b"\n\xff\xfe\n");
+        let mut reader = TraceReader::new(std::io::Cursor::new(bytes));
+        let lines: Vec<Line> = reader.by_ref().collect();
+        assert_eq!(lines.len(), 3, "the header and two calls");
+        let numbers: Vec<u64> = reader.bad.iter().map(|b| b.number).collect();
+        assert_eq!(numbers, [3, 4, 5, 7, 8], "{:?}", reader.bad);
+        assert_eq!(reader.bad_count, 5);
+        assert!(reader.bad[1].reason.contains("longer than"));
+        assert!(reader.bad[2].reason.contains("schema 99"));
     }
 
     #[test]
