@@ -321,7 +321,7 @@ fn the_bench_serves_each_candidates_metrics_while_it_runs() {
         .args(["--requests", "6", "--time-scale", "0.05"])
         .args(["--metrics-addr", "127.0.0.1:0", "--metrics-linger", "60"])
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the laneway binary runs");
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
@@ -341,28 +341,20 @@ fn the_bench_serves_each_candidates_metrics_while_it_runs() {
         s.read_to_string(&mut body).ok()?;
         Some(body)
     };
-    // The last candidate's calls counted (it lingers after them): the scrapes follow the
-    // candidates in turn until then.
+    // Every candidate measured: the last one's router is served while the bench lingers.
+    let measured = std::io::BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("every candidate measured"));
+    assert!(measured, "the bench said it measured every candidate");
+    let body = scrape().expect("the endpoint answers while the bench lingers");
     let last = "laneway_bench_candidate=\"amazon.nova-pro-v1:0";
-    let started = std::time::Instant::now();
-    let body = loop {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(120),
-            "the bench never finished its last candidate"
-        );
-        let body = scrape().expect("the endpoint answers while the bench runs");
-        if body.contains("laneway_requests_total{") && body.contains(last) {
-            let done = body
-                .lines()
-                .filter(|l| l.starts_with("laneway_requests_total{") && l.contains(last))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum::<f64>();
-            if done >= 6.0 {
-                break body;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let done: f64 = body
+        .lines()
+        .filter(|l| l.starts_with("laneway_requests_total{") && l.contains(last))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(done, 6.0, "the last candidate's calls:\n{body}");
     child.kill().ok();
     child.wait().ok();
     assert!(

@@ -11,7 +11,7 @@ use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -203,8 +203,9 @@ struct Run {
 /// A demo run with a regional outage (and a Redis that is not there) scraped by a Prometheus
 /// loaded with the rules, and by the test itself (each of its scrapes, however long it took
 /// on a busy machine, is one sample of the recording).
-fn demo_under_prometheus(prometheus: &Path, dir: &Path, time_scale: &str) -> Run {
-    let demo_addr = format!("127.0.0.1:{}", free_port());
+fn demo_under_prometheus(prometheus: &Path, dir: &Path, time_scale: &str, recording: bool) -> Run {
+    let placeholder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let demo_addr = placeholder.local_addr().unwrap().to_string();
     let prom_addr = format!("127.0.0.1:{}", free_port());
     let rules = workspace().join("observability/prometheus/alerts.yml");
     std::fs::write(
@@ -233,24 +234,20 @@ fn demo_under_prometheus(prometheus: &Path, dir: &Path, time_scale: &str) -> Run
             .spawn()
             .expect("prometheus runs"),
     );
-    let started = Instant::now();
-    while get(&prom_addr, "/-/ready").map(|(s, _)| s).ok() != Some(200) {
-        assert!(started.elapsed() < LIMIT, "prometheus never became ready");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Prometheus takes up its targets a few seconds after it is ready: the demo starts once
-    // it is scraping (and finding nothing there yet), so the first scrapes see the lanes.
-    loop {
-        let targets = api(&prom_addr, "/api/v1/targets", &[]);
-        let scraped = targets["activeTargets"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["health"] != "unknown"));
-        if scraped {
-            break;
-        }
-        assert!(started.elapsed() < LIMIT, "prometheus never scraped");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Prometheus takes up its targets a few seconds after it starts: the demo starts once it
+    // is scraping, so that its first scrapes see the lanes. Its first scrape attempt is the
+    // event: the test listens at the demo's address until Prometheus connects, and reads
+    // until Prometheus gives up on it (so Prometheus closes first and the port is free).
+    let (scraped, first_scrape) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut conn, _) = placeholder.accept().unwrap();
+        drop(placeholder);
+        let _ = conn.read_to_end(&mut Vec::new());
+        let _ = scraped.send(());
+    });
+    first_scrape
+        .recv_timeout(LIMIT)
+        .expect("prometheus never scraped");
     // No Redis listens on port 1: the shared state is degraded all along.
     std::fs::write(
         dir.join("shared.toml"),
@@ -268,22 +265,21 @@ fn demo_under_prometheus(prometheus: &Path, dir: &Path, time_scale: &str) -> Run
         .expect("the laneway binary runs");
     let stdout = demo.stdout.take().unwrap();
     let demo = Killed(demo);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let scraper = {
-        let stop = std::sync::Arc::clone(&stop);
+    // Recording only: the test's own scrapes, one per scrape interval until told to stop.
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let scraper = recording.then(|| {
         let addr = demo_addr.clone();
-        let pace: u64 = SCRAPE.trim_end_matches("ms").parse().unwrap();
+        let pace = Duration::from_millis(SCRAPE.trim_end_matches("ms").parse().unwrap());
         std::thread::spawn(move || {
             let mut scrapes = Vec::new();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(pace) {
                 if let Ok((200, body)) = get(&addr, "/metrics") {
                     scrapes.push(body);
                 }
-                std::thread::sleep(Duration::from_millis(pace));
             }
             scrapes
         })
-    };
+    });
     // The demo's metrics table is out once its calls are all counted; the linger that follows
     // gives the scrapes of the end state.
     let mut done = false;
@@ -297,8 +293,8 @@ fn demo_under_prometheus(prometheus: &Path, dir: &Path, time_scale: &str) -> Run
         }
     }
     assert!(done, "the demo ended early");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let scrapes = scraper.join().unwrap();
+    drop(stop);
+    let scrapes = scraper.map(|s| s.join().unwrap()).unwrap_or_default();
     let ups = api(
         &prom_addr,
         "/api/v1/query",
@@ -330,7 +326,7 @@ fn every_dashboard_panel_and_alert_rule_reads_series_the_demo_exports() {
     // the router is serving and scraped, so the recording shows it begin.
     let recording = std::env::var_os("LANEWAY_RECORD_ALERT_SERIES").is_some();
     let time_scale = if recording { "1" } else { "0.25" };
-    let run = demo_under_prometheus(&prometheus, &dir, time_scale);
+    let run = demo_under_prometheus(&prometheus, &dir, time_scale, recording);
     let prom = run.prometheus.as_str();
     if recording {
         record(&run.scrapes);

@@ -202,6 +202,7 @@ pub(crate) async fn measure(args: &BenchArgs) -> anyhow::Result<BenchReport> {
     }
     progress.finish_and_clear();
     if let Some(m) = metrics {
+        eprintln!("metrics: every candidate measured; the last one's still served for the linger");
         m.finish().await;
     }
     Ok(BenchReport {
