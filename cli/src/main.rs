@@ -1,14 +1,17 @@
 //! `laneway`: the command line of the Laneway SDK.
 
+mod advise;
 mod bench;
 mod catalog_cmd;
 mod config_cmd;
 mod demo;
 mod metrics_serve;
+mod progress;
 mod quality;
 mod recommend;
 mod report;
 mod router_cmd;
+mod twin;
 
 use clap::{Parser, Subcommand};
 
@@ -41,6 +44,12 @@ enum Command {
     /// prices from AWS's price list.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCommand),
+    /// A digital twin of what recorded traffic met: `laneway twin fit --trace FILE --out twin.toml`.
+    #[command(subcommand)]
+    Twin(twin::TwinCommand),
+    /// Changes recorded traffic supports, ranked by projected monthly saving, with their risk
+    /// and evidence: `laneway advise --trace FILE [--verify --scenario twin.toml]`.
+    Advise(advise::AdviseArgs),
 }
 
 #[tokio::main]
@@ -58,6 +67,8 @@ async fn main() -> std::process::ExitCode {
         Command::Check(args) => config_cmd::check(args).map(|()| std::process::ExitCode::SUCCESS),
         Command::Plan(args) => config_cmd::plan(args).map(|()| std::process::ExitCode::SUCCESS),
         Command::Catalog(cmd) => catalog_cmd::run(cmd).map(|()| std::process::ExitCode::SUCCESS),
+        Command::Advise(args) => advise::run(args).await,
+        Command::Twin(cmd) => twin::run(cmd).map(|()| std::process::ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod advice;
 pub mod backend;
 pub mod batch;
 #[cfg(doctest)]

@@ -355,10 +355,13 @@ fn check_model_request(
 fn served_as<'s>(ask: &Ask, served: &Served<'s>) -> (&'s str, Performance, [u32; 2]) {
     match served {
         Served::Model(m) => {
-            let mut performance = m.performance_for(&ask.region, &ask.tier);
+            let mut performance = m.performance_for(&ask.region, &ask.tier, &ask.target);
             if let (Some(l), true) = (&m.latency_optimized, ask.latency_optimized) {
                 performance.ttft_median_ms *= l.ttft_factor;
                 performance.ttft_p99_ms *= l.ttft_factor;
+                for q in &mut performance.ttft_quantiles {
+                    q[1] *= l.ttft_factor;
+                }
                 performance.tokens_per_second *= l.tokens_per_second_factor;
             }
             (m.id.as_str(), performance, m.answer_tokens)
@@ -893,6 +896,10 @@ impl Engine {
         let draw = self.draws.fetch_add(1, Ordering::Relaxed);
         let mut rng =
             ChaCha8Rng::seed_from_u64(self.scenario.seed ^ prompt_digest.rotate_left(17) ^ draw);
+        if perf.ttft_quantiles.len() >= 2 {
+            let ms = from_quantiles(&perf.ttft_quantiles, rand::Rng::r#gen::<f64>(&mut rng));
+            return self.scaled(Duration::from_secs_f64(ms / 1000.0));
+        }
         let median = perf.ttft_median_ms.max(0.001);
         // p99 of a log-normal is median * exp(2.326 sigma).
         let sigma = ((perf.ttft_p99_ms.max(median) / median).ln() / 2.326).max(1e-6);
@@ -900,6 +907,20 @@ impl Engine {
             .map(|d| d.sample(&mut rng))
             .unwrap_or(median);
         self.scaled(Duration::from_secs_f64(ms / 1000.0))
+    }
+}
+
+/// The value at quantile `u` of an empirical table of `[quantile, value]` rows (rising from 0
+/// to 1): linear between the rows around it.
+fn from_quantiles(table: &[[f64; 2]], u: f64) -> f64 {
+    let i = table
+        .partition_point(|r| r[0] < u)
+        .clamp(1, table.len() - 1);
+    let ([q0, v0], [q1, v1]) = (table[i - 1], table[i]);
+    if q1 > q0 {
+        v0 + (v1 - v0) * ((u - q0) / (q1 - q0)).clamp(0.0, 1.0)
+    } else {
+        v1
     }
 }
 

@@ -117,6 +117,11 @@ pub struct Fault {
     /// How many requests it hits before it clears itself; unset: until removed.
     #[serde(default)]
     pub count: Option<u32>,
+    /// The chance that it hits a request it matches (a fault rate, as `laneway twin fit`
+    /// writes); unset: every one. Drawn from a sequence fixed by the fault's position, so a
+    /// run is reproducible.
+    #[serde(default)]
+    pub probability: Option<f64>,
     /// Active from this many milliseconds after the emulator started (scenario schedules).
     #[serde(default)]
     pub start_ms: Option<u64>,
@@ -146,6 +151,7 @@ impl Fault {
             retry_after: None,
             status: None,
             count: None,
+            probability: None,
             start_ms: None,
             end_ms: None,
         }
@@ -228,6 +234,19 @@ pub(crate) struct FaultRegistry {
 struct Registry {
     next_id: u64,
     faults: Vec<(u64, Fault)>,
+    /// Draws made for faults with a probability.
+    draws: u64,
+}
+
+/// A uniform number in [0, 1) from a fault's id and a draw's number (SplitMix64).
+fn unit_draw(id: u64, draw: u64) -> f64 {
+    let mut z = id
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(draw.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl FaultRegistry {
@@ -270,8 +289,15 @@ impl FaultRegistry {
     pub(crate) fn take_matching(&self, at: &Subject<'_>, since_start: Duration) -> Vec<Fault> {
         let mut r = self.inner.lock().expect("fault registry lock");
         let mut hits = Vec::new();
-        for (_, f) in r.faults.iter_mut() {
+        let Registry { faults, draws, .. } = &mut *r;
+        for (id, f) in faults.iter_mut() {
             if f.matches(at, since_start) {
+                if let Some(p) = f.probability {
+                    *draws += 1;
+                    if unit_draw(*id, *draws) >= p {
+                        continue;
+                    }
+                }
                 if let Some(c) = f.count.as_mut() {
                     *c -= 1;
                 }

@@ -36,7 +36,7 @@ pub use guardrail::{GuardrailSpec, PiiAction, PiiKind, PiiRule};
 pub use scenario::{
     ApplicationProfileSpec, Credential, EndpointSpec, LatencyOptimized, ModelSpec, PayloadFormat,
     Performance, PerformanceOverride, ReasoningStyle, RegionSpec, ReservationSpec, Scenario,
-    ScenarioError,
+    ScenarioError, builtin_text,
 };
 pub use server::Emulator;
 

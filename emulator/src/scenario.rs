@@ -336,6 +336,11 @@ pub struct Performance {
     pub ttft_median_ms: f64,
     /// 99th percentile time to first token, milliseconds (a log-normal is fitted to both).
     pub ttft_p99_ms: f64,
+    /// An empirical distribution of the time to first token instead of the log-normal:
+    /// `[quantile, milliseconds]` pairs, quantiles rising from 0 to 1, drawn from by
+    /// interpolating between them (what `laneway twin fit` writes where a log-normal does not
+    /// fit). Empty: the log-normal of the median and p99.
+    pub ttft_quantiles: Vec<[f64; 2]>,
     /// Output tokens per second once generation starts.
     pub tokens_per_second: f64,
     /// Requests served at once; one more is throttled.
@@ -352,6 +357,7 @@ impl Default for Performance {
         Self {
             ttft_median_ms: 300.0,
             ttft_p99_ms: 900.0,
+            ttft_quantiles: Vec::new(),
             tokens_per_second: 120.0,
             max_concurrency: 64,
             requests_per_minute: 1_000_000,
@@ -368,10 +374,18 @@ pub struct PerformanceOverride {
     pub region: Option<String>,
     /// Only at this tier (`default`, `priority`, `flex`, `reserved`); unset: every tier.
     pub tier: Option<String>,
+    /// Only for requests naming this id (an inference profile's, say `us.amazon.nova-lite-v1:0`,
+    /// or the bare id); unset: every id of the model.
+    #[serde(default)]
+    pub target: Option<String>,
     /// Median time to first token, milliseconds; unset: unchanged.
     pub ttft_median_ms: Option<f64>,
     /// 99th percentile time to first token, milliseconds; unset: unchanged.
     pub ttft_p99_ms: Option<f64>,
+    /// An empirical first-token distribution (see [`Performance::ttft_quantiles`]); unset:
+    /// unchanged.
+    #[serde(default)]
+    pub ttft_quantiles: Option<Vec<[f64; 2]>>,
     /// Output tokens per second once generation starts; unset: unchanged.
     pub tokens_per_second: Option<f64>,
     /// Requests served at once; unset: unchanged.
@@ -409,6 +423,14 @@ const STARTUP: &str = include_str!("../scenarios/startup.toml");
 /// Built-in scenarios: name, TOML text, time scale applied on top.
 const BUILTINS: &[(&str, &str, Option<f64>)] =
     &[("startup", STARTUP, None), ("fast", STARTUP, Some(0.01))];
+
+/// The TOML text of a built-in scenario (its time scale aside), by name.
+pub fn builtin_text(name: &str) -> Option<&'static str> {
+    BUILTINS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, text, _)| *text)
+}
 
 impl Scenario {
     /// Parses a scenario from TOML text and validates it.
@@ -465,6 +487,16 @@ impl Scenario {
         }
         if self.regions.is_empty() {
             return invalid("at least one region is needed".into());
+        }
+        if let Some(f) = self
+            .faults
+            .iter()
+            .find(|f| f.probability.is_some_and(|p| !(0.0..=1.0).contains(&p)))
+        {
+            return invalid(format!(
+                "a fault's probability must be within 0 and 1, got {:?} ({:?})",
+                f.probability, f.kind
+            ));
         }
         for r in &self.regions {
             let well_formed = |g: &str| {
@@ -523,6 +555,16 @@ impl Scenario {
                 ));
             }
             m.performance.validate(&m.id)?;
+            if let Some(o) = m
+                .overrides
+                .iter()
+                .find(|o| !o.ttft_quantiles.as_deref().is_none_or(quantiles_valid))
+            {
+                return invalid(format!(
+                    "models.{}: an override's ttft_quantiles must rise from quantile 0 to 1 over milliseconds >= 0, got {:?}",
+                    m.id, o.ttft_quantiles
+                ));
+            }
             if let Some(Err(m)) = m
                 .price
                 .as_ref()
@@ -622,16 +664,32 @@ impl Performance {
             && self.tokens_per_second > 0.0
             && self.max_concurrency > 0
             && self.requests_per_minute > 0
-            && self.tokens_per_minute > 0;
+            && self.tokens_per_minute > 0
+            && quantiles_valid(&self.ttft_quantiles);
         if ok {
             Ok(())
         } else {
             Err(ScenarioError::Invalid(format!(
-                "{owner}: performance needs 0 <= ttft_median_ms <= ttft_p99_ms, tokens_per_second > 0, \
+                "{owner}: performance needs 0 <= ttft_median_ms <= ttft_p99_ms, ttft_quantiles rising \
+                 from quantile 0 to 1 over milliseconds >= 0, tokens_per_second > 0, \
                  max_concurrency > 0, requests_per_minute > 0 and tokens_per_minute > 0; got {self:?}"
             )))
         }
     }
+}
+
+/// A quantile table rises in both columns, from quantile 0 to 1, over times of at least 0 ms.
+fn quantiles_valid(table: &[[f64; 2]]) -> bool {
+    table.is_empty()
+        || (table.len() >= 2
+            && table[0][0] == 0.0
+            && table[table.len() - 1][0] == 1.0
+            && table
+                .iter()
+                .all(|[q, ms]| q.is_finite() && ms.is_finite() && *ms >= 0.0)
+            && table
+                .windows(2)
+                .all(|w| w[1][0] > w[0][0] && w[1][1] >= w[0][1]))
 }
 
 impl ModelSpec {
@@ -644,13 +702,18 @@ impl ModelSpec {
                 .is_none_or(|r| r.iter().any(|r| r == region))
     }
 
-    /// The performance in force for a region and tier, overrides applied in order.
-    pub fn performance_for(&self, region: &str, tier: &str) -> Performance {
+    /// The performance in force for a region, tier and the id a request named, overrides
+    /// applied in order.
+    pub fn performance_for(&self, region: &str, tier: &str, target: &str) -> Performance {
         let mut p = self.performance.clone();
         for o in &self.overrides {
             let region_ok = o.region.as_deref().is_none_or(|r| r == region);
             let tier_ok = o.tier.as_deref().is_none_or(|t| t == tier);
-            if region_ok && tier_ok {
+            let target_ok = o.target.as_deref().is_none_or(|t| t == target);
+            if region_ok && tier_ok && target_ok {
+                if let Some(v) = &o.ttft_quantiles {
+                    p.ttft_quantiles.clone_from(v);
+                }
                 if let Some(v) = o.ttft_median_ms {
                     p.ttft_median_ms = v;
                 }
@@ -778,11 +841,13 @@ mod tests {
         .unwrap();
         let m = &s.models[0];
         assert_eq!(
-            m.performance_for("us-east-1", "priority").ttft_median_ms,
+            m.performance_for("us-east-1", "priority", "amazon.nova-lite-v1:0")
+                .ttft_median_ms,
             50.0
         );
         assert_eq!(
-            m.performance_for("us-east-1", "default").ttft_median_ms,
+            m.performance_for("us-east-1", "default", "amazon.nova-lite-v1:0")
+                .ttft_median_ms,
             100.0
         );
     }

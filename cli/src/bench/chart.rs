@@ -136,6 +136,40 @@ pub(super) fn frontier_svg(results: &[CandidateResult], recommended: Option<usiz
             (i, r.cost_per_million_usd, y)
         })
         .collect();
+    let names: Vec<String> = results.iter().map(|r| r.candidate.name.clone()).collect();
+    scatter_svg(
+        &Scatter {
+            title: "Latency against cost per candidate",
+            x_name: "cost per million requests (USD",
+            y_name,
+            names: &names,
+            points: &points,
+        },
+        recommended,
+    )
+}
+
+/// A scatter of named points with the frontier of those no other beats on both axes.
+pub(super) struct Scatter<'a> {
+    pub title: &'a str,
+    /// The x axis's name, without its closing parenthesis (the scale's note goes in it).
+    pub x_name: &'a str,
+    pub y_name: &'a str,
+    pub names: &'a [String],
+    /// (index into `names`, x, y).
+    pub points: &'a [(usize, f64, f64)],
+}
+
+/// A scatter as an SVG document, the point `ringed` marked.
+pub(super) fn scatter_svg(chart: &Scatter<'_>, ringed: Option<usize>) -> String {
+    let Scatter {
+        title,
+        x_name,
+        y_name,
+        names,
+        points,
+    } = *chart;
+    let recommended = ringed;
     let x = Axis::new(points.iter().map(|p| p.1));
     let y = Axis::new(points.iter().map(|p| p.2));
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
@@ -150,8 +184,9 @@ pub(super) fn frontier_svg(results: &[CandidateResult], recommended: Option<usiz
     let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">Latency against cost per candidate</text>"#,
-        LEFT + pw / 2.0
+        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        escape(title)
     );
     for t in x.ticks() {
         let at = px(t);
@@ -180,7 +215,7 @@ pub(super) fn frontier_svg(results: &[CandidateResult], recommended: Option<usiz
     );
     let _ = writeln!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">cost per million requests (USD{})</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x_name}{})</text>"#,
         LEFT + pw / 2.0,
         H - 18.0,
         if x.log { ", log scale" } else { "" }
@@ -191,7 +226,7 @@ pub(super) fn frontier_svg(results: &[CandidateResult], recommended: Option<usiz
         TOP + ph / 2.0,
         if y.log { ", log scale" } else { "" }
     );
-    let line: Vec<String> = frontier(&points)
+    let line: Vec<String> = frontier(points)
         .iter()
         .map(|&i| {
             let p = points.iter().find(|p| p.0 == i).expect("a point");
@@ -234,11 +269,150 @@ pub(super) fn frontier_svg(results: &[CandidateResult], recommended: Option<usiz
             W - RIGHT + 14.0,
             TOP + 14.0 + n as f64 * 16.0,
             n + 1,
-            escape(&results[i].candidate.name)
+            escape(&names[i])
         );
     }
     s.push_str("</svg>\n");
     s
+}
+
+const PALETTE: &[&str] = &["#36c", "#d62", "#2a7", "#a3c", "#c93", "#099", "#777"];
+
+/// Grouped bars: per group (a class), one bar per series (a configuration), values in 0..=1.
+pub(super) fn bars_svg(title: &str, groups: &[String], series: &[(String, Vec<f64>)]) -> String {
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12"><rect width="{W}" height="{H}" fill="white"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        escape(title)
+    );
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let y = TOP + (1.0 - t) * ph;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{:.0}%</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            y + 4.0,
+            t * 100.0
+        );
+    }
+    let group_w = pw / groups.len().max(1) as f64;
+    let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
+    for (g, name) in groups.iter().enumerate() {
+        let x0 = LEFT + g as f64 * group_w + group_w * 0.1;
+        for (k, (_, values)) in series.iter().enumerate() {
+            let v = values.get(g).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+            let h = v * ph;
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{}"><title>{:.1}%</title></rect>"#,
+                x0 + k as f64 * bar_w,
+                TOP + ph - h,
+                bar_w * 0.9,
+                PALETTE[k % PALETTE.len()],
+                v * 100.0
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x0 + group_w * 0.4,
+            TOP + ph + 18.0,
+            escape(name)
+        );
+    }
+    legend(&mut s, series.iter().map(|(n, _)| n.as_str()));
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Lines over time: per series (a configuration), a value per bucket (a minute's cost).
+pub(super) fn lines_svg(
+    title: &str,
+    x_name: &str,
+    y_name: &str,
+    series: &[(String, Vec<f64>)],
+) -> String {
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let n = series
+        .iter()
+        .map(|(_, v)| v.len())
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let hi = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0, f64::max)
+        .max(1e-12);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12"><rect width="{W}" height="{H}" fill="white"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        escape(title)
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#444"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text transform="translate(18 {:.1}) rotate(-90)" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+        LEFT + pw / 2.0,
+        H - 18.0,
+        escape(x_name),
+        TOP + ph / 2.0,
+        escape(y_name),
+        LEFT - 6.0,
+        TOP + 4.0,
+        label(hi)
+    );
+    for (k, (_, values)) in series.iter().enumerate() {
+        let pts: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                format!(
+                    "{:.1},{:.1}",
+                    LEFT + i as f64 / (n - 1) as f64 * pw,
+                    TOP + (1.0 - v / hi) * ph
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
+            pts.join(" "),
+            PALETTE[k % PALETTE.len()]
+        );
+    }
+    legend(&mut s, series.iter().map(|(n, _)| n.as_str()));
+    s.push_str("</svg>\n");
+    s
+}
+
+fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str>) {
+    for (k, name) in names.enumerate() {
+        let y = TOP + 14.0 + k as f64 * 16.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            W - RIGHT + 14.0,
+            y - 9.0,
+            PALETTE[k % PALETTE.len()],
+            W - RIGHT + 30.0,
+            y,
+            escape(name)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -70,11 +70,11 @@ impl CandidateResult {
     }
 }
 
-fn histogram() -> Histogram<u64> {
+pub(super) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
 }
 
-fn quantiles(h: &Histogram<u64>, per_us: f64) -> Quantiles {
+pub(super) fn quantiles(h: &Histogram<u64>, per_us: f64) -> Quantiles {
     if h.is_empty() {
         return Quantiles::default();
     }
@@ -89,7 +89,10 @@ fn quantiles(h: &Histogram<u64>, per_us: f64) -> Quantiles {
 }
 
 /// Streams one request to the end.
-async fn one(router: &Router, request: GenerateRequest) -> Result<GenerateResponse, String> {
+pub(super) async fn one(
+    router: &Router,
+    request: GenerateRequest,
+) -> Result<GenerateResponse, String> {
     let mut events = router
         .stream(request)
         .await

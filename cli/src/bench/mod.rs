@@ -5,6 +5,8 @@
 mod candidates;
 mod chart;
 mod measure;
+pub(crate) mod replay;
+pub(crate) mod trace;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +24,7 @@ use crate::recommend::Recommendation;
 
 /// The router configuration used unless `--config` names another: the built-in Bedrock models
 /// and the emulator's self-hosted endpoints.
-const DEFAULT_CONFIG: &str = include_str!("../../../examples/startup.toml");
+pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../../examples/startup.toml");
 
 /// Options of `laneway bench` (and of `laneway recommend` when it runs the bench itself).
 #[derive(Debug, Clone, clap::Args)]
@@ -77,6 +79,23 @@ pub(crate) struct BenchArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub metrics: crate::metrics_serve::MetricsServeArgs,
+    /// Replays recorded traffic (`[record]`'s trace files) instead of a workload: the
+    /// configuration in force (`--config`) is the baseline, each `--candidate-config` a row.
+    #[arg(long = "trace", num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// With --trace: a configuration to compare, as NAME=FILE (repeat).
+    #[arg(long = "candidate-config", requires = "traces")]
+    pub candidate_configs: Vec<String>,
+    /// With --trace: arrivals this many times closer together than recorded.
+    #[arg(long, default_value_t = 1.0, requires = "traces")]
+    pub speedup: f64,
+    /// With --trace: replays each call this many times on average (2: twice the rate).
+    #[arg(long, default_value_t = 1.0, requires = "traces")]
+    pub rate_scale: f64,
+    /// Exits with status 3 when a candidate beats the baseline on cost and on every class's
+    /// attainment: for a weekly job that says "re-benchmark says change".
+    #[arg(long)]
+    pub fail_if_dominated: bool,
 }
 
 /// What was run, and every candidate's results.
@@ -328,7 +347,55 @@ pub(crate) fn write_outputs(
     Ok(())
 }
 
+/// Replays `--trace` against the baseline and the candidate configurations.
+pub(crate) async fn replay(args: &BenchArgs) -> anyhow::Result<replay::ReplayReport> {
+    anyhow::ensure!(
+        args.time_scale > 0.0 && args.time_scale.is_finite() && args.time_scale <= 1.0,
+        "--time-scale must be in (0, 1], got {}",
+        args.time_scale
+    );
+    let baseline = load_config(args)?;
+    let pace = trace::Pace {
+        speedup: args.speedup,
+        rate_scale: args.rate_scale,
+    };
+    let items = trace::read(&baseline, &args.traces, pace, args.seed)?;
+    let mut candidates = vec![replay::Candidate {
+        name: "baseline".into(),
+        config: baseline,
+    }];
+    for spec in &args.candidate_configs {
+        candidates.push(replay::candidate(spec)?);
+    }
+    let setup = replay::ReplaySetup {
+        traces: &args.traces,
+        scenario: &args.scenario,
+        time_scale: args.time_scale,
+        pace,
+    };
+    replay::replay(&setup, &items, &candidates).await
+}
+
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+    if !args.traces.is_empty() {
+        let report = replay(&args).await?;
+        print!("{}", replay::markdown(&report));
+        if let Some(out) = &args.out {
+            replay::write(&report, out)?;
+            println!(
+                "\nwrote {0}/replay.json, {0}/replay.md, {0}/replay.html and its charts",
+                out.display()
+            );
+        }
+        if args.fail_if_dominated && !report.dominating.is_empty() {
+            eprintln!(
+                "re-benchmark says change: {} beat the configuration in force",
+                report.dominating.join(", ")
+            );
+            return Ok(std::process::ExitCode::from(3));
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let report = measure(&args).await?;
     print_table(&report);
     if let Some(out) = &args.out {

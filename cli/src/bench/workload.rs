@@ -54,7 +54,7 @@ impl std::fmt::Display for WorkloadKind {
 /// One request of a workload and when it arrives (scenario time from the start), if the
 /// workload is open-loop.
 #[derive(Debug, Clone)]
-pub(super) struct WorkItem {
+pub(crate) struct WorkItem {
     pub at: Option<Duration>,
     pub request: GenerateRequest,
 }

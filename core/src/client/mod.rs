@@ -86,6 +86,31 @@ impl Router {
         snapshot
     }
 
+    /// The changes the calls recorded since the router started support, ranked by projected
+    /// monthly saving with their risk and evidence (`laneway advise` over a live router; see
+    /// [`crate::advice`]). The calls are those `[record]` samples, folded in memory as they
+    /// are written (a `path` is not needed); without `[record]` this is a configuration error.
+    ///
+    /// ```no_run
+    /// # async fn f() -> laneway::Result<()> {
+    /// let config = laneway::Config::from_toml_str("[record]\nsample = 0.1\n")?;
+    /// let router = laneway::Router::builder().config(config).build().await?;
+    /// // ... a day of calls ...
+    /// for change in router.advice()?.changes {
+    ///     println!("{}: ${:.0} a month, risk {:?}", change.action, change.monthly_saving_usd, change.risk);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn advice(&self) -> Result<crate::advice::Advice> {
+        let recorder = self.exec.recorder.get().ok_or_else(|| {
+            crate::types::Error::config(
+                "record",
+                "advice reads the calls [record] samples: add a [record] table (its path is optional)",
+            )
+        })?;
+        Ok(recorder.with_summary(|s| crate::advice::advise(s, &self.exec.config)))
+    }
+
     fn add_state_figures(&self, snapshot: &mut crate::telemetry::MetricsSnapshot) {
         snapshot.shared = self.exec.state.shared_status();
         snapshot.record = self
@@ -287,6 +312,8 @@ pub struct RouterBuilder {
     policies: Vec<(Option<String>, Arc<dyn crate::plan::Policy>)>,
     token_counter: Option<std::sync::Arc<dyn crate::plan::prompt_cache::TokenCounter>>,
     meter: Option<opentelemetry::metrics::Meter>,
+    /// Where `[record]`'s lines go besides its file.
+    record_sinks: Vec<crate::telemetry::record::LineSink>,
 }
 
 impl RouterBuilder {
@@ -417,6 +444,35 @@ impl RouterBuilder {
         self
     }
 
+    /// Sends `[record]`'s lines to the app's OpenTelemetry logs as well (or instead, without a
+    /// `path`): one log record per line, event name `laneway.record.call` and so on, its body
+    /// the line's JSON (see [`telemetry::otel::record_log_sink`](crate::telemetry::otel::record_log_sink)).
+    /// Without `[record]` in the configuration nothing is recorded.
+    ///
+    /// ```no_run
+    /// # async fn f(provider: opentelemetry_sdk::logs::SdkLoggerProvider) -> laneway::Result<()> {
+    /// let config = laneway::Config::from_toml_str("[record]\nsample = 0.1\n")?;
+    /// let router = laneway::Router::builder().config(config).record_logs(&provider).build().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn record_logs<P>(self, provider: &P) -> Self
+    where
+        P: opentelemetry::logs::LoggerProvider,
+        P::Logger: Send + 'static,
+    {
+        self.record_to(crate::telemetry::otel::record_log_sink(provider))
+    }
+
+    /// Sends `[record]`'s lines to `sink` as well, a batch at a time on the recorder's thread
+    /// (each file's header first).
+    pub fn record_to(
+        mut self,
+        sink: impl FnMut(&[crate::telemetry::record::Line]) + Send + 'static,
+    ) -> Self {
+        self.record_sinks.push(Box::new(sink));
+        self
+    }
+
     /// Loads the configuration and AWS settings and builds the clients.
     ///
     /// The AWS settings (the default credential chain, profile files) are loaded before this
@@ -485,7 +541,11 @@ impl RouterBuilder {
 
     /// The router over `config`, its built-in backends made from `sdk` now if it is loaded,
     /// else at their first call.
-    fn assemble(self, config: Config, sdk: Arc<crate::backend::aws::SdkSource>) -> Result<Router> {
+    fn assemble(
+        mut self,
+        config: Config,
+        sdk: Arc<crate::backend::aws::SdkSource>,
+    ) -> Result<Router> {
         warn_of_ended_models(&config);
         let regions: Vec<String> = config.regions.iter().map(|r| r.name.clone()).collect();
         let mut backends = self.backends;
@@ -546,14 +606,16 @@ impl RouterBuilder {
         if let Some(record) = &exec.config.record {
             let weak = Arc::downgrade(&exec);
             let loads = Box::new(move || weak.upgrade().map(|e| e.telemetry.target_loads()));
-            let recorder =
-                crate::telemetry::record::Recorder::start(record, exec.config.digest(), loads)
-                    .map_err(|e| {
-                        crate::types::Error::config(
-                            "record.path",
-                            format!("{}: {e}", record.path.display()),
-                        )
-                    })?;
+            let recorder = crate::telemetry::record::Recorder::start(
+                record,
+                exec.config.digest(),
+                loads,
+                std::mem::take(&mut self.record_sinks),
+            )
+            .map_err(|e| {
+                let path = record.path.as_deref().unwrap_or(std::path::Path::new(""));
+                crate::types::Error::config("record.path", format!("{}: {e}", path.display()))
+            })?;
             let _ = exec.recorder.set(recorder);
         }
         exec.spawn_exchange();

@@ -19,8 +19,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordConfig {
-    /// The file the lines go to (created, with its directory).
-    pub path: std::path::PathBuf,
+    /// The file the lines go to (created, with its directory). None: the calls are kept in
+    /// memory only, folded for `Router::advice` (and for the app's OpenTelemetry logs, where
+    /// the router has a logger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<std::path::PathBuf>,
     /// The share of calls recorded, from 0 to 1 (default 1: every call).
     pub sample: f64,
     /// Past this size (bytes; default 100 MB) the file is rotated: it becomes `path.1`, the

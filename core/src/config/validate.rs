@@ -387,12 +387,12 @@ impl Config {
         Ok(())
     }
 
-    /// `[record]`: a file, a share from 0 to 1, room for a line, periods above zero.
+    /// `[record]`: a file if any, a share from 0 to 1, room for a line, periods above zero.
     fn validate_record(&self) -> Result<()> {
         let Some(r) = &self.record else {
             return Ok(());
         };
-        if r.path.as_os_str().is_empty() {
+        if r.path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(Error::config("record.path", "must name a file"));
         }
         if !(0.0..=1.0).contains(&r.sample) {

@@ -166,8 +166,10 @@ pub(super) async fn open_hedged<'a>(
     send_whole: bool,
 ) -> (InFlight<'a>, Result<Opened>) {
     let primary_region = first.attempt.target.region().to_string();
+    let primary = target_ref(&first.attempt);
     let cps = run.checkpoints_for(&first.attempt);
     let bounds = open_bounds(run, &mut first);
+    let primary_target = primary;
     let primary = open(exec, req, cps, first, bounds, send_whole);
     futures::pin_mut!(primary);
     let mut suspected = false;
@@ -189,6 +191,7 @@ pub(super) async fn open_hedged<'a>(
         }
     };
     let hedge_target = second.attempt.target.id().to_string();
+    let second_target = target_ref(&second.attempt);
     let cps = run.checkpoints_for(&second.attempt);
     let bounds = open_bounds(run, &mut second);
     let hedge = open(exec, req, cps, second, bounds, send_whole);
@@ -218,7 +221,17 @@ pub(super) async fn open_hedged<'a>(
         hedge_target,
         hedge_won,
     });
+    run.hedge_targets = Some([primary_target, second_target]);
     done
+}
+
+/// Where an attempt goes, as the trace names it.
+fn target_ref(attempt: &crate::types::Attempt) -> crate::telemetry::record::TargetRef {
+    crate::telemetry::record::TargetRef {
+        region: attempt.target.region().to_string(),
+        target: attempt.target.id().to_string(),
+        tier: attempt.tier.map(|t| t.as_str().to_string()),
+    }
 }
 
 /// Opens the attempt's stream and waits for its first event, until its first-token bound.

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use crate::plan::Plan;
 use crate::plan::prompt_cache::Prefix;
-use crate::telemetry::record::{AttemptRecord, CallRecord, PrefixDigest, Recorder, unix_ms};
+use crate::telemetry::record::{
+    AttemptRecord, CallRecord, HedgeRecord, PrefixDigest, Recorder, TargetRef, unix_ms,
+};
 use crate::types::{
-    Boundary, Error, FailedAttempt, GenerateRequest, GenerateResponse, ModelRef, Reason,
+    Boundary, Error, FailedAttempt, GenerateRequest, GenerateResponse, ModelRef, Reason, Residency,
 };
 
 fn ms(d: Duration) -> f64 {
@@ -23,6 +25,8 @@ pub(super) struct Ended<'a> {
     /// The scope of the target that served: a profile's prefix (`us`, `global`), else
     /// `in_region`.
     pub scope: Option<&'a str>,
+    /// Where the hedged first attempt and its hedge went, when a hedge went.
+    pub hedge_targets: Option<&'a [TargetRef; 2]>,
     /// The answer, or the error with the attempts that failed before it.
     pub outcome: Result<&'a GenerateResponse, (&'a Error, Vec<FailedAttempt>)>,
 }
@@ -37,6 +41,7 @@ pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> 
         plan,
         elapsed,
         scope,
+        hedge_targets,
         outcome,
     } = ended;
     let mut r = CallRecord {
@@ -49,6 +54,10 @@ pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> 
             ModelRef::Model(m) | ModelRef::Family(m) => Some(m.clone()),
         },
         family: plan.family.as_deref().map(String::from),
+        residency: request.residency.as_ref().map(|r| match r {
+            Residency::Geography(g) => format!("geography:{g}"),
+            Residency::Regions(regions) => format!("regions:{}", regions.join("+")),
+        }),
         total_ms: ms(elapsed),
         task: request
             .task_id
@@ -96,7 +105,16 @@ pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> 
             r.ttft_ms = t.ttft.map(ms);
             r.inter_token_ms = t.inter_token.map(|i| [ms(i.mean), ms(i.p90), ms(i.max)]);
             r.total_ms = ms(t.total);
-            r.hedged = d.hedge.is_some();
+            r.hedge = d
+                .hedge
+                .as_ref()
+                .zip(hedge_targets)
+                .map(|(h, [first, second])| HedgeRecord {
+                    delay_ms: ms(h.delay),
+                    first: first.clone(),
+                    second: second.clone(),
+                    won: h.hedge_won,
+                });
             r.cost_usd = resp.cost_usd;
             if recorder.include_text() {
                 r.answer = Some(resp.text());

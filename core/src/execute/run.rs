@@ -9,6 +9,7 @@ use crate::config::QuotaTerms;
 use crate::plan::{Plan, tier};
 use crate::state::Observations;
 use crate::state::outlier::Evidence;
+use crate::telemetry::record::TargetRef;
 use crate::types::{Attempt, OverflowCause, Reason};
 use crate::types::{Error, FailedAttempt, TimeLimit};
 use crate::types::{GenerateRequest, ServiceTier};
@@ -59,6 +60,8 @@ pub struct Run<'a> {
     pub reasons: Vec<Reason>,
     /// The hedge sent, if one was.
     pub hedge: Option<HedgeReport>,
+    /// Where the hedged first attempt and its hedge went (for the trace).
+    pub hedge_targets: Option<[TargetRef; 2]>,
     /// The tier the plan gave its first target (whose lane counts a failed call; built only
     /// when a call fails).
     first_tier: Option<crate::types::ServiceTier>,
@@ -109,6 +112,7 @@ impl<'a> Run<'a> {
             failed: Vec::new(),
             reasons: Vec::new(),
             hedge: None,
+            hedge_targets: None,
             first_tier,
             _in_flight: exec.telemetry.start(),
         }
@@ -138,6 +142,7 @@ impl<'a> Run<'a> {
                 plan: &self.plan,
                 elapsed: self.clock.elapsed(),
                 scope: None,
+                hedge_targets: self.hedge_targets.as_ref(),
                 outcome: Err((&e, attempts)),
             };
             if let Some(line) = super::record::call(recorder, ended) {
@@ -1212,6 +1217,7 @@ impl<'a> Run<'a> {
                 plan: &self.plan,
                 elapsed: self.clock.elapsed(),
                 scope: Some(attempt.target.profile().map_or("in_region", |p| p.prefix())),
+                hedge_targets: self.hedge_targets.as_ref(),
                 outcome: Ok(&response),
             };
             if let Some(line) = super::record::call(recorder, ended) {

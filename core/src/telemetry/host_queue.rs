@@ -96,6 +96,16 @@ impl<T> HostQueue<T> {
         !items.is_empty()
     }
 
+    /// Waits `wait`, or until [`close`](Self::close), whatever is pushed meanwhile: a consumer
+    /// that takes items in batches lets them gather without a wake-up for each.
+    pub(super) fn linger(&self, wait: Duration) {
+        let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .ready
+            .wait_timeout_while(items, wait, |_| !self.is_closed())
+            .unwrap_or_else(|e| e.into_inner());
+    }
+
     /// Up to `max` items, oldest first, waiting at most `wait` for the first.
     pub(super) fn drain(&self, max: usize, wait: Duration) -> Vec<T> {
         let items = self.items.lock().unwrap_or_else(|e| e.into_inner());

@@ -24,6 +24,7 @@ pub mod record;
 pub use prometheus::observations;
 pub mod shadow;
 pub mod span;
+pub mod trace_summary;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};

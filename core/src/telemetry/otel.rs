@@ -136,3 +136,37 @@ pub(crate) fn observe(
         }
     }
 }
+
+/// The trace's lines as OpenTelemetry log records on a logger of `provider` (`[record]`'s "an
+/// OpenTelemetry log exporter": the app's logger provider and its exporter carry them): one
+/// record per line, its event name `laneway.record.<line>` (`header`, `call`, `outcome`,
+/// `load`), its body the line's JSON, as a file would hold it.
+pub fn record_log_sink<P>(provider: &P) -> super::record::LineSink
+where
+    P: opentelemetry::logs::LoggerProvider,
+    P::Logger: Send + 'static,
+{
+    use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, Severity};
+    let logger = provider.logger("laneway");
+    Box::new(move |lines: &[super::record::Line]| {
+        for line in lines {
+            let (event, kind) = match line {
+                super::record::Line::Header(_) => ("laneway.record.header", "header"),
+                super::record::Line::Call(_) => ("laneway.record.call", "call"),
+                super::record::Line::Outcome(_) => ("laneway.record.outcome", "outcome"),
+                super::record::Line::Load(_) => ("laneway.record.load", "load"),
+            };
+            let Ok(json) = serde_json::to_string(line) else {
+                continue;
+            };
+            let mut record = logger.create_log_record();
+            record.set_event_name(event);
+            record.set_severity_number(Severity::Info);
+            record.set_severity_text("INFO");
+            record.set_timestamp(std::time::SystemTime::now());
+            record.set_body(AnyValue::from(json));
+            record.add_attribute("laneway.record.line", kind);
+            logger.emit(record);
+        }
+    })
+}

@@ -23,6 +23,7 @@ use super::host_queue::HostQueue;
 
 use serde::{Deserialize, Serialize};
 
+use super::trace_summary::TraceSummary;
 use crate::config::RecordConfig;
 
 /// The version of the lines' shape; a reader refuses a file of another.
@@ -77,6 +78,10 @@ pub struct CallRecord {
     /// The family routed in, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
+    /// Where the call was allowed to go: `geography:eu`, `regions:us-east-1+us-west-2`, or
+    /// `None` for anywhere (a global profile included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residency: Option<String>,
     /// The model (variant) that served, or the first planned one of a failed call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -133,9 +138,9 @@ pub struct CallRecord {
     /// Every failed attempt, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptRecord>,
-    /// Whether a hedge was sent.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub hedged: bool,
+    /// The hedge sent after a late first token, if one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<HedgeRecord>,
     /// The call's cost at the configured prices, USD.
     pub cost_usd: f64,
     /// The task's id, digested.
@@ -163,6 +168,32 @@ pub struct PrefixDigest {
     /// Whether a cache checkpoint was placed there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub checkpoint: bool,
+}
+
+/// A hedge: the first attempt, late, and the second sent beside it. Whichever lost was
+/// cancelled: its first token is known only to be later than the winner's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HedgeRecord {
+    /// How long the first attempt had before the hedge went, milliseconds.
+    pub delay_ms: f64,
+    /// Where the first attempt went.
+    pub first: TargetRef,
+    /// Where the hedge went.
+    pub second: TargetRef,
+    /// Whether the hedge produced the first token (the call's `target` is then the hedge's).
+    pub won: bool,
+}
+
+/// A target an attempt went to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetRef {
+    /// Its region.
+    pub region: String,
+    /// Its id (model id, profile or endpoint).
+    pub target: String,
+    /// The tier sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
 }
 
 /// A failed attempt of a recorded call.
@@ -221,10 +252,16 @@ pub struct TargetLoad {
 /// Where the load lines come from: `None` once the router is gone.
 pub type LoadSource = Box<dyn Fn() -> Option<Vec<TargetLoad>> + Send>;
 
+/// Somewhere else the lines go, a batch at a time, on the writer's thread (the app's
+/// OpenTelemetry logs): each file's header first, then calls, outcomes and load lines.
+pub type LineSink = Box<dyn FnMut(&[Line]) + Send>;
+
 /// The recorder of one router: decides which calls are recorded, digests what must not be
 /// kept in clear, and hands lines to its writer thread.
 pub struct Recorder {
     lines: Arc<HostQueue<Line>>,
+    /// Every line written, folded: what `Router::advice` reads.
+    summary: Arc<std::sync::Mutex<TraceSummary>>,
     sample: f64,
     include_text: bool,
     key: Vec<u8>,
@@ -262,14 +299,21 @@ pub fn unix_ms() -> u64 {
 }
 
 impl Recorder {
-    /// Opens (or continues) the file and starts the writer; `config_digest` goes in each
-    /// file's header, and `load` gives the load lines.
+    /// Opens (or continues) the file, if the configuration names one, and starts the
+    /// writer; `config_digest` goes in each file's header, `load` gives the load lines, and
+    /// `sinks` take every line too.
     pub fn start(
         config: &RecordConfig,
         config_digest: String,
         load: LoadSource,
+        sinks: Vec<LineSink>,
     ) -> std::io::Result<Recorder> {
-        if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = config
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .filter(|d| !d.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(dir)?;
         }
         let key = match std::env::var(&config.key_env) {
@@ -282,16 +326,31 @@ impl Recorder {
             sample: config.sample,
             started_ms: 0,
         };
-        let file = TraceFile::open(&config.path, config.max_bytes, config.keep, header)?;
+        let mut out = Outputs {
+            file: config
+                .path
+                .as_ref()
+                .map(|p| TraceFile::open(p, config.max_bytes, config.keep, header.clone()))
+                .transpose()?,
+            sinks,
+            summary: Arc::default(),
+        };
+        let started = Line::Header(Header {
+            started_ms: unix_ms(),
+            ..header
+        });
+        out.send_to_sinks(std::slice::from_ref(&started));
         let lines = Arc::new(HostQueue::new(config.queue));
         let written = Arc::new(AtomicU64::new(0));
+        let summary = Arc::clone(&out.summary);
         let (queue, count) = (Arc::clone(&lines), Arc::clone(&written));
         let every = config.load_every;
         std::thread::Builder::new()
             .name("laneway-record".into())
-            .spawn(move || write_loop(&queue, file, load, every, &count))?;
+            .spawn(move || write_loop(&queue, out, load, every, &count))?;
         Ok(Recorder {
             lines,
+            summary,
             sample: config.sample,
             include_text: config.include_text,
             key,
@@ -320,7 +379,13 @@ impl Recorder {
             .expect("HMAC takes a key of any length");
         mac.update(bytes);
         let out = mac.finalize().into_bytes();
-        out[..16].iter().map(|b| format!("{b:02x}")).collect()
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(32);
+        for b in &out[..16] {
+            hex.push(char::from(HEX[usize::from(b >> 4)]));
+            hex.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        hex
     }
 
     /// Hands `line` to the writer, or drops and counts it when the queue is full.
@@ -372,6 +437,44 @@ impl Recorder {
     pub fn written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
     }
+
+    /// `f` of every line written so far, folded (bounded in memory whatever their number).
+    pub fn with_summary<T>(&self, f: impl FnOnce(&TraceSummary) -> T) -> T {
+        f(&self.summary.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Where the writer puts each batch.
+struct Outputs {
+    file: Option<TraceFile>,
+    sinks: Vec<LineSink>,
+    summary: Arc<std::sync::Mutex<TraceSummary>>,
+}
+
+impl Outputs {
+    fn send_to_sinks(&mut self, lines: &[Line]) {
+        for sink in &mut self.sinks {
+            sink(lines);
+        }
+    }
+
+    /// Puts `lines` everywhere; how many went (into the file, when there is one).
+    fn put(&mut self, lines: &[Line]) -> u64 {
+        if lines.is_empty() {
+            return 0;
+        }
+        {
+            let mut summary = self.summary.lock().unwrap_or_else(|p| p.into_inner());
+            for line in lines {
+                summary.add(line);
+            }
+        }
+        self.send_to_sinks(lines);
+        match &mut self.file {
+            Some(file) => file.write_all_lines(lines).unwrap_or(0),
+            None => lines.len() as u64,
+        }
+    }
 }
 
 impl Drop for Recorder {
@@ -384,9 +487,13 @@ impl Drop for Recorder {
 /// Lines taken from the queue at most per write.
 const BATCH: usize = 1024;
 
+/// How long the writer lets lines gather after a write that did not fill a batch: one
+/// wake-up and one write per this, not per call. A crash loses at most this much of the trace.
+const LINGER: Duration = Duration::from_millis(250);
+
 fn write_loop(
     queue: &HostQueue<Line>,
-    mut file: TraceFile,
+    mut out: Outputs,
     load: LoadSource,
     every: Duration,
     written: &AtomicU64,
@@ -398,8 +505,9 @@ fn write_loop(
         if batch.is_empty() && queue.is_closed() {
             return;
         }
-        if let Ok(n) = file.write_all_lines(&batch) {
-            written.fetch_add(n, Ordering::Relaxed);
+        written.fetch_add(out.put(&batch), Ordering::Relaxed);
+        if batch.len() < BATCH && !queue.is_closed() {
+            queue.linger(LINGER.min(next_load.saturating_duration_since(crate::time::now())));
         }
         if crate::time::now() >= next_load {
             next_load += every;
@@ -410,9 +518,7 @@ fn write_loop(
                 at_ms: unix_ms(),
                 targets,
             });
-            if file.write(&line).is_ok() {
-                written.fetch_add(1, Ordering::Relaxed);
-            }
+            written.fetch_add(out.put(std::slice::from_ref(&line)), Ordering::Relaxed);
         }
     }
 }
@@ -455,17 +561,6 @@ impl TraceFile {
         self.header.started_ms = unix_ms();
         let header = Line::Header(self.header.clone());
         self.put(&header)
-    }
-
-    /// Writes `line` whole, first rotating the file when it would pass its size.
-    fn write(&mut self, line: &Line) -> std::io::Result<()> {
-        let text = to_text(line);
-        if self.size > 0 && self.size + text.len() as u64 > self.max_bytes {
-            self.rotate()?;
-        }
-        self.file.write_all(text.as_bytes())?;
-        self.size += text.len() as u64;
-        Ok(())
     }
 
     /// Writes `lines` whole, as few writes as the file's size allows; how many were written.
@@ -649,7 +744,7 @@ mod tests {
 
     fn config(dir: &Path, max_bytes: u64) -> RecordConfig {
         RecordConfig {
-            path: dir.join("trace.jsonl"),
+            path: Some(dir.join("trace.jsonl")),
             sample: 0.25,
             max_bytes,
             keep: 2,
@@ -704,10 +799,10 @@ mod tests {
     #[test]
     fn a_share_of_calls_is_sampled_evenly_and_digests_are_keyed() {
         let dir = std::env::temp_dir().join(format!("laneway-record-s-{}", std::process::id()));
-        let r = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None)).unwrap();
+        let r = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None), Vec::new()).unwrap();
         let kept = (0..1000).filter(|_| r.sampled()).count();
         assert_eq!(kept, 250);
-        let other = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None)).unwrap();
+        let other = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None), Vec::new()).unwrap();
         assert_eq!(r.digest(b"prefix"), r.digest(b"prefix"));
         assert_ne!(
             r.digest(b"prefix"),
@@ -736,7 +831,7 @@ mod tests {
             ..CallRecord::default()
         }));
         for _ in 0..200 {
-            f.write(&call).unwrap();
+            f.write_all_lines(std::slice::from_ref(&call)).unwrap();
         }
         for p in [
             path.clone(),

@@ -21,6 +21,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("telemetry", &["types", "config", "time"]),
     ("batch", &["types", "config"]),
     ("state", &["types", "config", "plan", "telemetry", "time"]),
+    // Advice from recorded traffic: a trace's summary priced as each change would serve it.
+    ("advice", &["types", "config", "cost", "telemetry"]),
     (
         "execute",
         &[
@@ -41,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "client",
         &[
+            "advice",
             "types",
             "config",
             "cost",

@@ -172,3 +172,112 @@ async fn a_trace_file_that_cannot_be_written_is_a_config_error_naming_it() {
         .unwrap_err();
     assert!(err.to_string().contains("record.path"), "{err}");
 }
+
+#[tokio::test]
+async fn advice_over_the_live_router_names_background_work_sent_at_priority() {
+    let emu = common::emulator().await;
+    // No path: the calls are kept in memory, for advice only.
+    let config =
+        common::config("[record]\nsample = 1.0\n\n[slo_tiers]\nbackground = [\"priority\"]\n");
+    let router = common::router_with(&emu, config).await;
+    for i in 0..12 {
+        router
+            .generate(
+                GenerateRequest::user(format!("summarise report {i}"))
+                    .model("amazon.nova-lite-v1:0")
+                    .slo_class(SloClass::Background)
+                    .max_tokens(40),
+            )
+            .await
+            .unwrap();
+    }
+    common::poll_until("the twelve calls folded", || {
+        router.advice().is_ok_and(|a| a.calls == 12)
+    })
+    .await;
+    let advice = router.advice().unwrap();
+    let first = &advice.changes[0];
+    assert_eq!(
+        first.change,
+        laneway::advice::ChangeKind::Tier {
+            class: "background".into(),
+            from: "priority".into(),
+            to: "flex".into(),
+        },
+        "{advice:#?}"
+    );
+    assert!(first.monthly_saving_usd > 0.0 && first.recorded_saving_usd > 0.0);
+    assert_eq!(first.risk, laneway::advice::Risk::Low, "no TTFT target");
+    assert_eq!(
+        first.patch,
+        Some(serde_json::json!({ "slo_tiers": { "background": ["flex"] } }))
+    );
+    // The recorded calls' own cost, repriced at flex, is what the saving says.
+    let cost = advice.classes["background"].cost_usd;
+    assert!(
+        first.recorded_saving_usd < cost,
+        "{} of {cost}",
+        first.recorded_saving_usd
+    );
+    assert!(!advice.not_assessed.is_empty());
+
+    let without = common::router(&emu).await;
+    let err = without.advice().unwrap_err();
+    assert!(err.to_string().contains("record"), "{err}");
+}
+
+#[tokio::test]
+async fn lines_go_to_the_apps_opentelemetry_logs() {
+    use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+    let emu = common::emulator().await;
+    let exporter = InMemoryLogExporter::default();
+    let provider = SdkLoggerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let router = laneway::Router::builder()
+        .config(common::config("[record]\nsample = 1.0\n"))
+        .endpoint_url(emu.url())
+        .static_credentials(
+            laneway_emulator::TEST_ACCESS_KEY_ID,
+            laneway_emulator::TEST_SECRET_ACCESS_KEY,
+        )
+        .record_logs(&provider)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..3 {
+        router
+            .generate(
+                GenerateRequest::user(format!("q{i}"))
+                    .family("nova")
+                    .max_tokens(8),
+            )
+            .await
+            .unwrap();
+    }
+    let calls = || {
+        exporter
+            .get_emitted_logs()
+            .unwrap()
+            .into_iter()
+            .filter(|l| l.record.event_name() == Some("laneway.record.call"))
+            .collect::<Vec<_>>()
+    };
+    common::poll_until("three call records", || calls().len() == 3).await;
+    let logs = exporter.get_emitted_logs().unwrap();
+    assert_eq!(
+        logs[0].record.event_name(),
+        Some("laneway.record.header"),
+        "the header first"
+    );
+    for log in calls() {
+        let Some(opentelemetry::logs::AnyValue::String(body)) = log.record.body() else {
+            panic!("a JSON body: {:?}", log.record.body());
+        };
+        let line: Line = serde_json::from_str(body.as_str()).unwrap();
+        let Line::Call(call) = line else {
+            panic!("a call line");
+        };
+        assert!(call.prompt.is_none() && call.cost_usd > 0.0);
+    }
+}
