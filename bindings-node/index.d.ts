@@ -165,6 +165,35 @@ export interface LogMeta {
 /** Records the core dropped because no logger took them in time. */
 export function logDropped (): number
 
+/** One change `advice()` proposes. */
+export interface AdviceChange {
+  change:
+    | { kind: 'tier'; class: string; from: string; to: string }
+    | { kind: 'cache_checkpoints'; class: string; model: string }
+    | { kind: 'global_profile'; class: string }
+    | { kind: 'spread_regions'; class: string; region: string }
+  /** The change in configuration terms. */
+  action: string
+  /** The change as a configuration table (TOML's layout), where one expresses it. */
+  patch: Record<string, any> | null
+  monthly_saving_usd: number
+  recorded_saving_usd: number
+  risk: 'low' | 'medium' | 'high'
+  risk_reason: string
+  evidence: string[]
+}
+
+/** What the recorded calls support, ranked (`router.advice()`). */
+export interface Advice {
+  calls: number
+  sample: number
+  period_ms: number
+  monthly_cost_usd: number
+  classes: Record<string, { calls: number; attainment: number | null; cost_usd: number; ttft_p50_ms: number | null; ttft_p99_ms: number | null; peak_to_mean: number }>
+  changes: AdviceChange[]
+  not_assessed: string[]
+}
+
 export class Router {
   constructor (options?: RouterOptions)
   generate (request: string | RequestOptions, options?: RequestOptions & CallOptions): Promise<Response>
@@ -189,6 +218,15 @@ export class Router {
   /** Per family, each cell (task kind and difficulty band) with outcomes: decayed good and
    * total outcomes per variant and each cheaper variant's verdict. */
   feedbackReport (): Record<string, Array<{ kind: string; band: number; up_to_loss: number | null; outcomes: { good: number[]; total: number[]; verdicts: Array<'over_budget' | 'within_budget' | 'unknown'> } }>>
+  /** The changes the calls `[record]` sampled support, ranked by projected monthly saving.
+   * Throws `ConfigError` without a `[record]` table. */
+  advice (): Advice
+  /** Resolves once `[record]`'s lines of the calls finished so far are written (within
+   * `timeoutMs`, default 5000): whether they all were. */
+  flushRecord (timeoutMs?: number): Promise<boolean>
+  /** Sends `[record]`'s lines to `loggerProvider` (the global one when omitted) as
+   * OpenTelemetry log records, event name `laneway.record.<kind>`, body the line's JSON. */
+  recordLogs (loggerProvider?: unknown): void
   /** Collects requests of SLO class `batch` for one submission. */
   batchSession (): BatchSession
   submitBatch (requests: Iterable<string | RequestOptions>): Promise<BatchHandle>

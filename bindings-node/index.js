@@ -451,6 +451,57 @@ function registerLogger (owner, logger, level) {
 const OPTION_KEYS = { config: 'config', configPath: 'config_path', endpointUrl: 'endpoint_url', accessKeyId: 'access_key_id', secretAccessKey: 'secret_access_key', bedrockApiKey: 'bedrock_api_key' }
 
 /** Routes calls per their SLO. */
+// `[record]`'s lines as the app's OpenTelemetry log records (`router.recordLogs()`).
+const RECORD_BATCH = 512
+const RECORD_DRAIN_MS = 250
+
+let logsApi
+function otelLogs () {
+  if (logsApi === undefined) {
+    try { logsApi = require('@opentelemetry/api-logs') } catch { logsApi = null }
+  }
+  return logsApi
+}
+
+/** One router's trace lines going to one logger provider: each line a log record on the
+ * logger `laneway`, event name `laneway.record.<kind>`, body the line's JSON. */
+class RecordLogs {
+  constructor (router, api, provider) {
+    this._logger = (provider || api.logs.getLoggerProvider()).getLogger('laneway', native.version())
+    this._severity = api.SeverityNumber.INFO
+    this._router = new WeakRef(router)
+    this._closed = false
+    // The queue starts with this router's header: the first record, before any call's.
+    this.drain()
+    this._timer = setInterval(() => this.drain(), RECORD_DRAIN_MS)
+    this._timer.unref()
+  }
+
+  /** Emits every line the core has queued. */
+  drain () {
+    const router = this._closed ? undefined : this._router.deref()
+    if (!router) { this.close(); return }
+    for (;;) {
+      const lines = JSON.parse(router._n.drainRecordLines(RECORD_BATCH))
+      for (const [kind, body] of lines) {
+        this._logger.emit({
+          eventName: `laneway.record.${kind}`,
+          severityNumber: this._severity,
+          severityText: 'INFO',
+          body,
+          attributes: { 'laneway.record.line': kind }
+        })
+      }
+      if (lines.length < RECORD_BATCH) return
+    }
+  }
+
+  close () {
+    this._closed = true
+    clearInterval(this._timer)
+  }
+}
+
 class Router {
   /**
    * @param {object} [options] `config` (an object in the TOML layout, TOML text, or a path to a
@@ -467,6 +518,7 @@ class Router {
       this._n = new native.NativeRouter(JSON.stringify(o))
     } catch (e) { throw convertError(e) }
     this._instruments = null
+    this._recordLogs = null
     const api = otel()
     if (api && meterProviderSet(api)) {
       try {
@@ -587,6 +639,37 @@ class Router {
   /** What the family routers have learned from feedback: per family, each cell (task kind and
    * difficulty band) with outcomes. */
   feedbackReport () { return JSON.parse(call(() => this._n.feedbackReport())) }
+
+  /** The changes the calls `[record]` sampled since the router started support, ranked by
+   * projected monthly saving: each with its `action` (in configuration terms), `patch` (the
+   * change as a configuration table), `monthly_saving_usd`, `risk` and `evidence`; per class
+   * its calls, attainment and cost; and what was `not_assessed` (keys as the schema spells
+   * them, like `metrics()`). Throws `ConfigError` without a `[record]` table (its `path` is
+   * optional). */
+  advice () { return JSON.parse(call(() => this._n.advice())) }
+
+  /** Resolves, within `timeoutMs`, once `[record]`'s lines of the calls finished so far are
+   * written (to its file, to what `advice()` reads, and to the app's logs after
+   * `recordLogs`): whether they all were. For a process about to exit. */
+  async flushRecord (timeoutMs = 5000) {
+    const done = await settle(() => this._n.flushRecord(timeoutMs))
+    if (this._recordLogs) this._recordLogs.drain()
+    return done
+  }
+
+  /** Sends `[record]`'s lines to `loggerProvider` (the global logger provider when omitted)
+   * as OpenTelemetry log records: one per line, event name `laneway.record.call` (and
+   * `.outcome`, `.load`, `.header`), body the line's JSON. Calling it again moves them to the
+   * new provider. Throws `ConfigError` without a `[record]` table. Needs
+   * `@opentelemetry/api-logs`. */
+  recordLogs (loggerProvider) {
+    const api = otelLogs()
+    if (!api) throw new errors.InvalidRequestError({ kind: 'invalid_request', field: 'loggerProvider', message: 'recordLogs needs @opentelemetry/api-logs (npm install @opentelemetry/api-logs, and an SDK for an exporter)' })
+    call(() => this._n.drainRecordLines(0))
+    if (this._recordLogs) this._recordLogs.close()
+    this._recordLogs = null
+    this._recordLogs = new RecordLogs(this, api, loggerProvider)
+  }
 
   /** Prompt-cache totals per family. */
   cacheTotals () { return JSON.parse(call(() => this._n.cacheTotals())) }

@@ -447,6 +447,35 @@ impl NativeRouter {
         guard(|| self.router.feedback(&call_id, good).map_err(js_error))
     }
 
+    /// Waits at most `timeout_ms` (off the event loop) until the recorded lines of the calls
+    /// finished so far are written; resolves whether they all were.
+    #[napi]
+    pub async fn flush_record(&self, timeout_ms: u32) -> napi::Result<bool> {
+        let router = self.router.clone();
+        guard_async(async move {
+            let timeout = std::time::Duration::from_millis(u64::from(timeout_ms));
+            tokio::task::spawn_blocking(move || router.flush_record(timeout))
+                .await
+                .map_err(|e| napi::Error::from_reason(e.to_string()))
+        })
+        .await
+    }
+
+    /// The changes the recorded calls support, ranked, as JSON (see `laneway::advice::Advice`).
+    #[napi]
+    pub fn advice(&self) -> napi::Result<String> {
+        guard(|| to_json(&self.router.advice().map_err(js_error)?))
+    }
+
+    /// Up to `max` of `[record]`'s lines for the app's logs, as JSON `[[kind, line], ...]`.
+    #[napi]
+    pub fn drain_record_lines(&self, max: u32) -> napi::Result<String> {
+        guard(|| {
+            let lines = self.router.record_lines().map_err(js_error)?;
+            to_json(&lines.drain(max as usize, std::time::Duration::ZERO))
+        })
+    }
+
     /// What the family routers have learned from feedback, as JSON.
     #[napi]
     pub fn feedback_report(&self) -> napi::Result<String> {

@@ -366,6 +366,40 @@ impl NativeRouter {
         })
     }
 
+    /// Waits at most `timeout` seconds, with the GIL released, until the recorded lines of the
+    /// calls finished so far are written; whether they all were.
+    fn flush_record(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        errors::guard(|| {
+            let router = self.router(py)?;
+            let timeout = std::time::Duration::try_from_secs_f64(timeout.max(0.0))
+                .unwrap_or(std::time::Duration::MAX);
+            Ok(py.detach(|| router.flush_record(timeout)))
+        })
+    }
+
+    /// The changes the recorded calls support, ranked (see `laneway::advice::Advice`).
+    fn advice(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        errors::guard(|| {
+            let advice = self.router(py)?.advice().map_err(to_py_err)?;
+            to_py(py, &advice)
+        })
+    }
+
+    /// Up to `max` of `[record]`'s lines for the app's logs, as `(kind, json)`, waiting at
+    /// most `wait_ms` for the first with the GIL released.
+    fn _drain_record_lines(
+        &self,
+        py: Python<'_>,
+        max: usize,
+        wait_ms: u64,
+    ) -> PyResult<Vec<(&'static str, String)>> {
+        errors::guard(|| {
+            let lines = self.router(py)?.record_lines().map_err(to_py_err)?;
+            let wait = std::time::Duration::from_millis(wait_ms);
+            Ok(py.detach(|| lines.drain(max, wait)))
+        })
+    }
+
     /// What the family routers have learned from feedback, per family and cell.
     fn feedback_report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         errors::guard(|| {

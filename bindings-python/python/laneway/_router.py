@@ -77,6 +77,7 @@ class Router:
         _logs.start()
         self._native = _laneway.NativeRouter(options)
         self._instruments: Optional[_metrics._Instruments] = None
+        self._record_logs: Optional[Any] = None
         if _metrics.global_provider_set():
             try:
                 self.instrument()
@@ -254,6 +255,37 @@ class Router:
         kind and difficulty band) with outcomes: every variant's decayed good and total
         outcomes and each cheaper variant's verdict."""
         return self._native.feedback_report()
+
+    def advice(self) -> Dict[str, Any]:
+        """The changes the calls `[record]` sampled since the router started support, ranked
+        by projected monthly saving: each with its `action` (in configuration terms), `patch`
+        (the change as a configuration table), `monthly_saving_usd`, `risk` and `evidence`;
+        per class its calls, attainment and cost; and what was `not_assessed`. Raises
+        `ConfigError` without a `[record]` table (its `path` is optional)."""
+        return self._native.advice()
+
+    def flush_record(self, timeout: float = 5.0) -> bool:
+        """Waits at most `timeout` seconds until `[record]`'s lines of the calls finished so
+        far are written (to its file, to what `advice()` reads, and to the app's logs after
+        `record_logs`); whether they all were. For a process about to exit. True at once
+        without `[record]`."""
+        done = self._native.flush_record(timeout)
+        if self._record_logs is not None:
+            self._record_logs.drain_now()
+        return done
+
+    def record_logs(self, logger_provider: Any = None) -> None:
+        """Sends `[record]`'s lines to `logger_provider` (the global logger provider when
+        omitted) as OpenTelemetry log records: one per line, event name
+        `laneway.record.call` (and `.outcome`, `.load`, `.header`), body the line's JSON, as a
+        trace file holds it. Calling it again moves them to the new provider. Raises
+        `ConfigError` without a `[record]` table. Needs `opentelemetry-api`."""
+        from . import _record_logs
+
+        if self._record_logs is not None:
+            self._record_logs.close()
+            self._record_logs = None
+        self._record_logs = _record_logs.record_logs(self, logger_provider)
 
     def cache_totals(self) -> Dict[str, Any]:
         """Prompt-cache totals per family since the router started."""

@@ -102,13 +102,32 @@ impl Router {
     /// # Ok(()) }
     /// ```
     pub fn advice(&self) -> Result<crate::advice::Advice> {
-        let recorder = self.exec.recorder.get().ok_or_else(|| {
+        Ok(self
+            .recorder()?
+            .with_summary(|s| crate::advice::advise(s, &self.exec.config)))
+    }
+
+    /// `[record]`'s lines as JSON for a host that is not Rust, which drains them into the
+    /// app's OpenTelemetry logs (the Python and Node bindings' `record_logs`); a
+    /// configuration error without `[record]`.
+    pub fn record_lines(&self) -> Result<Arc<crate::telemetry::record::HostLines>> {
+        Ok(self.recorder()?.host_lines())
+    }
+
+    /// Waits, at most `timeout`, until every `[record]` line of the calls finished so far is
+    /// written (to the file, the summary `advice` reads and the app's logs' queue); whether
+    /// they all were. Without `[record]`, true at once. For a process about to exit.
+    pub fn flush_record(&self, timeout: std::time::Duration) -> bool {
+        self.exec.recorder.get().is_none_or(|r| r.flush(timeout))
+    }
+
+    fn recorder(&self) -> Result<&crate::telemetry::record::Recorder> {
+        self.exec.recorder.get().ok_or_else(|| {
             crate::types::Error::config(
                 "record",
-                "advice reads the calls [record] samples: add a [record] table (its path is optional)",
+                "this reads the calls [record] samples: add a [record] table (its path is optional)",
             )
-        })?;
-        Ok(recorder.with_summary(|s| crate::advice::advise(s, &self.exec.config)))
+        })
     }
 
     fn add_state_figures(&self, snapshot: &mut crate::telemetry::MetricsSnapshot) {

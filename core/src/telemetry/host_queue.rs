@@ -16,6 +16,8 @@ pub(super) struct HostQueue<T> {
     dropped: AtomicU64,
     /// Set when the producer is gone: a waiting drain returns at once.
     closed: std::sync::atomic::AtomicBool,
+    /// Set to end a [`linger`](Self::linger) now (a flush is waiting).
+    hurry: std::sync::atomic::AtomicBool,
 }
 
 impl<T> HostQueue<T> {
@@ -27,6 +29,7 @@ impl<T> HostQueue<T> {
             capacity,
             dropped: AtomicU64::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
+            hurry: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -102,8 +105,17 @@ impl<T> HostQueue<T> {
         let items = self.items.lock().unwrap_or_else(|e| e.into_inner());
         let _ = self
             .ready
-            .wait_timeout_while(items, wait, |_| !self.is_closed())
+            .wait_timeout_while(items, wait, |_| {
+                !self.is_closed() && !self.hurry.swap(false, Ordering::Relaxed)
+            })
             .unwrap_or_else(|e| e.into_inner());
+    }
+
+    /// Ends the consumer's [`linger`](Self::linger) now, or its next one at once.
+    pub(super) fn hurry(&self) {
+        self.hurry.store(true, Ordering::Relaxed);
+        let _guard = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        self.ready.notify_all();
     }
 
     /// Up to `max` items, oldest first, waiting at most `wait` for the first.

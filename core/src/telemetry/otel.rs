@@ -150,11 +150,12 @@ where
     let logger = provider.logger("laneway");
     Box::new(move |lines: &[super::record::Line]| {
         for line in lines {
-            let (event, kind) = match line {
-                super::record::Line::Header(_) => ("laneway.record.header", "header"),
-                super::record::Line::Call(_) => ("laneway.record.call", "call"),
-                super::record::Line::Outcome(_) => ("laneway.record.outcome", "outcome"),
-                super::record::Line::Load(_) => ("laneway.record.load", "load"),
+            let kind = line.kind();
+            let event = match line {
+                super::record::Line::Header(_) => "laneway.record.header",
+                super::record::Line::Call(_) => "laneway.record.call",
+                super::record::Line::Outcome(_) => "laneway.record.outcome",
+                super::record::Line::Load(_) => "laneway.record.load",
             };
             let Ok(json) = serde_json::to_string(line) else {
                 continue;

@@ -260,6 +260,12 @@ pub type LineSink = Box<dyn FnMut(&[Line]) + Send>;
 /// kept in clear, and hands lines to its writer thread.
 pub struct Recorder {
     lines: Arc<HostQueue<Line>>,
+    /// Where lines go besides the file, shared with the writer: more may join later.
+    sinks: Arc<std::sync::Mutex<Vec<LineSink>>>,
+    /// The header each file and each sink starts with.
+    header: Header,
+    /// The host's queue of lines, once a binding asked for it.
+    host_lines: std::sync::OnceLock<Arc<HostLines>>,
     /// Every line written, folded: what `Router::advice` reads.
     summary: Arc<std::sync::Mutex<TraceSummary>>,
     sample: f64,
@@ -267,6 +273,9 @@ pub struct Recorder {
     key: Vec<u8>,
     seen: AtomicU64,
     written: Arc<AtomicU64>,
+    /// Lines handed to the queue (kept or dropped), and those the writer has put out since.
+    pushed: AtomicU64,
+    progress: Arc<Progress>,
     /// The ids of the calls recorded lately: an outcome is written for them only.
     recorded: std::sync::Mutex<RecentIds>,
 }
@@ -326,36 +335,47 @@ impl Recorder {
             sample: config.sample,
             started_ms: 0,
         };
+        let header = Header {
+            started_ms: unix_ms(),
+            ..header
+        };
         let mut out = Outputs {
             file: config
                 .path
                 .as_ref()
                 .map(|p| TraceFile::open(p, config.max_bytes, config.keep, header.clone()))
                 .transpose()?,
-            sinks,
+            sinks: Arc::new(std::sync::Mutex::new(sinks)),
             summary: Arc::default(),
         };
-        let started = Line::Header(Header {
-            started_ms: unix_ms(),
-            ..header
-        });
-        out.send_to_sinks(std::slice::from_ref(&started));
+        out.send_to_sinks(&[Line::Header(header.clone())]);
+        let shared_sinks = Arc::clone(&out.sinks);
         let lines = Arc::new(HostQueue::new(config.queue));
         let written = Arc::new(AtomicU64::new(0));
+        let progress = Arc::new(Progress::default());
         let summary = Arc::clone(&out.summary);
-        let (queue, count) = (Arc::clone(&lines), Arc::clone(&written));
+        let (queue, count, done) = (
+            Arc::clone(&lines),
+            Arc::clone(&written),
+            Arc::clone(&progress),
+        );
         let every = config.load_every;
         std::thread::Builder::new()
             .name("laneway-record".into())
-            .spawn(move || write_loop(&queue, out, load, every, &count))?;
+            .spawn(move || write_loop(&queue, out, load, every, &count, &done))?;
         Ok(Recorder {
             lines,
+            sinks: shared_sinks,
+            header,
+            host_lines: std::sync::OnceLock::new(),
             summary,
             sample: config.sample,
             include_text: config.include_text,
             key,
             seen: AtomicU64::new(0),
             written,
+            pushed: AtomicU64::new(0),
+            progress,
             recorded: std::sync::Mutex::default(),
         })
     }
@@ -390,7 +410,35 @@ impl Recorder {
 
     /// Hands `line` to the writer, or drops and counts it when the queue is full.
     pub fn push(&self, line: Line) {
+        self.pushed.fetch_add(1, Ordering::Relaxed);
         self.lines.push(line);
+    }
+
+    /// Waits, at most `timeout`, until every line handed over before this call is written
+    /// (or was dropped); whether they all were. For a process about to exit, and for tests.
+    // A caller's thread waits on the writer's thread: real time, not the router's clock.
+    #[allow(clippy::disallowed_methods)]
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let target = self.pushed.load(Ordering::Relaxed) - self.lines.dropped();
+        let deadline = std::time::Instant::now() + timeout;
+        let mut put = self.progress.put.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if *put >= target {
+                return true;
+            }
+            self.lines.hurry();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            // Woken after each batch; the short wait covers a batch put just before waiting.
+            put = self
+                .progress
+                .batch_put
+                .wait_timeout(put, left.min(Duration::from_millis(20)))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     /// Hands a recorded call's line to the writer, keeping its id for its outcome.
@@ -438,22 +486,92 @@ impl Recorder {
         self.written.load(Ordering::Relaxed)
     }
 
+    /// Sends every line from now on to `sink` as well, this router's header first.
+    pub fn add_sink(&self, mut sink: LineSink) {
+        sink(&[Line::Header(self.header.clone())]);
+        self.sinks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(sink);
+    }
+
+    /// The lines as JSON for a host that is not Rust (the Python and Node bindings, which
+    /// emit them as the app's OpenTelemetry log records): one queue per recorder, made and
+    /// joined to the writer on the first call.
+    pub fn host_lines(&self) -> Arc<HostLines> {
+        Arc::clone(self.host_lines.get_or_init(|| {
+            let lines = Arc::new(HostLines {
+                queue: HostQueue::new(HOST_LINES),
+            });
+            let queue = Arc::clone(&lines);
+            self.add_sink(Box::new(move |batch: &[Line]| {
+                queue.queue.push_all(
+                    batch
+                        .iter()
+                        .filter_map(|l| Some((l.kind(), serde_json::to_string(l).ok()?))),
+                );
+            }));
+            lines
+        }))
+    }
+
     /// `f` of every line written so far, folded (bounded in memory whatever their number).
     pub fn with_summary<T>(&self, f: impl FnOnce(&TraceSummary) -> T) -> T {
         f(&self.summary.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
+/// Lines a host has not drained at most; past it, dropped and counted.
+const HOST_LINES: usize = 10_000;
+
+/// The trace's lines for a host that is not Rust, each its kind (`call`, ...) and its JSON, in
+/// a bounded queue the binding drains; a line that finds it full is dropped and counted.
+pub struct HostLines {
+    queue: HostQueue<(&'static str, String)>,
+}
+
+impl HostLines {
+    /// Up to `max` lines, oldest first, waiting at most `wait` for the first.
+    pub fn drain(&self, max: usize, wait: Duration) -> Vec<(&'static str, String)> {
+        self.queue.drain(max, wait)
+    }
+
+    /// Lines dropped because the host did not drain them in time.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped()
+    }
+}
+
+impl Line {
+    /// The line's kind, as its `line` field spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Line::Header(_) => "header",
+            Line::Call(_) => "call",
+            Line::Outcome(_) => "outcome",
+            Line::Load(_) => "load",
+        }
+    }
+}
+
+/// How far the writer has got: lines taken from the queue and put out, signalled per batch.
+#[derive(Default)]
+struct Progress {
+    put: std::sync::Mutex<u64>,
+    batch_put: std::sync::Condvar,
+}
+
 /// Where the writer puts each batch.
 struct Outputs {
     file: Option<TraceFile>,
-    sinks: Vec<LineSink>,
+    sinks: Arc<std::sync::Mutex<Vec<LineSink>>>,
     summary: Arc<std::sync::Mutex<TraceSummary>>,
 }
 
 impl Outputs {
     fn send_to_sinks(&mut self, lines: &[Line]) {
-        for sink in &mut self.sinks {
+        let mut sinks = self.sinks.lock().unwrap_or_else(|p| p.into_inner());
+        for sink in sinks.iter_mut() {
             sink(lines);
         }
     }
@@ -497,6 +615,7 @@ fn write_loop(
     load: LoadSource,
     every: Duration,
     written: &AtomicU64,
+    progress: &Progress,
 ) {
     let mut next_load = crate::time::now() + every;
     loop {
@@ -506,6 +625,10 @@ fn write_loop(
             return;
         }
         written.fetch_add(out.put(&batch), Ordering::Relaxed);
+        if !batch.is_empty() {
+            *progress.put.lock().unwrap_or_else(|p| p.into_inner()) += batch.len() as u64;
+            progress.batch_put.notify_all();
+        }
         if batch.len() < BATCH && !queue.is_closed() {
             queue.linger(LINGER.min(next_load.saturating_duration_since(crate::time::now())));
         }
@@ -799,10 +922,22 @@ mod tests {
     #[test]
     fn a_share_of_calls_is_sampled_evenly_and_digests_are_keyed() {
         let dir = std::env::temp_dir().join(format!("laneway-record-s-{}", std::process::id()));
-        let r = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None), Vec::new()).unwrap();
+        let r = Recorder::start(
+            &config(&dir, 1 << 20),
+            "c".into(),
+            Box::new(|| None),
+            Vec::new(),
+        )
+        .unwrap();
         let kept = (0..1000).filter(|_| r.sampled()).count();
         assert_eq!(kept, 250);
-        let other = Recorder::start(&config(&dir, 1 << 20), "c".into(), Box::new(|| None), Vec::new()).unwrap();
+        let other = Recorder::start(
+            &config(&dir, 1 << 20),
+            "c".into(),
+            Box::new(|| None),
+            Vec::new(),
+        )
+        .unwrap();
         assert_eq!(r.digest(b"prefix"), r.digest(b"prefix"));
         assert_ne!(
             r.digest(b"prefix"),
