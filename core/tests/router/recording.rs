@@ -13,9 +13,11 @@ fn trace_config(path: &std::path::Path, extra: &str) -> laneway::Config {
     common::config(&format!("[record]\npath = \"{}\"\n{extra}", path.display()))
 }
 
+/// The file's whole lines (the writer may be midway through its last).
 fn read(path: &std::path::Path) -> Vec<Line> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
