@@ -89,6 +89,9 @@ pub(crate) fn summarise(traces: &[PathBuf]) -> anyhow::Result<(TraceSummary, u64
         }
     }
     progress.finish_and_clear();
+    if bad > 0 {
+        eprintln!("{bad} bad lines skipped");
+    }
     Ok((summary, bad))
 }
 

@@ -499,6 +499,9 @@ impl Recommendation {
 }
 
 pub(crate) async fn run(args: RecommendArgs) -> anyhow::Result<std::process::ExitCode> {
+    if !args.bench.traces.is_empty() {
+        return from_trace(&args).await;
+    }
     let mut report: BenchReport = match &args.from {
         Some(path) => {
             let file = if path.is_dir() {
@@ -535,6 +538,40 @@ pub(crate) async fn run(args: RecommendArgs) -> anyhow::Result<std::process::Exi
         bench::write_outputs(&report, out, Some(&rec))?;
         println!(
             "\nwrote {0}/bench.json, {0}/report.md, {0}/frontier.svg",
+            out.display()
+        );
+    }
+    Ok(if rec.best.is_some() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(2)
+    })
+}
+
+/// `recommend --trace`: the trace replayed against the configuration in force and each
+/// `--candidate-config`, then weighed as any bench's candidates (`ttft_slo` is the share of
+/// calls that met their class's objective).
+async fn from_trace(args: &RecommendArgs) -> anyhow::Result<std::process::ExitCode> {
+    if args.from.is_some() || args.quality.is_some() {
+        bail!(
+            "recommend --trace replays the trace itself and judges success by the recorded outcomes: it takes neither --from nor --quality"
+        );
+    }
+    let replayed = bench::replay(&args.bench).await?;
+    print!("{}", bench::replay::markdown(&replayed));
+    let results: Vec<CandidateResult> = replayed
+        .results
+        .iter()
+        .map(bench::replay::ReplayResult::as_candidate)
+        .collect();
+    let rec = recommend(&results, args.objective, &args.constraints);
+    println!();
+    print!("{}", rec.render(&results));
+    if let Some(out) = &args.bench.out {
+        bench::replay::write(&replayed, out)?;
+        std::fs::write(out.join("recommendation.txt"), rec.render(&results))?;
+        println!(
+            "\nwrote {0}/replay.json, {0}/replay.md, {0}/replay.html, {0}/recommendation.txt",
             out.display()
         );
     }

@@ -124,6 +124,21 @@ where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
+    measure_settled(per_round, pace, call, || {}).await
+}
+
+/// `measure`, with `settle` run after the last call and before the CPU is read: the work a
+/// round leaves behind (a trace's writer finishing its lines) counts toward that round.
+async fn measure_settled<F, Fut>(
+    per_round: usize,
+    pace: Option<f64>,
+    call: F,
+    settle: impl FnOnce(),
+) -> Sample
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let cpu = client_cpu();
     let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
     let start = Instant::now();
@@ -149,6 +164,7 @@ where
             .for_each(|done| async move { done.unwrap() })
             .await;
     }
+    settle();
     let wall = start.elapsed();
     Sample {
         per_second: per_round as f64 / wall.as_secs_f64(),
@@ -301,15 +317,17 @@ fn main() {
                     router.generate(req).await.unwrap();
                 }
             };
+            // Each recorded round ends when its lines are written: the writer's work is its own.
+            let flushed = || assert!(recorded.flush_record(Duration::from_secs(30)));
             measure(per_round, None, laneway_generate).await;
-            measure(per_round, None, recorded_generate).await;
+            measure_settled(per_round, None, recorded_generate, flushed).await;
             let (mut plain, mut rec) = (vec![], vec![]);
             for round in 0..rounds {
                 let (p, r) = if round % 2 == 0 {
                     let p = measure(per_round, Some(rate), laneway_generate).await;
-                    (p, measure(per_round, Some(rate), recorded_generate).await)
+                    (p, measure_settled(per_round, Some(rate), recorded_generate, flushed).await)
                 } else {
-                    let r = measure(per_round, Some(rate), recorded_generate).await;
+                    let r = measure_settled(per_round, Some(rate), recorded_generate, flushed).await;
                     (measure(per_round, Some(rate), laneway_generate).await, r)
                 };
                 plain.push(p.cpu_us_per_call);

@@ -77,13 +77,28 @@ pub(crate) struct ReplayResult {
     pub attainment: Option<f64>,
     pub requests_per_second: f64,
     pub output_tokens_per_second: f64,
+    /// Over every class.
+    pub ttft_ms: Quantiles,
+    pub itl_ms: Quantiles,
+    pub latency_ms: Quantiles,
+    pub failovers: u64,
+    pub hedges: u64,
+    pub tokens: [u64; 4],
     pub classes: BTreeMap<String, ClassResult>,
     /// Cost per minute of the recorded period (scenario time).
     pub cost_by_minute: Vec<f64>,
     /// Where calls were served: "model / tier / region" and how many.
     pub served: BTreeMap<String, u64>,
     pub errors: BTreeMap<String, u64>,
+    /// How late the calls were sent, against the recorded arrivals: p99, milliseconds of real
+    /// time. Late sends mean the client could not keep up with the replay's pace, and every
+    /// latency above includes its queueing: slow the replay down.
+    pub send_lag_p99_ms: f64,
 }
+
+/// A replay whose sends lagged more than this (real time, p99) measured the client, not the
+/// configuration.
+const LAG_WARNING_MS: f64 = 50.0;
 
 /// The whole replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +171,48 @@ pub(crate) async fn replay(
     })
 }
 
+impl ReplayResult {
+    /// The configuration's figures over every class, as `recommend` weighs a candidate.
+    pub(crate) fn as_candidate(&self) -> super::CandidateResult {
+        let cost_per_request = if self.ok > 0 {
+            self.cost_usd / self.ok as f64
+        } else {
+            0.0
+        };
+        super::CandidateResult {
+            candidate: super::Candidate {
+                name: self.name.clone(),
+                model: "(its configuration)".into(),
+                tier: None,
+                regions: None,
+                concurrency: 0,
+            },
+            requests: self.calls,
+            ok: self.ok,
+            errors: self.errors.clone(),
+            failovers: self.failovers,
+            hedges: self.hedges,
+            ttft_ms: self.ttft_ms,
+            itl_ms: self.itl_ms,
+            latency_ms: self.latency_ms,
+            requests_per_second: self.requests_per_second,
+            output_tokens_per_second: self.output_tokens_per_second,
+            input_tokens: self.tokens[0],
+            cache_read_tokens: self.tokens[1],
+            output_tokens: self.tokens[3],
+            token_cost_usd: self.cost_usd,
+            instance_hourly_usd: None,
+            cost_per_request_usd: cost_per_request,
+            cost_per_million_usd: cost_per_request * 1e6,
+            cost_basis: "tokens".into(),
+            ttft_slo_met: self.attainment,
+            served: self.served.clone(),
+            duration_s: 0.0,
+            quality: None,
+        }
+    }
+}
+
 /// The candidates that cost less than the baseline and meet every class's objective at least
 /// as often (within a call's worth of its class).
 pub(crate) fn dominating(results: &[ReplayResult]) -> Vec<String> {
@@ -182,6 +239,8 @@ pub(crate) fn dominating(results: &[ReplayResult]) -> Vec<String> {
 struct Outcome {
     class: String,
     at: Duration,
+    /// How late the call was sent, real time.
+    late: Duration,
     judged: bool,
     met: bool,
     task: Option<String>,
@@ -205,6 +264,7 @@ async fn run(
             let target = started + at.mul_f64(time_scale);
             async move {
                 tokio::time::sleep_until(target.into()).await;
+                let late = target.elapsed();
                 let request = t.item.request;
                 let (ttft_target, deadline) = (request.slo.ttft_target, request.slo.deadline);
                 let task = request.task_id.clone();
@@ -225,6 +285,7 @@ async fn run(
                 Outcome {
                     class: t.class,
                     at,
+                    late,
                     judged,
                     met,
                     task,
@@ -244,12 +305,21 @@ async fn run(
         attainment: None,
         requests_per_second: 0.0,
         output_tokens_per_second: 0.0,
+        ttft_ms: Quantiles::default(),
+        itl_ms: Quantiles::default(),
+        latency_ms: Quantiles::default(),
+        failovers: 0,
+        hedges: 0,
+        tokens: [0; 4],
         classes: BTreeMap::new(),
         cost_by_minute: Vec::new(),
         served: BTreeMap::new(),
         errors: BTreeMap::new(),
+        send_lag_p99_ms: 0.0,
     };
+    let mut lags = histogram();
     let mut hists: HashMap<String, [hdrhistogram::Histogram<u64>; 3]> = HashMap::new();
+    let mut overall = [histogram(), histogram(), histogram()];
     // Per (class, task): answered all, judged success, unjudged.
     let mut tasks: HashMap<(String, String), (bool, bool, bool)> = HashMap::new();
     let (mut judged, mut met, mut output_tokens) = (0u64, 0u64, 0u64);
@@ -258,6 +328,7 @@ async fn run(
     while let Some(o) = outcomes.next().await {
         progress.inc(1);
         out.calls += 1;
+        lags.saturating_record(us(o.late));
         let class = out.classes.entry(o.class.clone()).or_default();
         class.calls += 1;
         judged += u64::from(o.judged);
@@ -286,13 +357,15 @@ async fn run(
         class.ok += 1;
         class.cost_usd += resp.cost_usd;
         let u = &resp.usage;
-        for (total, n) in class.tokens.iter_mut().zip([
+        let counts = [
             u.input_tokens,
             u.cache_read_tokens,
             u.cache_write_tokens,
             u.output_tokens,
-        ]) {
-            *total += u64::from(n);
+        ];
+        for (i, n) in counts.into_iter().enumerate() {
+            class.tokens[i] += u64::from(n);
+            out.tokens[i] += u64::from(n);
         }
         out.cost_usd += resp.cost_usd;
         output_tokens += u64::from(resp.usage.output_tokens);
@@ -302,6 +375,8 @@ async fn run(
         }
         out.cost_by_minute[minute] += resp.cost_usd;
         let d = &resp.decision;
+        out.failovers += d.failed_attempts.len() as u64;
+        out.hedges += u64::from(d.hedge.is_some());
         if o.recorded_model.as_deref() == Some(d.model.as_str()) {
             task.1 &= o.recorded_success.unwrap_or(true);
         } else {
@@ -318,13 +393,15 @@ async fn run(
         let h = hists
             .entry(o.class)
             .or_insert_with(|| [histogram(), histogram(), histogram()]);
-        if let Some(t) = resp.timings.ttft {
-            h[0].saturating_record(us(t));
+        for h in [h, &mut overall] {
+            if let Some(t) = resp.timings.ttft {
+                h[0].saturating_record(us(t));
+            }
+            if let Some(i) = resp.timings.inter_token {
+                h[1].saturating_record(us(i.mean));
+            }
+            h[2].saturating_record(us(resp.timings.total));
         }
-        if let Some(i) = resp.timings.inter_token {
-            h[1].saturating_record(us(i.mean));
-        }
-        h[2].saturating_record(us(resp.timings.total));
     }
     let elapsed = started.elapsed().as_secs_f64() * per_us;
     for ((class, _), (answered, success, unjudged)) in tasks {
@@ -350,6 +427,10 @@ async fn run(
             (c.successful_tasks > 0).then(|| c.cost_usd / c.successful_tasks as f64);
     }
     out.attainment = (judged > 0).then(|| met as f64 / judged as f64);
+    out.send_lag_p99_ms = quantiles(&lags, 1.0).p99;
+    out.ttft_ms = quantiles(&overall[0], per_us);
+    out.itl_ms = quantiles(&overall[1], per_us);
+    out.latency_ms = quantiles(&overall[2], per_us);
     if elapsed > 0.0 {
         out.requests_per_second = out.ok as f64 / elapsed;
         out.output_tokens_per_second = output_tokens as f64 / elapsed;
@@ -415,6 +496,16 @@ pub(crate) fn markdown(r: &ReplayReport) -> String {
                 c.tasks
             );
         }
+    }
+    for x in r
+        .results
+        .iter()
+        .filter(|x| x.send_lag_p99_ms > LAG_WARNING_MS)
+    {
+        md += &format!(
+            "\n**Warning**: {}'s calls were sent up to {:.0} ms late (p99, real time): the client could not keep up with the replay's pace, so its latencies include its own queueing. Replay slower (`--time-scale` nearer 1, or `--speedup` below 1).\n",
+            x.name, x.send_lag_p99_ms
+        );
     }
     if !r.dominating.is_empty() {
         md += &format!(

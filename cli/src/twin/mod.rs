@@ -103,6 +103,18 @@ impl TargetTrace {
 /// Attempts, and those failed by kind.
 type Counts = (u64, BTreeMap<String, u64>);
 
+/// Targets fitted at most: a trace names them, and a hostile one must not grow this map
+/// without bound.
+const MAX_TARGETS: usize = 4096;
+
+/// `key`'s entry, made if there is room for one more target.
+fn slot(targets: &mut BTreeMap<Key, TargetTrace>, key: Key) -> Option<&mut TargetTrace> {
+    if targets.len() >= MAX_TARGETS && !targets.contains_key(&key) {
+        return None;
+    }
+    Some(targets.entry(key).or_default())
+}
+
 /// Key of a target in the fit.
 type Key = (String, String, Option<String>);
 
@@ -175,11 +187,9 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
                         let key = (t.region, t.target, t.tier);
                         let w = load.at_ms.saturating_sub(start) / WINDOW_MS;
                         let failed: u64 = t.failed.values().sum();
-                        targets
-                            .entry(key)
-                            .or_default()
-                            .loads
-                            .insert(w, (t.ok + failed, t.failed));
+                        if let Some(entry) = slot(&mut targets, key) {
+                            entry.loads.insert(w, (t.ok + failed, t.failed));
+                        }
                     }
                 }
                 Line::Header(_) | Line::Outcome(_) => {}
@@ -343,9 +353,10 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
     // The sample's failed attempts count toward their window (load lines, when present,
     // replace these with every call's).
     for a in &c.attempts {
-        let t = targets
-            .entry((a.region.clone(), a.target.clone(), a.tier.clone()))
-            .or_default();
+        let key = (a.region.clone(), a.target.clone(), a.tier.clone());
+        let Some(t) = slot(targets, key) else {
+            continue;
+        };
         let entry = t.sampled.entry(w).or_default();
         entry.0 += 1;
         *entry.1.entry(a.kind.clone()).or_default() += 1;
@@ -356,9 +367,9 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
     if c.error.is_some() {
         return;
     }
-    let t = targets
-        .entry((region.clone(), target.clone(), c.tier.clone()))
-        .or_default();
+    let Some(t) = slot(targets, (region.clone(), target.clone(), c.tier.clone())) else {
+        return;
+    };
     t.model.clone_from(model);
     t.answered += 1;
     t.output_tokens_max = t.output_tokens_max.max(c.output_tokens);
@@ -393,8 +404,9 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
         (ttft, &h.second, ttft - h.delay_ms)
     };
     t.observe(uncached(winner_ms.max(0.0)), cached);
-    let lost = targets.entry(key(loser)).or_default();
-    if lost.censored_ms.len() < KEEP {
+    if let Some(lost) = slot(targets, key(loser))
+        && lost.censored_ms.len() < KEEP
+    {
         lost.censored_ms.push(uncached(loser_ms.max(0.0)));
     }
 }

@@ -15,6 +15,19 @@ pub const CACHE_TTL_MS: u64 = 5 * 60 * 1000;
 /// Prefixes tracked at most at once; past it, new ones are counted as untracked.
 const MAX_PREFIXES: usize = 200_000;
 
+/// Every this many calls, prefixes unused for longer than the cache's TTL are forgotten: only
+/// those a cache could still hold take memory.
+const SWEEP_EVERY: u64 = 10_000;
+
+/// Classes kept apart at most; the calls of any more are summed as [`OTHER_CLASSES`].
+const MAX_CLASSES: usize = 64;
+
+/// Where the calls of classes past [`MAX_CLASSES`] go.
+pub const OTHER_CLASSES: &str = "(other classes)";
+
+/// Recorded calls whose class is kept for their later outcome, the oldest forgotten first.
+const OUTCOME_WINDOW: usize = 20_000;
+
 /// Recent first-token times kept per class for its quantiles.
 const RESERVOIR: usize = 4096;
 
@@ -281,6 +294,9 @@ pub struct TraceSummary {
     pub untracked_prefixes: u64,
     prefixes: HashMap<(String, String), PrefixUse>,
     classes_of_calls: HashMap<String, String>,
+    calls_in_order: std::collections::VecDeque<String>,
+    /// Outcome lines whose call was not recorded, or was forgotten.
+    pub unmatched_outcomes: u64,
 }
 
 impl TraceSummary {
@@ -302,9 +318,11 @@ impl TraceSummary {
             Line::Call(c) => self.add_call(c),
             Line::Outcome(o) => {
                 self.outcomes += 1;
-                if let Some(class) = self.classes_of_calls.get(&o.call_id)
-                    && let Some(s) = self.classes.get_mut(class)
-                {
+                let Some(class) = self.classes_of_calls.get(&o.call_id) else {
+                    self.unmatched_outcomes += 1;
+                    return;
+                };
+                if let Some(s) = self.classes.get_mut(class) {
                     if o.success {
                         s.outcomes.0 += 1;
                     } else {
@@ -335,18 +353,34 @@ impl TraceSummary {
             None => (c.at_ms, c.at_ms),
             Some((f, l)) => (f.min(c.at_ms), l.max(c.at_ms)),
         });
-        self.classes
-            .entry(c.class.clone())
-            .or_default()
-            .add(c, first);
+        // A trace names its classes: a hostile one cannot make this map grow without bound.
+        let class = if self.classes.len() < MAX_CLASSES || self.classes.contains_key(&c.class) {
+            c.class.clone()
+        } else {
+            OTHER_CLASSES.to_string()
+        };
+        self.classes.entry(class).or_default().add(c, first);
         if let Some(id) = &c.call_id {
-            if self.classes_of_calls.len() >= MAX_PREFIXES {
-                self.classes_of_calls.clear();
+            if self.calls_in_order.len() >= OUTCOME_WINDOW
+                && let Some(old) = self.calls_in_order.pop_front()
+            {
+                self.classes_of_calls.remove(&old);
             }
-            self.classes_of_calls.insert(id.clone(), c.class.clone());
+            if self
+                .classes_of_calls
+                .insert(id.clone(), c.class.clone())
+                .is_none()
+            {
+                self.calls_in_order.push_back(id.clone());
+            }
         }
         if let Some(model) = c.model.as_deref().filter(|_| c.error.is_none()) {
             self.add_prefixes(model, c);
+        }
+        if self.calls.is_multiple_of(SWEEP_EVERY) {
+            let now = c.at_ms;
+            self.prefixes
+                .retain(|_, u| now.saturating_sub(u.last_ms) <= CACHE_TTL_MS);
         }
     }
 
