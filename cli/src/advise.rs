@@ -33,10 +33,14 @@ pub(crate) struct AdviseArgs {
     /// Runs the emulator this much faster than real time in `--verify`.
     #[arg(long, default_value_t = 0.2)]
     pub time_scale: f64,
-    /// Arrivals this many times closer together than recorded in `--verify` (a trace recorded
-    /// on the emulator at time scale S replays in its scenario time at S).
+    /// Arrivals this many times closer together than recorded in `--verify`.
     #[arg(long, default_value_t = 1.0)]
     pub speedup: f64,
+    /// The trace was recorded against an emulator at this time scale (1 for AWS): its first
+    /// tokens, TTFT targets and (in `--verify`) arrivals and deadlines are taken back to
+    /// scenario time.
+    #[arg(long, default_value_t = 1.0)]
+    pub trace_time_scale: f64,
     /// Changes replayed by `--verify` at most (the top ones).
     #[arg(long, default_value_t = 3)]
     pub top: usize,
@@ -127,7 +131,8 @@ pub(crate) async fn run(args: AdviseArgs) -> anyhow::Result<std::process::ExitCo
         Some(p) => Config::from_file(p)?,
         None => Config::from_toml_str(crate::bench::DEFAULT_CONFIG)?,
     };
-    let (summary, bad_lines) = summarise(&args.traces)?;
+    let (mut summary, bad_lines) = summarise(&args.traces)?;
+    summary.to_scenario_time(args.trace_time_scale);
     anyhow::ensure!(summary.calls > 0, "the traces hold no recorded calls");
     let advice = advise(&summary, &config);
     let mut report = AdviseReport {
@@ -211,6 +216,7 @@ async fn verify(
     let pace = trace::Pace {
         speedup: args.speedup,
         rate_scale: 1.0,
+        recorded_scale: args.trace_time_scale,
     };
     let items = trace::read(config, &args.traces, pace, 1)?;
     let setup = replay::ReplaySetup {
@@ -255,7 +261,7 @@ pub(crate) fn markdown(r: &AdviseReport) -> String {
         },
         a.monthly_cost_usd
     );
-    md += "| class | calls | attainment | TTFT p50 ms | TTFT p99 ms | busiest minute / mean | recorded cost USD |\n|---|---|---|---|---|---|---|\n";
+    md += "| class | calls | attainment | TTFT p50 ms | TTFT p99 ms | busiest second / mean | recorded cost USD |\n|---|---|---|---|---|---|---|\n";
     for (name, c) in &a.classes {
         md += &format!(
             "| {name} | {} | {} | {} | {} | {:.1} | {:.4} |\n",

@@ -132,7 +132,10 @@ pub(super) async fn run(
                 }
                 let _permit = gate.acquire_owned().await.expect("never closed");
                 let ttft_target = request.slo.ttft_target;
-                (ttft_target, one(router, request).await)
+                (
+                    ttft_target,
+                    one(router, super::in_emulator_time(request, time_scale)).await,
+                )
             }
         })
         .buffer_unordered(items.len().max(1));

@@ -22,6 +22,19 @@ pub(crate) use workload::WorkloadKind;
 
 use crate::recommend::Recommendation;
 
+/// `request` with its SLO's durations in the emulator's time: a scenario's 30-second deadline
+/// is 6 seconds of the router's clock at a time scale of 0.2, as every delay the emulator
+/// draws is. Results are converted back to scenario time and judged against the SLO as asked.
+pub(crate) fn in_emulator_time(
+    mut request: laneway::GenerateRequest,
+    time_scale: f64,
+) -> laneway::GenerateRequest {
+    let scaled = |d: Option<std::time::Duration>| d.map(|d| d.mul_f64(time_scale));
+    request.slo.ttft_target = scaled(request.slo.ttft_target);
+    request.slo.deadline = scaled(request.slo.deadline);
+    request
+}
+
 /// The router configuration used unless `--config` names another: the built-in Bedrock models
 /// and the emulator's self-hosted endpoints.
 pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../../examples/startup.toml");
@@ -92,6 +105,10 @@ pub(crate) struct BenchArgs {
     /// With --trace: replays each call this many times on average (2: twice the rate).
     #[arg(long, default_value_t = 1.0, requires = "traces")]
     pub rate_scale: f64,
+    /// With --trace: the trace was recorded against an emulator at this time scale (1 for
+    /// AWS): its arrivals and SLO durations are taken back to scenario time.
+    #[arg(long, default_value_t = 1.0, requires = "traces")]
+    pub trace_time_scale: f64,
     /// Exits with status 3 when a candidate beats the baseline on cost and on every class's
     /// attainment: for a weekly job that says "re-benchmark says change".
     #[arg(long)]
@@ -358,6 +375,7 @@ pub(crate) async fn replay(args: &BenchArgs) -> anyhow::Result<replay::ReplayRep
     let pace = trace::Pace {
         speedup: args.speedup,
         rate_scale: args.rate_scale,
+        recorded_scale: args.trace_time_scale,
     };
     let items = trace::read(&baseline, &args.traces, pace, args.seed)?;
     let mut candidates = vec![replay::Candidate {

@@ -268,7 +268,7 @@ async fn run(
                 let request = t.item.request;
                 let (ttft_target, deadline) = (request.slo.ttft_target, request.slo.deadline);
                 let task = request.task_id.clone();
-                let result = one(router, request).await;
+                let result = one(router, super::in_emulator_time(request, time_scale)).await;
                 let (judged, met) = match (&result, ttft_target.is_some() || deadline.is_some()) {
                     (_, false) => (false, false),
                     (Err(_), true) => (true, false),

@@ -37,6 +37,9 @@ pub(crate) struct Pace {
     pub speedup: f64,
     /// Each call replayed this many times on average (1.5: every call once, half of them twice).
     pub rate_scale: f64,
+    /// The trace's times were measured against an emulator running at this scale (1: real
+    /// time, AWS): its arrivals and its calls' SLO durations are divided by it.
+    pub recorded_scale: f64,
 }
 
 /// Words of synthetic text: no recorded words are ever used.
@@ -82,8 +85,14 @@ fn class_of(name: &str) -> SloClass {
         .unwrap_or_default()
 }
 
-/// The request a recorded call replays as, with `index` seeding its own text.
-pub(crate) fn request_of(config: &Config, c: &CallRecord, index: u64) -> GenerateRequest {
+/// The request a recorded call replays as, with `index` seeding its own text; its SLO's
+/// durations divided by `recorded_scale`.
+pub(crate) fn request_of(
+    config: &Config,
+    c: &CallRecord,
+    index: u64,
+    recorded_scale: f64,
+) -> GenerateRequest {
     let mut prefixes = c.prefixes.clone();
     prefixes.sort_by_key(|p| p.tokens);
     let total = c.input_tokens + c.cache_read_tokens + c.cache_write_tokens;
@@ -103,8 +112,12 @@ pub(crate) fn request_of(config: &Config, c: &CallRecord, index: u64) -> Generat
     request = request.max_tokens(i64::from(c.output_tokens.max(1)));
     request = request.slo(Slo {
         class: class_of(&c.class),
-        ttft_target: c.ttft_target_ms.map(Duration::from_millis),
-        deadline: c.deadline_ms.map(Duration::from_millis),
+        ttft_target: c
+            .ttft_target_ms
+            .map(|ms| Duration::from_millis(ms).div_f64(recorded_scale)),
+        deadline: c
+            .deadline_ms
+            .map(|ms| Duration::from_millis(ms).div_f64(recorded_scale)),
     });
     if let Some(r) = c.residency.as_deref().and_then(residency) {
         request = request.residency(r);
@@ -133,6 +146,10 @@ pub(crate) fn read(
     anyhow::ensure!(
         pace.rate_scale > 0.0 && pace.rate_scale.is_finite() && pace.rate_scale <= 100.0,
         "--rate-scale must be in (0, 100]"
+    );
+    anyhow::ensure!(
+        pace.recorded_scale > 0.0 && pace.recorded_scale <= 1.0,
+        "--trace-time-scale must be in (0, 1]"
     );
     let mut calls: Vec<CallRecord> = Vec::new();
     let mut outcomes: HashMap<String, bool> = HashMap::new();
@@ -168,7 +185,7 @@ pub(crate) fn read(
     for (i, c) in calls.iter().enumerate() {
         let copies = pace.rate_scale.floor() as u32
             + u32::from(rng.r#gen::<f64>() < pace.rate_scale.fract());
-        let at_ms = (c.at_ms - first) as f64 / pace.speedup;
+        let at_ms = (c.at_ms - first) as f64 / pace.recorded_scale / pace.speedup;
         for copy in 0..copies {
             // Copies arrive within the second around the original.
             let jitter = if copy == 0 {
@@ -181,7 +198,7 @@ pub(crate) fn read(
             items.push(TraceItem {
                 item: WorkItem {
                     at: Some(at),
-                    request: request_of(config, c, index),
+                    request: request_of(config, c, index, pace.recorded_scale),
                 },
                 class: c.class.clone(),
                 recorded_model: c.model.clone(),

@@ -48,6 +48,15 @@ pub enum ChangeKind {
         /// The SLO class.
         class: String,
     },
+    /// Reserve capacity for a model (the reserved tier).
+    Reservation {
+        /// The model.
+        model: String,
+        /// Input tokens per minute reserved.
+        input_tokens_per_minute: u64,
+        /// Output tokens per minute reserved.
+        output_tokens_per_minute: u64,
+    },
     /// Spread a bursty class over more regions (or a cross-region profile).
     SpreadRegions {
         /// The SLO class.
@@ -104,8 +113,7 @@ pub struct Advice {
     pub monthly_cost_usd: f64,
     /// Per class: calls, attainment, cost.
     pub classes: BTreeMap<String, ClassFigures>,
-    /// The changes, the largest saving first, those that cost more (to meet an objective)
-    /// after.
+    /// The changes, the lowest risk first and, among those alike, the largest saving.
     pub changes: Vec<Change>,
     /// What was not assessed, and why.
     pub not_assessed: Vec<String>,
@@ -124,7 +132,7 @@ pub struct ClassFigures {
     pub ttft_p50_ms: Option<f64>,
     /// First-token time p99, milliseconds.
     pub ttft_p99_ms: Option<f64>,
-    /// Busiest minute against the mean.
+    /// Busiest second's arrivals against the mean second's.
     pub peak_to_mean: f64,
 }
 
@@ -222,6 +230,9 @@ pub fn advise(summary: &TraceSummary, config: &Config) -> Advice {
         changes.extend(global_profile(summary, config, name, class));
         changes.extend(spread_regions(config, name, class));
     }
+    for (model, minutes) in &summary.model_minutes {
+        changes.extend(reservation_change(summary, config, model, minutes));
+    }
     for ((model, class), op) in &summary.cache {
         if let Some(c) = summary
             .classes
@@ -231,13 +242,16 @@ pub fn advise(summary: &TraceSummary, config: &Config) -> Advice {
             changes.push(c);
         }
     }
+    // A saving under half a percent of what the recorded calls cost is noise, not advice.
+    changes.retain(|c| {
+        c.recorded_saving_usd == 0.0 || c.recorded_saving_usd >= MIN_SAVING_SHARE * recorded_cost
+    });
+    // The safest first, and among equally safe ones the largest saving: a change that fixes
+    // an objective at no cost comes before one that saves money at a risk to an objective.
     changes.sort_by(|a, b| {
-        let gain = |c: &Change| c.monthly_saving_usd > 0.0;
-        gain(b).cmp(&gain(a)).then(
-            a.risk
-                .cmp(&b.risk)
-                .then_with(|| b.monthly_saving_usd.total_cmp(&a.monthly_saving_usd)),
-        )
+        a.risk
+            .cmp(&b.risk)
+            .then_with(|| b.monthly_saving_usd.total_cmp(&a.monthly_saving_usd))
     });
     Advice {
         calls: summary.calls,
@@ -246,12 +260,177 @@ pub fn advise(summary: &TraceSummary, config: &Config) -> Advice {
         monthly_cost_usd: summary.monthly(recorded_cost),
         classes,
         changes,
-        not_assessed: vec![
-            "reservations: the configuration has no reserved (per TPM-month) price to weigh a reservation's break-even utilisation against".into(),
+        not_assessed: unpriced_reservations(summary, config)
+            .into_iter()
+            .chain([
             "a family's routing threshold: the trace keeps each call's scores, but no quality judgement of another variant's answer (use shadow mode's figures)".into(),
             "SageMaker instance types: the trace has no instance-hour prices or per-instance load".into(),
-        ],
+        ])
+        .collect(),
     }
+}
+
+/// The least share of the recorded calls' cost a change must save to be proposed.
+const MIN_SAVING_SHARE: f64 = 0.005;
+
+/// Reservations are sold with at least this many input and output tokens per minute.
+const MIN_RESERVED_TPM: (u64, u64) = (100_000, 10_000);
+
+/// A month, in minutes, as reservations are priced.
+const MONTH_MINUTES: f64 = 30.0 * 24.0 * 60.0;
+
+/// The models the trace used that offer the reserved tier but have no reserved price.
+fn unpriced_reservations(summary: &TraceSummary, config: &Config) -> Vec<String> {
+    let models: Vec<&str> = summary
+        .model_minutes
+        .keys()
+        .filter(|m| {
+            config.models.get(*m).is_some_and(|c| {
+                c.tiers().contains(&ServiceTier::RESERVED) && c.price().reserved.is_none()
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if models.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "reservations for {}: no reserved price (`price.reserved`, per 1,000 TPM a month) to weigh a reservation's break-even utilisation against",
+        models.join(", ")
+    )]
+}
+
+/// The reservation that would have saved the most over the recorded minutes: for sizes at
+/// the quartiles and the 90th percentile of the model's tokens per minute (all calls, the
+/// sample undone; idle minutes count), the on-demand price of the tokens it would have
+/// covered against its fixed fee.
+fn reservation_change(
+    summary: &TraceSummary,
+    config: &Config,
+    model: &str,
+    minutes: &std::collections::BTreeMap<u64, (u64, u64)>,
+) -> Option<Change> {
+    let m = config.models.get(model)?;
+    let fee = m.price().reserved?;
+    if !m.tiers().contains(&ServiceTier::RESERVED) {
+        return None;
+    }
+    let (first, last) = summary.span_ms?;
+    let span = (first / 60_000)..=(last / 60_000);
+    let n = span.clone().count() as f64;
+    let weight = summary.weight();
+    let series = |pick: fn(&(u64, u64)) -> u64| -> Vec<f64> {
+        span.clone()
+            .map(|k| minutes.get(&k).map_or(0.0, |t| pick(t) as f64 * weight))
+            .collect()
+    };
+    let (ins, outs) = (series(|t| t.0), series(|t| t.1));
+    // What the covered tokens would have cost on demand: the standard tier, where overflow goes.
+    let probe = Usage {
+        input_tokens: 1000,
+        ..Usage::default()
+    };
+    let rates = m.price().rates(
+        &config.pricing,
+        &probe,
+        Served {
+            region: None,
+            tier: Some(ServiceTier::STANDARD),
+            profile: None,
+        },
+    );
+    let quantile = |v: &[f64], q: f64| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * q).round() as usize]
+    };
+    let round_up = |v: f64, min: u64| (v.ceil() as u64).div_ceil(1000).max(min / 1000) * 1000;
+    let mut best: Option<(u64, u64, f64, f64, f64, f64, f64)> = None;
+    for q in [0.25, 0.5, 0.75, 0.9] {
+        let r_in = round_up(quantile(&ins, q), MIN_RESERVED_TPM.0);
+        let r_out = round_up(quantile(&outs, q), MIN_RESERVED_TPM.1);
+        let covered = |v: &[f64], r: u64| v.iter().map(|x| x.min(r as f64)).sum::<f64>();
+        let (c_in, c_out) = (covered(&ins, r_in), covered(&outs, r_out));
+        let value = c_in / 1000.0 * rates.input + c_out / 1000.0 * rates.output;
+        let cost = (r_in as f64 / 1000.0 * fee.input_per_1k_tpm_month
+            + r_out as f64 / 1000.0 * fee.output_per_1k_tpm_month)
+            * n
+            / MONTH_MINUTES;
+        let full = (r_in as f64 * rates.input + r_out as f64 * rates.output) / 1000.0 * n;
+        let used = value / full.max(1e-12);
+        let saving = value - cost;
+        if best.as_ref().is_none_or(|b| saving > b.2) {
+            best = Some((
+                r_in,
+                r_out,
+                saving,
+                cost,
+                value,
+                used,
+                cost / full.max(1e-12),
+            ));
+        }
+    }
+    let (r_in, r_out, saving, cost, value, used, break_even) = best?;
+    if saving <= 0.0 {
+        return None;
+    }
+    let (risk, risk_reason) = if used < break_even * 1.2 {
+        (
+            Risk::Medium,
+            format!(
+                "a 1- or 3-month commitment used {:.0}% against a break-even of {:.0}%: a small drop in traffic loses it",
+                used * 100.0,
+                break_even * 100.0
+            ),
+        )
+    } else {
+        (
+            Risk::Low,
+            format!(
+                "used {:.0}% against a break-even of {:.0}%; above it, calls overflow to standard on their own",
+                used * 100.0,
+                break_even * 100.0
+            ),
+        )
+    };
+    // The recorded saving is over the recorded calls only (the sample undone for sizing).
+    let recorded = saving / weight;
+    Some(Change {
+        change: ChangeKind::Reservation {
+            model: model.into(),
+            input_tokens_per_minute: r_in,
+            output_tokens_per_minute: r_out,
+        },
+        action: format!(
+            "reserve {r_in} input and {r_out} output tokens per minute of {model}: [models.\"{model}\".reserved] input_tokens_per_minute = {r_in}, output_tokens_per_minute = {r_out}"
+        ),
+        // A replay prices reserved tokens per token; the fee is what this weighs.
+        patch: None,
+        monthly_saving_usd: summary.monthly(recorded),
+        recorded_saving_usd: recorded,
+        risk,
+        risk_reason,
+        evidence: vec![
+            format!(
+                "{} minutes recorded: input p50 {:.0}, p90 {:.0} tokens a minute; output p50 {:.0}, p90 {:.0}",
+                n,
+                quantile(&ins, 0.5),
+                quantile(&ins, 0.9),
+                quantile(&outs, 0.5),
+                quantile(&outs, 0.9)
+            ),
+            format!(
+                "the tokens it would have covered cost ${value:.2} on demand; its fee for those minutes ${cost:.2} (${}/1K input TPM and ${}/1K output TPM a month)",
+                fee.input_per_1k_tpm_month, fee.output_per_1k_tpm_month
+            ),
+            format!(
+                "break-even utilisation {:.0}%, recorded {:.0}%",
+                break_even * 100.0,
+                used * 100.0
+            ),
+        ],
+    })
 }
 
 /// The cheapest tier with an acceptable risk for a class, against the tier it was served at.
@@ -385,18 +564,41 @@ fn spread_regions(config: &Config, name: &str, class: &ClassSummary) -> Option<C
             .get("overloaded")
             .copied()
             .unwrap_or(0);
-    let peak = class.peak_to_mean();
-    if throttled == 0 || peak < 2.0 {
+    // Bursty: a second with at least ten calls, twice the class's mean rate or more.
+    let (peak, busiest) = (class.peak_to_mean(), class.busiest_second());
+    if throttled == 0 || busiest < 10 || peak < 2.0 {
         return None;
     }
+    // Where its calls may go: anywhere when one had no residency, else within every residency
+    // its calls named (a geography's regions, or the regions listed).
+    let allowed = |r: &str| {
+        class.anywhere > 0
+            || class.residencies.iter().all(|res| {
+                if let Some(g) = res.strip_prefix("geography:") {
+                    crate::types::Geography::new(g).is_ok_and(|g| config.in_geography(r, &g))
+                } else {
+                    res.strip_prefix("regions:")
+                        .is_some_and(|list| list.split('+').any(|x| x == r))
+                }
+            })
+    };
     let others: Vec<&str> = class
         .served
         .keys()
         .filter_map(|k| config.models.get(&k.model))
         .flat_map(|m| m.regions().iter().map(String::as_str))
-        .filter(|r| *r != region)
+        .filter(|r| *r != region && allowed(r))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
+        .collect();
+    if others.is_empty() {
+        // Nothing its residency allows: spreading is not this advice's to give.
+        return None;
+    }
+    let unconfigured: Vec<&str> = others
+        .iter()
+        .copied()
+        .filter(|r| !config.regions.iter().any(|c| c.name == *r))
         .collect();
     let shortfall = 1.0 - class.attainment().unwrap_or(1.0);
     Some(Change {
@@ -404,14 +606,15 @@ fn spread_regions(config: &Config, name: &str, class: &ClassSummary) -> Option<C
             class: name.into(),
             region: region.clone(),
         },
-        action: if others.is_empty() {
-            format!("let class {name} use a cross-region profile instead of {region} alone")
-        } else {
-            format!(
-                "let class {name} use {} as well as {region} (a residency of the geography, not one region)",
-                others.join(", ")
-            )
-        },
+        action: format!(
+            "let class {name} use {} as well as {region}, which its residency allows{}",
+            others.join(", "),
+            if unconfigured.is_empty() {
+                String::new()
+            } else {
+                format!(" (add {} to [[regions]])", unconfigured.join(", "))
+            }
+        ),
         patch: None,
         monthly_saving_usd: 0.0,
         recorded_saving_usd: 0.0,
@@ -425,7 +628,7 @@ fn spread_regions(config: &Config, name: &str, class: &ClassSummary) -> Option<C
                 "{throttled} throttled attempts over {} calls, all served in {region}",
                 class.calls
             ),
-            format!("busiest minute {peak:.1} times the mean minute"),
+            format!("{busiest} calls arrived in its busiest second, {peak:.1} times its mean rate"),
             format!(
                 "attainment {} over {} judged calls",
                 pct(class.attainment()),
@@ -505,4 +708,154 @@ fn cache_change(
 
 fn pct(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::record::{CallRecord, Header, Line};
+
+    fn call(at_ms: u64, class: &str, tier: &str, input: u32, output: u32) -> Line {
+        Line::Call(Box::new(CallRecord {
+            at_ms,
+            class: class.into(),
+            model: Some("amazon.nova-lite-v1:0".into()),
+            target: Some("amazon.nova-lite-v1:0".into()),
+            region: Some("us-east-1".into()),
+            tier: Some(tier.into()),
+            served_tier: Some(tier.into()),
+            input_tokens: input,
+            output_tokens: output,
+            ttft_ms: Some(300.0),
+            total_ms: 900.0,
+            cost_usd: 0.001,
+            ..CallRecord::default()
+        }))
+    }
+
+    fn summary(lines: impl IntoIterator<Item = Line>) -> TraceSummary {
+        let mut s = TraceSummary::new();
+        s.add(&Line::Header(Header {
+            schema: 1,
+            config_digest: "c".into(),
+            sample: 1.0,
+            started_ms: 0,
+        }));
+        for l in lines {
+            s.add(&l);
+        }
+        s
+    }
+
+    #[test]
+    fn steady_volume_gets_a_reservation_sized_to_it_and_its_break_even() {
+        let config = Config::from_toml_str(
+            r#"
+            [models."amazon.nova-lite-v1:0"]
+            tiers = ["priority", "standard", "flex", "reserved"]
+            [models."amazon.nova-lite-v1:0".price.reserved]
+            input_per_1k_tpm_month = 1.0
+            output_per_1k_tpm_month = 4.0
+            "#,
+        )
+        .unwrap();
+        // Two hours, a call a second of 4,000 input and 400 output tokens: 240,000 input and
+        // 24,000 output tokens a minute, steadily.
+        let s = summary((0..7200u64).map(|i| {
+            call(
+                1_796_400_000_000 + i * 1000,
+                "standard",
+                "standard",
+                4000,
+                400,
+            )
+        }));
+        let advice = advise(&s, &config);
+        let r = advice
+            .changes
+            .iter()
+            .find(|c| matches!(c.change, ChangeKind::Reservation { .. }))
+            .unwrap_or_else(|| panic!("{advice:#?}"));
+        let ChangeKind::Reservation {
+            input_tokens_per_minute,
+            output_tokens_per_minute,
+            ..
+        } = r.change
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (input_tokens_per_minute, output_tokens_per_minute),
+            (240_000, 24_000)
+        );
+        assert!(r.monthly_saving_usd > 0.0 && r.risk == Risk::Low, "{r:#?}");
+        assert!(r.evidence.iter().any(|e| e.contains("break-even")));
+        // Without a reserved price it is not assessed, and says so.
+        let unpriced = Config::from_toml_str(
+            "[models.\"amazon.nova-lite-v1:0\"]\ntiers = [\"standard\", \"reserved\"]\n",
+        )
+        .unwrap();
+        let unpriced = advise(&s, &unpriced);
+        assert!(
+            !unpriced
+                .changes
+                .iter()
+                .any(|c| matches!(c.change, ChangeKind::Reservation { .. }))
+        );
+        assert!(
+            unpriced.not_assessed[0].contains("amazon.nova-lite-v1:0"),
+            "{:?}",
+            unpriced.not_assessed
+        );
+    }
+
+    #[test]
+    fn a_fee_above_what_the_tokens_cost_is_not_proposed() {
+        let config = Config::from_toml_str(
+            r#"
+            [models."amazon.nova-lite-v1:0"]
+            tiers = ["standard", "reserved"]
+            [models."amazon.nova-lite-v1:0".price.reserved]
+            input_per_1k_tpm_month = 1000.0
+            output_per_1k_tpm_month = 4000.0
+            "#,
+        )
+        .unwrap();
+        let s = summary((0..600u64).map(|i| {
+            call(
+                1_796_400_000_000 + i * 1000,
+                "standard",
+                "standard",
+                4000,
+                400,
+            )
+        }));
+        assert!(
+            !advise(&s, &config)
+                .changes
+                .iter()
+                .any(|c| matches!(c.change, ChangeKind::Reservation { .. }))
+        );
+    }
+
+    #[test]
+    fn the_safest_change_comes_first_then_the_largest_saving() {
+        let config = Config::default();
+        // Background work at priority, and an interactive class at priority with a target.
+        let lines = (0..200u64).flat_map(|i| {
+            let at = 1_796_400_000_000 + i * 500;
+            let mut interactive = call(at, "interactive", "priority", 2000, 200);
+            if let Line::Call(c) = &mut interactive {
+                c.ttft_target_ms = Some(800);
+            }
+            [call(at, "background", "priority", 2000, 200), interactive]
+        });
+        let advice = advise(&summary(lines), &config);
+        let risks: Vec<Risk> = advice.changes.iter().map(|c| c.risk).collect();
+        assert!(risks.windows(2).all(|w| w[0] <= w[1]), "{risks:?}");
+        assert!(
+            matches!(&advice.changes[0].change, ChangeKind::Tier { class, to, .. } if class == "background" && to == "flex"),
+            "{advice:#?}"
+        );
+    }
 }

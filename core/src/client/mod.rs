@@ -624,7 +624,23 @@ impl RouterBuilder {
         let exec = Arc::new(exec);
         if let Some(record) = &exec.config.record {
             let weak = Arc::downgrade(&exec);
-            let loads = Box::new(move || weak.upgrade().map(|e| e.telemetry.target_loads()));
+            let loads = Box::new(move || {
+                let exec = weak.upgrade()?;
+                let mut loads = exec.telemetry.target_loads();
+                let (now, headroom) = (crate::time::now(), exec.state.capacity().headroom());
+                for t in &mut loads {
+                    let tier = t.tier.as_deref().and_then(crate::types::ServiceTier::named);
+                    let load = headroom.load(
+                        now,
+                        &t.region,
+                        &t.target,
+                        tier,
+                        crate::types::SloClass::Standard,
+                    );
+                    (t.in_flight, t.limit) = (load.in_flight, load.limit);
+                }
+                Some(loads)
+            });
             let recorder = crate::telemetry::record::Recorder::start(
                 record,
                 exec.config.digest(),

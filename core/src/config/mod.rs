@@ -48,7 +48,7 @@ pub use routing::{
 };
 pub use sections::{
     ApplicationProfile, BatchConfig, BreakerConfig, BudgetConfig, CachePolicy, OutlierConfig,
-    Price, QuotaConfig, ReservationConfig, ScopeMultipliers, TierMultipliers,
+    Price, QuotaConfig, ReservationConfig, ReservedPrice, ScopeMultipliers, TierMultipliers,
 };
 pub use shared::{LocalStateConfig, SharedConfig, redact_url};
 pub use tiers::{TierConfig, builtin_tiers};

@@ -230,6 +230,32 @@ pub struct Price {
     /// date and version does not say it (`laneway catalog prices` matches names exactly).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_name: Option<String>,
+    /// What a month of reserved capacity costs (the reserved tier is sold as tokens per
+    /// minute for a 1- or 3-month term, at a fixed price per 1,000 TPM): what `advise` weighs
+    /// a reservation's break-even utilisation against. Unset, reservations are not assessed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<ReservedPrice>,
+}
+
+/// The monthly price of reserved capacity, per 1,000 tokens per minute, input and output
+/// reserved apart (cache writes count toward the input).
+///
+/// ```
+/// let c = laneway::Config::from_toml_str(r#"
+///     [models."amazon.nova-lite-v1:0".price.reserved]
+///     input_per_1k_tpm_month = 2.5
+///     output_per_1k_tpm_month = 10.0
+/// "#).unwrap();
+/// let r = c.models["amazon.nova-lite-v1:0"].price().reserved.unwrap();
+/// assert_eq!(r.input_per_1k_tpm_month, 2.5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservedPrice {
+    /// A month of 1,000 input tokens per minute, USD.
+    pub input_per_1k_tpm_month: f64,
+    /// A month of 1,000 output tokens per minute, USD.
+    pub output_per_1k_tpm_month: f64,
 }
 
 /// Price multipliers by the scope of the target that serves a call: the model's in-Region id,

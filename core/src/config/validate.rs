@@ -605,6 +605,19 @@ impl Config {
                 ));
             }
         }
+        if let Some(r) = &price.reserved {
+            for (k, v) in [
+                ("input_per_1k_tpm_month", r.input_per_1k_tpm_month),
+                ("output_per_1k_tpm_month", r.output_per_1k_tpm_month),
+            ] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(Error::config(
+                        field(&format!("price.reserved.{k}")),
+                        format!("must be a finite number > 0, got {v}"),
+                    ));
+                }
+            }
+        }
         if let Some(d) = price.discount.filter(|d| !(0.0..1.0).contains(d)) {
             return Err(Error::config(
                 field("price.discount"),

@@ -116,6 +116,8 @@ impl Attempts {
                     .iter()
                     .map(|(k, n)| (k.as_str().to_string(), *n))
                     .collect(),
+                in_flight: 0,
+                limit: None,
             })
             .collect()
     }

@@ -247,6 +247,13 @@ pub struct TargetLoad {
     /// Failed attempts by error kind (`throttled` among them).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed: BTreeMap<String, u64>,
+    /// Attempts in flight there when the line was written.
+    #[serde(default)]
+    pub in_flight: u32,
+    /// The most the router lets be in flight there then (configured, or learnt from
+    /// throttles); none when not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 /// Where the load lines come from: `None` once the router is gone.

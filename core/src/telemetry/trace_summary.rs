@@ -19,10 +19,19 @@ const MAX_PREFIXES: usize = 200_000;
 /// those a cache could still hold take memory.
 const SWEEP_EVERY: u64 = 10_000;
 
+/// Models whose tokens per minute are kept at most.
+const MAX_MODELS: usize = 256;
+
+/// Minutes of a model's tokens kept at most: 31 days.
+const MAX_MINUTES: usize = 31 * 24 * 60;
+
+/// Seconds of arrivals kept open for calls that end late.
+const SECONDS_OPEN: u64 = 600;
+
 /// Classes kept apart at most; the calls of any more are summed as [`OTHER_CLASSES`].
 const MAX_CLASSES: usize = 64;
 
-/// Where the calls of classes past [`MAX_CLASSES`] go.
+/// Where the calls of classes past the 64th go.
 pub const OTHER_CLASSES: &str = "(other classes)";
 
 /// Recorded calls whose class is kept for their later outcome, the oldest forgotten first.
@@ -107,8 +116,14 @@ pub struct ClassSummary {
     pub failed_attempts: BTreeMap<String, u64>,
     /// Regions that answered its calls.
     pub regions: BTreeSet<String>,
-    /// Calls per minute of the trace, by minute (from the first call): its burstiness.
-    pub per_minute: BTreeMap<u64, u64>,
+    /// Arrivals per second of the last ten minutes (lines come as calls end, not in arrival
+    /// order): older seconds are folded into `peak_second`.
+    #[serde(skip)]
+    recent_seconds: BTreeMap<u64, u64>,
+    /// The most calls that arrived within one second.
+    pub peak_second: u64,
+    /// The first and last arrival (Unix ms).
+    pub arrivals_ms: Option<(u64, u64)>,
     /// Calls that failed over to another target at least once.
     pub failed_over: u64,
     /// A sample of its first-token times, milliseconds.
@@ -130,15 +145,29 @@ impl ClassSummary {
         (self.judged > 0).then(|| self.met as f64 / self.judged as f64)
     }
 
-    /// The busiest minute's calls against the mean minute's: 1 is flat, above 3 is bursty.
+    /// The most calls that arrived within one second.
+    pub fn busiest_second(&self) -> u64 {
+        self.recent_seconds
+            .values()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(self.peak_second)
+    }
+
+    /// The busiest second's arrivals against the mean second's over the class's span: about 1
+    /// is steady; a burst of several times the mean rate is well above it (judge it with
+    /// [`busiest_second`](Self::busiest_second): one call in a quiet second is no burst).
     pub fn peak_to_mean(&self) -> f64 {
-        let minutes = self.per_minute.len().max(1) as f64;
-        let total: u64 = self.per_minute.values().sum();
-        let peak = self.per_minute.values().copied().max().unwrap_or(0);
-        if total == 0 {
-            1.0
+        let Some((first, last)) = self.arrivals_ms else {
+            return 1.0;
+        };
+        let seconds = ((last - first) / 1000 + 1) as f64;
+        let mean = self.calls as f64 / seconds;
+        if mean > 0.0 {
+            self.busiest_second() as f64 / mean
         } else {
-            peak as f64 / (total as f64 / minutes)
+            1.0
         }
     }
 
@@ -153,7 +182,7 @@ impl ClassSummary {
         Some(f64::from(v[i]))
     }
 
-    fn add(&mut self, c: &CallRecord, first_ms: u64) {
+    fn add(&mut self, c: &CallRecord) {
         self.calls += 1;
         if c.error.is_none() {
             self.ok += 1;
@@ -195,10 +224,21 @@ impl ClassSummary {
         if !c.attempts.is_empty() {
             self.failed_over += 1;
         }
-        *self
-            .per_minute
-            .entry(c.at_ms.saturating_sub(first_ms) / 60_000)
-            .or_default() += 1;
+        self.arrivals_ms = Some(match self.arrivals_ms {
+            None => (c.at_ms, c.at_ms),
+            Some((f, l)) => (f.min(c.at_ms), l.max(c.at_ms)),
+        });
+        let second = c.at_ms / 1000;
+        *self.recent_seconds.entry(second).or_default() += 1;
+        // A call ends within its deadline: a second ten minutes behind the latest is complete.
+        while let Some((&oldest, &count)) = self.recent_seconds.first_key_value() {
+            if oldest + SECONDS_OPEN >= second && self.recent_seconds.len() <= SECONDS_OPEN as usize
+            {
+                break;
+            }
+            self.peak_second = self.peak_second.max(count);
+            self.recent_seconds.pop_first();
+        }
         if let Some(t) = c.ttft_ms {
             // Reservoir sampling with a fixed stride, reproducible: every call until full,
             // then each slot replaced in turn by every k-th call.
@@ -286,6 +326,9 @@ pub struct TraceSummary {
     pub outcomes: u64,
     /// Per SLO class.
     pub classes: BTreeMap<String, ClassSummary>,
+    /// Per model, per minute (Unix minutes): tokens answered, input (with cache writes, as a
+    /// reservation counts them) and output, for sizing a reservation.
+    pub model_minutes: BTreeMap<String, BTreeMap<u64, (u64, u64)>>,
     /// Per (model, class): the cache the recorded prefixes offered where no checkpoint was set.
     pub cache: BTreeMap<(String, String), CacheOpportunity>,
     /// Per target: the first and last load counters seen.
@@ -348,7 +391,6 @@ impl TraceSummary {
 
     fn add_call(&mut self, c: &CallRecord) {
         self.calls += 1;
-        let first = self.span_ms.map_or(c.at_ms, |(f, _)| f.min(c.at_ms));
         self.span_ms = Some(match self.span_ms {
             None => (c.at_ms, c.at_ms),
             Some((f, l)) => (f.min(c.at_ms), l.max(c.at_ms)),
@@ -359,7 +401,7 @@ impl TraceSummary {
         } else {
             OTHER_CLASSES.to_string()
         };
-        self.classes.entry(class).or_default().add(c, first);
+        self.classes.entry(class).or_default().add(c);
         if let Some(id) = &c.call_id {
             if self.calls_in_order.len() >= OUTCOME_WINDOW
                 && let Some(old) = self.calls_in_order.pop_front()
@@ -376,6 +418,15 @@ impl TraceSummary {
         }
         if let Some(model) = c.model.as_deref().filter(|_| c.error.is_none()) {
             self.add_prefixes(model, c);
+            if self.model_minutes.len() < MAX_MODELS || self.model_minutes.contains_key(model) {
+                let minutes = self.model_minutes.entry(model.to_string()).or_default();
+                let minute = c.at_ms / 60_000;
+                if minutes.len() < MAX_MINUTES || minutes.contains_key(&minute) {
+                    let tokens = minutes.entry(minute).or_default();
+                    tokens.0 += u64::from(c.input_tokens) + u64::from(c.cache_write_tokens);
+                    tokens.1 += u64::from(c.output_tokens);
+                }
+            }
         }
         if self.calls.is_multiple_of(SWEEP_EVERY) {
             let now = c.at_ms;
@@ -451,6 +502,22 @@ impl TraceSummary {
                         reused: false,
                     },
                 );
+            }
+        }
+    }
+
+    /// Takes the times of a trace recorded against an emulator running at `time_scale` back to
+    /// its scenario's: the classes' TTFT targets and first tokens divided by it.
+    pub fn to_scenario_time(&mut self, time_scale: f64) {
+        if !(time_scale > 0.0 && time_scale < 1.0) {
+            return;
+        }
+        for class in self.classes.values_mut() {
+            class.ttft_target_ms = class
+                .ttft_target_ms
+                .map(|t| (t as f64 / time_scale).round() as u64);
+            for t in &mut class.ttft_ms {
+                *t = (f64::from(*t) / time_scale) as f32;
             }
         }
     }
