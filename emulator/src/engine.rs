@@ -473,8 +473,16 @@ fn answer_tokens(
 impl Engine {
     pub(crate) fn new(scenario: Scenario) -> Self {
         let faults = FaultRegistry::default();
+        // A scenario's schedule is in its own time: at a time scale of 0.1, a fault from its
+        // 60th second on starts 6 seconds after the emulator does. (Faults added at run time
+        // are scheduled in real time.)
+        let scale = |ms: Option<u64>| ms.map(|v| (v as f64 * scenario.time_scale).round() as u64);
         for f in &scenario.faults {
-            faults.add(f.clone());
+            faults.add(Fault {
+                start_ms: scale(f.start_ms),
+                end_ms: scale(f.end_ms),
+                ..f.clone()
+            });
         }
         let minute = Duration::from_secs(60).mul_f64(scenario.time_scale);
         Self {

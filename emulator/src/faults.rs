@@ -122,10 +122,13 @@ pub struct Fault {
     /// run is reproducible.
     #[serde(default)]
     pub probability: Option<f64>,
-    /// Active from this many milliseconds after the emulator started (scenario schedules).
+    /// Active from this many milliseconds after the emulator started: of scenario time for a
+    /// fault in the scenario file (scaled by its `time_scale`), of real time for one added
+    /// while it runs.
     #[serde(default)]
     pub start_ms: Option<u64>,
-    /// Active until this many milliseconds after the emulator started.
+    /// Active until this many milliseconds after the emulator started (the same time as
+    /// `start_ms`).
     #[serde(default)]
     pub end_ms: Option<u64>,
 }

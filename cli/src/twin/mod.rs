@@ -69,9 +69,9 @@ struct TargetTrace {
     answered: u64,
     /// Per window of the sampled calls: attempts, failed by kind.
     sampled: BTreeMap<u64, Counts>,
-    /// Per window, the last load line's cumulative counts (every call): attempts, failed by
-    /// kind.
-    loads: BTreeMap<u64, Counts>,
+    /// The load lines' cumulative counts (every call), at their time in scenario ms from the
+    /// trace's start: answered, failed by kind.
+    loads: Vec<(u64, u64, BTreeMap<String, u64>)>,
     output_tokens_max: u32,
 }
 
@@ -102,6 +102,9 @@ impl TargetTrace {
 
 /// Attempts, and those failed by kind.
 type Counts = (u64, BTreeMap<String, u64>);
+
+/// Load lines kept per target at most (a year of them at one every 10 s would be 3 million).
+const MAX_LOAD_LINES: usize = 200_000;
 
 /// Targets fitted at most: a trace names them, and a hostile one must not grow this map
 /// without bound.
@@ -183,12 +186,13 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
                     // Every call's counts, cumulative: where a target has them they replace
                     // the sample's (as deltas per window, in `failures`).
                     let start = *first_ms.get_or_insert(load.at_ms);
+                    let at = (load.at_ms.saturating_sub(start) as f64 * scale) as u64;
                     for t in load.targets {
                         let key = (t.region, t.target, t.tier);
-                        let w = load.at_ms.saturating_sub(start) / WINDOW_MS;
-                        let failed: u64 = t.failed.values().sum();
-                        if let Some(entry) = slot(&mut targets, key) {
-                            entry.loads.insert(w, (t.ok + failed, t.failed));
+                        if let Some(entry) = slot(&mut targets, key)
+                            && entry.loads.len() < MAX_LOAD_LINES
+                        {
+                            entry.loads.push((at, t.ok, t.failed));
                         }
                     }
                 }
@@ -206,9 +210,19 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
     }
     anyhow::ensure!(calls > 0, "the traces hold no recorded calls");
     let mut doc: toml::Table = toml::from_str(&base_text(&args.base)?)?;
-    let mut fits = Vec::new();
+    let mut fits: Vec<TargetFit> = Vec::new();
     let mut faults = Vec::new();
+    // Per (region, target): its tiers' load intervals summed, for the quota they share.
+    let mut pools: BTreeMap<(String, String), PoolIntervals> = BTreeMap::new();
     for ((region, target, tier), t) in &mut targets {
+        // Every target's throttles and failures count, fitted or not.
+        let (intervals, failure_rate, window_faults) = failures(t, region, target, tier, &base);
+        let pool = pools.entry((region.clone(), target.clone())).or_default();
+        for (at, dt, answered, throttled) in intervals {
+            let e = pool.entry(at).or_insert((dt, 0, 0));
+            (e.1, e.2) = (e.1 + answered, e.2 + throttled);
+        }
+        faults.extend(window_faults);
         let cache_adjusted = t.ttft_ms.len() < args.min_calls;
         if cache_adjusted {
             t.ttft_ms.append(&mut t.cached_ttft_ms);
@@ -230,8 +244,6 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
             t.tokens_per_second.sort_by(f64::total_cmp);
             quantile(&t.tokens_per_second, 0.5)
         });
-        let (rpm, failure_rate, window_faults) = failures(t, region, target, tier, &base);
-        faults.extend(window_faults);
         let fit = TargetFit {
             region: region.clone(),
             target: target.clone(),
@@ -259,7 +271,8 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
                 0.0
             },
             tokens_per_second: tps,
-            requests_per_minute: rpm,
+            // The quota is its target's, all tiers': set below.
+            requests_per_minute: None,
             failure_rate,
         };
         let mut o = toml::Table::new();
@@ -281,14 +294,28 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
         if let Some(tps) = tps {
             o.insert("tokens_per_second".into(), tps.into());
         }
-        if let Some(rpm) = rpm {
-            o.insert("requests_per_minute".into(), (rpm as i64).into());
-        }
-        if !place_override(&mut doc, &base, &t.model, target, o, t.output_tokens_max) {
+        if !place_override(&mut doc, &base, target, o, t.output_tokens_max) {
             eprintln!("{region} {target}: not in the base scenario, not fitted");
             continue;
         }
         fits.push(fit);
+    }
+    for ((region, target), intervals) in &pools {
+        let Some(rpm) = implied_quota(intervals) else {
+            continue;
+        };
+        let mut o = toml::Table::new();
+        o.insert("region".into(), region.clone().into());
+        o.insert("target".into(), target.clone().into());
+        o.insert("requests_per_minute".into(), (rpm as i64).into());
+        if place_override(&mut doc, &base, target, o, 0) {
+            for f in fits
+                .iter_mut()
+                .filter(|f| &f.region == region && &f.target == target)
+            {
+                f.requests_per_minute = Some(rpm);
+            }
+        }
     }
     if !faults.is_empty() {
         let list = doc
@@ -349,7 +376,7 @@ fn base_text(base: &str) -> anyhow::Result<String> {
 }
 
 fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64, scale: f64) {
-    let w = c.at_ms.saturating_sub(start) / WINDOW_MS;
+    let w = (c.at_ms.saturating_sub(start) as f64 * scale) as u64 / WINDOW_MS;
     // The sample's failed attempts count toward their window (load lines, when present,
     // replace these with every call's).
     for a in &c.attempts {
@@ -411,64 +438,103 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
     }
 }
 
-/// The request quota the throttles imply (the median of the answered attempts per minute in
-/// the windows that throttled), the share of attempts that failed otherwise, and faults that
-/// reproduce those failures window by window.
+/// One interval between load lines: its end and length (scenario ms), attempts answered and
+/// throttled in it.
+type Interval = (u64, u64, u64, u64);
+
+/// A target's intervals, all tiers summed, by their end: length, answered, throttled.
+type PoolIntervals = BTreeMap<u64, (u64, u64, u64)>;
+
+/// The request quota the throttles imply for one target (all its tiers: Bedrock's on-demand
+/// quota is one pool): the median, over the load lines at which it had throttled since the one
+/// before, of the attempts it answered in the minute of scenario time before them (a quota
+/// counts a sliding minute, and lets that many through while it refuses the rest).
+fn implied_quota(intervals: &PoolIntervals) -> Option<u64> {
+    let ends: Vec<(u64, u64, u64, u64)> = intervals
+        .iter()
+        .map(|(end, (dt, answered, throttled))| (*end, *dt, *answered, *throttled))
+        .collect();
+    let mut rates: Vec<u64> = Vec::new();
+    for (i, (_, _, _, throttled)) in ends.iter().enumerate() {
+        if *throttled == 0 {
+            continue;
+        }
+        // The intervals back to a minute before this one's end.
+        let (mut covered, mut answered) = (0u64, 0u64);
+        for (_, dt, a, _) in ends[..=i].iter().rev() {
+            covered += dt;
+            answered += a;
+            if covered >= 60_000 {
+                break;
+            }
+        }
+        rates.push(if covered > 60_000 {
+            answered * 60_000 / covered
+        } else {
+            answered
+        });
+    }
+    rates.sort_unstable();
+    (!rates.is_empty()).then(|| rates[rates.len() / 2].max(1))
+}
+
+/// The intervals between one target's load lines (for `implied_quota`), the share of its
+/// attempts that failed otherwise than by a throttle, and faults that reproduce those failures
+/// minute by minute of scenario time. From every call's counts where load lines gave them,
+/// else from the sample's.
 fn failures(
-    t: &TargetTrace,
+    t: &mut TargetTrace,
     region: &str,
     target: &str,
     tier: &Option<String>,
     base: &Scenario,
-) -> (Option<u64>, f64, Vec<toml::Table>) {
-    // Every call's counts where load lines gave them (cumulative: taken as deltas), else the
-    // sample's.
-    let mut per_window: Vec<(u64, u64, BTreeMap<String, u64>)> = Vec::new();
-    if t.loads.is_empty() {
-        per_window = t
-            .sampled
-            .iter()
-            .map(|(w, (n, f))| (*w, *n, f.clone()))
-            .collect();
-    } else {
-        let mut last: Counts = (0, BTreeMap::new());
-        for (w, (n, f)) in &t.loads {
-            let failed = f
-                .iter()
-                .map(|(k, v)| (k.clone(), v.saturating_sub(*last.1.get(k).unwrap_or(&0))))
-                .collect();
-            per_window.push((*w, n.saturating_sub(last.0), failed));
-            last = (*n, f.clone());
-        }
-    }
+) -> (Vec<Interval>, f64, Vec<toml::Table>) {
     let is_throttle = |k: &str| k == "throttled" || k == "overloaded";
-    let mut throttled_rates: Vec<u64> = per_window
-        .iter()
-        .filter(|(_, _, f)| f.iter().any(|(k, v)| is_throttle(k) && *v > 0))
-        .map(|(_, n, f)| {
-            let throttles: u64 = f
+    let sum = |f: &BTreeMap<String, u64>, throttles: bool| -> u64 {
+        f.iter()
+            .filter(|(k, _)| is_throttle(k) == throttles)
+            .map(|(_, v)| v)
+            .sum()
+    };
+    // Per minute of scenario time: attempts, and those failed otherwise than by a throttle.
+    let mut minutes: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut intervals: Vec<Interval> = Vec::new();
+    if t.loads.is_empty() {
+        for (w, (n, f)) in &t.sampled {
+            let entry = minutes.entry(*w).or_default();
+            entry.0 += n;
+            entry.1 += sum(f, false);
+        }
+    } else {
+        t.loads.sort_by_key(|l| l.0);
+        let mut last: (u64, u64, BTreeMap<String, u64>) = (0, 0, BTreeMap::new());
+        for (at, ok, failed) in &t.loads {
+            let delta = |k: &String, v: &u64| v.saturating_sub(*last.2.get(k).unwrap_or(&0));
+            let answered = ok.saturating_sub(last.1);
+            let throttled: u64 = failed
                 .iter()
                 .filter(|(k, _)| is_throttle(k))
-                .map(|(_, v)| v)
+                .map(|(k, v)| delta(k, v))
                 .sum();
-            n.saturating_sub(throttles) * 60_000 / WINDOW_MS
-        })
-        .collect();
-    throttled_rates.sort_unstable();
-    let rpm =
-        (!throttled_rates.is_empty()).then(|| throttled_rates[throttled_rates.len() / 2].max(1));
+            let other: u64 = failed
+                .iter()
+                .filter(|(k, _)| !is_throttle(k))
+                .map(|(k, v)| delta(k, v))
+                .sum();
+            intervals.push((*at, at.saturating_sub(last.0), answered, throttled));
+            let entry = minutes.entry(at / WINDOW_MS).or_default();
+            entry.0 += answered + throttled + other;
+            entry.1 += other;
+            last = (*at, *ok, failed.clone());
+        }
+    }
     let (mut attempts, mut failed) = (0u64, 0u64);
     let mut faults = Vec::new();
     let model = base.split_profile(target).1.to_string();
-    for (w, n, f) in &per_window {
+    for (w, (n, other)) in &minutes {
         attempts += n;
-        let other: u64 = f
-            .iter()
-            .filter(|(k, _)| !is_throttle(k))
-            .map(|(_, v)| v)
-            .sum();
         failed += other;
-        if other > 0 && *n > 0 {
+        if *other > 0 && *n > 0 {
             let mut fault = toml::Table::new();
             fault.insert("kind".into(), "internal_error".into());
             fault.insert("region".into(), region.into());
@@ -478,7 +544,7 @@ fn failures(
             }
             fault.insert(
                 "probability".into(),
-                (other as f64 / *n as f64).min(1.0).into(),
+                (*other as f64 / *n as f64).min(1.0).into(),
             );
             fault.insert("start_ms".into(), ((w * WINDOW_MS) as i64).into());
             fault.insert("end_ms".into(), (((w + 1) * WINDOW_MS) as i64).into());
@@ -490,7 +556,7 @@ fn failures(
     } else {
         failed as f64 / attempts as f64
     };
-    (rpm, rate, faults)
+    (intervals, rate, faults)
 }
 
 /// Adds the fit to the base scenario's model (or endpoint) that serves `target`; false when
@@ -498,7 +564,6 @@ fn failures(
 fn place_override(
     doc: &mut toml::Table,
     base: &Scenario,
-    model: &str,
     target: &str,
     o: toml::Table,
     output_tokens_max: u32,
@@ -536,7 +601,6 @@ fn place_override(
             }
         }
     }
-    let _ = model;
     false
 }
 

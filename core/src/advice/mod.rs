@@ -443,12 +443,16 @@ fn tier_change(
     let (from_key, _) = class.served.iter().max_by_key(|(_, u)| u.calls)?;
     let from = tier_of(from_key)?;
     let mut best: Option<(ServiceTier, f64, f64, Risk, String)> = None;
-    for to in [
-        ServiceTier::FLEX,
-        ServiceTier::STANDARD,
-        ServiceTier::PRIORITY,
-    ] {
-        if to == from {
+    // Every tier the class's models offer (tiers are data: a declared one counts), but the
+    // reserved tier, which needs a reservation (`reservation_change` weighs that).
+    let offered: std::collections::BTreeSet<ServiceTier> = class
+        .served
+        .keys()
+        .filter_map(|k| config.models.get(&k.model))
+        .flat_map(|m| m.tiers().iter().copied())
+        .collect();
+    for to in offered {
+        if to == from || to == ServiceTier::RESERVED {
             continue;
         }
         let (mut now, mut then) = (0.0, 0.0);
