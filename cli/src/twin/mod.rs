@@ -416,8 +416,12 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
     let share = f64::from(c.cache_read_tokens) / f64::from(total.max(1));
     let cached = c.cache_read_tokens > 0;
     let uncached = |ms: f64| ms * scale / (1.0 - 0.85 * share.min(1.0)).max(0.05);
+    // What the answering attempt took from its own start: a call's own TTFT counts its wait
+    // for a slot too, which the router's queue adds again in a replay. (A trace without it:
+    // the call's, from the hedge's start when the hedge answered.)
+    let own = c.attempt_ttft_ms;
     let Some(h) = &c.hedge else {
-        t.observe(uncached(ttft), cached);
+        t.observe(uncached(own.unwrap_or(ttft)), cached);
         return;
     };
     // A hedge: the winner's first token is known, the loser's only to come later than the
@@ -425,10 +429,11 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
     let key = |r: &laneway::telemetry::record::TargetRef| {
         (r.region.clone(), r.target.clone(), r.tier.clone())
     };
-    let (winner_ms, loser, loser_ms) = if h.won {
-        (ttft - h.delay_ms, &h.first, ttft)
-    } else {
-        (ttft, &h.second, ttft - h.delay_ms)
+    let (winner_ms, loser, loser_ms) = match (h.won, own) {
+        (true, Some(own)) => (own, &h.first, own + h.delay_ms),
+        (false, Some(own)) => (own, &h.second, own - h.delay_ms),
+        (true, None) => (ttft - h.delay_ms, &h.first, ttft),
+        (false, None) => (ttft, &h.second, ttft - h.delay_ms),
     };
     t.observe(uncached(winner_ms.max(0.0)), cached);
     if let Some(lost) = slot(targets, key(loser))

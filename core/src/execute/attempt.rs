@@ -202,6 +202,13 @@ impl<'a> InFlight<'a> {
         self.started.elapsed()
     }
 
+    /// Its own first event's time, from its own start (not the call's: no wait in line, no
+    /// earlier attempt); `None` before one came.
+    pub fn own_ttft(&self) -> Option<Duration> {
+        self.first_event
+            .map(|at| at.saturating_duration_since(self.started))
+    }
+
     /// The attempt succeeded at `served` (the tier the response reports, else the one sent),
     /// its own stream's longest gap between deltas `longest_gap`. The target is credited with
     /// its own TTFT (from its own start to its own first event, whatever came before); the

@@ -27,6 +27,8 @@ pub(super) struct Ended<'a> {
     pub scope: Option<&'a str>,
     /// Where the hedged first attempt and its hedge went, when a hedge went.
     pub hedge_targets: Option<&'a [TargetRef; 2]>,
+    /// The answering attempt's own first token, from its own start.
+    pub served_ttft: Option<Duration>,
     /// The answer, or the error with the attempts that failed before it.
     pub outcome: Result<&'a GenerateResponse, (&'a Error, Vec<FailedAttempt>)>,
 }
@@ -42,6 +44,7 @@ pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> 
         elapsed,
         scope,
         hedge_targets,
+        served_ttft,
         outcome,
     } = ended;
     let mut r = CallRecord {
@@ -103,6 +106,7 @@ pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> 
             r.reasoning_tokens = u.reasoning_tokens;
             let t = &resp.timings;
             r.ttft_ms = t.ttft.map(ms);
+            r.attempt_ttft_ms = served_ttft.filter(|_| t.ttft.is_some()).map(ms);
             r.inter_token_ms = t.inter_token.map(|i| [ms(i.mean), ms(i.p90), ms(i.max)]);
             r.total_ms = ms(t.total);
             r.hedge = d

@@ -62,6 +62,8 @@ pub struct Run<'a> {
     pub hedge: Option<HedgeReport>,
     /// Where the hedged first attempt and its hedge went (for the trace).
     pub hedge_targets: Option<[TargetRef; 2]>,
+    /// The answering attempt's own first token, from its own start (for the trace).
+    pub served_ttft: Option<std::time::Duration>,
     /// The tier the plan gave its first target (whose lane counts a failed call; built only
     /// when a call fails).
     first_tier: Option<crate::types::ServiceTier>,
@@ -113,6 +115,7 @@ impl<'a> Run<'a> {
             reasons: Vec::new(),
             hedge: None,
             hedge_targets: None,
+            served_ttft: None,
             first_tier,
             _in_flight: exec.telemetry.start(),
         }
@@ -143,6 +146,7 @@ impl<'a> Run<'a> {
                 elapsed: self.clock.elapsed(),
                 scope: None,
                 hedge_targets: self.hedge_targets.as_ref(),
+                served_ttft: None,
                 outcome: Err((&e, attempts)),
             };
             if let Some(line) = super::record::call(recorder, ended) {
@@ -1218,6 +1222,7 @@ impl<'a> Run<'a> {
                 elapsed: self.clock.elapsed(),
                 scope: Some(attempt.target.profile().map_or("in_region", |p| p.prefix())),
                 hedge_targets: self.hedge_targets.as_ref(),
+                served_ttft: self.served_ttft,
                 outcome: Ok(&response),
             };
             if let Some(line) = super::record::call(recorder, ended) {

@@ -54,6 +54,7 @@ fn complete<'a>(
     done.usage.input_tokens = done.usage.input_tokens.saturating_add(carried.input_tokens);
     let longest_gap = run.clock.attempt_longest_gap();
     let timings = run.clock.finish(done.usage.output_tokens);
+    run.served_ttft = inflight.own_ttft();
     let response = run.respond(&inflight.attempt, done, timings);
     let served = response.decision.served_tier.or(response.decision.tier);
     inflight.succeed(&response.usage, &response.timings, served, longest_gap);

@@ -127,9 +127,13 @@ pub struct CallRecord {
     /// digests with their estimated tokens: calls that share a prefix share its digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prefixes: Vec<PrefixDigest>,
-    /// Time to the first token, milliseconds (streams).
+    /// Time to the first token, milliseconds (streams), from the call's arrival.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms: Option<f64>,
+    /// The answering attempt's own time to its first token, from when it was sent: without
+    /// the call's wait for a slot or its earlier attempts (what its target took).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_ttft_ms: Option<f64>,
     /// The gaps between content chunks: mean, p90 and longest, milliseconds (streams).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inter_token_ms: Option<[f64; 3]>,
