@@ -400,6 +400,16 @@ impl NativeRouter {
         })
     }
 
+    /// Waits at most `wait_ms`, with the GIL released, for a line of `[record]`'s, taking
+    /// none; whether one is there.
+    fn _wait_record_lines(&self, py: Python<'_>, wait_ms: u64) -> PyResult<bool> {
+        errors::guard(|| {
+            let lines = self.router(py)?.record_lines().map_err(to_py_err)?;
+            let wait = std::time::Duration::from_millis(wait_ms);
+            Ok(py.detach(|| lines.wait(wait)))
+        })
+    }
+
     /// What the family routers have learned from feedback, per family and cell.
     fn feedback_report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         errors::guard(|| {

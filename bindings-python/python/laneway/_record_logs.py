@@ -86,11 +86,12 @@ class _RecordLogs:
             native = self._native()
             if native is None:
                 return
-            lines = native._drain_record_lines(_BATCH, _WAIT_MS)
+            # Wait without taking: lines are taken and emitted under the lock only, so that a
+            # flush's drain_now has emitted everything queued before it when it returns.
+            ready = native._wait_record_lines(_WAIT_MS)
             del native
-            if lines:
-                with self._lock:
-                    self._emit(lines)
+            if ready:
+                self.drain_now()
 
 
 def record_logs(router: Any, logger_provider: Any = None) -> _RecordLogs:

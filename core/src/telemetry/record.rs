@@ -547,6 +547,11 @@ impl HostLines {
         self.queue.drain(max, wait)
     }
 
+    /// Waits at most `wait` for a line, taking none; whether one is there.
+    pub fn wait(&self, wait: Duration) -> bool {
+        self.queue.wait(wait)
+    }
+
     /// Lines dropped because the host did not drain them in time.
     pub fn dropped(&self) -> u64 {
         self.queue.dropped()
