@@ -387,6 +387,12 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
         let entry = t.sampled.entry(w).or_default();
         entry.0 += 1;
         *entry.1.entry(a.kind.clone()).or_default() += 1;
+        // An attempt its first-token limit ended: its target's first token is later than that.
+        if let Some(waited) = a.first_token_after_ms
+            && t.censored_ms.len() < KEEP
+        {
+            t.censored_ms.push(waited * scale);
+        }
     }
     let (Some(region), Some(target), Some(model)) = (&c.region, &c.target, &c.model) else {
         return;
@@ -401,11 +407,16 @@ fn add_call(targets: &mut BTreeMap<Key, TargetTrace>, c: &CallRecord, start: u64
     t.answered += 1;
     t.output_tokens_max = t.output_tokens_max.max(c.output_tokens);
     t.sampled.entry(w).or_default().0 += 1;
-    // A call that failed over met several targets: its first token is none of theirs alone.
-    let Some(ttft) = c.ttft_ms.filter(|_| c.attempts.is_empty()) else {
+    // The call's first token is its answering attempt's own only when no attempt failed
+    // before it, unless that attempt's own was recorded.
+    let Some(ttft) = c
+        .ttft_ms
+        .filter(|_| c.attempts.is_empty() || c.attempt_ttft_ms.is_some())
+    else {
         return;
     };
     let generating = (c.total_ms - ttft) * scale / 1000.0;
+    // (The generation speed is the answering attempt's whatever came before it.)
     if c.output_tokens >= 8 && generating > 0.0 && t.tokens_per_second.len() < KEEP {
         t.tokens_per_second
             .push(f64::from(c.output_tokens.saturating_sub(1)) / generating);

@@ -10,6 +10,7 @@ use crate::telemetry::record::{
 };
 use crate::types::{
     Boundary, Error, FailedAttempt, GenerateRequest, GenerateResponse, ModelRef, Reason, Residency,
+    TimeLimit,
 };
 
 fn ms(d: Duration) -> f64 {
@@ -131,13 +132,34 @@ pub(super) fn call(recorder: &Recorder, ended: Ended<'_>) -> Option<CallRecord> 
             attempts
         }
     };
+    // The first-token limits that ended attempts, in order, to give each its wait.
+    let mut cut: Vec<(&str, &str, u64)> = reasons
+        .iter()
+        .filter_map(|r| match r {
+            Reason::TimeLimitHit {
+                limit: TimeLimit::FirstToken,
+                target,
+                region,
+                after_ms,
+                ..
+            } => Some((&**target, &**region, *after_ms)),
+            _ => None,
+        })
+        .collect();
     r.attempts = failed
         .iter()
-        .map(|f| AttemptRecord {
-            target: f.target.clone(),
-            region: f.region.clone(),
-            tier: f.tier.map(|t| t.as_str().to_string()),
-            kind: f.kind.as_str().to_string(),
+        .map(|f| {
+            let waited = cut
+                .iter()
+                .position(|(t, reg, _)| *t == f.target && *reg == f.region)
+                .map(|i| cut.remove(i).2 as f64);
+            AttemptRecord {
+                target: f.target.clone(),
+                region: f.region.clone(),
+                tier: f.tier.map(|t| t.as_str().to_string()),
+                kind: f.kind.as_str().to_string(),
+                first_token_after_ms: waited,
+            }
         })
         .collect();
     if recorder.include_text() {

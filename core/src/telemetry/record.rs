@@ -212,6 +212,10 @@ pub struct AttemptRecord {
     pub tier: Option<String>,
     /// Its error kind.
     pub kind: String,
+    /// For an attempt its first-token limit ended: how long it had waited, milliseconds (its
+    /// target's first token would have come later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_after_ms: Option<f64>,
 }
 
 /// What was said of a recorded call after it ended.
