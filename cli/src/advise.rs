@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use laneway::Config;
 use laneway::advice::{Advice, TraceSummary, advise};
-use laneway::telemetry::record::TraceReader;
 use serde::Serialize;
 
 use crate::bench::{replay, trace};
@@ -78,24 +77,7 @@ pub(crate) struct Verified {
 /// Reads the traces as a stream into a summary; prints where bad lines were.
 pub(crate) fn summarise(traces: &[PathBuf]) -> anyhow::Result<(TraceSummary, u64)> {
     let mut summary = TraceSummary::new();
-    let mut bad = 0;
-    let progress = crate::progress::lines();
-    for path in traces {
-        let mut reader =
-            TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
-        for line in reader.by_ref() {
-            progress.inc(1);
-            summary.add(&line);
-        }
-        bad += reader.bad_count;
-        for b in reader.bad.iter().take(5) {
-            eprintln!("{}:{}: skipped: {}", path.display(), b.number, b.reason);
-        }
-    }
-    progress.finish_and_clear();
-    if bad > 0 {
-        eprintln!("{bad} bad lines skipped");
-    }
+    let bad = crate::progress::read_traces(traces, |line| summary.add(&line))?;
     Ok((summary, bad))
 }
 

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
-use laneway::telemetry::record::{CallRecord, Line, TraceReader};
+use laneway::telemetry::record::{CallRecord, Line};
 use laneway::{Config, GenerateRequest, Geography, Residency, Slo, SloClass};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -153,30 +152,13 @@ pub(crate) fn read(
     );
     let mut calls: Vec<CallRecord> = Vec::new();
     let mut outcomes: HashMap<String, bool> = HashMap::new();
-    let progress = crate::progress::lines();
-    let mut bad = 0;
-    for path in paths {
-        let mut reader =
-            TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
-        for line in reader.by_ref() {
-            progress.inc(1);
-            match line {
-                Line::Call(c) => calls.push(*c),
-                Line::Outcome(o) => {
-                    outcomes.insert(o.call_id, o.success);
-                }
-                Line::Header(_) | Line::Load(_) => {}
-            }
+    crate::progress::read_traces(paths, |line| match line {
+        Line::Call(c) => calls.push(*c),
+        Line::Outcome(o) => {
+            outcomes.insert(o.call_id, o.success);
         }
-        bad += reader.bad_count;
-        for b in reader.bad.iter().take(5) {
-            eprintln!("{}:{}: skipped: {}", path.display(), b.number, b.reason);
-        }
-    }
-    progress.finish_and_clear();
-    if bad > 0 {
-        eprintln!("{bad} bad lines skipped");
-    }
+        Line::Header(_) | Line::Load(_) => {}
+    })?;
     anyhow::ensure!(!calls.is_empty(), "the traces hold no recorded calls");
     calls.sort_by_key(|c| c.at_ms);
     let first = calls[0].at_ms;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use laneway::ServiceTier;
-use laneway::telemetry::record::{CallRecord, Line, TraceReader};
+use laneway::telemetry::record::{CallRecord, Line};
 use laneway_emulator::Scenario;
 
 /// `laneway twin …`
@@ -169,45 +169,31 @@ pub(crate) fn fit(args: &FitArgs) -> anyhow::Result<(String, Vec<TargetFit>)> {
     let mut targets: BTreeMap<Key, TargetTrace> = BTreeMap::new();
     let mut first_ms: Option<u64> = None;
     let scale = 1.0 / args.time_scale;
-    let (mut calls, mut bad) = (0u64, 0u64);
-    let progress = crate::progress::lines();
-    for path in &args.traces {
-        let mut reader =
-            TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
-        for line in reader.by_ref() {
-            progress.inc(1);
-            match line {
-                Line::Call(c) => {
-                    calls += 1;
-                    let start = *first_ms.get_or_insert(c.at_ms);
-                    add_call(&mut targets, &c, start, scale);
-                }
-                Line::Load(load) => {
-                    // Every call's counts, cumulative: where a target has them they replace
-                    // the sample's (as deltas per window, in `failures`).
-                    let start = *first_ms.get_or_insert(load.at_ms);
-                    let at = (load.at_ms.saturating_sub(start) as f64 * scale) as u64;
-                    for t in load.targets {
-                        let key = (t.region, t.target, t.tier);
-                        if let Some(entry) = slot(&mut targets, key)
-                            && entry.loads.len() < MAX_LOAD_LINES
-                        {
-                            entry.loads.push((at, t.ok, t.failed));
-                        }
+    let mut calls = 0u64;
+    crate::progress::read_traces(&args.traces, |line| {
+        match line {
+            Line::Call(c) => {
+                calls += 1;
+                let start = *first_ms.get_or_insert(c.at_ms);
+                add_call(&mut targets, &c, start, scale);
+            }
+            Line::Load(load) => {
+                // Every call's counts, cumulative: where a target has them they replace
+                // the sample's (as deltas per window, in `failures`).
+                let start = *first_ms.get_or_insert(load.at_ms);
+                let at = (load.at_ms.saturating_sub(start) as f64 * scale) as u64;
+                for t in load.targets {
+                    let key = (t.region, t.target, t.tier);
+                    if let Some(entry) = slot(&mut targets, key)
+                        && entry.loads.len() < MAX_LOAD_LINES
+                    {
+                        entry.loads.push((at, t.ok, t.failed));
                     }
                 }
-                Line::Header(_) | Line::Outcome(_) => {}
             }
+            Line::Header(_) | Line::Outcome(_) => {}
         }
-        bad += reader.bad_count;
-        for b in reader.bad.iter().take(5) {
-            eprintln!("{}:{}: skipped: {}", path.display(), b.number, b.reason);
-        }
-    }
-    progress.finish_and_clear();
-    if bad > 0 {
-        eprintln!("{bad} bad lines skipped");
-    }
+    })?;
     anyhow::ensure!(calls > 0, "the traces hold no recorded calls");
     let mut doc: toml::Table = toml::from_str(&base_text(&args.base)?)?;
     let mut fits: Vec<TargetFit> = Vec::new();
